@@ -1,0 +1,182 @@
+//===- Graph.cpp - Values, nodes and graphs ---------------------------------===//
+#include "ir/Graph.h"
+
+#include <algorithm>
+#include <cassert>
+
+using namespace cgc;
+
+llvm::StringRef cgc::inputKindName(InputKind kind) {
+  switch (kind) {
+  case InputKind::UserInput: return "user_input";
+  case InputKind::Parameter: return "parameter";
+  case InputKind::Buffer: return "buffer";
+  case InputKind::RngState: return "rng_state";
+  case InputKind::OptimizerState: return "optimizer_state";
+  }
+  return "?";
+}
+
+llvm::StringRef cgc::outputKindName(OutputKind kind) {
+  switch (kind) {
+  case OutputKind::Output: return "output";
+  case OutputKind::Loss: return "loss";
+  case OutputKind::ParameterUpdate: return "parameter_update";
+  case OutputKind::BufferMutation: return "buffer_mutation";
+  }
+  return "?";
+}
+
+void Value::replaceAllUsesWith(Value *other) {
+  assert(other != this && "replacing a value with itself");
+  while (!useList.empty()) {
+    Use use = useList.back();
+    use.user->setOperand(use.operandIndex, other);
+  }
+}
+
+Node::~Node() { dropOperands(); }
+
+void Node::addOperand(Value *value) {
+  operands.push_back(value);
+  value->useList.push_back({this, unsigned(operands.size() - 1)});
+}
+
+void Node::setOperand(unsigned i, Value *value) {
+  Value *old = operands[i];
+  auto &uses = old->useList;
+  auto it = std::find_if(uses.begin(), uses.end(), [&](const Use &u) {
+    return u.user == this && u.operandIndex == i;
+  });
+  assert(it != uses.end() && "use list out of sync");
+  uses.erase(it);
+  operands[i] = value;
+  value->useList.push_back({this, i});
+}
+
+void Node::dropOperands() {
+  for (unsigned i = 0; i < operands.size(); ++i) {
+    auto &uses = operands[i]->useList;
+    uses.erase(std::remove_if(uses.begin(), uses.end(),
+                              [&](const Use &u) {
+                                return u.user == this && u.operandIndex == i;
+                              }),
+               uses.end());
+  }
+  operands.clear();
+}
+
+Value *Node::addResult(std::string resultName, TensorType type) {
+  results.push_back(std::make_unique<Value>(std::move(resultName),
+                                            std::move(type), this,
+                                            results.size()));
+  return results.back().get();
+}
+
+const Attribute *Node::attr(llvm::StringRef key) const {
+  auto it = attributes.find(key.str());
+  return it == attributes.end() ? nullptr : &it->second;
+}
+
+int64_t Node::intAttr(llvm::StringRef key, int64_t fallback) const {
+  const Attribute *a = attr(key);
+  if (auto *v = a ? std::get_if<int64_t>(a) : nullptr)
+    return *v;
+  return fallback;
+}
+
+double Node::floatAttr(llvm::StringRef key, double fallback) const {
+  const Attribute *a = attr(key);
+  if (auto *v = a ? std::get_if<double>(a) : nullptr)
+    return *v;
+  if (auto *v = a ? std::get_if<int64_t>(a) : nullptr)
+    return double(*v);
+  return fallback;
+}
+
+bool Node::boolAttr(llvm::StringRef key, bool fallback) const {
+  const Attribute *a = attr(key);
+  if (auto *v = a ? std::get_if<bool>(a) : nullptr)
+    return *v;
+  return fallback;
+}
+
+std::string Node::strAttr(llvm::StringRef key, llvm::StringRef fallback) const {
+  const Attribute *a = attr(key);
+  if (auto *v = a ? std::get_if<std::string>(a) : nullptr)
+    return *v;
+  return fallback.str();
+}
+
+std::vector<int64_t> Node::intsAttr(llvm::StringRef key) const {
+  const Attribute *a = attr(key);
+  if (auto *v = a ? std::get_if<std::vector<int64_t>>(a) : nullptr)
+    return *v;
+  return {};
+}
+
+Graph &Node::addRegion() {
+  regions.push_back(std::make_unique<Graph>(this));
+  return *regions.back();
+}
+
+Graph::~Graph() {
+  // Drop every use first: nodes may be destroyed before the values they use.
+  for (auto &node : nodeList)
+    node->dropOperands();
+}
+
+Graph &Graph::root() {
+  Graph *g = this;
+  while (g->parentNode)
+    g = g->parentNode->getParent();
+  return *g;
+}
+
+const Graph &Graph::root() const {
+  return const_cast<Graph *>(this)->root();
+}
+
+Value *Graph::addInput(std::string inputName, TensorType type) {
+  inputValues.push_back(std::make_unique<Value>(std::move(inputName),
+                                                std::move(type), nullptr,
+                                                inputValues.size()));
+  inputList.push_back({inputValues.back().get()});
+  return inputValues.back().get();
+}
+
+Node *Graph::append(std::unique_ptr<Node> node) {
+  node->parent = this;
+  nodeList.push_back(std::move(node));
+  return nodeList.back().get();
+}
+
+Node *Graph::insertBefore(Node *before, std::unique_ptr<Node> node) {
+  node->parent = this;
+  auto it = nodeList.begin() + indexOf(before);
+  return nodeList.insert(it, std::move(node))->get();
+}
+
+void Graph::erase(Node *node) {
+  for (unsigned i = 0; i < node->numResults(); ++i)
+    assert(!node->result(i)->hasUses() && "erasing a node that is used");
+  nodeList.erase(nodeList.begin() + indexOf(node));
+}
+
+unsigned Graph::indexOf(const Node *node) const {
+  auto it = std::find_if(nodeList.begin(), nodeList.end(),
+                         [&](const auto &n) { return n.get() == node; });
+  assert(it != nodeList.end() && "node not in this graph");
+  return it - nodeList.begin();
+}
+
+Value *Graph::lookupValue(llvm::StringRef valueName) const {
+  for (const GraphInput &in : inputList)
+    if (in.value->getName() == valueName)
+      return in.value;
+  for (const auto &node : nodeList)
+    for (unsigned i = 0; i < node->numResults(); ++i)
+      if (node->result(i)->getName() == valueName)
+        return node->result(i);
+  return nullptr;
+}

@@ -1,0 +1,207 @@
+//===- Graph.h - Values, nodes and graphs -----------------------*- C++ -*-===//
+//
+// A Graph owns its input Values and its Nodes in topological order; a Node
+// owns its result Values and its region Graphs (the subgraphs of `if` and
+// `while`). Values keep use lists so passes can replace and erase. Symbolic
+// dims live in the DimTable of the top-level graph; regions share it.
+//
+//===----------------------------------------------------------------------===//
+#ifndef CGC_IR_GRAPH_H
+#define CGC_IR_GRAPH_H
+
+#include "ir/Location.h"
+#include "ir/Ops.h"
+#include "ir/Types.h"
+
+#include "llvm/ADT/SmallVector.h"
+#include <map>
+#include <memory>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace cgc {
+
+class Graph;
+class Node;
+
+/// A typed attribute value. `Values` (constant data) is stored as doubles.
+using Attribute =
+    std::variant<int64_t, double, bool, std::string, std::vector<int64_t>,
+                 std::vector<double>, DType, std::vector<Dim>>;
+
+struct Use {
+  Node *user;
+  unsigned operandIndex;
+};
+
+class Value {
+public:
+  Value(std::string name, TensorType type, Node *def, unsigned resultIndex)
+      : name(std::move(name)), type(std::move(type)), def(def),
+        resultIndex(resultIndex) {}
+
+  const std::string &getName() const { return name; }
+  void setName(std::string newName) { name = std::move(newName); }
+  const TensorType &getType() const { return type; }
+  void setType(TensorType newType) { type = std::move(newType); }
+  /// The defining node; null for graph and region inputs.
+  Node *getDef() const { return def; }
+  unsigned getResultIndex() const { return resultIndex; }
+  const std::vector<Use> &uses() const { return useList; }
+  bool hasUses() const { return !useList.empty(); }
+  /// Points every use of this value at \p other instead.
+  void replaceAllUsesWith(Value *other);
+
+private:
+  friend class Node;
+  std::string name;
+  TensorType type;
+  Node *def;
+  unsigned resultIndex;
+  std::vector<Use> useList;
+};
+
+/// Signature kinds in the spirit of torch.export.
+enum class InputKind : uint8_t {
+  UserInput, Parameter, Buffer, RngState, OptimizerState
+};
+enum class OutputKind : uint8_t {
+  Output, Loss, ParameterUpdate, BufferMutation
+};
+llvm::StringRef inputKindName(InputKind kind);
+llvm::StringRef outputKindName(OutputKind kind);
+/// True for inputs that live across runs (everything but user inputs).
+inline bool isPersistent(InputKind kind) { return kind != InputKind::UserInput; }
+
+/// How a parameter gets its initial value.
+struct Initializer {
+  enum class Source : uint8_t { None, Weights, Normal, Uniform, Zeros, Ones };
+  Source source = Source::None;
+  std::string tensor; ///< Weights: tensor name in the graph's weights file.
+  double a = 0, b = 0; ///< Normal: mean, std. Uniform: low, high.
+  uint64_t seed = 0;
+};
+
+struct GraphInput {
+  Value *value;
+  InputKind kind = InputKind::UserInput;
+  Initializer init;
+  Location loc;
+};
+
+struct GraphOutput {
+  std::string name;
+  Value *value;
+  OutputKind kind = OutputKind::Output;
+  std::string target; ///< The updated input, for updates and mutations.
+  Location loc;
+};
+
+class Node {
+public:
+  Node(OpKind op, std::string name, Location loc)
+      : op(op), name(std::move(name)), loc(loc) {}
+  ~Node();
+  Node(const Node &) = delete;
+  Node &operator=(const Node &) = delete;
+
+  OpKind getOp() const { return op; }
+  const OpInfo &info() const { return opInfo(op); }
+  const std::string &getName() const { return name; }
+  Location getLoc() const { return loc; }
+  /// The user's source location (`loc` in the JSON), e.g. "model.py:12".
+  const std::string &getSourceLoc() const { return sourceLoc; }
+  void setSourceLoc(std::string text) { sourceLoc = std::move(text); }
+  Graph *getParent() const { return parent; }
+
+  unsigned numOperands() const { return operands.size(); }
+  Value *operand(unsigned i) const { return operands[i]; }
+  llvm::ArrayRef<Value *> getOperands() const { return operands; }
+  void addOperand(Value *value);
+  void setOperand(unsigned i, Value *value);
+  void dropOperands();
+
+  unsigned numResults() const { return results.size(); }
+  Value *result(unsigned i = 0) const { return results[i].get(); }
+  Value *addResult(std::string name, TensorType type);
+
+  const std::map<std::string, Attribute> &attrs() const { return attributes; }
+  void setAttr(const std::string &key, Attribute value) {
+    attributes[key] = std::move(value);
+  }
+  const Attribute *attr(llvm::StringRef key) const;
+  int64_t intAttr(llvm::StringRef key, int64_t fallback) const;
+  double floatAttr(llvm::StringRef key, double fallback) const;
+  bool boolAttr(llvm::StringRef key, bool fallback) const;
+  std::string strAttr(llvm::StringRef key, llvm::StringRef fallback) const;
+  std::vector<int64_t> intsAttr(llvm::StringRef key) const;
+
+  unsigned numRegions() const { return regions.size(); }
+  Graph &region(unsigned i) const { return *regions[i]; }
+  Graph &addRegion();
+
+private:
+  friend class Graph;
+  OpKind op;
+  std::string name;
+  Location loc;
+  std::string sourceLoc;
+  Graph *parent = nullptr;
+  llvm::SmallVector<Value *, 4> operands;
+  std::vector<std::unique_ptr<Value>> results;
+  std::map<std::string, Attribute> attributes;
+  std::vector<std::unique_ptr<Graph>> regions;
+};
+
+class Graph {
+public:
+  /// A top-level graph; \p parentNode is set for regions.
+  explicit Graph(Node *parentNode = nullptr) : parentNode(parentNode) {}
+  ~Graph();
+  Graph(const Graph &) = delete;
+  Graph &operator=(const Graph &) = delete;
+
+  std::string name;
+  std::string doc;
+  int64_t formatVersion = 1;
+  std::string weightsFile; ///< Relative to the IR file, as written.
+  std::string weightsPath; ///< Resolved path, for loading.
+
+  bool isRegion() const { return parentNode != nullptr; }
+  Node *getParentNode() const { return parentNode; }
+  Graph &root();
+  const Graph &root() const;
+  DimTable &dims() { return root().dimTable; }
+  const DimTable &dims() const { return root().dimTable; }
+
+  Value *addInput(std::string name, TensorType type);
+  llvm::ArrayRef<GraphInput> inputs() const { return inputList; }
+  GraphInput &input(unsigned i) { return inputList[i]; }
+
+  /// Appends a node; the caller keeps topological order.
+  Node *append(std::unique_ptr<Node> node);
+  /// Inserts \p node before \p before.
+  Node *insertBefore(Node *before, std::unique_ptr<Node> node);
+  /// Erases a node whose results are unused.
+  void erase(Node *node);
+  const std::vector<std::unique_ptr<Node>> &nodes() const { return nodeList; }
+  unsigned indexOf(const Node *node) const;
+
+  std::vector<GraphOutput> outputs;
+
+  /// Finds a value visible at the end of this graph by name (inputs and
+  /// node results of this graph only).
+  Value *lookupValue(llvm::StringRef valueName) const;
+
+private:
+  Node *parentNode;
+  DimTable dimTable;
+  std::vector<std::unique_ptr<Value>> inputValues;
+  std::vector<GraphInput> inputList;
+  std::vector<std::unique_ptr<Node>> nodeList;
+};
+
+} // namespace cgc
+
+#endif

@@ -1,0 +1,707 @@
+//===- JsonReader.cpp - Files, graphs and signatures ------------------------===//
+//
+// Reading goes: load the file (size, directory and existence checks), scan
+// it (syntax, nesting, duplicate keys, number range, offsets), parse it with
+// nlohmann_json, then build the graph: header fields, dims, inputs, nodes
+// (NodeReader.cpp), outputs, and finally the weights check.
+//
+//===----------------------------------------------------------------------===//
+#include "ir/JsonReader.h"
+
+#include "ir/ReaderContext.h"
+#include "format/Safetensors.h"
+
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
+
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
+
+using namespace cgc;
+
+bool cgc::isValidName(llvm::StringRef name) {
+  if (name.empty() || name.size() > 256)
+    return false;
+  return llvm::all_of(name, [](char c) {
+    return llvm::isAlnum(c) || c == '_' || c == '.' || c == ':' || c == '/' ||
+           c == '-';
+  });
+}
+
+std::string cgc::quoteName(llvm::StringRef name) {
+  std::string out;
+  for (char c : name) {
+    if (uint8_t(c) < 0x20 || c == 0x7f) {
+      char buf[8];
+      snprintf(buf, sizeof buf, "\\u%04x", unsigned(uint8_t(c)));
+      out += buf;
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+static std::string kindOf(const Json &j) {
+  if (j.is_object()) return "an object";
+  if (j.is_array()) return "an array";
+  if (j.is_string()) return "a string";
+  if (j.is_boolean()) return "a boolean";
+  if (j.is_null()) return "null";
+  return "a number";
+}
+
+bool ReaderContext::expectObject(const Json &j, const std::string &pointer,
+                                 const std::string &what) {
+  if (j.is_object())
+    return true;
+  error(pointer, what + " must be an object, got " + kindOf(j));
+  return false;
+}
+
+bool ReaderContext::checkFields(const Json &obj, const std::string &pointer,
+                                llvm::ArrayRef<llvm::StringRef> allowed,
+                                llvm::ArrayRef<llvm::StringRef> required,
+                                const std::string &what) {
+  bool ok = true;
+  for (auto it = obj.begin(); it != obj.end(); ++it) {
+    if (llvm::is_contained(allowed, llvm::StringRef(it.key())))
+      continue;
+    std::string expected;
+    for (llvm::StringRef a : allowed)
+      expected += (expected.empty() ? "" : ", ") + a.str();
+    diag.error(keyAt(pointer + "/" + escapePointerToken(it.key())),
+               what + ": unknown field '" + quoteName(it.key()) +
+                   "' (expected one of: " + expected + ")");
+    ok = false;
+  }
+  for (llvm::StringRef r : required) {
+    if (obj.contains(r.str()))
+      continue;
+    error(pointer, what + ": missing field '" + r + "'");
+    ok = false;
+  }
+  return ok;
+}
+
+bool ReaderContext::readName(const Json &j, const std::string &pointer,
+                             const std::string &what, std::string &out) {
+  if (!j.is_string()) {
+    error(pointer, what + " must be a string, got " + kindOf(j));
+    return false;
+  }
+  out = j.get<std::string>();
+  if (isValidName(out))
+    return true;
+  error(pointer, what + " '" + quoteName(out) +
+                     "' is not a valid name (use 1 to 256 letters, digits "
+                     "and _ . : / -)");
+  return false;
+}
+
+bool ReaderContext::readDType(const Json &j, const std::string &pointer,
+                              const std::string &what, DType &out) {
+  if (j.is_string())
+    if (auto d = parseDType(j.get<std::string>())) {
+      out = *d;
+      return true;
+    }
+  error(pointer, what + ": unknown dtype " + quoteName(j.dump()) +
+                     " (expected f32, f16, bf16, i32, i64 or bool)");
+  return false;
+}
+
+bool ReaderContext::readShape(const Json &j, const std::string &pointer,
+                              const std::string &what, const DimTable &dims,
+                              std::vector<Dim> &out) {
+  out.clear();
+  if (!j.is_array()) {
+    error(pointer, what + ": shape must be an array, got " + kindOf(j));
+    return false;
+  }
+  if (j.size() > 8) {
+    error(pointer, what + ": rank " + std::to_string(j.size()) +
+                       " exceeds the limit of 8");
+    return false;
+  }
+  double elements = 1;
+  for (size_t i = 0; i < j.size(); ++i) {
+    std::string p = pointer + "/" + std::to_string(i);
+    const Json &d = j[i];
+    if (d.is_string()) {
+      auto symbol = dims.lookup(d.get<std::string>());
+      if (!symbol) {
+        error(p, what + ": unknown dim '" + quoteName(d.get<std::string>()) +
+                     "' (declare it in 'dims')");
+        return false;
+      }
+      out.push_back(Dim::symbol(*symbol));
+      elements *= dims.get(*symbol).max;
+      continue;
+    }
+    if (!d.is_number_integer() || d.get<int64_t>() < 0) {
+      error(p, what + ": dim #" + std::to_string(i) +
+                   " must be a non-negative integer or a dim name, got " +
+                   quoteName(d.dump()));
+      return false;
+    }
+    out.push_back(Dim::fixed(d.get<int64_t>()));
+    elements *= double(d.get<int64_t>());
+  }
+  if (elements > double(int64_t(1) << 40)) {
+    error(pointer, what + ": shape has more than 2^40 elements");
+    return false;
+  }
+  return true;
+}
+
+bool ReaderContext::readTensorType(const Json &j, const std::string &pointer,
+                                   const std::string &what,
+                                   const DimTable &dims, TensorType &out) {
+  std::vector<Dim> shape;
+  if (!readDType(j["dtype"], pointer + "/dtype", what, out.dtype) ||
+      !readShape(j["shape"], pointer + "/shape", what, dims, shape))
+    return false;
+  out.dims.assign(shape.begin(), shape.end());
+  return true;
+}
+
+namespace {
+class GraphReader {
+public:
+  GraphReader(ReaderContext &ctx, llvm::StringRef baseDir,
+              const ReadOptions &options)
+      : ctx(ctx), baseDir(baseDir), options(options) {}
+
+  std::unique_ptr<Graph> read(const Json &top);
+
+private:
+  bool readHeader(const Json &top, Graph &g);
+  bool readDims(const Json &j, Graph &g);
+  bool readDim(const Json &j, const std::string &p, Graph &g);
+  bool readInputs(const Json &j, Graph &g);
+  bool readInput(const Json &j, const std::string &p, Graph &g);
+  bool readInitializer(const Json &j, const std::string &p,
+                       const std::string &what, Initializer &init);
+  bool readOutputs(const Json &j, Graph &g);
+  bool readOutput(const Json &j, const std::string &p, Graph &g);
+  bool checkWeights(Graph &g);
+
+  ReaderContext &ctx;
+  std::string baseDir;
+  const ReadOptions &options;
+};
+} // namespace
+
+bool GraphReader::readHeader(const Json &top, Graph &g) {
+  static const llvm::StringRef fields[] = {
+      "format_version", "name", "doc", "dims", "weights_file",
+      "inputs", "nodes", "outputs"};
+  if (!ctx.checkFields(top, "", fields,
+                       {"format_version", "name", "inputs", "nodes", "outputs"},
+                       "graph"))
+    return false;
+  const Json &version = top["format_version"];
+  if (!version.is_number_integer() || version.get<int64_t>() != 1) {
+    ctx.error("/format_version", "unsupported format_version " +
+                                     quoteName(version.dump()) +
+                                     "; this cgc reads version 1");
+    return false;
+  }
+  if (!ctx.readName(top["name"], "/name", "graph name", g.name))
+    return false;
+  if (top.contains("doc") && !top["doc"].is_string()) {
+    ctx.error("/doc", "graph: 'doc' must be a string");
+    return false;
+  }
+  g.doc = top.value("doc", "");
+  if (top.contains("weights_file")) {
+    const Json &w = top["weights_file"];
+    if (!w.is_string() || w.get<std::string>().empty()) {
+      ctx.error("/weights_file", "graph: 'weights_file' must be a path");
+      return false;
+    }
+    g.weightsFile = w.get<std::string>();
+    llvm::SmallString<256> path(baseDir);
+    llvm::sys::path::append(path, g.weightsFile);
+    g.weightsPath = std::string(path);
+  }
+  return true;
+}
+
+bool GraphReader::readDim(const Json &j, const std::string &p, Graph &g) {
+  if (!ctx.expectObject(j, p, "a dim") ||
+      !ctx.checkFields(j, p, {"name", "min", "max", "buckets"}, {"name", "max"},
+                       "dim"))
+    return false;
+  SymbolicDim dim;
+  if (!ctx.readName(j["name"], p + "/name", "dim name", dim.name))
+    return false;
+  std::string what = "dim '" + dim.name + "'";
+  if (g.dims().lookup(dim.name)) {
+    ctx.error(p + "/name", what + " is declared twice");
+    return false;
+  }
+  for (const char *key : {"min", "max"}) {
+    if (!j.contains(key))
+      continue;
+    const Json &v = j[key];
+    if (!v.is_number_integer() || v.get<int64_t>() < 0 ||
+        v.get<int64_t>() > (int64_t(1) << 40)) {
+      ctx.error(p + "/" + key, what + ": '" + key +
+                                   "' must be an integer in [0, 2^40]");
+      return false;
+    }
+    (std::string(key) == "min" ? dim.min : dim.max) = v.get<int64_t>();
+  }
+  if (dim.max < dim.min) {
+    ctx.error(p + "/max", what + ": max " + std::to_string(dim.max) +
+                              " is below min " + std::to_string(dim.min));
+    return false;
+  }
+  if (j.contains("buckets")) {
+    const Json &b = j["buckets"];
+    int64_t previous = dim.min - 1;
+    for (size_t i = 0; b.is_array() && i < b.size(); ++i) {
+      if (!b[i].is_number_integer() || b[i].get<int64_t>() <= previous ||
+          b[i].get<int64_t>() > dim.max) {
+        ctx.error(p + "/buckets/" + std::to_string(i),
+                  what + ": buckets must increase within [min, max]");
+        return false;
+      }
+      previous = b[i].get<int64_t>();
+      dim.buckets.push_back(previous);
+    }
+    if (!b.is_array() || dim.buckets.empty() || dim.buckets.back() != dim.max) {
+      ctx.error(p + "/buckets",
+                what + ": buckets must be a non-empty list ending at max " +
+                    std::to_string(dim.max));
+      return false;
+    }
+  }
+  g.dims().add(std::move(dim));
+  return true;
+}
+
+bool GraphReader::readDims(const Json &j, Graph &g) {
+  if (!j.is_array()) {
+    ctx.error("/dims", "graph: 'dims' must be an array");
+    return false;
+  }
+  bool ok = true;
+  for (size_t i = 0; i < j.size(); ++i)
+    ok &= readDim(j[i], "/dims/" + std::to_string(i), g);
+  return ok;
+}
+
+static llvm::Optional<InputKind> parseInputKind(llvm::StringRef s) {
+  for (InputKind k : {InputKind::UserInput, InputKind::Parameter,
+                      InputKind::Buffer, InputKind::RngState,
+                      InputKind::OptimizerState})
+    if (inputKindName(k) == s)
+      return k;
+  return llvm::None;
+}
+
+bool GraphReader::readInitializer(const Json &j, const std::string &p,
+                                  const std::string &what, Initializer &init) {
+  if (!ctx.expectObject(j, p, what + ": 'init'") ||
+      !ctx.checkFields(j, p, {"dist", "seed", "mean", "std", "low", "high"},
+                       {"dist"}, what + ": 'init'"))
+    return false;
+  std::string dist = j["dist"].is_string() ? j["dist"].get<std::string>() : "";
+  using S = Initializer::Source;
+  const std::pair<const char *, S> dists[] = {
+      {"normal", S::Normal}, {"uniform", S::Uniform},
+      {"zeros", S::Zeros}, {"ones", S::Ones}};
+  for (auto [name, source] : dists)
+    if (dist == name)
+      init.source = source;
+  if (init.source == S::None) {
+    ctx.error(p + "/dist", what + ": unknown 'dist' " + quoteName(j["dist"].dump()) +
+                               " (expected normal, uniform, zeros or ones)");
+    return false;
+  }
+  for (const char *key : {"mean", "std", "low", "high"})
+    if (j.contains(key) && !j[key].is_number()) {
+      ctx.error(p + "/" + key, what + ": '" + key + "' must be a number");
+      return false;
+    }
+  if (j.contains("seed") && !j["seed"].is_number_unsigned()) {
+    ctx.error(p + "/seed", what + ": 'seed' must be a non-negative integer");
+    return false;
+  }
+  init.seed = j.value("seed", uint64_t(0));
+  if (init.source == S::Normal) {
+    init.a = j.value("mean", 0.0);
+    init.b = j.value("std", 1.0);
+  } else {
+    init.a = j.value("low", 0.0);
+    init.b = j.value("high", 1.0);
+  }
+  if ((init.source == S::Normal && init.b < 0) ||
+      (init.source == S::Uniform && init.b < init.a)) {
+    ctx.error(p, what + ": the distribution's parameters are invalid");
+    return false;
+  }
+  return true;
+}
+
+bool GraphReader::readInput(const Json &j, const std::string &p, Graph &g) {
+  if (!ctx.expectObject(j, p, "an input") ||
+      !ctx.checkFields(j, p, {"name", "kind", "dtype", "shape", "init", "weight"},
+                       {"name", "dtype", "shape"}, "input"))
+    return false;
+  std::string name;
+  if (!ctx.readName(j["name"], p + "/name", "input name", name))
+    return false;
+  std::string what = "input '" + name + "'";
+  if (Value *previous = g.lookupValue(name)) {
+    (void)previous;
+    ctx.error(p + "/name", what + " is defined twice");
+    return false;
+  }
+  TensorType type;
+  if (!ctx.readTensorType(j, p, what, g.dims(), type))
+    return false;
+  InputKind kind = InputKind::UserInput;
+  if (j.contains("kind")) {
+    auto k = j["kind"].is_string() ? parseInputKind(j["kind"].get<std::string>())
+                                   : llvm::None;
+    if (!k) {
+      ctx.error(p + "/kind", what + ": unknown kind " + quoteName(j["kind"].dump()) +
+                                 " (expected user_input, parameter, buffer, "
+                                 "rng_state or optimizer_state)");
+      return false;
+    }
+    kind = *k;
+  }
+  Initializer init;
+  if (j.contains("init") && j.contains("weight")) {
+    ctx.error(p + "/weight", what + ": give 'init' or 'weight', not both");
+    return false;
+  }
+  if ((j.contains("init") || j.contains("weight")) && !isPersistent(kind)) {
+    ctx.error(p, what + ": only persistent inputs (parameters, buffers, "
+                        "state) take 'init' or 'weight'");
+    return false;
+  }
+  if (j.contains("init") && !readInitializer(j["init"], p + "/init", what, init))
+    return false;
+  if (j.contains("weight")) {
+    if (!ctx.readName(j["weight"], p + "/weight", what + ": weight", init.tensor))
+      return false;
+    init.source = Initializer::Source::Weights;
+  }
+  if (kind == InputKind::Parameter && init.source == Initializer::Source::None) {
+    ctx.error(p, what + ": a parameter needs 'init' or 'weight'");
+    return false;
+  }
+  if (!type.isStatic() && isPersistent(kind)) {
+    ctx.error(p + "/shape", what + ": persistent state needs a static shape");
+    return false;
+  }
+  g.addInput(name, type);
+  GraphInput &in = g.input(g.inputs().size() - 1);
+  in.kind = kind;
+  in.init = init;
+  in.loc = ctx.at(p);
+  return true;
+}
+
+bool GraphReader::readInputs(const Json &j, Graph &g) {
+  if (!j.is_array()) {
+    ctx.error("/inputs", "graph: 'inputs' must be an array");
+    return false;
+  }
+  bool ok = true;
+  for (size_t i = 0; i < j.size(); ++i)
+    ok = readInput(j[i], "/inputs/" + std::to_string(i), g) && ok;
+  return ok;
+}
+
+static llvm::Optional<OutputKind> parseOutputKind(llvm::StringRef s) {
+  for (OutputKind k : {OutputKind::Output, OutputKind::Loss,
+                       OutputKind::ParameterUpdate, OutputKind::BufferMutation})
+    if (outputKindName(k) == s)
+      return k;
+  return llvm::None;
+}
+
+bool GraphReader::readOutput(const Json &j, const std::string &p, Graph &g) {
+  GraphOutput out;
+  std::string valueName;
+  out.loc = ctx.at(p);
+  if (j.is_string()) {
+    if (!ctx.readName(j, p, "output", valueName))
+      return false;
+    out.name = valueName;
+  } else {
+    if (!ctx.expectObject(j, p, "an output") ||
+        !ctx.checkFields(j, p, {"name", "value", "kind", "target"},
+                         {"name", "value"}, "output") ||
+        !ctx.readName(j["name"], p + "/name", "output name", out.name) ||
+        !ctx.readName(j["value"], p + "/value", "output value", valueName))
+      return false;
+    if (j.contains("kind")) {
+      auto k = j["kind"].is_string()
+                   ? parseOutputKind(j["kind"].get<std::string>())
+                   : llvm::None;
+      if (!k) {
+        ctx.error(p + "/kind", "output '" + out.name + "': unknown kind " +
+                                   quoteName(j["kind"].dump()) +
+                                   " (expected output, loss, parameter_update "
+                                   "or buffer_mutation)");
+        return false;
+      }
+      out.kind = *k;
+    }
+  }
+  std::string what = "output '" + out.name + "'";
+  for (const GraphOutput &other : g.outputs)
+    if (other.name == out.name) {
+      ctx.error(p, what + " is declared twice");
+      return false;
+    }
+  out.value = g.lookupValue(valueName);
+  if (!out.value) {
+    ctx.error(j.is_string() ? p : p + "/value",
+              what + " refers to undefined value '" + valueName + "'");
+    return false;
+  }
+  bool isUpdate = out.kind == OutputKind::ParameterUpdate ||
+                  out.kind == OutputKind::BufferMutation;
+  if (isUpdate != (j.is_object() && j.contains("target"))) {
+    ctx.error(p, what + ": parameter updates and buffer mutations, and only "
+                        "they, name a 'target' input");
+    return false;
+  }
+  if (isUpdate) {
+    if (!ctx.readName(j["target"], p + "/target", "output target", out.target))
+      return false;
+    Value *target = g.lookupValue(out.target);
+    bool targetIsInput = false;
+    for (const GraphInput &in : g.inputs())
+      targetIsInput |= in.value == target && isPersistent(in.kind);
+    if (!targetIsInput) {
+      ctx.error(p + "/target", what + ": target '" + out.target +
+                                   "' is not a persistent graph input");
+      return false;
+    }
+    if (target->getType() != out.value->getType()) {
+      ctx.error(p + "/target",
+                what + " is " + typeToString(out.value->getType(), g.dims()) +
+                    " but its target is " +
+                    typeToString(target->getType(), g.dims()));
+      return false;
+    }
+  }
+  g.outputs.push_back(out);
+  return true;
+}
+
+bool GraphReader::readOutputs(const Json &j, Graph &g) {
+  if (!j.is_array()) {
+    ctx.error("/outputs", "graph: 'outputs' must be an array");
+    return false;
+  }
+  if (j.empty()) {
+    ctx.error("/outputs", "graph '" + g.name + "' has no outputs");
+    return false;
+  }
+  bool ok = true;
+  for (size_t i = 0; i < j.size(); ++i)
+    ok = readOutput(j[i], "/outputs/" + std::to_string(i), g) && ok;
+  return ok;
+}
+
+static std::string safetensorsDType(DType d) {
+  return format::toSafetensorsDtype(dtypeName(d).str());
+}
+
+bool GraphReader::checkWeights(Graph &g) {
+  bool needed = llvm::any_of(g.inputs(), [](const GraphInput &in) {
+    return in.init.source == Initializer::Source::Weights;
+  });
+  if (!needed)
+    return true;
+  if (g.weightsFile.empty()) {
+    ctx.error("", "graph '" + g.name + "': inputs name a 'weight' but the "
+                  "graph has no 'weights_file'");
+    return false;
+  }
+  if (!options.checkWeights)
+    return true;
+  format::TensorMap tensors;
+  std::string error;
+  if (!format::readSafetensors(g.weightsPath, tensors, error)) {
+    ctx.error("/weights_file", "cannot read weights file '" + g.weightsFile +
+                                   "': " + error);
+    return false;
+  }
+  bool ok = true;
+  for (size_t i = 0; i < g.inputs().size(); ++i) {
+    const GraphInput &in = g.inputs()[i];
+    if (in.init.source != Initializer::Source::Weights)
+      continue;
+    std::string p = "/inputs/" + std::to_string(i) + "/weight";
+    std::string what = "input '" + in.value->getName() + "'";
+    auto it = tensors.find(in.init.tensor);
+    if (it == tensors.end()) {
+      ctx.error(p, what + ": tensor '" + in.init.tensor + "' is not in '" +
+                       g.weightsFile + "'");
+      ok = false;
+      continue;
+    }
+    const TensorType &type = in.value->getType();
+    std::vector<int64_t> shape;
+    for (Dim d : type.dims)
+      shape.push_back(d.extent());
+    if (it->second.dtype != safetensorsDType(type.dtype) ||
+        it->second.shape != shape) {
+      std::string got = format::fromSafetensorsDtype(it->second.dtype) + "[";
+      for (size_t k = 0; k < it->second.shape.size(); ++k)
+        got += (k ? "," : "") + std::to_string(it->second.shape[k]);
+      ctx.error(p, what + " is " + typeToString(type, g.dims()) +
+                       " but tensor '" + in.init.tensor + "' in '" +
+                       g.weightsFile + "' is " + got + "]");
+      ok = false;
+    }
+  }
+  return ok;
+}
+
+std::unique_ptr<Graph> GraphReader::read(const Json &top) {
+  if (!ctx.expectObject(top, "", "the graph"))
+    return nullptr;
+  auto g = std::make_unique<Graph>();
+  if (!readHeader(top, *g))
+    return nullptr;
+  if (top.contains("dims") && !readDims(top["dims"], *g))
+    return nullptr;
+  if (!readInputs(top["inputs"], *g))
+    return nullptr;
+  if (!top["nodes"].is_array()) {
+    ctx.error("/nodes", "graph: 'nodes' must be an array");
+    return nullptr;
+  }
+  if (!readNodes(ctx, top["nodes"], "/nodes", *g))
+    return nullptr;
+  if (!readOutputs(top["outputs"], *g) || !checkWeights(*g))
+    return nullptr;
+  return g;
+}
+
+bool cgc::readRegion(ReaderContext &ctx, const Json &j,
+                     const std::string &pointer, Graph &region) {
+  if (!ctx.expectObject(j, pointer, "a region") ||
+      !ctx.checkFields(j, pointer, {"inputs", "nodes", "outputs"},
+                       {"inputs", "nodes", "outputs"}, "region"))
+    return false;
+  const Json &inputs = j["inputs"];
+  if (!inputs.is_array() || !j["nodes"].is_array() || !j["outputs"].is_array()) {
+    ctx.error(pointer, "region: 'inputs', 'nodes' and 'outputs' must be arrays");
+    return false;
+  }
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    std::string p = pointer + "/inputs/" + std::to_string(i);
+    std::string name;
+    TensorType type;
+    if (!ctx.expectObject(inputs[i], p, "a region input") ||
+        !ctx.checkFields(inputs[i], p, {"name", "dtype", "shape"},
+                         {"name", "dtype", "shape"}, "region input") ||
+        !ctx.readName(inputs[i]["name"], p + "/name", "region input name",
+                      name) ||
+        !ctx.readTensorType(inputs[i], p, "region input '" + name + "'",
+                            region.dims(), type))
+      return false;
+    if (region.lookupValue(name)) {
+      ctx.error(p + "/name", "region input '" + name + "' is defined twice");
+      return false;
+    }
+    region.addInput(name, type);
+    region.input(i).loc = ctx.at(p);
+  }
+  if (!readNodes(ctx, j["nodes"], pointer + "/nodes", region))
+    return false;
+  const Json &outputs = j["outputs"];
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    std::string p = pointer + "/outputs/" + std::to_string(i);
+    std::string name;
+    if (!ctx.readName(outputs[i], p, "region output", name))
+      return false;
+    Value *v = region.lookupValue(name);
+    if (!v) {
+      ctx.error(p, "region output refers to undefined value '" + name + "'");
+      return false;
+    }
+    region.outputs.push_back({name, v, OutputKind::Output, "", ctx.at(p)});
+  }
+  return true;
+}
+
+std::unique_ptr<Graph> cgc::readGraphBuffer(uint32_t bufferId,
+                                            llvm::StringRef baseDir,
+                                            DiagnosticEngine &diag,
+                                            const ReadOptions &options) {
+  ReaderContext ctx{diag, bufferId, {}};
+  llvm::StringRef text = diag.bufferText(bufferId);
+  if (auto syntax = scanJson(text, options.allowComments, options.maxDepth,
+                             ctx.offsets)) {
+    diag.error({bufferId, syntax->offset}, syntax->message);
+    if (syntax->previousOffset != UINT32_MAX)
+      diag.note({bufferId, syntax->previousOffset}, "previous key is here");
+    return nullptr;
+  }
+  Json top;
+  try {
+    top = Json::parse(text.begin(), text.end(), nullptr,
+                      /*allow_exceptions=*/true, options.allowComments);
+  } catch (const Json::parse_error &e) {
+    uint32_t offset = e.byte > 0 ? uint32_t(e.byte - 1) : 0;
+    std::string what = e.what();
+    diag.error({bufferId, offset}, "invalid JSON: " +
+                                       what.substr(what.find(':') + 2));
+    return nullptr;
+  } catch (const Json::exception &e) {
+    diag.error({bufferId, 0}, std::string("invalid JSON: ") + e.what());
+    return nullptr;
+  }
+  return GraphReader(ctx, baseDir, options).read(top);
+}
+
+std::unique_ptr<Graph> cgc::readGraphFile(llvm::StringRef path,
+                                          DiagnosticEngine &diag,
+                                          const ReadOptions &options) {
+  if (path != "-") {
+    if (llvm::sys::fs::is_directory(path)) {
+      diag.fileError(path, "is a directory, not an IR file");
+      return nullptr;
+    }
+    uint64_t size = 0;
+    if (std::error_code ec = llvm::sys::fs::file_size(path, size)) {
+      diag.fileError(path, "cannot open: " + ec.message());
+      return nullptr;
+    }
+    if (size > options.maxFileBytes) {
+      diag.fileError(path, "file is " + llvm::Twine(size) +
+                               " bytes; the limit is " +
+                               llvm::Twine(options.maxFileBytes));
+      return nullptr;
+    }
+  }
+  auto buffer = llvm::MemoryBuffer::getFileOrSTDIN(path, /*IsText=*/false,
+                                                   /*RequiresNullTerminator=*/false);
+  if (!buffer) {
+    diag.fileError(path, "cannot read: " + buffer.getError().message());
+    return nullptr;
+  }
+  if ((*buffer)->getBufferSize() > options.maxFileBytes) {
+    diag.fileError(path, "input exceeds " + llvm::Twine(options.maxFileBytes) +
+                             " bytes");
+    return nullptr;
+  }
+  uint32_t id = diag.addBuffer(std::move(*buffer));
+  llvm::StringRef dir = path == "-" ? "." : llvm::sys::path::parent_path(path);
+  return readGraphBuffer(id, dir.empty() ? "." : dir, diag, options);
+}

@@ -1,0 +1,336 @@
+//===- JsonScanner.cpp - Validating JSON scanner with offsets ---------------===//
+#include "ir/JsonScanner.h"
+
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringSet.h"
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+
+using namespace cgc;
+
+uint32_t JsonOffsets::value(llvm::StringRef pointer) const {
+  while (true) {
+    auto it = values.find(pointer);
+    if (it != values.end())
+      return it->second;
+    if (pointer.empty())
+      return 0;
+    pointer = pointer.rsplit('/').first;
+  }
+}
+
+uint32_t JsonOffsets::key(llvm::StringRef pointer) const {
+  auto it = keys.find(pointer);
+  return it != keys.end() ? it->second : value(pointer);
+}
+
+std::string cgc::escapePointerToken(llvm::StringRef key) {
+  std::string out;
+  for (char c : key) {
+    if (c == '~')
+      out += "~0";
+    else if (c == '/')
+      out += "~1";
+    else
+      out += c;
+  }
+  return out;
+}
+
+namespace {
+class Scanner {
+public:
+  Scanner(llvm::StringRef text, bool allowComments, unsigned maxDepth,
+          JsonOffsets &offsets)
+      : text(text), allowComments(allowComments), maxDepth(maxDepth),
+        offsets(offsets) {}
+
+  llvm::Optional<JsonSyntaxError> run() {
+    skipSpace();
+    if (failed)
+      return error;
+    if (pos == text.size())
+      return fail("expected a JSON value, found the end of the file");
+    std::string pointer;
+    if (!scanValue(pointer, 0))
+      return error;
+    skipSpace();
+    if (!failed && pos != text.size())
+      fail("unexpected text after the JSON value");
+    return failed ? llvm::Optional<JsonSyntaxError>(error) : llvm::None;
+  }
+
+private:
+  llvm::Optional<JsonSyntaxError> fail(const std::string &message) {
+    return failAt(pos, message);
+  }
+  llvm::Optional<JsonSyntaxError> failAt(size_t at, const std::string &msg) {
+    if (!failed)
+      error = {uint32_t(std::min(at, text.size())), msg};
+    failed = true;
+    return error;
+  }
+
+  bool atEnd() const { return pos >= text.size(); }
+  char peek() const { return atEnd() ? '\0' : text[pos]; }
+
+  void skipSpace() {
+    while (!atEnd()) {
+      char c = text[pos];
+      if (c == ' ' || c == '\t' || c == '\n' || c == '\r') {
+        ++pos;
+      } else if (c == '/' && allowComments && pos + 1 < text.size() &&
+                 text[pos + 1] == '/') {
+        while (!atEnd() && text[pos] != '\n')
+          ++pos;
+      } else if (c == '/' && allowComments && pos + 1 < text.size() &&
+                 text[pos + 1] == '*') {
+        size_t end = text.find("*/", pos + 2);
+        if (end == llvm::StringRef::npos) {
+          fail("unterminated comment");
+          return;
+        }
+        pos = end + 2;
+      } else {
+        return;
+      }
+    }
+  }
+
+  bool scanValue(const std::string &pointer, unsigned depth) {
+    offsets.setValue(pointer, pos);
+    char c = peek();
+    if (c == '{' || c == '[') {
+      if (depth >= maxDepth) {
+        fail("JSON nesting deeper than " + std::to_string(maxDepth) +
+             " levels");
+        return false;
+      }
+      return c == '{' ? scanObject(pointer, depth + 1)
+                      : scanArray(pointer, depth + 1);
+    }
+    if (c == '"') {
+      std::string ignored;
+      return scanString(ignored);
+    }
+    if (c == '-' || (c >= '0' && c <= '9'))
+      return scanNumber();
+    for (llvm::StringRef word : {"true", "false", "null"}) {
+      if (text.substr(pos).startswith(word)) {
+        pos += word.size();
+        return true;
+      }
+    }
+    if (atEnd())
+      fail("expected a JSON value, found the end of the file");
+    else
+      fail(std::string("invalid JSON: unexpected character '") +
+           printable(c) + "'");
+    return false;
+  }
+
+  static std::string printable(char c) {
+    if (c >= 0x20 && c < 0x7f)
+      return std::string(1, c);
+    char buf[8];
+    snprintf(buf, sizeof buf, "\\x%02x", unsigned(uint8_t(c)));
+    return buf;
+  }
+
+  bool expect(char c, const char *what) {
+    skipSpace();
+    if (failed)
+      return false;
+    if (peek() != c) {
+      fail(std::string("invalid JSON: expected ") + what +
+           (atEnd() ? ", found the end of the file"
+                    : std::string(", found '") + printable(peek()) + "'"));
+      return false;
+    }
+    ++pos;
+    return true;
+  }
+
+  bool scanObject(const std::string &pointer, unsigned depth) {
+    ++pos; // '{'
+    skipSpace();
+    if (peek() == '}') {
+      ++pos;
+      return true;
+    }
+    llvm::StringMap<uint32_t> seen;
+    while (true) {
+      skipSpace();
+      if (failed)
+        return false;
+      if (peek() != '"') {
+        fail(atEnd() ? "invalid JSON: unterminated object"
+                     : "invalid JSON: expected a string key");
+        return false;
+      }
+      size_t keyPos = pos;
+      std::string key;
+      if (!scanString(key))
+        return false;
+      auto inserted = seen.try_emplace(key, uint32_t(keyPos));
+      if (!inserted.second) {
+        failAt(keyPos, "duplicate key '" + key + "'");
+        error.previousOffset = inserted.first->second;
+        return false;
+      }
+      std::string child = pointer + "/" + escapePointerToken(key);
+      offsets.setKey(child, keyPos);
+      if (!expect(':', "':' after an object key"))
+        return false;
+      skipSpace();
+      if (failed || !scanValue(child, depth))
+        return false;
+      skipSpace();
+      if (peek() == ',') {
+        ++pos;
+        continue;
+      }
+      return expect('}', "',' or '}' in an object");
+    }
+  }
+
+  bool scanArray(const std::string &pointer, unsigned depth) {
+    ++pos; // '['
+    skipSpace();
+    if (peek() == ']') {
+      ++pos;
+      return true;
+    }
+    for (size_t index = 0;; ++index) {
+      skipSpace();
+      if (failed || !scanValue(pointer + "/" + std::to_string(index), depth))
+        return false;
+      skipSpace();
+      if (peek() == ',') {
+        ++pos;
+        continue;
+      }
+      return expect(']', "',' or ']' in an array");
+    }
+  }
+
+  bool scanString(std::string &out) {
+    size_t start = pos++;
+    while (!atEnd()) {
+      char c = text[pos];
+      if (c == '"') {
+        ++pos;
+        return true;
+      }
+      if (uint8_t(c) < 0x20) {
+        fail("invalid JSON: control character in a string");
+        return false;
+      }
+      if (c == '\\') {
+        if (!scanEscape(out))
+          return false;
+        continue;
+      }
+      out += c;
+      ++pos;
+    }
+    failAt(start, "invalid JSON: unterminated string");
+    return false;
+  }
+
+  bool scanEscape(std::string &out) {
+    ++pos;
+    char e = peek();
+    switch (e) {
+    case '"': case '\\': case '/': out += e; ++pos; return true;
+    case 'b': out += '\b'; ++pos; return true;
+    case 'f': out += '\f'; ++pos; return true;
+    case 'n': out += '\n'; ++pos; return true;
+    case 'r': out += '\r'; ++pos; return true;
+    case 't': out += '\t'; ++pos; return true;
+    case 'u': {
+      ++pos;
+      if (pos + 4 > text.size() ||
+          !llvm::all_of(text.substr(pos, 4), llvm::isHexDigit)) {
+        fail("invalid JSON: '\\u' must be followed by four hex digits");
+        return false;
+      }
+      unsigned code = 0;
+      text.substr(pos, 4).getAsInteger(16, code);
+      pos += 4;
+      // Keys only need to compare equal; keep a marker for non-ASCII.
+      out += code < 0x80 ? char(code) : '?';
+      if (code == 0)
+        out += "\\u0000";
+      return true;
+    }
+    default:
+      fail("invalid JSON: invalid escape sequence in a string");
+      return false;
+    }
+  }
+
+  bool scanNumber() {
+    size_t start = pos;
+    if (peek() == '-')
+      ++pos;
+    if (peek() == '0') {
+      ++pos;
+    } else if (peek() >= '1' && peek() <= '9') {
+      while (llvm::isDigit(peek()))
+        ++pos;
+    } else {
+      fail("invalid JSON: malformed number");
+      return false;
+    }
+    bool integral = true;
+    if (peek() == '.') {
+      integral = false;
+      ++pos;
+      if (!llvm::isDigit(peek())) {
+        fail("invalid JSON: malformed number");
+        return false;
+      }
+      while (llvm::isDigit(peek()))
+        ++pos;
+    }
+    if (peek() == 'e' || peek() == 'E') {
+      integral = false;
+      ++pos;
+      if (peek() == '+' || peek() == '-')
+        ++pos;
+      if (!llvm::isDigit(peek())) {
+        fail("invalid JSON: malformed number");
+        return false;
+      }
+      while (llvm::isDigit(peek()))
+        ++pos;
+    }
+    std::string literal = text.substr(start, pos - start).str();
+    errno = 0;
+    double value = std::strtod(literal.c_str(), nullptr);
+    if (std::isinf(value) || (!integral && errno == ERANGE && value != 0)) {
+      failAt(start, "number out of range: " + literal);
+      return false;
+    }
+    return true;
+  }
+
+  llvm::StringRef text;
+  bool allowComments;
+  unsigned maxDepth;
+  JsonOffsets &offsets;
+  size_t pos = 0;
+  bool failed = false;
+  JsonSyntaxError error{0, ""};
+};
+} // namespace
+
+llvm::Optional<JsonSyntaxError> cgc::scanJson(llvm::StringRef text,
+                                              bool allowComments,
+                                              unsigned maxDepth,
+                                              JsonOffsets &offsets) {
+  return Scanner(text, allowComments, maxDepth, offsets).run();
+}

@@ -1,0 +1,164 @@
+//===- JsonWriter.cpp - The JSON form ----------------------------------------===//
+//
+// Writes keys in a fixed order and nodes in topological order, so the
+// output of a graph read from this output is byte-identical.
+//
+//===----------------------------------------------------------------------===//
+#include "ir/Printer.h"
+
+#include <nlohmann/json.hpp>
+
+using namespace cgc;
+using OJson = nlohmann::ordered_json;
+
+namespace {
+struct AttrJson {
+  const DimTable &dims;
+  OJson operator()(int64_t v) const { return v; }
+  OJson operator()(double v) const { return v; }
+  OJson operator()(bool v) const { return v; }
+  OJson operator()(const std::string &v) const { return v; }
+  OJson operator()(DType v) const { return dtypeName(v).str(); }
+  OJson operator()(const std::vector<int64_t> &v) const { return v; }
+  OJson operator()(const std::vector<double> &v) const { return v; }
+  OJson operator()(const std::vector<Dim> &v) const {
+    OJson out = OJson::array();
+    for (Dim d : v)
+      out.push_back(d.isStatic() ? OJson(d.extent())
+                                 : OJson(dims.get(d.symbolIndex()).name));
+    return out;
+  }
+};
+} // namespace
+
+static OJson typeJson(OJson obj, const TensorType &type, const DimTable &dims) {
+  obj["dtype"] = dtypeName(type.dtype).str();
+  obj["shape"] = AttrJson{dims}(std::vector<Dim>(type.dims.begin(), type.dims.end()));
+  return obj;
+}
+
+static OJson initJson(const Initializer &init) {
+  using S = Initializer::Source;
+  OJson j;
+  switch (init.source) {
+  case S::Zeros: j["dist"] = "zeros"; break;
+  case S::Ones: j["dist"] = "ones"; break;
+  case S::Normal:
+    j["dist"] = "normal";
+    j["mean"] = init.a;
+    j["std"] = init.b;
+    break;
+  case S::Uniform:
+    j["dist"] = "uniform";
+    j["low"] = init.a;
+    j["high"] = init.b;
+    break;
+  default: break;
+  }
+  if (init.source == S::Normal || init.source == S::Uniform)
+    j["seed"] = init.seed;
+  return j;
+}
+
+static OJson nodesJson(const Graph &g);
+
+static OJson regionJson(const Graph &region) {
+  OJson j;
+  j["inputs"] = OJson::array();
+  for (const GraphInput &in : region.inputs()) {
+    OJson obj;
+    obj["name"] = in.value->getName();
+    j["inputs"].push_back(typeJson(obj, in.value->getType(), region.dims()));
+  }
+  j["nodes"] = nodesJson(region);
+  j["outputs"] = OJson::array();
+  for (const GraphOutput &o : region.outputs)
+    j["outputs"].push_back(o.value->getName());
+  return j;
+}
+
+static OJson nodeJson(const Node &n) {
+  OJson j;
+  j["name"] = n.getName();
+  j["op"] = mnemonic(n.getOp()).str();
+  j["inputs"] = OJson::array();
+  for (Value *v : n.getOperands())
+    j["inputs"].push_back(v->getName());
+  if (n.numResults() != 1 || n.result()->getName() != n.getName()) {
+    j["outputs"] = OJson::array();
+    for (unsigned r = 0; r < n.numResults(); ++r)
+      j["outputs"].push_back(n.result(r)->getName());
+  }
+  if (!n.attrs().empty()) {
+    AttrJson convert{n.getParent()->dims()};
+    OJson attrs = OJson::object();
+    for (const auto &[key, value] : n.attrs())
+      attrs[key] = std::visit(convert, value);
+    j["attrs"] = attrs;
+  }
+  if (!n.getSourceLoc().empty())
+    j["loc"] = n.getSourceLoc();
+  if (n.numRegions()) {
+    llvm::ArrayRef<llvm::StringRef> names = regionNames(n.getOp());
+    OJson regions;
+    for (unsigned i = 0; i < n.numRegions(); ++i)
+      regions[names[i].str()] = regionJson(n.region(i));
+    j["regions"] = regions;
+  }
+  return j;
+}
+
+static OJson nodesJson(const Graph &g) {
+  OJson nodes = OJson::array();
+  for (const auto &n : g.nodes())
+    nodes.push_back(nodeJson(*n));
+  return nodes;
+}
+
+std::string cgc::writeGraphJson(const Graph &g) {
+  OJson j;
+  j["format_version"] = g.formatVersion;
+  j["name"] = g.name;
+  if (!g.doc.empty())
+    j["doc"] = g.doc;
+  OJson dims = OJson::array();
+  for (const SymbolicDim &d : g.dims().all()) {
+    if (d.dataDependent)
+      continue;
+    OJson dj;
+    dj["name"] = d.name;
+    dj["min"] = d.min;
+    dj["max"] = d.max;
+    if (!d.buckets.empty())
+      dj["buckets"] = d.buckets;
+    dims.push_back(dj);
+  }
+  if (!dims.empty())
+    j["dims"] = dims;
+  if (!g.weightsFile.empty())
+    j["weights_file"] = g.weightsFile;
+  j["inputs"] = OJson::array();
+  for (const GraphInput &in : g.inputs()) {
+    OJson obj;
+    obj["name"] = in.value->getName();
+    obj["kind"] = inputKindName(in.kind).str();
+    obj = typeJson(obj, in.value->getType(), g.dims());
+    if (in.init.source == Initializer::Source::Weights)
+      obj["weight"] = in.init.tensor;
+    else if (in.init.source != Initializer::Source::None)
+      obj["init"] = initJson(in.init);
+    j["inputs"].push_back(obj);
+  }
+  j["nodes"] = nodesJson(g);
+  j["outputs"] = OJson::array();
+  for (const GraphOutput &o : g.outputs) {
+    OJson obj;
+    obj["name"] = o.name;
+    obj["value"] = o.value->getName();
+    obj["kind"] = outputKindName(o.kind).str();
+    if (!o.target.empty())
+      obj["target"] = o.target;
+    j["outputs"].push_back(obj);
+  }
+  return j.dump(1) + "\n";
+}

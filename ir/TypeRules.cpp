@@ -1,0 +1,633 @@
+//===- TypeRules.cpp - Result types of every op ------------------------------===//
+//
+// One function per op family. Each returns false after reporting an error
+// at the node; the messages name the operand or attribute at fault.
+//
+//===----------------------------------------------------------------------===//
+#include "ir/TypeRules.h"
+
+#include "ir/Printer.h"
+
+#include "llvm/ADT/STLExtras.h"
+#include <algorithm>
+#include <numeric>
+#include <set>
+
+using namespace cgc;
+
+namespace {
+using Types = llvm::SmallVectorImpl<TensorType>;
+using Shape = llvm::SmallVector<Dim, 4>;
+
+class TypeChecker {
+public:
+  TypeChecker(Node &node, DiagnosticEngine &diag)
+      : node(node), diag(diag), table(node.getParent()->dims()) {}
+
+  bool run(Types &out);
+
+private:
+  bool fail(const llvm::Twine &message) {
+    diag.nodeError(node, message);
+    return false;
+  }
+  const TensorType &operandType(unsigned i) const {
+    return node.operand(i)->getType();
+  }
+  std::string str(const TensorType &t) const { return typeToString(t, table); }
+  std::string str(llvm::ArrayRef<Dim> s) const { return shapeToString(s, table); }
+
+  bool dtypeAllowed(DType dtype) const;
+  bool checkOperandDTypes(unsigned first, unsigned count);
+  bool axisAttr(llvm::StringRef key, int64_t fallback, unsigned rank,
+                unsigned &axis);
+  bool shapeAttr(Shape &shape);
+
+  bool elementwise(Types &out);
+  bool source(Types &out);
+  bool reduction(Types &out);
+  bool matmul(Types &out);
+  bool linear(Types &out);
+  bool transpose(Types &out);
+  bool reshape(Types &out);
+  bool broadcastTo(Types &out);
+  bool concat(Types &out);
+  bool slice(Types &out);
+  bool gather(Types &out);
+  bool oneHot(Types &out);
+  bool normalization(Types &out);
+  bool dropout(Types &out);
+  bool loss(Types &out);
+  bool syncPoint(Types &out);
+  bool ifOp(Types &out);
+  bool whileOp(Types &out);
+  bool regionSignature(Graph &region, llvm::StringRef name,
+                       llvm::ArrayRef<TensorType> inputs);
+
+  Node &node;
+  DiagnosticEngine &diag;
+  DimTable &table;
+};
+} // namespace
+
+bool TypeChecker::dtypeAllowed(DType dtype) const {
+  const OpInfo &info = node.info();
+  if (info.has(BoolOnly))
+    return dtype == DType::Bool;
+  if (dtype == DType::Bool)
+    return info.has(AllowBool);
+  if (isInteger(dtype))
+    return info.has(AllowInt);
+  return true;
+}
+
+bool TypeChecker::checkOperandDTypes(unsigned first, unsigned count) {
+  for (unsigned i = first; i < first + count; ++i) {
+    DType d = operandType(i).dtype;
+    if (!dtypeAllowed(d))
+      return fail("operand #" + llvm::Twine(i) + " has dtype " + dtypeName(d) +
+                  ", which this op does not accept");
+    if (d != operandType(first).dtype)
+      return fail("operand #" + llvm::Twine(i) + " has dtype " + dtypeName(d) +
+                  ", expected " + dtypeName(operandType(first).dtype) +
+                  " like operand #" + llvm::Twine(first));
+  }
+  return true;
+}
+
+bool TypeChecker::axisAttr(llvm::StringRef key, int64_t fallback,
+                           unsigned rank, unsigned &axis) {
+  int64_t raw = node.intAttr(key, fallback);
+  auto normalized = normalizeAxis(raw, rank);
+  if (!normalized)
+    return fail("attribute '" + key + "' = " + llvm::Twine(raw) +
+                " is out of range for rank " + llvm::Twine(rank));
+  axis = *normalized;
+  return true;
+}
+
+bool TypeChecker::shapeAttr(Shape &shape) {
+  const Attribute *attr = node.attr("shape");
+  shape.clear();
+  if (auto *dims = attr ? std::get_if<std::vector<Dim>>(attr) : nullptr)
+    shape.assign(dims->begin(), dims->end());
+  return true;
+}
+
+bool TypeChecker::elementwise(Types &out) {
+  if (node.getOp() == OpKind::Cast) {
+    const Attribute *a = node.attr("dtype");
+    out.push_back(TensorType(std::get<DType>(*a), operandType(0).dims));
+    return true;
+  }
+  unsigned first = node.getOp() == OpKind::Where ? 1 : 0;
+  if (first == 1 && operandType(0).dtype != DType::Bool)
+    return fail("operand #0 (the condition) has dtype " +
+                dtypeName(operandType(0).dtype) + ", expected bool");
+  if (!checkOperandDTypes(first, node.numOperands() - first))
+    return false;
+  Shape shape(operandType(0).dims.begin(), operandType(0).dims.end());
+  for (unsigned i = 1; i < node.numOperands(); ++i) {
+    auto merged = broadcastShapes(shape, operandType(i).dims);
+    if (!merged)
+      return fail("operand shapes " + str(shape) + " and " +
+                  str(operandType(i).dims) + " do not broadcast");
+    shape = *merged;
+  }
+  DType dtype = node.info().has(Compare) ? DType::Bool : operandType(first).dtype;
+  out.push_back(TensorType(dtype, shape));
+  return true;
+}
+
+bool TypeChecker::source(Types &out) {
+  DType dtype = std::get<DType>(*node.attr("dtype"));
+  Shape shape;
+  shapeAttr(shape);
+  TensorType type(dtype, shape);
+  if (node.getOp() == OpKind::Constant) {
+    if (!type.isStatic())
+      return fail("a constant needs a static shape, got " + str(shape));
+    const auto &values = std::get<std::vector<double>>(*node.attr("value"));
+    if (values.size() != 1 && int64_t(values.size()) != type.numElements())
+      return fail("attribute 'value' has " + llvm::Twine(values.size()) +
+                  " elements; shape " + str(shape) + " needs " +
+                  llvm::Twine(type.numElements()) + " (or 1 to splat)");
+  }
+  if (node.getOp() == OpKind::Iota) {
+    unsigned axis;
+    if (!axisAttr("axis", 0, shape.size(), axis))
+      return false;
+    if (dtype == DType::Bool)
+      return fail("iota cannot produce bool");
+  }
+  out.push_back(type);
+  return true;
+}
+
+llvm::SmallVector<unsigned, 4> cgc::reductionAxes(const Node &node,
+                                                  unsigned rank) {
+  llvm::SmallVector<unsigned, 4> axes;
+  if (!node.attr("axes")) {
+    for (unsigned i = 0; i < rank; ++i)
+      axes.push_back(i);
+    return axes;
+  }
+  for (int64_t raw : node.intsAttr("axes")) {
+    auto axis = normalizeAxis(raw, rank);
+    if (!axis)
+      return {};
+    axes.push_back(*axis);
+  }
+  llvm::sort(axes);
+  return axes;
+}
+
+bool TypeChecker::reduction(Types &out) {
+  const TensorType &in = operandType(0);
+  if (!checkOperandDTypes(0, 1))
+    return false;
+  llvm::SmallVector<unsigned, 4> axes;
+  if (node.getOp() == OpKind::ArgMax || node.getOp() == OpKind::CumSum) {
+    unsigned axis;
+    if (!axisAttr("axis", 0, in.rank(), axis))
+      return false;
+    if (node.getOp() == OpKind::CumSum) {
+      out.push_back(in);
+      return true;
+    }
+    axes.push_back(axis);
+  } else {
+    axes = reductionAxes(node, in.rank());
+    size_t given = node.attr("axes") ? node.intsAttr("axes").size() : axes.size();
+    if (axes.size() != given)
+      return fail("attribute 'axes' has an axis out of range for rank " +
+                  llvm::Twine(in.rank()));
+    if (std::adjacent_find(axes.begin(), axes.end()) != axes.end())
+      return fail("attribute 'axes' repeats an axis");
+  }
+  bool keep = node.boolAttr("keepdim", false);
+  Shape shape;
+  for (unsigned i = 0; i < in.rank(); ++i) {
+    if (!llvm::is_contained(axes, i))
+      shape.push_back(in.dims[i]);
+    else if (keep)
+      shape.push_back(Dim::fixed(1));
+  }
+  DType dtype = node.getOp() == OpKind::ArgMax ? DType::I64 : in.dtype;
+  out.push_back(TensorType(dtype, shape));
+  return true;
+}
+
+bool TypeChecker::matmul(Types &out) {
+  const TensorType &a = operandType(0), &b = operandType(1);
+  if (!checkOperandDTypes(0, 2))
+    return false;
+  if (a.rank() < 2 || b.rank() < 2)
+    return fail("operands must have rank >= 2, got " + str(a) + " and " +
+                str(b));
+  bool ta = node.boolAttr("transpose_a", false);
+  bool tb = node.boolAttr("transpose_b", false);
+  Dim m = a.dims[a.rank() - (ta ? 1 : 2)], ka = a.dims[a.rank() - (ta ? 2 : 1)];
+  Dim kb = b.dims[b.rank() - (tb ? 1 : 2)], n = b.dims[b.rank() - (tb ? 2 : 1)];
+  if (ka != kb)
+    return fail("contraction dims differ: " + str(a) + " and " + str(b) +
+                " (transpose_a=" + (ta ? "true" : "false") +
+                ", transpose_b=" + (tb ? "true" : "false") + ")");
+  auto batch = broadcastShapes(llvm::makeArrayRef(a.dims).drop_back(2),
+                               llvm::makeArrayRef(b.dims).drop_back(2));
+  if (!batch)
+    return fail("batch dims of " + str(a) + " and " + str(b) +
+                " do not broadcast");
+  Shape shape = *batch;
+  shape.push_back(m);
+  shape.push_back(n);
+  out.push_back(TensorType(a.dtype, shape));
+  return true;
+}
+
+bool TypeChecker::linear(Types &out) {
+  const TensorType &x = operandType(0), &w = operandType(1);
+  if (!checkOperandDTypes(0, node.numOperands()))
+    return false;
+  if (x.rank() < 1 || w.rank() != 2)
+    return fail("expects x[..., K] and weight[N, K], got " + str(x) + " and " +
+                str(w));
+  if (x.dims.back() != w.dims[1])
+    return fail("input features differ: x is " + str(x) + ", weight is " +
+                str(w) + " (weight is [out_features, in_features])");
+  if (node.numOperands() == 3) {
+    const TensorType &b = operandType(2);
+    if (b.rank() != 1 || b.dims[0] != w.dims[0])
+      return fail("bias is " + str(b) + ", expected [" +
+                  dimToString(w.dims[0], table) + "]");
+  }
+  Shape shape(x.dims.begin(), x.dims.end() - 1);
+  shape.push_back(w.dims[0]);
+  out.push_back(TensorType(x.dtype, shape));
+  return true;
+}
+
+bool TypeChecker::transpose(Types &out) {
+  const TensorType &in = operandType(0);
+  std::vector<int64_t> perm = node.intsAttr("perm");
+  if (!node.attr("perm"))
+    for (unsigned i = 0; i < in.rank(); ++i)
+      perm.insert(perm.begin(), i);
+  std::vector<int64_t> sorted = perm;
+  std::sort(sorted.begin(), sorted.end());
+  std::vector<int64_t> identity(in.rank());
+  std::iota(identity.begin(), identity.end(), 0);
+  if (sorted != identity)
+    return fail("attribute 'perm' is not a permutation of the " +
+                llvm::Twine(in.rank()) + " axes of " + str(in));
+  Shape shape;
+  for (int64_t p : perm)
+    shape.push_back(in.dims[p]);
+  out.push_back(TensorType(in.dtype, shape));
+  return true;
+}
+
+namespace {
+/// A product of dims split into its static part and its symbols.
+struct DimProduct {
+  int64_t extent = 1;
+  std::multiset<unsigned> symbols;
+  void multiply(Dim d) {
+    if (d.isStatic())
+      extent *= d.extent();
+    else
+      symbols.insert(d.symbolIndex());
+  }
+};
+} // namespace
+
+bool TypeChecker::reshape(Types &out) {
+  const TensorType &in = operandType(0);
+  Shape target;
+  shapeAttr(target);
+  DimProduct have, want;
+  for (Dim d : in.dims)
+    have.multiply(d);
+  for (Dim d : target)
+    want.multiply(d);
+  if (have.symbols != want.symbols || have.extent != want.extent)
+    return fail("cannot reshape " + str(in) + " to " + str(target) +
+                ": element counts differ");
+  out.push_back(TensorType(in.dtype, target));
+  return true;
+}
+
+bool TypeChecker::broadcastTo(Types &out) {
+  const TensorType &in = operandType(0);
+  Shape target;
+  shapeAttr(target);
+  auto merged = broadcastShapes(in.dims, target);
+  if (!merged || Shape(*merged) != target)
+    return fail("cannot broadcast " + str(in) + " to " + str(target));
+  out.push_back(TensorType(in.dtype, target));
+  return true;
+}
+
+bool TypeChecker::concat(Types &out) {
+  const TensorType &first = operandType(0);
+  if (!checkOperandDTypes(0, node.numOperands()))
+    return false;
+  unsigned axis;
+  if (!axisAttr("axis", 0, first.rank(), axis))
+    return false;
+  Shape shape(first.dims.begin(), first.dims.end());
+  int64_t total = 0;
+  for (unsigned i = 0; i < node.numOperands(); ++i) {
+    const TensorType &t = operandType(i);
+    if (t.rank() != first.rank())
+      return fail("operand #" + llvm::Twine(i) + " has rank " +
+                  llvm::Twine(t.rank()) + ", expected " +
+                  llvm::Twine(first.rank()));
+    for (unsigned d = 0; d < t.rank(); ++d)
+      if (d != axis && t.dims[d] != first.dims[d])
+        return fail("operand #" + llvm::Twine(i) + " is " + str(t) +
+                    ", which differs from " + str(first) +
+                    " outside the concat axis");
+    if (!t.dims[axis].isStatic())
+      return fail("concat along symbolic dim " +
+                  dimToString(t.dims[axis], table) + " is not supported");
+    total += t.dims[axis].extent();
+  }
+  shape[axis] = Dim::fixed(total);
+  out.push_back(TensorType(first.dtype, shape));
+  return true;
+}
+
+bool TypeChecker::slice(Types &out) {
+  const TensorType &in = operandType(0);
+  std::vector<int64_t> starts = node.intsAttr("starts");
+  std::vector<int64_t> ends = node.intsAttr("ends");
+  std::vector<int64_t> axes = node.intsAttr("axes");
+  std::vector<int64_t> steps = node.intsAttr("steps");
+  if (!node.attr("axes"))
+    for (unsigned i = 0; i < starts.size(); ++i)
+      axes.push_back(i);
+  if (!node.attr("steps"))
+    steps.assign(starts.size(), 1);
+  if (ends.size() != starts.size() || axes.size() != starts.size() ||
+      steps.size() != starts.size())
+    return fail("attributes 'starts', 'ends', 'axes' and 'steps' must have "
+                "the same length");
+  Shape shape(in.dims.begin(), in.dims.end());
+  std::set<unsigned> seen;
+  for (unsigned i = 0; i < starts.size(); ++i) {
+    auto axis = normalizeAxis(axes[i], in.rank());
+    if (!axis || !seen.insert(*axis).second)
+      return fail("attribute 'axes' has an invalid or repeated axis " +
+                  llvm::Twine(axes[i]));
+    if (steps[i] <= 0)
+      return fail("attribute 'steps' must be positive");
+    if (!in.dims[*axis].isStatic())
+      return fail("slicing symbolic dim " +
+                  dimToString(in.dims[*axis], table) + " is not supported");
+    int64_t n = in.dims[*axis].extent();
+    auto clampIndex = [n](int64_t v) {
+      if (v < 0)
+        v += n;
+      return std::min(std::max<int64_t>(v, 0), n);
+    };
+    int64_t b = clampIndex(starts[i]), e = clampIndex(ends[i]);
+    shape[*axis] = Dim::fixed(e > b ? (e - b + steps[i] - 1) / steps[i] : 0);
+  }
+  out.push_back(TensorType(in.dtype, shape));
+  return true;
+}
+
+bool TypeChecker::gather(Types &out) {
+  const TensorType &data = operandType(0), &idx = operandType(1);
+  if (!isInteger(idx.dtype))
+    return fail("operand #1 (indices) has dtype " + dtypeName(idx.dtype) +
+                ", expected i32 or i64");
+  bool embedding = node.getOp() == OpKind::Embedding;
+  if (embedding && (data.rank() != 2 || !isFloat(data.dtype)))
+    return fail("the table must be a float matrix [num, dim], got " + str(data));
+  if (data.rank() == 0)
+    return fail("cannot gather from a scalar");
+  unsigned axis = 0;
+  if (!embedding && !axisAttr("axis", 0, data.rank(), axis))
+    return false;
+  Shape shape(data.dims.begin(), data.dims.begin() + axis);
+  shape.append(idx.dims.begin(), idx.dims.end());
+  shape.append(data.dims.begin() + axis + 1, data.dims.end());
+  out.push_back(TensorType(data.dtype, shape));
+  return true;
+}
+
+bool TypeChecker::oneHot(Types &out) {
+  const TensorType &in = operandType(0);
+  if (!isInteger(in.dtype))
+    return fail("operand #0 has dtype " + dtypeName(in.dtype) +
+                ", expected i32 or i64");
+  int64_t classes = node.intAttr("num_classes", 0);
+  if (classes <= 0)
+    return fail("attribute 'num_classes' must be positive");
+  DType dtype = DType::F32;
+  if (const Attribute *a = node.attr("dtype"))
+    dtype = std::get<DType>(*a);
+  Shape shape(in.dims.begin(), in.dims.end());
+  shape.push_back(Dim::fixed(classes));
+  out.push_back(TensorType(dtype, shape));
+  return true;
+}
+
+bool TypeChecker::normalization(Types &out) {
+  const TensorType &x = operandType(0);
+  if (!checkOperandDTypes(0, node.numOperands()))
+    return false;
+  if (x.rank() == 0)
+    return fail("operand #0 must have rank >= 1");
+  unsigned axis;
+  if (!axisAttr("axis", -1, x.rank(), axis))
+    return false;
+  if (node.getOp() == OpKind::LayerNorm) {
+    if (node.floatAttr("eps", 1e-5) <= 0)
+      return fail("attribute 'eps' must be positive");
+    llvm::ArrayRef<Dim> normalized = llvm::makeArrayRef(x.dims).drop_front(axis);
+    for (unsigned i = 1; i < node.numOperands(); ++i)
+      if (llvm::makeArrayRef(operandType(i).dims) != normalized)
+        return fail(llvm::Twine(i == 1 ? "weight" : "bias") + " is " +
+                    str(operandType(i)) + ", expected shape " +
+                    str(normalized));
+  }
+  out.push_back(x);
+  return true;
+}
+
+bool TypeChecker::dropout(Types &out) {
+  const TensorType &x = operandType(0);
+  if (!isFloat(x.dtype))
+    return fail("operand #0 has dtype " + dtypeName(x.dtype) +
+                ", expected a float dtype");
+  double p = node.floatAttr("p", 0);
+  if (!(p >= 0 && p < 1))
+    return fail("attribute 'p' = " + formatDouble(p) + " must be in [0, 1)");
+  if (node.numOperands() == 2) {
+    const TensorType &rng = operandType(1);
+    if (rng != TensorType(DType::I64, {Dim::fixed(2)}))
+      return fail("operand #1 (the RNG state) is " + str(rng) +
+                  ", expected i64[2] holding seed and offset");
+  }
+  out.push_back(x);
+  return true;
+}
+
+bool TypeChecker::loss(Types &out) {
+  const TensorType &a = operandType(0), &b = operandType(1);
+  std::string reduction = node.strAttr("reduction", "mean");
+  if (reduction != "mean" && reduction != "sum" && reduction != "none")
+    return fail("attribute 'reduction' is '" + reduction +
+                "', expected 'mean', 'sum' or 'none'");
+  if (!isFloat(a.dtype))
+    return fail("operand #0 has dtype " + dtypeName(a.dtype) +
+                ", expected a float dtype");
+  TensorType unreduced = a;
+  if (node.getOp() == OpKind::MseLoss) {
+    if (a != b)
+      return fail("prediction is " + str(a) + " but target is " + str(b));
+  } else {
+    if (a.rank() != 2)
+      return fail("logits must be [N, C], got " + str(a));
+    if (!isInteger(b.dtype) || b.rank() != 1 || b.dims[0] != a.dims[0])
+      return fail("target is " + str(b) + ", expected i64[" +
+                  dimToString(a.dims[0], table) + "] class indices");
+    unreduced = TensorType(a.dtype, {a.dims[0]});
+  }
+  out.push_back(reduction == "none" ? unreduced : TensorType::scalar(a.dtype));
+  return true;
+}
+
+bool TypeChecker::syncPoint(Types &out) {
+  const TensorType &x = operandType(0);
+  if (node.getOp() == OpKind::Item) {
+    if (!x.isStatic() || x.numElements() != 1)
+      return fail("item needs exactly one element, got " + str(x));
+    out.push_back(TensorType::scalar(x.dtype));
+    return true;
+  }
+  if (node.getOp() == OpKind::MaskedSelect) {
+    const TensorType &mask = operandType(1);
+    if (mask.dtype != DType::Bool || mask.dims != x.dims)
+      return fail("mask is " + str(mask) + ", expected bool" + str(x.dims));
+  }
+  std::string symbolName = node.getName() + ".n";
+  auto symbol = table.lookup(symbolName);
+  if (!symbol) {
+    SymbolicDim dim;
+    dim.name = symbolName;
+    dim.min = 0;
+    dim.max = x.maxElements(table);
+    dim.dataDependent = true;
+    symbol = table.add(dim);
+  }
+  if (node.getOp() == OpKind::NonZero)
+    out.push_back(TensorType(DType::I64, {Dim::symbol(*symbol),
+                                          Dim::fixed(x.rank())}));
+  else
+    out.push_back(TensorType(x.dtype, {Dim::symbol(*symbol)}));
+  return true;
+}
+
+bool TypeChecker::regionSignature(Graph &region, llvm::StringRef name,
+                                  llvm::ArrayRef<TensorType> inputs) {
+  if (region.inputs().size() != inputs.size())
+    return fail("region '" + name + "' takes " +
+                llvm::Twine(region.inputs().size()) + " inputs, but " +
+                llvm::Twine(inputs.size()) + " are passed");
+  for (unsigned i = 0; i < inputs.size(); ++i)
+    if (region.inputs()[i].value->getType() != inputs[i])
+      return fail("region '" + name + "' input #" + llvm::Twine(i) + " is " +
+                  str(region.inputs()[i].value->getType()) + ", but " +
+                  str(inputs[i]) + " is passed");
+  return true;
+}
+
+static llvm::SmallVector<TensorType, 4> outputTypes(const Graph &g) {
+  llvm::SmallVector<TensorType, 4> types;
+  for (const GraphOutput &o : g.outputs)
+    types.push_back(o.value->getType());
+  return types;
+}
+
+bool TypeChecker::ifOp(Types &out) {
+  if (operandType(0) != TensorType::scalar(DType::Bool))
+    return fail("operand #0 (the condition) is " + str(operandType(0)) +
+                ", expected bool[]");
+  llvm::SmallVector<TensorType, 4> passed;
+  for (unsigned i = 1; i < node.numOperands(); ++i)
+    passed.push_back(operandType(i));
+  if (!regionSignature(node.region(0), "then", passed) ||
+      !regionSignature(node.region(1), "else", passed))
+    return false;
+  auto thenTypes = outputTypes(node.region(0));
+  auto elseTypes = outputTypes(node.region(1));
+  if (thenTypes.size() != elseTypes.size())
+    return fail("region 'then' gives " + llvm::Twine(thenTypes.size()) +
+                " results but region 'else' gives " +
+                llvm::Twine(elseTypes.size()));
+  for (unsigned i = 0; i < thenTypes.size(); ++i)
+    if (thenTypes[i] != elseTypes[i])
+      return fail("result #" + llvm::Twine(i) + " is " + str(thenTypes[i]) +
+                  " in region 'then' but " + str(elseTypes[i]) +
+                  " in region 'else'");
+  out.append(thenTypes.begin(), thenTypes.end());
+  return true;
+}
+
+bool TypeChecker::whileOp(Types &out) {
+  llvm::SmallVector<TensorType, 4> carried;
+  for (Value *v : node.getOperands())
+    carried.push_back(v->getType());
+  if (!regionSignature(node.region(0), "cond", carried) ||
+      !regionSignature(node.region(1), "body", carried))
+    return false;
+  auto condTypes = outputTypes(node.region(0));
+  if (condTypes.size() != 1 || condTypes[0] != TensorType::scalar(DType::Bool))
+    return fail("region 'cond' must give exactly one bool[] result");
+  auto bodyTypes = outputTypes(node.region(1));
+  if (llvm::makeArrayRef(bodyTypes) != llvm::makeArrayRef(carried))
+    return fail("region 'body' must give back the carried types");
+  if (node.intAttr("max_iterations", 1) <= 0)
+    return fail("attribute 'max_iterations' must be positive");
+  out.append(carried.begin(), carried.end());
+  return true;
+}
+
+bool TypeChecker::run(Types &out) {
+  switch (node.getOp()) {
+  case OpKind::Constant: case OpKind::Fill: case OpKind::Iota:
+    return source(out);
+  case OpKind::Sum: case OpKind::Mean: case OpKind::Max: case OpKind::Min:
+  case OpKind::ArgMax: case OpKind::CumSum:
+    return reduction(out);
+  case OpKind::MatMul: return matmul(out);
+  case OpKind::Linear: return linear(out);
+  case OpKind::Transpose: return transpose(out);
+  case OpKind::Reshape: return reshape(out);
+  case OpKind::BroadcastTo: return broadcastTo(out);
+  case OpKind::Concat: return concat(out);
+  case OpKind::Slice: return slice(out);
+  case OpKind::Gather: case OpKind::Embedding: return gather(out);
+  case OpKind::OneHot: return oneHot(out);
+  case OpKind::Softmax: case OpKind::LogSoftmax: case OpKind::LayerNorm:
+    return normalization(out);
+  case OpKind::Dropout: return dropout(out);
+  case OpKind::MseLoss: case OpKind::CrossEntropy: return loss(out);
+  case OpKind::NonZero: case OpKind::MaskedSelect: case OpKind::Item:
+    return syncPoint(out);
+  case OpKind::If: return ifOp(out);
+  case OpKind::While: return whileOp(out);
+  default:
+    return elementwise(out);
+  }
+}
+
+bool cgc::inferResultTypes(Node &node, llvm::SmallVectorImpl<TensorType> &out,
+                           DiagnosticEngine &diag) {
+  out.clear();
+  return TypeChecker(node, diag).run(out);
+}

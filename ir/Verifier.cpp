@@ -1,0 +1,132 @@
+//===- Verifier.cpp - Structural and type invariants -------------------------===//
+#include "ir/Verifier.h"
+
+#include "ir/TypeRules.h"
+
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/StringSet.h"
+
+using namespace cgc;
+
+static bool attrMatches(AttrKind kind, const Attribute &a) {
+  switch (kind) {
+  case AttrKind::Int: return std::holds_alternative<int64_t>(a);
+  case AttrKind::Float: return std::holds_alternative<double>(a);
+  case AttrKind::Bool: return std::holds_alternative<bool>(a);
+  case AttrKind::Str: return std::holds_alternative<std::string>(a);
+  case AttrKind::Ints: return std::holds_alternative<std::vector<int64_t>>(a);
+  case AttrKind::Floats:
+  case AttrKind::Values: return std::holds_alternative<std::vector<double>>(a);
+  case AttrKind::DType: return std::holds_alternative<DType>(a);
+  case AttrKind::Shape: return std::holds_alternative<std::vector<Dim>>(a);
+  }
+  return false;
+}
+
+namespace {
+class Verifier {
+public:
+  explicit Verifier(DiagnosticEngine &diag) : diag(diag) {}
+  bool verify(Graph &g);
+
+private:
+  bool verifyNode(Node &n, const llvm::DenseSet<Value *> &visible);
+  DiagnosticEngine &diag;
+};
+} // namespace
+
+bool Verifier::verifyNode(Node &n, const llvm::DenseSet<Value *> &visible) {
+  const OpInfo &info = n.info();
+  int operands = n.numOperands();
+  if (operands < info.minOperands ||
+      (info.maxOperands >= 0 && operands > info.maxOperands)) {
+    diag.nodeError(n, "has " + llvm::Twine(operands) + " operands");
+    return false;
+  }
+  for (unsigned i = 0; i < n.numOperands(); ++i)
+    if (!visible.count(n.operand(i))) {
+      diag.nodeError(n, "operand #" + llvm::Twine(i) + " ('" +
+                            n.operand(i)->getName() +
+                            "') is not defined before its use");
+      return false;
+    }
+  for (const AttrSpec &spec : attrSpecs(n.getOp())) {
+    const Attribute *a = n.attr(spec.name);
+    if ((!a && !spec.optional) || (a && !attrMatches(spec.kind, *a))) {
+      diag.nodeError(n, "attribute '" + spec.name + "' is missing or not " +
+                            attrKindName(spec.kind));
+      return false;
+    }
+  }
+  for (const auto &entry : n.attrs())
+    if (!findAttrSpec(n.getOp(), entry.first)) {
+      diag.nodeError(n, "has unknown attribute '" + entry.first + "'");
+      return false;
+    }
+  if (n.numRegions() != regionNames(n.getOp()).size()) {
+    diag.nodeError(n, "has " + llvm::Twine(n.numRegions()) + " regions");
+    return false;
+  }
+  for (unsigned i = 0; i < n.numRegions(); ++i)
+    if (!verify(n.region(i)))
+      return false;
+  llvm::SmallVector<TensorType, 2> types;
+  if (!inferResultTypes(n, types, diag))
+    return false;
+  if (types.size() != n.numResults()) {
+    diag.nodeError(n, "has " + llvm::Twine(n.numResults()) +
+                          " results; its op gives " + llvm::Twine(types.size()));
+    return false;
+  }
+  const DimTable &dims = n.getParent()->dims();
+  for (unsigned r = 0; r < types.size(); ++r)
+    if (types[r] != n.result(r)->getType()) {
+      diag.nodeError(n, "result #" + llvm::Twine(r) + " has type " +
+                            typeToString(n.result(r)->getType(), dims) +
+                            " but its op gives " +
+                            typeToString(types[r], dims));
+      return false;
+    }
+  return true;
+}
+
+bool Verifier::verify(Graph &g) {
+  llvm::DenseSet<Value *> visible;
+  llvm::StringSet<> names;
+  auto define = [&](Value *v, Location loc) {
+    visible.insert(v);
+    if (names.insert(v->getName()).second)
+      return true;
+    diag.error(loc, "value '" + v->getName() + "' is defined twice");
+    return false;
+  };
+  for (const GraphInput &in : g.inputs())
+    if (!define(in.value, in.loc))
+      return false;
+  for (const auto &node : g.nodes()) {
+    if (node->getParent() != &g) {
+      diag.nodeError(*node, "has a wrong parent graph");
+      return false;
+    }
+    if (!verifyNode(*node, visible))
+      return false;
+    for (unsigned r = 0; r < node->numResults(); ++r)
+      if (!define(node->result(r), node->getLoc()))
+        return false;
+  }
+  if (!g.isRegion() && g.outputs.empty()) {
+    diag.error({}, "graph '" + g.name + "' has no outputs");
+    return false;
+  }
+  for (const GraphOutput &o : g.outputs)
+    if (!visible.count(o.value)) {
+      diag.error(o.loc, "output '" + o.name + "' refers to a value that is "
+                                               "not defined in its graph");
+      return false;
+    }
+  return true;
+}
+
+bool cgc::verifyGraph(Graph &graph, DiagnosticEngine &diag) {
+  return Verifier(diag).verify(graph);
+}

@@ -1,0 +1,75 @@
+//===- CommonSubexpressionElimination.cpp - Merge identical nodes ------------===//
+//
+// Algorithm: walk the nodes in order, keyed by (op, operands, attributes);
+// a node whose key was seen before has its results replaced by the earlier
+// node's and is erased. Nodes with regions and random or data-dependent ops
+// are never merged. Requires: a verified graph. Guarantees: no two
+// remaining region-free, deterministic nodes compute the same thing.
+//
+//===----------------------------------------------------------------------===//
+#include "passes/Pass.h"
+
+#include "ir/Printer.h"
+
+#include <map>
+
+using namespace cgc;
+
+namespace {
+class CommonSubexpressionEliminationPass : public Pass {
+public:
+  llvm::StringRef name() const override { return "cse"; }
+  llvm::StringRef summary() const override {
+    return "merge nodes that compute the same value";
+  }
+  bool run(Graph &graph, PassContext &) override {
+    eliminate(graph);
+    return true;
+  }
+
+private:
+  static bool mergeable(const Node &n) {
+    return !n.numRegions() && !n.info().has(Random) &&
+           !n.info().has(SyncPoint);
+  }
+
+  static std::string key(const Node &n) {
+    std::string k = mnemonic(n.getOp()).str() + "(";
+    for (Value *v : n.getOperands())
+      k += std::to_string(reinterpret_cast<uintptr_t>(v)) + ",";
+    return k + ")" + formatAttrs(n);
+  }
+
+  static void eliminate(Graph &graph) {
+    std::map<std::string, Node *> seen;
+    for (size_t i = 0; i < graph.nodes().size();) {
+      Node *node = graph.nodes()[i].get();
+      for (unsigned k = 0; k < node->numRegions(); ++k)
+        eliminate(node->region(k));
+      if (!mergeable(*node)) {
+        ++i;
+        continue;
+      }
+      auto [it, inserted] = seen.try_emplace(key(*node), node);
+      if (inserted) {
+        ++i;
+        continue;
+      }
+      replaceOutputs(graph, node, it->second);
+      for (unsigned r = 0; r < node->numResults(); ++r)
+        node->result(r)->replaceAllUsesWith(it->second->result(r));
+      graph.erase(node);
+    }
+  }
+
+  static void replaceOutputs(Graph &graph, Node *from, Node *to) {
+    for (GraphOutput &o : graph.outputs)
+      if (o.value->getDef() == from)
+        o.value = to->result(o.value->getResultIndex());
+  }
+};
+} // namespace
+
+std::unique_ptr<Pass> cgc::createCommonSubexpressionEliminationPass() {
+  return std::make_unique<CommonSubexpressionEliminationPass>();
+}

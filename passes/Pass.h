@@ -1,0 +1,71 @@
+//===- Pass.h - The pass interface and the pass manager ---------*- C++ -*-===//
+//
+// A Pass rewrites a Graph in place and reports failures through the
+// PassContext's DiagnosticEngine. The PassManager runs a pipeline, verifies
+// the graph after each pass (unless told not to), prints the IR after
+// chosen passes and times them.
+//
+//===----------------------------------------------------------------------===//
+#ifndef CGC_PASSES_PASS_H
+#define CGC_PASSES_PASS_H
+
+#include "ir/Diagnostics.h"
+#include "ir/Graph.h"
+
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/raw_ostream.h"
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace cgc {
+
+struct PassContext {
+  DiagnosticEngine &diag;
+};
+
+class Pass {
+public:
+  virtual ~Pass() = default;
+  /// The command-line name (kebab-case).
+  virtual llvm::StringRef name() const = 0;
+  virtual llvm::StringRef summary() const = 0;
+  /// False after reporting an error; the pipeline stops there.
+  virtual bool run(Graph &graph, PassContext &ctx) = 0;
+};
+
+#define CGC_PASS(Name, Factory) std::unique_ptr<Pass> Factory();
+#include "passes/PassRegistry.def"
+
+/// Every registered pass name, in registry order.
+std::vector<std::string> registeredPassNames();
+/// Null when \p name is not registered.
+std::unique_ptr<Pass> createPass(llvm::StringRef name);
+
+struct PassManagerOptions {
+  bool verifyEach = true;
+  bool printAfterAll = false;
+  std::set<std::string> printAfter;
+  bool timePasses = false;
+};
+
+class PassManager {
+public:
+  explicit PassManager(PassManagerOptions options = {})
+      : options(std::move(options)) {}
+
+  void addPass(std::unique_ptr<Pass> pass) { passes.push_back(std::move(pass)); }
+  /// Parses "a,b,c" into passes; reports unknown names and returns false.
+  bool addPipeline(llvm::StringRef pipeline, DiagnosticEngine &diag);
+  bool run(Graph &graph, PassContext &ctx, llvm::raw_ostream &irStream);
+  size_t size() const { return passes.size(); }
+
+private:
+  PassManagerOptions options;
+  std::vector<std::unique_ptr<Pass>> passes;
+};
+
+} // namespace cgc
+
+#endif

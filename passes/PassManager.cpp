@@ -1,0 +1,91 @@
+//===- PassManager.cpp - Runs pipelines of passes ----------------------------===//
+#include "passes/Pass.h"
+
+#include "ir/Printer.h"
+#include "ir/Verifier.h"
+
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/Support/Format.h"
+#include <chrono>
+
+using namespace cgc;
+
+namespace {
+struct Registration {
+  const char *name;
+  std::unique_ptr<Pass> (*factory)();
+};
+} // namespace
+
+static const Registration Registry[] = {
+#define CGC_PASS(Name, Factory) {Name, Factory},
+#include "passes/PassRegistry.def"
+};
+
+std::vector<std::string> cgc::registeredPassNames() {
+  std::vector<std::string> names;
+  for (const Registration &r : Registry)
+    names.push_back(r.name);
+  return names;
+}
+
+std::unique_ptr<Pass> cgc::createPass(llvm::StringRef name) {
+  for (const Registration &r : Registry)
+    if (name == r.name)
+      return r.factory();
+  return nullptr;
+}
+
+bool PassManager::addPipeline(llvm::StringRef pipeline, DiagnosticEngine &diag) {
+  llvm::SmallVector<llvm::StringRef, 8> names;
+  pipeline.split(names, ',', -1, /*KeepEmpty=*/false);
+  bool ok = true;
+  for (llvm::StringRef name : names) {
+    std::unique_ptr<Pass> pass = createPass(name.trim());
+    if (!pass) {
+      diag.error({}, "unknown pass '" + name.trim() +
+                         "' (see --list-passes)");
+      ok = false;
+      continue;
+    }
+    addPass(std::move(pass));
+  }
+  return ok;
+}
+
+bool PassManager::run(Graph &graph, PassContext &ctx,
+                      llvm::raw_ostream &irStream) {
+  using Clock = std::chrono::steady_clock;
+  std::vector<std::pair<std::string, double>> timings;
+  bool ok = true;
+  for (auto &pass : passes) {
+    auto start = Clock::now();
+    ok = pass->run(graph, ctx) && !ctx.diag.hasErrors();
+    timings.push_back({pass->name().str(),
+                       std::chrono::duration<double, std::milli>(Clock::now() -
+                                                                 start)
+                           .count()});
+    if (!ok)
+      break;
+    if (options.verifyEach && !verifyGraph(graph, ctx.diag)) {
+      ctx.diag.error({}, "the graph is invalid after pass '" + pass->name() +
+                             "'");
+      ok = false;
+      break;
+    }
+    if (options.printAfterAll || options.printAfter.count(pass->name().str())) {
+      irStream << "// -----// IR after " << pass->name() << " //----- //\n";
+      printGraph(graph, irStream);
+    }
+  }
+  if (options.timePasses) {
+    llvm::errs() << "===-- pass execution timing --===\n";
+    double total = 0;
+    for (const auto &[name, ms] : timings) {
+      llvm::errs() << llvm::format("  %10.3f ms  ", ms) << name << "\n";
+      total += ms;
+    }
+    llvm::errs() << llvm::format("  %10.3f ms  ", total) << "total\n";
+  }
+  return ok;
+}

@@ -1,0 +1,22 @@
+# lit configuration for cgc: RUN lines live in the .json test files.
+import os
+import lit.formats
+
+config.name = "cgc"
+config.test_format = lit.formats.ShTest(execute_external=False)
+config.suffixes = [".json", ".test"]
+config.excludes = ["Inputs", "CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.cgc_obj_root, "test")
+
+config.environment["FILECHECK_OPTS"] = "--enable-var-scope --dump-input=fail"
+for var in ("ASAN_OPTIONS", "UBSAN_OPTIONS", "PATH"):
+    if var in os.environ:
+        config.environment[var] = os.environ[var]
+
+tool_dirs = [config.cgc_tools_dir, config.llvm_tools_dir]
+config.environment["PATH"] = os.pathsep.join(tool_dirs + [config.environment.get("PATH", "")])
+config.substitutions.append(("%python", config.python_executable))
+config.substitutions.append(("%examples", os.path.join(config.cgc_src_root, "examples")))
+if config.has_cuda_device:
+    config.available_features.add("cuda")

@@ -1,0 +1,139 @@
+//===- cgc-opt - Runs passes over the JSON IR -------------------------------===//
+//
+// The test driver for passes: reads an IR file (comments allowed, optionally
+// split at `// -----` lines), runs the requested passes with verification
+// after each, and prints the result as text or JSON.
+//
+//===----------------------------------------------------------------------===//
+#include "ir/JsonReader.h"
+#include "ir/Printer.h"
+#include "ir/Verifier.h"
+#include "passes/Pass.h"
+#include "support/ToolSupport.h"
+
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/Path.h"
+
+using namespace cgc;
+namespace cl = llvm::cl;
+
+static cl::opt<std::string> InputFile(cl::Positional, cl::desc("<input.json>"),
+                                      cl::init("-"));
+static cl::opt<std::string> OutputFile("o", cl::desc("Output file"),
+                                       cl::value_desc("path"), cl::init("-"));
+static cl::list<std::string> PassList("pass", cl::desc("Run this pass (repeatable)"),
+                                      cl::value_desc("name"));
+static cl::opt<std::string> Pipeline("passes", cl::desc("Run these passes, comma-separated"),
+                                     cl::value_desc("a,b,c"));
+static cl::opt<bool> ListPasses("list-passes", cl::desc("Print every pass name and exit"));
+static cl::opt<bool> PrintIR("print-ir", cl::desc("Print the text IR (the default)"));
+static cl::opt<std::string> Emit("emit", cl::desc("Output form: text or json"),
+                                 cl::init("text"));
+static cl::opt<bool> SplitInput("split-input-file",
+                                cl::desc("Process chunks separated by '// -----' apart"));
+static cl::opt<bool> VerifyEach("verify-each", cl::desc("Verify after every pass"),
+                                cl::init(true));
+static cl::list<std::string> PrintAfter("print-ir-after",
+                                        cl::desc("Print the IR after this pass"),
+                                        cl::CommaSeparated);
+static cl::opt<bool> PrintAfterAll("print-ir-after-all",
+                                   cl::desc("Print the IR after every pass"));
+static cl::opt<bool> TimePasses("time-passes", cl::desc("Time each pass"));
+static cl::opt<unsigned> ErrorLimit("error-limit", cl::desc("Stop after this many errors"),
+                                    cl::init(20));
+
+/// Processes one chunk; appends its output to \p out.
+static bool processChunk(uint32_t bufferId, llvm::StringRef baseDir,
+                         DiagnosticEngine &diag, std::string &out) {
+  ReadOptions options;
+  options.allowComments = true;
+  std::unique_ptr<Graph> graph = readGraphBuffer(bufferId, baseDir, diag, options);
+  if (!graph || !verifyGraph(*graph, diag))
+    return false;
+  PassManagerOptions pmOptions;
+  pmOptions.verifyEach = VerifyEach;
+  pmOptions.printAfterAll = PrintAfterAll;
+  pmOptions.printAfter.insert(PrintAfter.begin(), PrintAfter.end());
+  pmOptions.timePasses = TimePasses;
+  PassManager pm(pmOptions);
+  for (const std::string &name : PassList)
+    if (!pm.addPipeline(name, diag))
+      return false;
+  if (!pm.addPipeline(Pipeline, diag))
+    return false;
+  llvm::raw_string_ostream os(out);
+  PassContext ctx{diag};
+  if (!pm.run(*graph, ctx, os))
+    return false;
+  if (Emit == "json")
+    os << writeGraphJson(*graph);
+  else
+    printGraph(*graph, os);
+  return true;
+}
+
+/// Splits at lines starting with `// -----`; each chunk keeps its line
+/// numbers by starting with as many newlines as lines precede it.
+static std::vector<std::string> splitChunks(llvm::StringRef text) {
+  std::vector<std::string> chunks(1);
+  unsigned line = 0;
+  while (!text.empty()) {
+    auto [current, rest] = text.split('\n');
+    ++line;
+    if (current.startswith("// -----"))
+      chunks.push_back(std::string(line, '\n'));
+    else
+      chunks.back() += current.str() + "\n";
+    text = rest;
+  }
+  return chunks;
+}
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM init(argc, argv);
+  cl::ParseCommandLineOptions(argc, argv, "cgc-opt: run cgc passes over JSON IR\n");
+  if (ListPasses) {
+    for (const std::string &name : registeredPassNames())
+      llvm::outs() << name << "\n";
+    return 0;
+  }
+  if (Emit != "text" && Emit != "json") {
+    llvm::errs() << "cgc-opt: error: --emit must be 'text' or 'json'\n";
+    return 1;
+  }
+  DiagnosticEngine diag(llvm::errs(), ErrorLimit);
+  ReadOptions probe;
+  auto buffer = llvm::MemoryBuffer::getFileOrSTDIN(InputFile);
+  if (llvm::sys::fs::is_directory(InputFile) || !buffer) {
+    diag.fileError(InputFile, llvm::sys::fs::is_directory(InputFile)
+                                  ? "is a directory, not an IR file"
+                                  : "cannot read: " + buffer.getError().message());
+    return 1;
+  }
+  llvm::StringRef dir = llvm::sys::path::parent_path(InputFile);
+  std::string baseDir = InputFile == "-" || dir.empty() ? "." : dir.str();
+  std::vector<std::string> chunks;
+  if (SplitInput)
+    chunks = splitChunks((*buffer)->getBuffer());
+  else
+    chunks.push_back((*buffer)->getBuffer().str());
+  std::string out;
+  bool ok = true;
+  for (size_t i = 0; i < chunks.size(); ++i) {
+    if (i)
+      out += "// -----\n";
+    uint32_t id = diag.addBuffer(
+        llvm::MemoryBuffer::getMemBufferCopy(chunks[i], InputFile));
+    ok = processChunk(id, baseDir, diag, out) && ok;
+  }
+  if (!ok)
+    return 1;
+  std::string error;
+  if (!writeFileAtomically(OutputFile, out, /*overwrite=*/true, error)) {
+    llvm::errs() << "cgc-opt: error: " << error << "\n";
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,390 @@
+//===- RunCommands.cpp - `cgc run` and `cgc bench` -----------------------===//
+//
+// `run` checks everything it can on the CPU first (artifact, input file,
+// output path), then loads the engine, copies inputs in (zero-padded to the
+// static shapes), replays one graph and writes the real-shaped outputs.
+// `bench` times back-to-back replays with CUDA events, graph vs eager.
+//
+//===----------------------------------------------------------------------===//
+#include "RunCommands.h"
+
+#include "ArtifactFormat.h"
+#include "Driver.h"
+#include "Safetensors.h"
+#include "cgc/cgc_runtime.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+using namespace cgc::format;
+
+namespace {
+
+int error(const std::string &msg) {
+  std::fprintf(stderr, "cgc: error: %s\n", msg.c_str());
+  return 1;
+}
+
+int runtimeError(cgc_status s) {
+  const char *detail = cgc_last_error();
+  return error(*detail ? detail : cgc_status_message(s));
+}
+
+struct Options {
+  std::string model, inputs, outputs, graph;
+  bool overwrite = false, eager = false;
+  int device = 0;
+  long iters = 1000, warmup = 100, repeats = 5;
+};
+
+bool parseLong(const char *s, long &out) {
+  char *end = nullptr;
+  out = std::strtol(s, &end, 10);
+  return end && *end == 0 && out >= 0;
+}
+
+/// Parses argv[1..]; returns false after printing an error.
+bool parseOptions(int argc, char **argv, bool bench, Options &o) {
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto value = [&](const char *what) -> const char * {
+      if (i + 1 >= argc) {
+        error("missing value after " + a + " (" + what + ")");
+        return nullptr;
+      }
+      return argv[++i];
+    };
+    const char *v = nullptr;
+    long n = 0;
+    if (!bench && a == "--inputs") {
+      if (!(v = value("file")))
+        return false;
+      o.inputs = v;
+    } else if (!bench && a == "--outputs") {
+      if (!(v = value("file")))
+        return false;
+      o.outputs = v;
+    } else if (!bench && a == "--overwrite") {
+      o.overwrite = true;
+    } else if (!bench && a == "--eager") {
+      o.eager = true;
+    } else if (a == "--graph") {
+      if (!(v = value("name or index")))
+        return false;
+      o.graph = v;
+    } else if (a == "--device" || (bench && (a == "--iters" ||
+                                             a == "--warmup" ||
+                                             a == "--repeats"))) {
+      if (!(v = value("integer")))
+        return false;
+      if (!parseLong(v, n))
+        return error("bad integer '" + std::string(v) + "' for " + a), false;
+      if (a == "--device")
+        o.device = int(n);
+      else if (a == "--iters")
+        o.iters = n;
+      else if (a == "--warmup")
+        o.warmup = n;
+      else
+        o.repeats = n;
+    } else if (!a.empty() && a[0] != '-' && o.model.empty()) {
+      o.model = a;
+    } else {
+      return error("unknown argument '" + a + "'"), false;
+    }
+  }
+  if (o.model.empty())
+    return error("no model (.cgc) given"), false;
+  if (bench && (o.iters == 0 || o.repeats == 0))
+    return error("--iters and --repeats must be positive"), false;
+  return true;
+}
+
+bool selectGraph(const Artifact &a, const std::string &g, size_t &index) {
+  const auto &graphs = a.manifest.graphs;
+  if (graphs.empty())
+    return error("artifact has no graphs"), false;
+  if (g.empty())
+    return (index = 0), true;
+  for (size_t i = 0; i < graphs.size(); ++i)
+    if (graphs[i].name == g)
+      return (index = i), true;
+  long n;
+  if (parseLong(g.c_str(), n) && size_t(n) < graphs.size())
+    return (index = size_t(n)), true;
+  return error("no graph '" + g + "' in the artifact"), false;
+}
+
+/// Copies between a dense tensor of shape \p real and the row-major buffer
+/// of the larger static shape \p full (same rank); \p toFull picks the way.
+void copyPadded(const uint8_t *src, uint8_t *dst,
+                const std::vector<int64_t> &real,
+                const std::vector<int64_t> &full, size_t elem, bool toFull) {
+  size_t rank = real.size();
+  if (rank == 0) {
+    std::memcpy(dst, src, elem);
+    return;
+  }
+  for (int64_t d : real)
+    if (d == 0)
+      return;
+  std::vector<int64_t> idx(rank, 0);
+  size_t row = size_t(real[rank - 1]) * elem;
+  while (true) {
+    size_t realOff = 0, fullOff = 0;
+    for (size_t a = 0; a < rank; ++a) {
+      realOff = realOff * size_t(real[a]) + size_t(idx[a]);
+      fullOff = fullOff * size_t(full[a]) + size_t(idx[a]);
+    }
+    if (toFull)
+      std::memcpy(dst + fullOff * elem, src + realOff * elem, row);
+    else
+      std::memcpy(dst + realOff * elem, src + fullOff * elem, row);
+    size_t a = rank - 1;
+    while (a-- > 0) {
+      if (++idx[a] < real[a])
+        break;
+      idx[a] = 0;
+    }
+    if (a == size_t(-1))
+      return;
+  }
+}
+
+/// Checks \p t against input \p d and records the dims it determines.
+bool matchInput(const Manifest &m, const TensorDesc &d, const TensorData &t,
+                std::vector<int64_t> &dims, std::vector<bool> &known) {
+  if (fromSafetensorsDtype(t.dtype) != d.dtype)
+    return error("input '" + d.name + "' has dtype " + t.dtype +
+                 ", the model expects " + toSafetensorsDtype(d.dtype)),
+           false;
+  if (t.shape.size() != d.shape.size())
+    return error("input '" + d.name + "' has rank " +
+                 std::to_string(t.shape.size()) + ", the model expects " +
+                 std::to_string(d.shape.size())),
+           false;
+  for (size_t a = 0; a < d.shape.size(); ++a) {
+    std::string dim = a < d.shapeDims.size() ? d.shapeDims[a] : "";
+    std::string where = "input '" + d.name + "' axis " + std::to_string(a);
+    if (dim.empty()) {
+      if (t.shape[a] != d.shape[a])
+        return error(where + " is " + std::to_string(t.shape[a]) +
+                     ", the model expects " + std::to_string(d.shape[a])),
+               false;
+      continue;
+    }
+    for (size_t k = 0; k < m.dims.size(); ++k) {
+      if (m.dims[k].name != dim)
+        continue;
+      if (t.shape[a] < m.dims[k].min || t.shape[a] > m.dims[k].max)
+        return error(where + " (dim " + dim + ") = " +
+                     std::to_string(t.shape[a]) + " is outside [" +
+                     std::to_string(m.dims[k].min) + ", " +
+                     std::to_string(m.dims[k].max) + "]"),
+               false;
+      if (known[k] && dims[k] != t.shape[a])
+        return error(where + ": dim " + dim + " is " +
+                     std::to_string(t.shape[a]) + " here but " +
+                     std::to_string(dims[k]) + " elsewhere"),
+               false;
+      dims[k] = t.shape[a];
+      known[k] = true;
+    }
+  }
+  return true;
+}
+
+/// Shared start of both commands: parse the artifact on the CPU.
+bool loadArtifact(const Options &o, Artifact &a, size_t &graph) {
+  std::string err;
+  if (!loadArtifactFile(o.model, a, err))
+    return error(err), false;
+  return selectGraph(a, o.graph, graph);
+}
+
+struct Session {
+  cgc_engine engine = nullptr;
+  cgc_context ctx = nullptr;
+  ~Session() {
+    cgc_context_destroy(ctx);
+    cgc_engine_destroy(engine);
+  }
+  cgc_status open(const Artifact &a, int device) {
+    if (cgc_status s = cgc_engine_load_memory(a.bytes.data(), a.bytes.size(),
+                                              device, &engine))
+      return s;
+    return cgc_context_create(engine, nullptr, 0, &ctx);
+  }
+};
+
+} // namespace
+
+int cgcRunMain(int argc, char **argv) {
+  Options o;
+  if (!parseOptions(argc, argv, /*bench=*/false, o))
+    return 1;
+  if (o.inputs.empty() || o.outputs.empty())
+    return error("cgc run needs --inputs FILE and --outputs FILE");
+  std::error_code ec;
+  if (!o.overwrite && std::filesystem::exists(o.outputs, ec))
+    return error("'" + o.outputs +
+                 "' already exists (pass --overwrite to replace it)");
+  Artifact art;
+  size_t graph = 0;
+  if (!loadArtifact(o, art, graph))
+    return 1;
+  const Manifest &m = art.manifest;
+  TensorMap inputs;
+  std::string err;
+  if (!readSafetensors(o.inputs, inputs, err))
+    return error(err);
+  std::vector<int64_t> dims(m.dims.size());
+  std::vector<bool> known(m.dims.size(), false);
+  for (size_t k = 0; k < m.dims.size(); ++k)
+    dims[k] = m.dims[k].max;
+  for (const TensorDesc &d : m.inputs) {
+    auto it = inputs.find(d.name);
+    if (it == inputs.end())
+      return error("input '" + d.name + "' is missing from " + o.inputs);
+    if (!matchInput(m, d, it->second, dims, known))
+      return 1;
+  }
+  std::vector<const TensorDesc *> stateWrites;
+  for (const auto &kv : inputs) {
+    const TensorDesc *t = art.findTensor(kv.first);
+    bool isInput = false;
+    for (const TensorDesc &d : m.inputs)
+      isInput |= d.name == kv.first;
+    if (isInput)
+      continue;
+    if (!t || t->kind == "output" ||
+        std::find_if(m.state.begin(), m.state.end(), [&](const TensorDesc &s) {
+          return s.name == kv.first;
+        }) == m.state.end())
+      return error("'" + kv.first + "' in " + o.inputs +
+                   " is neither a model input nor a state tensor");
+    if (kv.second.bytes.size() != t->bytes)
+      return error("state '" + t->name + "' needs " +
+                   std::to_string(t->bytes) + " bytes");
+    stateWrites.push_back(t);
+  }
+
+  Session s;
+  if (cgc_status st = s.open(art, o.device))
+    return runtimeError(st);
+  for (const TensorDesc *t : stateWrites)
+    if (cgc_status st = cgc_engine_state_write(
+            s.engine, t->name.c_str(), inputs[t->name].bytes.data(), t->bytes))
+      return runtimeError(st);
+  for (const TensorDesc &d : m.inputs) {
+    const TensorData &t = inputs[d.name];
+    std::vector<uint8_t> padded(d.bytes, 0);
+    copyPadded(t.bytes.data(), padded.data(), t.shape, d.shape,
+               dtypeSize(d.dtype), /*toFull=*/true);
+    if (cgc_status st = cgc_context_write_input(
+            s.ctx, d.name.c_str(), padded.data(), padded.size(), nullptr))
+      return runtimeError(st);
+  }
+  cgc_status st = o.eager ? cgc_run_eager(s.ctx, graph, dims.data(),
+                                          dims.size(), nullptr)
+                          : cgc_run(s.ctx, graph, dims.data(), dims.size(),
+                                    nullptr);
+  if (st || (st = cgc_stream_synchronize(nullptr)))
+    return runtimeError(st);
+  TensorMap outputs;
+  for (const TensorDesc &d : m.outputs) {
+    cgc_tensor view;
+    std::vector<uint8_t> full(d.bytes);
+    if ((st = cgc_context_output(s.ctx, d.name.c_str(), &view)) ||
+        (st = cgc_context_read_output(s.ctx, d.name.c_str(), full.data(),
+                                      full.size(), nullptr)))
+      return runtimeError(st);
+    TensorData &out = outputs[d.name];
+    out.dtype = toSafetensorsDtype(d.dtype);
+    out.shape.assign(view.shape, view.shape + view.ndim);
+    size_t numel = 1;
+    for (int64_t x : out.shape)
+      numel *= size_t(x);
+    out.bytes.assign(numel * dtypeSize(d.dtype), 0);
+    copyPadded(full.data(), out.bytes.data(), out.shape, d.shape,
+               dtypeSize(d.dtype), /*toFull=*/false);
+  }
+  if (!writeSafetensors(o.outputs, outputs, err, o.overwrite))
+    return error(err);
+  return 0;
+}
+
+int cgcBenchMain(int argc, char **argv) {
+  Options o;
+  if (!parseOptions(argc, argv, /*bench=*/true, o))
+    return 1;
+  Artifact art;
+  size_t graph = 0;
+  if (!loadArtifact(o, art, graph))
+    return 1;
+  Session s;
+  if (cgc_status st = s.open(art, o.device))
+    return runtimeError(st);
+  std::string reason;
+  const cgc::rt::Driver *drv = cgc::rt::getDriver(reason);
+  if (!drv)
+    return error("no CUDA device: " + reason);
+  CUstream stream = nullptr;
+  CUevent start = nullptr, stop = nullptr;
+  if (drv->cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING) ||
+      drv->cuEventCreate(&start, CU_EVENT_DEFAULT) ||
+      drv->cuEventCreate(&stop, CU_EVENT_DEFAULT))
+    return error("cannot create a stream or events");
+  std::printf("graph=%s nodes=%zu iters=%ld warmup=%ld repeats=%ld\n",
+              art.manifest.graphs[graph].name.c_str(),
+              art.manifest.graphs[graph].nodes.size(), o.iters, o.warmup,
+              o.repeats);
+  int rc = 0;
+  for (bool eager : {false, true}) {
+    auto launch = [&] {
+      return eager ? cgc_run_eager(s.ctx, graph, nullptr, 0, stream)
+                   : cgc_run(s.ctx, graph, nullptr, 0, stream);
+    };
+    cgc_status st = CGC_OK;
+    for (long i = 0; i < o.warmup && !st; ++i)
+      st = launch();
+    std::vector<double> samples;
+    for (long r = 0; r < o.repeats && !st; ++r) {
+      drv->cuEventRecord(start, stream);
+      for (long i = 0; i < o.iters && !st; ++i)
+        st = launch();
+      drv->cuEventRecord(stop, stream);
+      float ms = 0;
+      if (drv->cuEventSynchronize(stop) ||
+          drv->cuEventElapsedTime(&ms, start, stop)) {
+        rc = error("event timing failed");
+        break;
+      }
+      samples.push_back(1000.0 * ms / double(o.iters));
+    }
+    if (st) {
+      rc = runtimeError(st);
+      break;
+    }
+    if (samples.empty())
+      break;
+    std::sort(samples.begin(), samples.end());
+    const char *mode = eager ? "eager" : "graph";
+    std::printf("%s_us_per_run=%.3f\n", mode, samples[samples.size() / 2]);
+    std::printf("%s_us_samples=", mode);
+    for (size_t i = 0; i < samples.size(); ++i)
+      std::printf("%s%.3f", i ? "," : "", samples[i]);
+    std::printf("\n");
+  }
+  drv->cuStreamSynchronize(stream);
+  drv->cuEventDestroy(start);
+  drv->cuEventDestroy(stop);
+  drv->cuStreamDestroy(stream);
+  return rc;
+}
