@@ -1,0 +1,148 @@
+//===- ArtifactDump.cpp - Human-readable artifact summary ----------------===//
+//
+// dumpManifest() backs `cgc --dump-artifact`: a deterministic text listing
+// of the header, tensors, kernels (with their IR sources) and graph nodes.
+//
+//===----------------------------------------------------------------------===//
+#include "ArtifactFormat.h"
+
+#include <cstdio>
+#include <sstream>
+
+namespace cgc {
+namespace format {
+namespace {
+
+std::string hex64(uint64_t v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "0x%016llx", (unsigned long long)v);
+  return buf;
+}
+
+std::string shapeString(const TensorDesc &t) {
+  std::string s = "[";
+  for (size_t i = 0; i < t.shape.size(); ++i) {
+    if (i)
+      s += ", ";
+    if (i < t.shapeDims.size() && !t.shapeDims[i].empty())
+      s += t.shapeDims[i] + "<=";
+    s += std::to_string(t.shape[i]);
+  }
+  return s + "]";
+}
+
+std::string paramString(const ParamDesc &p) {
+  std::ostringstream os;
+  os << paramKindName(p.kind);
+  switch (p.kind) {
+  case ParamDesc::Kind::Ptr:
+    os << " " << regionName(p.region) << "+" << p.offset;
+    if (!p.binding.empty())
+      os << " (" << p.binding << ")";
+    break;
+  case ParamDesc::Kind::I32:
+  case ParamDesc::Kind::I64:
+    os << " " << p.intValue;
+    if (!p.dim.empty())
+      os << " (dim " << p.dim << ")";
+    break;
+  case ParamDesc::Kind::U64:
+    os << " " << p.uintValue;
+    break;
+  case ParamDesc::Kind::F32: {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.9g", p.floatValue);
+    os << " " << buf;
+    break;
+  }
+  }
+  return os.str();
+}
+
+void dumpTensors(std::ostringstream &os, const char *title,
+                 const std::vector<TensorDesc> &list) {
+  os << title << " (" << list.size() << "):\n";
+  for (const TensorDesc &t : list) {
+    os << "  " << t.name << ": " << t.kind << " " << t.dtype
+       << shapeString(t) << " @" << regionName(t.region) << "+" << t.offset
+       << " " << t.bytes << "B";
+    if (!t.initBlob.empty())
+      os << " init=" << t.initBlob << "+" << t.initOffset;
+    os << "\n";
+  }
+}
+
+} // namespace
+
+std::string dumpManifest(const Artifact &a) {
+  const Manifest &m = a.manifest;
+  std::ostringstream os;
+  os << "cgc artifact v" << a.header.formatVersion << ": " << a.header.fileSize
+     << " bytes, manifest " << a.header.manifestSize << " bytes, checksum "
+     << hex64(a.header.checksum) << "\n";
+  os << "compiler: " << m.compilerVersion << "\n";
+  os << "target: " << m.targetArch << ", min driver " << m.minDriverVersion
+     << "\n";
+  os << "arena: " << m.arenaSize << " bytes, persistent: " << m.persistentSize
+     << " bytes\n";
+  os << "dims (" << m.dims.size() << "):\n";
+  for (const DimDesc &d : m.dims) {
+    os << "  " << d.name << " in [" << d.min << ", " << d.max << "] buckets {";
+    for (size_t i = 0; i < d.buckets.size(); ++i)
+      os << (i ? ", " : "") << d.buckets[i];
+    os << "}\n";
+  }
+  os << "blobs (" << m.blobs.size() << "):\n";
+  for (const BlobDesc &b : m.blobs)
+    os << "  " << b.name << ": data+" << b.offset << " " << b.size << "B\n";
+  dumpTensors(os, "inputs", m.inputs);
+  dumpTensors(os, "outputs", m.outputs);
+  dumpTensors(os, "state", m.state);
+  os << "kernels (" << m.kernels.size() << "):\n";
+  for (size_t k = 0; k < m.kernels.size(); ++k) {
+    const KernelDesc &kd = m.kernels[k];
+    os << "  #" << k << " " << kd.name << " grid(" << kd.grid[0] << ","
+       << kd.grid[1] << "," << kd.grid[2] << ") block(" << kd.block[0] << ","
+       << kd.block[1] << "," << kd.block[2] << ") smem " << kd.sharedMem
+       << "\n";
+    for (size_t i = 0; i < kd.params.size(); ++i)
+      os << "    arg" << i << ": " << paramString(kd.params[i]) << "\n";
+    for (const SourceRef &s : kd.sources)
+      os << "    from " << s.node << " " << s.op
+         << (s.loc.empty() ? "" : " at " + s.loc) << "\n";
+  }
+  for (const GraphDesc &g : m.graphs) {
+    size_t counts[3] = {0, 0, 0};
+    for (const NodeDesc &n : g.nodes)
+      ++counts[static_cast<int>(n.kind)];
+    os << "graph " << g.name << ": " << g.nodes.size() << " nodes ("
+       << counts[0] << " kernel, " << counts[1] << " memset, " << counts[2]
+       << " memcpy), " << g.edges.size() << " edges\n";
+    for (size_t i = 0; i < g.nodes.size(); ++i) {
+      const NodeDesc &n = g.nodes[i];
+      os << "  n" << i << " " << nodeKindName(n.kind);
+      if (n.kind == NodeDesc::Kind::Kernel)
+        os << " #" << n.kernel << " " << m.kernels[n.kernel].name;
+      else
+        os << " dst " << regionName(n.dstRegion) << "+" << n.dstOffset;
+      if (n.kind == NodeDesc::Kind::Memcpy)
+        os << " src " << regionName(n.srcRegion) << "+" << n.srcOffset;
+      if (n.kind == NodeDesc::Kind::Memset)
+        os << " value " << unsigned(n.value);
+      if (n.kind != NodeDesc::Kind::Kernel)
+        os << " " << n.bytes << "B";
+      os << " <-";
+      bool any = false;
+      for (const auto &e : g.edges)
+        if (e.second == i) {
+          os << " n" << e.first;
+          any = true;
+        }
+      os << (any ? "" : " (root)") << "\n";
+    }
+  }
+  return os.str();
+}
+
+} // namespace format
+} // namespace cgc

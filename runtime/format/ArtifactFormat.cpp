@@ -1,0 +1,208 @@
+//===- ArtifactFormat.cpp - .cgc serialization and validation ------------===//
+//
+// Writes and reads the 32-byte header, the manifest and the 256-aligned data
+// section, and validates every index, offset and size of a manifest so that
+// the runtime can trust a parsed Artifact without further checks.
+//
+//===----------------------------------------------------------------------===//
+#include "ArtifactFormat.h"
+
+#include <cstring>
+#include <fstream>
+#include <iterator>
+
+namespace cgc {
+namespace format {
+namespace {
+
+uint64_t alignUp(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
+
+void putU32(uint8_t *p, uint32_t v) {
+  for (int i = 0; i < 4; ++i)
+    p[i] = static_cast<uint8_t>(v >> (8 * i));
+}
+void putU64(uint8_t *p, uint64_t v) {
+  for (int i = 0; i < 8; ++i)
+    p[i] = static_cast<uint8_t>(v >> (8 * i));
+}
+uint32_t getU32(const uint8_t *p) {
+  uint32_t v = 0;
+  for (int i = 3; i >= 0; --i)
+    v = (v << 8) | p[i];
+  return v;
+}
+uint64_t getU64(const uint8_t *p) {
+  uint64_t v = 0;
+  for (int i = 7; i >= 0; --i)
+    v = (v << 8) | p[i];
+  return v;
+}
+
+bool addNoOverflow(uint64_t a, uint64_t b, uint64_t &sum) {
+  sum = a + b;
+  return sum >= a;
+}
+
+uint64_t checksumOf(const uint8_t *data, size_t size) {
+  uint64_t h = fnv1a64(data, 24);
+  return fnv1a64(data + kHeaderSize, size - kHeaderSize, h);
+}
+
+} // namespace
+
+uint64_t fnv1a64(const uint8_t *data, size_t size, uint64_t seed) {
+  uint64_t h = seed;
+  for (size_t i = 0; i < size; ++i) {
+    h ^= data[i];
+    h *= 0x100000001b3ull;
+  }
+  return h;
+}
+
+size_t dtypeSize(const std::string &dtype) {
+  if (dtype == "f32" || dtype == "i32")
+    return 4;
+  if (dtype == "f16" || dtype == "bf16")
+    return 2;
+  if (dtype == "i64")
+    return 8;
+  if (dtype == "bool")
+    return 1;
+  return 0;
+}
+
+const char *regionName(Region r) {
+  return r == Region::Arena ? "arena" : "persistent";
+}
+
+const char *paramKindName(ParamDesc::Kind k) {
+  switch (k) {
+  case ParamDesc::Kind::Ptr: return "ptr";
+  case ParamDesc::Kind::I32: return "i32";
+  case ParamDesc::Kind::I64: return "i64";
+  case ParamDesc::Kind::F32: return "f32";
+  case ParamDesc::Kind::U64: return "u64";
+  }
+  return "?";
+}
+
+const char *nodeKindName(NodeDesc::Kind k) {
+  switch (k) {
+  case NodeDesc::Kind::Kernel: return "kernel";
+  case NodeDesc::Kind::Memset: return "memset";
+  case NodeDesc::Kind::Memcpy: return "memcpy";
+  }
+  return "?";
+}
+
+std::pair<const uint8_t *, size_t>
+Artifact::blob(const std::string &name) const {
+  for (const BlobDesc &b : manifest.blobs)
+    if (b.name == name)
+      return {bytes.data() + dataStart + b.offset, b.size};
+  return {nullptr, 0};
+}
+
+const TensorDesc *Artifact::findTensor(const std::string &name) const {
+  for (const auto *list : {&manifest.inputs, &manifest.outputs,
+                           &manifest.state})
+    for (const TensorDesc &t : *list)
+      if (t.name == name)
+        return &t;
+  return nullptr;
+}
+
+std::vector<uint8_t> serializeArtifact(const Manifest &manifest,
+                                       const BlobList &blobs) {
+  Manifest m = manifest;
+  m.blobs.clear();
+  uint64_t offset = 0;
+  for (const auto &b : blobs) {
+    offset = alignUp(offset, kBlobAlignment);
+    m.blobs.push_back({b.first, offset, b.second.size()});
+    offset += b.second.size();
+  }
+  std::string json = manifestToJson(m);
+  uint64_t dataStart = alignUp(kHeaderSize + json.size(), kBlobAlignment);
+  std::vector<uint8_t> out(dataStart + offset, 0);
+  std::memcpy(out.data(), kArtifactMagic, 4);
+  putU32(out.data() + 4, kArtifactFormatVersion);
+  putU64(out.data() + 8, json.size());
+  putU64(out.data() + 16, out.size());
+  std::memcpy(out.data() + kHeaderSize, json.data(), json.size());
+  for (size_t i = 0; i < blobs.size(); ++i)
+    if (!blobs[i].second.empty())
+      std::memcpy(out.data() + dataStart + m.blobs[i].offset,
+                  blobs[i].second.data(), blobs[i].second.size());
+  putU64(out.data() + 24, checksumOf(out.data(), out.size()));
+  return out;
+}
+
+bool parseArtifact(const uint8_t *data, size_t size, Artifact &out,
+                   std::string &error) {
+  auto fail = [&](const std::string &msg) {
+    error = msg;
+    return false;
+  };
+  if (!data || size < kHeaderSize)
+    return fail("artifact: file too small for a header (" +
+                std::to_string(size) + " bytes)");
+  if (std::memcmp(data, kArtifactMagic, 4) != 0)
+    return fail("artifact: bad magic (not a .cgc file)");
+  ArtifactHeader h;
+  h.formatVersion = getU32(data + 4);
+  h.manifestSize = getU64(data + 8);
+  h.fileSize = getU64(data + 16);
+  h.checksum = getU64(data + 24);
+  if (h.formatVersion != kArtifactFormatVersion)
+    return fail("artifact: unsupported format version " +
+                std::to_string(h.formatVersion) + " (this runtime reads " +
+                std::to_string(kArtifactFormatVersion) + ")");
+  if (h.fileSize != size)
+    return fail("artifact: header says " + std::to_string(h.fileSize) +
+                " bytes but the file has " + std::to_string(size) +
+                " (truncated?)");
+  if (h.manifestSize > size - kHeaderSize)
+    return fail("artifact: manifest size exceeds the file");
+  uint64_t dataStart = alignUp(kHeaderSize + h.manifestSize, kBlobAlignment);
+  if (dataStart > size)
+    return fail("artifact: data section starts past the end of the file");
+  if (checksumOf(data, size) != h.checksum)
+    return fail("artifact: checksum mismatch (file is corrupt)");
+  Manifest m;
+  if (!manifestFromJson(reinterpret_cast<const char *>(data + kHeaderSize),
+                        h.manifestSize, m, error))
+    return false;
+  uint64_t dataSize = size > dataStart ? size - dataStart : 0;
+  for (const BlobDesc &b : m.blobs) {
+    uint64_t end;
+    if (!addNoOverflow(b.offset, b.size, end) || end > dataSize)
+      return fail("manifest: blob '" + b.name + "' exceeds the file");
+  }
+  if (!validateManifest(m, error))
+    return false;
+  out.header = h;
+  out.manifest = std::move(m);
+  out.bytes.assign(data, data + size);
+  out.dataStart = dataStart;
+  return true;
+}
+
+bool loadArtifactFile(const std::string &path, Artifact &out,
+                      std::string &error) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    error = "cannot open '" + path + "'";
+    return false;
+  }
+  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)),
+                             std::istreambuf_iterator<char>());
+  if (!parseArtifact(bytes.data(), bytes.size(), out, error)) {
+    error = path + ": " + error;
+    return false;
+  }
+  return true;
+}
+
+} // namespace format
+} // namespace cgc

@@ -1,0 +1,381 @@
+//===- ManifestJson.cpp - JSON -> Manifest -------------------------------===//
+//
+// Reads the manifest JSON. Every type is checked by hand so that corrupt
+// input yields a message naming the field instead of an exception.
+// (The writer is in ManifestWrite.cpp.)
+//
+//===----------------------------------------------------------------------===//
+#include "ArtifactFormat.h"
+
+#include <nlohmann/json.hpp>
+
+#include <limits>
+
+using nlohmann::json;
+
+namespace cgc {
+namespace format {
+namespace {
+
+/// Typed field access with a JSON-path-like context for messages.
+class Reader {
+public:
+  explicit Reader(std::string &error) : error(error) {}
+
+  bool fail(const std::string &path, const std::string &msg) {
+    error = "manifest: " + path + ": " + msg;
+    return false;
+  }
+  const json *field(const json &obj, const std::string &path, const char *key,
+                    bool optional = false) {
+    if (!obj.is_object()) {
+      fail(path, "expected an object");
+      return nullptr;
+    }
+    auto it = obj.find(key);
+    if (it == obj.end()) {
+      if (!optional)
+        fail(path, std::string("missing field '") + key + "'");
+      return nullptr;
+    }
+    return &*it;
+  }
+  bool str(const json &obj, const std::string &path, const char *key,
+           std::string &out, bool optional = false) {
+    const json *v = field(obj, path, key, optional);
+    if (!v)
+      return optional && error.empty();
+    if (!v->is_string())
+      return fail(path + "." + key, "expected a string");
+    out = v->get<std::string>();
+    return true;
+  }
+  bool u64(const json &obj, const std::string &path, const char *key,
+           uint64_t &out, bool optional = false) {
+    const json *v = field(obj, path, key, optional);
+    if (!v)
+      return optional && error.empty();
+    return u64Value(*v, path + "." + key, out);
+  }
+  bool u64Value(const json &v, const std::string &path, uint64_t &out) {
+    if (v.is_number_unsigned()) {
+      out = v.get<uint64_t>();
+      return true;
+    }
+    if (v.is_number_integer() && v.get<int64_t>() >= 0) {
+      out = static_cast<uint64_t>(v.get<int64_t>());
+      return true;
+    }
+    return fail(path, "expected a non-negative integer");
+  }
+  bool i64Value(const json &v, const std::string &path, int64_t &out) {
+    if (v.is_number_integer() && !v.is_number_unsigned()) {
+      out = v.get<int64_t>();
+      return true;
+    }
+    if (v.is_number_unsigned() &&
+        v.get<uint64_t>() <=
+            static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+      out = static_cast<int64_t>(v.get<uint64_t>());
+      return true;
+    }
+    return fail(path, "expected an integer");
+  }
+  bool i64(const json &obj, const std::string &path, const char *key,
+           int64_t &out) {
+    const json *v = field(obj, path, key);
+    return v && i64Value(*v, path + "." + key, out);
+  }
+  bool u32(const json &obj, const std::string &path, const char *key,
+           uint32_t &out) {
+    uint64_t v;
+    if (!u64(obj, path, key, v))
+      return false;
+    if (v > std::numeric_limits<uint32_t>::max())
+      return fail(path + "." + key, "value does not fit in 32 bits");
+    out = static_cast<uint32_t>(v);
+    return true;
+  }
+  const json *array(const json &obj, const std::string &path, const char *key,
+                    bool optional = false) {
+    const json *v = field(obj, path, key, optional);
+    if (v && !v->is_array()) {
+      fail(path + "." + key, "expected an array");
+      return nullptr;
+    }
+    return v;
+  }
+  bool region(const json &obj, const std::string &path, const char *key,
+              Region &out) {
+    std::string s;
+    if (!str(obj, path, key, s))
+      return false;
+    if (s == "arena")
+      out = Region::Arena;
+    else if (s == "persistent")
+      out = Region::Persistent;
+    else
+      return fail(path + "." + key, "unknown region '" + s + "'");
+    return true;
+  }
+
+  std::string &error;
+};
+
+std::string at(const std::string &base, size_t i) {
+  return base + "[" + std::to_string(i) + "]";
+}
+
+bool readTensor(Reader &r, const json &j, const std::string &p,
+                TensorDesc &t) {
+  if (!r.str(j, p, "name", t.name) || !r.str(j, p, "kind", t.kind) ||
+      !r.str(j, p, "dtype", t.dtype) || !r.region(j, p, "region", t.region) ||
+      !r.u64(j, p, "offset", t.offset) || !r.u64(j, p, "bytes", t.bytes))
+    return false;
+  const json *shape = r.array(j, p, "shape");
+  if (!shape)
+    return false;
+  for (size_t i = 0; i < shape->size(); ++i) {
+    int64_t d;
+    if (!r.i64Value((*shape)[i], at(p + ".shape", i), d))
+      return false;
+    t.shape.push_back(d);
+  }
+  if (const json *dims = r.array(j, p, "shape_dims", true)) {
+    for (size_t i = 0; i < dims->size(); ++i) {
+      if (!(*dims)[i].is_string())
+        return r.fail(at(p + ".shape_dims", i), "expected a string");
+      t.shapeDims.push_back((*dims)[i].get<std::string>());
+    }
+  } else if (!r.error.empty()) {
+    return false;
+  }
+  return r.str(j, p, "init_blob", t.initBlob, true) &&
+         r.u64(j, p, "init_offset", t.initOffset, true);
+}
+
+bool readTensors(Reader &r, const json &root, const char *key,
+                 std::vector<TensorDesc> &out) {
+  const json *arr = r.array(root, "$", key);
+  if (!arr)
+    return false;
+  out.resize(arr->size());
+  for (size_t i = 0; i < arr->size(); ++i)
+    if (!readTensor(r, (*arr)[i], at(key, i), out[i]))
+      return false;
+  return true;
+}
+
+bool readParam(Reader &r, const json &j, const std::string &p, ParamDesc &d) {
+  std::string kind;
+  if (!r.str(j, p, "kind", kind))
+    return false;
+  if (kind == "ptr") {
+    d.kind = ParamDesc::Kind::Ptr;
+    return r.region(j, p, "region", d.region) &&
+           r.u64(j, p, "offset", d.offset) &&
+           r.str(j, p, "binding", d.binding, true);
+  }
+  const json *v = r.field(j, p, "value");
+  if (!v)
+    return false;
+  if (kind == "i32" || kind == "i64") {
+    d.kind = kind == "i32" ? ParamDesc::Kind::I32 : ParamDesc::Kind::I64;
+    return r.i64Value(*v, p + ".value", d.intValue) &&
+           r.str(j, p, "dim", d.dim, true);
+  }
+  if (kind == "u64") {
+    d.kind = ParamDesc::Kind::U64;
+    return r.u64Value(*v, p + ".value", d.uintValue);
+  }
+  if (kind == "f32") {
+    d.kind = ParamDesc::Kind::F32;
+    if (!v->is_number())
+      return r.fail(p + ".value", "expected a number");
+    d.floatValue = static_cast<float>(v->get<double>());
+    return true;
+  }
+  return r.fail(p + ".kind", "unknown parameter kind '" + kind + "'");
+}
+
+bool readDim3(Reader &r, const json &j, const std::string &p, const char *key,
+              uint32_t out[3]) {
+  const json *a = r.array(j, p, key);
+  if (!a)
+    return false;
+  if (a->size() != 3)
+    return r.fail(p + "." + key, "expected 3 values");
+  for (size_t i = 0; i < 3; ++i) {
+    uint64_t v;
+    if (!r.u64Value((*a)[i], at(p + "." + key, i), v))
+      return false;
+    if (v == 0 || v > std::numeric_limits<uint32_t>::max())
+      return r.fail(at(p + "." + key, i), "must be in [1, 2^32)");
+    out[i] = static_cast<uint32_t>(v);
+  }
+  return true;
+}
+
+bool readKernel(Reader &r, const json &j, const std::string &p,
+                KernelDesc &k) {
+  if (!r.str(j, p, "name", k.name) || !readDim3(r, j, p, "grid", k.grid) ||
+      !readDim3(r, j, p, "block", k.block) ||
+      !r.u32(j, p, "shared_mem", k.sharedMem))
+    return false;
+  const json *params = r.array(j, p, "params");
+  if (!params)
+    return false;
+  k.params.resize(params->size());
+  for (size_t i = 0; i < params->size(); ++i)
+    if (!readParam(r, (*params)[i], at(p + ".params", i), k.params[i]))
+      return false;
+  const json *sources = r.array(j, p, "sources", true);
+  if (!sources)
+    return r.error.empty();
+  k.sources.resize(sources->size());
+  for (size_t i = 0; i < sources->size(); ++i) {
+    std::string sp = at(p + ".sources", i);
+    SourceRef &s = k.sources[i];
+    if (!r.str((*sources)[i], sp, "node", s.node) ||
+        !r.str((*sources)[i], sp, "op", s.op) ||
+        !r.str((*sources)[i], sp, "loc", s.loc, true))
+      return false;
+  }
+  return true;
+}
+
+bool readNode(Reader &r, const json &j, const std::string &p, NodeDesc &n) {
+  std::string kind;
+  if (!r.str(j, p, "kind", kind))
+    return false;
+  if (kind == "kernel") {
+    n.kind = NodeDesc::Kind::Kernel;
+    return r.u32(j, p, "kernel", n.kernel);
+  }
+  if (kind != "memset" && kind != "memcpy")
+    return r.fail(p + ".kind", "unsupported node kind '" + kind +
+                                   "' in format version 1");
+  if (!r.region(j, p, "dst_region", n.dstRegion) ||
+      !r.u64(j, p, "dst_offset", n.dstOffset) ||
+      !r.str(j, p, "dst_binding", n.dstBinding, true) ||
+      !r.u64(j, p, "bytes", n.bytes))
+    return false;
+  if (kind == "memset") {
+    n.kind = NodeDesc::Kind::Memset;
+    uint64_t v;
+    if (!r.u64(j, p, "value", v))
+      return false;
+    if (v > 255)
+      return r.fail(p + ".value", "memset value must be a byte");
+    n.value = static_cast<uint8_t>(v);
+    return true;
+  }
+  n.kind = NodeDesc::Kind::Memcpy;
+  return r.region(j, p, "src_region", n.srcRegion) &&
+         r.u64(j, p, "src_offset", n.srcOffset) &&
+         r.str(j, p, "src_binding", n.srcBinding, true);
+}
+
+bool readGraph(Reader &r, const json &j, const std::string &p, GraphDesc &g) {
+  if (!r.str(j, p, "name", g.name))
+    return false;
+  const json *nodes = r.array(j, p, "nodes");
+  if (!nodes)
+    return false;
+  g.nodes.resize(nodes->size());
+  for (size_t i = 0; i < nodes->size(); ++i)
+    if (!readNode(r, (*nodes)[i], at(p + ".nodes", i), g.nodes[i]))
+      return false;
+  const json *edges = r.array(j, p, "edges");
+  if (!edges)
+    return false;
+  for (size_t i = 0; i < edges->size(); ++i) {
+    const json &e = (*edges)[i];
+    std::string ep = at(p + ".edges", i);
+    uint64_t from, to;
+    if (!e.is_array() || e.size() != 2)
+      return r.fail(ep, "expected [from, to]");
+    if (!r.u64Value(e[0], ep, from) || !r.u64Value(e[1], ep, to))
+      return false;
+    if (from > UINT32_MAX || to > UINT32_MAX)
+      return r.fail(ep, "node index out of range");
+    g.edges.emplace_back(static_cast<uint32_t>(from),
+                         static_cast<uint32_t>(to));
+  }
+  return true;
+}
+
+} // namespace
+
+bool manifestFromJson(const char *text, size_t size, Manifest &out,
+                      std::string &error) {
+  error.clear();
+  json root = json::parse(text, text + size, nullptr, /*allow_exceptions=*/false);
+  if (root.is_discarded())
+    return (error = "manifest: malformed JSON"), false;
+  if (!root.is_object())
+    return (error = "manifest: expected a JSON object"), false;
+  Reader r(error);
+  Manifest m;
+  if (!r.str(root, "$", "compiler_version", m.compilerVersion) ||
+      !r.str(root, "$", "target_arch", m.targetArch) ||
+      !r.i64(root, "$", "min_driver_version", m.minDriverVersion) ||
+      !r.u64(root, "$", "arena_size", m.arenaSize) ||
+      !r.u64(root, "$", "persistent_size", m.persistentSize))
+    return false;
+  const json *dims = r.array(root, "$", "dims");
+  if (!dims)
+    return false;
+  m.dims.resize(dims->size());
+  for (size_t i = 0; i < dims->size(); ++i) {
+    const json &d = (*dims)[i];
+    std::string p = at("dims", i);
+    if (!r.str(d, p, "name", m.dims[i].name) ||
+        !r.i64(d, p, "min", m.dims[i].min) ||
+        !r.i64(d, p, "max", m.dims[i].max))
+      return false;
+    const json *b = r.array(d, p, "buckets");
+    if (!b)
+      return false;
+    for (size_t k = 0; k < b->size(); ++k) {
+      int64_t v;
+      if (!r.i64Value((*b)[k], at(p + ".buckets", k), v))
+        return false;
+      m.dims[i].buckets.push_back(v);
+    }
+  }
+  const json *blobs = r.array(root, "$", "blobs");
+  if (!blobs)
+    return false;
+  m.blobs.resize(blobs->size());
+  for (size_t i = 0; i < blobs->size(); ++i) {
+    std::string p = at("blobs", i);
+    if (!r.str((*blobs)[i], p, "name", m.blobs[i].name) ||
+        !r.u64((*blobs)[i], p, "offset", m.blobs[i].offset) ||
+        !r.u64((*blobs)[i], p, "size", m.blobs[i].size))
+      return false;
+  }
+  const json *kernels = r.array(root, "$", "kernels");
+  if (!kernels)
+    return false;
+  m.kernels.resize(kernels->size());
+  for (size_t i = 0; i < kernels->size(); ++i)
+    if (!readKernel(r, (*kernels)[i], at("kernels", i), m.kernels[i]))
+      return false;
+  const json *graphs = r.array(root, "$", "graphs");
+  if (!graphs)
+    return false;
+  m.graphs.resize(graphs->size());
+  for (size_t i = 0; i < graphs->size(); ++i)
+    if (!readGraph(r, (*graphs)[i], at("graphs", i), m.graphs[i]))
+      return false;
+  if (!readTensors(r, root, "inputs", m.inputs) ||
+      !readTensors(r, root, "outputs", m.outputs) ||
+      !readTensors(r, root, "state", m.state))
+    return false;
+  out = std::move(m);
+  return true;
+}
+
+} // namespace format
+} // namespace cgc

@@ -1,0 +1,233 @@
+//===- ManifestValidate.cpp - Semantic checks of a manifest --------------===//
+//
+// validateManifest(): names unique, dtypes known, every region range, blob
+// reference and binding in bounds, kernel indices valid, graph edges valid
+// and acyclic. The runtime relies on these checks.
+//
+//===----------------------------------------------------------------------===//
+#include "ArtifactFormat.h"
+
+#include <map>
+#include <set>
+
+namespace cgc {
+namespace format {
+namespace {
+
+/// Helper collecting the first validation error.
+struct Checker {
+  std::string &error;
+  bool fail(const std::string &msg) {
+    error = "manifest: " + msg;
+    return false;
+  }
+};
+
+bool addNoOverflow(uint64_t a, uint64_t b, uint64_t &sum) {
+  sum = a + b;
+  return sum >= a;
+}
+
+bool checkRange(Checker &c, const Manifest &m, Region r, uint64_t offset,
+                uint64_t bytes, const std::string &what) {
+  uint64_t limit = r == Region::Arena ? m.arenaSize : m.persistentSize;
+  uint64_t end;
+  if (!addNoOverflow(offset, bytes, end) || end > limit)
+    return c.fail(what + ": range [" + std::to_string(offset) + ", +" +
+                  std::to_string(bytes) + ") exceeds " + regionName(r) +
+                  " size " + std::to_string(limit));
+  return true;
+}
+
+bool checkTensors(Checker &c, const Manifest &m,
+                  const std::vector<TensorDesc> &list, const char *key,
+                  std::set<std::string> &names,
+                  const std::map<std::string, const BlobDesc *> &blobs) {
+  std::set<std::string> dimNames;
+  for (const DimDesc &d : m.dims)
+    dimNames.insert(d.name);
+  for (size_t i = 0; i < list.size(); ++i) {
+    const TensorDesc &t = list[i];
+    std::string p = std::string(key) + "[" + std::to_string(i) + "] '" +
+                    t.name + "'";
+    if (t.name.empty())
+      return c.fail(p + ": empty name");
+    if (!names.insert(t.name).second)
+      return c.fail(p + ": duplicate tensor name");
+    size_t elem = dtypeSize(t.dtype);
+    if (elem == 0)
+      return c.fail(p + ": unknown dtype '" + t.dtype + "'");
+    uint64_t numel = 1;
+    for (int64_t d : t.shape) {
+      if (d < 0 || d > (int64_t(1) << 48))
+        return c.fail(p + ": bad dimension " + std::to_string(d));
+      if (d != 0 && numel > (uint64_t(1) << 62) / uint64_t(d))
+        return c.fail(p + ": shape too large");
+      numel *= uint64_t(d);
+    }
+    if (numel > (uint64_t(1) << 60) || numel * elem > t.bytes)
+      return c.fail(p + ": " + std::to_string(t.bytes) +
+                    " bytes cannot hold the shape");
+    if (!t.shapeDims.empty() && t.shapeDims.size() != t.shape.size())
+      return c.fail(p + ": shape_dims and shape differ in rank");
+    for (const std::string &d : t.shapeDims)
+      if (!d.empty() && !dimNames.count(d))
+        return c.fail(p + ": unknown dim '" + d + "'");
+    if (!checkRange(c, m, t.region, t.offset, t.bytes, p))
+      return false;
+    if (t.initBlob.empty())
+      continue;
+    auto it = blobs.find(t.initBlob);
+    uint64_t end;
+    if (it == blobs.end())
+      return c.fail(p + ": unknown init blob '" + t.initBlob + "'");
+    if (!addNoOverflow(t.initOffset, t.bytes, end) || end > it->second->size)
+      return c.fail(p + ": initial value exceeds blob '" + t.initBlob + "'");
+  }
+  return true;
+}
+
+const TensorDesc *findIO(const Manifest &m, const std::string &name) {
+  for (const auto *list : {&m.inputs, &m.outputs})
+    for (const TensorDesc &t : *list)
+      if (t.name == name)
+        return &t;
+  return nullptr;
+}
+
+bool checkBinding(Checker &c, const Manifest &m, const std::string &binding,
+                  Region r, uint64_t offset, uint64_t bytes,
+                  const std::string &p) {
+  if (binding.empty())
+    return true;
+  const TensorDesc *t = findIO(m, binding);
+  if (!t)
+    return c.fail(p + ": binding '" + binding +
+                  "' names no graph input or output");
+  if (t->region != r || offset < t->offset ||
+      offset + bytes > t->offset + t->bytes || offset >= t->offset + t->bytes)
+    return c.fail(p + ": binding '" + binding +
+                  "' does not contain the referenced bytes");
+  return true;
+}
+
+bool checkGraph(Checker &c, const Manifest &m, const GraphDesc &g,
+                const std::string &p) {
+  size_t n = g.nodes.size();
+  for (size_t i = 0; i < n; ++i) {
+    const NodeDesc &nd = g.nodes[i];
+    std::string np = p + ".nodes[" + std::to_string(i) + "]";
+    if (nd.kind == NodeDesc::Kind::Kernel) {
+      if (nd.kernel >= m.kernels.size())
+        return c.fail(np + ": kernel index " + std::to_string(nd.kernel) +
+                      " out of range");
+      continue;
+    }
+    if (nd.bytes == 0)
+      return c.fail(np + ": zero-byte " + nodeKindName(nd.kind));
+    if (!checkRange(c, m, nd.dstRegion, nd.dstOffset, nd.bytes, np + " dst") ||
+        !checkBinding(c, m, nd.dstBinding, nd.dstRegion, nd.dstOffset,
+                      nd.bytes, np + " dst"))
+      return false;
+    if (nd.kind == NodeDesc::Kind::Memcpy &&
+        (!checkRange(c, m, nd.srcRegion, nd.srcOffset, nd.bytes, np + " src") ||
+         !checkBinding(c, m, nd.srcBinding, nd.srcRegion, nd.srcOffset,
+                       nd.bytes, np + " src")))
+      return false;
+  }
+  std::vector<std::vector<uint32_t>> succ(n);
+  std::vector<size_t> indeg(n, 0);
+  std::set<std::pair<uint32_t, uint32_t>> seen;
+  for (size_t i = 0; i < g.edges.size(); ++i) {
+    auto e = g.edges[i];
+    std::string ep = p + ".edges[" + std::to_string(i) + "]";
+    if (e.first >= n || e.second >= n)
+      return c.fail(ep + ": node index out of range");
+    if (e.first == e.second)
+      return c.fail(ep + ": self edge");
+    if (!seen.insert(e).second)
+      return c.fail(ep + ": duplicate edge");
+    succ[e.first].push_back(e.second);
+    ++indeg[e.second];
+  }
+  std::vector<uint32_t> ready;
+  for (uint32_t i = 0; i < n; ++i)
+    if (indeg[i] == 0)
+      ready.push_back(i);
+  size_t visited = 0;
+  while (!ready.empty()) {
+    uint32_t v = ready.back();
+    ready.pop_back();
+    ++visited;
+    for (uint32_t s : succ[v])
+      if (--indeg[s] == 0)
+        ready.push_back(s);
+  }
+  if (visited != n)
+    return c.fail(p + ": edges form a cycle");
+  return true;
+}
+
+} // namespace
+
+bool validateManifest(const Manifest &m, std::string &error) {
+  Checker c{error};
+  if (m.targetArch.rfind("sm_", 0) != 0)
+    return c.fail("target_arch '" + m.targetArch + "' is not sm_XX");
+  std::set<std::string> dimNames;
+  for (const DimDesc &d : m.dims) {
+    if (d.name.empty() || !dimNames.insert(d.name).second)
+      return c.fail("dim '" + d.name + "': empty or duplicate name");
+    if (d.min < 0 || d.min > d.max)
+      return c.fail("dim '" + d.name + "': need 0 <= min <= max");
+    for (size_t i = 0; i < d.buckets.size(); ++i)
+      if (d.buckets[i] < d.min || d.buckets[i] > d.max ||
+          (i && d.buckets[i] <= d.buckets[i - 1]))
+        return c.fail("dim '" + d.name +
+                      "': buckets must be increasing and in [min, max]");
+  }
+  std::map<std::string, const BlobDesc *> blobs;
+  for (const BlobDesc &b : m.blobs) {
+    if (b.name.empty() || !blobs.emplace(b.name, &b).second)
+      return c.fail("blob '" + b.name + "': empty or duplicate name");
+    if (b.offset % kBlobAlignment)
+      return c.fail("blob '" + b.name + "': offset not 256-aligned");
+  }
+  std::set<std::string> tensorNames;
+  if (!checkTensors(c, m, m.inputs, "inputs", tensorNames, blobs) ||
+      !checkTensors(c, m, m.outputs, "outputs", tensorNames, blobs) ||
+      !checkTensors(c, m, m.state, "state", tensorNames, blobs))
+    return false;
+  for (size_t k = 0; k < m.kernels.size(); ++k) {
+    const KernelDesc &kd = m.kernels[k];
+    std::string p = "kernels[" + std::to_string(k) + "] '" + kd.name + "'";
+    if (kd.name.empty())
+      return c.fail(p + ": empty symbol name");
+    for (size_t i = 0; i < kd.params.size(); ++i) {
+      const ParamDesc &pd = kd.params[i];
+      std::string pp = p + ".params[" + std::to_string(i) + "]";
+      if (pd.kind == ParamDesc::Kind::Ptr) {
+        if (!checkRange(c, m, pd.region, pd.offset, 1, pp) ||
+            !checkBinding(c, m, pd.binding, pd.region, pd.offset, 1, pp))
+          return false;
+      } else if (pd.kind == ParamDesc::Kind::I32 &&
+                 (pd.intValue < INT32_MIN || pd.intValue > INT32_MAX)) {
+        return c.fail(pp + ": value does not fit in i32");
+      }
+      if (!pd.dim.empty() && !dimNames.count(pd.dim))
+        return c.fail(pp + ": unknown dim '" + pd.dim + "'");
+    }
+  }
+  std::set<std::string> graphNames;
+  for (size_t g = 0; g < m.graphs.size(); ++g) {
+    std::string p = "graphs[" + std::to_string(g) + "]";
+    if (!graphNames.insert(m.graphs[g].name).second)
+      return c.fail(p + ": duplicate graph name '" + m.graphs[g].name + "'");
+    if (!checkGraph(c, m, m.graphs[g], p))
+      return false;
+  }
+  return true;
+}
+
+} // namespace format
+} // namespace cgc

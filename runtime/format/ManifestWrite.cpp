@@ -1,0 +1,139 @@
+//===- ManifestWrite.cpp - Manifest -> JSON ------------------------------===//
+//
+// Serializes the Manifest to JSON text with sorted keys, so that the same
+// manifest always yields the same bytes.
+//
+//===----------------------------------------------------------------------===//
+#include "ArtifactFormat.h"
+
+#include <nlohmann/json.hpp>
+
+using nlohmann::json;
+
+namespace cgc {
+namespace format {
+namespace {
+
+json regionJson(Region r) { return regionName(r); }
+
+json tensorToJson(const TensorDesc &t) {
+  json j = {{"name", t.name},     {"kind", t.kind},
+            {"dtype", t.dtype},   {"shape", t.shape},
+            {"region", regionJson(t.region)},
+            {"offset", t.offset}, {"bytes", t.bytes}};
+  bool anyDim = false;
+  for (const std::string &d : t.shapeDims)
+    anyDim |= !d.empty();
+  if (anyDim)
+    j["shape_dims"] = t.shapeDims;
+  if (!t.initBlob.empty()) {
+    j["init_blob"] = t.initBlob;
+    j["init_offset"] = t.initOffset;
+  }
+  return j;
+}
+
+json paramToJson(const ParamDesc &p) {
+  json j = {{"kind", paramKindName(p.kind)}};
+  switch (p.kind) {
+  case ParamDesc::Kind::Ptr:
+    j["region"] = regionJson(p.region);
+    j["offset"] = p.offset;
+    if (!p.binding.empty())
+      j["binding"] = p.binding;
+    break;
+  case ParamDesc::Kind::I32:
+  case ParamDesc::Kind::I64:
+    j["value"] = p.intValue;
+    if (!p.dim.empty())
+      j["dim"] = p.dim;
+    break;
+  case ParamDesc::Kind::U64:
+    j["value"] = p.uintValue;
+    break;
+  case ParamDesc::Kind::F32:
+    j["value"] = static_cast<double>(p.floatValue);
+    break;
+  }
+  return j;
+}
+
+json nodeToJson(const NodeDesc &n) {
+  json j = {{"kind", nodeKindName(n.kind)}};
+  if (n.kind == NodeDesc::Kind::Kernel) {
+    j["kernel"] = n.kernel;
+    return j;
+  }
+  j["dst_region"] = regionJson(n.dstRegion);
+  j["dst_offset"] = n.dstOffset;
+  if (!n.dstBinding.empty())
+    j["dst_binding"] = n.dstBinding;
+  j["bytes"] = n.bytes;
+  if (n.kind == NodeDesc::Kind::Memset) {
+    j["value"] = n.value;
+    return j;
+  }
+  j["src_region"] = regionJson(n.srcRegion);
+  j["src_offset"] = n.srcOffset;
+  if (!n.srcBinding.empty())
+    j["src_binding"] = n.srcBinding;
+  return j;
+}
+
+} // namespace
+
+std::string manifestToJson(const Manifest &m) {
+  json j;
+  j["compiler_version"] = m.compilerVersion;
+  j["target_arch"] = m.targetArch;
+  j["min_driver_version"] = m.minDriverVersion;
+  j["arena_size"] = m.arenaSize;
+  j["persistent_size"] = m.persistentSize;
+  j["dims"] = json::array();
+  for (const DimDesc &d : m.dims)
+    j["dims"].push_back({{"name", d.name},
+                         {"min", d.min},
+                         {"max", d.max},
+                         {"buckets", d.buckets}});
+  j["blobs"] = json::array();
+  for (const BlobDesc &b : m.blobs)
+    j["blobs"].push_back(
+        {{"name", b.name}, {"offset", b.offset}, {"size", b.size}});
+  j["kernels"] = json::array();
+  for (const KernelDesc &k : m.kernels) {
+    json params = json::array(), sources = json::array();
+    for (const ParamDesc &p : k.params)
+      params.push_back(paramToJson(p));
+    for (const SourceRef &s : k.sources)
+      sources.push_back({{"node", s.node}, {"op", s.op}, {"loc", s.loc}});
+    j["kernels"].push_back(
+        {{"name", k.name},
+         {"grid", {k.grid[0], k.grid[1], k.grid[2]}},
+         {"block", {k.block[0], k.block[1], k.block[2]}},
+         {"shared_mem", k.sharedMem},
+         {"params", params},
+         {"sources", sources}});
+  }
+  j["graphs"] = json::array();
+  for (const GraphDesc &g : m.graphs) {
+    json nodes = json::array(), edges = json::array();
+    for (const NodeDesc &n : g.nodes)
+      nodes.push_back(nodeToJson(n));
+    for (const auto &e : g.edges)
+      edges.push_back({e.first, e.second});
+    j["graphs"].push_back({{"name", g.name}, {"nodes", nodes}, {"edges", edges}});
+  }
+  for (const char *key : {"inputs", "outputs", "state"}) {
+    const auto &list = key[0] == 'i'   ? m.inputs
+                       : key[0] == 'o' ? m.outputs
+                                       : m.state;
+    j[key] = json::array();
+    for (const TensorDesc &t : list)
+      j[key].push_back(tensorToJson(t));
+  }
+  // nlohmann::json objects are std::maps: keys come out sorted.
+  return j.dump(1);
+}
+
+} // namespace format
+} // namespace cgc

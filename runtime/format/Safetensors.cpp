@@ -1,0 +1,252 @@
+//===- Safetensors.cpp - Read and write .safetensors files ---------------===//
+//
+// Implements strict parsing (every field type, sizes, bounds, no overlaps or
+// holes) and atomic writing (temporary file + rename) of safetensors.
+//
+//===----------------------------------------------------------------------===//
+#include "Safetensors.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <unistd.h>
+
+using nlohmann::json;
+
+namespace cgc {
+namespace format {
+namespace {
+
+constexpr uint64_t kMaxHeaderSize = 100ull << 20;
+
+bool fail(std::string &error, const std::string &msg) {
+  error = "safetensors: " + msg;
+  return false;
+}
+
+bool readShape(const json &j, std::vector<int64_t> &shape, uint64_t &numel) {
+  if (!j.is_array())
+    return false;
+  numel = 1;
+  for (const json &d : j) {
+    if (!d.is_number_integer() || (d.is_number_integer() &&
+                                   !d.is_number_unsigned() &&
+                                   d.get<int64_t>() < 0))
+      return false;
+    uint64_t v = d.get<uint64_t>();
+    if (v > (1ull << 48) || (v && numel > (1ull << 56) / v))
+      return false;
+    numel *= v;
+    shape.push_back(static_cast<int64_t>(v));
+  }
+  return true;
+}
+
+} // namespace
+
+size_t safetensorsDtypeSize(const std::string &dtype) {
+  if (dtype == "F32" || dtype == "I32")
+    return 4;
+  if (dtype == "F16" || dtype == "BF16")
+    return 2;
+  if (dtype == "I64")
+    return 8;
+  if (dtype == "BOOL")
+    return 1;
+  return 0;
+}
+
+std::string toSafetensorsDtype(const std::string &d) {
+  if (d == "f32" || d == "f16" || d == "bf16" || d == "i32" || d == "i64" ||
+      d == "bool") {
+    std::string s = d;
+    std::transform(s.begin(), s.end(), s.begin(), ::toupper);
+    return s;
+  }
+  return "";
+}
+
+std::string fromSafetensorsDtype(const std::string &d) {
+  if (!safetensorsDtypeSize(d))
+    return "";
+  std::string s = d;
+  std::transform(s.begin(), s.end(), s.begin(), ::tolower);
+  return s;
+}
+
+bool parseSafetensors(const uint8_t *data, size_t size, TensorMap &out,
+                      std::string &error,
+                      std::map<std::string, std::string> *metadata) {
+  if (size < 8)
+    return fail(error, "file too small (" + std::to_string(size) + " bytes)");
+  uint64_t n = 0;
+  for (int i = 7; i >= 0; --i)
+    n = (n << 8) | data[i];
+  if (n > kMaxHeaderSize || n > size - 8)
+    return fail(error, "header length " + std::to_string(n) +
+                           " exceeds the file or the 100 MiB limit");
+  json header = json::parse(data + 8, data + 8 + n, nullptr, false);
+  if (header.is_discarded() || !header.is_object())
+    return fail(error, "header is not a JSON object");
+  const uint8_t *body = data + 8 + n;
+  uint64_t bodySize = size - 8 - n;
+  TensorMap result;
+  std::vector<std::pair<uint64_t, uint64_t>> ranges;
+  for (auto it = header.begin(); it != header.end(); ++it) {
+    const std::string &name = it.key();
+    const json &e = it.value();
+    if (name == "__metadata__") {
+      if (!e.is_object())
+        return fail(error, "__metadata__ must be an object");
+      for (auto m = e.begin(); m != e.end(); ++m) {
+        if (!m.value().is_string())
+          return fail(error, "__metadata__ values must be strings");
+        if (metadata)
+          (*metadata)[m.key()] = m.value().get<std::string>();
+      }
+      continue;
+    }
+    std::string p = "tensor '" + name + "': ";
+    if (!e.is_object() || !e.contains("dtype") || !e.contains("shape") ||
+        !e.contains("data_offsets"))
+      return fail(error, p + "needs dtype, shape and data_offsets");
+    if (!e["dtype"].is_string())
+      return fail(error, p + "dtype must be a string");
+    TensorData t;
+    t.dtype = e["dtype"].get<std::string>();
+    size_t elem = safetensorsDtypeSize(t.dtype);
+    if (!elem)
+      return fail(error, p + "unsupported dtype '" + t.dtype +
+                             "' (supported: F32 F16 BF16 I32 I64 BOOL)");
+    uint64_t numel;
+    if (!readShape(e["shape"], t.shape, numel))
+      return fail(error, p + "shape must be an array of non-negative integers");
+    const json &off = e["data_offsets"];
+    if (!off.is_array() || off.size() != 2 || !off[0].is_number_unsigned() ||
+        !off[1].is_number_unsigned())
+      return fail(error, p + "data_offsets must be [begin, end]");
+    uint64_t begin = off[0].get<uint64_t>(), end = off[1].get<uint64_t>();
+    if (begin > end || end > bodySize)
+      return fail(error, p + "data_offsets out of bounds");
+    if (end - begin != numel * elem)
+      return fail(error, p + "data size " + std::to_string(end - begin) +
+                             " does not match shape and dtype (" +
+                             std::to_string(numel * elem) + ")");
+    t.bytes.assign(body + begin, body + end);
+    ranges.emplace_back(begin, end);
+    result.emplace(name, std::move(t));
+  }
+  std::sort(ranges.begin(), ranges.end());
+  uint64_t covered = 0;
+  for (const auto &r : ranges) {
+    if (r.first != covered)
+      return fail(error, r.first < covered ? "tensor data ranges overlap"
+                                           : "data section has a hole");
+    covered = r.second;
+  }
+  if (covered != bodySize)
+    return fail(error, "data section has " +
+                           std::to_string(bodySize - covered) +
+                           " trailing bytes");
+  out = std::move(result);
+  return true;
+}
+
+bool readSafetensors(const std::string &path, TensorMap &out,
+                     std::string &error,
+                     std::map<std::string, std::string> *metadata) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    return fail(error, "cannot open '" + path + "'");
+  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)),
+                             std::istreambuf_iterator<char>());
+  if (parseSafetensors(bytes.data(), bytes.size(), out, error, metadata))
+    return true;
+  error = path + ": " + error;
+  return false;
+}
+
+bool serializeSafetensors(const TensorMap &tensors, std::vector<uint8_t> &out,
+                          std::string &error,
+                          const std::map<std::string, std::string> *metadata) {
+  json header = json::object();
+  uint64_t offset = 0;
+  for (const auto &kv : tensors) {
+    const TensorData &t = kv.second;
+    if (kv.first == "__metadata__")
+      return fail(error, "'__metadata__' is not a valid tensor name");
+    size_t elem = safetensorsDtypeSize(t.dtype);
+    if (!elem)
+      return fail(error, "tensor '" + kv.first + "': unsupported dtype '" +
+                             t.dtype + "'");
+    uint64_t numel = 1;
+    for (int64_t d : t.shape) {
+      if (d < 0)
+        return fail(error, "tensor '" + kv.first + "': negative dimension");
+      numel *= uint64_t(d);
+    }
+    if (numel * elem != t.bytes.size())
+      return fail(error, "tensor '" + kv.first + "': " +
+                             std::to_string(t.bytes.size()) +
+                             " bytes do not match shape and dtype");
+    header[kv.first] = {{"dtype", t.dtype},
+                        {"shape", t.shape},
+                        {"data_offsets", {offset, offset + t.bytes.size()}}};
+    offset += t.bytes.size();
+  }
+  if (metadata && !metadata->empty())
+    header["__metadata__"] = *metadata;
+  std::string text = header.dump();
+  while ((8 + text.size()) % 8)
+    text.push_back(' ');
+  out.assign(8 + text.size() + offset, 0);
+  for (int i = 0; i < 8; ++i)
+    out[i] = static_cast<uint8_t>(uint64_t(text.size()) >> (8 * i));
+  std::memcpy(out.data() + 8, text.data(), text.size());
+  uint8_t *p = out.data() + 8 + text.size();
+  for (const auto &kv : tensors) {
+    if (!kv.second.bytes.empty())
+      std::memcpy(p, kv.second.bytes.data(), kv.second.bytes.size());
+    p += kv.second.bytes.size();
+  }
+  return true;
+}
+
+bool writeSafetensors(const std::string &path, const TensorMap &tensors,
+                      std::string &error, bool overwrite,
+                      const std::map<std::string, std::string> *metadata) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!overwrite && fs::exists(path, ec))
+    return fail(error, "'" + path +
+                           "' already exists (pass --overwrite to replace it)");
+  std::vector<uint8_t> bytes;
+  if (!serializeSafetensors(tensors, bytes, error, metadata))
+    return false;
+  std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  {
+    std::ofstream os(tmp, std::ios::binary | std::ios::trunc);
+    os.write(reinterpret_cast<const char *>(bytes.data()),
+             static_cast<std::streamsize>(bytes.size()));
+    os.flush();
+    if (!os) {
+      std::remove(tmp.c_str());
+      return fail(error, "cannot write '" + tmp + "'");
+    }
+  }
+  fs::rename(tmp, path, ec);
+  if (ec) {
+    std::remove(tmp.c_str());
+    return fail(error, "cannot rename '" + tmp + "' to '" + path +
+                           "': " + ec.message());
+  }
+  return true;
+}
+
+} // namespace format
+} // namespace cgc

@@ -1,0 +1,183 @@
+/*===- cgc_runtime.h - C ABI of the cgc runtime -------------------*- C -*-===//
+ *
+ * Loads a compiled .cgc artifact and replays its CUDA graphs. The runtime
+ * loads the CUDA driver (libcuda.so.1) lazily, so programs linking it start
+ * on machines without a GPU; every call then fails with CGC_ERROR_NO_DEVICE.
+ *
+ * Objects:
+ *  - cgc_engine: one loaded artifact on one device: device code, the
+ *    persistent region (weights, optimizer and RNG state). Immutable after
+ *    load except through cgc_engine_state_write / cgc_engine_set_rng_seed.
+ *  - cgc_context: one execution context on an engine: owns (or borrows) an
+ *    arena for activations and holds the instantiated graphs. Contexts of
+ *    one engine share weights and state.
+ *
+ * Thread safety:
+ *  - Functions on different contexts may run concurrently from different
+ *    threads, including cgc_run on contexts of the same engine.
+ *  - One context must not be used by two threads at once (a CUDA graph exec
+ *    runs one launch at a time and its parameters are not synchronized).
+ *  - cgc_engine_state_write / cgc_engine_set_rng_seed must not race with runs
+ *    that read that state; they are synchronous (they return after the copy).
+ *  - The last-error string is thread-local.
+ *
+ * CUDA context: the runtime uses the device's primary context (like the CUDA
+ * runtime API) and makes it current on the calling thread when needed.
+ *
+ * cgc_run and cgc_run_eager allocate nothing, print nothing and do not
+ * synchronize; they only enqueue work on the caller's stream.
+ *===----------------------------------------------------------------------===*/
+#ifndef CGC_RUNTIME_H
+#define CGC_RUNTIME_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Bumped on every incompatible change of this header. */
+#define CGC_ABI_VERSION 1
+
+typedef enum cgc_status {
+  CGC_OK = 0,
+  CGC_ERROR_INVALID_ARGUMENT = 1,
+  CGC_ERROR_NO_DEVICE = 2,       /* no driver, no GPU, or driver too old */
+  CGC_ERROR_INVALID_ARTIFACT = 3,/* malformed or corrupt .cgc */
+  CGC_ERROR_UNSUPPORTED = 4,     /* e.g. no device code for this GPU */
+  CGC_ERROR_OUT_OF_MEMORY = 5,
+  CGC_ERROR_NOT_FOUND = 6,       /* unknown tensor or graph name */
+  CGC_ERROR_DRIVER = 7,          /* a CUDA driver call failed */
+  CGC_ERROR_IO = 8
+} cgc_status;
+
+typedef enum cgc_dtype {
+  CGC_DTYPE_F32 = 0,
+  CGC_DTYPE_F16 = 1,
+  CGC_DTYPE_BF16 = 2,
+  CGC_DTYPE_I32 = 3,
+  CGC_DTYPE_I64 = 4,
+  CGC_DTYPE_BOOL = 5 /* one byte per element */
+} cgc_dtype;
+
+typedef enum cgc_tensor_role {
+  CGC_ROLE_INPUT = 0,
+  CGC_ROLE_OUTPUT = 1,
+  CGC_ROLE_STATE = 2
+} cgc_tensor_role;
+
+/* DLPack-like view of a device tensor. Strides are in elements (row-major).
+ * shape/strides stay valid until the owning context (or engine) is destroyed
+ * and are updated in place by cgc_run (real output shapes). */
+typedef struct cgc_tensor {
+  void *data;
+  int32_t dtype; /* cgc_dtype */
+  int32_t ndim;
+  const int64_t *shape;
+  const int64_t *strides;
+} cgc_tensor;
+
+/* Static description of an artifact tensor (maximum shape). */
+typedef struct cgc_tensor_info {
+  const char *name;
+  const char *kind; /* "user_input", "parameter", "output", ... */
+  int32_t dtype;
+  int32_t ndim;
+  const int64_t *shape;
+  size_t bytes;
+} cgc_tensor_info;
+
+typedef struct cgc_engine_s *cgc_engine;
+typedef struct cgc_context_s *cgc_context;
+
+int cgc_abi_version(void);
+/* Static text for a status code. */
+const char *cgc_status_message(cgc_status status);
+/* Detailed message of the last failure on this thread ("" if none). */
+const char *cgc_last_error(void);
+
+/* Number of CUDA devices; CGC_ERROR_NO_DEVICE with a reason when none. */
+cgc_status cgc_device_count(int *count);
+
+/* Loading. The memory image is copied; the caller may free it afterwards. */
+cgc_status cgc_engine_load_file(const char *path, int device,
+                                cgc_engine *engine);
+cgc_status cgc_engine_load_memory(const void *data, size_t size, int device,
+                                  cgc_engine *engine);
+void cgc_engine_destroy(cgc_engine engine);
+
+/* Introspection. Strings stay valid for the engine's lifetime. */
+size_t cgc_engine_num_graphs(cgc_engine engine);
+const char *cgc_engine_graph_name(cgc_engine engine, size_t index);
+cgc_status cgc_engine_find_graph(cgc_engine engine, const char *name,
+                                 size_t *index);
+size_t cgc_engine_num_tensors(cgc_engine engine, cgc_tensor_role role);
+cgc_status cgc_engine_tensor_info(cgc_engine engine, cgc_tensor_role role,
+                                  size_t index, cgc_tensor_info *info);
+size_t cgc_engine_arena_size(cgc_engine engine);
+size_t cgc_engine_num_dims(cgc_engine engine);
+/* Name and range of the dims passed to cgc_run, in order. */
+cgc_status cgc_engine_dim_info(cgc_engine engine, size_t index,
+                               const char **name, int64_t *min, int64_t *max);
+
+/* Persistent state (weights, optimizer state, RNG state), by name.
+ * bytes must equal the tensor's size. Synchronous. */
+cgc_status cgc_engine_state_read(cgc_engine engine, const char *name,
+                                 void *host_dst, size_t bytes);
+cgc_status cgc_engine_state_write(cgc_engine engine, const char *name,
+                                  const void *host_src, size_t bytes);
+/* Writes {seed, 0} into the "rng_state" state tensor if present; otherwise
+ * does nothing and returns CGC_OK. */
+cgc_status cgc_engine_set_rng_seed(cgc_engine engine, uint64_t seed);
+
+/* Creates an execution context. If caller_arena is NULL the context
+ * allocates the arena (arena_bytes ignored); otherwise caller_arena must be
+ * a device pointer aligned to 256 bytes with arena_bytes at least
+ * cgc_engine_arena_size(). Builds, instantiates and uploads every graph. */
+cgc_status cgc_context_create(cgc_engine engine, void *caller_arena,
+                              size_t arena_bytes, cgc_context *ctx);
+void cgc_context_destroy(cgc_context ctx);
+
+/* Replays graph graph_index on stream (a CUstream/cudaStream_t, NULL for the
+ * legacy default stream). dims holds one value per engine dim in order
+ * (n_dims == 0: every dim at its maximum). Asynchronous. */
+cgc_status cgc_run(cgc_context ctx, size_t graph_index, const int64_t *dims,
+                   size_t n_dims, void *stream);
+/* Same work, launched node by node with cuLaunchKernel in a topological
+ * order (for debugging and benchmarking). Asynchronous. */
+cgc_status cgc_run_eager(cgc_context ctx, size_t graph_index,
+                         const int64_t *dims, size_t n_dims, void *stream);
+
+/* Zero-copy views of the current storage of a graph input / output: the
+ * context's arena slice, or the caller's pointer after cgc_context_bind.
+ * Output shapes are the real shapes of the last run's dims. */
+cgc_status cgc_context_input(cgc_context ctx, const char *name,
+                             cgc_tensor *desc);
+cgc_status cgc_context_output(cgc_context ctx, const char *name,
+                              cgc_tensor *desc);
+
+/* Makes every graph node that reads or writes input/output `name` use the
+ * caller's device_ptr instead (kernel, memset and memcpy nodes are updated in
+ * place in the instantiated graphs). device_ptr must be 16-byte aligned
+ * (256 recommended) and hold the tensor's full (maximum) size. NULL restores
+ * the arena storage. Not to be called while a run of ctx is enqueued on a
+ * stream that has not finished with the old pointer (cudaGraphExec semantics:
+ * only later launches see the change). */
+cgc_status cgc_context_bind(cgc_context ctx, const char *name,
+                            void *device_ptr);
+
+/* Convenience copies between host memory and a named input/output's
+ * current storage, ordered on stream and synchronous (they wait for it). */
+cgc_status cgc_context_write_input(cgc_context ctx, const char *name,
+                                   const void *host_src, size_t bytes,
+                                   void *stream);
+cgc_status cgc_context_read_output(cgc_context ctx, const char *name,
+                                   void *host_dst, size_t bytes, void *stream);
+cgc_status cgc_stream_synchronize(void *stream);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* CGC_RUNTIME_H */

@@ -1,0 +1,128 @@
+//===- runtime.hpp - C++ RAII wrapper over cgc_runtime.h --------*- C++ -*-===//
+//
+// Header-only, move-only owners for engines and contexts. Errors are
+// reported as cgc::Status values carrying the thread's last error message;
+// no exceptions are thrown.
+//
+//===----------------------------------------------------------------------===//
+#ifndef CGC_RUNTIME_HPP
+#define CGC_RUNTIME_HPP
+
+#include "cgc/cgc_runtime.h"
+
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace cgc {
+
+struct Status {
+  cgc_status code = CGC_OK;
+  std::string message;
+  explicit operator bool() const { return code == CGC_OK; }
+  static Status from(cgc_status s) {
+    return s == CGC_OK ? Status{} : Status{s, cgc_last_error()};
+  }
+};
+
+class Engine {
+public:
+  Engine() = default;
+  Engine(Engine &&o) noexcept : handle(std::exchange(o.handle, nullptr)) {}
+  Engine &operator=(Engine &&o) noexcept {
+    std::swap(handle, o.handle);
+    return *this;
+  }
+  ~Engine() { cgc_engine_destroy(handle); }
+
+  static Status loadFile(const std::string &path, Engine &out,
+                         int device = 0) {
+    cgc_engine e = nullptr;
+    Status s = Status::from(cgc_engine_load_file(path.c_str(), device, &e));
+    if (s)
+      out = Engine(e);
+    return s;
+  }
+  static Status loadMemory(const void *data, size_t size, Engine &out,
+                           int device = 0) {
+    cgc_engine e = nullptr;
+    Status s = Status::from(cgc_engine_load_memory(data, size, device, &e));
+    if (s)
+      out = Engine(e);
+    return s;
+  }
+
+  cgc_engine get() const { return handle; }
+  size_t numGraphs() const { return cgc_engine_num_graphs(handle); }
+  Status stateRead(const std::string &name, void *dst, size_t bytes) const {
+    return Status::from(cgc_engine_state_read(handle, name.c_str(), dst, bytes));
+  }
+  Status stateWrite(const std::string &name, const void *src, size_t bytes) {
+    return Status::from(
+        cgc_engine_state_write(handle, name.c_str(), src, bytes));
+  }
+
+private:
+  explicit Engine(cgc_engine e) : handle(e) {}
+  cgc_engine handle = nullptr;
+};
+
+class Context {
+public:
+  Context() = default;
+  Context(Context &&o) noexcept : handle(std::exchange(o.handle, nullptr)) {}
+  Context &operator=(Context &&o) noexcept {
+    std::swap(handle, o.handle);
+    return *this;
+  }
+  ~Context() { cgc_context_destroy(handle); }
+
+  static Status create(const Engine &engine, Context &out,
+                       void *arena = nullptr, size_t arenaBytes = 0) {
+    cgc_context c = nullptr;
+    Status s = Status::from(
+        cgc_context_create(engine.get(), arena, arenaBytes, &c));
+    if (s)
+      out = Context(c);
+    return s;
+  }
+
+  cgc_context get() const { return handle; }
+  Status run(size_t graph = 0, const std::vector<int64_t> &dims = {},
+             void *stream = nullptr) {
+    return Status::from(
+        cgc_run(handle, graph, dims.data(), dims.size(), stream));
+  }
+  Status runEager(size_t graph = 0, const std::vector<int64_t> &dims = {},
+                  void *stream = nullptr) {
+    return Status::from(
+        cgc_run_eager(handle, graph, dims.data(), dims.size(), stream));
+  }
+  Status input(const std::string &name, cgc_tensor &t) {
+    return Status::from(cgc_context_input(handle, name.c_str(), &t));
+  }
+  Status output(const std::string &name, cgc_tensor &t) {
+    return Status::from(cgc_context_output(handle, name.c_str(), &t));
+  }
+  Status bind(const std::string &name, void *devicePtr) {
+    return Status::from(cgc_context_bind(handle, name.c_str(), devicePtr));
+  }
+  Status writeInput(const std::string &name, const void *src, size_t bytes,
+                    void *stream = nullptr) {
+    return Status::from(
+        cgc_context_write_input(handle, name.c_str(), src, bytes, stream));
+  }
+  Status readOutput(const std::string &name, void *dst, size_t bytes,
+                    void *stream = nullptr) {
+    return Status::from(
+        cgc_context_read_output(handle, name.c_str(), dst, bytes, stream));
+  }
+
+private:
+  explicit Context(cgc_context c) : handle(c) {}
+  cgc_context handle = nullptr;
+};
+
+} // namespace cgc
+
+#endif // CGC_RUNTIME_HPP

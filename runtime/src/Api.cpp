@@ -1,0 +1,135 @@
+//===- Api.cpp - Status codes, errors, devices and copies ----------------===//
+//
+// The parts of the C ABI that belong to neither engine nor context: version,
+// status text, the thread-local last error, device count and host copies.
+//
+//===----------------------------------------------------------------------===//
+#include "Internal.h"
+
+#include <cstring>
+
+using namespace cgc::rt;
+
+namespace {
+thread_local std::string tLastError;
+} // namespace
+
+namespace cgc {
+namespace rt {
+
+cgc_status fail(cgc_status status, const std::string &message) {
+  try {
+    tLastError = message;
+  } catch (...) {
+  }
+  return status;
+}
+
+cgc_status failDriver(const Driver &drv, const char *api, CUresult r) {
+  cgc_status s = r == CUDA_ERROR_OUT_OF_MEMORY ? CGC_ERROR_OUT_OF_MEMORY
+                                               : CGC_ERROR_DRIVER;
+  std::string name(api);
+  name = name.substr(0, name.find('('));
+  return fail(s, drv.errorText(name.c_str(), r));
+}
+
+cgc_status requireDriver(const Driver *&drv) {
+  std::string reason;
+  drv = getDriver(reason);
+  if (!drv)
+    return fail(CGC_ERROR_NO_DEVICE, "no CUDA device: " + reason);
+  return CGC_OK;
+}
+
+int32_t dtypeCode(const std::string &d) {
+  if (d == "f32") return CGC_DTYPE_F32;
+  if (d == "f16") return CGC_DTYPE_F16;
+  if (d == "bf16") return CGC_DTYPE_BF16;
+  if (d == "i32") return CGC_DTYPE_I32;
+  if (d == "i64") return CGC_DTYPE_I64;
+  return CGC_DTYPE_BOOL;
+}
+
+} // namespace rt
+} // namespace cgc
+
+extern "C" {
+
+int cgc_abi_version(void) { return CGC_ABI_VERSION; }
+
+const char *cgc_status_message(cgc_status status) {
+  switch (status) {
+  case CGC_OK: return "success";
+  case CGC_ERROR_INVALID_ARGUMENT: return "invalid argument";
+  case CGC_ERROR_NO_DEVICE: return "no CUDA device";
+  case CGC_ERROR_INVALID_ARTIFACT: return "invalid artifact";
+  case CGC_ERROR_UNSUPPORTED: return "unsupported on this device";
+  case CGC_ERROR_OUT_OF_MEMORY: return "out of device memory";
+  case CGC_ERROR_NOT_FOUND: return "not found";
+  case CGC_ERROR_DRIVER: return "CUDA driver error";
+  case CGC_ERROR_IO: return "I/O error";
+  }
+  return "unknown status";
+}
+
+const char *cgc_last_error(void) { return tLastError.c_str(); }
+
+cgc_status cgc_device_count(int *count) {
+  if (!count)
+    return fail(CGC_ERROR_INVALID_ARGUMENT, "count is null");
+  *count = 0;
+  const Driver *drv;
+  if (cgc_status s = requireDriver(drv))
+    return s;
+  CGC_CHECK_CU(*drv, cuDeviceGetCount(count));
+  return CGC_OK;
+}
+
+cgc_status cgc_stream_synchronize(void *stream) {
+  const Driver *drv;
+  if (cgc_status s = requireDriver(drv))
+    return s;
+  CGC_CHECK_CU(*drv, cuStreamSynchronize(static_cast<CUstream>(stream)));
+  return CGC_OK;
+}
+
+static cgc_status copyTensor(cgc_context ctx, const char *name, void *host,
+                             size_t bytes, void *stream, bool toDevice) {
+  if (!ctx || !name || (!host && bytes))
+    return fail(CGC_ERROR_INVALID_ARGUMENT, "null argument");
+  TensorView *v = ctx->findView(name);
+  if (!v)
+    return fail(CGC_ERROR_NOT_FOUND,
+                std::string("no input or output named '") + name + "'");
+  if (bytes > v->desc->bytes)
+    return fail(CGC_ERROR_INVALID_ARGUMENT,
+                "copy of " + std::to_string(bytes) + " bytes exceeds '" +
+                    name + "' (" + std::to_string(v->desc->bytes) + " bytes)");
+  const Driver &drv = *ctx->engine->drv;
+  if (cgc_status s = ctx->engine->makeCurrent())
+    return s;
+  CUstream st = static_cast<CUstream>(stream);
+  CUdeviceptr dev =
+      ctx->address(v->desc->region, v->desc->offset, v->desc->name);
+  if (toDevice)
+    CGC_CHECK_CU(drv, cuMemcpyHtoDAsync(dev, host, bytes, st));
+  else
+    CGC_CHECK_CU(drv, cuMemcpyDtoHAsync(host, dev, bytes, st));
+  CGC_CHECK_CU(drv, cuStreamSynchronize(st));
+  return CGC_OK;
+}
+
+cgc_status cgc_context_write_input(cgc_context ctx, const char *name,
+                                   const void *host_src, size_t bytes,
+                                   void *stream) {
+  return copyTensor(ctx, name, const_cast<void *>(host_src), bytes, stream,
+                    /*toDevice=*/true);
+}
+
+cgc_status cgc_context_read_output(cgc_context ctx, const char *name,
+                                   void *host_dst, size_t bytes,
+                                   void *stream) {
+  return copyTensor(ctx, name, host_dst, bytes, stream, /*toDevice=*/false);
+}
+
+} // extern "C"

@@ -1,0 +1,346 @@
+//===- Engine.cpp - Loading artifacts: code, weights, state --------------===//
+//
+// cgc_engine_load_*: validate the artifact, pick the device code (sm cubin,
+// else PTX through the driver JIT), resolve kernels, allocate the persistent
+// region and upload initial state. Also engine introspection and state I/O.
+//
+//===----------------------------------------------------------------------===//
+#include "Internal.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <new>
+
+using namespace cgc::rt;
+using cgc::format::TensorDesc;
+
+cgc_engine_s::~cgc_engine_s() {
+  if (!drv || !cuContext)
+    return;
+  makeCurrent();
+  if (persistent)
+    drv->cuMemFree(persistent);
+  if (library)
+    drv->cuLibraryUnload(library);
+  if (cuContext)
+    drv->cuDevicePrimaryCtxRelease(device);
+}
+
+cgc_status cgc_engine_s::makeCurrent() const {
+  CUcontext cur = nullptr;
+  CGC_CHECK_CU(*drv, cuCtxGetCurrent(&cur));
+  if (cur != cuContext)
+    CGC_CHECK_CU(*drv, cuCtxSetCurrent(cuContext));
+  return CGC_OK;
+}
+
+namespace {
+
+/// Loads one code image and resolves every kernel in it. On failure undoes
+/// the load, appends the reason to \p why and returns false; a symbol that
+/// is missing from loadable code is a broken artifact (\p status).
+bool tryImage(cgc_engine_s &e, const void *image, const char *what,
+              std::string &why, cgc_status &status) {
+  const Driver &drv = *e.drv;
+  CUresult r = drv.cuLibraryLoadData(&e.library, image, nullptr, nullptr, 0,
+                                     nullptr, nullptr, 0);
+  if (r != CUDA_SUCCESS) {
+    why += std::string("; ") + what + ": " +
+           drv.errorText("cuLibraryLoadData", r);
+    e.library = nullptr;
+    return false;
+  }
+  for (const auto &k : e.artifact.manifest.kernels) {
+    CUkernel kern = nullptr;
+    CUfunction fn = nullptr;
+    r = drv.cuLibraryGetKernel(&kern, e.library, k.name.c_str());
+    const char *api = "cuLibraryGetKernel";
+    if (r == CUDA_SUCCESS && k.sharedMem > 48 * 1024) {
+      api = "cuKernelSetAttribute";
+      r = drv.cuKernelSetAttribute(
+          CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, int(k.sharedMem),
+          kern, e.device);
+    }
+    if (r == CUDA_SUCCESS) {
+      api = "cuKernelGetFunction";
+      r = drv.cuKernelGetFunction(&fn, kern);
+    }
+    if (r != CUDA_SUCCESS) {
+      why += std::string("; ") + what + ": kernel '" + k.name +
+             "': " + drv.errorText(api, r);
+      if (r == CUDA_ERROR_NOT_FOUND)
+        status = CGC_ERROR_INVALID_ARTIFACT;
+      drv.cuLibraryUnload(e.library);
+      e.library = nullptr;
+      e.kernels.clear();
+      e.functions.clear();
+      return false;
+    }
+    e.kernels.push_back(kern);
+    e.functions.push_back(fn);
+  }
+  return true;
+}
+
+/// Picks the device code: the cubin, else the PTX (driver JIT).
+cgc_status loadCode(cgc_engine_s &e) {
+  const Driver &drv = *e.drv;
+  const auto &m = e.artifact.manifest;
+  if (m.kernels.empty())
+    return CGC_OK;
+  int major = 0, minor = 0;
+  CGC_CHECK_CU(drv, cuDeviceGetAttribute(
+                        &major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
+                        e.device));
+  CGC_CHECK_CU(drv, cuDeviceGetAttribute(
+                        &minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
+                        e.device));
+  std::string deviceArch =
+      "sm_" + std::to_string(major) + std::to_string(minor);
+  std::string why;
+  cgc_status status = CGC_ERROR_UNSUPPORTED;
+  auto cubin = e.artifact.blob(cgc::format::kCubinBlob);
+  if (!cubin.first || !cubin.second)
+    why += "; no cubin blob";
+  else if (tryImage(e, cubin.first, "cubin", why, status))
+    return CGC_OK;
+  auto ptx = e.artifact.blob(cgc::format::kPtxBlob);
+  if (!ptx.first || !ptx.second) {
+    why += "; no ptx blob";
+  } else {
+    std::string text(reinterpret_cast<const char *>(ptx.first), ptx.second);
+    if (tryImage(e, text.c_str(), "ptx", why, status))
+      return CGC_OK;
+  }
+  return fail(status, "no loadable device code for " + deviceArch +
+                          " (artifact targets " + m.targetArch +
+                          "): " + why.substr(2));
+}
+
+cgc_status uploadState(cgc_engine_s &e) {
+  const Driver &drv = *e.drv;
+  const auto &m = e.artifact.manifest;
+  if (m.persistentSize == 0)
+    return CGC_OK;
+  CGC_CHECK_CU(drv, cuMemAlloc(&e.persistent, m.persistentSize));
+  CGC_CHECK_CU(drv, cuMemsetD8(e.persistent, 0, m.persistentSize));
+  for (const TensorDesc &t : m.state) {
+    if (t.initBlob.empty() || t.region != cgc::format::Region::Persistent)
+      continue;
+    auto blob = e.artifact.blob(t.initBlob);
+    CGC_CHECK_CU(drv, cuMemcpyHtoD(e.persistent + t.offset,
+                                   blob.first + t.initOffset, t.bytes));
+  }
+  return CGC_OK;
+}
+
+cgc_status loadEngine(std::unique_ptr<cgc_engine_s> &e, const uint8_t *data,
+                      size_t size, int device) {
+  if (cgc_status s = requireDriver(e->drv))
+    return s;
+  std::string error;
+  if (!cgc::format::parseArtifact(data, size, e->artifact, error))
+    return fail(CGC_ERROR_INVALID_ARTIFACT, error);
+  const Driver &drv = *e->drv;
+  if (drv.version < e->artifact.manifest.minDriverVersion)
+    return fail(CGC_ERROR_UNSUPPORTED,
+                "CUDA driver " + std::to_string(drv.version) +
+                    " is older than the artifact's minimum " +
+                    std::to_string(e->artifact.manifest.minDriverVersion));
+  int count = 0;
+  CGC_CHECK_CU(drv, cuDeviceGetCount(&count));
+  if (device < 0 || device >= count)
+    return fail(CGC_ERROR_INVALID_ARGUMENT,
+                "device " + std::to_string(device) + " out of range (" +
+                    std::to_string(count) + " devices)");
+  CGC_CHECK_CU(drv, cuDeviceGet(&e->device, device));
+  CGC_CHECK_CU(drv, cuDevicePrimaryCtxRetain(&e->cuContext, e->device));
+  if (cgc_status s = e->makeCurrent())
+    return s;
+  if (cgc_status s = loadCode(*e))
+    return s;
+  return uploadState(*e);
+}
+
+const std::vector<TensorDesc> *tensorList(cgc_engine e, cgc_tensor_role r) {
+  const auto &m = e->artifact.manifest;
+  switch (r) {
+  case CGC_ROLE_INPUT: return &m.inputs;
+  case CGC_ROLE_OUTPUT: return &m.outputs;
+  case CGC_ROLE_STATE: return &m.state;
+  }
+  return nullptr;
+}
+
+cgc_status stateCopy(cgc_engine e, const char *name, void *host, size_t bytes,
+                     bool toDevice) {
+  if (!e || !name || (!host && bytes))
+    return fail(CGC_ERROR_INVALID_ARGUMENT, "null argument");
+  const TensorDesc *t = nullptr;
+  for (const TensorDesc &s : e->artifact.manifest.state)
+    if (s.name == name)
+      t = &s;
+  if (!t)
+    return fail(CGC_ERROR_NOT_FOUND,
+                std::string("no state tensor named '") + name + "'");
+  if (bytes != t->bytes)
+    return fail(CGC_ERROR_INVALID_ARGUMENT,
+                "state '" + t->name + "' has " + std::to_string(t->bytes) +
+                    " bytes, not " + std::to_string(bytes));
+  if (t->region != cgc::format::Region::Persistent)
+    return fail(CGC_ERROR_UNSUPPORTED,
+                "state '" + t->name + "' lives in the arena, not the engine");
+  if (cgc_status s = e->makeCurrent())
+    return s;
+  if (toDevice)
+    CGC_CHECK_CU(*e->drv, cuMemcpyHtoD(e->persistent + t->offset, host, bytes));
+  else
+    CGC_CHECK_CU(*e->drv, cuMemcpyDtoH(host, e->persistent + t->offset, bytes));
+  return CGC_OK;
+}
+
+} // namespace
+
+extern "C" {
+
+cgc_status cgc_engine_load_memory(const void *data, size_t size, int device,
+                                  cgc_engine *engine) {
+  if (!engine || (!data && size))
+    return fail(CGC_ERROR_INVALID_ARGUMENT, "null argument");
+  *engine = nullptr;
+  try {
+    auto e = std::make_unique<cgc_engine_s>();
+    if (cgc_status s = loadEngine(e, static_cast<const uint8_t *>(data), size,
+                                  device))
+      return s;
+    *engine = e.release();
+    return CGC_OK;
+  } catch (const std::bad_alloc &) {
+    return fail(CGC_ERROR_OUT_OF_MEMORY, "out of host memory");
+  }
+}
+
+cgc_status cgc_engine_load_file(const char *path, int device,
+                                cgc_engine *engine) {
+  if (!path || !engine)
+    return fail(CGC_ERROR_INVALID_ARGUMENT, "null argument");
+  *engine = nullptr;
+  const Driver *drv;
+  if (cgc_status s = requireDriver(drv))
+    return s;
+  FILE *f = std::fopen(path, "rb");
+  if (!f)
+    return fail(CGC_ERROR_IO, std::string("cannot open '") + path + "': " +
+                                  std::strerror(errno));
+  std::vector<uint8_t> bytes;
+  try {
+    char buf[1 << 16];
+    size_t n;
+    while ((n = std::fread(buf, 1, sizeof buf, f)) > 0)
+      bytes.insert(bytes.end(), buf, buf + n);
+  } catch (const std::bad_alloc &) {
+    std::fclose(f);
+    return fail(CGC_ERROR_OUT_OF_MEMORY, "out of host memory");
+  }
+  std::fclose(f);
+  cgc_status s = cgc_engine_load_memory(bytes.data(), bytes.size(), device,
+                                        engine);
+  if (s == CGC_ERROR_INVALID_ARTIFACT)
+    fail(s, std::string(path) + ": " + cgc_last_error());
+  return s;
+}
+
+void cgc_engine_destroy(cgc_engine engine) { delete engine; }
+
+size_t cgc_engine_num_graphs(cgc_engine e) {
+  return e ? e->artifact.manifest.graphs.size() : 0;
+}
+
+const char *cgc_engine_graph_name(cgc_engine e, size_t index) {
+  if (!e || index >= e->artifact.manifest.graphs.size())
+    return nullptr;
+  return e->artifact.manifest.graphs[index].name.c_str();
+}
+
+cgc_status cgc_engine_find_graph(cgc_engine e, const char *name,
+                                 size_t *index) {
+  if (!e || !name || !index)
+    return fail(CGC_ERROR_INVALID_ARGUMENT, "null argument");
+  const auto &graphs = e->artifact.manifest.graphs;
+  for (size_t i = 0; i < graphs.size(); ++i)
+    if (graphs[i].name == name)
+      return (*index = i), CGC_OK;
+  return fail(CGC_ERROR_NOT_FOUND, std::string("no graph named '") + name +
+                                       "'");
+}
+
+size_t cgc_engine_num_tensors(cgc_engine e, cgc_tensor_role role) {
+  const auto *list = e ? tensorList(e, role) : nullptr;
+  return list ? list->size() : 0;
+}
+
+cgc_status cgc_engine_tensor_info(cgc_engine e, cgc_tensor_role role,
+                                  size_t index, cgc_tensor_info *info) {
+  const auto *list = e ? tensorList(e, role) : nullptr;
+  if (!list || !info || index >= list->size())
+    return fail(CGC_ERROR_INVALID_ARGUMENT, "bad engine, role or index");
+  const TensorDesc &t = (*list)[index];
+  info->name = t.name.c_str();
+  info->kind = t.kind.c_str();
+  info->dtype = dtypeCode(t.dtype);
+  info->ndim = static_cast<int32_t>(t.shape.size());
+  info->shape = t.shape.data();
+  info->bytes = t.bytes;
+  return CGC_OK;
+}
+
+size_t cgc_engine_arena_size(cgc_engine e) {
+  return e ? e->artifact.manifest.arenaSize : 0;
+}
+
+size_t cgc_engine_num_dims(cgc_engine e) {
+  return e ? e->artifact.manifest.dims.size() : 0;
+}
+
+cgc_status cgc_engine_dim_info(cgc_engine e, size_t index, const char **name,
+                               int64_t *min, int64_t *max) {
+  if (!e || index >= e->artifact.manifest.dims.size())
+    return fail(CGC_ERROR_INVALID_ARGUMENT, "bad engine or dim index");
+  const auto &d = e->artifact.manifest.dims[index];
+  if (name)
+    *name = d.name.c_str();
+  if (min)
+    *min = d.min;
+  if (max)
+    *max = d.max;
+  return CGC_OK;
+}
+
+cgc_status cgc_engine_state_read(cgc_engine e, const char *name,
+                                 void *host_dst, size_t bytes) {
+  return stateCopy(e, name, host_dst, bytes, /*toDevice=*/false);
+}
+
+cgc_status cgc_engine_state_write(cgc_engine e, const char *name,
+                                  const void *host_src, size_t bytes) {
+  return stateCopy(e, name, const_cast<void *>(host_src), bytes,
+                   /*toDevice=*/true);
+}
+
+cgc_status cgc_engine_set_rng_seed(cgc_engine e, uint64_t seed) {
+  if (!e)
+    return fail(CGC_ERROR_INVALID_ARGUMENT, "null engine");
+  for (const TensorDesc &t : e->artifact.manifest.state) {
+    if (t.name != "rng_state")
+      continue;
+    std::vector<uint8_t> value(t.bytes, 0);
+    std::memcpy(value.data(), &seed, std::min<size_t>(8, value.size()));
+    return stateCopy(e, "rng_state", value.data(), value.size(), true);
+  }
+  return CGC_OK;
+}
+
+} // extern "C"

@@ -1,0 +1,119 @@
+//===- Internal.h - Engine and context internals ----------------*- C++ -*-===//
+//
+// The structures behind the opaque cgc_engine / cgc_context handles and the
+// error helpers shared by the C API implementation files.
+//
+//===----------------------------------------------------------------------===//
+#ifndef CGC_RUNTIME_INTERNAL_H
+#define CGC_RUNTIME_INTERNAL_H
+
+#include "ArtifactFormat.h"
+#include "Driver.h"
+#include "cgc/cgc_runtime.h"
+
+#include <string>
+#include <vector>
+
+namespace cgc {
+namespace rt {
+
+/// Records \p message as this thread's last error and returns \p status.
+cgc_status fail(cgc_status status, const std::string &message);
+/// Maps a driver failure to a status, naming the API in the message.
+cgc_status failDriver(const Driver &drv, const char *api, CUresult r);
+/// Loads the driver or fails with CGC_ERROR_NO_DEVICE.
+cgc_status requireDriver(const Driver *&drv);
+int32_t dtypeCode(const std::string &dtype);
+
+#define CGC_CHECK_CU(drv, call)                                                \
+  do {                                                                         \
+    CUresult cgcR = (drv).call;                                                \
+    if (cgcR != CUDA_SUCCESS)                                                  \
+      return ::cgc::rt::failDriver((drv), #call, cgcR);                        \
+  } while (0)
+
+} // namespace rt
+} // namespace cgc
+
+struct cgc_engine_s {
+  const cgc::rt::Driver *drv = nullptr;
+  CUdevice device = 0;
+  CUcontext cuContext = nullptr;
+  cgc::format::Artifact artifact;
+  CUlibrary library = nullptr;
+  std::vector<CUkernel> kernels;
+  std::vector<CUfunction> functions; ///< In the primary context (eager).
+  CUdeviceptr persistent = 0;
+
+  ~cgc_engine_s();
+  /// Makes the engine's primary context current on this thread.
+  cgc_status makeCurrent() const;
+  CUdeviceptr regionBase(cgc::format::Region r, CUdeviceptr arena) const {
+    return r == cgc::format::Region::Arena ? arena : persistent;
+  }
+};
+
+namespace cgc {
+namespace rt {
+
+/// Per graph node: argument storage (8 bytes per parameter) and handle.
+struct NodeState {
+  CUgraphNode node = nullptr;
+  std::vector<uint64_t> storage;
+  std::vector<void *> args;
+  bool usesDims = false;
+};
+
+struct GraphState {
+  CUgraph graph = nullptr;
+  CUgraphExec exec = nullptr;
+  std::vector<uint32_t> order; ///< Topological order of node indices.
+  std::vector<NodeState> nodes;
+  std::vector<int64_t> dims; ///< Dim values baked into exec.
+  bool usesDims = false;
+};
+
+/// Live view of an input or output for cgc_context_input/output.
+struct TensorView {
+  const format::TensorDesc *desc = nullptr;
+  CUdeviceptr bound = 0; ///< Caller pointer, or 0 for the arena slice.
+  std::vector<int64_t> shape, strides;
+};
+
+} // namespace rt
+} // namespace cgc
+
+struct cgc_context_s;
+
+namespace cgc {
+namespace rt {
+// Node parameter builders shared by Context.cpp and Run.cpp.
+void fillArgs(const cgc_context_s &ctx, const format::KernelDesc &kd,
+              const std::vector<int64_t> &dims, NodeState &ns);
+CUDA_KERNEL_NODE_PARAMS kernelParams(const cgc_context_s &ctx,
+                                     const format::NodeDesc &nd,
+                                     NodeState &ns);
+CUDA_MEMSET_NODE_PARAMS memsetParams(const cgc_context_s &ctx,
+                                     const format::NodeDesc &nd);
+CUDA_MEMCPY3D memcpyParams(const cgc_context_s &ctx,
+                           const format::NodeDesc &nd);
+} // namespace rt
+} // namespace cgc
+
+struct cgc_context_s {
+  cgc_engine_s *engine = nullptr;
+  CUdeviceptr arena = 0;
+  bool ownsArena = false;
+  std::vector<cgc::rt::GraphState> graphs;
+  std::vector<cgc::rt::TensorView> views; ///< Inputs, then outputs.
+  std::vector<int64_t> dims;              ///< Dims of the last run.
+  std::vector<int64_t> scratchDims;       ///< Preallocated for cgc_run.
+
+  ~cgc_context_s();
+  cgc::rt::TensorView *findView(const char *name);
+  /// Device address of (region, offset) honouring caller bindings.
+  CUdeviceptr address(cgc::format::Region r, uint64_t offset,
+                      const std::string &binding) const;
+};
+
+#endif // CGC_RUNTIME_INTERNAL_H

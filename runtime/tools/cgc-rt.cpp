@@ -1,0 +1,19 @@
+//===- cgc-rt.cpp - `cgc run` / `cgc bench` without the compiler ---------===//
+//
+// A tiny front end over RunCommands for machines that have only the runtime
+// build (no LLVM): `cgc-rt run ...`, `cgc-rt bench ...`.
+//
+//===----------------------------------------------------------------------===//
+#include "RunCommands.h"
+
+#include <cstdio>
+#include <cstring>
+
+int main(int argc, char **argv) {
+  if (argc >= 2 && std::strcmp(argv[1], "run") == 0)
+    return cgcRunMain(argc - 1, argv + 1);
+  if (argc >= 2 && std::strcmp(argv[1], "bench") == 0)
+    return cgcBenchMain(argc - 1, argv + 1);
+  std::fprintf(stderr, "usage: cgc-rt run|bench model.cgc [options]\n");
+  return 2;
+}

@@ -1,0 +1,284 @@
+//===- RuntimeGpuTest.cpp - End-to-end tests of the cgc runtime ----------===//
+//
+// Loads NVRTC-built artifacts and checks replay results against the CPU:
+// repeated replays, caller-pointer binding, several contexts, eager mode,
+// dynamic dims, state, PTX fallback, refusals, and `cgc run` / `cgc bench`.
+// Every test skips (GTEST_SKIP) when no CUDA device is present.
+//
+//===----------------------------------------------------------------------===//
+#include "GpuTestUtil.h"
+#include "RunCommands.h"
+#include "Safetensors.h"
+#include "cgc/runtime.hpp"
+
+#include <cuda_runtime_api.h>
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <random>
+#include <unistd.h>
+
+using namespace cgctest;
+
+namespace {
+
+class RuntimeGpu : public ::testing::Test {
+protected:
+  void SetUp() override {
+    CGC_REQUIRE_GPU();
+    std::string err;
+    ASSERT_TRUE(buildChainArtifact(spec, bytes, err)) << err;
+    cgc::Status s = cgc::Engine::loadMemory(bytes.data(), bytes.size(), engine);
+    ASSERT_TRUE(s) << s.message;
+    s = cgc::Context::create(engine, ctx);
+    ASSERT_TRUE(s) << s.message;
+  }
+
+  std::vector<float> randomInput(unsigned seed) {
+    std::mt19937 rng(seed);
+    std::uniform_real_distribution<float> d(-4, 4);
+    std::vector<float> x(kMaxN);
+    for (float &v : x)
+      v = d(rng);
+    return x;
+  }
+
+  std::vector<float> read(cgc::Context &c, const char *name) {
+    std::vector<float> y(kMaxN);
+    cgc::Status s = c.readOutput(name, y.data(), y.size() * 4);
+    EXPECT_TRUE(s) << s.message;
+    return y;
+  }
+
+  void expectChain(const std::vector<float> &x, const std::vector<float> &y,
+                   int64_t n = kMaxN, float w = kInitialW) {
+    for (int64_t i = 0; i < n; ++i)
+      ASSERT_FLOAT_EQ(y[i], expectedY(x[i], spec.numAdd, w)) << "i=" << i;
+  }
+
+  ChainSpec spec;
+  std::vector<uint8_t> bytes;
+  cgc::Engine engine;
+  cgc::Context ctx;
+};
+
+TEST_F(RuntimeGpu, ReplayMatchesCpu) {
+  auto x = randomInput(1);
+  ASSERT_TRUE(ctx.writeInput("x", x.data(), x.size() * 4));
+  ASSERT_TRUE(ctx.run());
+  ASSERT_EQ(cgc_stream_synchronize(nullptr), CGC_OK);
+  expectChain(x, read(ctx, "y"));
+  expectChain(x, read(ctx, "y_copy"));
+}
+
+TEST_F(RuntimeGpu, ManyReplaysWithNewInputs) {
+  for (unsigned it = 0; it < 50; ++it) {
+    auto x = randomInput(100 + it);
+    ASSERT_TRUE(ctx.writeInput("x", x.data(), x.size() * 4));
+    ASSERT_TRUE(ctx.run());
+    expectChain(x, read(ctx, "y_copy"));
+  }
+}
+
+TEST_F(RuntimeGpu, EagerEqualsGraph) {
+  auto x = randomInput(7);
+  ASSERT_TRUE(ctx.writeInput("x", x.data(), x.size() * 4));
+  ASSERT_TRUE(ctx.run());
+  auto graphY = read(ctx, "y_copy");
+  ASSERT_TRUE(ctx.writeInput("x", randomInput(8).data(), kMaxN * 4));
+  ASSERT_TRUE(ctx.writeInput("x", x.data(), x.size() * 4));
+  ASSERT_TRUE(ctx.runEager());
+  EXPECT_EQ(read(ctx, "y_copy"), graphY);
+}
+
+TEST_F(RuntimeGpu, TwoContextsShareTheEngine) {
+  cgc::Context other;
+  ASSERT_TRUE(cgc::Context::create(engine, other));
+  auto x1 = randomInput(11), x2 = randomInput(12);
+  ASSERT_TRUE(ctx.writeInput("x", x1.data(), kMaxN * 4));
+  ASSERT_TRUE(other.writeInput("x", x2.data(), kMaxN * 4));
+  ASSERT_TRUE(ctx.run());
+  ASSERT_TRUE(other.run());
+  expectChain(x1, read(ctx, "y"));
+  expectChain(x2, read(other, "y"));
+  ASSERT_TRUE(other.writeInput("x", x1.data(), kMaxN * 4));
+  ASSERT_TRUE(other.run());
+  EXPECT_EQ(read(other, "y"), read(ctx, "y"));
+}
+
+TEST_F(RuntimeGpu, BindCallerPointers) {
+  float *dx = nullptr, *dy = nullptr, *dcopy = nullptr;
+  ASSERT_EQ(cudaMalloc(reinterpret_cast<void **>(&dx), kMaxN * 4), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(reinterpret_cast<void **>(&dy), kMaxN * 4), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(reinterpret_cast<void **>(&dcopy), kMaxN * 4), cudaSuccess);
+  EXPECT_EQ(cgc_context_bind(ctx.get(), "x", reinterpret_cast<char *>(dx) + 4),
+            CGC_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(cgc_context_bind(ctx.get(), "nope", dx), CGC_ERROR_NOT_FOUND);
+  ASSERT_TRUE(ctx.bind("x", dx));
+  ASSERT_TRUE(ctx.bind("y", dy));
+  ASSERT_TRUE(ctx.bind("y_copy", dcopy));
+  cgc_tensor view;
+  ASSERT_TRUE(ctx.input("x", view));
+  EXPECT_EQ(view.data, dx);
+  for (int round = 0; round < 3; ++round) {
+    auto x = randomInput(20 + round);
+    ASSERT_EQ(cudaMemcpy(dx, x.data(), kMaxN * 4, cudaMemcpyHostToDevice),
+              cudaSuccess);
+    ASSERT_TRUE(round == 2 ? ctx.runEager() : ctx.run());
+    std::vector<float> y(kMaxN), copy(kMaxN);
+    ASSERT_EQ(cudaMemcpy(y.data(), dy, kMaxN * 4, cudaMemcpyDeviceToHost),
+              cudaSuccess);
+    ASSERT_EQ(cudaMemcpy(copy.data(), dcopy, kMaxN * 4,
+                         cudaMemcpyDeviceToHost),
+              cudaSuccess);
+    expectChain(x, y);
+    expectChain(x, copy);
+  }
+  // Unbinding restores the arena storage.
+  ASSERT_TRUE(ctx.bind("x", nullptr));
+  ASSERT_TRUE(ctx.bind("y", nullptr));
+  ASSERT_TRUE(ctx.bind("y_copy", nullptr));
+  auto x = randomInput(30);
+  ASSERT_TRUE(ctx.writeInput("x", x.data(), kMaxN * 4));
+  ASSERT_TRUE(ctx.run());
+  expectChain(x, read(ctx, "y_copy"));
+  cudaFree(dx);
+  cudaFree(dy);
+  cudaFree(dcopy);
+}
+
+TEST_F(RuntimeGpu, DynamicDimsAndOutputShape) {
+  auto x = randomInput(40);
+  ASSERT_TRUE(ctx.writeInput("x", x.data(), kMaxN * 4));
+  for (int64_t n : {100, 1000, 37}) {
+    ASSERT_TRUE(ctx.run(0, {n}));
+    cgc_tensor out;
+    ASSERT_TRUE(ctx.output("y", out));
+    ASSERT_EQ(out.ndim, 1);
+    EXPECT_EQ(out.shape[0], n);
+    auto y = read(ctx, "y");
+    expectChain(x, y, n);
+    for (int64_t i = n; i < kMaxN; ++i)
+      ASSERT_EQ(y[i], 0.0f) << "memset node must clear the padding, i=" << i;
+  }
+  EXPECT_EQ(cgc_run(ctx.get(), 0, std::vector<int64_t>{0}.data(), 1, nullptr),
+            CGC_ERROR_INVALID_ARGUMENT);
+}
+
+TEST_F(RuntimeGpu, StateReadWriteAndSeed) {
+  float w = 0;
+  ASSERT_TRUE(engine.stateRead("w", &w, 4));
+  EXPECT_EQ(w, kInitialW);
+  float newW = -1.5f;
+  ASSERT_TRUE(engine.stateWrite("w", &newW, 4));
+  auto x = randomInput(50);
+  ASSERT_TRUE(ctx.writeInput("x", x.data(), kMaxN * 4));
+  ASSERT_TRUE(ctx.run());
+  expectChain(x, read(ctx, "y"), kMaxN, newW);
+  ASSERT_EQ(cgc_engine_set_rng_seed(engine.get(), 42), CGC_OK);
+  int64_t rng[2] = {0, 1};
+  ASSERT_TRUE(engine.stateRead("rng_state", rng, 16));
+  EXPECT_EQ(rng[0], 42);
+  EXPECT_EQ(rng[1], 0);
+  EXPECT_EQ(cgc_engine_state_read(engine.get(), "w", &w, 8),
+            CGC_ERROR_INVALID_ARGUMENT);
+}
+
+TEST(RuntimeGpuLoad, PtxFallbackAndArchMismatch) {
+  CGC_REQUIRE_GPU();
+  std::string err;
+  ChainSpec ptxOnly;
+  ptxOnly.cubinArch = "";
+  std::vector<uint8_t> bytes;
+  ASSERT_TRUE(buildChainArtifact(ptxOnly, bytes, err)) << err;
+  cgc::Engine e;
+  cgc::Status s = cgc::Engine::loadMemory(bytes.data(), bytes.size(), e);
+  ASSERT_TRUE(s) << s.message;
+  cgc::Context c;
+  ASSERT_TRUE(cgc::Context::create(e, c));
+  std::vector<float> x(kMaxN, 1.0f), y(kMaxN);
+  ASSERT_TRUE(c.writeInput("x", x.data(), kMaxN * 4));
+  ASSERT_TRUE(c.run());
+  ASSERT_TRUE(c.readOutput("y", y.data(), kMaxN * 4));
+  EXPECT_EQ(y[999], expectedY(1.0f, ptxOnly.numAdd, kInitialW));
+
+  ChainSpec wrongArch;
+  wrongArch.cubinArch = "sm_80";
+  wrongArch.withPtx = false;
+  ASSERT_TRUE(buildChainArtifact(wrongArch, bytes, err)) << err;
+  cgc::Engine bad;
+  s = cgc::Engine::loadMemory(bytes.data(), bytes.size(), bad);
+  EXPECT_EQ(s.code, CGC_ERROR_UNSUPPORTED);
+  EXPECT_NE(s.message.find("no loadable device code"), std::string::npos)
+      << s.message;
+}
+
+TEST(RuntimeGpuLoad, CorruptArtifactRefused) {
+  CGC_REQUIRE_GPU();
+  std::string err;
+  std::vector<uint8_t> bytes;
+  ASSERT_TRUE(buildChainArtifact(ChainSpec(), bytes, err)) << err;
+  bytes[bytes.size() / 2] ^= 0x40;
+  cgc_engine e = nullptr;
+  EXPECT_EQ(cgc_engine_load_memory(bytes.data(), bytes.size(), 0, &e),
+            CGC_ERROR_INVALID_ARTIFACT);
+  EXPECT_EQ(e, nullptr);
+  EXPECT_NE(std::string(cgc_last_error()).find("checksum"), std::string::npos);
+}
+
+TEST(RuntimeGpuTools, RunAndBenchCommands) {
+  CGC_REQUIRE_GPU();
+  namespace fs = std::filesystem;
+  fs::path dir = fs::temp_directory_path() /
+                 ("cgc_gpu_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  std::string err;
+  std::vector<uint8_t> bytes;
+  ASSERT_TRUE(buildChainArtifact(ChainSpec(), bytes, err)) << err;
+  std::string model = (dir / "m.cgc").string();
+  FILE *f = std::fopen(model.c_str(), "wb");
+  ASSERT_TRUE(f);
+  std::fwrite(bytes.data(), 1, bytes.size(), f);
+  std::fclose(f);
+  // A real length of 300 < max: the dim is inferred from the input shape.
+  cgc::format::TensorMap in;
+  std::vector<float> x(300);
+  for (size_t i = 0; i < x.size(); ++i)
+    x[i] = float(i) * 0.25f;
+  in["x"] = {"F32", {300}, std::vector<uint8_t>(300 * 4)};
+  std::memcpy(in["x"].bytes.data(), x.data(), 300 * 4);
+  std::string inPath = (dir / "in.safetensors").string();
+  std::string outPath = (dir / "out.safetensors").string();
+  ASSERT_TRUE(cgc::format::writeSafetensors(inPath, in, err)) << err;
+  for (const char *mode : {"--overwrite", "--eager"}) {
+    std::vector<std::string> args = {"run", model, "--inputs", inPath,
+                                     "--outputs", outPath, "--overwrite",
+                                     mode};
+    std::vector<char *> argv;
+    for (auto &a : args)
+      argv.push_back(&a[0]);
+    ASSERT_EQ(cgcRunMain(int(argv.size()), argv.data()), 0) << mode;
+    cgc::format::TensorMap out;
+    ASSERT_TRUE(cgc::format::readSafetensors(outPath, out, err)) << err;
+    ASSERT_EQ(out["y"].shape, std::vector<int64_t>{300});
+    const float *y = reinterpret_cast<const float *>(out["y"].bytes.data());
+    for (size_t i = 0; i < 300; ++i)
+      ASSERT_FLOAT_EQ(y[i], expectedY(x[i], 3, kInitialW));
+  }
+  std::vector<std::string> noOverwrite = {"run", model, "--inputs", inPath,
+                                          "--outputs", outPath};
+  std::vector<char *> argv;
+  for (auto &a : noOverwrite)
+    argv.push_back(&a[0]);
+  EXPECT_EQ(cgcRunMain(int(argv.size()), argv.data()), 1);
+  std::vector<std::string> bench = {"bench", model, "--iters", "50",
+                                    "--warmup", "5", "--repeats", "3"};
+  argv.clear();
+  for (auto &a : bench)
+    argv.push_back(&a[0]);
+  EXPECT_EQ(cgcBenchMain(int(argv.size()), argv.data()), 0);
+  fs::remove_all(dir);
+}
+
+} // namespace

@@ -1,0 +1,256 @@
+//===- ArtifactFormatTest.cpp - .cgc format round trip and validation ----===//
+//
+// Round-trips a manifest through serializeArtifact/parseArtifact, checks the
+// byte layout and determinism, and feeds corrupt images (semantic errors,
+// byte flips, truncations) that must all be refused without crashing.
+//
+//===----------------------------------------------------------------------===//
+#include "ArtifactFormat.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <random>
+
+using namespace cgc::format;
+
+namespace {
+
+Manifest sampleManifest() {
+  Manifest m;
+  m.compilerVersion = "cgc 0.1.0";
+  m.arenaSize = 4096;
+  m.persistentSize = 512;
+  m.dims.push_back({"n", 1, 256, {64, 128, 256}});
+  TensorDesc x{"x", "user_input", "f32", {256}, {"n"}, Region::Arena, 0, 1024};
+  TensorDesc y{"y", "output", "f32", {256}, {"n"}, Region::Arena, 1024, 1024};
+  TensorDesc w{"w", "parameter", "f32", {4}, {}, Region::Persistent, 0, 16};
+  w.initBlob = "weights";
+  m.inputs.push_back(x);
+  m.outputs.push_back(y);
+  m.state.push_back(w);
+  KernelDesc k;
+  k.name = "add_one";
+  k.grid[0] = 1;
+  k.block[0] = 256;
+  ParamDesc in, out, n, scale;
+  in.region = Region::Arena, in.offset = 0, in.binding = "x";
+  out.region = Region::Arena, out.offset = 1024, out.binding = "y";
+  n.kind = ParamDesc::Kind::I32, n.intValue = 256, n.dim = "n";
+  scale.kind = ParamDesc::Kind::F32, scale.floatValue = 0.5f;
+  k.params = {in, out, n, scale};
+  k.sources.push_back({"%3", "add", "model.py:12:3"});
+  m.kernels.push_back(k);
+  GraphDesc g;
+  g.name = "forward";
+  NodeDesc ms;
+  ms.kind = NodeDesc::Kind::Memset;
+  ms.dstOffset = 2048, ms.bytes = 64, ms.value = 0;
+  NodeDesc kn;
+  kn.kind = NodeDesc::Kind::Kernel, kn.kernel = 0;
+  NodeDesc cp;
+  cp.kind = NodeDesc::Kind::Memcpy;
+  cp.srcOffset = 1024, cp.dstOffset = 2048, cp.bytes = 64;
+  g.nodes = {ms, kn, cp};
+  g.edges = {{0, 1}, {1, 2}};
+  m.graphs.push_back(g);
+  return m;
+}
+
+BlobList sampleBlobs() {
+  std::vector<uint8_t> weights(16);
+  for (size_t i = 0; i < weights.size(); ++i)
+    weights[i] = uint8_t(i);
+  return {{"cubin", std::vector<uint8_t>(300, 0xab)}, {"weights", weights}};
+}
+
+std::string parseError(const std::vector<uint8_t> &bytes) {
+  Artifact a;
+  std::string err;
+  if (parseArtifact(bytes.data(), bytes.size(), a, err))
+    return "";
+  EXPECT_FALSE(err.empty());
+  return err;
+}
+
+std::string errorFor(const Manifest &m) {
+  return parseError(serializeArtifact(m, sampleBlobs()));
+}
+
+/// Recomputes the header checksum after an edit.
+void reseal(std::vector<uint8_t> &b) {
+  uint64_t h = fnv1a64(b.data(), 24);
+  h = fnv1a64(b.data() + kHeaderSize, b.size() - kHeaderSize, h);
+  for (int i = 0; i < 8; ++i)
+    b[24 + i] = uint8_t(h >> (8 * i));
+}
+
+TEST(ArtifactFormat, RoundTrip) {
+  std::vector<uint8_t> bytes = serializeArtifact(sampleManifest(), sampleBlobs());
+  ASSERT_EQ(0, std::memcmp(bytes.data(), "CGCA", 4));
+  Artifact a;
+  std::string err;
+  ASSERT_TRUE(parseArtifact(bytes.data(), bytes.size(), a, err)) << err;
+  EXPECT_EQ(a.header.formatVersion, 1u);
+  EXPECT_EQ(a.header.fileSize, bytes.size());
+  EXPECT_EQ(a.dataStart % 256, 0u);
+  const Manifest &m = a.manifest;
+  ASSERT_EQ(m.blobs.size(), 2u);
+  EXPECT_EQ(m.blobs[0].offset, 0u);
+  EXPECT_EQ(m.blobs[1].offset, 512u);
+  auto w = a.blob("weights");
+  ASSERT_EQ(w.second, 16u);
+  EXPECT_EQ(w.first[5], 5);
+  EXPECT_EQ(a.blob("nope").first, nullptr);
+  ASSERT_EQ(m.kernels.size(), 1u);
+  EXPECT_EQ(m.kernels[0].params[2].dim, "n");
+  EXPECT_EQ(m.kernels[0].params[3].floatValue, 0.5f);
+  EXPECT_EQ(m.kernels[0].params[0].binding, "x");
+  EXPECT_EQ(m.kernels[0].sources[0].loc, "model.py:12:3");
+  EXPECT_EQ(m.graphs[0].nodes[2].kind, NodeDesc::Kind::Memcpy);
+  EXPECT_EQ(m.inputs[0].shapeDims[0], "n");
+  EXPECT_EQ(m.state[0].initBlob, "weights");
+  // Deterministic: re-serializing the parsed manifest gives the same bytes.
+  EXPECT_EQ(serializeArtifact(m, sampleBlobs()), bytes);
+}
+
+TEST(ArtifactFormat, DumpIsReadable) {
+  std::vector<uint8_t> bytes = serializeArtifact(sampleManifest(), sampleBlobs());
+  Artifact a;
+  std::string err;
+  ASSERT_TRUE(parseArtifact(bytes.data(), bytes.size(), a, err)) << err;
+  std::string d = dumpManifest(a);
+  EXPECT_NE(d.find("target: sm_90"), std::string::npos) << d;
+  EXPECT_NE(d.find("#0 add_one grid(1,1,1) block(256,1,1)"), std::string::npos)
+      << d;
+  EXPECT_NE(d.find("from %3 add at model.py:12:3"), std::string::npos) << d;
+  EXPECT_NE(d.find("1 kernel, 1 memset, 1 memcpy"), std::string::npos) << d;
+  EXPECT_NE(d.find("n2 memcpy dst arena+2048 src arena+1024 64B <- n1"),
+            std::string::npos)
+      << d;
+  EXPECT_EQ(d, dumpManifest(a));
+}
+
+TEST(ArtifactFormat, RejectsHeaderDamage) {
+  std::vector<uint8_t> good = serializeArtifact(sampleManifest(), sampleBlobs());
+  auto b = good;
+  b[0] = 'X';
+  EXPECT_NE(parseError(b).find("bad magic"), std::string::npos);
+  b = good;
+  b[4] = 2;
+  reseal(b);
+  EXPECT_NE(parseError(b).find("unsupported format version 2"),
+            std::string::npos);
+  b = good;
+  b.pop_back();
+  EXPECT_NE(parseError(b).find("truncated"), std::string::npos);
+  b = good;
+  b.back() ^= 1;
+  EXPECT_NE(parseError(b).find("checksum"), std::string::npos);
+  EXPECT_NE(parseError({}).find("too small"), std::string::npos);
+}
+
+TEST(ArtifactFormat, RejectsSemanticErrors) {
+  Manifest m = sampleManifest();
+  m.graphs[0].nodes[1].kernel = 7;
+  EXPECT_NE(errorFor(m).find("kernel index 7 out of range"), std::string::npos);
+  m = sampleManifest();
+  m.graphs[0].edges.push_back({2, 0});
+  EXPECT_NE(errorFor(m).find("cycle"), std::string::npos);
+  m = sampleManifest();
+  m.graphs[0].edges.push_back({0, 9});
+  EXPECT_NE(errorFor(m).find("node index out of range"), std::string::npos);
+  m = sampleManifest();
+  m.graphs[0].edges.push_back({0, 1});
+  EXPECT_NE(errorFor(m).find("duplicate edge"), std::string::npos);
+  m = sampleManifest();
+  m.outputs[0].offset = 4000;
+  EXPECT_NE(errorFor(m).find("exceeds arena size"), std::string::npos);
+  m = sampleManifest();
+  m.kernels[0].params[1].binding = "x";
+  EXPECT_NE(errorFor(m).find("does not contain"), std::string::npos);
+  m = sampleManifest();
+  m.kernels[0].params[0].binding = "nobody";
+  EXPECT_NE(errorFor(m).find("names no graph input"), std::string::npos);
+  m = sampleManifest();
+  m.state[0].initBlob = "missing";
+  EXPECT_NE(errorFor(m).find("unknown init blob"), std::string::npos);
+  m = sampleManifest();
+  m.inputs[0].dtype = "f8";
+  EXPECT_NE(errorFor(m).find("unknown dtype"), std::string::npos);
+  m = sampleManifest();
+  m.inputs[0].bytes = 100;
+  EXPECT_NE(errorFor(m).find("cannot hold"), std::string::npos);
+  m = sampleManifest();
+  m.dims[0].buckets = {128, 64};
+  EXPECT_NE(errorFor(m).find("buckets"), std::string::npos);
+  m = sampleManifest();
+  m.kernels[0].params[2].intValue = int64_t(1) << 40;
+  EXPECT_NE(errorFor(m).find("i32"), std::string::npos);
+  m = sampleManifest();
+  m.persistentSize = 8;
+  EXPECT_NE(errorFor(m).find("exceeds persistent size"), std::string::npos);
+}
+
+TEST(ArtifactFormat, RejectsBadJsonFields) {
+  std::vector<uint8_t> good = serializeArtifact(sampleManifest(), sampleBlobs());
+  std::string json(good.begin() + kHeaderSize,
+                   good.begin() + kHeaderSize + good[8]
+                       + (size_t(good[9]) << 8));
+  auto withJson = [&](std::string j) {
+    // Keep the size: pad with spaces (JSON whitespace) or fail the test.
+    EXPECT_LE(j.size(), json.size());
+    j.resize(json.size(), ' ');
+    auto b = good;
+    std::memcpy(b.data() + kHeaderSize, j.data(), j.size());
+    reseal(b);
+    return parseError(b);
+  };
+  auto replace = [&](const std::string &from, const std::string &to) {
+    std::string j = json;
+    size_t p = j.find(from);
+    EXPECT_NE(p, std::string::npos) << from;
+    return withJson(j.replace(p, from.size(), to));
+  };
+  EXPECT_NE(replace("\"grid\"", "\"grix\"").find("missing field 'grid'"),
+            std::string::npos);
+  EXPECT_NE(replace("\"kind\": \"memset\"", "\"kind\": \"condit\"")
+                .find("unsupported node kind 'condit'"),
+            std::string::npos);
+  EXPECT_NE(replace("\"arena_size\": 4096", "\"arena_size\": \"40\"")
+                .find("arena_size: expected a non-negative integer"),
+            std::string::npos);
+  EXPECT_NE(replace("{", "[").find("malformed JSON"), std::string::npos);
+  EXPECT_NE(withJson("[]").find("expected a JSON object"), std::string::npos);
+}
+
+TEST(ArtifactFormat, FuzzNeverCrashes) {
+  std::vector<uint8_t> good = serializeArtifact(sampleManifest(), sampleBlobs());
+  std::mt19937 rng(1234);
+  size_t accepted = 0;
+  for (int iter = 0; iter < 3000; ++iter) {
+    auto b = good;
+    int mode = iter % 3;
+    if (mode == 0) {
+      b.resize(rng() % b.size());
+    } else {
+      int flips = 1 + rng() % 4;
+      for (int f = 0; f < flips; ++f) {
+        size_t lo = mode == 2 ? kHeaderSize : 0;
+        size_t span = mode == 2 ? 600 : b.size();
+        b[lo + rng() % span] = uint8_t(rng());
+      }
+      if (mode == 2)
+        reseal(b); // Reach the JSON and validation paths.
+    }
+    Artifact a;
+    std::string err;
+    if (parseArtifact(b.data(), b.size(), a, err))
+      ++accepted; // Only harmless edits (e.g. inside strings) may pass.
+    else
+      EXPECT_FALSE(err.empty());
+  }
+  EXPECT_LT(accepted, 3000u);
+}
+
+} // namespace

@@ -1,0 +1,58 @@
+//===- RuntimeNoDeviceTest.cpp - The runtime without (or with) a GPU -----===//
+//
+// Checks the C ABI basics that need no device, and that without a driver
+// every entry point fails cleanly with CGC_ERROR_NO_DEVICE. Passes on GPU
+// machines too (there it checks that garbage is refused as an artifact).
+//
+//===----------------------------------------------------------------------===//
+#include "RunCommands.h"
+#include "cgc/cgc_runtime.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+namespace {
+
+bool deviceAvailable() {
+  int n = 0;
+  return cgc_device_count(&n) == CGC_OK && n > 0;
+}
+
+TEST(RuntimeBasics, AbiAndMessages) {
+  EXPECT_EQ(cgc_abi_version(), CGC_ABI_VERSION);
+  EXPECT_STREQ(cgc_status_message(CGC_ERROR_NO_DEVICE), "no CUDA device");
+  EXPECT_EQ(cgc_engine_load_memory(nullptr, 4, 0, nullptr),
+            CGC_ERROR_INVALID_ARGUMENT);
+  cgc_engine_destroy(nullptr);
+  cgc_context_destroy(nullptr);
+}
+
+TEST(RuntimeBasics, LoadFailsCleanly) {
+  const char garbage[] = "definitely not a cgc artifact........";
+  cgc_engine e = nullptr;
+  cgc_status s = cgc_engine_load_memory(garbage, sizeof garbage, 0, &e);
+  EXPECT_EQ(e, nullptr);
+  if (deviceAvailable()) {
+    EXPECT_EQ(s, CGC_ERROR_INVALID_ARTIFACT);
+    EXPECT_NE(std::string(cgc_last_error()).find("bad magic"),
+              std::string::npos);
+  } else {
+    EXPECT_EQ(s, CGC_ERROR_NO_DEVICE);
+    EXPECT_EQ(std::string(cgc_last_error()).rfind("no CUDA device: ", 0), 0u)
+        << cgc_last_error();
+  }
+}
+
+TEST(RuntimeBasics, RunCommandArgumentErrors) {
+  char run[] = "run", model[] = "/nonexistent/m.cgc";
+  char *noModel[] = {run};
+  EXPECT_EQ(cgcRunMain(1, noModel), 1);
+  char *noIo[] = {run, model};
+  EXPECT_EQ(cgcRunMain(2, noIo), 1);
+  char bench[] = "bench", bad[] = "--iters", zero[] = "x";
+  char *badIters[] = {bench, model, bad, zero};
+  EXPECT_EQ(cgcBenchMain(4, badIters), 1);
+}
+
+} // namespace
