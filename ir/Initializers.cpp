@@ -1,0 +1,252 @@
+//===- Initializers.cpp - Parameter initial values and dtype rounding --------===//
+#include "ir/Initializers.h"
+
+#include "ir/Philox.h"
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+using namespace cgc;
+
+/// int64 of an integral double, clamping 2^63 (the saturated maximum).
+static int64_t toInt64(double v) {
+  if (std::isnan(v))
+    return 0;
+  if (v >= 9223372036854775808.0)
+    return INT64_MAX;
+  if (v <= -9223372036854775808.0)
+    return INT64_MIN;
+  return int64_t(v);
+}
+
+/// Rounds to a binary float format with \p mantissaBits stored mantissa
+/// bits, smallest normal exponent \p minExp and largest finite \p maxFinite.
+static double roundBinary(double x, int mantissaBits, int minExp,
+                          double maxFinite) {
+  if (!std::isfinite(x) || x == 0)
+    return x;
+  int e = std::ilogb(x);
+  if (e < minExp)
+    e = minExp;
+  double ulp = std::ldexp(1.0, e - mantissaBits);
+  double r = std::nearbyint(x / ulp) * ulp; // ties to even (default mode)
+  if (std::fabs(r) > maxFinite)
+    return std::copysign(INFINITY, x);
+  return r;
+}
+
+double cgc::saturateToInt(DType dtype, double x) {
+  if (dtype == DType::Bool)
+    return x != 0 ? 1 : 0;
+  if (std::isnan(x))
+    return 0;
+  double lo = dtype == DType::I32 ? -2147483648.0 : -9223372036854775808.0;
+  double hi = dtype == DType::I32 ? 2147483647.0 : 9223372036854775807.0;
+  x = std::trunc(x);
+  if (x <= lo)
+    return lo;
+  if (x >= hi)
+    return hi;
+  return x;
+}
+
+double cgc::roundToDType(DType dtype, double x) {
+  switch (dtype) {
+  case DType::F32:
+    return double(float(x));
+  case DType::F16:
+    return roundBinary(x, 10, -14, 65504.0);
+  case DType::BF16:
+    return roundBinary(x, 7, -126, 3.3895313892515355e38);
+  case DType::I64:
+    return saturateToInt(DType::I64, x);
+  case DType::I32: {
+    int64_t v = toInt64(saturateToInt(DType::I64, x));
+    return double(int32_t(uint32_t(uint64_t(v))));
+  }
+  case DType::Bool:
+    return x != 0 ? 1 : 0;
+  }
+  return x;
+}
+
+std::vector<double> cgc::initializerValues(const Initializer &init,
+                                           DType dtype, int64_t count) {
+  using S = Initializer::Source;
+  std::vector<double> out(count, 0.0);
+  for (int64_t i = 0; i < count; ++i) {
+    double v = 0;
+    switch (init.source) {
+    case S::Normal: {
+      double u1 = philoxUniform(init.seed, 0, 2 * uint64_t(i));
+      double u2 = philoxUniform(init.seed, 0, 2 * uint64_t(i) + 1);
+      double z = std::sqrt(-2.0 * std::log(1.0 - u1)) *
+                 std::cos(2.0 * M_PI * u2);
+      v = init.a + init.b * z;
+      break;
+    }
+    case S::Uniform:
+      v = init.a + (init.b - init.a) * double(philoxUniform(init.seed, 0, i));
+      break;
+    case S::Ones:
+      v = 1;
+      break;
+    default:
+      v = 0;
+    }
+    out[i] = roundToDType(dtype, v);
+  }
+  return out;
+}
+
+static double halfBitsToDouble(uint16_t h) {
+  int sign = h >> 15, exp = (h >> 10) & 0x1f, mant = h & 0x3ff;
+  double v;
+  if (exp == 0x1f)
+    v = mant ? NAN : INFINITY;
+  else if (exp == 0)
+    v = std::ldexp(double(mant), -24);
+  else
+    v = std::ldexp(double(mant + 1024), exp - 25);
+  return sign ? -v : v;
+}
+
+static uint16_t doubleToHalfBits(double x) {
+  x = roundToDType(DType::F16, x);
+  uint16_t sign = std::signbit(x) ? 0x8000 : 0;
+  double a = std::fabs(x);
+  if (std::isnan(x))
+    return 0x7e00;
+  if (std::isinf(a))
+    return sign | 0x7c00;
+  if (a < std::ldexp(1.0, -14))
+    return sign | uint16_t(a * std::ldexp(1.0, 24));
+  int e = std::ilogb(a);
+  uint16_t mant = uint16_t(a * std::ldexp(1.0, 10 - e) - 1024);
+  return sign | uint16_t((e + 15) << 10) | mant;
+}
+
+bool cgc::decodeTensorData(const format::TensorData &t,
+                           std::vector<double> &out, std::string &error) {
+  size_t size = format::safetensorsDtypeSize(t.dtype);
+  if (!size) {
+    error = "unsupported dtype '" + t.dtype + "'";
+    return false;
+  }
+  size_t n = t.bytes.size() / size;
+  out.resize(n);
+  const uint8_t *p = t.bytes.data();
+  for (size_t i = 0; i < n; ++i, p += size) {
+    if (t.dtype == "F32") {
+      float f;
+      std::memcpy(&f, p, 4);
+      out[i] = f;
+    } else if (t.dtype == "F16") {
+      out[i] = halfBitsToDouble(uint16_t(p[0] | (p[1] << 8)));
+    } else if (t.dtype == "BF16") {
+      uint32_t bits = uint32_t(p[0] | (p[1] << 8)) << 16;
+      float f;
+      std::memcpy(&f, &bits, 4);
+      out[i] = f;
+    } else if (t.dtype == "I32") {
+      int32_t v;
+      std::memcpy(&v, p, 4);
+      out[i] = v;
+    } else if (t.dtype == "I64") {
+      int64_t v;
+      std::memcpy(&v, p, 8);
+      out[i] = double(v);
+    } else if (t.dtype == "BOOL") {
+      out[i] = p[0] != 0;
+    } else {
+      error = "unsupported dtype '" + t.dtype + "'";
+      return false;
+    }
+  }
+  return true;
+}
+
+format::TensorData cgc::encodeTensorData(DType dtype,
+                                         const std::vector<int64_t> &shape,
+                                         const std::vector<double> &values) {
+  format::TensorData t;
+  t.dtype = format::toSafetensorsDtype(dtypeName(dtype).str());
+  t.shape = shape;
+  t.bytes.resize(values.size() * dtypeSize(dtype));
+  uint8_t *p = t.bytes.data();
+  for (double raw : values) {
+    double v = roundToDType(dtype, raw);
+    switch (dtype) {
+    case DType::F32: {
+      float f = float(v);
+      std::memcpy(p, &f, 4);
+      break;
+    }
+    case DType::F16: {
+      uint16_t h = doubleToHalfBits(v);
+      p[0] = uint8_t(h), p[1] = uint8_t(h >> 8);
+      break;
+    }
+    case DType::BF16: {
+      float f = float(v); // exact: v is already a bf16 value
+      uint32_t bits;
+      std::memcpy(&bits, &f, 4);
+      uint16_t h = std::isnan(v) ? 0x7fc0 : uint16_t(bits >> 16);
+      p[0] = uint8_t(h), p[1] = uint8_t(h >> 8);
+      break;
+    }
+    case DType::I32: {
+      int32_t x = int32_t(v);
+      std::memcpy(p, &x, 4);
+      break;
+    }
+    case DType::I64: {
+      int64_t x = toInt64(v);
+      std::memcpy(p, &x, 8);
+      break;
+    }
+    case DType::Bool:
+      p[0] = v != 0;
+      break;
+    }
+    p += dtypeSize(dtype);
+  }
+  return t;
+}
+
+bool cgc::initialValue(const Graph &graph, const GraphInput &in,
+                       std::vector<double> &out, std::string &error,
+                       format::TensorMap *cache) {
+  const TensorType &type = in.value->getType();
+  if (!type.isStatic()) {
+    error = "persistent input '" + in.value->getName() + "' is not static";
+    return false;
+  }
+  if (in.init.source != Initializer::Source::Weights) {
+    out = initializerValues(in.init, type.dtype, type.numElements());
+    return true;
+  }
+  format::TensorMap local;
+  format::TensorMap &tensors = cache ? *cache : local;
+  if (tensors.empty() &&
+      !format::readSafetensors(graph.root().weightsPath, tensors, error)) {
+    error = "cannot read weights file '" + graph.root().weightsFile +
+            "': " + error;
+    return false;
+  }
+  auto it = tensors.find(in.init.tensor);
+  if (it == tensors.end()) {
+    error = "tensor '" + in.init.tensor + "' is not in the weights file";
+    return false;
+  }
+  if (!decodeTensorData(it->second, out, error))
+    return false;
+  if (int64_t(out.size()) != type.numElements()) {
+    error = "tensor '" + in.init.tensor + "' has the wrong element count";
+    return false;
+  }
+  for (double &v : out)
+    v = roundToDType(type.dtype, v);
+  return true;
+}

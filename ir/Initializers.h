@@ -1,0 +1,59 @@
+//===- Initializers.h - Parameter initial values and dtype rounding -*- C++ -*-===//
+//
+// The one definition of how a persistent input gets its initial value from
+// its `init` (normal, uniform, zeros, ones) or from the graph's weights file,
+// and of how a double rounds to each dtype. Shared by the reference
+// interpreter and by codegen when it materializes weights; both must agree
+// bit for bit.
+//
+//   normal:  u1 = philoxUniform(seed, 0, 2i), u2 = philoxUniform(seed, 0, 2i+1),
+//            z = sqrt(-2 ln(1 - u1)) * cos(2 pi u2), value = mean + std * z
+//   uniform: low + (high - low) * philoxUniform(seed, 0, i)
+//   zeros / ones
+// Every value is computed in double, then rounded to the input's dtype.
+//
+//===----------------------------------------------------------------------===//
+#ifndef CGC_IR_INITIALIZERS_H
+#define CGC_IR_INITIALIZERS_H
+
+#include "ir/Graph.h"
+#include "format/Safetensors.h"
+
+#include <string>
+#include <vector>
+
+namespace cgc {
+
+/// Rounds \p x to \p dtype: f32 round-to-nearest float; f16/bf16 round to
+/// nearest even of that format (overflow gives inf); integers truncate
+/// toward zero, saturate to the i64 range (NaN gives 0), and i32 then wraps
+/// as C++ converts int64 to int32; bool is x != 0.
+double roundToDType(DType dtype, double x);
+
+/// Saturating conversion used by `cast`: truncates toward zero, clamps to
+/// the target integer range, NaN gives 0.
+double saturateToInt(DType dtype, double x);
+
+/// Element values (already rounded to \p dtype) of a normal, uniform, zeros
+/// or ones initializer for \p count elements. Not for Weights.
+std::vector<double> initializerValues(const Initializer &init, DType dtype,
+                                      int64_t count);
+
+/// Decodes a safetensors tensor's bytes into doubles.
+bool decodeTensorData(const format::TensorData &tensor,
+                      std::vector<double> &out, std::string &error);
+/// Encodes doubles (rounded to \p dtype first) as safetensors bytes.
+format::TensorData encodeTensorData(DType dtype,
+                                    const std::vector<int64_t> &shape,
+                                    const std::vector<double> &values);
+
+/// The initial value of persistent input \p in of \p graph (any Source but
+/// None). Weights are read from graph.weightsPath; \p cache (optional) keeps
+/// the parsed file between calls.
+bool initialValue(const Graph &graph, const GraphInput &in,
+                  std::vector<double> &out, std::string &error,
+                  format::TensorMap *cache = nullptr);
+
+} // namespace cgc
+
+#endif

@@ -1,0 +1,228 @@
+//===- Interpreter.cpp - Graph walk, inputs, `if` and `while` ----------------===//
+//
+// Walks the nodes of a graph in order, keeping one Tensor per Value. Regions
+// run as graphs of their own whose inputs are bound to the explicit
+// operands: `if` runs `then` or `else` with operands 1..n; `while` runs
+// `cond` on the carried values and, while it gives true (and fewer than
+// max_iterations iterations ran), replaces them with `body`'s outputs.
+//
+//===----------------------------------------------------------------------===//
+#include "ir/interpreter/Interpreter.h"
+
+#include "ir/interpreter/Kernels.h"
+
+#include <unordered_map>
+
+using namespace cgc;
+using namespace cgc::interp;
+
+/// Loops without max_iterations stop with an error after this many.
+static constexpr int64_t WhileSafetyLimit = 10000000;
+
+void DimEnv::bind(llvm::ArrayRef<Dim> dims, const Shape &actual,
+                  const std::string &what) {
+  if (dims.size() != actual.size())
+    fail(what + " has rank " + std::to_string(actual.size()) + ", expected " +
+         std::to_string(dims.size()));
+  for (size_t i = 0; i < dims.size(); ++i) {
+    Dim d = dims[i];
+    if (d.isStatic()) {
+      if (d.extent() != actual[i])
+        fail(what + " has shape " + shapeString(actual) + ", expected " +
+             shapeToString(dims, table));
+      continue;
+    }
+    const SymbolicDim &sym = table.get(d.symbolIndex());
+    auto [it, inserted] = values.try_emplace(d.symbolIndex(), actual[i]);
+    if (!inserted && it->second != actual[i])
+      fail(what + " has shape " + shapeString(actual) + ", but dim '" +
+           sym.name + "' is already " + std::to_string(it->second));
+    if (inserted && (actual[i] < sym.min || actual[i] > sym.max))
+      fail(what + " has shape " + shapeString(actual) + ": dim '" + sym.name +
+           "' = " + std::to_string(actual[i]) + " is outside [" +
+           std::to_string(sym.min) + ", " + std::to_string(sym.max) + "]");
+  }
+}
+
+int64_t DimEnv::resolve(Dim dim) const {
+  if (dim.isStatic())
+    return dim.extent();
+  auto it = values.find(dim.symbolIndex());
+  if (it == values.end())
+    fail("symbolic dim '" + table.get(dim.symbolIndex()).name +
+         "' has no size yet (no input carries it)");
+  return it->second;
+}
+
+Shape DimEnv::resolve(llvm::ArrayRef<Dim> dims) const {
+  Shape out;
+  for (Dim d : dims)
+    out.push_back(resolve(d));
+  return out;
+}
+
+namespace {
+class Runner {
+public:
+  explicit Runner(const DimTable &table) : env(table) {}
+  std::vector<Tensor> runRegion(const Graph &graph,
+                                std::vector<Tensor> arguments);
+  std::vector<Tensor> runNode(const Node &node, const Operands &in);
+  DimEnv env;
+};
+} // namespace
+
+std::vector<Tensor> Runner::runRegion(const Graph &graph,
+                                      std::vector<Tensor> arguments) {
+  std::unordered_map<const Value *, Tensor> values;
+  for (size_t i = 0; i < arguments.size(); ++i)
+    values[graph.inputs()[i].value] = std::move(arguments[i]);
+  for (const auto &node : graph.nodes()) {
+    Operands in;
+    for (Value *v : node->getOperands()) {
+      auto it = values.find(v);
+      if (it == values.end())
+        fail("node '" + node->getName() + "': operand '" + v->getName() +
+             "' has no value");
+      in.push_back(&it->second);
+    }
+    std::vector<Tensor> results;
+    try {
+      results = runNode(*node, in);
+    } catch (const EvalError &e) {
+      std::string where = node->getSourceLoc().empty()
+                              ? ""
+                              : " (" + node->getSourceLoc() + ")";
+      std::string msg = e.what();
+      if (msg.rfind("node '", 0) == 0)
+        throw;
+      fail("node '" + node->getName() + "' (" + mnemonic(node->getOp()).str() +
+           ")" + where + ": " + msg);
+    }
+    if (node->info().has(SyncPoint))
+      for (Dim d : node->result()->getType().dims)
+        if (!d.isStatic() && env.dims().get(d.symbolIndex()).dataDependent)
+          env.unbind(d.symbolIndex());
+    for (unsigned r = 0; r < node->numResults(); ++r) {
+      const TensorType &type = node->result(r)->getType();
+      if (results[r].dtype != type.dtype)
+        fail("node '" + node->getName() + "': interpreter produced " +
+             results[r].typeString() + " for a " +
+             dtypeName(type.dtype).str() + " result");
+      env.bind(type.dims, results[r].shape,
+               "node '" + node->getName() + "': result");
+      values[node->result(r)] = std::move(results[r]);
+    }
+  }
+  std::vector<Tensor> outputs;
+  for (const GraphOutput &o : graph.outputs)
+    outputs.push_back(values.at(o.value));
+  return outputs;
+}
+
+std::vector<Tensor> Runner::runNode(const Node &node, const Operands &in) {
+  const OpInfo &info = node.info();
+  switch (node.getOp()) {
+  case OpKind::If: {
+    std::vector<Tensor> args;
+    for (size_t i = 1; i < in.size(); ++i)
+      args.push_back(*in[i]);
+    return runRegion(node.region(in[0]->data[0] != 0 ? 0 : 1),
+                     std::move(args));
+  }
+  case OpKind::While: {
+    std::vector<Tensor> carried;
+    for (const Tensor *t : in)
+      carried.push_back(*t);
+    const Attribute *maxAttr = node.attr("max_iterations");
+    int64_t limit = node.intAttr("max_iterations", WhileSafetyLimit);
+    for (int64_t iter = 0;; ++iter) {
+      if (runRegion(node.region(0), carried)[0].data[0] == 0)
+        break;
+      if (iter == limit) {
+        if (!maxAttr)
+          fail("while ran " + std::to_string(limit) +
+               " iterations without max_iterations; giving up");
+        break;
+      }
+      carried = runRegion(node.region(1), std::move(carried));
+    }
+    return carried;
+  }
+  default:
+    // A one-region op (fusion): the region's inputs are the operands and
+    // its outputs the results.
+    if (node.numRegions() == 1) {
+      std::vector<Tensor> args;
+      for (const Tensor *t : in)
+        args.push_back(*t);
+      return runRegion(node.region(0), std::move(args));
+    }
+    break;
+  }
+  if (info.has(Source))
+    return {evalSource(node, env)};
+  if (info.has(SyncPoint))
+    return {evalSyncPoint(node, in)};
+  switch (node.getOp()) {
+  case OpKind::Sum: case OpKind::Mean: case OpKind::Max: case OpKind::Min:
+  case OpKind::ArgMax: case OpKind::CumSum:
+    return {evalReduction(node, in)};
+  case OpKind::MatMul: case OpKind::Linear:
+    return {evalMatMul(node, in)};
+  case OpKind::Softmax: case OpKind::LogSoftmax: case OpKind::LayerNorm:
+  case OpKind::Dropout: case OpKind::MseLoss: case OpKind::CrossEntropy:
+    return {evalNN(node, in)};
+  default:
+    break;
+  }
+  if (info.has(Movement) || node.getOp() == OpKind::OneHot)
+    return {evalMovement(node, in, env)};
+  if (info.has(Elementwise))
+    return {evalElementwise(node, in)};
+  fail("op '" + mnemonic(node.getOp()).str() +
+       "' is not implemented by the interpreter");
+}
+
+bool interp::runGraph(const Graph &graph,
+                      const std::map<std::string, Tensor> &inputs,
+                      NamedTensors &outputs, std::string &error) {
+  outputs.clear();
+  Runner runner(graph.dims());
+  format::TensorMap weights;
+  std::vector<Tensor> arguments;
+  try {
+    for (const GraphInput &in : graph.inputs()) {
+      const std::string &name = in.value->getName();
+      const TensorType &type = in.value->getType();
+      std::string what = "input '" + name + "'";
+      auto it = inputs.find(name);
+      Tensor t;
+      if (it != inputs.end()) {
+        t = it->second;
+        if (t.dtype != type.dtype)
+          fail(what + " is " + t.typeString() + ", expected " +
+               typeToString(type, graph.dims()));
+        for (double &v : t.data)
+          v = roundToDType(t.dtype, v);
+      } else if (!isPersistent(in.kind)) {
+        fail(what + " (" + typeToString(type, graph.dims()) +
+             ") is missing from the inputs");
+      } else {
+        t = Tensor(type.dtype, runner.env.resolve(type.dims));
+        if (in.init.source != Initializer::Source::None &&
+            !initialValue(graph, in, t.data, error, &weights))
+          fail(what + ": " + error);
+      }
+      runner.env.bind(type.dims, t.shape, what);
+      arguments.push_back(std::move(t));
+    }
+    std::vector<Tensor> results = runner.runRegion(graph, std::move(arguments));
+    for (size_t i = 0; i < results.size(); ++i)
+      outputs.emplace_back(graph.outputs[i].name, std::move(results[i]));
+  } catch (const EvalError &e) {
+    error = e.what();
+    return false;
+  }
+  return true;
+}

@@ -1,0 +1,52 @@
+//===- Interpreter.h - The CPU reference interpreter ------------*- C++ -*-===//
+//
+// The project's definition of truth: runs any verified graph (including `if`
+// and `while`) on the CPU, elementwise in double with results rounded to
+// their dtypes, following "Op semantics (reference interpreter)" in
+// docs/ir.md. Slow and simple on purpose.
+//
+//===----------------------------------------------------------------------===//
+#ifndef CGC_IR_INTERPRETER_INTERPRETER_H
+#define CGC_IR_INTERPRETER_INTERPRETER_H
+
+#include "ir/Graph.h"
+#include "ir/interpreter/Tensor.h"
+
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace cgc {
+namespace interp {
+
+using NamedTensors = std::vector<std::pair<std::string, Tensor>>;
+
+/// Runs \p graph. User inputs come from \p inputs by name (all required,
+/// with the declared dtype and a shape matching the declared dims; symbolic
+/// dims take their sizes from here). Persistent inputs come from \p inputs
+/// when present, else from their initializer (zeros when they have none).
+/// Outputs are named by the graph's output names, in order. Returns false
+/// with a message in \p error.
+bool runGraph(const Graph &graph, const std::map<std::string, Tensor> &inputs,
+              NamedTensors &outputs, std::string &error);
+
+/// Random inputs for every user input (and every persistent input without
+/// an initializer) of \p graph, drawn from each consumer's valid domain:
+/// positive for log/sqrt/rsqrt/pow bases, in range for gather, embedding,
+/// one_hot and cross_entropy indices, 0/1 for bool; symbolic dims get random
+/// sizes within their bounds. Deterministic in \p seed.
+std::map<std::string, Tensor> randomInputs(const Graph &graph, uint64_t seed);
+
+/// safetensors conversions.
+bool tensorFromData(const format::TensorData &data, Tensor &out,
+                    std::string &error);
+format::TensorData tensorToData(const Tensor &tensor);
+
+/// A short text rendering: "f32[2,2] [1, 2, 3, 4]" (elided past \p limit).
+std::string formatTensor(const Tensor &tensor, size_t limit = 64);
+
+} // namespace interp
+} // namespace cgc
+
+#endif

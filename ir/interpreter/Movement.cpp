@@ -1,0 +1,172 @@
+//===- Movement.cpp - transpose, reshape, broadcast_to, concat, slice, ... ---===//
+//
+// Data movement copies elements without rounding changes. gather is
+// numpy.take(data, indices, axis): a negative index wraps once, an index
+// still out of range gives 0. embedding is gather on axis 0. one_hot gives
+// an all-zero row for an index outside [0, num_classes).
+//
+//===----------------------------------------------------------------------===//
+#include "ir/interpreter/Kernels.h"
+
+#include <algorithm>
+
+using namespace cgc;
+using namespace cgc::interp;
+
+/// Splits flat index \p i of \p shape into coordinates.
+static Shape coords(int64_t i, const Shape &shape) {
+  Shape c(shape.size());
+  for (size_t d = shape.size(); d-- > 0;) {
+    c[d] = shape[d] ? i % shape[d] : 0;
+    i = shape[d] ? i / shape[d] : 0;
+  }
+  return c;
+}
+
+static Tensor transpose(const Node &node, const Tensor &x) {
+  std::vector<int64_t> perm = node.intsAttr("perm");
+  if (!node.attr("perm"))
+    for (unsigned i = 0; i < x.rank(); ++i)
+      perm.insert(perm.begin(), i);
+  Shape shape;
+  for (int64_t p : perm)
+    shape.push_back(x.shape[p]);
+  Tensor out(x.dtype, shape);
+  Shape strides = stridesOf(x.shape);
+  for (int64_t i = 0; i < out.numel(); ++i) {
+    Shape c = coords(i, shape);
+    int64_t src = 0;
+    for (size_t d = 0; d < perm.size(); ++d)
+      src += c[d] * strides[perm[d]];
+    out.data[i] = x.data[src];
+  }
+  return out;
+}
+
+static Tensor concat(const Node &node, const Operands &in) {
+  unsigned axis = *normalizeAxis(node.intAttr("axis", 0), in[0]->rank());
+  Shape shape = in[0]->shape;
+  shape[axis] = 0;
+  for (const Tensor *t : in)
+    shape[axis] += t->shape[axis];
+  Tensor out(in[0]->dtype, shape);
+  int64_t outer = numElements(Shape(shape.begin(), shape.begin() + axis));
+  int64_t inner = numElements(Shape(shape.begin() + axis + 1, shape.end()));
+  int64_t pos = 0;
+  for (int64_t o = 0; o < outer; ++o)
+    for (const Tensor *t : in) {
+      int64_t block = t->shape[axis] * inner;
+      std::copy_n(t->data.begin() + o * block, block, out.data.begin() + pos);
+      pos += block;
+    }
+  return out;
+}
+
+static Tensor slice(const Node &node, const Tensor &x) {
+  std::vector<int64_t> starts = node.intsAttr("starts");
+  std::vector<int64_t> ends = node.intsAttr("ends");
+  std::vector<int64_t> axes = node.intsAttr("axes");
+  std::vector<int64_t> steps = node.intsAttr("steps");
+  if (!node.attr("axes"))
+    for (unsigned i = 0; i < starts.size(); ++i)
+      axes.push_back(i);
+  if (!node.attr("steps"))
+    steps.assign(starts.size(), 1);
+  Shape begin(x.rank(), 0), step(x.rank(), 1), shape = x.shape;
+  for (size_t i = 0; i < starts.size(); ++i) {
+    unsigned a = *normalizeAxis(axes[i], x.rank());
+    int64_t n = x.shape[a];
+    auto clamp = [n](int64_t v) {
+      if (v < 0)
+        v += n;
+      return std::min(std::max<int64_t>(v, 0), n);
+    };
+    int64_t b = clamp(starts[i]), e = clamp(ends[i]);
+    begin[a] = b;
+    step[a] = steps[i];
+    shape[a] = e > b ? (e - b + steps[i] - 1) / steps[i] : 0;
+  }
+  Tensor out(x.dtype, shape);
+  Shape strides = stridesOf(x.shape);
+  for (int64_t i = 0; i < out.numel(); ++i) {
+    Shape c = coords(i, shape);
+    int64_t src = 0;
+    for (size_t d = 0; d < c.size(); ++d)
+      src += (begin[d] + c[d] * step[d]) * strides[d];
+    out.data[i] = x.data[src];
+  }
+  return out;
+}
+
+static Tensor gather(const Tensor &data, const Tensor &idx, unsigned axis) {
+  Shape shape(data.shape.begin(), data.shape.begin() + axis);
+  shape.insert(shape.end(), idx.shape.begin(), idx.shape.end());
+  shape.insert(shape.end(), data.shape.begin() + axis + 1, data.shape.end());
+  Tensor out(data.dtype, shape);
+  int64_t outer = numElements(Shape(data.shape.begin(), data.shape.begin() + axis));
+  int64_t inner = numElements(Shape(data.shape.begin() + axis + 1, data.shape.end()));
+  int64_t n = data.shape[axis], count = idx.numel();
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t j = 0; j < count; ++j) {
+      int64_t k = int64_t(idx.data[j]);
+      if (k < 0)
+        k += n;
+      bool valid = k >= 0 && k < n;
+      for (int64_t q = 0; q < inner; ++q)
+        out.data[(o * count + j) * inner + q] =
+            valid ? data.data[(o * n + k) * inner + q] : 0.0;
+    }
+  return out;
+}
+
+static Tensor oneHot(const Node &node, const Tensor &idx) {
+  int64_t classes = node.intAttr("num_classes", 0);
+  Shape shape = idx.shape;
+  shape.push_back(classes);
+  Tensor out(node.result()->getType().dtype, shape);
+  for (int64_t i = 0; i < idx.numel(); ++i) {
+    double k = idx.data[i];
+    if (k >= 0 && k < double(classes))
+      out.data[i * classes + int64_t(k)] = 1;
+  }
+  return out;
+}
+
+Tensor interp::evalMovement(const Node &node, const Operands &in,
+                            const DimEnv &env) {
+  const Tensor &x = *in[0];
+  switch (node.getOp()) {
+  case OpKind::Transpose:
+    return transpose(node, x);
+  case OpKind::Reshape: {
+    Tensor out = x;
+    out.shape = env.resolve(std::get<std::vector<Dim>>(*node.attr("shape")));
+    if (numElements(out.shape) != x.numel())
+      fail("cannot reshape " + x.typeString() + " to " +
+           shapeString(out.shape));
+    return out;
+  }
+  case OpKind::BroadcastTo: {
+    Shape shape = env.resolve(std::get<std::vector<Dim>>(*node.attr("shape")));
+    if (broadcastShape(x.shape, shape) != shape)
+      fail("cannot broadcast " + x.typeString() + " to " + shapeString(shape));
+    Tensor out(x.dtype, shape);
+    BroadcastMap map(x.shape, shape);
+    for (int64_t i = 0; i < out.numel(); ++i)
+      out.data[i] = x.data[map(i)];
+    return out;
+  }
+  case OpKind::Concat:
+    return concat(node, in);
+  case OpKind::Slice:
+    return slice(node, x);
+  case OpKind::Gather:
+    return gather(x, *in[1], *normalizeAxis(node.intAttr("axis", 0), x.rank()));
+  case OpKind::Embedding:
+    return gather(x, *in[1], 0);
+  case OpKind::OneHot:
+    return oneHot(node, x);
+  default:
+    fail("not a movement op");
+  }
+}

@@ -1,0 +1,203 @@
+//===- NN.cpp - softmax, layernorm, dropout, losses and sync points ----------===//
+//
+// softmax/log_softmax subtract the row maximum first. layernorm normalizes
+// over dims [axis, rank) with the biased variance. dropout keeps element i
+// iff philoxUniform(seed, offset, i) >= p and scales kept elements by
+// float(1 / (1 - p)). cross_entropy averages over rows whose target is not
+// ignore_index (0 when none are left).
+//
+//===----------------------------------------------------------------------===//
+#include "ir/interpreter/Kernels.h"
+
+#include "ir/Philox.h"
+
+#include <cmath>
+
+using namespace cgc;
+using namespace cgc::interp;
+
+/// Calls f(base, stride, extent) for every 1-D line along \p axis.
+template <typename F>
+static void forEachLine(const Shape &shape, unsigned axis, F f) {
+  int64_t inner = numElements(Shape(shape.begin() + axis + 1, shape.end()));
+  int64_t outer = numElements(Shape(shape.begin(), shape.begin() + axis));
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t q = 0; q < inner; ++q)
+      f(o * shape[axis] * inner + q, inner, shape[axis]);
+}
+
+static Tensor softmax(const Node &node, const Tensor &x) {
+  unsigned axis = *normalizeAxis(node.intAttr("axis", -1), x.rank());
+  bool log = node.getOp() == OpKind::LogSoftmax;
+  Tensor out(x.dtype, x.shape);
+  forEachLine(x.shape, axis, [&](int64_t base, int64_t stride, int64_t n) {
+    double m = -INFINITY;
+    for (int64_t k = 0; k < n; ++k)
+      m = std::isnan(m) || std::isnan(x.data[base + k * stride])
+              ? NAN
+              : std::max(m, x.data[base + k * stride]);
+    double s = 0;
+    for (int64_t k = 0; k < n; ++k)
+      s += std::exp(x.data[base + k * stride] - m);
+    for (int64_t k = 0; k < n; ++k) {
+      double d = x.data[base + k * stride] - m;
+      out.data[base + k * stride] = log ? d - std::log(s) : std::exp(d) / s;
+    }
+  });
+  out.round();
+  return out;
+}
+
+static Tensor layerNorm(const Node &node, const Operands &in) {
+  const Tensor &x = *in[0];
+  unsigned axis = *normalizeAxis(node.intAttr("axis", -1), x.rank());
+  double eps = node.floatAttr("eps", 1e-5);
+  int64_t n = numElements(Shape(x.shape.begin() + axis, x.shape.end()));
+  Tensor out(x.dtype, x.shape);
+  int64_t rows = numElements(Shape(x.shape.begin(), x.shape.begin() + axis));
+  for (int64_t r = 0; r < rows; ++r) {
+    const double *p = x.data.data() + r * n;
+    double mean = 0, var = 0;
+    for (int64_t k = 0; k < n; ++k)
+      mean += p[k];
+    mean /= double(n);
+    for (int64_t k = 0; k < n; ++k)
+      var += (p[k] - mean) * (p[k] - mean);
+    var /= double(n);
+    double inv = 1.0 / std::sqrt(var + eps);
+    for (int64_t k = 0; k < n; ++k) {
+      double y = (p[k] - mean) * inv;
+      if (in.size() > 1)
+        y *= in[1]->data[k];
+      if (in.size() > 2)
+        y += in[2]->data[k];
+      out.data[r * n + k] = y;
+    }
+  }
+  out.round();
+  return out;
+}
+
+static Tensor dropout(const Node &node, const Operands &in) {
+  const Tensor &x = *in[0];
+  double p = node.floatAttr("p", 0);
+  uint64_t seed = uint64_t(node.intAttr("seed", 0));
+  uint64_t offset = uint64_t(node.intAttr("offset", 0));
+  if (in.size() == 2) {
+    seed = uint64_t(int64_t(in[1]->data[0]));
+    offset += uint64_t(int64_t(in[1]->data[1]));
+  }
+  double scale = double(float(1.0 / (1.0 - p)));
+  Tensor out(x.dtype, x.shape);
+  for (int64_t i = 0; i < x.numel(); ++i)
+    out.data[i] = double(philoxUniform(seed, offset, uint64_t(i))) >= p
+                      ? x.data[i] * scale
+                      : 0.0;
+  out.round();
+  return out;
+}
+
+static Tensor reduceLoss(const std::string &reduction, Tensor &&unreduced,
+                         double count) {
+  if (reduction == "none") {
+    unreduced.round();
+    return std::move(unreduced);
+  }
+  Tensor out(unreduced.dtype, {});
+  for (double v : unreduced.data)
+    out.data[0] += v;
+  if (reduction == "mean")
+    out.data[0] = count > 0 ? out.data[0] / count
+                            : (unreduced.numel() ? 0.0 : NAN);
+  out.round();
+  return out;
+}
+
+static Tensor mseLoss(const Node &node, const Operands &in) {
+  Tensor d(in[0]->dtype, in[0]->shape);
+  for (int64_t i = 0; i < d.numel(); ++i) {
+    double e = in[0]->data[i] - in[1]->data[i];
+    d.data[i] = e * e;
+  }
+  return reduceLoss(node.strAttr("reduction", "mean"), std::move(d),
+                    double(d.numel()));
+}
+
+static Tensor crossEntropy(const Node &node, const Operands &in) {
+  const Tensor &logits = *in[0], &target = *in[1];
+  int64_t rows = logits.shape[0], classes = logits.shape[1];
+  int64_t ignore = node.intAttr("ignore_index", -100);
+  Tensor loss(logits.dtype, {rows});
+  double counted = 0;
+  for (int64_t r = 0; r < rows; ++r) {
+    int64_t t = int64_t(target.data[r]);
+    if (t == ignore)
+      continue;
+    if (t < 0 || t >= classes)
+      fail("target " + std::to_string(t) + " of row " + std::to_string(r) +
+           " is outside [0, " + std::to_string(classes) + ")");
+    const double *p = logits.data.data() + r * classes;
+    double m = -INFINITY;
+    for (int64_t c = 0; c < classes; ++c)
+      m = std::isnan(m) || std::isnan(p[c]) ? NAN : std::max(m, p[c]);
+    double s = 0;
+    for (int64_t c = 0; c < classes; ++c)
+      s += std::exp(p[c] - m);
+    loss.data[r] = m + std::log(s) - p[t];
+    counted += 1;
+  }
+  std::string reduction = node.strAttr("reduction", "mean");
+  if (reduction == "mean" && counted == 0) {
+    Tensor zero(logits.dtype, {});
+    return zero;
+  }
+  return reduceLoss(reduction, std::move(loss), counted);
+}
+
+Tensor interp::evalNN(const Node &node, const Operands &in) {
+  switch (node.getOp()) {
+  case OpKind::Softmax: case OpKind::LogSoftmax:
+    return softmax(node, *in[0]);
+  case OpKind::LayerNorm:
+    return layerNorm(node, in);
+  case OpKind::Dropout:
+    return dropout(node, in);
+  case OpKind::MseLoss:
+    return mseLoss(node, in);
+  case OpKind::CrossEntropy:
+    return crossEntropy(node, in);
+  default:
+    fail("not a normalization or loss op");
+  }
+}
+
+Tensor interp::evalSyncPoint(const Node &node, const Operands &in) {
+  const Tensor &x = *in[0];
+  if (node.getOp() == OpKind::Item) {
+    Tensor out(x.dtype, {});
+    out.data[0] = x.data[0];
+    return out;
+  }
+  if (node.getOp() == OpKind::MaskedSelect) {
+    Tensor out(x.dtype, {0});
+    for (int64_t i = 0; i < x.numel(); ++i)
+      if (in[1]->data[i] != 0)
+        out.data.push_back(x.data[i]);
+    out.shape[0] = out.numel();
+    return out;
+  }
+  Tensor out(DType::I64, {0, int64_t(x.rank())});
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    if (x.data[i] == 0)
+      continue;
+    int64_t rest = i;
+    size_t at = out.data.size();
+    out.data.resize(at + x.rank());
+    for (size_t d = x.rank(); d-- > 0;) {
+      out.data[at + d] = double(rest % x.shape[d]);
+      rest /= x.shape[d];
+    }
+    ++out.shape[0];
+  }
+  return out;
+}

@@ -1,0 +1,182 @@
+//===- Reductions.cpp - sum, mean, max, min, argmax, cumsum, matmul, linear --===//
+//
+// Reductions accumulate in double and round once. Over an empty set, sum
+// gives 0, mean NaN, max -inf and min +inf (integers: the dtype's lowest /
+// highest value). max/min propagate NaN; argmax takes the first maximum
+// (a NaN counts as the maximum).
+//
+//===----------------------------------------------------------------------===//
+#include "ir/interpreter/Kernels.h"
+
+#include "ir/TypeRules.h"
+
+#include "llvm/ADT/STLExtras.h"
+#include <cmath>
+#include <limits>
+
+using namespace cgc;
+using namespace cgc::interp;
+
+static double lowest(DType d) {
+  if (d == DType::I32) return -2147483648.0;
+  if (d == DType::I64) return -9223372036854775808.0;
+  return -INFINITY;
+}
+static double highest(DType d) {
+  if (d == DType::I32) return 2147483647.0;
+  if (d == DType::I64) return 9223372036854775807.0;
+  return INFINITY;
+}
+
+/// Calls f(outIndex, inIndex) for every input element, where outIndex is
+/// the element's position in the reduced (keepdim) result.
+template <typename F>
+static void forEachReduced(const Shape &shape,
+                           llvm::ArrayRef<unsigned> axes, F f) {
+  Shape outShape = shape;
+  for (unsigned a : axes)
+    outShape[a] = 1;
+  Shape outStrides = stridesOf(outShape);
+  int64_t n = numElements(shape);
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t rest = i, o = 0;
+    for (size_t d = shape.size(); d-- > 0;) {
+      int64_t c = rest % shape[d];
+      rest /= shape[d];
+      if (outShape[d] != 1)
+        o += c * outStrides[d];
+    }
+    f(o, i);
+  }
+}
+
+Tensor interp::evalReduction(const Node &node, const Operands &in) {
+  const Tensor &x = *in[0];
+  OpKind op = node.getOp();
+  DType dtype = node.result()->getType().dtype;
+  if (op == OpKind::CumSum) {
+    unsigned axis = *normalizeAxis(node.intAttr("axis", 0), x.rank());
+    Tensor out(x.dtype, x.shape);
+    Shape strides = stridesOf(x.shape);
+    int64_t stride = strides[axis], extent = x.shape[axis];
+    bool integer = isInteger(x.dtype);
+    for (int64_t i = 0; i < x.numel(); ++i) {
+      bool first = (i / stride) % extent == 0;
+      double prev = first ? 0 : out.data[i - stride];
+      out.data[i] = integer ? double(int64_t(uint64_t(int64_t(prev)) +
+                                             uint64_t(int64_t(x.data[i]))))
+                            : prev + x.data[i];
+    }
+    out.round();
+    return out;
+  }
+  llvm::SmallVector<unsigned, 4> axes;
+  if (op == OpKind::ArgMax)
+    axes.push_back(*normalizeAxis(node.intAttr("axis", 0), x.rank()));
+  else
+    axes = reductionAxes(node, x.rank());
+  Shape keptShape = x.shape;
+  int64_t count = 1;
+  for (unsigned a : axes) {
+    keptShape[a] = 1;
+    count *= x.shape[a];
+  }
+  Tensor acc(dtype, keptShape);
+  std::vector<int64_t> position(acc.numel(), 0); // argmax: elements seen
+  std::vector<double> best(acc.numel(), 0);
+  switch (op) {
+  case OpKind::Max: std::fill(acc.data.begin(), acc.data.end(), lowest(dtype)); break;
+  case OpKind::Min: std::fill(acc.data.begin(), acc.data.end(), highest(dtype)); break;
+  default: break;
+  }
+  if (op == OpKind::ArgMax && count == 0 && acc.numel() > 0)
+    fail("argmax over an empty axis");
+  forEachReduced(x.shape, axes, [&](int64_t o, int64_t i) {
+    double v = x.data[i];
+    double &a = acc.data[o];
+    switch (op) {
+    case OpKind::Sum: case OpKind::Mean:
+      a += v;
+      break;
+    case OpKind::Max:
+      a = std::isnan(a) || std::isnan(v) ? NAN : std::max(a, v);
+      break;
+    case OpKind::Min:
+      a = std::isnan(a) || std::isnan(v) ? NAN : std::min(a, v);
+      break;
+    case OpKind::ArgMax: {
+      int64_t k = position[o]++;
+      if (k == 0 || (!std::isnan(best[o]) && (std::isnan(v) || v > best[o]))) {
+        best[o] = v;
+        a = double(k);
+      }
+      break;
+    }
+    default:
+      fail("not a reduction");
+    }
+  });
+  if (op == OpKind::Mean)
+    for (double &a : acc.data)
+      a /= double(count);
+  if (!node.boolAttr("keepdim", false)) {
+    Shape reduced;
+    for (unsigned d = 0; d < x.rank(); ++d)
+      if (!llvm::is_contained(axes, d))
+        reduced.push_back(x.shape[d]);
+    acc.shape = reduced;
+  }
+  acc.round();
+  return acc;
+}
+
+Tensor interp::evalMatMul(const Node &node, const Operands &in) {
+  const Tensor &a = *in[0], &b = *in[1];
+  DType dtype = node.result()->getType().dtype;
+  if (node.getOp() == OpKind::Linear) {
+    int64_t k = a.shape.back(), n = b.shape[0];
+    Shape shape = a.shape;
+    shape.back() = n;
+    Tensor out(dtype, shape);
+    int64_t rows = numElements(Shape(a.shape.begin(), a.shape.end() - 1));
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t j = 0; j < n; ++j) {
+        double s = in.size() == 3 ? in[2]->data[j] : 0.0;
+        for (int64_t q = 0; q < k; ++q)
+          s += a.data[r * k + q] * b.data[j * k + q];
+        out.data[r * n + j] = s;
+      }
+    out.round();
+    return out;
+  }
+  bool ta = node.boolAttr("transpose_a", false);
+  bool tb = node.boolAttr("transpose_b", false);
+  size_t ra = a.rank(), rb = b.rank();
+  int64_t m = a.shape[ra - (ta ? 1 : 2)], k = a.shape[ra - (ta ? 2 : 1)];
+  int64_t n = b.shape[rb - (tb ? 2 : 1)];
+  Shape batchA(a.shape.begin(), a.shape.end() - 2);
+  Shape batchB(b.shape.begin(), b.shape.end() - 2);
+  Shape batch = broadcastShape(batchA, batchB);
+  Shape shape = batch;
+  shape.push_back(m);
+  shape.push_back(n);
+  Tensor out(dtype, shape);
+  BroadcastMap mapA(batchA, batch), mapB(batchB, batch);
+  int64_t sizeA = a.shape[ra - 2] * a.shape[ra - 1];
+  int64_t sizeB = b.shape[rb - 2] * b.shape[rb - 1];
+  for (int64_t p = 0; p < numElements(batch); ++p) {
+    const double *pa = a.data.data() + mapA(p) * sizeA;
+    const double *pb = b.data.data() + mapB(p) * sizeB;
+    double *po = out.data.data() + p * m * n;
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        double s = 0;
+        for (int64_t q = 0; q < k; ++q)
+          s += (ta ? pa[q * m + i] : pa[i * k + q]) *
+               (tb ? pb[j * k + q] : pb[q * n + j]);
+        po[i * n + j] = s;
+      }
+  }
+  out.round();
+  return out;
+}

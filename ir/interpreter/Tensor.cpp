@@ -1,0 +1,98 @@
+//===- Tensor.cpp - Tensor helpers, broadcasting and safetensors I/O ---------===//
+#include "ir/interpreter/Interpreter.h"
+
+#include <cmath>
+#include <sstream>
+
+using namespace cgc;
+using namespace cgc::interp;
+
+std::string interp::shapeString(const Shape &shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i)
+    s += (i ? "," : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+std::string Tensor::typeString() const {
+  return dtypeName(dtype).str() + shapeString(shape);
+}
+
+BroadcastMap::BroadcastMap(const Shape &operand, const Shape &result)
+    : resultShape(result), strides(result.size(), 0) {
+  Shape own = stridesOf(operand);
+  size_t offset = result.size() - operand.size();
+  for (size_t i = 0; i < operand.size(); ++i)
+    strides[offset + i] = operand[i] == 1 ? 0 : own[i];
+}
+
+int64_t BroadcastMap::operator()(int64_t flat) const {
+  int64_t index = 0;
+  for (size_t i = resultShape.size(); i-- > 0;) {
+    int64_t extent = resultShape[i];
+    index += (flat % extent) * strides[i];
+    flat /= extent;
+  }
+  return index;
+}
+
+Shape interp::broadcastShape(const Shape &a, const Shape &b) {
+  size_t rank = std::max(a.size(), b.size());
+  Shape out(rank);
+  for (size_t i = 0; i < rank; ++i) {
+    int64_t x = i < rank - a.size() ? 1 : a[i - (rank - a.size())];
+    int64_t y = i < rank - b.size() ? 1 : b[i - (rank - b.size())];
+    if (x != y && x != 1 && y != 1)
+      fail("shapes " + shapeString(a) + " and " + shapeString(b) +
+           " do not broadcast");
+    out[i] = x == 1 ? y : x;
+  }
+  return out;
+}
+
+bool interp::tensorFromData(const format::TensorData &data, Tensor &out,
+                            std::string &error) {
+  std::string name = format::fromSafetensorsDtype(data.dtype);
+  auto dtype = parseDType(name);
+  if (!dtype) {
+    error = "unsupported dtype '" + data.dtype + "'";
+    return false;
+  }
+  out.dtype = *dtype;
+  out.shape = data.shape;
+  if (!decodeTensorData(data, out.data, error))
+    return false;
+  if (out.numel() != numElements(out.shape)) {
+    error = "byte size does not match shape " + shapeString(out.shape);
+    return false;
+  }
+  return true;
+}
+
+format::TensorData interp::tensorToData(const Tensor &tensor) {
+  return encodeTensorData(tensor.dtype, tensor.shape, tensor.data);
+}
+
+std::string interp::formatTensor(const Tensor &tensor, size_t limit) {
+  std::ostringstream os;
+  os.precision(9);
+  os << tensor.typeString() << " [";
+  for (size_t i = 0; i < tensor.data.size(); ++i) {
+    if (i == limit) {
+      os << ", ...";
+      break;
+    }
+    double v = tensor.data[i];
+    os << (i ? ", " : "");
+    if (tensor.dtype == DType::Bool)
+      os << (v != 0 ? "true" : "false");
+    else if (std::isnan(v))
+      os << "nan";
+    else if (std::isinf(v))
+      os << (v > 0 ? "inf" : "-inf");
+    else
+      os << v;
+  }
+  os << "]";
+  return os.str();
+}

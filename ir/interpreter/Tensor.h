@@ -1,0 +1,85 @@
+//===- Tensor.h - Values of the reference interpreter -----------*- C++ -*-===//
+//
+// A Tensor holds its elements as doubles (row-major) with a dtype and a
+// concrete shape. Every element is always exactly representable in the
+// dtype: kernels compute in double and round through roundToDType.
+//
+//===----------------------------------------------------------------------===//
+#ifndef CGC_IR_INTERPRETER_TENSOR_H
+#define CGC_IR_INTERPRETER_TENSOR_H
+
+#include "ir/Initializers.h"
+#include "ir/Types.h"
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace cgc {
+namespace interp {
+
+using Shape = std::vector<int64_t>;
+
+inline int64_t numElements(const Shape &shape) {
+  int64_t n = 1;
+  for (int64_t d : shape)
+    n *= d;
+  return n;
+}
+
+/// Row-major strides of \p shape.
+inline Shape stridesOf(const Shape &shape) {
+  Shape strides(shape.size(), 1);
+  for (size_t i = shape.size(); i-- > 1;)
+    strides[i - 1] = strides[i] * shape[i];
+  return strides;
+}
+
+std::string shapeString(const Shape &shape);
+
+struct Tensor {
+  DType dtype = DType::F32;
+  Shape shape;
+  std::vector<double> data;
+
+  Tensor() = default;
+  Tensor(DType dtype, Shape shape)
+      : dtype(dtype), shape(std::move(shape)),
+        data(numElements(this->shape), 0.0) {}
+  int64_t numel() const { return int64_t(data.size()); }
+  unsigned rank() const { return unsigned(shape.size()); }
+  /// Rounds every element to the dtype.
+  void round() {
+    for (double &v : data)
+      v = roundToDType(dtype, v);
+  }
+  /// "f32[2,3]".
+  std::string typeString() const;
+};
+
+/// Thrown by kernels; the interpreter turns it into an error naming the node.
+struct EvalError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+[[noreturn]] inline void fail(const std::string &message) {
+  throw EvalError(message);
+}
+
+/// Maps flat indices of a broadcast result back to one operand.
+class BroadcastMap {
+public:
+  BroadcastMap(const Shape &operand, const Shape &result);
+  int64_t operator()(int64_t flat) const;
+
+private:
+  Shape resultShape, strides; ///< Operand strides aligned right, 0 = broadcast.
+};
+
+/// NumPy broadcasting of two concrete shapes; fails on a mismatch.
+Shape broadcastShape(const Shape &a, const Shape &b);
+
+} // namespace interp
+} // namespace cgc
+
+#endif

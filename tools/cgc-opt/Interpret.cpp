@@ -1,0 +1,210 @@
+//===- Interpret.cpp - cgc-opt's --interpret and --check-equivalence ---------===//
+//
+//   cgc-opt model.json [--passes=...] --interpret [--inputs in.safetensors]
+//           [--outputs out.safetensors [--overwrite]]
+//   cgc-opt model.json --passes=... --check-equivalence [--seed N]
+//           [--trials K] [--rtol R] [--atol A]
+//
+// The second form runs the reference interpreter on the graph before and
+// after the pipeline with random inputs from each op's valid domain and
+// fails when any output differs by more than atol + rtol * |before|, or is
+// NaN/Inf on one side only.
+//
+//===----------------------------------------------------------------------===//
+#include "Interpret.h"
+
+#include "ir/interpreter/Interpreter.h"
+
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/raw_ostream.h"
+#include <cmath>
+
+using namespace cgc;
+using namespace cgc::interp;
+namespace cl = llvm::cl;
+
+static cl::OptionCategory InterpretCategory("Interpreter options");
+static cl::opt<bool> Interpret("interpret",
+                               cl::desc("Run the graph (after the passes) in "
+                                        "the reference interpreter"),
+                               cl::cat(InterpretCategory));
+static cl::opt<std::string> InputsFile("inputs",
+                                       cl::desc("Inputs for --interpret, by name"),
+                                       cl::value_desc("in.safetensors"),
+                                       cl::cat(InterpretCategory));
+static cl::opt<std::string> OutputsFile("outputs",
+                                        cl::desc("Write --interpret's outputs here"),
+                                        cl::value_desc("out.safetensors"),
+                                        cl::cat(InterpretCategory));
+static cl::opt<bool> Overwrite("overwrite",
+                               cl::desc("Let --outputs replace an existing file"),
+                               cl::cat(InterpretCategory));
+static cl::opt<bool> CheckEquivalence(
+    "check-equivalence",
+    cl::desc("Compare the interpreter's results before and after the passes "
+             "on random inputs"),
+    cl::cat(InterpretCategory));
+static cl::opt<uint64_t> Seed("seed", cl::desc("Random input seed (--check-equivalence)"),
+                              cl::init(0), cl::cat(InterpretCategory));
+static cl::opt<unsigned> Trials("trials", cl::desc("Random trials (--check-equivalence)"),
+                                cl::init(3), cl::cat(InterpretCategory));
+static cl::opt<double> RTol("rtol", cl::desc("Relative tolerance (--check-equivalence)"),
+                            cl::init(1e-5), cl::cat(InterpretCategory));
+static cl::opt<double> ATol("atol", cl::desc("Absolute tolerance (--check-equivalence)"),
+                            cl::init(1e-6), cl::cat(InterpretCategory));
+
+bool cgc::interpretModeRequested() { return Interpret || CheckEquivalence; }
+bool cgc::checkEquivalenceRequested() { return CheckEquivalence; }
+
+static bool fail(DiagnosticEngine &diag, const std::string &message) {
+  diag.error({}, message);
+  return false;
+}
+
+static bool readInputs(const Graph &graph, DiagnosticEngine &diag,
+                       std::map<std::string, Tensor> &inputs) {
+  format::TensorMap tensors;
+  std::string error;
+  if (!InputsFile.empty() &&
+      !format::readSafetensors(InputsFile, tensors, error))
+    return fail(diag, "cannot read inputs '" + InputsFile + "': " + error);
+  bool ok = true;
+  for (const GraphInput &in : graph.inputs()) {
+    const std::string &name = in.value->getName();
+    auto it = tensors.find(name);
+    if (it == tensors.end()) {
+      if (!isPersistent(in.kind))
+        ok = fail(diag, "input '" + name + "' (" +
+                            typeToString(in.value->getType(), graph.dims()) +
+                            ") is missing from " +
+                            (InputsFile.empty() ? std::string("the inputs (no --inputs given)")
+                                                : "'" + InputsFile + "'"));
+      continue;
+    }
+    Tensor t;
+    if (!tensorFromData(it->second, t, error))
+      ok = fail(diag, "input '" + name + "' in '" + InputsFile + "': " + error);
+    inputs[name] = std::move(t);
+    tensors.erase(it);
+  }
+  for (const auto &entry : tensors)
+    llvm::errs() << "cgc-opt: warning: '" << InputsFile << "' holds tensor '"
+                 << entry.first << "', which is not a graph input\n";
+  return ok;
+}
+
+static bool interpret(const Graph &graph, DiagnosticEngine &diag) {
+  std::map<std::string, Tensor> inputs;
+  if (!readInputs(graph, diag, inputs))
+    return false;
+  NamedTensors outputs;
+  std::string error;
+  if (!runGraph(graph, inputs, outputs, error))
+    return fail(diag, "interpreter: " + error);
+  if (OutputsFile.empty()) {
+    for (const auto &[name, tensor] : outputs)
+      llvm::outs() << name << " = " << formatTensor(tensor) << "\n";
+    return true;
+  }
+  format::TensorMap tensors;
+  for (const auto &[name, tensor] : outputs)
+    tensors[name] = tensorToData(tensor);
+  if (!format::writeSafetensors(OutputsFile, tensors, error, Overwrite))
+    return fail(diag, "cannot write outputs '" + OutputsFile + "': " + error);
+  return true;
+}
+
+namespace {
+struct Difference {
+  double abs = 0, rel = 0;
+  bool bad = false;
+  std::string first; ///< The first failing element, described.
+};
+} // namespace
+
+static void compare(const Tensor &before, const Tensor &after, unsigned trial,
+                    Difference &d) {
+  if (before.dtype != after.dtype || before.shape != after.shape) {
+    if (d.first.empty())
+      d.first = "trial " + std::to_string(trial) + ": " + before.typeString() +
+                " before, " + after.typeString() + " after";
+    d.bad = true;
+    return;
+  }
+  for (int64_t i = 0; i < before.numel(); ++i) {
+    double a = before.data[i], b = after.data[i];
+    bool ok;
+    double abs = 0, rel = 0;
+    if (std::isnan(a) || std::isnan(b) || std::isinf(a) || std::isinf(b)) {
+      ok = (std::isnan(a) && std::isnan(b)) || a == b;
+      if (!ok)
+        abs = rel = INFINITY;
+    } else {
+      abs = std::fabs(a - b);
+      rel = abs == 0 ? 0 : abs / std::fabs(a);
+      ok = abs <= ATol + RTol * std::fabs(a);
+    }
+    d.abs = std::max(d.abs, abs);
+    d.rel = std::max(d.rel, rel);
+    if (!ok && d.first.empty()) {
+      char buf[160];
+      snprintf(buf, sizeof buf, "trial %u, element %lld: %.9g before, %.9g after",
+               trial, (long long)i, a, b);
+      d.first = buf;
+    }
+    d.bad |= !ok;
+  }
+}
+
+static bool checkEquivalence(const Graph &before, const Graph &after,
+                             DiagnosticEngine &diag) {
+  llvm::raw_ostream &os = llvm::outs();
+  os << "check-equivalence: " << Trials << " trial(s), seed " << Seed
+     << ", rtol " << RTol << ", atol " << ATol << "\n";
+  std::vector<Difference> diffs(before.outputs.size());
+  for (unsigned trial = 0; trial < Trials; ++trial) {
+    auto inputs = randomInputs(before, Seed * 1000003ull + trial);
+    NamedTensors a, b;
+    std::string error;
+    if (!runGraph(before, inputs, a, error))
+      return fail(diag, "interpreter (before the passes), trial " +
+                            std::to_string(trial) + ": " + error);
+    if (!runGraph(after, inputs, b, error))
+      return fail(diag, "interpreter (after the passes), trial " +
+                            std::to_string(trial) + ": " + error);
+    for (size_t i = 0; i < a.size(); ++i) {
+      auto it = std::find_if(b.begin(), b.end(),
+                             [&](const auto &o) { return o.first == a[i].first; });
+      if (it == b.end()) {
+        diffs[i].bad = true;
+        diffs[i].first = "the output is gone after the passes";
+        continue;
+      }
+      compare(a[i].second, it->second, trial, diffs[i]);
+    }
+  }
+  bool ok = true;
+  for (size_t i = 0; i < diffs.size(); ++i) {
+    os << "  output '" << before.outputs[i].name << "': max abs diff "
+       << llvm::format("%g", diffs[i].abs) << ", max rel diff "
+       << llvm::format("%g", diffs[i].rel)
+       << (diffs[i].bad ? "  MISMATCH (" + diffs[i].first + ")" : "") << "\n";
+    ok &= !diffs[i].bad;
+  }
+  os << "check-equivalence: " << (ok ? "PASS" : "FAIL") << "\n";
+  os.flush();
+  if (!ok)
+    diag.error({}, "the passes changed the graph's results");
+  return ok;
+}
+
+bool cgc::runInterpretMode(const Graph &graph, const Graph *reference,
+                           DiagnosticEngine &diag) {
+  if (CheckEquivalence) {
+    if (!reference)
+      return fail(diag, "--check-equivalence: no reference graph");
+    return checkEquivalence(*reference, graph, diag);
+  }
+  return interpret(graph, diag);
+}
