@@ -18,7 +18,8 @@ llvm::StringRef DiagnosticEngine::bufferName(uint32_t bufferId) const {
 }
 
 bool DiagnosticEngine::suppressed() {
-  if (errors < errorLimit)
+  // As in clang's -ferror-limit, 0 means no limit.
+  if (errorLimit == 0 || errors < errorLimit)
     return false;
   if (!limitReported) {
     os << "error: too many errors emitted, stopping now\n";

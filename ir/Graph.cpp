@@ -163,6 +163,14 @@ void Graph::erase(Node *node) {
   nodeList.erase(nodeList.begin() + indexOf(node));
 }
 
+void Graph::setNodeOrder(llvm::ArrayRef<Node *> order) {
+  assert(order.size() == nodeList.size() && "not a permutation");
+  std::vector<std::unique_ptr<Node>> sorted;
+  for (Node *n : order)
+    sorted.push_back(std::move(nodeList[indexOf(n)]));
+  nodeList = std::move(sorted);
+}
+
 unsigned Graph::indexOf(const Node *node) const {
   auto it = std::find_if(nodeList.begin(), nodeList.end(),
                          [&](const auto &n) { return n.get() == node; });

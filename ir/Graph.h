@@ -186,6 +186,8 @@ public:
   /// Erases a node whose results are unused.
   void erase(Node *node);
   const std::vector<std::unique_ptr<Node>> &nodes() const { return nodeList; }
+  /// Reorders the nodes; \p order must be a permutation of nodes().
+  void setNodeOrder(llvm::ArrayRef<Node *> order);
   unsigned indexOf(const Node *node) const;
 
   std::vector<GraphOutput> outputs;

@@ -534,6 +534,12 @@ bool GraphReader::checkWeights(Graph &g) {
     return true;
   format::TensorMap tensors;
   std::string error;
+  // readSafetensors throws (and so aborts) when reading a directory.
+  if (llvm::sys::fs::is_directory(g.weightsPath)) {
+    ctx.error("/weights_file", "cannot read weights file '" + g.weightsFile +
+                                   "': it is a directory");
+    return false;
+  }
   if (!format::readSafetensors(g.weightsPath, tensors, error)) {
     ctx.error("/weights_file", "cannot read weights file '" + g.weightsFile +
                                    "': " + error);
@@ -594,29 +600,35 @@ std::unique_ptr<Graph> GraphReader::read(const Json &top) {
 
 bool cgc::readRegion(ReaderContext &ctx, const Json &j,
                      const std::string &pointer, Graph &region) {
-  if (!ctx.expectObject(j, pointer, "a region") ||
+  // Name the node and the region in every message: "node 'r' (if): region
+  // 'then'". The region's name is the last token of its pointer.
+  const Node *parent = region.getParentNode();
+  std::string what = "node '" + parent->getName() + "' (" +
+                     mnemonic(parent->getOp()).str() + "): region '" +
+                     llvm::StringRef(pointer).rsplit('/').second.str() + "'";
+  if (!ctx.expectObject(j, pointer, what) ||
       !ctx.checkFields(j, pointer, {"inputs", "nodes", "outputs"},
-                       {"inputs", "nodes", "outputs"}, "region"))
+                       {"inputs", "nodes", "outputs"}, what))
     return false;
   const Json &inputs = j["inputs"];
   if (!inputs.is_array() || !j["nodes"].is_array() || !j["outputs"].is_array()) {
-    ctx.error(pointer, "region: 'inputs', 'nodes' and 'outputs' must be arrays");
+    ctx.error(pointer, what + ": 'inputs', 'nodes' and 'outputs' must be arrays");
     return false;
   }
   for (size_t i = 0; i < inputs.size(); ++i) {
     std::string p = pointer + "/inputs/" + std::to_string(i);
     std::string name;
     TensorType type;
-    if (!ctx.expectObject(inputs[i], p, "a region input") ||
+    if (!ctx.expectObject(inputs[i], p, what + ": an input") ||
         !ctx.checkFields(inputs[i], p, {"name", "dtype", "shape"},
-                         {"name", "dtype", "shape"}, "region input") ||
-        !ctx.readName(inputs[i]["name"], p + "/name", "region input name",
+                         {"name", "dtype", "shape"}, what + ": input") ||
+        !ctx.readName(inputs[i]["name"], p + "/name", what + ": input name",
                       name) ||
-        !ctx.readTensorType(inputs[i], p, "region input '" + name + "'",
+        !ctx.readTensorType(inputs[i], p, what + ": input '" + name + "'",
                             region.dims(), type))
       return false;
     if (region.lookupValue(name)) {
-      ctx.error(p + "/name", "region input '" + name + "' is defined twice");
+      ctx.error(p + "/name", what + ": input '" + name + "' is defined twice");
       return false;
     }
     region.addInput(name, type);
@@ -628,11 +640,13 @@ bool cgc::readRegion(ReaderContext &ctx, const Json &j,
   for (size_t i = 0; i < outputs.size(); ++i) {
     std::string p = pointer + "/outputs/" + std::to_string(i);
     std::string name;
-    if (!ctx.readName(outputs[i], p, "region output", name))
+    if (!ctx.readName(outputs[i], p, what + ": output #" + std::to_string(i),
+                      name))
       return false;
     Value *v = region.lookupValue(name);
     if (!v) {
-      ctx.error(p, "region output refers to undefined value '" + name + "'");
+      ctx.error(p, what + ": output #" + std::to_string(i) +
+                       " refers to undefined value '" + name + "'");
       return false;
     }
     region.outputs.push_back({name, v, OutputKind::Output, "", ctx.at(p)});

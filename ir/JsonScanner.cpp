@@ -176,7 +176,11 @@ private:
         return false;
       auto inserted = seen.try_emplace(key, uint32_t(keyPos));
       if (!inserted.second) {
-        failAt(keyPos, "duplicate key '" + key + "'");
+        std::string shown;
+        for (char k : key)
+          shown += uint8_t(k) < 0x20 ? "\\u00" + printable(k).substr(2)
+                                     : std::string(1, k);
+        failAt(keyPos, "duplicate key '" + shown + "'");
         error.previousOffset = inserted.first->second;
         return false;
       }
@@ -240,6 +244,35 @@ private:
     return false;
   }
 
+  bool scanHex4(unsigned &code) {
+    if (pos + 4 > text.size() ||
+        !llvm::all_of(text.substr(pos, 4), llvm::isHexDigit)) {
+      fail("invalid JSON: '\\u' must be followed by four hex digits");
+      return false;
+    }
+    text.substr(pos, 4).getAsInteger(16, code);
+    pos += 4;
+    return true;
+  }
+
+  static void appendUtf8(unsigned code, std::string &out) {
+    if (code < 0x80) {
+      out += char(code);
+    } else if (code < 0x800) {
+      out += char(0xC0 | (code >> 6));
+      out += char(0x80 | (code & 0x3F));
+    } else if (code < 0x10000) {
+      out += char(0xE0 | (code >> 12));
+      out += char(0x80 | ((code >> 6) & 0x3F));
+      out += char(0x80 | (code & 0x3F));
+    } else {
+      out += char(0xF0 | (code >> 18));
+      out += char(0x80 | ((code >> 12) & 0x3F));
+      out += char(0x80 | ((code >> 6) & 0x3F));
+      out += char(0x80 | (code & 0x3F));
+    }
+  }
+
   bool scanEscape(std::string &out) {
     ++pos;
     char e = peek();
@@ -252,18 +285,33 @@ private:
     case 't': out += '\t'; ++pos; return true;
     case 'u': {
       ++pos;
-      if (pos + 4 > text.size() ||
-          !llvm::all_of(text.substr(pos, 4), llvm::isHexDigit)) {
-        fail("invalid JSON: '\\u' must be followed by four hex digits");
+      unsigned code;
+      if (!scanHex4(code))
+        return false;
+      // Decode as nlohmann_json does, so keys compare and locate alike.
+      if (code >= 0xDC00 && code <= 0xDFFF) {
+        failAt(pos - 6, "invalid JSON: lone UTF-16 surrogate in a '\\u' "
+                        "escape");
         return false;
       }
-      unsigned code = 0;
-      text.substr(pos, 4).getAsInteger(16, code);
-      pos += 4;
-      // Keys only need to compare equal; keep a marker for non-ASCII.
-      out += code < 0x80 ? char(code) : '?';
-      if (code == 0)
-        out += "\\u0000";
+      if (code >= 0xD800 && code <= 0xDBFF) {
+        unsigned low = 0;
+        if (!text.substr(pos).startswith("\\u")) {
+          failAt(pos - 6, "invalid JSON: lone UTF-16 surrogate in a '\\u' "
+                          "escape");
+          return false;
+        }
+        pos += 2;
+        if (!scanHex4(low))
+          return false;
+        if (low < 0xDC00 || low > 0xDFFF) {
+          failAt(pos - 12, "invalid JSON: lone UTF-16 surrogate in a '\\u' "
+                           "escape");
+          return false;
+        }
+        code = 0x10000 + ((code - 0xD800) << 10) + (low - 0xDC00);
+      }
+      appendUtf8(code, out);
       return true;
     }
     default:

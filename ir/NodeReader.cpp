@@ -129,7 +129,8 @@ bool NodeReader::readSpec(const Json &j, NodeSpec &spec) {
     ctx.error(p + "/loc", what(spec) + ": 'loc' must be a string");
     return false;
   }
-  if (!info.has(ControlFlow) && spec.resultNames.size() != 1) {
+  if (!info.has(ControlFlow) && !info.has(Fused) &&
+      spec.resultNames.size() != 1) {
     ctx.error(p + "/outputs", what(spec) + ": expects 1 result name, got " +
                                   std::to_string(spec.resultNames.size()));
     return false;
@@ -197,10 +198,11 @@ void NodeReader::reportCycle(const std::vector<bool> &placed) {
         break;
       }
   }
-  std::string chain;
-  for (size_t k = seenAt[current]; k < path.size(); ++k)
-    chain = specs[path[k]].name + " -> " + chain;
-  chain += specs[current].name;
+  // The path follows operands back to producers; print it in data-flow
+  // order, from the repeated node around to itself.
+  std::string chain = specs[current].name;
+  for (size_t k = path.size(); k-- > size_t(seenAt[current]);)
+    chain += " -> " + specs[path[k]].name;
   ctx.error(specs[current].pointer,
             what(specs[current]) + ": dependency cycle: " + chain);
 }
@@ -237,10 +239,15 @@ bool NodeReader::order(std::vector<unsigned> &sorted) {
 bool NodeReader::readAttr(const NodeSpec &spec, const AttrSpec &attr,
                           const Json &j, const std::string &p, Node &node) {
   std::string key = attr.name.str();
+  // nlohmann_json stores integers above INT64_MAX as unsigned; get<int64_t>
+  // would wrap them to negative numbers (2^64-1 would read as axis -1).
+  auto isInt64 = [](const Json &e) {
+    return e.is_number_integer() &&
+           !(e.is_number_unsigned() &&
+             e.get<uint64_t>() > uint64_t(INT64_MAX));
+  };
   auto allInts = [&] {
-    return j.is_array() && llvm::all_of(j, [](const Json &e) {
-             return e.is_number_integer();
-           });
+    return j.is_array() && llvm::all_of(j, isInt64);
   };
   auto allNumbers = [&] {
     return j.is_array() &&
@@ -248,7 +255,7 @@ bool NodeReader::readAttr(const NodeSpec &spec, const AttrSpec &attr,
   };
   switch (attr.kind) {
   case AttrKind::Int:
-    if (j.is_number_integer()) {
+    if (isInt64(j)) {
       node.setAttr(key, j.get<int64_t>());
       return true;
     }

@@ -29,6 +29,7 @@ enum OpFlags : uint32_t {
   Random = 1u << 10,     ///< Reads the Philox stream.
   SyncPoint = 1u << 11,  ///< Needs a host sync unless rewritten.
   ControlFlow = 1u << 12,
+  Fused = 1u << 13,      ///< A fusion: its region runs as one kernel.
 };
 
 enum class OpKind : uint8_t {

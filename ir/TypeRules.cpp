@@ -61,6 +61,7 @@ private:
   bool syncPoint(Types &out);
   bool ifOp(Types &out);
   bool whileOp(Types &out);
+  bool fusion(Types &out);
   bool regionSignature(Graph &region, llvm::StringRef name,
                        llvm::ArrayRef<TensorType> inputs);
 
@@ -392,7 +393,7 @@ bool TypeChecker::slice(Types &out) {
       return std::min(std::max<int64_t>(v, 0), n);
     };
     int64_t b = clampIndex(starts[i]), e = clampIndex(ends[i]);
-    shape[*axis] = Dim::fixed(e > b ? (e - b + steps[i] - 1) / steps[i] : 0);
+    shape[*axis] = Dim::fixed(e > b ? (e - b - 1) / steps[i] + 1 : 0);
   }
   out.push_back(TensorType(in.dtype, shape));
   return true;
@@ -597,6 +598,19 @@ bool TypeChecker::whileOp(Types &out) {
   return true;
 }
 
+bool TypeChecker::fusion(Types &out) {
+  llvm::SmallVector<TensorType, 4> passed;
+  for (Value *v : node.getOperands())
+    passed.push_back(v->getType());
+  if (!regionSignature(node.region(0), "body", passed))
+    return false;
+  if (node.region(0).outputs.empty())
+    return fail("region 'body' gives no results");
+  auto bodyTypes = outputTypes(node.region(0));
+  out.append(bodyTypes.begin(), bodyTypes.end());
+  return true;
+}
+
 bool TypeChecker::run(Types &out) {
   switch (node.getOp()) {
   case OpKind::Constant: case OpKind::Fill: case OpKind::Iota:
@@ -621,6 +635,7 @@ bool TypeChecker::run(Types &out) {
     return syncPoint(out);
   case OpKind::If: return ifOp(out);
   case OpKind::While: return whileOp(out);
+  case OpKind::Fusion: return fusion(out);
   default:
     return elementwise(out);
   }
@@ -629,5 +644,21 @@ bool TypeChecker::run(Types &out) {
 bool cgc::inferResultTypes(Node &node, llvm::SmallVectorImpl<TensorType> &out,
                            DiagnosticEngine &diag) {
   out.clear();
-  return TypeChecker(node, diag).run(out);
+  if (!TypeChecker(node, diag).run(out))
+    return false;
+  // Operands hold at most 2^40 elements, but broadcasting, gather and
+  // one_hot can multiply that; refuse before int64 counts overflow.
+  const DimTable &table = node.getParent()->dims();
+  for (unsigned r = 0; r < out.size(); ++r) {
+    double elements = 1;
+    for (Dim d : out[r].dims)
+      elements *= double(table.upperBound(d));
+    if (elements > double(int64_t(1) << 40)) {
+      diag.nodeError(node, "result #" + llvm::Twine(r) + " " +
+                               typeToString(out[r], table) +
+                               " has more than 2^40 elements");
+      return false;
+    }
+  }
+  return true;
 }

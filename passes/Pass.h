@@ -14,6 +14,7 @@
 
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/raw_ostream.h"
+#include <map>
 #include <memory>
 #include <set>
 #include <string>
@@ -23,6 +24,8 @@ namespace cgc {
 
 struct PassContext {
   DiagnosticEngine &diag;
+  /// Symbolic dims to specialize (`--bind-dim=B=32`), for shape-infer.
+  std::map<std::string, int64_t> dimBindings;
 };
 
 class Pass {

@@ -5,9 +5,11 @@
 // after each, and prints the result as text or JSON.
 //
 //===----------------------------------------------------------------------===//
+#include "Interpret.h"
 #include "ir/JsonReader.h"
 #include "ir/Printer.h"
 #include "ir/Verifier.h"
+#include "codegen/Compiler.h"
 #include "passes/Pass.h"
 #include "support/ToolSupport.h"
 
@@ -41,6 +43,13 @@ static cl::list<std::string> PrintAfter("print-ir-after",
 static cl::opt<bool> PrintAfterAll("print-ir-after-all",
                                    cl::desc("Print the IR after every pass"));
 static cl::opt<bool> TimePasses("time-passes", cl::desc("Time each pass"));
+static cl::list<std::string> BindDims("bind-dim",
+                                      cl::desc("Specialize a symbolic dim (shape-infer)"),
+                                      cl::value_desc("B=32"));
+static cl::opt<bool> PrintMemoryPlan("print-memory-plan",
+                                     cl::desc("Print the memory plan after the passes"));
+static cl::opt<bool> PrintGraphPlan("print-graph-plan",
+                                    cl::desc("Print the CUDA graph nodes and edges"));
 static cl::opt<unsigned> ErrorLimit("error-limit", cl::desc("Stop after this many errors"),
                                     cl::init(20));
 
@@ -51,6 +60,10 @@ static bool processChunk(uint32_t bufferId, llvm::StringRef baseDir,
   options.allowComments = true;
   std::unique_ptr<Graph> graph = readGraphBuffer(bufferId, baseDir, diag, options);
   if (!graph || !verifyGraph(*graph, diag))
+    return false;
+  std::unique_ptr<Graph> reference; // untouched copy for --check-equivalence
+  if (checkEquivalenceRequested() &&
+      !(reference = readGraphBuffer(bufferId, baseDir, diag, options)))
     return false;
   PassManagerOptions pmOptions;
   pmOptions.verifyEach = VerifyEach;
@@ -64,9 +77,34 @@ static bool processChunk(uint32_t bufferId, llvm::StringRef baseDir,
   if (!pm.addPipeline(Pipeline, diag))
     return false;
   llvm::raw_string_ostream os(out);
-  PassContext ctx{diag};
+  PassContext ctx{diag, {}};
+  for (llvm::StringRef binding : BindDims) {
+    auto [name, text] = binding.split('=');
+    int64_t value;
+    if (text.getAsInteger(10, value)) {
+      diag.error({}, "--bind-dim expects NAME=INTEGER, got '" + binding + "'");
+      return false;
+    }
+    ctx.dimBindings[name.str()] = value;
+  }
   if (!pm.run(*graph, ctx, os))
     return false;
+  if (interpretModeRequested())
+    return runInterpretMode(*graph, reference.get(), diag);
+  if (PrintMemoryPlan || PrintGraphPlan) {
+    Lowered lowered;
+    if (!computeMemoryPlan(*graph, lowered.memory, diag))
+      return false;
+    if (PrintMemoryPlan)
+      printMemoryPlan(*graph, lowered.memory, os);
+    if (PrintGraphPlan) {
+      if (!lowerToProgram(*graph, lowered, diag))
+        return false;
+      printGraphPlan(lowered.graph, os);
+    }
+    if (!PrintIR)
+      return true;
+  }
   if (Emit == "json")
     os << writeGraphJson(*graph);
   else
@@ -105,6 +143,16 @@ int main(int argc, char **argv) {
   }
   DiagnosticEngine diag(llvm::errs(), ErrorLimit);
   ReadOptions probe;
+  // Refuse oversized files before reading them, as cgc's reader does.
+  uint64_t size = 0;
+  if (InputFile != "-" && !llvm::sys::fs::is_directory(InputFile) &&
+      !llvm::sys::fs::file_size(InputFile, size) &&
+      size > probe.maxFileBytes) {
+    diag.fileError(InputFile, "file is " + llvm::Twine(size) +
+                                  " bytes; the limit is " +
+                                  llvm::Twine(probe.maxFileBytes));
+    return 1;
+  }
   auto buffer = llvm::MemoryBuffer::getFileOrSTDIN(InputFile);
   if (llvm::sys::fs::is_directory(InputFile) || !buffer) {
     diag.fileError(InputFile, llvm::sys::fs::is_directory(InputFile)

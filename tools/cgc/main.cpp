@@ -2,6 +2,8 @@
 //
 //   cgc model.json                 verify the model and print a summary
 //   cgc model.json -o model.cgc    compile it into an artifact
+//   cgc model.json --emit=cuda     print the generated CUDA program
+//   cgc model.json --emit=dot      print the CUDA graph as Graphviz
 //   cgc --dump-artifact model.cgc  verify an artifact and print its manifest
 //   cgc run model.cgc ...          replay an artifact on the GPU
 //   cgc bench model.cgc ...        time replays on the GPU
@@ -10,11 +12,17 @@
 // 2 bad command line.
 //
 //===----------------------------------------------------------------------===//
+#include "codegen/Compiler.h"
+#include "format/ArtifactFormat.h"
 #include "ir/JsonReader.h"
 #include "ir/Verifier.h"
 #include "support/ToolSupport.h"
+#ifdef CGC_HAVE_RUN_COMMANDS
+#include "RunCommands.h"
+#endif
 
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/Format.h"
 #include "llvm/Support/InitLLVM.h"
 #include <cstring>
 
@@ -24,28 +32,81 @@ namespace cl = llvm::cl;
 static cl::opt<std::string> InputFile(cl::Positional, cl::desc("<model.json>"));
 static cl::opt<std::string> OutputFile("o", cl::desc("Write the compiled artifact here"),
                                        cl::value_desc("model.cgc"));
+static cl::opt<std::string> Arch("arch", cl::desc("Target GPU architecture"),
+                                 cl::value_desc("sm_XX"), cl::init("sm_90"));
+static cl::opt<std::string> Emit("emit", cl::desc("Print instead of compiling: cuda or dot"),
+                                 cl::value_desc("cuda|dot"));
+static cl::opt<bool> NoFuse("no-fuse", cl::desc("Keep one kernel per op"));
+static cl::alias NoFuseO0("O0", cl::desc("Alias for --no-fuse"), cl::aliasopt(NoFuse));
+static cl::opt<bool> DumpArtifact("dump-artifact",
+                                  cl::desc("Verify an artifact and print its manifest"));
 static cl::opt<unsigned> ErrorLimit("error-limit", cl::desc("Stop after this many errors"),
                                     cl::init(20));
 
 static void printSummary(const Graph &g) {
-  size_t persistent = 0, persistentBytes = 0, nodes = 0;
+  size_t persistent = 0, persistentBytes = 0;
   for (const GraphInput &in : g.inputs())
     if (isPersistent(in.kind)) {
       ++persistent;
       persistentBytes += in.value->getType().maxElements(g.dims()) *
                          dtypeSize(in.value->getType().dtype);
     }
-  nodes = g.nodes().size();
   llvm::outs() << "cgc: '" << g.name << "' is valid: " << g.inputs().size()
                << " inputs (" << persistent << " persistent, " << persistentBytes
-               << " bytes), " << nodes << " nodes, " << g.outputs.size()
+               << " bytes), " << g.nodes().size() << " nodes, " << g.outputs.size()
                << " outputs\n";
+}
+
+static int dumpArtifact() {
+  format::Artifact artifact;
+  std::string error;
+  if (!format::loadArtifactFile(InputFile, artifact, error)) {
+    llvm::errs() << "cgc: error: " << error << "\n";
+    return 1;
+  }
+  llvm::outs() << format::dumpManifest(artifact);
+  return 0;
+}
+
+/// --emit=cuda and --emit=dot: the program the artifact would hold.
+static int emitText(Graph &graph, const CompileOptions &options,
+                    DiagnosticEngine &diag) {
+  Lowered lowered;
+  if (!runDefaultPipeline(graph, options, diag) ||
+      !lowerToProgram(graph, lowered, diag))
+    return 1;
+  if (Emit == "cuda")
+    llvm::outs() << programSource(lowered.program);
+  else
+    printGraphDot(lowered.graph, lowered.program, graph.name, llvm::outs());
+  return 0;
+}
+
+static int compile(Graph &graph, const CompileOptions &options,
+                   DiagnosticEngine &diag) {
+  CompileResult result;
+  if (!compileGraph(graph, options, diag, result))
+    return 1;
+  std::string error;
+  llvm::StringRef bytes(reinterpret_cast<const char *>(result.bytes.data()),
+                        result.bytes.size());
+  if (!writeFileAtomically(OutputFile, bytes, /*overwrite=*/true, error)) {
+    llvm::errs() << "cgc: error: " << error << "\n";
+    return 1;
+  }
+  llvm::errs() << "cgc: wrote " << OutputFile << ": " << result.kernels
+               << " kernels, " << result.graphNodes << " graph nodes, arena "
+               << result.arenaBytes << " bytes, persistent "
+               << result.persistentBytes << " bytes, compiled in "
+               << llvm::format("%.1f", result.compileMs) << " ms\n";
+  return 0;
 }
 
 static int compileMain(int argc, char **argv) {
   cl::ParseCommandLineOptions(argc, argv,
                               "cgc: ahead-of-time CUDA graph compiler\n\n"
-                              "  cgc model.json [-o model.cgc]\n"
+                              "  cgc model.json [-o model.cgc] [--arch=sm_90] [--no-fuse]\n"
+                              "  cgc model.json --emit=cuda|dot\n"
                               "  cgc --dump-artifact model.cgc\n"
                               "  cgc run model.cgc --inputs in.safetensors "
                               "--outputs out.safetensors\n"
@@ -55,19 +116,42 @@ static int compileMain(int argc, char **argv) {
     llvm::errs() << "cgc: error: no input file (see --help)\n";
     return 2;
   }
+  if (DumpArtifact)
+    return dumpArtifact();
+  if (!Emit.empty() && Emit != "cuda" && Emit != "dot") {
+    llvm::errs() << "cgc: error: --emit must be 'cuda' or 'dot'\n";
+    return 2;
+  }
+  if (!llvm::StringRef(Arch).startswith("sm_")) {
+    llvm::errs() << "cgc: error: --arch must look like sm_90\n";
+    return 2;
+  }
   DiagnosticEngine diag(llvm::errs(), ErrorLimit);
   std::unique_ptr<Graph> graph = readGraphFile(InputFile, diag, ReadOptions());
   if (!graph || !verifyGraph(*graph, diag))
     return 1;
-  if (!OutputFile.empty()) {
-    llvm::errs() << "cgc: error: code generation is not available yet\n";
-    return 1;
-  }
+  CompileOptions options;
+  options.arch = Arch;
+  options.fuse = !NoFuse;
+  if (!Emit.empty())
+    return emitText(*graph, options, diag);
+  if (!OutputFile.empty())
+    return compile(*graph, options, diag);
   printSummary(*graph);
   return 0;
 }
 
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
+  if (argc >= 2 && (!std::strcmp(argv[1], "run") || !std::strcmp(argv[1], "bench"))) {
+#ifdef CGC_HAVE_RUN_COMMANDS
+    return !std::strcmp(argv[1], "run") ? cgcRunMain(argc - 1, argv + 1)
+                                        : cgcBenchMain(argc - 1, argv + 1);
+#else
+    llvm::errs() << "cgc: error: this build has no runtime ('" << argv[1]
+                 << "' is unavailable)\n";
+    return 2;
+#endif
+  }
   return compileMain(argc, argv);
 }

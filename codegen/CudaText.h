@@ -1,0 +1,56 @@
+//===- CudaText.h - Pieces of generated CUDA C++ ----------------*- C++ -*-===//
+//
+// Type names, literals, index arithmetic over static shapes and the kernel
+// signature, shared by the emitters. Shapes are baked into the text as
+// constants, so every kernel is specialized to its node's types.
+//
+//===----------------------------------------------------------------------===//
+#ifndef CGC_CODEGEN_CUDATEXT_H
+#define CGC_CODEGEN_CUDATEXT_H
+
+#include "codegen/Kernel.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace cgc {
+
+using Shape = std::vector<int64_t>;
+
+/// The C type stored in memory (float, __half, __nv_bfloat16, int, ...).
+std::string storageType(DType dtype);
+/// The C type computed in (float for every float dtype).
+std::string computeType(DType dtype);
+/// \p value as a literal of computeType(\p dtype).
+std::string literal(double value, DType dtype);
+/// A float literal that round-trips exactly.
+std::string floatLiteral(float value);
+
+Shape staticShape(const TensorType &type);
+int64_t product(const Shape &shape, size_t from = 0, size_t to = ~size_t(0));
+/// Row-major strides.
+Shape strides(const Shape &shape);
+/// Declares `long long <prefix>0..` = coordinates of linear index \p index.
+std::string coordDecls(const Shape &shape, const std::string &index,
+                       const std::string &prefix);
+/// The linear offset into a tensor of \p operand shape, NumPy-broadcast to
+/// \p iter, at the coordinates named `<prefix>k` of \p iter.
+std::string broadcastOffset(const Shape &operand, const Shape &iter,
+                            const std::string &prefix);
+
+/// `extern "C" __global__ void name(params...)`; params are named p0, p1...
+std::string kernelSignature(const Kernel &kernel, unsigned blockSize);
+/// Adds \p value as a pointer parameter (once) and returns its name.
+std::string addParam(Kernel &kernel, const Value *value, bool written);
+/// Grid size for \p work items handled \p perBlock at a time.
+uint32_t gridFor(int64_t work, int64_t perBlock);
+/// A grid-stride loop header over [0, n) with variable \p var.
+std::string gridStrideLoop(const std::string &var, int64_t n, unsigned block);
+
+/// The helper functions every program starts with.
+std::string cudaPrelude(bool half, bool bfloat16);
+
+} // namespace cgc
+
+#endif

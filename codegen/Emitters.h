@@ -1,0 +1,32 @@
+//===- Emitters.h - CUDA kernels for each op family -------------*- C++ -*-===//
+//
+// Each emitter fills a Kernel (whose name the caller has set) with its
+// source, parameters and launch configuration. Pointwise kernels run one
+// thread per element in a grid-stride loop; row-wise kernels (reductions,
+// softmax, layernorm, losses) run one block per output row and reduce with
+// warp shuffles.
+//
+//===----------------------------------------------------------------------===//
+#ifndef CGC_CODEGEN_EMITTERS_H
+#define CGC_CODEGEN_EMITTERS_H
+
+#include "codegen/Kernel.h"
+
+namespace cgc {
+
+/// Fusion nodes, elementwise ops, fill, iota and splat constants.
+void emitPointwise(const Node &node, Kernel &kernel);
+void emitDropout(const Node &node, Kernel &kernel);
+/// sum, mean, max, min, argmax and cumsum.
+void emitReduction(const Node &node, Kernel &kernel);
+/// softmax, log_softmax and layernorm.
+void emitNormalization(const Node &node, Kernel &kernel);
+/// mse_loss and cross_entropy.
+void emitLoss(const Node &node, Kernel &kernel);
+/// transpose, reshape (copy), broadcast_to, concat, slice, gather,
+/// embedding and one_hot.
+void emitMovement(const Node &node, Kernel &kernel);
+
+} // namespace cgc
+
+#endif

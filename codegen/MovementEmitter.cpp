@@ -1,0 +1,147 @@
+//===- MovementEmitter.cpp - Copies with index arithmetic --------------------===//
+//
+// One thread per output element: decompose the linear index into output
+// coordinates (static strides baked in), compute the source offset for the
+// op, load and store. Indices read from tensors (gather, embedding) wrap
+// negatives once and clamp into range so a bad index never faults.
+//
+//===----------------------------------------------------------------------===//
+#include "codegen/CudaText.h"
+#include "codegen/Emitters.h"
+
+using namespace cgc;
+
+static std::string offsetOf(const Shape &shape,
+                            const std::vector<std::string> &coords) {
+  Shape st = strides(shape);
+  std::string out;
+  for (size_t d = 0; d < shape.size(); ++d)
+    if (shape[d] != 1)
+      out += (out.empty() ? "" : " + ") + coords[d] + " * " +
+             std::to_string(st[d]) + "LL";
+  return out.empty() ? "0" : out;
+}
+
+static std::vector<std::string> coordNames(size_t rank, size_t from = 0) {
+  std::vector<std::string> names;
+  for (size_t d = 0; d < rank; ++d)
+    names.push_back("c" + std::to_string(d + from));
+  return names;
+}
+
+static std::string clampIndex(const std::string &expr, int64_t extent) {
+  std::string n = std::to_string(extent) + "LL";
+  return "    long long j = (long long)" + expr + ";\n    if (j < 0) j += " + n +
+         ";\n    j = j < 0 ? 0 : j >= " + n + " ? " + n + " - 1 : j;\n";
+}
+
+void cgc::emitMovement(const Node &node, Kernel &kernel) {
+  const Value *result = node.result();
+  Shape out = staticShape(result->getType());
+  Shape in = staticShape(node.operand(0)->getType());
+  int64_t n = product(out);
+  std::vector<std::string> ps;
+  for (Value *v : node.getOperands())
+    ps.push_back(addParam(kernel, v, false));
+  std::string py = addParam(kernel, result, true);
+  std::vector<std::string> c = coordNames(out.size());
+  std::string body;
+  std::string src; // offset into operand 0
+  switch (node.getOp()) {
+  case OpKind::Reshape:
+    src = "i";
+    break;
+  case OpKind::BroadcastTo:
+    src = broadcastOffset(in, out, "c");
+    break;
+  case OpKind::Transpose: {
+    std::vector<int64_t> perm = node.intsAttr("perm");
+    if (!node.attr("perm"))
+      for (size_t d = 0; d < in.size(); ++d)
+        perm.insert(perm.begin(), d);
+    std::vector<std::string> inCoords(in.size());
+    for (size_t k = 0; k < perm.size(); ++k)
+      inCoords[perm[k]] = c[k];
+    src = offsetOf(in, inCoords);
+    break;
+  }
+  case OpKind::Slice: {
+    std::vector<int64_t> starts = node.intsAttr("starts");
+    std::vector<int64_t> axes = node.intsAttr("axes");
+    std::vector<int64_t> steps = node.intsAttr("steps");
+    if (!node.attr("axes"))
+      for (size_t i = 0; i < starts.size(); ++i)
+        axes.push_back(i);
+    if (!node.attr("steps"))
+      steps.assign(starts.size(), 1);
+    std::vector<std::string> inCoords = c;
+    for (size_t i = 0; i < starts.size(); ++i) {
+      int64_t axis = axes[i] < 0 ? axes[i] + int64_t(in.size()) : axes[i];
+      int64_t start = starts[i] < 0 ? starts[i] + in[axis] : starts[i];
+      start = std::min(std::max<int64_t>(start, 0), in[axis]);
+      inCoords[axis] = "(" + std::to_string(start) + "LL + " + c[axis] + " * " +
+                       std::to_string(steps[i]) + "LL)";
+    }
+    src = offsetOf(in, inCoords);
+    break;
+  }
+  case OpKind::Concat: {
+    int64_t axis = node.intAttr("axis", 0);
+    if (axis < 0)
+      axis += out.size();
+    int64_t begin = 0;
+    for (unsigned k = 0; k < node.numOperands(); ++k) {
+      Shape part = staticShape(node.operand(k)->getType());
+      std::vector<std::string> inCoords = c;
+      inCoords[axis] = "(" + c[axis] + " - " + std::to_string(begin) + "LL)";
+      int64_t end = begin + part[axis];
+      body += "    " + std::string(k ? "else " : "") + "if (" + c[axis] + " < " +
+              std::to_string(end) + "LL) cgc_st(" + py + ", i, cgc_ld(" + ps[k] +
+              ", " + offsetOf(part, inCoords) + "));\n";
+      begin = end;
+    }
+    break;
+  }
+  case OpKind::Gather: {
+    int64_t axis = node.intAttr("axis", 0);
+    if (axis < 0)
+      axis += in.size();
+    Shape idx = staticShape(node.operand(1)->getType());
+    std::vector<std::string> idxCoords(c.begin() + axis,
+                                       c.begin() + axis + idx.size());
+    body += clampIndex("cgc_ld(" + ps[1] + ", " + offsetOf(idx, idxCoords) + ")",
+                       in[axis]);
+    std::vector<std::string> inCoords(c.begin(), c.begin() + axis);
+    inCoords.push_back("j");
+    inCoords.insert(inCoords.end(), c.begin() + axis + idx.size(), c.end());
+    src = offsetOf(in, inCoords);
+    break;
+  }
+  case OpKind::Embedding: {
+    int64_t dim = in[1];
+    body += clampIndex("cgc_ld(" + ps[1] + ", i / " + std::to_string(dim) + "LL)",
+                       in[0]);
+    src = "j * " + std::to_string(dim) + "LL + i % " + std::to_string(dim) + "LL";
+    break;
+  }
+  case OpKind::OneHot: {
+    int64_t classes = out.back();
+    DType dtype = result->getType().dtype;
+    body += "    long long v = (long long)cgc_ld(" + ps[0] + ", i / " +
+            std::to_string(classes) + "LL);\n    cgc_st(" + py + ", i, v == i % " +
+            std::to_string(classes) + "LL ? " + literal(1, dtype) + " : " +
+            literal(0, dtype) + ");\n";
+    break;
+  }
+  default:
+    break;
+  }
+  if (!src.empty())
+    body += "    cgc_st(" + py + ", i, cgc_ld(" + ps[0] + ", " + src + "));\n";
+  const unsigned block = 256;
+  kernel.block[0] = block;
+  kernel.grid[0] = gridFor(n, block);
+  kernel.source = kernelSignature(kernel, block) + " {\n" +
+                  gridStrideLoop("i", n, block) + coordDecls(out, "i", "c") +
+                  body + "  }\n}\n";
+}

@@ -1,0 +1,189 @@
+//===- PointwiseEmitter.cpp - One thread per element -------------------------===//
+//
+// A fusion body (or a single elementwise op or source) becomes one loop
+// body: load each operand at its broadcast offset, evaluate the ops in
+// order in the compute type (float for f16/bf16), store each result at the
+// linear index. Splat sources are literals; iota reads the coordinate.
+//
+//===----------------------------------------------------------------------===//
+#include "codegen/CudaText.h"
+#include "codegen/Emitters.h"
+
+#include "llvm/ADT/DenseMap.h"
+
+using namespace cgc;
+
+static std::string opExpr(const Node &n, llvm::ArrayRef<std::string> a) {
+  unsigned typed = n.getOp() == OpKind::Where ? 1 : 0;
+  DType in = n.numOperands() ? n.operand(typed)->getType().dtype
+                             : n.result()->getType().dtype;
+  bool f = isFloat(in);
+  auto call = [&](const char *fn) { return std::string(fn) + "(" + a[0] + ")"; };
+  auto bin = [&](const char *op) { return "(" + a[0] + " " + op + " " + a[1] + ")"; };
+  switch (n.getOp()) {
+  case OpKind::Neg: return "(-" + a[0] + ")";
+  case OpKind::Abs: return f ? call("fabsf") : "(" + a[0] + " < 0 ? -" + a[0] + " : " + a[0] + ")";
+  case OpKind::Exp: return call("expf");
+  case OpKind::Log: return call("logf");
+  case OpKind::Sqrt: return call("sqrtf");
+  case OpKind::Rsqrt: return call("rsqrtf");
+  case OpKind::Tanh: return call("tanhf");
+  case OpKind::Sigmoid: return call("cgc_sigmoid");
+  case OpKind::Relu:
+    return f ? "cgc_max(" + a[0] + ", 0.0f)"
+             : "(" + a[0] + " > 0 ? " + a[0] + " : 0)";
+  case OpKind::Gelu: return call("cgc_gelu");
+  case OpKind::GeluTanh: return call("cgc_gelu_tanh");
+  case OpKind::Erf: return call("erff");
+  case OpKind::Sin: return call("sinf");
+  case OpKind::Cos: return call("cosf");
+  case OpKind::LogicalNot: return "(!" + a[0] + ")";
+  case OpKind::Add: return bin("+");
+  case OpKind::Sub: return bin("-");
+  case OpKind::Mul: return bin("*");
+  case OpKind::Div:
+    return f ? bin("/")
+             : "(" + a[1] + " == 0 ? 0 : " + a[0] + " / " + a[1] + ")";
+  case OpKind::Pow: return "powf(" + a[0] + ", " + a[1] + ")";
+  case OpKind::Maximum: return "cgc_max(" + a[0] + ", " + a[1] + ")";
+  case OpKind::Minimum: return "cgc_min(" + a[0] + ", " + a[1] + ")";
+  case OpKind::Eq: return bin("==");
+  case OpKind::Ne: return bin("!=");
+  case OpKind::Lt: return bin("<");
+  case OpKind::Le: return bin("<=");
+  case OpKind::Gt: return bin(">");
+  case OpKind::Ge: return bin(">=");
+  case OpKind::LogicalAnd: return bin("&&");
+  case OpKind::LogicalOr: return bin("||");
+  case OpKind::Where:
+    return "(" + a[0] + " ? " + a[1] + " : " + a[2] + ")";
+  case OpKind::Cast: {
+    DType to = n.result()->getType().dtype;
+    if (to == DType::Bool)
+      return "(" + a[0] + " != 0)";
+    return "((" + computeType(to) + ")(" + a[0] + "))";
+  }
+  default: return "0";
+  }
+}
+
+/// The value of a source node at the current coordinates.
+static std::string sourceExpr(const Node &n, const Shape &iter) {
+  DType dtype = n.result()->getType().dtype;
+  if (n.getOp() == OpKind::Fill)
+    return literal(n.floatAttr("value", 0), dtype);
+  if (n.getOp() == OpKind::Constant)
+    return literal(std::get<std::vector<double>>(*n.attr("value"))[0], dtype);
+  Shape shape = staticShape(n.result()->getType());
+  int64_t axis = n.intAttr("axis", 0);
+  if (axis < 0)
+    axis += shape.size();
+  if (shape[axis] == 1)
+    return literal(0, dtype);
+  return "((" + computeType(dtype) + ")c" +
+         std::to_string(iter.size() - shape.size() + axis) + ")";
+}
+
+void cgc::emitPointwise(const Node &node, Kernel &kernel) {
+  // Body ops, (inner, outer) inputs and (inner, outer) outputs.
+  std::vector<const Node *> ops;
+  std::vector<std::pair<const Value *, const Value *>> inputs, outputs;
+  if (node.getOp() == OpKind::Fusion) {
+    const Graph &body = node.region(0);
+    for (const auto &n : body.nodes())
+      ops.push_back(n.get());
+    for (unsigned i = 0; i < node.numOperands(); ++i)
+      inputs.push_back({body.inputs()[i].value, node.operand(i)});
+    for (unsigned i = 0; i < node.numResults(); ++i)
+      outputs.push_back({body.outputs[i].value, node.result(i)});
+  } else {
+    ops.push_back(&node);
+    for (Value *v : node.getOperands())
+      inputs.push_back({v, v});
+    outputs.push_back({node.result(), node.result()});
+  }
+  Shape iter = staticShape(outputs[0].second->getType());
+  int64_t n = product(iter);
+  bool needCoords = false;
+  for (const auto &in : inputs)
+    needCoords |= staticShape(in.first->getType()) != iter &&
+                  product(staticShape(in.first->getType())) != 1;
+  for (const Node *op : ops)
+    needCoords |= op->getOp() == OpKind::Iota;
+
+  llvm::DenseMap<const Value *, std::string> var;
+  std::string body;
+  unsigned next = 0;
+  for (const auto &[inner, outer] : inputs) {
+    if (var.count(inner))
+      continue;
+    std::string p = addParam(kernel, outer, false);
+    Shape shape = staticShape(inner->getType());
+    std::string offset = shape == iter ? "i"
+                         : product(shape) == 1 ? "0"
+                                               : broadcastOffset(shape, iter, "c");
+    std::string name = "v" + std::to_string(next++);
+    var[inner] = name;
+    body += "    " + computeType(inner->getType().dtype) + " " + name +
+            " = cgc_ld(" + p + ", " + offset + ");\n";
+  }
+  for (const Node *op : ops) {
+    std::string expr;
+    if (op->numOperands() == 0) {
+      expr = sourceExpr(*op, iter);
+    } else {
+      llvm::SmallVector<std::string, 3> args;
+      for (Value *v : op->getOperands())
+        args.push_back(var.lookup(v));
+      expr = opExpr(*op, args);
+    }
+    std::string name = "v" + std::to_string(next++);
+    var[op->result()] = name;
+    body += "    " + computeType(op->result()->getType().dtype) + " " + name +
+            " = " + expr + "; // " + op->getName() + "\n";
+  }
+  for (const auto &[inner, outer] : outputs)
+    body += "    cgc_st(" + addParam(kernel, outer, true) + ", i, " +
+            var.lookup(inner) + ");\n";
+
+  const unsigned block = 256;
+  kernel.block[0] = block;
+  kernel.grid[0] = gridFor(n, block);
+  kernel.source = kernelSignature(kernel, block) + " {\n" +
+                  gridStrideLoop("i", n, block) +
+                  (needCoords ? coordDecls(iter, "i", "c") : "") + body +
+                  "  }\n}\n";
+}
+
+void cgc::emitDropout(const Node &node, Kernel &kernel) {
+  const Value *x = node.operand(0), *y = node.result();
+  double p = node.floatAttr("p", 0);
+  float scale = float(1.0 / (1.0 - p));
+  int64_t n = product(staticShape(y->getType()));
+  std::string px = addParam(kernel, x, false);
+  std::string seed, offset;
+  int64_t attrOffset = node.intAttr("offset", 0);
+  if (node.numOperands() == 2) {
+    std::string rng = addParam(kernel, node.operand(1), false);
+    seed = "(unsigned long long)" + rng + "[0]";
+    offset = "((unsigned long long)" + rng + "[1] + " +
+             std::to_string(attrOffset) + "ull)";
+  } else {
+    seed = std::to_string(uint64_t(node.intAttr("seed", 0))) + "ull";
+    offset = std::to_string(uint64_t(attrOffset)) + "ull";
+  }
+  std::string py = addParam(kernel, y, true);
+  char pText[64];
+  std::snprintf(pText, sizeof pText, "%.17g", p);
+  const unsigned block = 256;
+  kernel.block[0] = block;
+  kernel.grid[0] = gridFor(n, block);
+  kernel.source =
+      kernelSignature(kernel, block) + " {\n" +
+      "  const unsigned long long seed = " + seed + ", offset = " + offset +
+      ";\n" + gridStrideLoop("i", n, block) +
+      "    float u = cgc_uniform(seed, offset, (unsigned long long)i);\n" +
+      "    float x = cgc_ld(" + px + ", i);\n" + "    cgc_st(" + py +
+      ", i, (double)u >= " + pText + " ? x * " + floatLiteral(scale) +
+      " : 0.0f);\n  }\n}\n";
+}

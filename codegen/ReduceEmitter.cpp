@@ -1,0 +1,223 @@
+//===- ReduceEmitter.cpp - Row-wise kernels ----------------------------------===//
+//
+// Reductions, softmax, log_softmax and layernorm run one block (256
+// threads) per output row: threads stride over the row, then combine with
+// warp shuffles and a 32-entry shared array (cgc_block_reduce in the
+// prelude). cumsum runs one thread per line. Losses reduce over the whole
+// tensor in one block.
+//
+//===----------------------------------------------------------------------===//
+#include "codegen/CudaText.h"
+#include "codegen/Emitters.h"
+#include "ir/TypeRules.h"
+
+using namespace cgc;
+
+static const unsigned Block = 256;
+
+/// Offset expression of the element whose coordinates over the dims
+/// \p dims (a subset of \p shape, in order) form the linear index \p index.
+static std::string subOffset(const Shape &shape, const std::vector<unsigned> &dims,
+                             const std::string &index) {
+  Shape st = strides(shape);
+  std::string out;
+  int64_t inner = 1;
+  for (size_t k = dims.size(); k-- > 0;) {
+    int64_t extent = shape[dims[k]];
+    std::string c = inner == 1 ? index : "(" + index + " / " + std::to_string(inner) + "LL)";
+    if (k != 0)
+      c = "(" + c + " % " + std::to_string(extent) + "LL)";
+    if (extent != 1)
+      out += (out.empty() ? "" : " + ") + c + " * " + std::to_string(st[dims[k]]) + "LL";
+    inner *= extent;
+  }
+  return out.empty() ? "0" : out;
+}
+
+static std::string rowLoop(int64_t rows) {
+  return "  for (long long row = blockIdx.x; row < " + std::to_string(rows) +
+         "LL; row += gridDim.x) {\n";
+}
+
+static void finish(Kernel &kernel, int64_t rows, const std::string &body) {
+  kernel.block[0] = Block;
+  kernel.grid[0] = uint32_t(std::min<int64_t>(std::max<int64_t>(rows, 1), 65535));
+  kernel.source = kernelSignature(kernel, Block) + " {\n" + body + "}\n";
+}
+
+static void emitCumSum(const Node &node, Kernel &kernel) {
+  Shape shape = staticShape(node.operand(0)->getType());
+  unsigned axis = *normalizeAxis(node.intAttr("axis", 0), shape.size());
+  int64_t len = shape[axis], inner = product(shape, axis + 1);
+  int64_t lines = product(shape) / std::max<int64_t>(len, 1);
+  DType dtype = node.result()->getType().dtype;
+  std::string in = addParam(kernel, node.operand(0), false);
+  std::string out = addParam(kernel, node.result(), true);
+  std::string ct = isFloat(dtype) ? "float" : "long long";
+  std::string body =
+      gridStrideLoop("line", lines, Block) + "    long long base = (line / " +
+      std::to_string(inner) + "LL) * " + std::to_string(len * inner) +
+      "LL + line % " + std::to_string(inner) + "LL;\n    " + ct +
+      " acc = 0;\n    for (long long k = 0; k < " + std::to_string(len) +
+      "LL; ++k) {\n      long long at = base + k * " + std::to_string(inner) +
+      "LL;\n      acc += cgc_ld(" + in + ", at);\n      cgc_st(" + out +
+      ", at, acc);\n    }\n  }\n";
+  kernel.block[0] = Block;
+  kernel.grid[0] = gridFor(lines, Block);
+  kernel.source = kernelSignature(kernel, Block) + " {\n" + body + "}\n";
+}
+
+void cgc::emitReduction(const Node &node, Kernel &kernel) {
+  if (node.getOp() == OpKind::CumSum)
+    return emitCumSum(node, kernel);
+  Shape shape = staticShape(node.operand(0)->getType());
+  std::vector<unsigned> reduced, kept;
+  if (node.getOp() == OpKind::ArgMax)
+    reduced.push_back(*normalizeAxis(node.intAttr("axis", 0), shape.size()));
+  else
+    for (unsigned a : reductionAxes(node, shape.size()))
+      reduced.push_back(a);
+  for (unsigned d = 0; d < shape.size(); ++d)
+    if (!llvm::is_contained(reduced, d))
+      kept.push_back(d);
+  int64_t rows = 1, len = 1;
+  for (unsigned d : kept)
+    rows *= shape[d];
+  for (unsigned d : reduced)
+    len *= shape[d];
+  DType in = node.operand(0)->getType().dtype;
+  std::string pin = addParam(kernel, node.operand(0), false);
+  std::string pout = addParam(kernel, node.result(), true);
+  std::string body = rowLoop(rows) + "    long long base = " +
+                     subOffset(shape, kept, "row") + ";\n";
+  std::string load = "cgc_ld(" + pin + ", base + " + subOffset(shape, reduced, "r") + ")";
+  std::string loop = "    for (long long r = threadIdx.x; r < " +
+                     std::to_string(len) + "LL; r += blockDim.x) {\n";
+  if (node.getOp() == OpKind::ArgMax) {
+    body += "    double best = -(double)CGC_INF; long long at = 0x7fffffffffffffffLL;\n" +
+            loop + "      double x = (double)" + load +
+            ";\n      if (x > best || (x != x && best == best)) { best = x; at = r; }\n" +
+            "    }\n    long long result = cgc_block_argmax(best, at);\n" +
+            "    if (threadIdx.x == 0) cgc_st(" + pout + ", row, result);\n  }\n";
+    return finish(kernel, rows, body);
+  }
+  std::string acc = isFloat(in) ? "float" : in == DType::I64 ? "long long" : "int";
+  std::string init = "0", combine = "a + b";
+  bool isMax = node.getOp() == OpKind::Max, isMin = node.getOp() == OpKind::Min;
+  if (isMax || isMin) {
+    combine = isMax ? "cgc_max(a, b)" : "cgc_min(a, b)";
+    if (isFloat(in))
+      init = isMax ? "-CGC_INF" : "CGC_INF";
+    else if (in == DType::I64)
+      init = isMax ? "(-0x7fffffffffffffffLL - 1)" : "0x7fffffffffffffffLL";
+    else
+      init = isMax ? "(-0x7fffffff - 1)" : "0x7fffffff";
+  }
+  std::string result = "acc";
+  if (node.getOp() == OpKind::Mean)
+    result = "acc / " + floatLiteral(float(len));
+  body += "    " + acc + " acc = " + init + ";\n" + loop + "      " + acc +
+          " b = " + load + ", a = acc;\n      acc = " + combine + ";\n    }\n" +
+          "    acc = cgc_block_reduce(acc, [](" + acc + " a, " + acc + " b) { return " +
+          combine + "; });\n    if (threadIdx.x == 0) cgc_st(" + pout +
+          ", row, " + result + ");\n  }\n";
+  finish(kernel, rows, body);
+}
+
+void cgc::emitNormalization(const Node &node, Kernel &kernel) {
+  Shape shape = staticShape(node.operand(0)->getType());
+  unsigned axis = *normalizeAxis(node.intAttr("axis", -1), shape.size());
+  std::string x = addParam(kernel, node.operand(0), false);
+  std::string w = node.numOperands() > 1 ? addParam(kernel, node.operand(1), false) : "";
+  std::string b = node.numOperands() > 2 ? addParam(kernel, node.operand(2), false) : "";
+  std::string y = addParam(kernel, node.result(), true);
+  std::string body;
+  std::string loopK;
+  int64_t rows;
+  if (node.getOp() == OpKind::LayerNorm) {
+    int64_t len = product(shape, axis);
+    rows = product(shape, 0, axis);
+    std::string n = std::to_string(len);
+    loopK = "    for (long long k = threadIdx.x; k < " + n + "LL; k += blockDim.x)";
+    std::string at = "row * " + n + "LL + k";
+    std::string scale = w.empty() ? "" : " * cgc_ld(" + w + ", k)";
+    std::string shift = b.empty() ? "" : " + cgc_ld(" + b + ", k)";
+    body = rowLoop(rows) + "    float s = 0.0f;\n" + loopK + " s += cgc_ld(" + x +
+           ", " + at + ");\n    float mean = cgc_block_sum(s) / " +
+           floatLiteral(float(len)) + ";\n    float q = 0.0f;\n" + loopK +
+           " { float d = cgc_ld(" + x + ", " + at + ") - mean; q += d * d; }\n" +
+           "    float inv = rsqrtf(cgc_block_sum(q) / " + floatLiteral(float(len)) +
+           " + " + floatLiteral(float(node.floatAttr("eps", 1e-5))) + ");\n" + loopK +
+           "\n      cgc_st(" + y + ", " + at + ", (cgc_ld(" + x + ", " + at +
+           ") - mean) * inv" + scale + shift + ");\n  }\n";
+    return finish(kernel, rows, body);
+  }
+  int64_t len = shape[axis], inner = product(shape, axis + 1);
+  rows = product(shape) / std::max<int64_t>(len, 1);
+  std::string in = std::to_string(inner);
+  loopK = "    for (long long k = threadIdx.x; k < " + std::to_string(len) +
+          "LL; k += blockDim.x)";
+  std::string at = "base + k * " + in + "LL";
+  std::string store = node.getOp() == OpKind::Softmax
+                          ? "expf(cgc_ld(" + x + ", " + at + ") - m) / s"
+                          : "cgc_ld(" + x + ", " + at + ") - m - logf(s)";
+  body = rowLoop(rows) + "    long long base = (row / " + in + "LL) * " +
+         std::to_string(len * inner) + "LL + row % " + in + "LL;\n" +
+         "    float m = -CGC_INF;\n" + loopK + " m = cgc_max(m, (float)cgc_ld(" +
+         x + ", " + at + "));\n    m = cgc_block_max(m);\n    float s = 0.0f;\n" +
+         loopK + " s += expf(cgc_ld(" + x + ", " + at + ") - m);\n" +
+         "    s = cgc_block_sum(s);\n" + loopK + " cgc_st(" + y + ", " + at +
+         ", " + store + ");\n  }\n";
+  finish(kernel, rows, body);
+}
+
+void cgc::emitLoss(const Node &node, Kernel &kernel) {
+  std::string reduction = node.strAttr("reduction", "mean");
+  std::string a = addParam(kernel, node.operand(0), false);
+  std::string t = addParam(kernel, node.operand(1), false);
+  std::string out = addParam(kernel, node.result(), true);
+  Shape shape = staticShape(node.operand(0)->getType());
+  if (node.getOp() == OpKind::MseLoss) {
+    int64_t n = product(shape);
+    std::string d = "float d = cgc_ld(" + a + ", i) - cgc_ld(" + t + ", i);";
+    if (reduction == "none") {
+      kernel.block[0] = Block;
+      kernel.grid[0] = gridFor(n, Block);
+      kernel.source = kernelSignature(kernel, Block) + " {\n" +
+                      gridStrideLoop("i", n, Block) + "    " + d + "\n    cgc_st(" +
+                      out + ", i, d * d);\n  }\n}\n";
+      return;
+    }
+    std::string body = "  float s = 0.0f;\n  for (long long i = threadIdx.x; i < " +
+                       std::to_string(n) + "LL; i += blockDim.x) { " + d +
+                       " s += d * d; }\n  s = cgc_block_sum(s);\n" +
+                       "  if (threadIdx.x == 0) cgc_st(" + out + ", 0, s" +
+                       (reduction == "mean" ? " / " + floatLiteral(float(n)) : "") +
+                       ");\n";
+    return finish(kernel, 1, body);
+  }
+  // cross_entropy: logits [N, C], integer targets [N].
+  int64_t rows = shape[0], classes = shape[1];
+  std::string c = std::to_string(classes);
+  std::string ignore = std::to_string(node.intAttr("ignore_index", -100));
+  std::string loopK = "    for (long long k = threadIdx.x; k < " + c + "LL; k += blockDim.x)";
+  std::string rowBody =
+      "    long long target = (long long)cgc_ld(" + t + ", row);\n" +
+      "    float m = -CGC_INF;\n" + loopK + " m = cgc_max(m, (float)cgc_ld(" + a +
+      ", row * " + c + "LL + k));\n    m = cgc_block_max(m);\n    float s = 0.0f;\n" +
+      loopK + " s += expf(cgc_ld(" + a + ", row * " + c + "LL + k) - m);\n" +
+      "    s = cgc_block_sum(s);\n    bool ignored = target == " + ignore +
+      "LL || target < 0 || target >= " + c + "LL;\n" +
+      "    float loss = ignored ? 0.0f : m + logf(s) - cgc_ld(" + a + ", row * " +
+      c + "LL + target);\n";
+  if (reduction == "none")
+    return finish(kernel, rows,
+                  rowLoop(rows) + rowBody + "    if (threadIdx.x == 0) cgc_st(" +
+                      out + ", row, loss);\n  }\n");
+  std::string body = "  float total = 0.0f, count = 0.0f;\n  for (long long row = 0; row < " +
+                     std::to_string(rows) + "LL; ++row) {\n" + rowBody +
+                     "    total += loss; count += ignored ? 0.0f : 1.0f;\n  }\n" +
+                     "  if (threadIdx.x == 0) cgc_st(" + out + ", 0, total" +
+                     (reduction == "mean" ? " / count" : "") + ");\n";
+  finish(kernel, 1, body);
+}

@@ -1,0 +1,275 @@
+//===- FuseElementwise.cpp - Group elementwise ops into fusion nodes ---------===//
+//
+// Algorithm: walk the top-level nodes in order. An elementwise node (flag
+// Elementwise in Ops.def) starts a group or joins the groups of its
+// elementwise producers: all of them when merging keeps the contracted graph
+// acyclic (no node outside the merged set is both reachable from it and
+// feeding it) and every member has the same result shape. Operands from
+// outside the group may broadcast. Splat constants and fills read by a
+// member are cloned into the body as scalar sources; the originals go away
+// when nothing else reads them. Each group with two or more ops becomes one
+// `fusion` node whose body holds copies of the original ops (same names,
+// attributes and locations); results used outside the group or returned
+// become fusion results. The top-level order is then rebuilt by a stable
+// topological sort.
+// Requires: a verified graph with static shapes on the fused values.
+// Guarantees: the graph computes the same values; fusion bodies hold only
+// elementwise ops and scalar sources; no fusion is nested; a reduction,
+// library call or data movement never lands inside a fusion.
+//
+//===----------------------------------------------------------------------===//
+#include "passes/Pass.h"
+
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/SmallPtrSet.h"
+#include <queue>
+
+using namespace cgc;
+
+namespace {
+using NodeSet = llvm::SetVector<Node *>;
+
+/// True for a constant or fill that carries one value for every element.
+bool isSplatSource(const Node &n) {
+  if (n.getOp() == OpKind::Fill)
+    return true;
+  if (n.getOp() != OpKind::Constant)
+    return false;
+  const auto &values = std::get<std::vector<double>>(*n.attr("value"));
+  for (double v : values)
+    if (v != values[0])
+      return false;
+  return true;
+}
+
+bool isFusible(const Node &n) {
+  if (!n.info().has(Elementwise))
+    return false;
+  for (Value *v : n.getOperands())
+    if (!v->getType().isStatic())
+      return false;
+  return n.result()->getType().isStatic();
+}
+
+class FuseElementwisePass : public Pass {
+public:
+  llvm::StringRef name() const override { return "fuse-elementwise"; }
+  llvm::StringRef summary() const override {
+    return "group chains and DAGs of elementwise ops into fusion nodes";
+  }
+  bool run(Graph &graph, PassContext &) override;
+
+private:
+  bool canMerge(Graph &graph, const NodeSet &merged) const;
+  Node *buildFusion(Graph &graph, const NodeSet &members, unsigned id);
+  void sortNodes(Graph &graph);
+
+  llvm::DenseMap<Node *, unsigned> groupOf;
+  std::vector<NodeSet> groups;
+  llvm::DenseMap<Node *, unsigned> position;
+};
+} // namespace
+
+bool FuseElementwisePass::canMerge(Graph &graph, const NodeSet &merged) const {
+  // Nodes outside `merged` that depend on it; none may feed a member.
+  unsigned first = ~0u, last = 0;
+  for (Node *n : merged) {
+    first = std::min(first, position.lookup(n));
+    last = std::max(last, position.lookup(n));
+  }
+  llvm::DenseSet<Node *> tainted;
+  for (unsigned i = first; i <= last; ++i) {
+    Node *n = graph.nodes()[i].get();
+    bool fromGroup = false;
+    for (Value *v : n->getOperands())
+      if (Node *d = v->getDef())
+        fromGroup |= merged.count(d) || tainted.count(d);
+    if (!fromGroup)
+      continue;
+    if (merged.count(n)) {
+      for (Value *v : n->getOperands())
+        if (v->getDef() && tainted.count(v->getDef()))
+          return false;
+      continue;
+    }
+    tainted.insert(n);
+  }
+  return true;
+}
+
+bool FuseElementwisePass::run(Graph &graph, PassContext &) {
+  groupOf.clear();
+  groups.clear();
+  position.clear();
+  for (unsigned i = 0; i < graph.nodes().size(); ++i)
+    position[graph.nodes()[i].get()] = i;
+  for (const auto &owned : graph.nodes()) {
+    Node *n = owned.get();
+    if (!isFusible(*n))
+      continue;
+    llvm::SmallVector<unsigned, 4> producers;
+    for (Value *v : n->getOperands()) {
+      auto it = v->getDef() ? groupOf.find(v->getDef()) : groupOf.end();
+      if (it != groupOf.end() && !llvm::is_contained(producers, it->second) &&
+          groups[it->second][0]->result()->getType().dims ==
+              n->result()->getType().dims)
+        producers.push_back(it->second);
+    }
+    // Join as many producer groups as stay legal, in operand order.
+    NodeSet merged;
+    merged.insert(n);
+    llvm::SmallVector<unsigned, 4> joined;
+    for (unsigned g : producers) {
+      NodeSet trial = merged;
+      trial.insert(groups[g].begin(), groups[g].end());
+      if (canMerge(graph, trial)) {
+        merged = std::move(trial);
+        joined.push_back(g);
+      }
+    }
+    unsigned target = joined.empty() ? groups.size() : joined[0];
+    if (joined.empty())
+      groups.emplace_back();
+    for (unsigned k = 1; k < joined.size(); ++k)
+      groups[joined[k]].clear();
+    NodeSet ordered;
+    for (unsigned i = 0; i < graph.nodes().size(); ++i)
+      if (merged.count(graph.nodes()[i].get()))
+        ordered.insert(graph.nodes()[i].get());
+    groups[target] = ordered;
+    for (Node *m : ordered)
+      groupOf[m] = target;
+  }
+  unsigned id = 0;
+  std::vector<NodeSet> fused;
+  for (const NodeSet &g : groups)
+    if (g.size() >= 2)
+      fused.push_back(g);
+  for (const NodeSet &g : fused)
+    buildFusion(graph, g, id++);
+  sortNodes(graph);
+  return true;
+}
+
+Node *FuseElementwisePass::buildFusion(Graph &graph, const NodeSet &members,
+                                       unsigned id) {
+  std::string name = "fused_" + std::to_string(id);
+  while (graph.lookupValue(name))
+    name += "_";
+  Node *last = members.back();
+  auto owned = std::make_unique<Node>(OpKind::Fusion, name, last->getLoc());
+  Node *fusion = graph.append(std::move(owned));
+  Graph &body = fusion->addRegion();
+  llvm::DenseMap<Value *, Value *> mapped;
+  llvm::SmallVector<Node *, 4> clonedSources;
+  auto mapOperand = [&](Value *v) -> Value * {
+    auto it = mapped.find(v);
+    if (it != mapped.end())
+      return it->second;
+    Node *def = v->getDef();
+    if (def && def->numOperands() == 0 && isSplatSource(*def)) {
+      auto src = std::make_unique<Node>(def->getOp(), def->getName(),
+                                        def->getLoc());
+      for (const auto &[key, value] : def->attrs())
+        src->setAttr(key, value);
+      Node *clone = body.append(std::move(src));
+      clonedSources.push_back(def);
+      return mapped[v] = clone->addResult(v->getName(), v->getType());
+    }
+    std::string inName = "in" + std::to_string(fusion->numOperands());
+    fusion->addOperand(v);
+    return mapped[v] = body.addInput(inName, v->getType());
+  };
+  for (Node *m : members) {
+    auto copy = std::make_unique<Node>(m->getOp(), m->getName(), m->getLoc());
+    copy->setSourceLoc(m->getSourceLoc());
+    for (const auto &[key, value] : m->attrs())
+      copy->setAttr(key, value);
+    llvm::SmallVector<Value *, 3> operands;
+    for (Value *v : m->getOperands())
+      operands.push_back(mapOperand(v));
+    Node *clone = body.append(std::move(copy));
+    for (Value *v : operands)
+      clone->addOperand(v);
+    mapped[m->result()] = clone->addResult(m->result()->getName(),
+                                           m->result()->getType());
+  }
+  if (fusion->getSourceLoc().empty())
+    fusion->setSourceLoc(last->getSourceLoc());
+  // Results: values read outside the group or returned.
+  llvm::DenseSet<Value *> returned;
+  for (const GraphOutput &o : graph.outputs)
+    returned.insert(o.value);
+  for (Node *m : members) {
+    Value *v = m->result();
+    bool external = returned.count(v);
+    for (const Use &u : v->uses())
+      external |= !members.count(u.user);
+    if (!external)
+      continue;
+    body.outputs.push_back({v->getName(), mapped[v], OutputKind::Output, "",
+                            m->getLoc()});
+    Value *r = fusion->addResult(v->getName(), v->getType());
+    llvm::SmallVector<Use, 4> uses(v->uses().begin(), v->uses().end());
+    for (const Use &u : uses)
+      if (!members.count(u.user))
+        u.user->setOperand(u.operandIndex, r);
+    for (GraphOutput &o : graph.outputs)
+      if (o.value == v)
+        o.value = r;
+  }
+  for (auto it = members.rbegin(); it != members.rend(); ++it)
+    (*it)->dropOperands();
+  for (auto it = members.rbegin(); it != members.rend(); ++it)
+    graph.erase(*it);
+  for (Node *src : clonedSources) {
+    bool used = src->result()->hasUses();
+    for (const GraphOutput &o : graph.outputs)
+      used |= o.value == src->result();
+    if (!used && llvm::any_of(graph.nodes(),
+                              [&](const auto &n) { return n.get() == src; }))
+      graph.erase(src);
+  }
+  position[fusion] = position.lookup(members.front());
+  return fusion;
+}
+
+void FuseElementwisePass::sortNodes(Graph &graph) {
+  // Kahn's algorithm, always taking the ready node that came first.
+  llvm::DenseMap<Node *, unsigned> pending;
+  llvm::DenseMap<Node *, llvm::SmallVector<Node *, 4>> users;
+  using Item = std::pair<unsigned, Node *>;
+  std::priority_queue<Item, std::vector<Item>, std::greater<Item>> ready;
+  llvm::DenseMap<Node *, unsigned> key;
+  for (unsigned i = 0; i < graph.nodes().size(); ++i) {
+    Node *n = graph.nodes()[i].get();
+    key[n] = position.count(n) ? position[n] : i;
+  }
+  for (const auto &owned : graph.nodes()) {
+    Node *n = owned.get();
+    llvm::SmallPtrSet<Node *, 4> deps;
+    for (Value *v : n->getOperands())
+      if (Node *d = v->getDef())
+        if (d->getParent() == &graph && deps.insert(d).second)
+          users[d].push_back(n);
+    pending[n] = deps.size();
+    if (deps.empty())
+      ready.push({key[n], n});
+  }
+  std::vector<Node *> order;
+  while (!ready.empty()) {
+    Node *n = ready.top().second;
+    ready.pop();
+    order.push_back(n);
+    for (Node *u : users[n])
+      if (--pending[u] == 0)
+        ready.push({key[u], u});
+  }
+  graph.setNodeOrder(order);
+}
+
+std::unique_ptr<Pass> cgc::createFuseElementwisePass() {
+  return std::make_unique<FuseElementwisePass>();
+}
