@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Installs, by name, every package the build and the tests need on a fresh
+# Debian 12 machine (the CUDA Toolkit is expected at /usr/local/cuda).
+set -euo pipefail
+sudo=""
+[ "$(id -u)" -eq 0 ] || sudo="sudo"
+
+debs=(cmake g++ make python3 python3-pip nlohmann-json3-dev llvm-14-dev
+      llvm-14-tools libgtest-dev libgmock-dev zlib1g-dev libtinfo-dev)
+missing=()
+for p in "${debs[@]}"; do
+  dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: installing ${missing[*]}"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}"
+fi
+
+# NumPy computes the golden values of the interpreter tests; lit drives the
+# FileCheck suite (LLVM 14's copy is used when present).
+python3 -c "import numpy" 2>/dev/null ||
+  python3 -m pip install -q numpy || python3 -m pip install -q --break-system-packages numpy
+if [ ! -f /usr/lib/llvm-14/build/utils/lit/lit.py ] && ! command -v lit >/dev/null; then
+  python3 -m pip install -q lit || python3 -m pip install -q --break-system-packages lit
+fi
+[ -x /usr/local/cuda/bin/nvcc ] || { echo "setup: the CUDA Toolkit is missing at /usr/local/cuda" >&2; exit 1; }
+echo "setup: ok"
