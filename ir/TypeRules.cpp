@@ -515,7 +515,8 @@ bool TypeChecker::syncPoint(Types &out) {
     if (mask.dtype != DType::Bool || mask.dims != x.dims)
       return fail("mask is " + str(mask) + ", expected bool" + str(x.dims));
   }
-  std::string symbolName = node.getName() + ".n";
+  // `#` cannot appear in user names, so this never meets a declared dim.
+  std::string symbolName = node.getName() + "#n";
   auto symbol = table.lookup(symbolName);
   if (!symbol) {
     SymbolicDim dim;

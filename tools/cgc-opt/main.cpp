@@ -131,7 +131,8 @@ static std::vector<std::string> splitChunks(llvm::StringRef text) {
 
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
-  cl::ParseCommandLineOptions(argc, argv, "cgc-opt: run cgc passes over JSON IR\n");
+  if (!cl::ParseCommandLineOptions(argc, argv, "cgc-opt: run cgc passes over JSON IR\n", &llvm::errs()))
+    return 2;
   if (ListPasses) {
     for (const std::string &name : registeredPassNames())
       llvm::outs() << name << "\n";

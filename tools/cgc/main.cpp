@@ -103,7 +103,7 @@ static int compile(Graph &graph, const CompileOptions &options,
 }
 
 static int compileMain(int argc, char **argv) {
-  cl::ParseCommandLineOptions(argc, argv,
+  if (!cl::ParseCommandLineOptions(argc, argv,
                               "cgc: ahead-of-time CUDA graph compiler\n\n"
                               "  cgc model.json [-o model.cgc] [--arch=sm_90] [--no-fuse]\n"
                               "  cgc model.json --emit=cuda|dot\n"
@@ -111,7 +111,9 @@ static int compileMain(int argc, char **argv) {
                               "  cgc run model.cgc --inputs in.safetensors "
                               "--outputs out.safetensors\n"
                               "  cgc bench model.cgc\n\n"
-                              "Exit codes: 0 success, 1 error, 2 usage error\n");
+                              "Exit codes: 0 success, 1 error, 2 usage error\n",
+                              &llvm::errs()))
+    return 2;
   if (InputFile.empty()) {
     llvm::errs() << "cgc: error: no input file (see --help)\n";
     return 2;
