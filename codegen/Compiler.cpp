@@ -11,7 +11,7 @@ using namespace cgc;
 bool cgc::runDefaultPipeline(Graph &graph, const CompileOptions &options,
                              DiagnosticEngine &diag) {
   PassManager pm;
-  std::string pipeline = "cse,dce";
+  std::string pipeline = "shape-infer,canonicalize,cse,dce";
   if (options.fuse)
     pipeline += ",fuse-elementwise";
   pipeline += ",plan-memory";

@@ -14,6 +14,10 @@
 
 namespace cgc {
 
+/// The literal a single elementwise op reads in place of \p operand (a
+/// splat constant), so the constant needs no buffer and no kernel.
+llvm::Optional<double> inlinedSplat(const Node &user, const Value *operand);
+
 /// Fusion nodes, elementwise ops, fill, iota and splat constants.
 void emitPointwise(const Node &node, Kernel &kernel);
 void emitDropout(const Node &node, Kernel &kernel);

@@ -10,6 +10,8 @@
 #include "codegen/CudaText.h"
 #include "codegen/Emitters.h"
 
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringSet.h"
 #include <cmath>
 
@@ -43,6 +45,37 @@ static bool isStaticNode(const Node &n, DiagnosticEngine &diag) {
     if (!check(n.result(r)))
       return false;
   return true;
+}
+
+/// A splat source every user reads as a literal needs no step at all.
+static bool isInlinedEverywhere(const Node &n) {
+  if (n.numResults() != 1 || !splatConstant(n.result()) ||
+      !n.result()->hasUses())
+    return false;
+  for (const GraphOutput &o : n.getParent()->outputs)
+    if (o.value == n.result())
+      return false;
+  return llvm::all_of(n.result()->uses(), [&](const Use &u) {
+    return inlinedSplat(*u.user, n.result()).hasValue();
+  });
+}
+
+/// Reuses the function of an earlier kernel with the same body, so nodes
+/// that differ only in their buffers share one compiled kernel.
+static void shareIdenticalFunction(Kernel &kernel,
+                                   llvm::StringMap<std::string> &bodies) {
+  std::string body = kernel.source;
+  size_t at = body.find(" " + kernel.name + "(");
+  if (at == std::string::npos)
+    return;
+  body.replace(at + 1, kernel.name.size(), "@");
+  for (size_t c = body.find("//"); c != std::string::npos; c = body.find("//", c))
+    body.erase(c, body.find('\n', c) - c); // Comments name IR nodes.
+  auto [it, inserted] = bodies.try_emplace(body, kernel.name);
+  if (inserted)
+    return;
+  kernel.name = it->second;
+  kernel.source.clear();
 }
 
 static std::string sanitize(llvm::StringRef text) {
@@ -104,6 +137,7 @@ bool cgc::lowerGraph(const Graph &graph, const MemoryPlan &plan,
   program = Program();
   bool ok = true;
   llvm::StringSet<> names;
+  llvm::StringMap<std::string> bodies;
   for (const GraphInput &in : graph.inputs())
     if (!in.value->getType().isStatic()) {
       diag.error(in.loc, "input '" + in.value->getName() + "' has symbolic type " +
@@ -117,7 +151,8 @@ bool cgc::lowerGraph(const Graph &graph, const MemoryPlan &plan,
       ok = false;
       continue;
     }
-    if (isConstantData(node) || plan.aliasOf.count(node.result()))
+    if (isConstantData(node) || plan.aliasOf.count(node.result()) ||
+        isInlinedEverywhere(node))
       continue;
     if (isZeroFill(node)) {
       if (valueBytes(node.result()))
@@ -139,6 +174,7 @@ bool cgc::lowerGraph(const Graph &graph, const MemoryPlan &plan,
       ok = false;
       continue;
     }
+    shareIdenticalFunction(kernel, bodies);
     noteDTypes(node, program);
     program.steps.push_back({Step::Kind::Kernel,
                              unsigned(program.kernels.size()), nullptr, 0});
@@ -154,10 +190,11 @@ std::string cgc::programSource(const Program &program,
                                std::vector<unsigned> *kernelLines) {
   std::string text = cudaPrelude(program.usesHalf, program.usesBFloat16);
   for (const Kernel &k : program.kernels) {
-    text += "\n";
     if (kernelLines)
-      kernelLines->push_back(std::count(text.begin(), text.end(), '\n') + 1);
-    text += k.source;
+      kernelLines->push_back(std::count(text.begin(), text.end(), '\n') + 2);
+    if (k.source.empty())
+      continue; // Shares an earlier kernel's function.
+    text += "\n" + k.source;
   }
   return text;
 }

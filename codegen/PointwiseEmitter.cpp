@@ -84,6 +84,13 @@ static std::string sourceExpr(const Node &n, const Shape &iter) {
          std::to_string(iter.size() - shape.size() + axis) + ")";
 }
 
+llvm::Optional<double> cgc::inlinedSplat(const Node &user,
+                                         const Value *operand) {
+  if (user.getOp() == OpKind::Fusion || !user.info().has(Elementwise))
+    return llvm::None;
+  return splatConstant(operand);
+}
+
 void cgc::emitPointwise(const Node &node, Kernel &kernel) {
   // Body ops, (inner, outer) inputs and (inner, outer) outputs.
   std::vector<const Node *> ops;
@@ -117,6 +124,10 @@ void cgc::emitPointwise(const Node &node, Kernel &kernel) {
   for (const auto &[inner, outer] : inputs) {
     if (var.count(inner))
       continue;
+    if (auto splat = inlinedSplat(node, outer)) {
+      var[inner] = literal(*splat, inner->getType().dtype);
+      continue;
+    }
     std::string p = addParam(kernel, outer, false);
     Shape shape = staticShape(inner->getType());
     std::string offset = shape == iter ? "i"

@@ -1,6 +1,7 @@
 //===- Graph.cpp - Values, nodes and graphs ---------------------------------===//
 #include "ir/Graph.h"
 
+#include "llvm/ADT/STLExtras.h"
 #include <algorithm>
 #include <cassert>
 
@@ -187,4 +188,19 @@ Value *Graph::lookupValue(llvm::StringRef valueName) const {
       if (node->result(i)->getName() == valueName)
         return node->result(i);
   return nullptr;
+}
+
+llvm::Optional<double> cgc::splatConstant(const Value *v) {
+  const Node *def = v->getDef();
+  if (!def)
+    return llvm::None;
+  if (def->getOp() == OpKind::Fill)
+    return def->floatAttr("value", 0);
+  if (def->getOp() != OpKind::Constant)
+    return llvm::None;
+  const auto &values = std::get<std::vector<double>>(*def->attr("value"));
+  if (values.empty() ||
+      llvm::any_of(values, [&](double x) { return x != values.front(); }))
+    return llvm::None;
+  return values.front();
 }

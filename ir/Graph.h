@@ -204,6 +204,10 @@ private:
   std::vector<std::unique_ptr<Node>> nodeList;
 };
 
+/// The element value of a `constant` or `fill` whose elements are all
+/// equal (a splat), or None for any other value.
+llvm::Optional<double> splatConstant(const Value *value);
+
 } // namespace cgc
 
 #endif

@@ -23,24 +23,8 @@
 
 using namespace cgc;
 
-/// The value of a constant or fill whose elements are all equal.
-static llvm::Optional<double> splatValue(const Value *v) {
-  const Node *def = v->getDef();
-  if (!def)
-    return llvm::None;
-  if (def->getOp() == OpKind::Fill)
-    return def->floatAttr("value", 0);
-  if (def->getOp() != OpKind::Constant)
-    return llvm::None;
-  const auto &values = std::get<std::vector<double>>(*def->attr("value"));
-  for (double x : values)
-    if (x != values.front())
-      return llvm::None;
-  return values.empty() ? llvm::None : llvm::Optional<double>(values.front());
-}
-
 static bool isSplat(const Value *v, double expected) {
-  auto value = splatValue(v);
+  auto value = splatConstant(v);
   return value && *value == expected;
 }
 
@@ -146,12 +130,12 @@ Value *CanonicalizePass::foldSplat(Graph &graph, Node &node) {
       node.getOp() == OpKind::Cast || !node.result()->getType().isStatic())
     return nullptr;
   double a = 0, b = 0;
-  auto lhs = splatValue(node.operand(0));
+  auto lhs = splatConstant(node.operand(0));
   if (!lhs)
     return nullptr;
   a = *lhs;
   if (node.numOperands() == 2) {
-    auto rhs = splatValue(node.operand(1));
+    auto rhs = splatConstant(node.operand(1));
     if (!rhs)
       return nullptr;
     b = *rhs;

@@ -8,6 +8,15 @@ jobs=$(nproc)
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build -j"$jobs"
 (cd build && ctest --output-on-failure -j"$jobs")
+# The runtime installs with CMake; an application builds against it out of
+# tree through find_package(cgc).
+stage=$(mktemp -d)
+trap 'rm -rf "$stage"' EXIT
+cmake --install build --prefix "$stage/prefix" >/dev/null
+cmake -S examples/embed -B "$stage/embed" -DCMAKE_PREFIX_PATH="$stage/prefix" >/dev/null
+cmake --build "$stage/embed" -j"$jobs" >/dev/null
+"$stage/embed/embed" 2>&1 | head -3 || true
+echo "test: examples/embed builds out of tree against the installed runtime"
 if [ -f scripts/check-sanitizers.sh ]; then
   bash scripts/check-sanitizers.sh
 fi
