@@ -9,6 +9,8 @@
 #include "codegen/CudaText.h"
 #include "codegen/Emitters.h"
 
+#include "ir/OpAttrs.h"
+
 using namespace cgc;
 
 static std::string offsetOf(const Shape &shape,
@@ -55,10 +57,7 @@ void cgc::emitMovement(const Node &node, Kernel &kernel) {
     src = broadcastOffset(in, out, "c");
     break;
   case OpKind::Transpose: {
-    std::vector<int64_t> perm = node.intsAttr("perm");
-    if (!node.attr("perm"))
-      for (size_t d = 0; d < in.size(); ++d)
-        perm.insert(perm.begin(), d);
+    std::vector<int64_t> perm = transposePerm(node, in.size());
     std::vector<std::string> inCoords(in.size());
     for (size_t k = 0; k < perm.size(); ++k)
       inCoords[perm[k]] = c[k];
@@ -66,19 +65,11 @@ void cgc::emitMovement(const Node &node, Kernel &kernel) {
     break;
   }
   case OpKind::Slice: {
-    std::vector<int64_t> starts = node.intsAttr("starts");
-    std::vector<int64_t> axes = node.intsAttr("axes");
-    std::vector<int64_t> steps = node.intsAttr("steps");
-    if (!node.attr("axes"))
-      for (size_t i = 0; i < starts.size(); ++i)
-        axes.push_back(i);
-    if (!node.attr("steps"))
-      steps.assign(starts.size(), 1);
+    auto [starts, ends, axes, steps] = sliceParams(node);
     std::vector<std::string> inCoords = c;
     for (size_t i = 0; i < starts.size(); ++i) {
-      int64_t axis = axes[i] < 0 ? axes[i] + int64_t(in.size()) : axes[i];
-      int64_t start = starts[i] < 0 ? starts[i] + in[axis] : starts[i];
-      start = std::min(std::max<int64_t>(start, 0), in[axis]);
+      unsigned axis = *normalizeAxis(axes[i], in.size());
+      int64_t start = sliceRange(starts[i], ends[i], steps[i], in[axis]).begin;
       inCoords[axis] = "(" + std::to_string(start) + "LL + " + c[axis] + " * " +
                        std::to_string(steps[i]) + "LL)";
     }

@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 #include "ir/TypeRules.h"
 
+#include "ir/OpAttrs.h"
 #include "ir/Printer.h"
 
 #include "llvm/ADT/STLExtras.h"
@@ -270,10 +271,7 @@ bool TypeChecker::linear(Types &out) {
 
 bool TypeChecker::transpose(Types &out) {
   const TensorType &in = operandType(0);
-  std::vector<int64_t> perm = node.intsAttr("perm");
-  if (!node.attr("perm"))
-    for (unsigned i = 0; i < in.rank(); ++i)
-      perm.insert(perm.begin(), i);
+  std::vector<int64_t> perm = transposePerm(node, in.rank());
   std::vector<int64_t> sorted = perm;
   std::sort(sorted.begin(), sorted.end());
   std::vector<int64_t> identity(in.rank());
@@ -361,15 +359,7 @@ bool TypeChecker::concat(Types &out) {
 
 bool TypeChecker::slice(Types &out) {
   const TensorType &in = operandType(0);
-  std::vector<int64_t> starts = node.intsAttr("starts");
-  std::vector<int64_t> ends = node.intsAttr("ends");
-  std::vector<int64_t> axes = node.intsAttr("axes");
-  std::vector<int64_t> steps = node.intsAttr("steps");
-  if (!node.attr("axes"))
-    for (unsigned i = 0; i < starts.size(); ++i)
-      axes.push_back(i);
-  if (!node.attr("steps"))
-    steps.assign(starts.size(), 1);
+  auto [starts, ends, axes, steps] = sliceParams(node);
   if (ends.size() != starts.size() || axes.size() != starts.size() ||
       steps.size() != starts.size())
     return fail("attributes 'starts', 'ends', 'axes' and 'steps' must have "
@@ -386,14 +376,9 @@ bool TypeChecker::slice(Types &out) {
     if (!in.dims[*axis].isStatic())
       return fail("slicing symbolic dim " +
                   dimToString(in.dims[*axis], table) + " is not supported");
-    int64_t n = in.dims[*axis].extent();
-    auto clampIndex = [n](int64_t v) {
-      if (v < 0)
-        v += n;
-      return std::min(std::max<int64_t>(v, 0), n);
-    };
-    int64_t b = clampIndex(starts[i]), e = clampIndex(ends[i]);
-    shape[*axis] = Dim::fixed(e > b ? (e - b - 1) / steps[i] + 1 : 0);
+    SliceRange range =
+        sliceRange(starts[i], ends[i], steps[i], in.dims[*axis].extent());
+    shape[*axis] = Dim::fixed(range.extent);
   }
   out.push_back(TensorType(in.dtype, shape));
   return true;

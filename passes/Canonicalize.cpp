@@ -16,6 +16,7 @@
 //===----------------------------------------------------------------------===//
 #include "passes/Pass.h"
 
+#include "ir/OpAttrs.h"
 #include "ir/TypeRules.h"
 
 #include "llvm/ADT/Optional.h"
@@ -101,14 +102,8 @@ Value *CanonicalizePass::foldTranspose(Graph &graph, Node &node) {
   if (node.getOp() != OpKind::Transpose)
     return nullptr;
   unsigned rank = node.result()->getType().rank();
-  auto permOf = [rank](const Node &n) {
-    std::vector<int64_t> perm = n.intsAttr("perm");
-    if (!n.attr("perm"))
-      for (unsigned i = 0; i < rank; ++i)
-        perm.insert(perm.begin(), i);
-    return perm;
-  };
-  std::vector<int64_t> outer = permOf(node), first = permOf(*inner);
+  std::vector<int64_t> outer = transposePerm(node, rank);
+  std::vector<int64_t> first = transposePerm(*inner, rank);
   std::vector<int64_t> composed(rank);
   bool identity = true;
   for (unsigned i = 0; i < rank; ++i) {

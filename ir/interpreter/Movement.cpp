@@ -8,6 +8,8 @@
 //===----------------------------------------------------------------------===//
 #include "ir/interpreter/Kernels.h"
 
+#include "ir/OpAttrs.h"
+
 #include <algorithm>
 
 using namespace cgc;
@@ -24,10 +26,7 @@ static Shape coords(int64_t i, const Shape &shape) {
 }
 
 static Tensor transpose(const Node &node, const Tensor &x) {
-  std::vector<int64_t> perm = node.intsAttr("perm");
-  if (!node.attr("perm"))
-    for (unsigned i = 0; i < x.rank(); ++i)
-      perm.insert(perm.begin(), i);
+  std::vector<int64_t> perm = transposePerm(node, x.rank());
   Shape shape;
   for (int64_t p : perm)
     shape.push_back(x.shape[p]);
@@ -63,28 +62,14 @@ static Tensor concat(const Node &node, const Operands &in) {
 }
 
 static Tensor slice(const Node &node, const Tensor &x) {
-  std::vector<int64_t> starts = node.intsAttr("starts");
-  std::vector<int64_t> ends = node.intsAttr("ends");
-  std::vector<int64_t> axes = node.intsAttr("axes");
-  std::vector<int64_t> steps = node.intsAttr("steps");
-  if (!node.attr("axes"))
-    for (unsigned i = 0; i < starts.size(); ++i)
-      axes.push_back(i);
-  if (!node.attr("steps"))
-    steps.assign(starts.size(), 1);
+  auto [starts, ends, axes, steps] = sliceParams(node);
   Shape begin(x.rank(), 0), step(x.rank(), 1), shape = x.shape;
   for (size_t i = 0; i < starts.size(); ++i) {
     unsigned a = *normalizeAxis(axes[i], x.rank());
-    int64_t n = x.shape[a];
-    auto clamp = [n](int64_t v) {
-      if (v < 0)
-        v += n;
-      return std::min(std::max<int64_t>(v, 0), n);
-    };
-    int64_t b = clamp(starts[i]), e = clamp(ends[i]);
-    begin[a] = b;
+    SliceRange range = sliceRange(starts[i], ends[i], steps[i], x.shape[a]);
+    begin[a] = range.begin;
     step[a] = steps[i];
-    shape[a] = e > b ? (e - b + steps[i] - 1) / steps[i] : 0;
+    shape[a] = range.extent;
   }
   Tensor out(x.dtype, shape);
   Shape strides = stridesOf(x.shape);
