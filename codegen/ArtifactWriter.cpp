@@ -120,6 +120,10 @@ bool ManifestBuilder::addState(fmt::Manifest &m,
 
 std::string ManifestBuilder::bindingOf(const fmt::Manifest &m,
                                        const Storage &s) const {
+  // A zero-byte tensor holds nothing to rebind (and the manifest validator
+  // rejects a binding into one): leave such params unbound.
+  if (s.bytes == 0)
+    return "";
   for (const auto *list : {&m.inputs, &m.outputs})
     for (const fmt::TensorDesc &t : *list)
       if (t.region == regionOf(s) && t.offset == s.offset && t.bytes == s.bytes)
@@ -185,6 +189,7 @@ void ManifestBuilder::addGraph(fmt::Manifest &m) const {
     g.nodes.push_back(d);
   }
   g.edges = lowered.graph.edges;
+  g.programmatic = lowered.graph.programmatic;
   m.graphs.push_back(std::move(g));
 }
 

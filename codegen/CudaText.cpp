@@ -105,7 +105,7 @@ std::string cgc::addParam(Kernel &kernel, const Value *value, bool written) {
   return "p" + std::to_string(kernel.params.size() - 1);
 }
 
-std::string cgc::kernelSignature(const Kernel &kernel, unsigned blockSize) {
+std::string cgc::kernelOpening(const Kernel &kernel, unsigned blockSize) {
   std::string out = "extern \"C\" __global__ void __launch_bounds__(" +
                     std::to_string(blockSize) + ") " + kernel.name + "(";
   for (size_t i = 0; i < kernel.params.size(); ++i) {
@@ -113,7 +113,7 @@ std::string cgc::kernelSignature(const Kernel &kernel, unsigned blockSize) {
     out += (i ? ", " : "") + std::string(p.written ? "" : "const ") +
            storageType(p.value->getType().dtype) + " *p" + std::to_string(i);
   }
-  return out + ")";
+  return out + ") {\n  cgc_wait_for_producers();\n";
 }
 
 uint32_t cgc::gridFor(int64_t work, int64_t perBlock) {
@@ -162,6 +162,16 @@ __device__ __forceinline__ unsigned cgc_philox(unsigned long long seed, unsigned
 __device__ __forceinline__ float cgc_uniform(unsigned long long seed, unsigned long long offset,
                                              unsigned long long index) {
   return (float)(cgc_philox(seed, offset, index) >> 8) * (1.0f / 16777216.0f);
+}
+// Programmatic dependent launch: a kernel may start while the kernels it
+// depends on finish; it waits here until their writes are visible, then
+// lets its own dependents start launching. Without programmatic edges
+// (eager launches, older GPUs) both are no-ops.
+__device__ __forceinline__ void cgc_wait_for_producers() {
+#if __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  asm volatile("griddepcontrol.launch_dependents;");
+#endif
 }
 // Reduces over the block; every thread gets the result.
 template <class T, class F> __device__ __forceinline__ T cgc_block_reduce(T v, F f) {

@@ -39,8 +39,10 @@ std::string coordDecls(const Shape &shape, const std::string &index,
 std::string broadcastOffset(const Shape &operand, const Shape &iter,
                             const std::string &prefix);
 
-/// `extern "C" __global__ void name(params...)`; params are named p0, p1...
-std::string kernelSignature(const Kernel &kernel, unsigned blockSize);
+/// `extern "C" __global__ void name(params...) {` and the kernel's first
+/// statement, which waits for the kernels it depends on (programmatic
+/// dependent launch; see codegen/GraphPlan.h). Params are named p0, p1...
+std::string kernelOpening(const Kernel &kernel, unsigned blockSize);
 /// Adds \p value as a pointer parameter (once) and returns its name.
 std::string addParam(Kernel &kernel, const Value *value, bool written);
 /// Grid size for \p work items handled \p perBlock at a time.

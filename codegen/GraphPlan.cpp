@@ -64,16 +64,31 @@ GraphPlan cgc::buildGraphPlan(const Program &program, const MemoryPlan &plan) {
     }
   }
   llvm::sort(gp.edges);
+  for (const auto &[from, to] : gp.edges)
+    gp.programmatic.push_back(
+        isProgrammaticEdge(gp.nodes[from], gp.nodes[to], program));
   return gp;
+}
+
+bool cgc::isProgrammaticEdge(const PlanNode &from, const PlanNode &to,
+                             const Program &program) {
+  if (from.step.kind != Step::Kind::Kernel ||
+      to.step.kind != Step::Kind::Kernel)
+    return false;
+  const Kernel &consumer = program.kernels[to.step.kernel];
+  uint64_t blocks =
+      uint64_t(consumer.grid[0]) * consumer.grid[1] * consumer.grid[2];
+  return blocks <= MaxProgrammaticConsumerBlocks;
 }
 
 void cgc::printGraphPlan(const GraphPlan &gp, llvm::raw_ostream &os) {
   for (size_t j = 0; j < gp.nodes.size(); ++j) {
     os << "k" << j << " " << gp.nodes[j].label;
     bool first = true;
-    for (const auto &[from, to] : gp.edges)
-      if (to == j) {
-        os << (first ? " <- k" : ", k") << from;
+    for (size_t e = 0; e < gp.edges.size(); ++e)
+      if (gp.edges[e].second == j) {
+        os << (first ? " <- k" : ", k") << gp.edges[e].first
+           << (gp.programmatic[e] ? "~" : "");
         first = false;
       }
     os << "\n";
@@ -94,7 +109,8 @@ void cgc::printGraphDot(const GraphPlan &gp, const Program &program,
     }
     os << "\"];\n";
   }
-  for (const auto &[from, to] : gp.edges)
-    os << "  k" << from << " -> k" << to << ";\n";
+  for (size_t e = 0; e < gp.edges.size(); ++e)
+    os << "  k" << gp.edges[e].first << " -> k" << gp.edges[e].second
+       << (gp.programmatic[e] ? " [style=dashed]" : "") << ";\n";
   os << "}\n";
 }

@@ -33,8 +33,11 @@ static std::vector<std::string> coordNames(size_t rank, size_t from = 0) {
 
 static std::string clampIndex(const std::string &expr, int64_t extent) {
   std::string n = std::to_string(extent) + "LL";
+  // Out-of-range indices read as 0 (the IR's semantics); `valid` says so and
+  // the clamp keeps the load in bounds.
   return "    long long j = (long long)" + expr + ";\n    if (j < 0) j += " + n +
-         ";\n    j = j < 0 ? 0 : j >= " + n + " ? " + n + " - 1 : j;\n";
+         ";\n    bool valid = j >= 0 && j < " + n + ";\n    j = j < 0 ? 0 : j >= " +
+         n + " ? " + n + " - 1 : j;\n";
 }
 
 void cgc::emitMovement(const Node &node, Kernel &kernel) {
@@ -127,12 +130,16 @@ void cgc::emitMovement(const Node &node, Kernel &kernel) {
   default:
     break;
   }
-  if (!src.empty())
+  bool indexed = node.getOp() == OpKind::Gather || node.getOp() == OpKind::Embedding;
+  if (!src.empty() && indexed)
+    body += "    cgc_st(" + py + ", i, valid ? cgc_ld(" + ps[0] + ", " + src + ") : " +
+            literal(0, result->getType().dtype) + ");\n";
+  else if (!src.empty())
     body += "    cgc_st(" + py + ", i, cgc_ld(" + ps[0] + ", " + src + "));\n";
   const unsigned block = 256;
   kernel.block[0] = block;
   kernel.grid[0] = gridFor(n, block);
-  kernel.source = kernelSignature(kernel, block) + " {\n" +
+  kernel.source = kernelOpening(kernel, block) +
                   gridStrideLoop("i", n, block) + coordDecls(out, "i", "c") +
                   body + "  }\n}\n";
 }

@@ -61,6 +61,16 @@ static std::string opExpr(const Node &n, llvm::ArrayRef<std::string> a) {
     DType to = n.result()->getType().dtype;
     if (to == DType::Bool)
       return "(" + a[0] + " != 0)";
+    DType from = n.operand(0)->getType().dtype;
+    bool fromFloat = from == DType::F32 || from == DType::F16 || from == DType::BF16;
+    // float -> int saturates and maps NaN to 0 (the hardware conversion
+    // saturates, but gives INT64_MIN for NaN -> i64).
+    if (fromFloat && (to == DType::I32 || to == DType::I64))
+      return "((" + a[0] + ") != (" + a[0] + ") ? (" + computeType(to) + ")0 : (" +
+             computeType(to) + ")(" + a[0] + "))";
+    // i64 -> i32 saturates (as the interpreter does) rather than wrapping.
+    if (from == DType::I64 && to == DType::I32)
+      return "((int)max(-2147483648LL, min(2147483647LL, (long long)(" + a[0] + "))))";
     return "((" + computeType(to) + ")(" + a[0] + "))";
   }
   default: return "0";
@@ -160,7 +170,7 @@ void cgc::emitPointwise(const Node &node, Kernel &kernel) {
   const unsigned block = 256;
   kernel.block[0] = block;
   kernel.grid[0] = gridFor(n, block);
-  kernel.source = kernelSignature(kernel, block) + " {\n" +
+  kernel.source = kernelOpening(kernel, block) +
                   gridStrideLoop("i", n, block) +
                   (needCoords ? coordDecls(iter, "i", "c") : "") + body +
                   "  }\n}\n";
@@ -190,7 +200,7 @@ void cgc::emitDropout(const Node &node, Kernel &kernel) {
   kernel.block[0] = block;
   kernel.grid[0] = gridFor(n, block);
   kernel.source =
-      kernelSignature(kernel, block) + " {\n" +
+      kernelOpening(kernel, block) +
       "  const unsigned long long seed = " + seed + ", offset = " + offset +
       ";\n" + gridStrideLoop("i", n, block) +
       "    float u = cgc_uniform(seed, offset, (unsigned long long)i);\n" +

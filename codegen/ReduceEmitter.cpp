@@ -42,7 +42,7 @@ static std::string rowLoop(int64_t rows) {
 static void finish(Kernel &kernel, int64_t rows, const std::string &body) {
   kernel.block[0] = Block;
   kernel.grid[0] = uint32_t(std::min<int64_t>(std::max<int64_t>(rows, 1), 65535));
-  kernel.source = kernelSignature(kernel, Block) + " {\n" + body + "}\n";
+  kernel.source = kernelOpening(kernel, Block) + body + "}\n";
 }
 
 static void emitCumSum(const Node &node, Kernel &kernel) {
@@ -64,7 +64,7 @@ static void emitCumSum(const Node &node, Kernel &kernel) {
       ", at, acc);\n    }\n  }\n";
   kernel.block[0] = Block;
   kernel.grid[0] = gridFor(lines, Block);
-  kernel.source = kernelSignature(kernel, Block) + " {\n" + body + "}\n";
+  kernel.source = kernelOpening(kernel, Block) + body + "}\n";
 }
 
 void cgc::emitReduction(const Node &node, Kernel &kernel) {
@@ -183,7 +183,7 @@ void cgc::emitLoss(const Node &node, Kernel &kernel) {
     if (reduction == "none") {
       kernel.block[0] = Block;
       kernel.grid[0] = gridFor(n, Block);
-      kernel.source = kernelSignature(kernel, Block) + " {\n" +
+      kernel.source = kernelOpening(kernel, Block) +
                       gridStrideLoop("i", n, Block) + "    " + d + "\n    cgc_st(" +
                       out + ", i, d * d);\n  }\n}\n";
       return;
@@ -218,6 +218,6 @@ void cgc::emitLoss(const Node &node, Kernel &kernel) {
                      std::to_string(rows) + "LL; ++row) {\n" + rowBody +
                      "    total += loss; count += ignored ? 0.0f : 1.0f;\n  }\n" +
                      "  if (threadIdx.x == 0) cgc_st(" + out + ", 0, total" +
-                     (reduction == "mean" ? " / count" : "") + ");\n";
+                     (reduction == "mean" ? " / (count > 0.0f ? count : 1.0f)" : "") + ");\n";
   finish(kernel, 1, body);
 }

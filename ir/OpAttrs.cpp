@@ -33,5 +33,7 @@ SliceRange cgc::sliceRange(int64_t start, int64_t end, int64_t step,
     return std::min(std::max<int64_t>(v, 0), n);
   };
   int64_t b = clampIndex(start), e = clampIndex(end);
-  return {b, e > b ? (e - b + step - 1) / step : 0};
+  // (e - b - 1) / step + 1 rather than (e - b + step - 1) / step, which
+  // overflows for steps near INT64_MAX.
+  return {b, e > b ? (e - b - 1) / step + 1 : 0};
 }

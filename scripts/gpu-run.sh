@@ -1,15 +1,31 @@
 #!/usr/bin/env bash
-# gpu-run.sh [BUILD_DIR] : the one script run on the GPU machine.
-# Runs every GPU gtest binary of BUILD_DIR (default build/) with XML output,
-# counts tests run/skipped/failed, fails if any failed, or if a GPU is visible
-# (nvidia-smi) but a GPU test was skipped or none ran. Then, when
-# compute-sanitizer exists and CGC_SANITIZER != 0, reruns them under memcheck
-# (default filter leaves out the test that provokes a driver error on purpose).
+# gpu-run.sh [DIR] : the one script for the whole GPU run (on the GPU machine).
+#
+# DIR (default build/) is a build folder, or a carried stage folder laid out
+# like one (scripts/stage-gpu.sh makes build-gpu-stage/):
+#   DIR/test/gpu/*_tests   GPU gtest binaries (label gpu)
+#   DIR/gpu-cases/         staged op cases (test/gpu/stage_cases.py)
+#   DIR/bench/             bench artifacts (bench/run_bench.py stage)
+#   DIR/bin/cgc            for `cgc bench` (falls back to DIR/bin/cgc-rt)
+#
+# 1. Runs every GPU gtest binary with XML output, prints run/passed/failed/
+#    skipped, fails if any failed, or if nvidia-smi sees a GPU but a test was
+#    skipped or none ran.
+# 2. Reruns them under compute-sanitizer --tool memcheck where it exists
+#    (says so if not; CGC_SANITIZER=0 turns it off). The op tests run a
+#    subset under memcheck (CGC_OP_MEMCHECK_FILTER).
+# 3. Runs the benchmarks (bench/run_bench.py run, then bench/make_perf_md.py)
+#    unless CGC_BENCH=0.
+# Artifacts (gtest XML, memcheck logs, bench log, perf.md) go to $OUT when it
+# is set (the device tool returns at most 8 files from there), else
+# DIR/gpu-results. Exit status: 0 only if every step passed.
 set -u
+HERE=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=${1:-build}
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-OUT=${CGC_GPU_RESULTS:-$BUILD/gpu-results}
-mkdir -p "$OUT"
+RES=${OUT:-${CGC_GPU_RESULTS:-$BUILD/gpu-results}}
+mkdir -p "$RES"
+[ -d "$BUILD/gpu-cases" ] && export CGC_GPU_CASES=${CGC_GPU_CASES:-$(cd "$BUILD/gpu-cases" && pwd)}
 mapfile -t BINS < <(find "$BUILD/test/gpu" -maxdepth 1 -type f -perm -u+x \
                       -name '*_tests' 2>/dev/null | sort)
 if [ ${#BINS[@]} -eq 0 ]; then
@@ -20,17 +36,23 @@ GPU_VISIBLE=0
 if command -v nvidia-smi >/dev/null && nvidia-smi -L 2>/dev/null | grep -q GPU; then
   GPU_VISIBLE=1
   nvidia-smi -L
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
 fi
+echo "gpu-run: cases: ${CGC_GPU_CASES:-<default>}"
 status=0
+
+# ---- 1. gtests
 for bin in "${BINS[@]}"; do
   name=$(basename "$bin")
   echo "== $name"
-  "$bin" --gtest_output="xml:$OUT/$name.xml" || status=1
+  "$bin" --gtest_output="xml:$RES/$name.xml" >"$RES/$name.log" 2>&1 || status=1
+  grep -E '^\[  (FAILED|PASSED|SKIPPED) |tests ran|^\[==========\]' "$RES/$name.log" | tail -40
 done
-read -r RUN SKIPPED FAILED < <(python3 - "$OUT" <<'PY'
+rm -f "$RES"/*_tests.log 2>/dev/null  # the XML holds the details; keep $OUT small
+read -r RUN PASSED FAILED SKIPPED < <(python3 - "$RES" <<'PY'
 import glob, sys, xml.etree.ElementTree as ET
-run = skipped = failed = 0
-for path in glob.glob(sys.argv[1] + "/*.xml"):
+run = passed = failed = skipped = 0
+for path in glob.glob(sys.argv[1] + "/*_tests.xml"):
     for tc in ET.parse(path).getroot().iter("testcase"):
         if tc.get("result") == "skipped" or tc.find("skipped") is not None:
             skipped += 1
@@ -38,27 +60,58 @@ for path in glob.glob(sys.argv[1] + "/*.xml"):
             run += 1
             if tc.find("failure") is not None or tc.find("error") is not None:
                 failed += 1
-print(run, skipped, failed)
+            else:
+                passed += 1
+print(run, passed, failed, skipped)
 PY
 )
-echo "gpu-run: tests run=$RUN skipped=$SKIPPED failed=$FAILED gpu_visible=$GPU_VISIBLE"
+echo "gpu-run: tests run=$RUN passed=$PASSED failed=$FAILED skipped=$SKIPPED gpu_visible=$GPU_VISIBLE"
 [ "$FAILED" -eq 0 ] || status=1
 if [ "$GPU_VISIBLE" -eq 1 ] && { [ "$SKIPPED" -ne 0 ] || [ "$RUN" -eq 0 ]; }; then
   echo "gpu-run: error: a GPU is visible but GPU tests were skipped or none ran" >&2
   status=1
 fi
+
+# ---- 2. memcheck
 if [ "${CGC_SANITIZER:-1}" != 0 ] && [ "$GPU_VISIBLE" -eq 1 ]; then
   SAN=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
   if [ -x "$SAN" ]; then
     for bin in "${BINS[@]}"; do
-      echo "== memcheck $(basename "$bin")"
-      "$SAN" --tool memcheck --error-exitcode 3 "$bin" \
-        --gtest_filter="${CGC_SANITIZER_FILTER:-*-RuntimeGpuLoad.PtxFallbackAndArchMismatch}" >"$OUT/$(basename "$bin").memcheck.log" 2>&1 \
-        && echo "memcheck: clean" \
-        || { echo "memcheck: FAILED"; tail -30 "$OUT/$(basename "$bin").memcheck.log"; status=1; }
+      name=$(basename "$bin")
+      case $name in
+        cgc_gpu_op_tests) filter=${CGC_OP_MEMCHECK_FILTER:-*own_*:*example_*:*all_ops*:StagedCases.*} ;;
+        *) filter=${CGC_SANITIZER_FILTER:-*-RuntimeGpuLoad.PtxFallbackAndArchMismatch} ;;
+      esac
+      echo "== memcheck $name ($filter)"
+      timeout "${CGC_MEMCHECK_TIMEOUT:-240}" "$SAN" --tool memcheck --error-exitcode 3 "$bin" \
+        --gtest_filter="$filter" >"$RES/$name.memcheck.log" 2>&1
+      rc=$?
+      grep -E 'ERROR SUMMARY|tests ran' "$RES/$name.memcheck.log" | tail -3
+      if [ $rc -eq 0 ]; then echo "memcheck: clean"
+      elif [ $rc -eq 124 ]; then echo "memcheck: TIMED OUT"; status=1
+      else echo "memcheck: FAILED (rc=$rc)"; grep -m20 -E 'Invalid|=========  *(at|by)|FAILED' "$RES/$name.memcheck.log"; status=1
+      fi
     done
   else
     echo "gpu-run: compute-sanitizer not found, memcheck skipped"
+  fi
+fi
+
+# ---- 3. benchmarks
+if [ "${CGC_BENCH:-1}" != 0 ] && [ "$GPU_VISIBLE" -eq 1 ]; then
+  if [ -d "$BUILD/bench" ]; then
+    CGC=$BUILD/bin/cgc
+    "$CGC" --version >/dev/null 2>&1 || CGC=$BUILD/bin/cgc-rt
+    echo "== bench (cgc: $CGC)"
+    PYTHONUNBUFFERED=1 python3 "$HERE/bench/run_bench.py" run --cgc "$CGC" \
+      --artifacts "$BUILD/bench" || status=1
+    log=$(ls -t "$HERE"/bench/results/*.log 2>/dev/null | head -1)
+    if [ -n "$log" ]; then
+      cp "$log" "$RES/" && python3 "$HERE/bench/make_perf_md.py" "$log" -o "$RES/perf.md" \
+        && grep '^|' "$RES/perf.md"
+    fi
+  else
+    echo "gpu-run: no bench artifacts under $BUILD/bench, benchmarks skipped"
   fi
 fi
 exit $status

@@ -6,6 +6,8 @@
 //===----------------------------------------------------------------------===//
 #include "ArtifactFormat.h"
 
+#include <algorithm>
+
 #include <cstdio>
 #include <sstream>
 
@@ -117,7 +119,9 @@ std::string dumpManifest(const Artifact &a) {
       ++counts[static_cast<int>(n.kind)];
     os << "graph " << g.name << ": " << g.nodes.size() << " nodes ("
        << counts[0] << " kernel, " << counts[1] << " memset, " << counts[2]
-       << " memcpy), " << g.edges.size() << " edges\n";
+       << " memcpy), " << g.edges.size() << " edges ("
+       << std::count(g.programmatic.begin(), g.programmatic.end(), 1)
+       << " programmatic, marked ~)\n";
     for (size_t i = 0; i < g.nodes.size(); ++i) {
       const NodeDesc &n = g.nodes[i];
       os << "  n" << i << " " << nodeKindName(n.kind);
@@ -133,9 +137,9 @@ std::string dumpManifest(const Artifact &a) {
         os << " " << n.bytes << "B";
       os << " <-";
       bool any = false;
-      for (const auto &e : g.edges)
-        if (e.second == i) {
-          os << " n" << e.first;
+      for (size_t k = 0; k < g.edges.size(); ++k)
+        if (g.edges[k].second == i) {
+          os << " n" << g.edges[k].first << (g.isProgrammatic(k) ? "~" : "");
           any = true;
         }
       os << (any ? "" : " (root)") << "\n";

@@ -92,6 +92,13 @@ struct GraphDesc {
   std::string name;
   std::vector<NodeDesc> nodes;
   std::vector<std::pair<uint32_t, uint32_t>> edges; ///< (from, to).
+  /// Per edge (or empty: none): the edge joins two kernels and may use
+  /// programmatic dependent launch, where the device supports it.
+  std::vector<uint8_t> programmatic;
+
+  bool isProgrammatic(size_t edge) const {
+    return edge < programmatic.size() && programmatic[edge];
+  }
 };
 
 /// An input, output or state tensor.

@@ -293,10 +293,15 @@ bool readGraph(Reader &r, const json &j, const std::string &p, GraphDesc &g) {
     const json &e = (*edges)[i];
     std::string ep = at(p + ".edges", i);
     uint64_t from, to;
-    if (!e.is_array() || e.size() != 2)
-      return r.fail(ep, "expected [from, to]");
-    if (!r.u64Value(e[0], ep, from) || !r.u64Value(e[1], ep, to))
+    uint64_t kind = 0;
+    if (!e.is_array() || (e.size() != 2 && e.size() != 3))
+      return r.fail(ep, "expected [from, to] or [from, to, 1]");
+    if (!r.u64Value(e[0], ep, from) || !r.u64Value(e[1], ep, to) ||
+        (e.size() == 3 && !r.u64Value(e[2], ep, kind)))
       return false;
+    if (kind > 1)
+      return r.fail(ep, "edge kind must be 1 (programmatic) when given");
+    g.programmatic.push_back(static_cast<uint8_t>(kind));
     if (from > UINT32_MAX || to > UINT32_MAX)
       return r.fail(ep, "node index out of range");
     g.edges.emplace_back(static_cast<uint32_t>(from),

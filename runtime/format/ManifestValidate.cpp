@@ -138,6 +138,8 @@ bool checkGraph(Checker &c, const Manifest &m, const GraphDesc &g,
   std::vector<std::vector<uint32_t>> succ(n);
   std::vector<size_t> indeg(n, 0);
   std::set<std::pair<uint32_t, uint32_t>> seen;
+  if (!g.programmatic.empty() && g.programmatic.size() != g.edges.size())
+    return c.fail(p + ": one edge kind per edge expected");
   for (size_t i = 0; i < g.edges.size(); ++i) {
     auto e = g.edges[i];
     std::string ep = p + ".edges[" + std::to_string(i) + "]";
@@ -147,6 +149,10 @@ bool checkGraph(Checker &c, const Manifest &m, const GraphDesc &g,
       return c.fail(ep + ": self edge");
     if (!seen.insert(e).second)
       return c.fail(ep + ": duplicate edge");
+    if (g.isProgrammatic(i) &&
+        (g.nodes[e.first].kind != NodeDesc::Kind::Kernel ||
+         g.nodes[e.second].kind != NodeDesc::Kind::Kernel))
+      return c.fail(ep + ": a programmatic edge must join two kernels");
     succ[e.first].push_back(e.second);
     ++indeg[e.second];
   }

@@ -119,8 +119,10 @@ std::string manifestToJson(const Manifest &m) {
     json nodes = json::array(), edges = json::array();
     for (const NodeDesc &n : g.nodes)
       nodes.push_back(nodeToJson(n));
-    for (const auto &e : g.edges)
-      edges.push_back({e.first, e.second});
+    for (size_t i = 0; i < g.edges.size(); ++i)
+      edges.push_back(g.isProgrammatic(i)
+                          ? json{g.edges[i].first, g.edges[i].second, 1}
+                          : json{g.edges[i].first, g.edges[i].second});
     j["graphs"].push_back({{"name", g.name}, {"nodes", nodes}, {"edges", edges}});
   }
   for (const char *key : {"inputs", "outputs", "state"}) {

@@ -140,15 +140,17 @@ CUDA_MEMCPY3D memcpyParams(const cgc_context_s &ctx, const NodeDesc &nd) {
 
 namespace {
 
+/// Node order and, per node, the indices of its incoming edges.
 std::vector<uint32_t> topoOrder(const GraphDesc &g,
-                                std::vector<std::vector<uint32_t>> &preds) {
+                                std::vector<std::vector<uint32_t>> &inEdges) {
   size_t n = g.nodes.size();
   std::vector<std::vector<uint32_t>> succ(n);
   std::vector<size_t> indeg(n, 0);
-  preds.assign(n, {});
-  for (const auto &e : g.edges) {
+  inEdges.assign(n, {});
+  for (uint32_t k = 0; k < g.edges.size(); ++k) {
+    const auto &e = g.edges[k];
     succ[e.first].push_back(e.second);
-    preds[e.second].push_back(e.first);
+    inEdges[e.second].push_back(k);
     ++indeg[e.second];
   }
   std::priority_queue<uint32_t, std::vector<uint32_t>, std::greater<>> ready;
@@ -167,12 +169,35 @@ std::vector<uint32_t> topoOrder(const GraphDesc &g,
   return order; // Complete: the format validated acyclicity.
 }
 
+bool usesProgrammaticLaunch(const cgc_context_s &ctx, const GraphDesc &gd,
+                            uint32_t edge) {
+  return ctx.engine->programmaticEdges && gd.isProgrammatic(edge);
+}
+
+/// The consumer may launch while its producer runs; the generated kernels
+/// wait for their producers' writes (griddepcontrol.wait) first.
+cgc_status addProgrammaticEdges(cgc_context_s &ctx, const GraphDesc &gd,
+                                GraphState &gs) {
+  CUgraphEdgeData data{};
+  data.from_port = CU_GRAPH_KERNEL_NODE_PORT_PROGRAMMATIC;
+  data.type = CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC;
+  for (uint32_t k = 0; k < gd.edges.size(); ++k) {
+    if (!usesProgrammaticLaunch(ctx, gd, k))
+      continue;
+    CUgraphNode from = gs.nodes[gd.edges[k].first].node;
+    CUgraphNode to = gs.nodes[gd.edges[k].second].node;
+    CGC_CHECK_CU(*ctx.engine->drv,
+                 cuGraphAddDependencies(gs.graph, &from, &to, &data, 1));
+  }
+  return CGC_OK;
+}
+
 cgc_status buildGraph(cgc_context_s &ctx, const GraphDesc &gd,
                       GraphState &gs) {
   const Driver &drv = *ctx.engine->drv;
   const auto &kernels = ctx.engine->artifact.manifest.kernels;
-  std::vector<std::vector<uint32_t>> preds;
-  gs.order = topoOrder(gd, preds);
+  std::vector<std::vector<uint32_t>> inEdges;
+  gs.order = topoOrder(gd, inEdges);
   gs.nodes.resize(gd.nodes.size());
   gs.dims = ctx.dims;
   CGC_CHECK_CU(drv, cuGraphCreate(&gs.graph, 0));
@@ -181,8 +206,9 @@ cgc_status buildGraph(cgc_context_s &ctx, const GraphDesc &gd,
     const NodeDesc &nd = gd.nodes[v];
     NodeState &ns = gs.nodes[v];
     deps.clear();
-    for (uint32_t p : preds[v])
-      deps.push_back(gs.nodes[p].node);
+    for (uint32_t k : inEdges[v])
+      if (!usesProgrammaticLaunch(ctx, gd, k))
+        deps.push_back(gs.nodes[gd.edges[k].first].node);
     if (nd.kind == NodeDesc::Kind::Kernel) {
       const KernelDesc &kd = kernels[nd.kernel];
       ns.storage.assign(kd.params.size(), 0);
@@ -207,6 +233,8 @@ cgc_status buildGraph(cgc_context_s &ctx, const GraphDesc &gd,
                                              ctx.engine->cuContext));
     }
   }
+  if (cgc_status s = addProgrammaticEdges(ctx, gd, gs))
+    return s;
   CGC_CHECK_CU(drv, cuGraphInstantiateWithFlags(&gs.exec, gs.graph, 0));
   CGC_CHECK_CU(drv, cuGraphUpload(gs.exec, nullptr));
   return CGC_OK;

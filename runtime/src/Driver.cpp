@@ -16,7 +16,8 @@ namespace {
 
 using GetProcFn = CUresult (*)(const char *, void **, int, cuuint64_t,
                                CUdriverProcAddressQueryResult *);
-constexpr int kAbiVersion = 12000;
+// 12.3: cuGraphAddDependencies takes edge data (programmatic edges).
+constexpr int kAbiVersion = 12030;
 
 Driver gDriver;
 std::string gReason;

@@ -51,6 +51,7 @@ namespace rt {
   X(cuGraphAddKernelNode)                                                      \
   X(cuGraphAddMemsetNode)                                                      \
   X(cuGraphAddMemcpyNode)                                                      \
+  X(cuGraphAddDependencies)                                                    \
   X(cuGraphInstantiateWithFlags)                                               \
   X(cuGraphUpload)                                                             \
   X(cuGraphLaunch)                                                             \

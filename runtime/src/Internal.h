@@ -44,6 +44,8 @@ struct cgc_engine_s {
   std::vector<CUkernel> kernels;
   std::vector<CUfunction> functions; ///< In the primary context (eager).
   CUdeviceptr persistent = 0;
+  /// Programmatic dependent launch needs compute capability 9.0 or newer.
+  bool programmaticEdges = false;
 
   ~cgc_engine_s();
   /// Makes the engine's primary context current on this thread.

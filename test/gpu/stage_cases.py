@@ -1,0 +1,358 @@
+#!/usr/bin/env python3
+"""Stages GPU op-test cases on the CPU machine (no GPU needed).
+
+Gathers the one-op golden cases (test/golden/gen_golden.py), a few cases of
+its own at sizes that are multiples of no vector width (1000, 4097, 65537,
+3x7x13; elementwise, reductions, softmax, layernorm, dropout), every
+examples/*.json and test/codegen/Inputs/all_ops.json. For each case:
+
+  cgc CASE.json -o DIR/CASE/model.cgc        (compile; on the CPU machine)
+  DIR/CASE/in.safetensors                    (golden inputs, or random ones)
+  cgc-opt CASE.json --interpret ...          -> DIR/CASE/ref.safetensors
+
+Cases that codegen refuses with "... not supported by codegen yet" are listed
+as unsupported and skipped; any other compile (or interpreter) failure is a
+test failure: it is listed under "compile_failures" in DIR/cases.json (the
+GPU test StagedCases.NoCompileFailures fails on it) and this script exits 1.
+
+Tolerance per output, |got - ref| <= atol + rtol*|ref| (NaN where NaN, equal
+infinities):
+  f32: rtol 1e-5, atol 1e-5 when every op of the graph is plain elementwise
+       arithmetic; rtol 1e-4, atol 1e-4 when the graph holds a
+       transcendental, a reduction or a normalization (GPU libm and
+       reduction order differ from the interpreter's)
+  f16: rtol 1e-2, atol 1e-2      bf16: rtol 2e-2, atol 2e-2
+  i32/i64/bool: exact
+  outputs of dropout: mode "dropout": the zero pattern must match exactly,
+       the kept values with the tolerance above.
+Some cases also get N extra input/reference sets (in.K/ref.K.safetensors) for
+the replay test (20 replays with new inputs, fresh outputs each time).
+
+Usage: stage_cases.py --cgc BIN --cgc-opt BIN --out DIR [--filter S]
+                      [--replays 20] [--jobs N]
+"""
+import argparse, json, math, zlib, os, shutil, struct, subprocess, sys, tempfile
+from concurrent.futures import ThreadPoolExecutor
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+
+NP = {"f32": "<f4", "f16": "<f2", "i32": "<i4", "i64": "<i8", "bool": "u1"}
+ST = {"f32": "F32", "f16": "F16", "bf16": "BF16", "i32": "I32", "i64": "I64", "bool": "BOOL"}
+
+PLAIN = {"add", "sub", "mul", "div", "neg", "abs", "relu", "maximum", "minimum", "where", "cast",
+         "eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_not",
+         "constant", "fill", "iota", "reshape", "transpose", "broadcast_to", "concat", "slice",
+         "gather", "embedding", "one_hot", "dropout"}
+TOL = {"f16": (1e-2, 1e-2), "bf16": (2e-2, 2e-2)}
+
+
+# ------------------------------------------------------------ safetensors --
+def to_bytes(dtype, arr):
+    a = np.asarray(arr, dtype=np.float64)
+    if dtype == "bf16":
+        f = a.astype(np.float32)
+        bits = f.view(np.uint32).astype(np.uint64)
+        bits = (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16   # round to nearest even
+        return bits.astype("<u2").tobytes()
+    if dtype in ("i32", "i64"):
+        return a.astype(NP[dtype]).tobytes()
+    if dtype == "bool":
+        return (a != 0).astype("u1").tobytes()
+    return a.astype(NP[dtype]).tobytes()
+
+
+def write_safetensors(path, tensors):
+    """tensors: {name: (dtype, shape, array)}."""
+    header, blobs, off = {}, [], 0
+    for name in sorted(tensors):
+        dt, shape, arr = tensors[name]
+        b = to_bytes(dt, np.reshape(arr, shape) if arr is not None else np.zeros(shape))
+        header[name] = {"dtype": ST[dt], "shape": list(shape), "data_offsets": [off, off + len(b)]}
+        blobs.append(b)
+        off += len(b)
+    h = json.dumps(header, separators=(",", ":")).encode()
+    h += b" " * (-len(h) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(h)) + h + b"".join(blobs))
+
+
+# ------------------------------------------------------------- the model --
+def load(path):
+    with open(path) as f:
+        return json.load(f)
+
+
+def out_names(g):
+    return [o if isinstance(o, str) else o["name"] for o in g["outputs"]]
+
+
+def out_values(g):
+    return {(o if isinstance(o, str) else o["name"]): (o if isinstance(o, str) else o["value"])
+            for o in g["outputs"]}
+
+
+def resolve_shape(shape, dims):
+    return [d if isinstance(d, int) else dims[d] for d in shape]
+
+
+def domains(g):
+    """Per input: what its direct consumers need (like RandomInputs.cpp)."""
+    types = {i["name"]: i for i in g["inputs"]}
+    dom = {n: {} for n in types}
+    for node in g.get("nodes", []):
+        op, ins, attrs = node["op"], node.get("inputs", []), node.get("attrs", {})
+        for k, name in enumerate(ins):
+            if name not in dom:
+                continue
+            d = dom[name]
+            if op in ("log", "sqrt", "rsqrt") or (op == "pow" and k == 0):
+                d["positive"] = True
+            elif op == "div" and k == 1:
+                d["away"] = True
+            elif op == "dropout" and k == 1:
+                d["rng"] = True
+            elif op == "gather" and k == 1 and ins[0] in types:
+                shp = types[ins[0]]["shape"]
+                d["bound"] = shp[attrs.get("axis", 0) % len(shp)]
+            elif op == "embedding" and k == 1 and ins[0] in types:
+                d["bound"] = types[ins[0]]["shape"][0]
+            elif op == "one_hot":
+                d["bound"] = attrs.get("num_classes", 1)
+            elif op == "cross_entropy" and k == 1 and ins[0] in types:
+                d["bound"] = types[ins[0]]["shape"][1]
+    return dom
+
+
+def random_inputs(g, rng, dims):
+    dom = domains(g)
+    feed = {}
+    for i in g["inputs"]:
+        if i.get("kind") in ("parameter", "buffer", "rng_state", "optimizer_state") and \
+                ("init" in i or "weight" in i):
+            continue
+        dt, shape, d = i["dtype"], resolve_shape(i["shape"], dims), dom[i["name"]]
+        n = int(np.prod(shape)) if shape else 1
+        if d.get("rng"):
+            v = rng.integers(0, 1 << 20, n)
+        elif dt == "bool":
+            v = rng.integers(0, 2, n)
+        elif "bound" in d:
+            v = rng.integers(0, max(int(d["bound"]), 1), n)
+        elif dt in ("i32", "i64"):
+            v = rng.integers(-50, 51, n)
+        elif d.get("positive"):
+            v = rng.uniform(0.1, 3.0, n)
+        else:
+            v = rng.uniform(-3.0, 3.0, n)
+            if d.get("away"):
+                v = np.where(np.abs(v) < 0.25, 0.5, v)
+        feed[i["name"]] = (dt, shape, v)
+    return feed
+
+
+def tolerances(g):
+    ops = {n["op"] for n in g.get("nodes", [])}
+    plain = ops <= PLAIN
+    vals = out_values(g)
+    producer = {n["name"]: n["op"] for n in g.get("nodes", [])}
+    dtypes = {i["name"]: i["dtype"] for i in g["inputs"]}
+    return plain, {name: producer.get(vals[name]) for name in vals}, dtypes
+
+
+def compute_nodes(g):
+    return sum(1 for n in g.get("nodes", []) if n["op"] not in ("constant", "fill", "iota", "reshape"))
+
+
+def max_abs(path, name):
+    with open(path, "rb") as f:
+        data = f.read()
+    n = struct.unpack("<Q", data[:8])[0]
+    h = json.loads(data[8:8 + n])[name]
+    b = data[8 + n + h["data_offsets"][0]:8 + n + h["data_offsets"][1]]
+    if h["dtype"] == "BF16":
+        v = (np.frombuffer(b, "<u2").astype(np.uint32) << np.uint32(16)).view(np.float32)
+    else:
+        v = np.frombuffer(b, "<f2").astype(np.float32)
+    v = v[np.isfinite(v)]
+    return float(np.abs(v).max()) if v.size else 0.0
+
+
+# ------------------------------------------------------------- own cases --
+def own_cases(dir):
+    """Sizes that are multiples of no vector width, with f16/bf16 variants."""
+    made = []
+
+    def put(name, inputs, nodes, outputs):
+        g = {"format_version": 1, "name": name,
+             "inputs": [{"name": n, "dtype": dt, "shape": s} for n, dt, s in inputs],
+             "nodes": nodes, "outputs": outputs}
+        p = os.path.join(dir, name + ".json")
+        with open(p, "w") as f:
+            json.dump(g, f, indent=1)
+        made.append((name, p, None))
+
+    for shape in ([1000], [4097], [65537], [3, 7, 13]):
+        s = "x".join(map(str, shape))
+        for dt in ("f32", "f16", "bf16") if shape != [65537] else ("f32", "bf16"):
+            # a fused elementwise group: y = gelu(a*b + a) - relu(b), plus a broadcast row
+            put(f"own_ew_{dt}_{s}", [("a", dt, shape), ("b", dt, shape), ("c", dt, shape[-1:])],
+                [{"name": "m", "op": "mul", "inputs": ["a", "b"]},
+                 {"name": "p", "op": "add", "inputs": ["m", "a"]},
+                 {"name": "q", "op": "gelu", "inputs": ["p"]},
+                 {"name": "rb", "op": "relu", "inputs": ["b"]},
+                 {"name": "y", "op": "sub", "inputs": ["q", "rb"]},
+                 {"name": "z", "op": "mul", "inputs": ["y", "c"]}], ["z"])
+        put(f"own_add_f32_{s}", [("a", "f32", shape), ("b", "f32", shape)],
+            [{"name": "y", "op": "add", "inputs": ["a", "b"]}], ["y"])
+        put(f"own_sum_all_f32_{s}", [("x", "f32", shape)],
+            [{"name": "y", "op": "sum", "inputs": ["x"]}], ["y"])
+        put(f"own_dropout_f32_{s}", [("x", "f32", shape), ("rng", "i64", [2])],
+            [{"name": "y", "op": "dropout", "inputs": ["x", "rng"], "attrs": {"p": 0.3, "offset": 5}}], ["y"])
+    for shape, axis in (([7, 4097], -1), ([4097, 3], 0), ([3, 7, 13], 1), ([13, 1000], -1), ([3, 7, 13], -1)):
+        s = "x".join(map(str, shape)) + f"_ax{axis}"
+        for op in ("sum", "max", "mean"):
+            put(f"own_{op}_f32_{s}", [("x", "f32", shape)],
+                [{"name": "y", "op": op, "inputs": ["x"], "attrs": {"axes": [axis]}}], ["y"])
+        for dt in ("f32", "f16", "bf16"):
+            put(f"own_softmax_{dt}_{s}", [("x", dt, shape)],
+                [{"name": "y", "op": "softmax", "inputs": ["x"], "attrs": {"axis": axis}}], ["y"])
+    for shape in ([13, 1000], [3, 7, 13], [5, 4097], [2, 65537]):
+        s = "x".join(map(str, shape))
+        for dt in ("f32", "f16", "bf16"):
+            ns = shape[-1:]
+            put(f"own_layernorm_{dt}_{s}", [("x", dt, shape), ("w", dt, ns), ("b", dt, ns)],
+                [{"name": "y", "op": "layernorm", "inputs": ["x", "w", "b"],
+                  "attrs": {"axis": -1, "eps": 1e-5}}], ["y"])
+    put("own_dropout_bf16_4097x3", [("x", "bf16", [4097, 3])],
+        [{"name": "y", "op": "dropout", "inputs": ["x"], "attrs": {"p": 0.5, "seed": 77}}], ["y"])
+    return made
+
+
+REPLAY_CASES = ("own_ew_f32_4097", "own_layernorm_f32_13x1000", "own_softmax_f32_7x4097_ax-1")
+
+
+# ------------------------------------------------------------------ main --
+def run(cmd):
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    return r.returncode, (r.stderr + r.stdout).strip()
+
+
+def stage_one(args, name, json_path, golden_in):
+    cdir = os.path.join(args.out, name)
+    os.makedirs(cdir, exist_ok=True)
+    model = os.path.join(cdir, "model.cgc")
+    rc, msg = run([args.cgc, json_path, "-o", model] + (["--no-fuse"] if name.endswith("_nofuse") else []))
+    if rc != 0:
+        shutil.rmtree(cdir, ignore_errors=True)
+        if "not supported by codegen yet" in msg:
+            reason = next((l for l in msg.splitlines() if "not supported" in l), msg)
+            return ("unsupported", name, reason.split("error: ", 1)[-1][:200])
+        return ("failure", name, "cgc: " + msg[-600:])
+    g = load(json_path)
+    dims = {d["name"]: d["max"] for d in g.get("dims", [])}
+    rng = np.random.default_rng(zlib.crc32(name.encode()))
+    sets = 1 + (args.replays if name in REPLAY_CASES else 0)
+    for k in range(sets):
+        suffix = "" if k == 0 else f".{k}"
+        inp = os.path.join(cdir, f"in{suffix}.safetensors")
+        if k == 0 and golden_in:
+            shutil.copy(golden_in, inp)
+        else:
+            write_safetensors(inp, random_inputs(g, rng, dims))
+        ref = os.path.join(cdir, f"ref{suffix}.safetensors")
+        rc, msg = run([args.cgc_opt, json_path, "--interpret", "--inputs", inp, "--outputs", ref,
+                       "--overwrite"])
+        if rc != 0:
+            shutil.rmtree(cdir, ignore_errors=True)
+            return ("failure", name, "cgc-opt --interpret: " + msg[-600:])
+    shutil.copy(json_path, os.path.join(cdir, "model.json"))
+    plain, producers, _ = tolerances(g)
+    outs = {}
+    # dtypes of outputs come from the reference file itself
+    with open(os.path.join(cdir, "ref.safetensors"), "rb") as f:
+        n = struct.unpack("<Q", f.read(8))[0]
+        header = json.loads(f.read(n))
+    for oname, h in header.items():
+        if oname == "__metadata__":
+            continue
+        dt = h["dtype"].lower()
+        if dt in ("i32", "i64", "bool"):
+            rtol = atol = 0.0
+        elif dt in TOL:
+            rtol, atol = TOL[dt]
+            if compute_nodes(g) > 1:
+                # A fused f16/bf16 chain keeps f32 intermediates where the
+                # interpreter rounds after every op: cancellation makes the
+                # difference relative to the magnitudes involved, so atol
+                # scales with max |ref| of this output.
+                atol *= max(1.0, max_abs(os.path.join(cdir, "ref.safetensors"), oname))
+        else:
+            rtol = atol = 1e-5 if plain else 1e-4
+        mode = "dropout" if producers.get(oname) == "dropout" else ("exact" if rtol == 0 else "close")
+        outs[oname] = {"dtype": dt, "rtol": rtol, "atol": atol, "mode": mode}
+    return ("ok", name, {"name": name, "outputs": outs, "replays": sets - 1})
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--cgc", required=True)
+    ap.add_argument("--cgc-opt", required=True)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--filter", default="")
+    ap.add_argument("--replays", type=int, default=20)
+    ap.add_argument("--jobs", type=int, default=2)
+    args = ap.parse_args()
+    shutil.rmtree(args.out, ignore_errors=True)
+    os.makedirs(args.out)
+    work = tempfile.mkdtemp(prefix="cgc-stage-")
+    gold = os.path.join(work, "golden")
+    subprocess.run([sys.executable, os.path.join(ROOT, "test/golden/gen_golden.py"), gold],
+                   check=True, stdout=subprocess.DEVNULL)
+    todo = []
+    for c in load(os.path.join(gold, "cases.json")):
+        todo.append((c["name"], os.path.join(gold, c["name"] + ".json"),
+                     os.path.join(gold, c["name"] + ".in.safetensors")))
+    own = os.path.join(work, "own")
+    os.makedirs(own)
+    todo += own_cases(own)
+    for f in sorted(os.listdir(os.path.join(ROOT, "examples"))):
+        if f.endswith(".json"):
+            todo.append(("example_" + f[:-5], os.path.join(ROOT, "examples", f), None))
+    todo.append(("all_ops", os.path.join(ROOT, "test/codegen/Inputs/all_ops.json"), None))
+    todo.append(("example_chain100_nofuse", os.path.join(ROOT, "examples/chain100.json"), None))
+    # gelu_large's input and reference alone are 39 MB: too big to carry to
+    # the GPU machine with everything else; it is timed by bench/ only.
+    not_staged = [{"name": "example_gelu_large", "reason": "39 MB of input+reference; bench only"}]
+    todo = [t for t in todo if args.filter in t[0] and t[0] not in {n["name"] for n in not_staged}]
+    with ThreadPoolExecutor(args.jobs) as ex:
+        results = list(ex.map(lambda t: stage_one(args, *t), todo))
+    cases = [r[2] for r in results if r[0] == "ok"]
+    unsupported = [{"name": r[1], "reason": r[2]} for r in results if r[0] == "unsupported"]
+    failures = [{"name": r[1], "error": r[2]} for r in results if r[0] == "failure"]
+    with open(os.path.join(args.out, "cases.json"), "w") as f:
+        json.dump({"cases": cases, "unsupported": unsupported, "compile_failures": failures,
+                   "not_staged": not_staged},
+                  f, indent=1)
+    # The same list in a line format for the C++ test (no JSON parser there):
+    #   case NAME REPLAYS / out NAME DTYPE MODE RTOL ATOL / compile_failure NAME
+    with open(os.path.join(args.out, "cases.txt"), "w") as f:
+        for c in cases:
+            f.write(f"case {c['name']} {c['replays']}\n")
+            for o, t in sorted(c["outputs"].items()):
+                f.write(f"out {o} {t['dtype']} {t['mode']} {t['rtol']!r} {t['atol']!r}\n")
+        for x in failures:
+            f.write(f"compile_failure {x['name']}\n")
+    shutil.rmtree(work, ignore_errors=True)
+    for u in unsupported:
+        print(f"not supported yet: {u['name']}: {u['reason']}")
+    for x in failures:
+        print(f"FAIL {x['name']}: {x['error']}")
+    print(f"stage_cases: {len(cases)} staged, {len(unsupported)} not supported yet, "
+          f"{len(failures)} compile failures -> {args.out}")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
