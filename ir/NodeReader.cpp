@@ -200,9 +200,22 @@ void NodeReader::reportCycle(const std::vector<bool> &placed) {
   }
   // The path follows operands back to producers; print it in data-flow
   // order, from the repeated node around to itself.
-  std::string chain = specs[current].name;
+  std::vector<const std::string *> cycle{&specs[current].name};
   for (size_t k = path.size(); k-- > size_t(seenAt[current]);)
-    chain += " -> " + specs[path[k]].name;
+    cycle.push_back(&specs[path[k]].name);
+  // Long cycles keep their first and last 8 names.
+  size_t nodes = cycle.size() - 1;
+  std::string chain;
+  for (size_t k = 0; k < cycle.size(); ++k) {
+    if (nodes > 16 && k >= 8 && k < cycle.size() - 8) {
+      if (k == 8)
+        chain += " -> ...";
+      continue;
+    }
+    chain += (k ? " -> " : "") + *cycle[k];
+  }
+  if (nodes > 16)
+    chain += " (" + std::to_string(nodes) + " nodes)";
   ctx.error(specs[current].pointer,
             what(specs[current]) + ": dependency cycle: " + chain);
 }

@@ -1,0 +1,301 @@
+//===- IrTest.cpp - Unit tests for types, shapes and graph edits ------------===//
+//
+// What lit cannot reach easily: Dim and shape arithmetic, use lists after
+// graph edits, the verifier after a bad edit, and the reader and writer
+// on in-memory buffers.
+//
+//===----------------------------------------------------------------------===//
+#include "ir/Diagnostics.h"
+#include "ir/Graph.h"
+#include "ir/JsonReader.h"
+#include "ir/Printer.h"
+#include "ir/Verifier.h"
+
+#include "llvm/Support/MemoryBuffer.h"
+#include <gtest/gtest.h>
+
+using namespace cgc;
+
+namespace {
+
+TEST(DTypeTest, NamesAndSizes) {
+  const std::pair<DType, unsigned> sizes[] = {
+      {DType::F32, 4}, {DType::F16, 2}, {DType::BF16, 2},
+      {DType::I32, 4}, {DType::I64, 8}, {DType::Bool, 1}};
+  for (auto [dtype, size] : sizes) {
+    EXPECT_EQ(dtypeSize(dtype), size) << dtypeName(dtype).str();
+    EXPECT_EQ(parseDType(dtypeName(dtype)), dtype);
+  }
+  EXPECT_EQ(dtypeName(DType::BF16), "bf16");
+  EXPECT_FALSE(parseDType("float32"));
+  EXPECT_FALSE(parseDType("F32"));
+  EXPECT_FALSE(parseDType(""));
+  EXPECT_TRUE(isFloat(DType::BF16));
+  EXPECT_FALSE(isFloat(DType::I32));
+  EXPECT_TRUE(isInteger(DType::I64));
+  EXPECT_FALSE(isInteger(DType::Bool));
+}
+
+TEST(DimTest, StaticAndSymbolic) {
+  Dim four = Dim::fixed(4), zero = Dim::fixed(0), b = Dim::symbol(0);
+  EXPECT_TRUE(four.isStatic());
+  EXPECT_EQ(four.extent(), 4);
+  EXPECT_TRUE(zero.isStatic());
+  EXPECT_FALSE(b.isStatic());
+  EXPECT_EQ(b.symbolIndex(), 0u);
+  EXPECT_EQ(Dim::symbol(7).symbolIndex(), 7u);
+  EXPECT_NE(b, zero);
+  EXPECT_NE(Dim::symbol(1), Dim::symbol(2));
+  EXPECT_EQ(Dim::symbol(3), Dim::symbol(3));
+
+  DimTable table;
+  SymbolicDim dim;
+  dim.name = "B";
+  dim.min = 1;
+  dim.max = 64;
+  EXPECT_EQ(table.add(dim), 0u);
+  EXPECT_EQ(table.lookup("B"), 0u);
+  EXPECT_FALSE(table.lookup("S"));
+  EXPECT_EQ(table.upperBound(b), 64);
+  EXPECT_EQ(table.upperBound(four), 4);
+  EXPECT_EQ(dimToString(b, table), "B");
+  EXPECT_EQ(dimToString(four, table), "4");
+}
+
+TEST(TensorTypeTest, PrintingAndCounts) {
+  DimTable table;
+  SymbolicDim dim;
+  dim.name = "B";
+  dim.max = 8;
+  unsigned b = table.add(dim);
+  TensorType t(DType::F16, {Dim::fixed(4), Dim::symbol(b), Dim::fixed(3)});
+  EXPECT_EQ(typeToString(t, table), "f16[4,B,3]");
+  EXPECT_FALSE(t.isStatic());
+  EXPECT_EQ(t.maxElements(table), 96);
+  EXPECT_EQ(t.rank(), 3u);
+  TensorType s = TensorType::scalar(DType::Bool);
+  EXPECT_EQ(typeToString(s, table), "bool[]");
+  EXPECT_TRUE(s.isStatic());
+  EXPECT_EQ(s.numElements(), 1);
+  EXPECT_EQ(TensorType(DType::I32, {Dim::fixed(0)}).numElements(), 0);
+  EXPECT_NE(t, TensorType(DType::F32, t.dims));
+  EXPECT_EQ(shapeToString({}, table), "[]");
+}
+
+using Shape = llvm::SmallVector<Dim, 4>;
+
+static Shape shape(std::initializer_list<int64_t> extents) {
+  Shape out;
+  for (int64_t e : extents)
+    out.push_back(e < 0 ? Dim::symbol(unsigned(-1 - e)) : Dim::fixed(e));
+  return out;
+}
+
+TEST(BroadcastTest, Static) {
+  EXPECT_EQ(broadcastShapes(shape({2, 3}), shape({3})), shape({2, 3}));
+  EXPECT_EQ(broadcastShapes(shape({2, 1}), shape({1, 5})), shape({2, 5}));
+  EXPECT_EQ(broadcastShapes(shape({}), shape({4, 1})), shape({4, 1}));
+  EXPECT_EQ(broadcastShapes(shape({0}), shape({1})), shape({0}));
+  EXPECT_EQ(broadcastShapes(shape({8, 1, 6, 1}), shape({7, 1, 5})),
+            shape({8, 7, 6, 5}));
+}
+
+TEST(BroadcastTest, Symbolic) {
+  // -1 stands for symbol 0 (B), -2 for symbol 1 (S).
+  EXPECT_EQ(broadcastShapes(shape({-1, 3}), shape({1, 3})), shape({-1, 3}));
+  EXPECT_EQ(broadcastShapes(shape({1}), shape({-1})), shape({-1}));
+  EXPECT_EQ(broadcastShapes(shape({-1, -2}), shape({-2})), shape({-1, -2}));
+}
+
+TEST(BroadcastTest, Failures) {
+  EXPECT_FALSE(broadcastShapes(shape({2, 3}), shape({4, 3})));
+  EXPECT_FALSE(broadcastShapes(shape({3}), shape({0})));
+  // Two different symbols, or a symbol against a static extent > 1, may
+  // differ at run time: no broadcast.
+  EXPECT_FALSE(broadcastShapes(shape({-1}), shape({-2})));
+  EXPECT_FALSE(broadcastShapes(shape({-1}), shape({4})));
+}
+
+TEST(NormalizeAxisTest, Ranges) {
+  EXPECT_EQ(normalizeAxis(0, 3), 0u);
+  EXPECT_EQ(normalizeAxis(2, 3), 2u);
+  EXPECT_EQ(normalizeAxis(-1, 3), 2u);
+  EXPECT_EQ(normalizeAxis(-3, 3), 0u);
+  EXPECT_FALSE(normalizeAxis(3, 3));
+  EXPECT_FALSE(normalizeAxis(-4, 3));
+  EXPECT_FALSE(normalizeAxis(0, 0));
+  EXPECT_FALSE(normalizeAxis(INT64_MIN, 3));
+  EXPECT_FALSE(normalizeAxis(INT64_MAX, 3));
+}
+
+/// x -> a = relu(x) -> b = add(a, x); output b.
+struct SmallGraph {
+  Graph g;
+  Value *x;
+  Node *a, *b;
+  SmallGraph() {
+    g.name = "small";
+    TensorType t(DType::F32, {Dim::fixed(4)});
+    x = g.addInput("x", t);
+    a = g.append(std::make_unique<Node>(OpKind::Relu, "a", Location()));
+    a->addOperand(x);
+    a->addResult("a", t);
+    b = g.append(std::make_unique<Node>(OpKind::Add, "b", Location()));
+    b->addOperand(a->result());
+    b->addOperand(x);
+    b->addResult("b", t);
+    g.outputs.push_back({"b", b->result(), OutputKind::Output, "", {}});
+  }
+};
+
+static size_t usesBy(const Value *v, const Node *user) {
+  size_t n = 0;
+  for (const Use &u : v->uses())
+    n += u.user == user;
+  return n;
+}
+
+TEST(GraphTest, UseListsAfterBuilding) {
+  SmallGraph s;
+  EXPECT_EQ(s.x->uses().size(), 2u);
+  EXPECT_EQ(usesBy(s.x, s.a), 1u);
+  EXPECT_EQ(usesBy(s.x, s.b), 1u);
+  ASSERT_EQ(s.a->result()->uses().size(), 1u);
+  EXPECT_EQ(s.a->result()->uses()[0].operandIndex, 0u);
+  EXPECT_EQ(s.x->getDef(), nullptr);
+  EXPECT_EQ(s.a->result()->getDef(), s.a);
+  EXPECT_EQ(s.g.lookupValue("b"), s.b->result());
+  EXPECT_EQ(s.g.lookupValue("zz"), nullptr);
+  EXPECT_EQ(s.g.indexOf(s.b), 1u);
+  std::string errors;
+  llvm::raw_string_ostream os(errors);
+  DiagnosticEngine diag(os);
+  EXPECT_TRUE(verifyGraph(s.g, diag)) << os.str();
+}
+
+TEST(GraphTest, ReplaceAllUsesWithThenErase) {
+  SmallGraph s;
+  // b = add(a, x) becomes add(x, x); a is then dead and erased.
+  s.a->result()->replaceAllUsesWith(s.x);
+  EXPECT_FALSE(s.a->result()->hasUses());
+  EXPECT_EQ(s.b->operand(0), s.x);
+  EXPECT_EQ(s.x->uses().size(), 3u);
+  EXPECT_EQ(usesBy(s.x, s.b), 2u);
+  s.g.erase(s.a);
+  EXPECT_EQ(s.g.nodes().size(), 1u);
+  // Erasing a dropped a's use of x.
+  EXPECT_EQ(s.x->uses().size(), 2u);
+  EXPECT_EQ(usesBy(s.x, s.b), 2u);
+  std::string errors;
+  llvm::raw_string_ostream os(errors);
+  DiagnosticEngine diag(os);
+  EXPECT_TRUE(verifyGraph(s.g, diag)) << os.str();
+}
+
+TEST(GraphTest, SetOperandMovesOneUse) {
+  SmallGraph s;
+  s.b->setOperand(1, s.a->result());
+  EXPECT_EQ(usesBy(s.x, s.b), 0u);
+  EXPECT_EQ(usesBy(s.a->result(), s.b), 2u);
+  s.b->dropOperands();
+  EXPECT_EQ(s.b->numOperands(), 0u);
+  EXPECT_FALSE(s.a->result()->hasUses());
+  EXPECT_EQ(s.x->uses().size(), 1u);
+}
+
+TEST(GraphTest, InsertBeforeKeepsOrder) {
+  SmallGraph s;
+  TensorType t(DType::F32, {Dim::fixed(4)});
+  Node *n = s.g.insertBefore(
+      s.b, std::make_unique<Node>(OpKind::Exp, "e", Location()));
+  n->addOperand(s.a->result());
+  n->addResult("e", t);
+  EXPECT_EQ(s.g.indexOf(n), 1u);
+  EXPECT_EQ(s.g.indexOf(s.b), 2u);
+  EXPECT_EQ(n->getParent(), &s.g);
+}
+
+TEST(VerifierTest, CatchesUseBeforeDefAfterBadEdit) {
+  SmallGraph s;
+  // Make a use b's result: b is defined after a.
+  s.a->setOperand(0, s.b->result());
+  std::string errors;
+  llvm::raw_string_ostream os(errors);
+  DiagnosticEngine diag(os);
+  EXPECT_FALSE(verifyGraph(s.g, diag));
+  EXPECT_NE(os.str().find("node 'a' (relu): operand #0 ('b') is not "
+                          "defined before its use"),
+            std::string::npos)
+      << os.str();
+}
+
+TEST(VerifierTest, CatchesStaleResultType) {
+  SmallGraph s;
+  s.b->result()->setType(TensorType(DType::F16, {Dim::fixed(4)}));
+  std::string errors;
+  llvm::raw_string_ostream os(errors);
+  DiagnosticEngine diag(os);
+  EXPECT_FALSE(verifyGraph(s.g, diag));
+  EXPECT_NE(os.str().find("node 'b' (add): result #0 has type f16[4] but "
+                          "its op gives f32[4]"),
+            std::string::npos)
+      << os.str();
+}
+
+static std::unique_ptr<Graph> readString(const std::string &text,
+                                         DiagnosticEngine &diag) {
+  uint32_t id = diag.addBuffer(
+      llvm::MemoryBuffer::getMemBufferCopy(text, "buffer.json"));
+  return readGraphBuffer(id, ".", diag, ReadOptions());
+}
+
+TEST(ReaderTest, RoundTripThroughAString) {
+  const std::string text = R"({
+    "format_version": 1, "name": "rt",
+    "dims": [{"name": "B", "min": 1, "max": 16, "buckets": [8, 16]}],
+    "inputs": [{"name": "x", "dtype": "f32", "shape": ["B", 4]},
+               {"name": "w", "kind": "parameter", "dtype": "f32",
+                "shape": [3, 4], "init": {"dist": "normal", "std": 0.5}}],
+    "nodes": [{"name": "y", "op": "linear", "inputs": ["x", "w"]},
+              {"name": "s", "op": "softmax", "inputs": ["y"],
+               "attrs": {"axis": -1}, "loc": "m.py:1"}],
+    "outputs": ["s"]})";
+  std::string errors;
+  llvm::raw_string_ostream os(errors);
+  DiagnosticEngine diag(os);
+  std::unique_ptr<Graph> g = readString(text, diag);
+  ASSERT_TRUE(g) << os.str();
+  ASSERT_TRUE(verifyGraph(*g, diag)) << os.str();
+  std::string json = writeGraphJson(*g);
+  std::unique_ptr<Graph> again = readString(json, diag);
+  ASSERT_TRUE(again) << os.str();
+  EXPECT_EQ(writeGraphJson(*again), json);
+  std::string text1, text2;
+  llvm::raw_string_ostream p1(text1), p2(text2);
+  printGraph(*g, p1);
+  printGraph(*again, p2);
+  EXPECT_EQ(p1.str(), p2.str());
+  EXPECT_NE(p1.str().find("%s = softmax %y {axis = -1} : f32[B,3]"),
+            std::string::npos)
+      << p1.str();
+  EXPECT_FALSE(diag.hasErrors());
+}
+
+TEST(ReaderTest, ErrorsAreLocatedAndCounted) {
+  std::string errors;
+  llvm::raw_string_ostream os(errors);
+  DiagnosticEngine diag(os);
+  std::unique_ptr<Graph> g = readString(
+      "{\"format_version\": 1, \"name\": \"g\", \"inputs\": [],\n"
+      " \"nodes\": [{\"name\": \"t\", \"op\": \"relu\", \"inputs\": [\"q\"]}],\n"
+      " \"outputs\": [\"t\"]}",
+      diag);
+  EXPECT_FALSE(g);
+  EXPECT_EQ(diag.errorCount(), 1u);
+  EXPECT_NE(os.str().find("buffer.json:2:51: error: node 't' (relu): "
+                          "operand #0 refers to undefined value 'q'"),
+            std::string::npos)
+      << os.str();
+}
+
+} // namespace
