@@ -12,8 +12,8 @@
 #    skipped, fails if any failed, or if nvidia-smi sees a GPU but a test was
 #    skipped or none ran.
 # 2. Reruns them under compute-sanitizer --tool memcheck where it exists
-#    (says so if not; CGC_SANITIZER=0 turns it off). The op tests run a
-#    subset under memcheck (CGC_OP_MEMCHECK_FILTER).
+#    (says so if not; CGC_SANITIZER=0 turns it off); CGC_OP_MEMCHECK_FILTER
+#    narrows the op cases it covers (default: all).
 # 3. Runs the benchmarks (bench/run_bench.py run, then bench/make_perf_md.py)
 #    unless CGC_BENCH=0.
 # Artifacts (gtest XML, memcheck logs, bench log, perf.md) go to $OUT when it
@@ -79,7 +79,7 @@ if [ "${CGC_SANITIZER:-1}" != 0 ] && [ "$GPU_VISIBLE" -eq 1 ]; then
     for bin in "${BINS[@]}"; do
       name=$(basename "$bin")
       case $name in
-        cgc_gpu_op_tests) filter=${CGC_OP_MEMCHECK_FILTER:-*own_*:*example_*:*all_ops*:StagedCases.*} ;;
+        cgc_gpu_op_tests) filter=${CGC_OP_MEMCHECK_FILTER:-*} ;;
         *) filter=${CGC_SANITIZER_FILTER:-*-RuntimeGpuLoad.PtxFallbackAndArchMismatch} ;;
       esac
       echo "== memcheck $name ($filter)"
