@@ -29,8 +29,7 @@ bool cgc::lowerToProgram(Graph &graph, Lowered &out, DiagnosticEngine &diag) {
   return true;
 }
 
-/// Reports an NVRTC failure at the IR node whose kernel the log points at.
-static void reportNvrtcFailure(const Program &program,
+void cgc::reportNvrtcFailure(const Program &program,
                                const std::vector<unsigned> &lines,
                                const std::string &log, DiagnosticEngine &diag) {
   const Kernel *culprit = nullptr;

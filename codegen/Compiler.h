@@ -44,6 +44,12 @@ bool runDefaultPipeline(Graph &graph, const CompileOptions &options,
                         DiagnosticEngine &diag);
 /// Memory plan, kernels and graph plan of an already optimized graph.
 bool lowerToProgram(Graph &graph, Lowered &out, DiagnosticEngine &diag);
+/// Reports an NVRTC failure, with its log, at the IR node whose kernel the
+/// log's first `cgc_kernels.cu(line)` falls in (\p kernelLines: each
+/// kernel's first line, from programSource).
+void reportNvrtcFailure(const Program &program,
+                        const std::vector<unsigned> &kernelLines,
+                        const std::string &log, DiagnosticEngine &diag);
 /// The whole compile; \p result.bytes is the artifact.
 bool compileGraph(Graph &graph, const CompileOptions &options,
                   DiagnosticEngine &diag, CompileResult &result);

@@ -1,0 +1,68 @@
+//===- CodegenTest.cpp - NVRTC compiles and failures, without a GPU ---------===//
+#include "codegen/Compiler.h"
+#include "codegen/Nvrtc.h"
+#include "ir/JsonReader.h"
+
+#include <gtest/gtest.h>
+
+using namespace cgc;
+
+namespace {
+const char *Model = R"({"format_version": 1, "name": "m",
+ "inputs": [{"name": "x", "dtype": "f32", "shape": [8]}],
+ "nodes": [{"name": "a", "op": "exp", "inputs": ["x"]},
+           {"name": "s", "op": "sum", "inputs": ["a"]},
+           {"name": "y", "op": "neg", "inputs": ["s"], "loc": "model.py:7"}],
+ "outputs": ["y"]})";
+
+struct Lowering {
+  std::string messages;
+  llvm::raw_string_ostream os{messages};
+  DiagnosticEngine diag{os};
+  std::unique_ptr<Graph> graph;
+  Lowered lowered;
+
+  bool lower() {
+    uint32_t id = diag.addBuffer(llvm::MemoryBuffer::getMemBufferCopy(Model, "m.json"));
+    graph = readGraphBuffer(id, ".", diag, ReadOptions());
+    CompileOptions options;
+    return graph && runDefaultPipeline(*graph, options, diag) &&
+           lowerToProgram(*graph, lowered, diag);
+  }
+};
+} // namespace
+
+TEST(Nvrtc, CompilesTheGeneratedProgram) {
+  Lowering l;
+  ASSERT_TRUE(l.lower()) << l.os.str();
+  DeviceCode code;
+  ASSERT_TRUE(compileWithNvrtc(programSource(l.lowered.program), "sm_90", code))
+      << code.log;
+  EXPECT_GT(code.cubin.size(), 0u);
+  EXPECT_NE(code.ptx.find(".target sm_90"), std::string::npos);
+}
+
+TEST(Nvrtc, FailureNamesTheIrNodeAndKeepsTheLog) {
+  Lowering l;
+  ASSERT_TRUE(l.lower()) << l.os.str();
+  // Break the last kernel (the one of node 'y'), as a codegen bug would.
+  Kernel &broken = l.lowered.program.kernels.back();
+  ASSERT_EQ(broken.node->getName(), "y");
+  size_t body = broken.source.find("cgc_wait_for_producers();");
+  ASSERT_NE(body, std::string::npos);
+  broken.source.insert(body, "undeclared_helper(); ");
+  std::vector<unsigned> lines;
+  std::string source = programSource(l.lowered.program, &lines);
+  DeviceCode code;
+  ASSERT_FALSE(compileWithNvrtc(source, "sm_90", code));
+  EXPECT_NE(code.log.find("undeclared_helper"), std::string::npos) << code.log;
+  reportNvrtcFailure(l.lowered.program, lines, code.log, l.diag);
+  std::string out = l.os.str();
+  EXPECT_NE(out.find("m.json:5:12: error: node 'y' (neg): NVRTC failed to "
+                     "compile kernel 'neg_y':"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("undeclared_helper"), std::string::npos) << out;
+  EXPECT_NE(out.find("note: node 'y' comes from model.py:7"), std::string::npos)
+      << out;
+}
