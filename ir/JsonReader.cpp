@@ -242,6 +242,14 @@ bool GraphReader::readInput(const Json &j, const std::string &p, Graph &g) {
   }
   if (j.contains("init") && !readInitializer(j["init"], p + "/init", what, init))
     return false;
+  bool random = init.source == Initializer::Source::Normal ||
+                init.source == Initializer::Source::Uniform;
+  if (random && !isFloat(type.dtype)) {
+    ctx.error(p + "/init/dist", what + " is " +
+                                    typeToString(type, g.dims()) +
+                                    "; random initializers need a float dtype");
+    return false;
+  }
   if (j.contains("weight")) {
     if (!ctx.readName(j["weight"], p + "/weight", what + ": weight", init.tensor))
       return false;

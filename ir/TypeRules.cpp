@@ -457,7 +457,13 @@ bool TypeChecker::dropout(Types &out) {
     if (rng != TensorType(DType::I64, {Dim::fixed(2)}))
       return fail("operand #1 (the RNG state) is " + str(rng) +
                   ", expected i64[2] holding seed and offset");
+    if (node.attr("seed"))
+      return fail("attribute 'seed' conflicts with the RNG state operand, "
+                  "which holds the seed");
   }
+  if (node.intAttr("offset", 0) < 0)
+    return fail("attribute 'offset' = " + llvm::Twine(node.intAttr("offset", 0)) +
+                " must not be negative");
   out.push_back(x);
   return true;
 }
