@@ -6,6 +6,8 @@
 //===----------------------------------------------------------------------===//
 #include "ir/TypeRules.h"
 
+#include "ir/TypeChecker.h"
+
 #include "ir/OpAttrs.h"
 #include "ir/Printer.h"
 
@@ -15,62 +17,7 @@
 #include <set>
 
 using namespace cgc;
-
-namespace {
-using Types = llvm::SmallVectorImpl<TensorType>;
-using Shape = llvm::SmallVector<Dim, 4>;
-
-class TypeChecker {
-public:
-  TypeChecker(Node &node, DiagnosticEngine &diag)
-      : node(node), diag(diag), table(node.getParent()->dims()) {}
-
-  bool run(Types &out);
-
-private:
-  bool fail(const llvm::Twine &message) {
-    diag.nodeError(node, message);
-    return false;
-  }
-  const TensorType &operandType(unsigned i) const {
-    return node.operand(i)->getType();
-  }
-  std::string str(const TensorType &t) const { return typeToString(t, table); }
-  std::string str(llvm::ArrayRef<Dim> s) const { return shapeToString(s, table); }
-
-  bool dtypeAllowed(DType dtype) const;
-  bool checkOperandDTypes(unsigned first, unsigned count);
-  bool axisAttr(llvm::StringRef key, int64_t fallback, unsigned rank,
-                unsigned &axis);
-  bool shapeAttr(Shape &shape);
-
-  bool elementwise(Types &out);
-  bool source(Types &out);
-  bool reduction(Types &out);
-  bool matmul(Types &out);
-  bool linear(Types &out);
-  bool transpose(Types &out);
-  bool reshape(Types &out);
-  bool broadcastTo(Types &out);
-  bool concat(Types &out);
-  bool slice(Types &out);
-  bool gather(Types &out);
-  bool oneHot(Types &out);
-  bool normalization(Types &out);
-  bool dropout(Types &out);
-  bool loss(Types &out);
-  bool syncPoint(Types &out);
-  bool ifOp(Types &out);
-  bool whileOp(Types &out);
-  bool fusion(Types &out);
-  bool regionSignature(Graph &region, llvm::StringRef name,
-                       llvm::ArrayRef<TensorType> inputs);
-
-  Node &node;
-  DiagnosticEngine &diag;
-  DimTable &table;
-};
-} // namespace
+using namespace cgc::typerules;
 
 bool TypeChecker::dtypeAllowed(DType dtype) const {
   const OpInfo &info = node.info();
@@ -490,116 +437,6 @@ bool TypeChecker::loss(Types &out) {
     unreduced = TensorType(a.dtype, {a.dims[0]});
   }
   out.push_back(reduction == "none" ? unreduced : TensorType::scalar(a.dtype));
-  return true;
-}
-
-bool TypeChecker::syncPoint(Types &out) {
-  const TensorType &x = operandType(0);
-  if (node.getOp() == OpKind::Item) {
-    if (!x.isStatic() || x.numElements() != 1)
-      return fail("item needs exactly one element, got " + str(x));
-    out.push_back(TensorType::scalar(x.dtype));
-    return true;
-  }
-  if (node.getOp() == OpKind::MaskedSelect) {
-    const TensorType &mask = operandType(1);
-    if (mask.dtype != DType::Bool || mask.dims != x.dims)
-      return fail("mask is " + str(mask) + ", expected bool" + str(x.dims));
-  }
-  // `#` cannot appear in user names, so this never meets a declared dim.
-  std::string symbolName = node.getName() + "#n";
-  auto symbol = table.lookup(symbolName);
-  if (!symbol) {
-    SymbolicDim dim;
-    dim.name = symbolName;
-    dim.min = 0;
-    dim.max = x.maxElements(table);
-    dim.dataDependent = true;
-    symbol = table.add(dim);
-  }
-  if (node.getOp() == OpKind::NonZero)
-    out.push_back(TensorType(DType::I64, {Dim::symbol(*symbol),
-                                          Dim::fixed(x.rank())}));
-  else
-    out.push_back(TensorType(x.dtype, {Dim::symbol(*symbol)}));
-  return true;
-}
-
-bool TypeChecker::regionSignature(Graph &region, llvm::StringRef name,
-                                  llvm::ArrayRef<TensorType> inputs) {
-  if (region.inputs().size() != inputs.size())
-    return fail("region '" + name + "' takes " +
-                llvm::Twine(region.inputs().size()) + " inputs, but " +
-                llvm::Twine(inputs.size()) + " are passed");
-  for (unsigned i = 0; i < inputs.size(); ++i)
-    if (region.inputs()[i].value->getType() != inputs[i])
-      return fail("region '" + name + "' input #" + llvm::Twine(i) + " is " +
-                  str(region.inputs()[i].value->getType()) + ", but " +
-                  str(inputs[i]) + " is passed");
-  return true;
-}
-
-static llvm::SmallVector<TensorType, 4> outputTypes(const Graph &g) {
-  llvm::SmallVector<TensorType, 4> types;
-  for (const GraphOutput &o : g.outputs)
-    types.push_back(o.value->getType());
-  return types;
-}
-
-bool TypeChecker::ifOp(Types &out) {
-  if (operandType(0) != TensorType::scalar(DType::Bool))
-    return fail("operand #0 (the condition) is " + str(operandType(0)) +
-                ", expected bool[]");
-  llvm::SmallVector<TensorType, 4> passed;
-  for (unsigned i = 1; i < node.numOperands(); ++i)
-    passed.push_back(operandType(i));
-  if (!regionSignature(node.region(0), "then", passed) ||
-      !regionSignature(node.region(1), "else", passed))
-    return false;
-  auto thenTypes = outputTypes(node.region(0));
-  auto elseTypes = outputTypes(node.region(1));
-  if (thenTypes.size() != elseTypes.size())
-    return fail("region 'then' gives " + llvm::Twine(thenTypes.size()) +
-                " results but region 'else' gives " +
-                llvm::Twine(elseTypes.size()));
-  for (unsigned i = 0; i < thenTypes.size(); ++i)
-    if (thenTypes[i] != elseTypes[i])
-      return fail("result #" + llvm::Twine(i) + " is " + str(thenTypes[i]) +
-                  " in region 'then' but " + str(elseTypes[i]) +
-                  " in region 'else'");
-  out.append(thenTypes.begin(), thenTypes.end());
-  return true;
-}
-
-bool TypeChecker::whileOp(Types &out) {
-  llvm::SmallVector<TensorType, 4> carried;
-  for (Value *v : node.getOperands())
-    carried.push_back(v->getType());
-  if (!regionSignature(node.region(0), "cond", carried) ||
-      !regionSignature(node.region(1), "body", carried))
-    return false;
-  auto condTypes = outputTypes(node.region(0));
-  if (condTypes.size() != 1 || condTypes[0] != TensorType::scalar(DType::Bool))
-    return fail("region 'cond' must give exactly one bool[] result");
-  auto bodyTypes = outputTypes(node.region(1));
-  if (llvm::makeArrayRef(bodyTypes) != llvm::makeArrayRef(carried))
-    return fail("region 'body' must give back the carried types");
-  if (node.intAttr("max_iterations", 1) <= 0)
-    return fail("attribute 'max_iterations' must be positive");
-  out.append(carried.begin(), carried.end());
-  return true;
-}
-
-bool TypeChecker::fusion(Types &out) {
-  llvm::SmallVector<TensorType, 4> passed;
-  for (Value *v : node.getOperands())
-    passed.push_back(v->getType());
-  if (!regionSignature(node.region(0), "body", passed))
-    return false;
-  if (node.region(0).outputs.empty())
-    return fail("region 'body' gives no results");
-  auto bodyTypes = outputTypes(node.region(0));
-  out.append(bodyTypes.begin(), bodyTypes.end());
   return true;
 }
 

@@ -1,0 +1,123 @@
+//===- RegionTypeRules.cpp - Types of regions and data-dependent ops --------===//
+//
+// `if`, `while` and `fusion` type their results from their regions, whose
+// inputs must match the operands passed; nonzero, masked_select and item
+// give results whose size depends on data (a `<node>#n` dim bounded by the
+// operand's element count) or that a host would read.
+//
+//===----------------------------------------------------------------------===//
+#include "ir/TypeChecker.h"
+
+using namespace cgc;
+using namespace cgc::typerules;
+
+bool TypeChecker::syncPoint(Types &out) {
+  const TensorType &x = operandType(0);
+  if (node.getOp() == OpKind::Item) {
+    if (!x.isStatic() || x.numElements() != 1)
+      return fail("item needs exactly one element, got " + str(x));
+    out.push_back(TensorType::scalar(x.dtype));
+    return true;
+  }
+  if (node.getOp() == OpKind::MaskedSelect) {
+    const TensorType &mask = operandType(1);
+    if (mask.dtype != DType::Bool || mask.dims != x.dims)
+      return fail("mask is " + str(mask) + ", expected bool" + str(x.dims));
+  }
+  // `#` cannot appear in user names, so this never meets a declared dim.
+  std::string symbolName = node.getName() + "#n";
+  auto symbol = table.lookup(symbolName);
+  if (!symbol) {
+    SymbolicDim dim;
+    dim.name = symbolName;
+    dim.min = 0;
+    dim.max = x.maxElements(table);
+    dim.dataDependent = true;
+    symbol = table.add(dim);
+  }
+  if (node.getOp() == OpKind::NonZero)
+    out.push_back(TensorType(DType::I64, {Dim::symbol(*symbol),
+                                          Dim::fixed(x.rank())}));
+  else
+    out.push_back(TensorType(x.dtype, {Dim::symbol(*symbol)}));
+  return true;
+}
+
+bool TypeChecker::regionSignature(Graph &region, llvm::StringRef name,
+                                  llvm::ArrayRef<TensorType> inputs) {
+  if (region.inputs().size() != inputs.size())
+    return fail("region '" + name + "' takes " +
+                llvm::Twine(region.inputs().size()) + " inputs, but " +
+                llvm::Twine(inputs.size()) + " are passed");
+  for (unsigned i = 0; i < inputs.size(); ++i)
+    if (region.inputs()[i].value->getType() != inputs[i])
+      return fail("region '" + name + "' input #" + llvm::Twine(i) + " is " +
+                  str(region.inputs()[i].value->getType()) + ", but " +
+                  str(inputs[i]) + " is passed");
+  return true;
+}
+
+static llvm::SmallVector<TensorType, 4> outputTypes(const Graph &g) {
+  llvm::SmallVector<TensorType, 4> types;
+  for (const GraphOutput &o : g.outputs)
+    types.push_back(o.value->getType());
+  return types;
+}
+
+bool TypeChecker::ifOp(Types &out) {
+  if (operandType(0) != TensorType::scalar(DType::Bool))
+    return fail("operand #0 (the condition) is " + str(operandType(0)) +
+                ", expected bool[]");
+  llvm::SmallVector<TensorType, 4> passed;
+  for (unsigned i = 1; i < node.numOperands(); ++i)
+    passed.push_back(operandType(i));
+  if (!regionSignature(node.region(0), "then", passed) ||
+      !regionSignature(node.region(1), "else", passed))
+    return false;
+  auto thenTypes = outputTypes(node.region(0));
+  auto elseTypes = outputTypes(node.region(1));
+  if (thenTypes.size() != elseTypes.size())
+    return fail("region 'then' gives " + llvm::Twine(thenTypes.size()) +
+                " results but region 'else' gives " +
+                llvm::Twine(elseTypes.size()));
+  for (unsigned i = 0; i < thenTypes.size(); ++i)
+    if (thenTypes[i] != elseTypes[i])
+      return fail("result #" + llvm::Twine(i) + " is " + str(thenTypes[i]) +
+                  " in region 'then' but " + str(elseTypes[i]) +
+                  " in region 'else'");
+  out.append(thenTypes.begin(), thenTypes.end());
+  return true;
+}
+
+bool TypeChecker::whileOp(Types &out) {
+  llvm::SmallVector<TensorType, 4> carried;
+  for (Value *v : node.getOperands())
+    carried.push_back(v->getType());
+  if (!regionSignature(node.region(0), "cond", carried) ||
+      !regionSignature(node.region(1), "body", carried))
+    return false;
+  auto condTypes = outputTypes(node.region(0));
+  if (condTypes.size() != 1 || condTypes[0] != TensorType::scalar(DType::Bool))
+    return fail("region 'cond' must give exactly one bool[] result");
+  auto bodyTypes = outputTypes(node.region(1));
+  if (llvm::makeArrayRef(bodyTypes) != llvm::makeArrayRef(carried))
+    return fail("region 'body' must give back the carried types");
+  if (node.intAttr("max_iterations", 1) <= 0)
+    return fail("attribute 'max_iterations' must be positive");
+  out.append(carried.begin(), carried.end());
+  return true;
+}
+
+bool TypeChecker::fusion(Types &out) {
+  llvm::SmallVector<TensorType, 4> passed;
+  for (Value *v : node.getOperands())
+    passed.push_back(v->getType());
+  if (!regionSignature(node.region(0), "body", passed))
+    return false;
+  if (node.region(0).outputs.empty())
+    return fail("region 'body' gives no results");
+  auto bodyTypes = outputTypes(node.region(0));
+  out.append(bodyTypes.begin(), bodyTypes.end());
+  return true;
+}
+
