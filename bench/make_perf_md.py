@@ -38,7 +38,7 @@ def main():
          f"- PyTorch: {head.get('torch', '?')}",
          f"- command: `{head.get('command', '?')}`",
          f"- method: {head.get('method', '?')}; cgc numbers come from `cgc bench` "
-         "(zero-filled arena inputs), PyTorch's from torch.cuda.Event in the same script "
+         "(inputs filled once with seeded random values), PyTorch's from torch.cuda.Event in the same script "
          "(random inputs; PyTorch's graphs/loops include one extra copy kernel into a "
          "preallocated output).", "",
          "µs per iteration (median of 5). chain100 is compiled with `cgc --no-fuse`; "

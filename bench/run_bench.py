@@ -10,7 +10,7 @@ Two steps, because the GPU machine has no LLVM (cgc cannot compile there):
   GPU machine:  bench/run_bench.py run --cgc BIN --artifacts DIR [--log FILE]
       cgc: `BIN bench ART --iters N --warmup W --repeats 5` (graph replay and
       eager launches; CUDA events around N back-to-back runs, median of 5
-      repeats after warm-up; the arena's inputs are zeros).
+      repeats after warm-up; inputs filled once with seeded random values).
       PyTorch, same method in this process on the same GPU: eager and
       torch.cuda.graph replay of the same computation (chain100: 100
       dependent y = y + 1 on 256 floats; gelu: x*0.5*(1+erf(x/1.41421)) on

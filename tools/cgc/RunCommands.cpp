@@ -223,6 +223,51 @@ struct Session {
   }
 };
 
+/// Seeded values in [-2, 2] (floats; multiples of 1/8, exact in f16 and
+/// bf16), [0, 4) (integers) or {0, 1} (bool), so that timings do not run
+/// on the zeros of a fresh arena.
+std::vector<uint8_t> randomBytes(const std::string &dtype, size_t bytes,
+                                 uint64_t &state) {
+  auto next = [&state] {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    return uint32_t(state >> 33);
+  };
+  std::vector<uint8_t> out(bytes);
+  size_t size = cgc::format::safetensorsDtypeSize(
+      cgc::format::toSafetensorsDtype(dtype));
+  for (size_t i = 0; size && i + size <= bytes; i += size) {
+    float f = float(int(next() % 33) - 16) / 8.0f;
+    uint32_t fbits, value = next() % 4;
+    std::memcpy(&fbits, &f, 4);
+    if (dtype == "f32")
+      std::memcpy(&out[i], &f, 4);
+    else if (dtype == "bf16")
+      value = fbits >> 16;
+    else if (dtype == "f16") // Exact for multiples of 1/8 in [-2, 2].
+      value = f == 0 ? 0
+                     : ((fbits >> 16) & 0x8000) |
+                           ((((fbits >> 23) & 0xff) - 112) << 10) |
+                           ((fbits >> 13) & 0x3ff);
+    else if (dtype == "bool")
+      value %= 2;
+    if (dtype != "f32")
+      std::memcpy(&out[i], &value, std::min<size_t>(size, 4));
+  }
+  return out;
+}
+
+cgc_status fillRandomInputs(Session &s, const Artifact &art) {
+  uint64_t state = 42;
+  for (const cgc::format::TensorDesc &t : art.manifest.inputs) {
+    std::vector<uint8_t> bytes = randomBytes(t.dtype, t.bytes, state);
+    if (cgc_status st = cgc_context_write_input(s.ctx, t.name.c_str(),
+                                                bytes.data(), bytes.size(),
+                                                nullptr))
+      return st;
+  }
+  return cgc_stream_synchronize(nullptr);
+}
+
 } // namespace
 
 int cgcRunMain(int argc, char **argv) {
@@ -330,6 +375,8 @@ int cgcBenchMain(int argc, char **argv) {
     return 1;
   Session s;
   if (cgc_status st = s.open(art, o.device))
+    return runtimeError(st);
+  if (cgc_status st = fillRandomInputs(s, art))
     return runtimeError(st);
   std::string reason;
   const cgc::rt::Driver *drv = cgc::rt::getDriver(reason);
