@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 #include "codegen/CudaText.h"
 #include "codegen/Emitters.h"
+#include "passes/Pass.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringMap.h"
@@ -135,7 +136,7 @@ static void noteDTypes(const Node &node, Program &program) {
 bool cgc::lowerGraph(const Graph &graph, const MemoryPlan &plan,
                      Program &program, DiagnosticEngine &diag) {
   program = Program();
-  bool ok = true;
+  bool ok = checkFusionBodies(graph, diag);
   llvm::StringSet<> names;
   llvm::StringMap<std::string> bodies;
   for (const GraphInput &in : graph.inputs())

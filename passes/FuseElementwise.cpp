@@ -12,7 +12,10 @@
 // attributes and locations); results used outside the group or returned
 // become fusion results. The top-level order is then rebuilt by a stable
 // topological sort.
-// Requires: a verified graph with static shapes on the fused values.
+// Requires: a verified graph with static shapes on the fused values, whose
+// existing fusion nodes (written by hand or by an earlier run) hold only
+// elementwise ops and sources; anything else is refused with an error at
+// the offending body node.
 // Guarantees: the graph computes the same values; fusion bodies hold only
 // elementwise ops and scalar sources; no fusion is nested; a reduction,
 // library call or data movement never lands inside a fusion.
@@ -33,15 +36,7 @@ using NodeSet = llvm::SetVector<Node *>;
 
 /// True for a constant or fill that carries one value for every element.
 bool isSplatSource(const Node &n) {
-  if (n.getOp() == OpKind::Fill)
-    return true;
-  if (n.getOp() != OpKind::Constant)
-    return false;
-  const auto &values = std::get<std::vector<double>>(*n.attr("value"));
-  for (double v : values)
-    if (v != values[0])
-      return false;
-  return true;
+  return n.numResults() == 1 && splatConstant(n.result()).hasValue();
 }
 
 bool isFusible(const Node &n) {
@@ -99,7 +94,28 @@ bool FuseElementwisePass::canMerge(Graph &graph, const NodeSet &merged) const {
   return true;
 }
 
-bool FuseElementwisePass::run(Graph &graph, PassContext &) {
+bool cgc::checkFusionBodies(const Graph &graph, DiagnosticEngine &diag) {
+  bool ok = true;
+  for (const auto &node : graph.nodes()) {
+    if (node->getOp() != OpKind::Fusion)
+      continue;
+    for (const auto &member : node->region(0).nodes()) {
+      const OpInfo &info = member->info();
+      if (info.has(Elementwise) || info.has(Source))
+        continue;
+      diag.nodeError(*member, "cannot be in the body of fusion '" +
+                                  node->getName() +
+                                  "': fusion bodies hold only elementwise "
+                                  "ops and sources");
+      ok = false;
+    }
+  }
+  return ok;
+}
+
+bool FuseElementwisePass::run(Graph &graph, PassContext &ctx) {
+  if (!checkFusionBodies(graph, ctx.diag))
+    return false;
   groupOf.clear();
   groups.clear();
   position.clear();

@@ -16,6 +16,8 @@
 //===----------------------------------------------------------------------===//
 #include "passes/MemoryPlan.h"
 
+#include "llvm/ADT/StringMap.h"
+
 #include "llvm/ADT/DenseSet.h"
 #include <algorithm>
 
@@ -111,11 +113,23 @@ bool Planner::updateInPlace(Value *v, Value *target) const {
 }
 
 bool Planner::claimOutputs() {
+  llvm::StringMap<const GraphOutput *> updaters;
   for (const GraphOutput &o : g.outputs) {
     Value *v = o.value;
     bool update = o.kind == OutputKind::ParameterUpdate ||
                   o.kind == OutputKind::BufferMutation;
     if (update) {
+      // Both would write the target's one storage: the result would depend
+      // on which write lands last.
+      auto [first, inserted] = updaters.try_emplace(o.target, &o);
+      if (!inserted) {
+        diag.error(o.loc, "output '" + o.name + "' updates '" + o.target +
+                              "', which output '" + first->second->name +
+                              "' already updates; a step may write each "
+                              "state tensor once");
+        diag.note(first->second->loc, "the first update is here");
+        return false;
+      }
       const GraphInput *target = nullptr;
       for (const GraphInput &in : g.inputs())
         if (in.value->getName() == o.target)

@@ -7,7 +7,8 @@
 // errors. The graph is not changed; `cgc-opt --print-memory-plan` and the
 // code generator recompute the same deterministic plan.
 // Requires: a verified, topologically ordered graph. Guarantees: every
-// update and mutation names a persistent input; the plan exists.
+// update and mutation names a persistent input, no state tensor is
+// updated twice (both would write its one storage); the plan exists.
 //
 //===----------------------------------------------------------------------===//
 #include "passes/MemoryPlan.h"
