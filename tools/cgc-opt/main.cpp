@@ -177,8 +177,13 @@ int main(int argc, char **argv) {
         llvm::MemoryBuffer::getMemBufferCopy(chunks[i], InputFile));
     ok = processChunk(id, baseDir, diag, out) && ok;
   }
-  if (!ok)
+  if (!ok) {
+    // Like mlir-opt: on standard output the chunks that did succeed are
+    // still printed; a file is never written by a failed run.
+    if (OutputFile == "-")
+      llvm::outs() << out;
     return 1;
+  }
   std::string error;
   if (!writeFileAtomically(OutputFile, out, /*overwrite=*/true, error)) {
     llvm::errs() << "cgc-opt: error: " << error << "\n";
