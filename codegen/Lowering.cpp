@@ -51,11 +51,8 @@ static bool isStaticNode(const Node &n, DiagnosticEngine &diag) {
 /// A splat source every user reads as a literal needs no step at all.
 static bool isInlinedEverywhere(const Node &n) {
   if (n.numResults() != 1 || !splatConstant(n.result()) ||
-      !n.result()->hasUses())
+      !n.result()->hasUses() || n.getParent()->isOutput(n.result()))
     return false;
-  for (const GraphOutput &o : n.getParent()->outputs)
-    if (o.value == n.result())
-      return false;
   return llvm::all_of(n.result()->uses(), [&](const Use &u) {
     return inlinedSplat(*u.user, n.result()).hasValue();
   });

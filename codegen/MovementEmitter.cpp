@@ -80,9 +80,7 @@ void cgc::emitMovement(const Node &node, Kernel &kernel) {
     break;
   }
   case OpKind::Concat: {
-    int64_t axis = node.intAttr("axis", 0);
-    if (axis < 0)
-      axis += out.size();
+    unsigned axis = *normalizeAxis(node.intAttr("axis", 0), out.size());
     int64_t begin = 0;
     for (unsigned k = 0; k < node.numOperands(); ++k) {
       Shape part = staticShape(node.operand(k)->getType());
@@ -97,9 +95,7 @@ void cgc::emitMovement(const Node &node, Kernel &kernel) {
     break;
   }
   case OpKind::Gather: {
-    int64_t axis = node.intAttr("axis", 0);
-    if (axis < 0)
-      axis += in.size();
+    unsigned axis = *normalizeAxis(node.intAttr("axis", 0), in.size());
     Shape idx = staticShape(node.operand(1)->getType());
     std::vector<std::string> idxCoords(c.begin() + axis,
                                        c.begin() + axis + idx.size());

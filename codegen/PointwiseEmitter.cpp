@@ -80,14 +80,14 @@ static std::string opExpr(const Node &n, llvm::ArrayRef<std::string> a) {
 /// The value of a source node at the current coordinates.
 static std::string sourceExpr(const Node &n, const Shape &iter) {
   DType dtype = n.result()->getType().dtype;
-  if (n.getOp() == OpKind::Fill)
-    return literal(n.floatAttr("value", 0), dtype);
-  if (n.getOp() == OpKind::Constant)
-    return literal(std::get<std::vector<double>>(*n.attr("value"))[0], dtype);
+  if (n.getOp() != OpKind::Iota) {
+    // Non-splat constants live in the persistent region, never in a body.
+    auto splat = splatConstant(n.result());
+    assert(splat && "a pointwise source must be a splat or an iota");
+    return literal(*splat, dtype);
+  }
   Shape shape = staticShape(n.result()->getType());
-  int64_t axis = n.intAttr("axis", 0);
-  if (axis < 0)
-    axis += shape.size();
+  unsigned axis = *normalizeAxis(n.intAttr("axis", 0), shape.size());
   if (shape[axis] == 1)
     return literal(0, dtype);
   return "((" + computeType(dtype) + ")c" +

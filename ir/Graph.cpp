@@ -179,6 +179,18 @@ unsigned Graph::indexOf(const Node *node) const {
   return it - nodeList.begin();
 }
 
+bool Graph::isOutput(const Value *value) const {
+  return llvm::any_of(outputs,
+                      [&](const GraphOutput &o) { return o.value == value; });
+}
+
+void Graph::replaceAllUsesWith(Value *from, Value *to) {
+  from->replaceAllUsesWith(to);
+  for (GraphOutput &o : outputs)
+    if (o.value == from)
+      o.value = to;
+}
+
 Value *Graph::lookupValue(llvm::StringRef valueName) const {
   for (const GraphInput &in : inputList)
     if (in.value->getName() == valueName)

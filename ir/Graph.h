@@ -192,6 +192,12 @@ public:
 
   std::vector<GraphOutput> outputs;
 
+  /// Whether \p value is one of this graph's outputs.
+  bool isOutput(const Value *value) const;
+  /// Points every use of \p from, and every output that is \p from, at
+  /// \p to.
+  void replaceAllUsesWith(Value *from, Value *to);
+
   /// Finds a value visible at the end of this graph by name (inputs and
   /// node results of this graph only).
   Value *lookupValue(llvm::StringRef valueName) const;

@@ -50,7 +50,7 @@ public:
 private:
   static bool simplify(Graph &graph, DiagnosticEngine &diag, bool &changed);
   static Value *identityOperand(Node &node);
-  static Value *foldTranspose(Graph &graph, Node &node);
+  static Value *foldChain(Node &node, bool &changed);
   static Value *foldSplat(Graph &graph, Node &node);
 };
 } // namespace
@@ -88,8 +88,10 @@ Value *CanonicalizePass::identityOperand(Node &node) {
   }
 }
 
-/// transpose(transpose(x)) and reshape(reshape(x)) read x directly.
-Value *CanonicalizePass::foldTranspose(Graph &graph, Node &node) {
+/// transpose(transpose(x)) and reshape(reshape(x)) read x directly: the
+/// node is rewritten in place (\p changed), or replaced by x when the
+/// composed transpose is the identity.
+Value *CanonicalizePass::foldChain(Node &node, bool &changed) {
   if (node.getOp() != OpKind::Transpose && node.getOp() != OpKind::Reshape)
     return nullptr;
   Node *inner = node.operand(0)->getDef();
@@ -97,10 +99,9 @@ Value *CanonicalizePass::foldTranspose(Graph &graph, Node &node) {
     return nullptr;
   if (node.getOp() == OpKind::Reshape) {
     node.setOperand(0, inner->operand(0));
-    return nullptr; // Rewritten in place; the types are unchanged.
-  }
-  if (node.getOp() != OpKind::Transpose)
+    changed = true;
     return nullptr;
+  }
   unsigned rank = node.result()->getType().rank();
   std::vector<int64_t> outer = transposePerm(node, rank);
   std::vector<int64_t> first = transposePerm(*inner, rank);
@@ -114,7 +115,7 @@ Value *CanonicalizePass::foldTranspose(Graph &graph, Node &node) {
     return inner->operand(0);
   node.setOperand(0, inner->operand(0));
   node.setAttr("perm", composed);
-  (void)graph;
+  changed = true;
   return nullptr;
 }
 
@@ -146,13 +147,10 @@ Value *CanonicalizePass::foldSplat(Graph &graph, Node &node) {
   default: return nullptr;
   }
   const TensorType &type = node.result()->getType();
-  if (!isFloat(type.dtype))
+  if (type.dtype != DType::F32)
     return nullptr;
   // Round through float so the folded value equals what the op gives in f32.
-  if (type.dtype == DType::F32)
-    r = double(float(r));
-  else
-    return nullptr;
+  r = double(float(r));
   auto fill = std::make_unique<Node>(OpKind::Fill, node.getName() + ".folded",
                                      node.getLoc());
   fill->setAttr("dtype", type.dtype);
@@ -162,16 +160,6 @@ Value *CanonicalizePass::foldSplat(Graph &graph, Node &node) {
   return inserted->addResult(node.getName() + ".folded", type);
 }
 
-/// A node already replaced (or never used); dce removes it.
-static bool isDead(const Graph &graph, const Node &node) {
-  if (node.result()->hasUses())
-    return false;
-  for (const GraphOutput &o : graph.outputs)
-    if (o.value == node.result())
-      return false;
-  return true;
-}
-
 bool CanonicalizePass::simplify(Graph &graph, DiagnosticEngine &diag,
                                 bool &changed) {
   for (size_t i = 0; i < graph.nodes().size(); ++i) {
@@ -179,19 +167,17 @@ bool CanonicalizePass::simplify(Graph &graph, DiagnosticEngine &diag,
     for (unsigned k = 0; k < node.numRegions(); ++k)
       if (!simplify(node.region(k), diag, changed))
         return false;
-    if (node.numResults() != 1 || isDead(graph, node))
+    if (node.numResults() != 1 ||
+        (!node.result()->hasUses() && !graph.isOutput(node.result())))
       continue;
     Value *replacement = identityOperand(node);
     if (!replacement)
-      replacement = foldTranspose(graph, node);
+      replacement = foldChain(node, changed);
     if (!replacement)
       replacement = foldSplat(graph, node);
     if (!replacement || replacement == node.result())
       continue;
-    node.result()->replaceAllUsesWith(replacement);
-    for (GraphOutput &o : graph.outputs)
-      if (o.value == node.result())
-        o.value = replacement;
+    graph.replaceAllUsesWith(node.result(), replacement);
     changed = true;
   }
   return true;

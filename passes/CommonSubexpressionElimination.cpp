@@ -55,17 +55,10 @@ private:
         ++i;
         continue;
       }
-      replaceOutputs(graph, node, it->second);
       for (unsigned r = 0; r < node->numResults(); ++r)
-        node->result(r)->replaceAllUsesWith(it->second->result(r));
+        graph.replaceAllUsesWith(node->result(r), it->second->result(r));
       graph.erase(node);
     }
-  }
-
-  static void replaceOutputs(Graph &graph, Node *from, Node *to) {
-    for (GraphOutput &o : graph.outputs)
-      if (o.value->getDef() == from)
-        o.value = to->result(o.value->getResultIndex());
   }
 };
 } // namespace

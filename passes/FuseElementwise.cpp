@@ -232,7 +232,7 @@ Node *FuseElementwisePass::buildFusion(Graph &graph, const NodeSet &members,
     for (const Use &u : uses)
       if (!members.count(u.user))
         u.user->setOperand(u.operandIndex, r);
-    for (GraphOutput &o : graph.outputs)
+    for (GraphOutput &o : graph.outputs) // Members keep their own uses.
       if (o.value == v)
         o.value = r;
   }
@@ -241,9 +241,7 @@ Node *FuseElementwisePass::buildFusion(Graph &graph, const NodeSet &members,
   for (auto it = members.rbegin(); it != members.rend(); ++it)
     graph.erase(*it);
   for (Node *src : clonedSources) {
-    bool used = src->result()->hasUses();
-    for (const GraphOutput &o : graph.outputs)
-      used |= o.value == src->result();
+    bool used = src->result()->hasUses() || graph.isOutput(src->result());
     if (!used && llvm::any_of(graph.nodes(),
                               [&](const auto &n) { return n.get() == src; }))
       graph.erase(src);

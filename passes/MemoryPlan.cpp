@@ -26,10 +26,7 @@ using namespace cgc;
 static uint64_t alignUp(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
 
 bool cgc::isConstantData(const Node &node) {
-  if (node.getOp() != OpKind::Constant)
-    return false;
-  const auto &values = std::get<std::vector<double>>(*node.attr("value"));
-  return llvm::any_of(values, [&](double v) { return v != values[0]; });
+  return node.getOp() == OpKind::Constant && !splatConstant(node.result());
 }
 
 uint64_t cgc::valueBytes(const Value *v) {

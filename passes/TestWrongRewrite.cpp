@@ -33,10 +33,7 @@ public:
       Value *result = sub->addResult(node->result()->getName() + ".wrong",
                                      node->result()->getType());
       graph.insertBefore(node, std::move(sub));
-      node->result()->replaceAllUsesWith(result);
-      for (GraphOutput &o : graph.outputs)
-        if (o.value == node->result())
-          o.value = result;
+      graph.replaceAllUsesWith(node->result(), result);
       std::string name = node->result()->getName();
       graph.erase(node);
       result->setName(name);

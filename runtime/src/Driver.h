@@ -1,8 +1,8 @@
 //===- Driver.h - Lazily loaded CUDA driver API -----------------*- C++ -*-===//
 //
 // The runtime never links libcuda: it dlopens libcuda.so.1 on first use and
-// resolves each entry point through cuGetProcAddress (ABI of CUDA 12.0, so
-// any driver >= 12.0 works). Binaries therefore start without a driver.
+// resolves each entry point through cuGetProcAddress (ABI of CUDA 12.3; a
+// 12.0-12.2 driver gives its own entry points and no programmatic edges).
 //
 //===----------------------------------------------------------------------===//
 #ifndef CGC_RUNTIME_DRIVER_H

@@ -100,7 +100,8 @@ cgc_status loadCode(cgc_engine_s &e) {
                         e.device));
   std::string deviceArch =
       "sm_" + std::to_string(major) + std::to_string(minor);
-  e.programmaticEdges = major >= 9;
+  // Edge data in cuGraphAddDependencies needs a 12.3 driver.
+  e.programmaticEdges = major >= 9 && drv.version >= 12030;
   std::string why;
   cgc_status status = CGC_ERROR_UNSUPPORTED;
   auto cubin = e.artifact.blob(cgc::format::kCubinBlob);

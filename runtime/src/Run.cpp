@@ -7,6 +7,8 @@
 //===----------------------------------------------------------------------===//
 #include "Internal.h"
 
+#include <algorithm>
+
 using namespace cgc::rt;
 using cgc::format::GraphDesc;
 using cgc::format::KernelDesc;
@@ -74,8 +76,11 @@ cgc_status prepareRun(cgc_context ctx, size_t index, const int64_t *dims,
     const GraphDesc &gd = ctx->engine->artifact.manifest.graphs[index];
     for (uint32_t v = 0; v < gs.nodes.size(); ++v)
       if (gs.nodes[v].usesDims)
-        if (cgc_status s = refreshNode(*ctx, gs, gd, v))
+        if (cgc_status s = refreshNode(*ctx, gs, gd, v)) {
+          // Some nodes may hold the new dims: refresh all next time.
+          std::fill(gs.dims.begin(), gs.dims.end(), -1);
           return s;
+        }
   }
   if (ctx->dims != ctx->scratchDims) {
     ctx->dims = ctx->scratchDims;
