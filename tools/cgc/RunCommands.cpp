@@ -233,8 +233,7 @@ std::vector<uint8_t> randomBytes(const std::string &dtype, size_t bytes,
     return uint32_t(state >> 33);
   };
   std::vector<uint8_t> out(bytes);
-  size_t size = cgc::format::safetensorsDtypeSize(
-      cgc::format::toSafetensorsDtype(dtype));
+  size_t size = cgc::format::dtypeSize(dtype);
   for (size_t i = 0; size && i + size <= bytes; i += size) {
     float f = float(int(next() % 33) - 16) / 8.0f;
     uint32_t fbits, value = next() % 4;
