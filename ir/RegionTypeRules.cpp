@@ -1,7 +1,8 @@
 //===- RegionTypeRules.cpp - Types of regions and data-dependent ops --------===//
 //
 // `if`, `while` and `fusion` type their results from their regions, whose
-// inputs must match the operands passed; nonzero, masked_select and item
+// inputs must match the operands passed (a fusion body holds only
+// elementwise ops and sources); nonzero, masked_select and item
 // give results whose size depends on data (a `<node>#n` dim bounded by the
 // operand's element count) or that a host would read.
 //
@@ -116,6 +117,18 @@ bool TypeChecker::fusion(Types &out) {
     return false;
   if (node.region(0).outputs.empty())
     return fail("region 'body' gives no results");
+  // A fusion runs as one pointwise kernel: its body holds only elementwise
+  // ops and sources (what fuse-elementwise makes and codegen lowers).
+  for (const auto &member : node.region(0).nodes()) {
+    const OpInfo &info = member->info();
+    if (info.has(Elementwise) || info.has(Source))
+      continue;
+    diag.nodeError(*member, "cannot be in the body of fusion '" +
+                                node.getName() +
+                                "': fusion bodies hold only elementwise "
+                                "ops and sources");
+    return false;
+  }
   auto bodyTypes = outputTypes(node.region(0));
   out.append(bodyTypes.begin(), bodyTypes.end());
   return true;

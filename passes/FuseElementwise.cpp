@@ -94,28 +94,7 @@ bool FuseElementwisePass::canMerge(Graph &graph, const NodeSet &merged) const {
   return true;
 }
 
-bool cgc::checkFusionBodies(const Graph &graph, DiagnosticEngine &diag) {
-  bool ok = true;
-  for (const auto &node : graph.nodes()) {
-    if (node->getOp() != OpKind::Fusion)
-      continue;
-    for (const auto &member : node->region(0).nodes()) {
-      const OpInfo &info = member->info();
-      if (info.has(Elementwise) || info.has(Source))
-        continue;
-      diag.nodeError(*member, "cannot be in the body of fusion '" +
-                                  node->getName() +
-                                  "': fusion bodies hold only elementwise "
-                                  "ops and sources");
-      ok = false;
-    }
-  }
-  return ok;
-}
-
 bool FuseElementwisePass::run(Graph &graph, PassContext &ctx) {
-  if (!checkFusionBodies(graph, ctx.diag))
-    return false;
   groupOf.clear();
   groups.clear();
   position.clear();

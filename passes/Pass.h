@@ -41,10 +41,6 @@ public:
 #define CGC_PASS(Name, Factory) std::unique_ptr<Pass> Factory();
 #include "passes/PassRegistry.def"
 
-/// Reports fusion nodes whose bodies hold anything but elementwise ops and
-/// sources (the only bodies fuse-elementwise makes and codegen lowers).
-bool checkFusionBodies(const Graph &graph, DiagnosticEngine &diag);
-
 /// Every registered pass name, in registry order.
 std::vector<std::string> registeredPassNames();
 /// Null when \p name is not registered.

@@ -7,7 +7,7 @@
 #ifndef CGC_RUNTIME_INTERNAL_H
 #define CGC_RUNTIME_INTERNAL_H
 
-#include "ArtifactFormat.h"
+#include "format/ArtifactFormat.h"
 #include "Driver.h"
 #include "cgc/cgc_runtime.h"
 

@@ -8,7 +8,7 @@
 #ifndef CGC_TEST_GPU_GPUTESTUTIL_H
 #define CGC_TEST_GPU_GPUTESTUTIL_H
 
-#include "ArtifactFormat.h"
+#include "format/ArtifactFormat.h"
 
 #include <gtest/gtest.h>
 

@@ -16,7 +16,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "GpuTestUtil.h"
-#include "Safetensors.h"
+#include "format/Safetensors.h"
 #include "cgc/cgc_runtime.h"
 
 #include <cuda_runtime_api.h>

@@ -8,7 +8,7 @@
 //===----------------------------------------------------------------------===//
 #include "GpuTestUtil.h"
 #include "RunCommands.h"
-#include "Safetensors.h"
+#include "format/Safetensors.h"
 #include "cgc/runtime.hpp"
 
 #include <cuda_runtime_api.h>

@@ -5,7 +5,7 @@
 // byte flips, truncations) that must all be refused without crashing.
 //
 //===----------------------------------------------------------------------===//
-#include "ArtifactFormat.h"
+#include "format/ArtifactFormat.h"
 
 #include <gtest/gtest.h>
 

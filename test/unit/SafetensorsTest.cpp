@@ -3,7 +3,7 @@
 // Round trip, refusal to overwrite, and rejection of malformed headers.
 //
 //===----------------------------------------------------------------------===//
-#include "Safetensors.h"
+#include "format/Safetensors.h"
 
 #include <gtest/gtest.h>
 

@@ -5,7 +5,7 @@
 // (The writer is in ManifestWrite.cpp.)
 //
 //===----------------------------------------------------------------------===//
-#include "ArtifactFormat.h"
+#include "format/ArtifactFormat.h"
 
 #include <nlohmann/json.hpp>
 

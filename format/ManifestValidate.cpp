@@ -5,7 +5,7 @@
 // and acyclic. The runtime relies on these checks.
 //
 //===----------------------------------------------------------------------===//
-#include "ArtifactFormat.h"
+#include "format/ArtifactFormat.h"
 
 #include <map>
 #include <set>

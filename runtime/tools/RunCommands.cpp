@@ -8,10 +8,11 @@
 //===----------------------------------------------------------------------===//
 #include "RunCommands.h"
 
-#include "ArtifactFormat.h"
-#include "Driver.h"
-#include "Safetensors.h"
+#include "format/ArtifactFormat.h"
+#include "format/Safetensors.h"
 #include "cgc/cgc_runtime.h"
+
+#include <cuda_runtime_api.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -223,6 +224,29 @@ struct Session {
   }
 };
 
+/// The stream and events of `cgc bench` (CUDA runtime API, which shares the
+/// primary context with the cgc runtime), released on every path.
+struct Timer {
+  cudaStream_t stream = nullptr;
+  cudaEvent_t start = nullptr, stop = nullptr;
+  bool create() {
+    return cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) ==
+               cudaSuccess &&
+           cudaEventCreate(&start) == cudaSuccess &&
+           cudaEventCreate(&stop) == cudaSuccess;
+  }
+  ~Timer() {
+    if (stream)
+      cudaStreamSynchronize(stream);
+    if (start)
+      cudaEventDestroy(start);
+    if (stop)
+      cudaEventDestroy(stop);
+    if (stream)
+      cudaStreamDestroy(stream);
+  }
+};
+
 /// Seeded values in [-2, 2] (floats; multiples of 1/8, exact in f16 and
 /// bf16), [0, 4) (integers) or {0, 1} (bool), so that timings do not run
 /// on the zeros of a fresh arena.
@@ -377,16 +401,11 @@ int cgcBenchMain(int argc, char **argv) {
     return runtimeError(st);
   if (cgc_status st = fillRandomInputs(s, art))
     return runtimeError(st);
-  std::string reason;
-  const cgc::rt::Driver *drv = cgc::rt::getDriver(reason);
-  if (!drv)
-    return error("no CUDA device: " + reason);
-  CUstream stream = nullptr;
-  CUevent start = nullptr, stop = nullptr;
-  if (drv->cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING) ||
-      drv->cuEventCreate(&start, CU_EVENT_DEFAULT) ||
-      drv->cuEventCreate(&stop, CU_EVENT_DEFAULT))
-    return error("cannot create a stream or events");
+  Timer timer;
+  if (!timer.create())
+    return error(std::string("cannot create a stream or events: ") +
+                 cudaGetErrorString(cudaGetLastError()));
+  cudaStream_t stream = timer.stream;
   std::printf("graph=%s nodes=%zu iters=%ld warmup=%ld repeats=%ld\n",
               art.manifest.graphs[graph].name.c_str(),
               art.manifest.graphs[graph].nodes.size(), o.iters, o.warmup,
@@ -402,13 +421,13 @@ int cgcBenchMain(int argc, char **argv) {
       st = launch();
     std::vector<double> samples;
     for (long r = 0; r < o.repeats && !st; ++r) {
-      drv->cuEventRecord(start, stream);
+      cudaEventRecord(timer.start, stream);
       for (long i = 0; i < o.iters && !st; ++i)
         st = launch();
-      drv->cuEventRecord(stop, stream);
+      cudaEventRecord(timer.stop, stream);
       float ms = 0;
-      if (drv->cuEventSynchronize(stop) ||
-          drv->cuEventElapsedTime(&ms, start, stop)) {
+      if (cudaEventSynchronize(timer.stop) != cudaSuccess ||
+          cudaEventElapsedTime(&ms, timer.start, timer.stop) != cudaSuccess) {
         rc = error("event timing failed");
         break;
       }
@@ -428,9 +447,5 @@ int cgcBenchMain(int argc, char **argv) {
       std::printf("%s%.3f", i ? "," : "", samples[i]);
     std::printf("\n");
   }
-  drv->cuStreamSynchronize(stream);
-  drv->cuEventDestroy(start);
-  drv->cuEventDestroy(stop);
-  drv->cuStreamDestroy(stream);
   return rc;
 }

@@ -5,7 +5,7 @@
 // the runtime can trust a parsed Artifact without further checks.
 //
 //===----------------------------------------------------------------------===//
-#include "ArtifactFormat.h"
+#include "format/ArtifactFormat.h"
 
 #include <cstring>
 #include <fstream>

@@ -4,7 +4,7 @@
 // of the header, tensors, kernels (with their IR sources) and graph nodes.
 //
 //===----------------------------------------------------------------------===//
-#include "ArtifactFormat.h"
+#include "format/ArtifactFormat.h"
 
 #include <algorithm>
 

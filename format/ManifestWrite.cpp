@@ -4,7 +4,7 @@
 // manifest always yields the same bytes.
 //
 //===----------------------------------------------------------------------===//
-#include "ArtifactFormat.h"
+#include "format/ArtifactFormat.h"
 
 #include <nlohmann/json.hpp>
 

@@ -4,7 +4,7 @@
 // holes) and atomic writing (temporary file + rename) of safetensors.
 //
 //===----------------------------------------------------------------------===//
-#include "Safetensors.h"
+#include "format/Safetensors.h"
 
 #include <nlohmann/json.hpp>
 
