@@ -199,7 +199,7 @@ void cgc::emitPointwise(const Node &node, Kernel &kernel) {
   }
   for (const Node *op : ops) {
     std::string expr;
-    if (op->numOperands() == 0) {
+    if (op->info().has(Source)) {
       expr = sourceExpr(*op, iter);
     } else {
       llvm::SmallVector<std::string, 3> args;

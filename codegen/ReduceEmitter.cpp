@@ -68,7 +68,7 @@ static void emitCumSum(const Node &node, Kernel &kernel) {
 }
 
 void cgc::emitReduction(const Node &node, Kernel &kernel) {
-  if (node.getOp() == OpKind::CumSum)
+  if (node.info().has(Scan))
     return emitCumSum(node, kernel);
   Shape shape = staticShape(node.operand(0)->getType());
   std::vector<unsigned> reduced, kept;

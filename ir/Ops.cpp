@@ -10,8 +10,8 @@
 using namespace cgc;
 
 static constexpr OpInfo OpTable[] = {
-#define CGC_OP(Enum, Mnemonic, MinOps, MaxOps, Flags, Attrs, Regions)          \
-  {Mnemonic, MinOps, MaxOps, Flags, Attrs, Regions},
+#define CGC_OP(Enum, Mnemonic, Family, MinOps, MaxOps, Flags, Attrs, Regions)  \
+  {Mnemonic, Family, MinOps, MaxOps, Flags, Attrs, Regions},
 #include "ir/Ops.def"
 };
 

@@ -1,7 +1,8 @@
 //===- Ops.h - Operator kinds and their static metadata ---------*- C++ -*-===//
 //
-// OpKind enumerates Ops.def; opInfo() gives each kind's mnemonic, operand
-// bounds, flags, attribute schema and region names from one constexpr table.
+// OpKind enumerates Ops.def; opInfo() gives each kind's mnemonic, family,
+// operand bounds, flags, attribute schema and region names from one
+// constexpr table.
 //
 //===----------------------------------------------------------------------===//
 #ifndef CGC_IR_OPS_H
@@ -14,31 +15,39 @@
 
 namespace cgc {
 
+/// What an op is, for dispatch: the type rules, the interpreter and codegen
+/// switch over the family first, then over the few ops of one family.
+enum OpFamily : uint8_t {
+  Elementwise,   ///< One result element from the same-index operands.
+  Source,        ///< No operands; the result comes from attributes.
+  Reduction,     ///< sum, mean, max, min, argmax over axes.
+  Scan,          ///< cumsum: running sums along one axis.
+  Normalization, ///< softmax, log_softmax, layernorm: row-wise.
+  Loss,          ///< mse_loss, cross_entropy.
+  Random,        ///< Reads the Philox stream (dropout).
+  MatMul,        ///< Matrix products, lowered to a library call (cuBLASLt).
+  Movement,      ///< Moves or copies elements without arithmetic.
+  SyncPoint,     ///< Needs a host sync unless rewritten.
+  ControlFlow,   ///< if, while.
+  Fused,         ///< A fusion: its region runs as one kernel.
+};
+
 enum OpFlags : uint32_t {
   NoFlags = 0,
-  Elementwise = 1u << 0, ///< One result element from the same-index operands.
-  Unary = 1u << 1,
-  Compare = 1u << 2,     ///< Result dtype is bool.
-  AllowInt = 1u << 3,    ///< Integer operands are accepted.
-  AllowBool = 1u << 4,   ///< Bool operands are accepted.
-  BoolOnly = 1u << 5,    ///< Only bool operands are accepted.
-  Source = 1u << 6,      ///< No operands; the result comes from attributes.
-  Reduction = 1u << 7,
-  Library = 1u << 8,     ///< Lowered to a library call (cuBLASLt).
-  Movement = 1u << 9,    ///< Moves or copies elements without arithmetic.
-  Random = 1u << 10,     ///< Reads the Philox stream.
-  SyncPoint = 1u << 11,  ///< Needs a host sync unless rewritten.
-  ControlFlow = 1u << 12,
-  Fused = 1u << 13,      ///< A fusion: its region runs as one kernel.
+  Unary = 1u << 0,
+  Compare = 1u << 1,   ///< Result dtype is bool.
+  AllowInt = 1u << 2,  ///< Integer operands are accepted.
+  AllowBool = 1u << 3, ///< Bool operands are accepted.
+  BoolOnly = 1u << 4,  ///< Only bool operands are accepted.
 };
 
 enum class OpKind : uint8_t {
-#define CGC_OP(Enum, Mnemonic, MinOps, MaxOps, Flags, Attrs, Regions) Enum,
+#define CGC_OP(Enum, ...) Enum,
 #include "ir/Ops.def"
 };
 
 constexpr unsigned NumOpKinds = 0
-#define CGC_OP(Enum, Mnemonic, MinOps, MaxOps, Flags, Attrs, Regions) +1
+#define CGC_OP(...) +1
 #include "ir/Ops.def"
     ;
 
@@ -54,6 +63,7 @@ struct AttrSpec {
 
 struct OpInfo {
   llvm::StringRef mnemonic;
+  OpFamily family;
   int minOperands;
   int maxOperands; ///< -1: variadic.
   uint32_t flags;
@@ -61,9 +71,12 @@ struct OpInfo {
   llvm::StringRef regionNames;
 
   bool has(uint32_t flag) const { return (flags & flag) == flag; }
+  /// Whether the op belongs to \p of.
+  bool has(OpFamily of) const { return family == of; }
 };
 
 const OpInfo &opInfo(OpKind kind);
+inline OpFamily opFamily(OpKind kind) { return opInfo(kind).family; }
 llvm::StringRef mnemonic(OpKind kind);
 llvm::Optional<OpKind> lookupOp(llvm::StringRef mnemonic);
 /// The attribute schema of \p kind, parsed once from Ops.def.

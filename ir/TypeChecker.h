@@ -42,6 +42,7 @@ private:
                 unsigned &axis);
   bool shapeAttr(Shape &shape);
 
+  bool opRule(Types &out);
   bool elementwise(Types &out);
   bool source(Types &out);
   bool reduction(Types &out);

@@ -1,7 +1,8 @@
 //===- TypeRules.cpp - Result types of every op ------------------------------===//
 //
-// One function per op family. Each returns false after reporting an error
-// at the node; the messages name the operand or attribute at fault.
+// One function per op family (the families of Ops.def), or per op where the
+// ops of a family differ. Each returns false after reporting an error at
+// the node; the messages name the operand or attribute at fault.
 //
 //===----------------------------------------------------------------------===//
 #include "ir/TypeRules.h"
@@ -12,6 +13,7 @@
 #include "ir/Printer.h"
 
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/Support/ErrorHandling.h"
 #include <algorithm>
 #include <numeric>
 #include <set>
@@ -136,11 +138,12 @@ bool TypeChecker::reduction(Types &out) {
   if (!checkOperandDTypes(0, 1))
     return false;
   llvm::SmallVector<unsigned, 4> axes;
-  if (node.getOp() == OpKind::ArgMax || node.getOp() == OpKind::CumSum) {
+  bool scan = node.info().has(Scan);
+  if (node.getOp() == OpKind::ArgMax || scan) {
     unsigned axis;
     if (!axisAttr("axis", 0, in.rank(), axis))
       return false;
-    if (node.getOp() == OpKind::CumSum) {
+    if (scan) {
       out.push_back(in);
       return true;
     }
@@ -440,13 +443,9 @@ bool TypeChecker::loss(Types &out) {
   return true;
 }
 
-bool TypeChecker::run(Types &out) {
+/// The families whose ops each have a rule of their own.
+bool TypeChecker::opRule(Types &out) {
   switch (node.getOp()) {
-  case OpKind::Constant: case OpKind::Fill: case OpKind::Iota:
-    return source(out);
-  case OpKind::Sum: case OpKind::Mean: case OpKind::Max: case OpKind::Min:
-  case OpKind::ArgMax: case OpKind::CumSum:
-    return reduction(out);
   case OpKind::MatMul: return matmul(out);
   case OpKind::Linear: return linear(out);
   case OpKind::Transpose: return transpose(out);
@@ -456,18 +455,31 @@ bool TypeChecker::run(Types &out) {
   case OpKind::Slice: return slice(out);
   case OpKind::Gather: case OpKind::Embedding: return gather(out);
   case OpKind::OneHot: return oneHot(out);
-  case OpKind::Softmax: case OpKind::LogSoftmax: case OpKind::LayerNorm:
-    return normalization(out);
-  case OpKind::Dropout: return dropout(out);
-  case OpKind::MseLoss: case OpKind::CrossEntropy: return loss(out);
-  case OpKind::NonZero: case OpKind::MaskedSelect: case OpKind::Item:
-    return syncPoint(out);
   case OpKind::If: return ifOp(out);
   case OpKind::While: return whileOp(out);
-  case OpKind::Fusion: return fusion(out);
-  default:
-    return elementwise(out);
+#define CGC_MATMUL_OP(...)
+#define CGC_MOVEMENT_OP(...)
+#define CGC_CONTROL_FLOW_OP(...)
+#define CGC_OP(Enum, ...) case OpKind::Enum:
+#include "ir/Ops.def"
+    break;
   }
+  llvm_unreachable("run() types the other families");
+}
+
+bool TypeChecker::run(Types &out) {
+  switch (node.info().family) {
+  case Elementwise: return elementwise(out);
+  case Source: return source(out);
+  case Reduction: case Scan: return reduction(out);
+  case Normalization: return normalization(out);
+  case Loss: return loss(out);
+  case Random: return dropout(out);
+  case SyncPoint: return syncPoint(out);
+  case Fused: return fusion(out);
+  case MatMul: case Movement: case ControlFlow: return opRule(out);
+  }
+  llvm_unreachable("invalid OpFamily");
 }
 
 bool cgc::inferResultTypes(Node &node, llvm::SmallVectorImpl<TensorType> &out,

@@ -1,6 +1,6 @@
 //===- FuseElementwise.cpp - Group elementwise ops into fusion nodes ---------===//
 //
-// Algorithm: walk the top-level nodes in order. An elementwise node (flag
+// Algorithm: walk the top-level nodes in order. An elementwise node (family
 // Elementwise in Ops.def) starts a group or joins the groups of its
 // elementwise producers: all of them when merging keeps the contracted graph
 // acyclic (no node outside the merged set is both reachable from it and

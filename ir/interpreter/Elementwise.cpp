@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 #include "ir/interpreter/Kernels.h"
 
+#include "llvm/Support/ErrorHandling.h"
 #include <cmath>
 
 using namespace cgc;
@@ -25,60 +26,47 @@ static double wrapped(uint64_t v, DType dtype) {
   return dtype == DType::I32 ? double(int32_t(uint32_t(v))) : double(int64_t(v));
 }
 
-static double unary(OpKind op, double x, DType dtype) {
-  bool integer = isInteger(dtype);
-  switch (op) {
-  case OpKind::Neg:
-    return integer ? wrapped(0 - uint64_t(asInt(x)), dtype) : -x;
-  case OpKind::Abs:
-    return integer ? wrapped(x < 0 ? 0 - uint64_t(asInt(x)) : uint64_t(asInt(x)), dtype)
-                   : std::fabs(x);
-  case OpKind::Exp: return std::exp(x);
-  case OpKind::Log: return std::log(x);
-  case OpKind::Sqrt: return std::sqrt(x);
-  case OpKind::Rsqrt: return 1.0 / std::sqrt(x);
-  case OpKind::Tanh: return std::tanh(x);
-  case OpKind::Sigmoid: return 1.0 / (1.0 + std::exp(-x));
-  case OpKind::Relu: return std::isnan(x) ? x : (x > 0 ? x : 0.0);
-  case OpKind::Gelu: return x * 0.5 * (1.0 + std::erf(x / std::sqrt(2.0)));
-  case OpKind::GeluTanh:
-    return 0.5 * x *
-           (1.0 + std::tanh(std::sqrt(2.0 / M_PI) *
-                            (x + 0.044715 * x * x * x)));
-  case OpKind::Erf: return std::erf(x);
-  case OpKind::Sin: return std::sin(x);
-  case OpKind::Cos: return std::cos(x);
-  case OpKind::LogicalNot: return x == 0 ? 1 : 0;
-  default:
-    fail("not a unary op");
-  }
+static uint64_t bits(double v) { return uint64_t(asInt(v)); }
+
+static double intDiv(double a, double b, DType dtype) {
+  int64_t p = asInt(a), q = asInt(b);
+  if (q == 0)
+    return 0;
+  if (q == -1)
+    return wrapped(0 - uint64_t(p), dtype);
+  return double(p / q);
 }
 
-static double binary(OpKind op, double a, double b, DType dtype) {
+/// Unary and binary elementwise ops on one element (\p b is unused by unary
+/// ops); \p dtype is the operands' dtype.
+static double scalarOp(OpKind op, double a, double b, DType dtype) {
   bool integer = isInteger(dtype);
-  if (integer) {
-    uint64_t x = uint64_t(asInt(a)), y = uint64_t(asInt(b));
-    switch (op) {
-    case OpKind::Add: return wrapped(x + y, dtype);
-    case OpKind::Sub: return wrapped(x - y, dtype);
-    case OpKind::Mul: return wrapped(x * y, dtype);
-    case OpKind::Div: {
-      int64_t p = asInt(a), q = asInt(b);
-      if (q == 0)
-        return 0;
-      if (q == -1)
-        return wrapped(0 - uint64_t(p), dtype);
-      return double(p / q);
-    }
-    default:
-      break;
-    }
-  }
   switch (op) {
-  case OpKind::Add: return a + b;
-  case OpKind::Sub: return a - b;
-  case OpKind::Mul: return a * b;
-  case OpKind::Div: return a / b;
+  case OpKind::Neg: return integer ? wrapped(0 - bits(a), dtype) : -a;
+  case OpKind::Abs:
+    if (!integer)
+      return std::fabs(a);
+    return wrapped(a < 0 ? 0 - bits(a) : bits(a), dtype);
+  case OpKind::Exp: return std::exp(a);
+  case OpKind::Log: return std::log(a);
+  case OpKind::Sqrt: return std::sqrt(a);
+  case OpKind::Rsqrt: return 1.0 / std::sqrt(a);
+  case OpKind::Tanh: return std::tanh(a);
+  case OpKind::Sigmoid: return 1.0 / (1.0 + std::exp(-a));
+  case OpKind::Relu: return std::isnan(a) ? a : (a > 0 ? a : 0.0);
+  case OpKind::Gelu: return a * 0.5 * (1.0 + std::erf(a / std::sqrt(2.0)));
+  case OpKind::GeluTanh:
+    return 0.5 * a *
+           (1.0 + std::tanh(std::sqrt(2.0 / M_PI) *
+                            (a + 0.044715 * a * a * a)));
+  case OpKind::Erf: return std::erf(a);
+  case OpKind::Sin: return std::sin(a);
+  case OpKind::Cos: return std::cos(a);
+  case OpKind::LogicalNot: return a == 0 ? 1 : 0;
+  case OpKind::Add: return integer ? wrapped(bits(a) + bits(b), dtype) : a + b;
+  case OpKind::Sub: return integer ? wrapped(bits(a) - bits(b), dtype) : a - b;
+  case OpKind::Mul: return integer ? wrapped(bits(a) * bits(b), dtype) : a * b;
+  case OpKind::Div: return integer ? intDiv(a, b, dtype) : a / b;
   case OpKind::Pow: return std::pow(a, b);
   case OpKind::Maximum:
     return std::isnan(a) || std::isnan(b) ? NAN : std::max(a, b);
@@ -92,9 +80,14 @@ static double binary(OpKind op, double a, double b, DType dtype) {
   case OpKind::Ge: return a >= b;
   case OpKind::LogicalAnd: return a != 0 && b != 0;
   case OpKind::LogicalOr: return a != 0 || b != 0;
-  default:
-    fail("not a binary op");
+  case OpKind::Where: case OpKind::Cast:
+    break; // evalElementwise computes them.
+#define CGC_ELEMENTWISE_OP(...)
+#define CGC_OP(Enum, ...) case OpKind::Enum:
+#include "ir/Ops.def"
+    break;
   }
+  llvm_unreachable("not a unary or binary elementwise op");
 }
 
 Tensor interp::evalElementwise(const Node &node, const Operands &in) {
@@ -119,12 +112,11 @@ Tensor interp::evalElementwise(const Node &node, const Operands &in) {
   DType operandType = in.back()->dtype;
   for (int64_t i = 0; i < out.numel(); ++i) {
     double a = in[0]->data[maps[0](i)];
+    double b = in.size() > 1 ? in[1]->data[maps[1](i)] : 0.0;
     if (op == OpKind::Where)
-      out.data[i] = a != 0 ? in[1]->data[maps[1](i)] : in[2]->data[maps[2](i)];
-    else if (in.size() == 1)
-      out.data[i] = unary(op, a, operandType);
+      out.data[i] = a != 0 ? b : in[2]->data[maps[2](i)];
     else
-      out.data[i] = binary(op, a, in[1]->data[maps[1](i)], operandType);
+      out.data[i] = scalarOp(op, a, b, operandType);
   }
   out.round();
   return out;
@@ -152,8 +144,10 @@ Tensor interp::evalSource(const Node &node, const DimEnv &env) {
       out.data[i] = double((i / strides[axis]) % out.shape[axis]);
     break;
   }
-  default:
-    fail("not a source op");
+#define CGC_SOURCE_OP(...)
+#define CGC_OP(Enum, ...) case OpKind::Enum:
+#include "ir/Ops.def"
+    llvm_unreachable("not a source op");
   }
   out.round();
   return out;

@@ -11,6 +11,7 @@
 
 #include "ir/interpreter/Kernels.h"
 
+#include "llvm/Support/ErrorHandling.h"
 #include <unordered_map>
 
 using namespace cgc;
@@ -68,9 +69,18 @@ public:
   std::vector<Tensor> runRegion(const Graph &graph,
                                 std::vector<Tensor> arguments);
   std::vector<Tensor> runNode(const Node &node, const Operands &in);
+  std::vector<Tensor> runControlFlow(const Node &node, const Operands &in);
   DimEnv env;
 };
 } // namespace
+
+static std::vector<Tensor> copies(Operands::const_iterator first,
+                                  Operands::const_iterator last) {
+  std::vector<Tensor> out;
+  for (; first != last; ++first)
+    out.push_back(**first);
+  return out;
+}
 
 std::vector<Tensor> Runner::runRegion(const Graph &graph,
                                       std::vector<Tensor> arguments) {
@@ -120,20 +130,14 @@ std::vector<Tensor> Runner::runRegion(const Graph &graph,
   return outputs;
 }
 
-std::vector<Tensor> Runner::runNode(const Node &node, const Operands &in) {
-  const OpInfo &info = node.info();
+std::vector<Tensor> Runner::runControlFlow(const Node &node,
+                                          const Operands &in) {
   switch (node.getOp()) {
-  case OpKind::If: {
-    std::vector<Tensor> args;
-    for (size_t i = 1; i < in.size(); ++i)
-      args.push_back(*in[i]);
+  case OpKind::If:
     return runRegion(node.region(in[0]->data[0] != 0 ? 0 : 1),
-                     std::move(args));
-  }
+                     copies(in.begin() + 1, in.end()));
   case OpKind::While: {
-    std::vector<Tensor> carried;
-    for (const Tensor *t : in)
-      carried.push_back(*t);
+    std::vector<Tensor> carried = copies(in.begin(), in.end());
     const Attribute *maxAttr = node.attr("max_iterations");
     int64_t limit = node.intAttr("max_iterations", WhileSafetyLimit);
     for (int64_t iter = 0;; ++iter) {
@@ -149,39 +153,30 @@ std::vector<Tensor> Runner::runNode(const Node &node, const Operands &in) {
     }
     return carried;
   }
-  default:
-    // A one-region op (fusion): the region's inputs are the operands and
-    // its outputs the results.
-    if (node.numRegions() == 1) {
-      std::vector<Tensor> args;
-      for (const Tensor *t : in)
-        args.push_back(*t);
-      return runRegion(node.region(0), std::move(args));
-    }
+#define CGC_CONTROL_FLOW_OP(...)
+#define CGC_OP(Enum, ...) case OpKind::Enum:
+#include "ir/Ops.def"
     break;
   }
-  if (info.has(Source))
-    return {evalSource(node, env)};
-  if (info.has(SyncPoint))
-    return {evalSyncPoint(node, in)};
-  switch (node.getOp()) {
-  case OpKind::Sum: case OpKind::Mean: case OpKind::Max: case OpKind::Min:
-  case OpKind::ArgMax: case OpKind::CumSum:
-    return {evalReduction(node, in)};
-  case OpKind::MatMul: case OpKind::Linear:
-    return {evalMatMul(node, in)};
-  case OpKind::Softmax: case OpKind::LogSoftmax: case OpKind::LayerNorm:
-  case OpKind::Dropout: case OpKind::MseLoss: case OpKind::CrossEntropy:
-    return {evalNN(node, in)};
-  default:
-    break;
+  llvm_unreachable("not a control flow op");
+}
+
+std::vector<Tensor> Runner::runNode(const Node &node, const Operands &in) {
+  switch (node.info().family) {
+  case Elementwise: return {evalElementwise(node, in)};
+  case Source: return {evalSource(node, env)};
+  case Reduction: return {evalReduction(node, in)};
+  case Scan: return {evalScan(node, in)};
+  case MatMul: return {evalMatMul(node, in)};
+  case Movement: return {evalMovement(node, in, env)};
+  case Normalization: case Loss: case Random: return {evalNN(node, in)};
+  case SyncPoint: return {evalSyncPoint(node, in)};
+  case ControlFlow: return runControlFlow(node, in);
+  case Fused:
+    // The region's inputs are the operands and its outputs the results.
+    return runRegion(node.region(0), copies(in.begin(), in.end()));
   }
-  if (info.has(Movement) || node.getOp() == OpKind::OneHot)
-    return {evalMovement(node, in, env)};
-  if (info.has(Elementwise))
-    return {evalElementwise(node, in)};
-  fail("op '" + mnemonic(node.getOp()).str() +
-       "' is not implemented by the interpreter");
+  llvm_unreachable("invalid OpFamily");
 }
 
 bool interp::runGraph(const Graph &graph,

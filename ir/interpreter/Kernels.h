@@ -1,7 +1,9 @@
 //===- Kernels.h - Op families of the reference interpreter -----*- C++ -*-===//
 //
-// Internal to the interpreter. Each family evaluates one node from its
-// operand tensors and returns the (rounded) result; errors throw EvalError.
+// Internal to the interpreter. One function per op family of Ops.def (the
+// Runner in Interpreter.cpp switches over the family) evaluates one node
+// from its operand tensors and returns the (rounded) result; errors throw
+// EvalError.
 // DimEnv resolves symbolic dims in shape attributes.
 //
 //===----------------------------------------------------------------------===//
@@ -40,8 +42,10 @@ using Operands = std::vector<const Tensor *>;
 Tensor evalElementwise(const Node &node, const Operands &in);
 Tensor evalSource(const Node &node, const DimEnv &env);
 Tensor evalReduction(const Node &node, const Operands &in);
+Tensor evalScan(const Node &node, const Operands &in);
 Tensor evalMatMul(const Node &node, const Operands &in);
 Tensor evalMovement(const Node &node, const Operands &in, const DimEnv &env);
+/// Normalizations, losses and dropout.
 Tensor evalNN(const Node &node, const Operands &in);
 Tensor evalSyncPoint(const Node &node, const Operands &in);
 

@@ -10,6 +10,7 @@
 
 #include "ir/OpAttrs.h"
 
+#include "llvm/Support/ErrorHandling.h"
 #include <algorithm>
 
 using namespace cgc;
@@ -151,7 +152,10 @@ Tensor interp::evalMovement(const Node &node, const Operands &in,
     return gather(x, *in[1], 0);
   case OpKind::OneHot:
     return oneHot(node, x);
-  default:
-    fail("not a movement op");
+#define CGC_MOVEMENT_OP(...)
+#define CGC_OP(Enum, ...) case OpKind::Enum:
+#include "ir/Ops.def"
+    break;
   }
+  llvm_unreachable("not a movement op");
 }

@@ -11,6 +11,7 @@
 
 #include "ir/Philox.h"
 
+#include "llvm/Support/ErrorHandling.h"
 #include <cmath>
 
 using namespace cgc;
@@ -166,26 +167,17 @@ Tensor interp::evalNN(const Node &node, const Operands &in) {
     return mseLoss(node, in);
   case OpKind::CrossEntropy:
     return crossEntropy(node, in);
-  default:
-    fail("not a normalization or loss op");
+#define CGC_NORMALIZATION_OP(...)
+#define CGC_LOSS_OP(...)
+#define CGC_RANDOM_OP(...)
+#define CGC_OP(Enum, ...) case OpKind::Enum:
+#include "ir/Ops.def"
+    break;
   }
+  llvm_unreachable("not a normalization, loss or dropout");
 }
 
-Tensor interp::evalSyncPoint(const Node &node, const Operands &in) {
-  const Tensor &x = *in[0];
-  if (node.getOp() == OpKind::Item) {
-    Tensor out(x.dtype, {});
-    out.data[0] = x.data[0];
-    return out;
-  }
-  if (node.getOp() == OpKind::MaskedSelect) {
-    Tensor out(x.dtype, {0});
-    for (int64_t i = 0; i < x.numel(); ++i)
-      if (in[1]->data[i] != 0)
-        out.data.push_back(x.data[i]);
-    out.shape[0] = out.numel();
-    return out;
-  }
+static Tensor nonZero(const Tensor &x) {
   Tensor out(DType::I64, {0, int64_t(x.rank())});
   for (int64_t i = 0; i < x.numel(); ++i) {
     if (x.data[i] == 0)
@@ -200,4 +192,33 @@ Tensor interp::evalSyncPoint(const Node &node, const Operands &in) {
     ++out.shape[0];
   }
   return out;
+}
+
+static Tensor maskedSelect(const Tensor &x, const Tensor &mask) {
+  Tensor out(x.dtype, {0});
+  for (int64_t i = 0; i < x.numel(); ++i)
+    if (mask.data[i] != 0)
+      out.data.push_back(x.data[i]);
+  out.shape[0] = out.numel();
+  return out;
+}
+
+Tensor interp::evalSyncPoint(const Node &node, const Operands &in) {
+  const Tensor &x = *in[0];
+  switch (node.getOp()) {
+  case OpKind::Item: {
+    Tensor out(x.dtype, {});
+    out.data[0] = x.data[0];
+    return out;
+  }
+  case OpKind::MaskedSelect:
+    return maskedSelect(x, *in[1]);
+  case OpKind::NonZero:
+    return nonZero(x);
+#define CGC_SYNC_POINT_OP(...)
+#define CGC_OP(Enum, ...) case OpKind::Enum:
+#include "ir/Ops.def"
+    break;
+  }
+  llvm_unreachable("not a sync point");
 }

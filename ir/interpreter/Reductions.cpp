@@ -11,6 +11,7 @@
 #include "ir/TypeRules.h"
 
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/Support/ErrorHandling.h"
 #include <cmath>
 #include <limits>
 
@@ -50,26 +51,70 @@ static void forEachReduced(const Shape &shape,
   }
 }
 
+Tensor interp::evalScan(const Node &node, const Operands &in) {
+  const Tensor &x = *in[0];
+  unsigned axis = *normalizeAxis(node.intAttr("axis", 0), x.rank());
+  Tensor out(x.dtype, x.shape);
+  Shape strides = stridesOf(x.shape);
+  int64_t stride = strides[axis], extent = x.shape[axis];
+  bool integer = isInteger(x.dtype);
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    bool first = (i / stride) % extent == 0;
+    double prev = first ? 0 : out.data[i - stride];
+    out.data[i] = integer ? double(int64_t(uint64_t(int64_t(prev)) +
+                                           uint64_t(int64_t(x.data[i]))))
+                          : prev + x.data[i];
+  }
+  out.round();
+  return out;
+}
+
+/// The accumulator's value before the first element.
+static double startValue(OpKind op, DType dtype) {
+  switch (op) {
+  case OpKind::Sum: case OpKind::Mean: case OpKind::ArgMax: return 0;
+  case OpKind::Max: return lowest(dtype);
+  case OpKind::Min: return highest(dtype);
+#define CGC_REDUCTION_OP(...)
+#define CGC_OP(Enum, ...) case OpKind::Enum:
+#include "ir/Ops.def"
+    break;
+  }
+  llvm_unreachable("not a reduction");
+}
+
+/// Folds \p v, element number \p k of its row, into \p acc; argmax keeps
+/// the maximum so far in \p best.
+static void accumulate(OpKind op, double v, int64_t k, double &acc,
+                       double &best) {
+  switch (op) {
+  case OpKind::Sum: case OpKind::Mean:
+    acc += v;
+    return;
+  case OpKind::Max:
+    acc = std::isnan(acc) || std::isnan(v) ? NAN : std::max(acc, v);
+    return;
+  case OpKind::Min:
+    acc = std::isnan(acc) || std::isnan(v) ? NAN : std::min(acc, v);
+    return;
+  case OpKind::ArgMax:
+    if (k == 0 || (!std::isnan(best) && (std::isnan(v) || v > best))) {
+      best = v;
+      acc = double(k);
+    }
+    return;
+#define CGC_REDUCTION_OP(...)
+#define CGC_OP(Enum, ...) case OpKind::Enum:
+#include "ir/Ops.def"
+    break;
+  }
+  llvm_unreachable("not a reduction");
+}
+
 Tensor interp::evalReduction(const Node &node, const Operands &in) {
   const Tensor &x = *in[0];
   OpKind op = node.getOp();
   DType dtype = node.result()->getType().dtype;
-  if (op == OpKind::CumSum) {
-    unsigned axis = *normalizeAxis(node.intAttr("axis", 0), x.rank());
-    Tensor out(x.dtype, x.shape);
-    Shape strides = stridesOf(x.shape);
-    int64_t stride = strides[axis], extent = x.shape[axis];
-    bool integer = isInteger(x.dtype);
-    for (int64_t i = 0; i < x.numel(); ++i) {
-      bool first = (i / stride) % extent == 0;
-      double prev = first ? 0 : out.data[i - stride];
-      out.data[i] = integer ? double(int64_t(uint64_t(int64_t(prev)) +
-                                             uint64_t(int64_t(x.data[i]))))
-                            : prev + x.data[i];
-    }
-    out.round();
-    return out;
-  }
   llvm::SmallVector<unsigned, 4> axes;
   if (op == OpKind::ArgMax)
     axes.push_back(*normalizeAxis(node.intAttr("axis", 0), x.rank()));
@@ -82,39 +127,13 @@ Tensor interp::evalReduction(const Node &node, const Operands &in) {
     count *= x.shape[a];
   }
   Tensor acc(dtype, keptShape);
-  std::vector<int64_t> position(acc.numel(), 0); // argmax: elements seen
+  std::fill(acc.data.begin(), acc.data.end(), startValue(op, dtype));
+  std::vector<int64_t> position(acc.numel(), 0); // elements seen per row
   std::vector<double> best(acc.numel(), 0);
-  switch (op) {
-  case OpKind::Max: std::fill(acc.data.begin(), acc.data.end(), lowest(dtype)); break;
-  case OpKind::Min: std::fill(acc.data.begin(), acc.data.end(), highest(dtype)); break;
-  default: break;
-  }
   if (op == OpKind::ArgMax && count == 0 && acc.numel() > 0)
     fail("argmax over an empty axis");
   forEachReduced(x.shape, axes, [&](int64_t o, int64_t i) {
-    double v = x.data[i];
-    double &a = acc.data[o];
-    switch (op) {
-    case OpKind::Sum: case OpKind::Mean:
-      a += v;
-      break;
-    case OpKind::Max:
-      a = std::isnan(a) || std::isnan(v) ? NAN : std::max(a, v);
-      break;
-    case OpKind::Min:
-      a = std::isnan(a) || std::isnan(v) ? NAN : std::min(a, v);
-      break;
-    case OpKind::ArgMax: {
-      int64_t k = position[o]++;
-      if (k == 0 || (!std::isnan(best[o]) && (std::isnan(v) || v > best[o]))) {
-        best[o] = v;
-        a = double(k);
-      }
-      break;
-    }
-    default:
-      fail("not a reduction");
-    }
+    accumulate(op, x.data[i], position[o]++, acc.data[o], best[o]);
   });
   if (op == OpKind::Mean)
     for (double &a : acc.data)
