@@ -11,6 +11,7 @@
 
 #include "ir/OpAttrs.h"
 
+#include "llvm/Support/ErrorHandling.h"
 using namespace cgc;
 
 static std::string offsetOf(const Shape &shape,
@@ -123,8 +124,10 @@ void cgc::emitMovement(const Node &node, Kernel &kernel) {
             literal(0, dtype) + ");\n";
     break;
   }
-  default:
-    break;
+#define CGC_MOVEMENT_OP(...)
+#define CGC_OP(Enum, ...) case OpKind::Enum:
+#include "ir/Ops.def"
+    llvm_unreachable("not a movement op");
   }
   bool indexed = node.getOp() == OpKind::Gather || node.getOp() == OpKind::Embedding;
   if (!src.empty() && indexed)

@@ -10,6 +10,7 @@
 #include "codegen/Emitters.h"
 
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/Support/ErrorHandling.h"
 
 using namespace cgc;
 
@@ -73,8 +74,14 @@ static std::string opExpr(const Node &n, llvm::ArrayRef<std::string> a) {
       return "((int)max(-2147483648LL, min(2147483647LL, (long long)(" + a[0] + "))))";
     return "((" + computeType(to) + ")(" + a[0] + "))";
   }
-  default: return "0";
+#define CGC_ELEMENTWISE_OP(...)
+#define CGC_OP(Enum, ...) case OpKind::Enum:
+#include "ir/Ops.def"
+    break;
   }
+  // Fusion bodies hold only elementwise ops and sources (the fusion type
+  // rule), and sources take sourceExpr().
+  llvm_unreachable("not an elementwise op");
 }
 
 /// The value of a source node at the current coordinates.

@@ -2,6 +2,7 @@
 #include "ir/Graph.h"
 
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/Support/ErrorHandling.h"
 #include <algorithm>
 #include <cassert>
 
@@ -15,7 +16,7 @@ llvm::StringRef cgc::inputKindName(InputKind kind) {
   case InputKind::RngState: return "rng_state";
   case InputKind::OptimizerState: return "optimizer_state";
   }
-  return "?";
+  llvm_unreachable("invalid InputKind");
 }
 
 llvm::StringRef cgc::outputKindName(OutputKind kind) {
@@ -25,7 +26,7 @@ llvm::StringRef cgc::outputKindName(OutputKind kind) {
   case OutputKind::ParameterUpdate: return "parameter_update";
   case OutputKind::BufferMutation: return "buffer_mutation";
   }
-  return "?";
+  llvm_unreachable("invalid OutputKind");
 }
 
 void Value::replaceAllUsesWith(Value *other) {

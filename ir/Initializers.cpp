@@ -3,6 +3,7 @@
 
 #include "ir/Philox.h"
 
+#include "llvm/Support/ErrorHandling.h"
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -68,7 +69,7 @@ double cgc::roundToDType(DType dtype, double x) {
   case DType::Bool:
     return x != 0 ? 1 : 0;
   }
-  return x;
+  llvm_unreachable("invalid DType");
 }
 
 std::vector<double> cgc::initializerValues(const Initializer &init,
@@ -92,8 +93,11 @@ std::vector<double> cgc::initializerValues(const Initializer &init,
     case S::Ones:
       v = 1;
       break;
-    default:
+    case S::None: case S::Zeros:
       v = 0;
+      break;
+    case S::Weights:
+      llvm_unreachable("weights come from the weights file");
     }
     out[i] = roundToDType(dtype, v);
   }

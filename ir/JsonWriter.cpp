@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 #include "ir/Printer.h"
 
+#include "llvm/Support/ErrorHandling.h"
 #include <nlohmann/json.hpp>
 
 using namespace cgc;
@@ -53,7 +54,8 @@ static OJson initJson(const Initializer &init) {
     j["low"] = init.a;
     j["high"] = init.b;
     break;
-  default: break;
+  case S::None: case S::Weights:
+    llvm_unreachable("none and weights have no \"init\" object");
   }
   if (init.source == S::Normal || init.source == S::Uniform)
     j["seed"] = init.seed;

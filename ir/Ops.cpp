@@ -3,6 +3,7 @@
 
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringSwitch.h"
+#include "llvm/Support/ErrorHandling.h"
 #include <array>
 #include <cassert>
 #include <vector>
@@ -98,5 +99,5 @@ llvm::StringRef cgc::attrKindName(AttrKind kind) {
   case AttrKind::Shape: return "a shape (integers or dim names)";
   case AttrKind::Values: return "a number or a list of numbers";
   }
-  return "?";
+  llvm_unreachable("invalid AttrKind");
 }

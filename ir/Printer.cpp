@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 #include "ir/Printer.h"
 
+#include "llvm/Support/ErrorHandling.h"
 #include <nlohmann/json.hpp>
 
 using namespace cgc;
@@ -80,7 +81,7 @@ static std::string initText(const Initializer &init) {
            formatDouble(init.a) + ", " + formatDouble(init.b) +
            ", seed=" + std::to_string(init.seed) + ")";
   }
-  return "";
+  llvm_unreachable("invalid Initializer::Source");
 }
 
 void TextPrinter::printValueList(llvm::ArrayRef<Value *> values) {

@@ -5,6 +5,7 @@
 
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/StringSet.h"
+#include "llvm/Support/ErrorHandling.h"
 
 using namespace cgc;
 
@@ -20,7 +21,7 @@ static bool attrMatches(AttrKind kind, const Attribute &a) {
   case AttrKind::DType: return std::holds_alternative<DType>(a);
   case AttrKind::Shape: return std::holds_alternative<std::vector<Dim>>(a);
   }
-  return false;
+  llvm_unreachable("invalid AttrKind");
 }
 
 namespace {

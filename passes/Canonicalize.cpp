@@ -20,6 +20,7 @@
 #include "ir/TypeRules.h"
 
 #include "llvm/ADT/Optional.h"
+#include "llvm/Support/ErrorHandling.h"
 #include <cmath>
 
 using namespace cgc;
@@ -55,37 +56,65 @@ private:
 };
 } // namespace
 
-Value *CanonicalizePass::identityOperand(Node &node) {
-  auto sameType = [&](Value *v) {
-    return v->getType() == node.result()->getType() ? v : nullptr;
-  };
+/// The operand an elementwise op passes through unchanged, if any.
+static Value *elementwiseIdentity(Node &node) {
   switch (node.getOp()) {
   case OpKind::Mul:
     if (isSplat(node.operand(1), 1))
-      return sameType(node.operand(0));
-    if (isSplat(node.operand(0), 1))
-      return sameType(node.operand(1));
-    return nullptr;
+      return node.operand(0);
+    return isSplat(node.operand(0), 1) ? node.operand(1) : nullptr;
   case OpKind::Add:
     if (isSplat(node.operand(1), 0))
-      return sameType(node.operand(0));
-    if (isSplat(node.operand(0), 0))
-      return sameType(node.operand(1));
-    return nullptr;
+      return node.operand(0);
+    return isSplat(node.operand(0), 0) ? node.operand(1) : nullptr;
   case OpKind::Sub:
-    return isSplat(node.operand(1), 0) ? sameType(node.operand(0)) : nullptr;
+    return isSplat(node.operand(1), 0) ? node.operand(0) : nullptr;
   case OpKind::Div:
-    return isSplat(node.operand(1), 1) ? sameType(node.operand(0)) : nullptr;
+    return isSplat(node.operand(1), 1) ? node.operand(0) : nullptr;
   case OpKind::Cast:
-  case OpKind::Reshape:
-    return sameType(node.operand(0));
+    return node.operand(0);
   case OpKind::Neg: {
     Node *inner = node.operand(0)->getDef();
     return inner && inner->getOp() == OpKind::Neg ? inner->operand(0) : nullptr;
   }
-  default:
+  case OpKind::Abs: case OpKind::Exp: case OpKind::Log: case OpKind::Sqrt:
+  case OpKind::Rsqrt: case OpKind::Tanh: case OpKind::Sigmoid:
+  case OpKind::Relu: case OpKind::Gelu: case OpKind::GeluTanh:
+  case OpKind::Erf: case OpKind::Sin: case OpKind::Cos:
+  case OpKind::LogicalNot: case OpKind::Pow: case OpKind::Maximum:
+  case OpKind::Minimum: case OpKind::Eq: case OpKind::Ne: case OpKind::Lt:
+  case OpKind::Le: case OpKind::Gt: case OpKind::Ge: case OpKind::LogicalAnd:
+  case OpKind::LogicalOr: case OpKind::Where:
     return nullptr;
+#define CGC_ELEMENTWISE_OP(...)
+#define CGC_OP(Enum, ...) case OpKind::Enum:
+#include "ir/Ops.def"
+    break;
   }
+  llvm_unreachable("not an elementwise op");
+}
+
+/// The operand whose value the node passes on unchanged (x * 1, x + 0,
+/// neg(neg(x)), a cast or reshape of x to its own type), if any.
+Value *CanonicalizePass::identityOperand(Node &node) {
+  Value *candidate = nullptr;
+  switch (node.info().family) {
+  case Elementwise:
+    candidate = elementwiseIdentity(node);
+    break;
+  case Movement:
+    if (node.getOp() == OpKind::Reshape)
+      candidate = node.operand(0);
+    break;
+  case Source: case Reduction: case Scan: case Normalization: case Loss:
+  case Random: case MatMul: case SyncPoint: case ControlFlow: case Fused:
+    break;
+  }
+  // The operand must have the node's type: broadcasting may not change a
+  // result shape.
+  if (candidate && candidate->getType() == node.result()->getType())
+    return candidate;
+  return nullptr;
 }
 
 /// transpose(transpose(x)) and reshape(reshape(x)) read x directly: the
@@ -119,11 +148,38 @@ Value *CanonicalizePass::foldChain(Node &node, bool &changed) {
   return nullptr;
 }
 
+/// \p op on the splat values \p a and \p b (unused by unary ops), for the
+/// elementwise ops that fold.
+static llvm::Optional<double> foldScalar(OpKind op, double a, double b) {
+  switch (op) {
+  case OpKind::Add: return a + b;
+  case OpKind::Sub: return a - b;
+  case OpKind::Mul: return a * b;
+  case OpKind::Neg: return -a;
+  case OpKind::Sqrt: return std::sqrt(a);
+  case OpKind::Exp: return std::exp(a);
+  case OpKind::Abs: case OpKind::Log: case OpKind::Rsqrt: case OpKind::Tanh:
+  case OpKind::Sigmoid: case OpKind::Relu: case OpKind::Gelu:
+  case OpKind::GeluTanh: case OpKind::Erf: case OpKind::Sin:
+  case OpKind::Cos: case OpKind::LogicalNot: case OpKind::Div:
+  case OpKind::Pow: case OpKind::Maximum: case OpKind::Minimum:
+  case OpKind::Eq: case OpKind::Ne: case OpKind::Lt: case OpKind::Le:
+  case OpKind::Gt: case OpKind::Ge: case OpKind::LogicalAnd:
+  case OpKind::LogicalOr: case OpKind::Where: case OpKind::Cast:
+    return llvm::None;
+#define CGC_ELEMENTWISE_OP(...)
+#define CGC_OP(Enum, ...) case OpKind::Enum:
+#include "ir/Ops.def"
+    break;
+  }
+  llvm_unreachable("not an elementwise op");
+}
+
 /// An elementwise op whose operands are all splats becomes a splat fill.
 Value *CanonicalizePass::foldSplat(Graph &graph, Node &node) {
-  const OpInfo &info = node.info();
-  if (!info.has(Elementwise) || node.getOp() == OpKind::Where ||
-      node.getOp() == OpKind::Cast || !node.result()->getType().isStatic())
+  const TensorType &type = node.result()->getType();
+  if (!node.info().has(Elementwise) || type.dtype != DType::F32 ||
+      !type.isStatic() || node.numOperands() > 2)
     return nullptr;
   double a = 0, b = 0;
   auto lhs = splatConstant(node.operand(0));
@@ -136,26 +192,15 @@ Value *CanonicalizePass::foldSplat(Graph &graph, Node &node) {
       return nullptr;
     b = *rhs;
   }
-  double r;
-  switch (node.getOp()) {
-  case OpKind::Add: r = a + b; break;
-  case OpKind::Sub: r = a - b; break;
-  case OpKind::Mul: r = a * b; break;
-  case OpKind::Neg: r = -a; break;
-  case OpKind::Sqrt: r = std::sqrt(a); break;
-  case OpKind::Exp: r = std::exp(a); break;
-  default: return nullptr;
-  }
-  const TensorType &type = node.result()->getType();
-  if (type.dtype != DType::F32)
+  llvm::Optional<double> r = foldScalar(node.getOp(), a, b);
+  if (!r)
     return nullptr;
   // Round through float so the folded value equals what the op gives in f32.
-  r = double(float(r));
   auto fill = std::make_unique<Node>(OpKind::Fill, node.getName() + ".folded",
                                      node.getLoc());
   fill->setAttr("dtype", type.dtype);
   fill->setAttr("shape", std::vector<Dim>(type.dims.begin(), type.dims.end()));
-  fill->setAttr("value", r);
+  fill->setAttr("value", double(float(*r)));
   Node *inserted = graph.insertBefore(&node, std::move(fill));
   return inserted->addResult(node.getName() + ".folded", type);
 }

@@ -1,7 +1,7 @@
 //===- RandomInputs.cpp - Random inputs from each consumer's valid domain ----===//
 //
 // Used by `cgc-opt --check-equivalence`. Domains come from the direct uses
-// of each input (followed into `if`/`while` regions): positive values for
+// of each input (followed into `if`, `while` and `fusion` regions): positive values for
 // log/sqrt/rsqrt and pow bases, divisors away from zero, indices within the
 // indexed extent, 0/1 for bool, [seed, offset] pairs for RNG operands.
 // Numbers come from the Philox stream, so the inputs are the same on every
@@ -13,6 +13,7 @@
 #include "ir/interpreter/Kernels.h"
 #include "ir/Philox.h"
 
+#include "llvm/Support/ErrorHandling.h"
 #include <set>
 
 using namespace cgc;
@@ -39,6 +40,83 @@ private:
 };
 } // namespace
 
+/// Narrows \p dom for operand #\p k of the elementwise op \p op.
+static void elementwiseDomain(OpKind op, unsigned k, Domain &dom) {
+  switch (op) {
+  case OpKind::Log: case OpKind::Sqrt: case OpKind::Rsqrt:
+    dom.positive = true;
+    return;
+  case OpKind::Pow:
+    dom.positive |= k == 0;
+    return;
+  case OpKind::Div:
+    dom.awayFromZero |= k == 1;
+    return;
+  case OpKind::Neg: case OpKind::Abs: case OpKind::Exp: case OpKind::Tanh:
+  case OpKind::Sigmoid: case OpKind::Relu: case OpKind::Gelu:
+  case OpKind::GeluTanh: case OpKind::Erf: case OpKind::Sin:
+  case OpKind::Cos: case OpKind::LogicalNot: case OpKind::Add:
+  case OpKind::Sub: case OpKind::Mul: case OpKind::Maximum:
+  case OpKind::Minimum: case OpKind::Eq: case OpKind::Ne: case OpKind::Lt:
+  case OpKind::Le: case OpKind::Gt: case OpKind::Ge: case OpKind::LogicalAnd:
+  case OpKind::LogicalOr: case OpKind::Where: case OpKind::Cast:
+    return; // Defined everywhere.
+#define CGC_ELEMENTWISE_OP(...)
+#define CGC_OP(Enum, ...) case OpKind::Enum:
+#include "ir/Ops.def"
+    break;
+  }
+  llvm_unreachable("not an elementwise op");
+}
+
+/// The extent that operand #\p k of the movement op \p n indexes, or -1
+/// when it holds no indices.
+static int64_t indexBound(const Node &n, unsigned k, const DimEnv &env) {
+  const TensorType &data = n.operand(0)->getType();
+  switch (n.getOp()) {
+  case OpKind::Gather: {
+    if (k != 1)
+      return -1;
+    unsigned axis = *normalizeAxis(n.intAttr("axis", 0), data.rank());
+    return env.resolve(data.dims[axis]);
+  }
+  case OpKind::Embedding:
+    return k == 1 ? env.resolve(data.dims[0]) : -1;
+  case OpKind::OneHot:
+    return n.intAttr("num_classes", 1);
+  case OpKind::Transpose: case OpKind::Reshape: case OpKind::BroadcastTo:
+  case OpKind::Concat: case OpKind::Slice:
+    return -1;
+#define CGC_MOVEMENT_OP(...)
+#define CGC_OP(Enum, ...) case OpKind::Enum:
+#include "ir/Ops.def"
+    break;
+  }
+  llvm_unreachable("not a movement op");
+}
+
+/// The region inputs that operand #\p k of \p n (if, while, fusion) binds.
+static llvm::SmallVector<const Value *, 2> boundInputs(const Node &n,
+                                                       unsigned k) {
+  switch (n.getOp()) {
+  case OpKind::If: // Operand 0 is the condition.
+    if (k == 0)
+      return {};
+    return {n.region(0).inputs()[k - 1].value,
+            n.region(1).inputs()[k - 1].value};
+  case OpKind::While:
+    return {n.region(0).inputs()[k].value, n.region(1).inputs()[k].value};
+  case OpKind::Fusion:
+    return {n.region(0).inputs()[k].value};
+#define CGC_CONTROL_FLOW_OP(...)
+#define CGC_FUSED_OP(...)
+#define CGC_OP(Enum, ...) case OpKind::Enum:
+#include "ir/Ops.def"
+    break;
+  }
+  llvm_unreachable("not an op with regions");
+}
+
 static void collect(const Value *v, const DimEnv &env, Domain &dom,
                     std::set<const Value *> &seen) {
   if (!seen.insert(v).second)
@@ -46,51 +124,28 @@ static void collect(const Value *v, const DimEnv &env, Domain &dom,
   for (const Use &use : v->uses()) {
     const Node &n = *use.user;
     unsigned k = use.operandIndex;
-    auto extent = [&](const Value *of, unsigned axis) {
-      return env.resolve(of->getType().dims[axis]);
-    };
-    switch (n.getOp()) {
-    case OpKind::Log: case OpKind::Sqrt: case OpKind::Rsqrt:
-      dom.positive = true;
+    switch (n.info().family) {
+    case Elementwise:
+      elementwiseDomain(n.getOp(), k, dom);
       break;
-    case OpKind::Pow:
-      dom.positive |= k == 0;
+    case Movement:
+      if (int64_t bound = indexBound(n, k, env); bound >= 0)
+        dom.indexBound = bound;
       break;
-    case OpKind::Div:
-      dom.awayFromZero |= k == 1;
+    case Loss: // cross_entropy's targets index the classes.
+      if (n.getOp() == OpKind::CrossEntropy && k == 1)
+        dom.indexBound = env.resolve(n.operand(0)->getType().dims[1]);
       break;
-    case OpKind::Gather:
-      if (k == 1) {
-        auto axis = normalizeAxis(n.intAttr("axis", 0),
-                                  n.operand(0)->getType().rank());
-        dom.indexBound = extent(n.operand(0), *axis);
-      }
-      break;
-    case OpKind::Embedding:
-      if (k == 1)
-        dom.indexBound = extent(n.operand(0), 0);
-      break;
-    case OpKind::OneHot:
-      dom.indexBound = n.intAttr("num_classes", 1);
-      break;
-    case OpKind::CrossEntropy:
-      if (k == 1)
-        dom.indexBound = extent(n.operand(0), 1);
-      break;
-    case OpKind::Dropout:
+    case Random: // dropout's operand #1 is the RNG state.
       dom.rng |= k == 1;
       break;
-    case OpKind::If:
-      if (k > 0)
-        for (unsigned r = 0; r < 2; ++r)
-          collect(n.region(r).inputs()[k - 1].value, env, dom, seen);
+    case ControlFlow: case Fused:
+      for (const Value *input : boundInputs(n, k))
+        collect(input, env, dom, seen);
       break;
-    case OpKind::While:
-      for (unsigned r = 0; r < 2; ++r)
-        collect(n.region(r).inputs()[k].value, env, dom, seen);
-      break;
-    default:
-      break;
+    case Source: case Reduction: case Scan: case Normalization: case MatMul:
+    case SyncPoint:
+      break; // Defined everywhere.
     }
   }
 }
