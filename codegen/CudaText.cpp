@@ -1,6 +1,7 @@
 //===- CudaText.cpp - Pieces of generated CUDA C++ ---------------------------===//
 #include "codegen/CudaText.h"
 
+#include "llvm/Support/ErrorHandling.h"
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -16,7 +17,7 @@ std::string cgc::storageType(DType dtype) {
   case DType::I64: return "long long";
   case DType::Bool: return "bool";
   }
-  return "void";
+  llvm_unreachable("invalid DType");
 }
 
 std::string cgc::computeType(DType dtype) {
@@ -42,8 +43,10 @@ std::string cgc::literal(double value, DType dtype) {
   case DType::Bool: return value != 0 ? "true" : "false";
   case DType::I32: return "(" + std::to_string(int64_t(value)) + ")";
   case DType::I64: return "(" + std::to_string(int64_t(value)) + "LL)";
-  default: return floatLiteral(float(value));
+  case DType::F32: case DType::F16: case DType::BF16:
+    return floatLiteral(float(value));
   }
+  llvm_unreachable("invalid DType");
 }
 
 Shape cgc::staticShape(const TensorType &type) {
