@@ -60,14 +60,10 @@ uint64_t fnv1a64(const uint8_t *data, size_t size, uint64_t seed) {
 }
 
 size_t dtypeSize(const std::string &dtype) {
-  if (dtype == "f32" || dtype == "i32")
-    return 4;
-  if (dtype == "f16" || dtype == "bf16")
-    return 2;
-  if (dtype == "i64")
-    return 8;
-  if (dtype == "bool")
-    return 1;
+#define CGC_DTYPE(Enum, Name, Size, ...)                                       \
+  if (dtype == Name)                                                           \
+    return Size;
+#include "format/DTypes.def"
   return 0;
 }
 

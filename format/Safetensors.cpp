@@ -50,33 +50,27 @@ bool readShape(const json &j, std::vector<int64_t> &shape, uint64_t &numel) {
 } // namespace
 
 size_t safetensorsDtypeSize(const std::string &dtype) {
-  if (dtype == "F32" || dtype == "I32")
-    return 4;
-  if (dtype == "F16" || dtype == "BF16")
-    return 2;
-  if (dtype == "I64")
-    return 8;
-  if (dtype == "BOOL")
-    return 1;
+#define CGC_DTYPE(Enum, Name, Size, SafetensorsName, ...)                      \
+  if (dtype == SafetensorsName)                                                \
+    return Size;
+#include "format/DTypes.def"
   return 0;
 }
 
 std::string toSafetensorsDtype(const std::string &d) {
-  if (d == "f32" || d == "f16" || d == "bf16" || d == "i32" || d == "i64" ||
-      d == "bool") {
-    std::string s = d;
-    std::transform(s.begin(), s.end(), s.begin(), ::toupper);
-    return s;
-  }
+#define CGC_DTYPE(Enum, Name, Size, SafetensorsName, ...)                      \
+  if (d == Name)                                                               \
+    return SafetensorsName;
+#include "format/DTypes.def"
   return "";
 }
 
 std::string fromSafetensorsDtype(const std::string &d) {
-  if (!safetensorsDtypeSize(d))
-    return "";
-  std::string s = d;
-  std::transform(s.begin(), s.end(), s.begin(), ::tolower);
-  return s;
+#define CGC_DTYPE(Enum, Name, Size, SafetensorsName, ...)                      \
+  if (d == SafetensorsName)                                                    \
+    return Name;
+#include "format/DTypes.def"
+  return "";
 }
 
 bool parseSafetensors(const uint8_t *data, size_t size, TensorMap &out,

@@ -131,43 +131,50 @@ static uint16_t doubleToHalfBits(double x) {
   return sign | uint16_t((e + 15) << 10) | mant;
 }
 
+/// One element of \p dtype at \p p, in the little-endian storage order.
+static double decodeElement(DType dtype, const uint8_t *p) {
+  switch (dtype) {
+  case DType::F32: {
+    float f;
+    std::memcpy(&f, p, 4);
+    return f;
+  }
+  case DType::F16:
+    return halfBitsToDouble(uint16_t(p[0] | (p[1] << 8)));
+  case DType::BF16: {
+    uint32_t bits = uint32_t(p[0] | (p[1] << 8)) << 16;
+    float f;
+    std::memcpy(&f, &bits, 4);
+    return f;
+  }
+  case DType::I32: {
+    int32_t v;
+    std::memcpy(&v, p, 4);
+    return v;
+  }
+  case DType::I64: {
+    int64_t v;
+    std::memcpy(&v, p, 8);
+    return double(v);
+  }
+  case DType::Bool:
+    return p[0] != 0;
+  }
+  llvm_unreachable("invalid DType");
+}
+
 bool cgc::decodeTensorData(const format::TensorData &t,
                            std::vector<double> &out, std::string &error) {
-  size_t size = format::safetensorsDtypeSize(t.dtype);
-  if (!size) {
+  auto dtype = parseDType(format::fromSafetensorsDtype(t.dtype));
+  if (!dtype) {
     error = "unsupported dtype '" + t.dtype + "'";
     return false;
   }
+  size_t size = dtypeSize(*dtype);
   size_t n = t.bytes.size() / size;
   out.resize(n);
-  const uint8_t *p = t.bytes.data();
-  for (size_t i = 0; i < n; ++i, p += size) {
-    if (t.dtype == "F32") {
-      float f;
-      std::memcpy(&f, p, 4);
-      out[i] = f;
-    } else if (t.dtype == "F16") {
-      out[i] = halfBitsToDouble(uint16_t(p[0] | (p[1] << 8)));
-    } else if (t.dtype == "BF16") {
-      uint32_t bits = uint32_t(p[0] | (p[1] << 8)) << 16;
-      float f;
-      std::memcpy(&f, &bits, 4);
-      out[i] = f;
-    } else if (t.dtype == "I32") {
-      int32_t v;
-      std::memcpy(&v, p, 4);
-      out[i] = v;
-    } else if (t.dtype == "I64") {
-      int64_t v;
-      std::memcpy(&v, p, 8);
-      out[i] = double(v);
-    } else if (t.dtype == "BOOL") {
-      out[i] = p[0] != 0;
-    } else {
-      error = "unsupported dtype '" + t.dtype + "'";
-      return false;
-    }
-  }
+  for (size_t i = 0; i < n; ++i)
+    out[i] = decodeElement(*dtype, t.bytes.data() + i * size);
   return true;
 }
 

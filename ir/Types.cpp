@@ -1,42 +1,37 @@
 //===- Types.cpp - Element types, dims and tensor types ---------------------===//
 #include "ir/Types.h"
 
-#include "llvm/ADT/StringSwitch.h"
+#include "llvm/Support/ErrorHandling.h"
 #include <algorithm>
 
 using namespace cgc;
 
 llvm::StringRef cgc::dtypeName(DType dtype) {
   switch (dtype) {
-  case DType::F32: return "f32";
-  case DType::F16: return "f16";
-  case DType::BF16: return "bf16";
-  case DType::I32: return "i32";
-  case DType::I64: return "i64";
-  case DType::Bool: return "bool";
+#define CGC_DTYPE(Enum, Name, ...)                                             \
+  case DType::Enum:                                                            \
+    return Name;
+#include "format/DTypes.def"
   }
-  return "?";
+  llvm_unreachable("invalid DType");
 }
 
 llvm::Optional<DType> cgc::parseDType(llvm::StringRef name) {
-  return llvm::StringSwitch<llvm::Optional<DType>>(name)
-      .Case("f32", DType::F32)
-      .Case("f16", DType::F16)
-      .Case("bf16", DType::BF16)
-      .Case("i32", DType::I32)
-      .Case("i64", DType::I64)
-      .Case("bool", DType::Bool)
-      .Default(llvm::None);
+#define CGC_DTYPE(Enum, Name, ...)                                             \
+  if (name == Name)                                                            \
+    return DType::Enum;
+#include "format/DTypes.def"
+  return llvm::None;
 }
 
 unsigned cgc::dtypeSize(DType dtype) {
   switch (dtype) {
-  case DType::F32: case DType::I32: return 4;
-  case DType::F16: case DType::BF16: return 2;
-  case DType::I64: return 8;
-  case DType::Bool: return 1;
+#define CGC_DTYPE(Enum, Name, Size, ...)                                       \
+  case DType::Enum:                                                            \
+    return Size;
+#include "format/DTypes.def"
   }
-  return 0;
+  llvm_unreachable("invalid DType");
 }
 
 unsigned DimTable::add(SymbolicDim dim) {

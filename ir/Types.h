@@ -1,8 +1,8 @@
 //===- Types.h - Element types, dims and tensor types -----------*- C++ -*-===//
 //
-// A TensorType is a dtype plus a list of Dims. A Dim is either a static
-// extent or a reference to a symbolic dim of the graph's DimTable (for
-// example `B` in [1, 64], with optional buckets).
+// A TensorType is a dtype (from format/DTypes.def) plus a list of Dims. A
+// Dim is either a static extent or a reference to a symbolic dim of the
+// graph's DimTable (for example `B` in [1, 64], with optional buckets).
 //
 //===----------------------------------------------------------------------===//
 #ifndef CGC_IR_TYPES_H
@@ -12,21 +12,37 @@
 #include "llvm/ADT/Optional.h"
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringRef.h"
+#include "llvm/Support/ErrorHandling.h"
 #include <cstdint>
 #include <string>
 #include <vector>
 
 namespace cgc {
 
-enum class DType : uint8_t { F32, F16, BF16, I32, I64, Bool };
+/// The element types of format/DTypes.def.
+enum class DType : uint8_t {
+#define CGC_DTYPE(Enum, ...) Enum,
+#include "format/DTypes.def"
+};
 
 llvm::StringRef dtypeName(DType dtype);
 llvm::Optional<DType> parseDType(llvm::StringRef name);
 unsigned dtypeSize(DType dtype);
-inline bool isFloat(DType d) {
-  return d == DType::F32 || d == DType::F16 || d == DType::BF16;
+inline bool isFloat(DType dtype) {
+  switch (dtype) {
+  case DType::F32: case DType::F16: case DType::BF16: return true;
+  case DType::I32: case DType::I64: case DType::Bool: return false;
+  }
+  llvm_unreachable("invalid DType");
 }
-inline bool isInteger(DType d) { return d == DType::I32 || d == DType::I64; }
+inline bool isInteger(DType dtype) {
+  switch (dtype) {
+  case DType::I32: case DType::I64: return true;
+  case DType::F32: case DType::F16: case DType::BF16: case DType::Bool:
+    return false;
+  }
+  llvm_unreachable("invalid DType");
+}
 
 /// A static extent (>= 0) or a symbolic dim (index into a DimTable).
 class Dim {

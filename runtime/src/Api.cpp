@@ -6,6 +6,8 @@
 //===----------------------------------------------------------------------===//
 #include "Internal.h"
 
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 using namespace cgc::rt;
@@ -41,13 +43,21 @@ cgc_status requireDriver(const Driver *&drv) {
   return CGC_OK;
 }
 
+#define CGC_DTYPE(Enum, Name, Size, SafetensorsName, AbiName, AbiCode)         \
+  static_assert(AbiName == AbiCode,                                            \
+                "format/DTypes.def and cgc_runtime.h disagree on " Name);
+#include "format/DTypes.def"
+
 int32_t dtypeCode(const std::string &d) {
-  if (d == "f32") return CGC_DTYPE_F32;
-  if (d == "f16") return CGC_DTYPE_F16;
-  if (d == "bf16") return CGC_DTYPE_BF16;
-  if (d == "i32") return CGC_DTYPE_I32;
-  if (d == "i64") return CGC_DTYPE_I64;
-  return CGC_DTYPE_BOOL;
+#define CGC_DTYPE(Enum, Name, Size, SafetensorsName, AbiName, AbiCode)         \
+  if (d == Name)                                                               \
+    return AbiName;
+#include "format/DTypes.def"
+  // Tensors come from validated manifests, and validateManifest() refuses
+  // every dtype that format/DTypes.def does not list.
+  std::fprintf(stderr, "cgc runtime: internal error: unknown dtype '%s'\n",
+               d.c_str());
+  std::abort();
 }
 
 } // namespace rt

@@ -10,6 +10,8 @@
 #include "ir/JsonReader.h"
 #include "ir/Printer.h"
 #include "ir/Verifier.h"
+#include "format/ArtifactFormat.h"
+#include "format/Safetensors.h"
 
 #include "llvm/Support/MemoryBuffer.h"
 #include <gtest/gtest.h>
@@ -34,6 +36,24 @@ TEST(DTypeTest, NamesAndSizes) {
   EXPECT_FALSE(isFloat(DType::I32));
   EXPECT_TRUE(isInteger(DType::I64));
   EXPECT_FALSE(isInteger(DType::Bool));
+}
+
+TEST(DTypeTest, FormatsAgreeWithTheIr) {
+  const DType all[] = {
+#define CGC_DTYPE(Enum, ...) DType::Enum,
+#include "format/DTypes.def"
+  };
+  for (DType dtype : all) {
+    std::string name = dtypeName(dtype).str();
+    EXPECT_EQ(format::dtypeSize(name), dtypeSize(dtype)) << name;
+    std::string st = format::toSafetensorsDtype(name);
+    EXPECT_EQ(format::safetensorsDtypeSize(st), dtypeSize(dtype)) << name;
+    EXPECT_EQ(format::fromSafetensorsDtype(st), name);
+  }
+  EXPECT_EQ(format::toSafetensorsDtype("bf16"), "BF16");
+  EXPECT_EQ(format::dtypeSize("float32"), 0u);
+  EXPECT_EQ(format::toSafetensorsDtype("F32"), "");
+  EXPECT_EQ(format::fromSafetensorsDtype("f32"), "");
 }
 
 TEST(DimTest, StaticAndSymbolic) {
