@@ -1,6 +1,7 @@
 //===- Graph.cpp - Values, nodes and graphs ---------------------------------===//
 #include "ir/Graph.h"
 
+#include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/ErrorHandling.h"
 #include <algorithm>
@@ -178,6 +179,61 @@ unsigned Graph::indexOf(const Node *node) const {
                          [&](const auto &n) { return n.get() == node; });
   assert(it != nodeList.end() && "node not in this graph");
   return it - nodeList.begin();
+}
+
+namespace {
+/// Original values to their copies.
+using ValueMap = llvm::DenseMap<const Value *, Value *>;
+} // namespace
+
+static void copyGraph(const Graph &from, Graph &to, ValueMap &map);
+
+static void copyNode(const Node &n, Graph &to, ValueMap &map) {
+  Node *copy =
+      to.append(std::make_unique<Node>(n.getOp(), n.getName(), n.getLoc()));
+  copy->setSourceLoc(n.getSourceLoc());
+  for (const auto &[key, value] : n.attrs())
+    copy->setAttr(key, value);
+  for (Value *v : n.getOperands()) {
+    assert(map.count(v) && "operand not defined before its use");
+    copy->addOperand(map.lookup(v));
+  }
+  for (unsigned k = 0; k < n.numRegions(); ++k)
+    copyGraph(n.region(k), copy->addRegion(), map);
+  for (unsigned r = 0; r < n.numResults(); ++r)
+    map[n.result(r)] =
+        copy->addResult(n.result(r)->getName(), n.result(r)->getType());
+}
+
+static void copyGraph(const Graph &from, Graph &to, ValueMap &map) {
+  to.name = from.name;
+  to.doc = from.doc;
+  to.formatVersion = from.formatVersion;
+  to.weightsFile = from.weightsFile;
+  to.weightsPath = from.weightsPath;
+  for (const GraphInput &in : from.inputs()) {
+    map[in.value] = to.addInput(in.value->getName(), in.value->getType());
+    GraphInput &copy = to.input(to.inputs().size() - 1);
+    copy.kind = in.kind;
+    copy.init = in.init;
+    copy.loc = in.loc;
+  }
+  for (const auto &node : from.nodes())
+    copyNode(*node, to, map);
+  for (const GraphOutput &out : from.outputs) {
+    assert(map.count(out.value) && "output not defined in its graph");
+    GraphOutput copy = out;
+    copy.value = map.lookup(out.value);
+    to.outputs.push_back(std::move(copy));
+  }
+}
+
+std::unique_ptr<Graph> Graph::clone() const {
+  auto copy = std::make_unique<Graph>();
+  copy->dimTable = dims();
+  ValueMap map;
+  copyGraph(*this, *copy, map);
+  return copy;
 }
 
 bool Graph::isOutput(const Value *value) const {

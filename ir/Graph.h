@@ -109,6 +109,7 @@ public:
   OpKind getOp() const { return op; }
   const OpInfo &info() const { return opInfo(op); }
   const std::string &getName() const { return name; }
+  void setName(std::string newName) { name = std::move(newName); }
   Location getLoc() const { return loc; }
   /// The user's source location (`loc` in the JSON), e.g. "model.py:12".
   const std::string &getSourceLoc() const { return sourceLoc; }
@@ -161,6 +162,12 @@ public:
   ~Graph();
   Graph(const Graph &) = delete;
   Graph &operator=(const Graph &) = delete;
+
+  /// A deep copy, independent of this graph: inputs (with kinds,
+  /// initializers and locations), nodes (with attributes, locations and
+  /// regions), outputs, the dims table and the name, doc and weights
+  /// fields. The copy is a top-level graph, also when this is a region.
+  std::unique_ptr<Graph> clone() const;
 
   std::string name;
   std::string doc;

@@ -5,6 +5,7 @@
 // on in-memory buffers.
 //
 //===----------------------------------------------------------------------===//
+#include "ir/Builder.h"
 #include "ir/Diagnostics.h"
 #include "ir/Graph.h"
 #include "ir/JsonReader.h"
@@ -316,6 +317,165 @@ TEST(ReaderTest, ErrorsAreLocatedAndCounted) {
                           "operand #0 refers to undefined value 'q'"),
             std::string::npos)
       << os.str();
+}
+
+/// A graph with a symbolic dim, a parameter, an `if` and a `while`, source
+/// locations and a dead node.
+static const char *ControlFlowGraph = R"({
+  "format_version": 1, "name": "cf", "doc": "clone me",
+  "dims": [{"name": "B", "min": 1, "max": 8}],
+  "inputs": [{"name": "p", "dtype": "bool", "shape": []},
+             {"name": "x", "dtype": "f32", "shape": ["B", 4]},
+             {"name": "w", "kind": "parameter", "dtype": "f32", "shape": [4],
+              "init": {"dist": "uniform", "low": -1, "high": 1, "seed": 3}},
+             {"name": "n", "dtype": "i64", "shape": []}],
+  "nodes": [{"name": "xw", "op": "mul", "inputs": ["x", "w"], "loc": "m.py:3"},
+            {"name": "dead", "op": "exp", "inputs": ["x"]},
+            {"name": "r", "op": "if", "inputs": ["p", "xw"], "outputs": ["r0"],
+             "regions": {
+               "then": {"inputs": [{"name": "a", "dtype": "f32", "shape": ["B", 4]}],
+                        "nodes": [{"name": "e", "op": "exp", "inputs": ["a"]}],
+                        "outputs": ["e"]},
+               "else": {"inputs": [{"name": "a", "dtype": "f32", "shape": ["B", 4]}],
+                        "nodes": [], "outputs": ["a"]}}},
+            {"name": "loop", "op": "while", "inputs": ["n", "r0"],
+             "attrs": {"max_iterations": 4}, "outputs": ["n_out", "y"],
+             "regions": {
+               "cond": {"inputs": [{"name": "i", "dtype": "i64", "shape": []},
+                                   {"name": "v", "dtype": "f32", "shape": ["B", 4]}],
+                        "nodes": [{"name": "zero", "op": "constant",
+                                   "attrs": {"dtype": "i64", "shape": [], "value": 0}},
+                                  {"name": "more", "op": "gt", "inputs": ["i", "zero"]}],
+                        "outputs": ["more"]},
+               "body": {"inputs": [{"name": "i", "dtype": "i64", "shape": []},
+                                   {"name": "v", "dtype": "f32", "shape": ["B", 4]}],
+                        "nodes": [{"name": "one", "op": "constant",
+                                   "attrs": {"dtype": "i64", "shape": [], "value": 1}},
+                                  {"name": "i2", "op": "sub", "inputs": ["i", "one"]},
+                                  {"name": "v2", "op": "tanh", "inputs": ["v"]}],
+                        "outputs": ["i2", "v2"]}}}],
+  "outputs": ["y"]})";
+
+static std::string printed(const Graph &g) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  printGraph(g, os);
+  return os.str();
+}
+
+/// Whether any use of a value of \p g is by a node outside \p g's tree.
+static bool usedFromOutside(const Graph &g) {
+  auto outside = [&](const Value *v) {
+    return llvm::any_of(v->uses(), [&](const Use &u) {
+      return &u.user->getParent()->root() != &g.root();
+    });
+  };
+  for (const GraphInput &in : g.inputs())
+    if (outside(in.value))
+      return true;
+  for (const auto &node : g.nodes()) {
+    for (unsigned r = 0; r < node->numResults(); ++r)
+      if (outside(node->result(r)))
+        return true;
+    for (unsigned k = 0; k < node->numRegions(); ++k)
+      if (usedFromOutside(node->region(k)))
+        return true;
+  }
+  return false;
+}
+
+TEST(CloneTest, PrintsTheSameAndIsIndependent) {
+  std::string errors;
+  llvm::raw_string_ostream os(errors);
+  DiagnosticEngine diag(os);
+  std::unique_ptr<Graph> g = readString(ControlFlowGraph, diag);
+  ASSERT_TRUE(g) << os.str();
+  std::string original = printed(*g);
+  std::unique_ptr<Graph> copy = g->clone();
+  EXPECT_EQ(printed(*copy), original);
+  EXPECT_EQ(writeGraphJson(*copy), writeGraphJson(*g));
+  EXPECT_EQ(copy->doc, "clone me");
+  EXPECT_EQ(copy->input(2).kind, InputKind::Parameter);
+  EXPECT_EQ(copy->input(2).init.seed, 3u);
+  EXPECT_EQ(copy->input(1).loc.offset, g->input(1).loc.offset);
+  EXPECT_EQ(copy->nodes()[0]->getSourceLoc(), "m.py:3");
+  EXPECT_EQ(copy->nodes()[0]->getLoc().offset, g->nodes()[0]->getLoc().offset);
+  EXPECT_TRUE(verifyGraph(*copy, diag)) << os.str();
+  EXPECT_FALSE(usedFromOutside(*g));
+  EXPECT_FALSE(usedFromOutside(*copy));
+
+  // Edits of the copy leave the original alone.
+  Node *dead = copy->nodes()[1].get();
+  ASSERT_EQ(dead->getName(), "dead");
+  copy->erase(dead);
+  copy->name = "changed";
+  EXPECT_EQ(printed(*g), original);
+  EXPECT_TRUE(verifyGraph(*g, diag)) << os.str();
+  EXPECT_TRUE(verifyGraph(*copy, diag)) << os.str();
+  EXPECT_EQ(g->nodes().size(), 4u);
+  EXPECT_EQ(copy->nodes().size(), 3u);
+  EXPECT_EQ(g->lookupValue("x")->uses().size(), 2u);
+  EXPECT_EQ(copy->lookupValue("x")->uses().size(), 1u);
+}
+
+TEST(BuilderTest, NamesAreUniqueAndTypesInferred) {
+  SmallGraph s;
+  std::string errors;
+  llvm::raw_string_ostream os(errors);
+  DiagnosticEngine diag(os);
+  GraphBuilder b(s.g, diag);
+  s.b->setSourceLoc("m.py:7");
+  b.setInsertionPoint(*s.b);
+  b.setOrigin(*s.b);
+  // "a" is taken by relu's result, so the new node is a_1, then a_2.
+  Node *e = b.create(OpKind::Exp, "a", {s.a->result()});
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->result()->getName(), "a_1");
+  EXPECT_EQ(e->getName(), "a_1");
+  EXPECT_EQ(e->getSourceLoc(), "m.py:7");
+  EXPECT_EQ(s.g.indexOf(e), 1u);
+  Node *c = b.create(OpKind::Lt, "a", {e->result(), s.x});
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->result()->getName(), "a_2");
+  EXPECT_EQ(c->result()->getType(), TensorType(DType::Bool, {Dim::fixed(4)}));
+  Node *f = b.create(OpKind::Fill, "f", {},
+                     {{"dtype", DType::I32},
+                      {"shape", std::vector<Dim>{Dim::fixed(2), Dim::fixed(3)}},
+                      {"value", 1.0}});
+  ASSERT_TRUE(f);
+  EXPECT_EQ(f->result()->getType(),
+            TensorType(DType::I32, {Dim::fixed(2), Dim::fixed(3)}));
+  EXPECT_EQ(s.g.indexOf(s.b), 4u);
+  EXPECT_TRUE(verifyGraph(s.g, diag)) << os.str();
+
+  // An ill-typed node is reported and not inserted.
+  EXPECT_FALSE(b.create(OpKind::Add, "bad", {f->result(), s.x}));
+  EXPECT_NE(os.str().find("node 'bad' (add)"), std::string::npos) << os.str();
+  EXPECT_EQ(s.g.nodes().size(), 5u);
+  EXPECT_FALSE(f->result()->hasUses());
+}
+
+TEST(BuilderTest, CloneAndReplaceKeepNames) {
+  SmallGraph s;
+  std::string errors;
+  llvm::raw_string_ostream os(errors);
+  DiagnosticEngine diag(os);
+  GraphBuilder b(s.g, diag);
+  b.setInsertionPoint(*s.b);
+  Node *copy = b.clone(*s.b, {s.x, s.x});
+  ASSERT_TRUE(copy);
+  EXPECT_EQ(copy->getName(), "b_1");
+  EXPECT_EQ(copy->getOp(), OpKind::Add);
+  b.replace(*s.b, *copy);
+  EXPECT_EQ(copy->getName(), "b");
+  EXPECT_EQ(copy->result()->getName(), "b");
+  EXPECT_EQ(s.g.outputs[0].value, copy->result());
+  EXPECT_EQ(s.g.nodes().size(), 2u);
+  EXPECT_TRUE(verifyGraph(s.g, diag)) << os.str();
+  // The insertion point moved past the erased node: new nodes go last.
+  Node *n = b.create(OpKind::Neg, "n", {copy->result()});
+  ASSERT_TRUE(n);
+  EXPECT_EQ(s.g.indexOf(n), 2u);
 }
 
 } // namespace
