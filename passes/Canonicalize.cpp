@@ -16,6 +16,7 @@
 //===----------------------------------------------------------------------===//
 #include "passes/Pass.h"
 
+#include "ir/Builder.h"
 #include "ir/OpAttrs.h"
 #include "ir/TypeRules.h"
 
@@ -38,9 +39,10 @@ public:
     return "fold identities, double transposes and reshapes, and constants";
   }
   bool run(Graph &graph, PassContext &ctx) override {
+    GraphBuilder builder(graph, ctx.diag);
     for (unsigned sweep = 0; sweep < 8; ++sweep) {
       bool changed = false;
-      if (!simplify(graph, ctx.diag, changed))
+      if (!simplify(graph, builder, changed))
         return false;
       if (!changed)
         break;
@@ -49,10 +51,10 @@ public:
   }
 
 private:
-  static bool simplify(Graph &graph, DiagnosticEngine &diag, bool &changed);
+  static bool simplify(Graph &graph, GraphBuilder &builder, bool &changed);
   static Value *identityOperand(Node &node);
   static Value *foldChain(Node &node, bool &changed);
-  static Value *foldSplat(Graph &graph, Node &node);
+  static Value *foldSplat(GraphBuilder &builder, Node &node);
 };
 } // namespace
 
@@ -176,7 +178,7 @@ static llvm::Optional<double> foldScalar(OpKind op, double a, double b) {
 }
 
 /// An elementwise op whose operands are all splats becomes a splat fill.
-Value *CanonicalizePass::foldSplat(Graph &graph, Node &node) {
+Value *CanonicalizePass::foldSplat(GraphBuilder &builder, Node &node) {
   const TensorType &type = node.result()->getType();
   if (!node.info().has(Elementwise) || type.dtype != DType::F32 ||
       !type.isStatic() || node.numOperands() > 2)
@@ -195,22 +197,23 @@ Value *CanonicalizePass::foldSplat(Graph &graph, Node &node) {
   llvm::Optional<double> r = foldScalar(node.getOp(), a, b);
   if (!r)
     return nullptr;
+  builder.setInsertionPoint(node);
+  builder.setOrigin(node);
   // Round through float so the folded value equals what the op gives in f32.
-  auto fill = std::make_unique<Node>(OpKind::Fill, node.getName() + ".folded",
-                                     node.getLoc());
-  fill->setAttr("dtype", type.dtype);
-  fill->setAttr("shape", std::vector<Dim>(type.dims.begin(), type.dims.end()));
-  fill->setAttr("value", double(float(*r)));
-  Node *inserted = graph.insertBefore(&node, std::move(fill));
-  return inserted->addResult(node.getName() + ".folded", type);
+  Node *fill = builder.create(
+      OpKind::Fill, node.getName() + ".folded", {},
+      {{"dtype", type.dtype},
+       {"shape", std::vector<Dim>(type.dims.begin(), type.dims.end())},
+       {"value", double(float(*r))}});
+  return fill ? fill->result() : nullptr;
 }
 
-bool CanonicalizePass::simplify(Graph &graph, DiagnosticEngine &diag,
+bool CanonicalizePass::simplify(Graph &graph, GraphBuilder &builder,
                                 bool &changed) {
   for (size_t i = 0; i < graph.nodes().size(); ++i) {
     Node &node = *graph.nodes()[i];
     for (unsigned k = 0; k < node.numRegions(); ++k)
-      if (!simplify(node.region(k), diag, changed))
+      if (!simplify(node.region(k), builder, changed))
         return false;
     if (node.numResults() != 1 ||
         (!node.result()->hasUses() && !graph.isOutput(node.result())))
@@ -219,7 +222,7 @@ bool CanonicalizePass::simplify(Graph &graph, DiagnosticEngine &diag,
     if (!replacement)
       replacement = foldChain(node, changed);
     if (!replacement)
-      replacement = foldSplat(graph, node);
+      replacement = foldSplat(builder, node);
     if (!replacement || replacement == node.result())
       continue;
     graph.replaceAllUsesWith(node.result(), replacement);

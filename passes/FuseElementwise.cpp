@@ -10,7 +10,8 @@
 // when nothing else reads them. Each group with two or more ops becomes one
 // `fusion` node whose body holds copies of the original ops (same names,
 // attributes and locations); results used outside the group or returned
-// become fusion results. The top-level order is then rebuilt by a stable
+// become fusion results; a group with no such value is dead and left as it
+// is (for dce). The top-level order is then rebuilt by a stable
 // topological sort.
 // Requires: a verified graph with static shapes on the fused values, whose
 // existing fusion nodes (written by hand or by an earlier run) hold only
@@ -22,6 +23,8 @@
 //
 //===----------------------------------------------------------------------===//
 #include "passes/Pass.h"
+
+#include "ir/Builder.h"
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
@@ -37,6 +40,14 @@ using NodeSet = llvm::SetVector<Node *>;
 /// True for a constant or fill that carries one value for every element.
 bool isSplatSource(const Node &n) {
   return n.numResults() == 1 && splatConstant(n.result()).hasValue();
+}
+
+/// Whether the value of a group member is read outside the group or
+/// returned: it becomes a result of the fusion.
+bool isExternal(const Graph &graph, const NodeSet &members, const Value *v) {
+  return graph.isOutput(v) || llvm::any_of(v->uses(), [&](const Use &u) {
+           return !members.count(u.user);
+         });
 }
 
 bool isFusible(const Node &n) {
@@ -58,7 +69,8 @@ public:
 
 private:
   bool canMerge(Graph &graph, const NodeSet &merged) const;
-  Node *buildFusion(Graph &graph, const NodeSet &members, unsigned id);
+  Node *buildFusion(Graph &graph, const NodeSet &members, unsigned id,
+                    GraphBuilder &builder);
   void sortNodes(Graph &graph);
 
   llvm::DenseMap<Node *, unsigned> groupOf;
@@ -140,23 +152,27 @@ bool FuseElementwisePass::run(Graph &graph, PassContext &ctx) {
   unsigned id = 0;
   std::vector<NodeSet> fused;
   for (const NodeSet &g : groups)
-    if (g.size() >= 2)
-      fused.push_back(g);
+    if (g.size() >= 2 && llvm::any_of(g, [&](Node *m) {
+          return isExternal(graph, g, m->result());
+        }))
+      fused.push_back(g); // A dead group is left to dce.
+  GraphBuilder builder(graph, ctx.diag);
   for (const NodeSet &g : fused)
-    buildFusion(graph, g, id++);
+    if (!buildFusion(graph, g, id++, builder))
+      return false;
   sortNodes(graph);
   return true;
 }
 
 Node *FuseElementwisePass::buildFusion(Graph &graph, const NodeSet &members,
-                                       unsigned id) {
-  std::string name = "fused_" + std::to_string(id);
-  while (graph.lookupValue(name))
-    name += "_";
+                                       unsigned id, GraphBuilder &builder) {
   Node *last = members.back();
-  auto owned = std::make_unique<Node>(OpKind::Fusion, name, last->getLoc());
-  Node *fusion = graph.append(std::move(owned));
-  Graph &body = fusion->addRegion();
+  builder.setInsertionPointToEnd(graph);
+  builder.setOrigin(*last);
+  Node *fusion = builder.createWithRegions(
+      OpKind::Fusion, "fused_" + std::to_string(id), {});
+  Graph &body = fusion->region(0);
+  builder.setInsertionPointToEnd(body);
   llvm::DenseMap<Value *, Value *> mapped;
   llvm::SmallVector<Node *, 4> clonedSources;
   auto mapOperand = [&](Value *v) -> Value * {
@@ -164,61 +180,59 @@ Node *FuseElementwisePass::buildFusion(Graph &graph, const NodeSet &members,
     if (it != mapped.end())
       return it->second;
     Node *def = v->getDef();
-    if (def && def->numOperands() == 0 && isSplatSource(*def)) {
-      auto src = std::make_unique<Node>(def->getOp(), def->getName(),
-                                        def->getLoc());
-      for (const auto &[key, value] : def->attrs())
-        src->setAttr(key, value);
-      Node *clone = body.append(std::move(src));
+    if (def && isSplatSource(*def)) {
+      Node *clone = builder.clone(*def, {});
       clonedSources.push_back(def);
-      return mapped[v] = clone->addResult(v->getName(), v->getType());
+      return mapped[v] = clone ? clone->result() : nullptr;
     }
-    std::string inName = "in" + std::to_string(fusion->numOperands());
+    std::string inName =
+        builder.uniqueName("in" + std::to_string(fusion->numOperands()));
     fusion->addOperand(v);
     return mapped[v] = body.addInput(inName, v->getType());
   };
   for (Node *m : members) {
-    auto copy = std::make_unique<Node>(m->getOp(), m->getName(), m->getLoc());
-    copy->setSourceLoc(m->getSourceLoc());
-    for (const auto &[key, value] : m->attrs())
-      copy->setAttr(key, value);
     llvm::SmallVector<Value *, 3> operands;
     for (Value *v : m->getOperands())
       operands.push_back(mapOperand(v));
-    Node *clone = body.append(std::move(copy));
-    for (Value *v : operands)
-      clone->addOperand(v);
-    mapped[m->result()] = clone->addResult(m->result()->getName(),
-                                           m->result()->getType());
+    if (llvm::is_contained(operands, nullptr))
+      return nullptr;
+    Node *clone = builder.clone(*m, operands);
+    if (!clone)
+      return nullptr;
+    mapped[m->result()] = clone->result();
   }
-  if (fusion->getSourceLoc().empty())
-    fusion->setSourceLoc(last->getSourceLoc());
   // Results: values read outside the group or returned.
-  llvm::DenseSet<Value *> returned;
-  for (const GraphOutput &o : graph.outputs)
-    returned.insert(o.value);
+  std::vector<std::string> resultNames;
+  std::vector<Node *> resultMembers;
   for (Node *m : members) {
     Value *v = m->result();
-    bool external = returned.count(v);
-    for (const Use &u : v->uses())
-      external |= !members.count(u.user);
-    if (!external)
+    if (!isExternal(graph, members, v))
       continue;
     body.outputs.push_back({v->getName(), mapped[v], OutputKind::Output, "",
                             m->getLoc()});
-    Value *r = fusion->addResult(v->getName(), v->getType());
+    resultNames.push_back(v->getName());
+    resultMembers.push_back(m);
+  }
+  if (!builder.addResults(*fusion, resultNames))
+    return nullptr;
+  for (unsigned r = 0; r < fusion->numResults(); ++r) {
+    Value *v = resultMembers[r]->result(), *result = fusion->result(r);
     llvm::SmallVector<Use, 4> uses(v->uses().begin(), v->uses().end());
     for (const Use &u : uses)
       if (!members.count(u.user))
-        u.user->setOperand(u.operandIndex, r);
+        u.user->setOperand(u.operandIndex, result);
     for (GraphOutput &o : graph.outputs) // Members keep their own uses.
       if (o.value == v)
-        o.value = r;
+        o.value = result;
   }
   for (auto it = members.rbegin(); it != members.rend(); ++it)
     (*it)->dropOperands();
   for (auto it = members.rbegin(); it != members.rend(); ++it)
     graph.erase(*it);
+  // The results take over the names of the values they replace, which are
+  // free now that the members are gone.
+  for (unsigned r = 0; r < fusion->numResults(); ++r)
+    fusion->result(r)->setName(resultNames[r]);
   for (Node *src : clonedSources) {
     bool used = src->result()->hasUses() || graph.isOutput(src->result());
     if (!used && llvm::any_of(graph.nodes(),

@@ -9,6 +9,8 @@
 //===----------------------------------------------------------------------===//
 #include "passes/Pass.h"
 
+#include "ir/Builder.h"
+
 using namespace cgc;
 
 namespace {
@@ -18,25 +20,19 @@ public:
   llvm::StringRef summary() const override {
     return "test only: wrongly rewrites the first add into sub";
   }
-  bool run(Graph &graph, PassContext &) override {
+  bool run(Graph &graph, PassContext &ctx) override {
     for (const auto &owned : graph.nodes()) {
       Node *node = owned.get();
       if (node->getOp() != OpKind::Add)
         continue;
-      auto sub = std::make_unique<Node>(OpKind::Sub, node->getName(),
-                                        node->getLoc());
-      sub->setSourceLoc(node->getSourceLoc());
-      for (Value *v : node->getOperands())
-        sub->addOperand(v);
-      for (const auto &[key, value] : node->attrs())
-        sub->setAttr(key, value);
-      Value *result = sub->addResult(node->result()->getName() + ".wrong",
-                                     node->result()->getType());
-      graph.insertBefore(node, std::move(sub));
-      graph.replaceAllUsesWith(node->result(), result);
-      std::string name = node->result()->getName();
-      graph.erase(node);
-      result->setName(name);
+      GraphBuilder builder(graph, ctx.diag);
+      builder.setInsertionPoint(*node);
+      builder.setOrigin(*node);
+      Node *sub = builder.create(OpKind::Sub, node->getName(),
+                                 node->getOperands(), node->attrs());
+      if (!sub)
+        return false;
+      builder.replace(*node, *sub);
       return true;
     }
     return true;
