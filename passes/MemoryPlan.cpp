@@ -1,24 +1,37 @@
-//===- MemoryPlan.cpp - Liveness and offsets in one arena --------------------===//
+//===- MemoryPlan.cpp - Buffers for every value, nesting included -----------===//
 //
 // 1. Persistent inputs get consecutive 256-aligned slots in the persistent
 //    region; non-splat constants follow them (their bytes ship as data).
 // 2. User inputs and graph outputs get fixed arena slots that live for the
-//    whole graph, so outputs never alias inputs. An update or mutation is
+//    whole program, so outputs never alias inputs. An update or mutation is
 //    written straight into its target's storage when no later node reads
 //    the target; otherwise it is computed elsewhere and copied at the end.
-// 3. Walking the nodes in order, a reshape shares its operand's buffer, an
-//    elementwise node may take over the buffer of a same-shaped operand that
-//    dies there, and every other result gets a temporary buffer.
+// 3. Walking the nodes in order (regions at their place, see Liveness.h), a
+//    reshape shares its operand's buffer, an elementwise node may take over
+//    the buffer of a same-shaped operand that dies there, and every other
+//    result gets a temporary buffer.
+//    - `if`: region inputs share the operands' buffers; each result gets a
+//      buffer that both arms write, directly where an arm computes it,
+//      else by a copy at the arm's end.
+//    - `while`: each carried value gets one slot for the whole loop, which
+//      the regions' inputs and the node's results share: the operand's own
+//      buffer when the body passes it through unchanged or the operand dies
+//      at the loop, else a new buffer filled by a copy before the loop. The
+//      body computes a next value straight into its slot when nothing in
+//      the body reads the old value later, else copies it at the body's end
+//      (through a staging buffer when it is another carried slot's value).
+//      A 4-byte scratch buffer counts the trips.
 // 4. Temporaries are placed first-fit (lowest offset whose byte range does
 //    not overlap a buffer with an overlapping live interval), in order of
-//    their first node; the result is deterministic.
+//    their first position; the result is deterministic.
 //
 //===----------------------------------------------------------------------===//
+#include "passes/Liveness.h"
 #include "passes/MemoryPlan.h"
 
-#include "llvm/ADT/StringMap.h"
-
 #include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringMap.h"
 #include <algorithm>
 
 using namespace cgc;
@@ -37,27 +50,39 @@ uint64_t cgc::valueBytes(const Value *v) {
   return uint64_t(std::max<int64_t>(n, 0)) * dtypeSize(v->getType().dtype);
 }
 
+const std::vector<Copy> &MemoryPlan::copiesAtExit(const Graph &g) const {
+  static const std::vector<Copy> none;
+  auto it = exitCopies.find(&g);
+  return it == exitCopies.end() ? none : it->second;
+}
+
+const std::vector<Copy> &MemoryPlan::copiesBefore(const Node &loop) const {
+  static const std::vector<Copy> none;
+  auto it = entryCopies.find(&loop);
+  return it == entryCopies.end() ? none : it->second;
+}
+
+/// Pointwise nodes read operand element i only to write result element i.
+static bool isPointwise(const Node &n) {
+  return n.info().has(Elementwise) || n.getOp() == OpKind::Fusion ||
+         n.getOp() == OpKind::Dropout;
+}
+
 namespace {
 class Planner {
 public:
-  Planner(Graph &g, MemoryPlan &plan, DiagnosticEngine &diag)
-      : g(g), plan(plan), diag(diag) {}
+  Planner(Graph &g, MemoryPlan &plan, const PlanLayout &layout,
+          DiagnosticEngine &diag)
+      : g(g), plan(plan), layout(layout), diag(diag), live(g) {}
   bool run();
 
 private:
-  int lastUse(const Value *v, int def) const {
-    int end = def;
-    for (const Use &u : v->uses())
-      if (index.count(u.user))
-        end = std::max(end, index.lookup(u.user));
-    return end;
-  }
-  unsigned newBuffer(Value *v, Storage::Region region, int start, int end,
-                     bool fixed) {
+  unsigned newBuffer(Value *v, uint64_t bytes, Storage::Region region,
+                     int start, int end, bool fixed) {
     Buffer b;
     b.storage.region = region;
-    b.storage.bytes = v ? valueBytes(v) : 0;
-    b.size = alignUp(std::max<uint64_t>(b.storage.bytes, 1), kBufferAlignment);
+    b.storage.bytes = bytes;
+    b.size = alignUp(std::max<uint64_t>(bytes, 1), kBufferAlignment);
     b.start = start;
     b.end = end;
     b.fixed = fixed;
@@ -66,30 +91,51 @@ private:
       join(v, plan.buffers.size() - 1, end);
     return plan.buffers.size() - 1;
   }
+  /// A fixed arena slot for the \p slot-th input or output.
+  unsigned newSlot(Value *v, unsigned slot, int start, std::string binding) {
+    unsigned b = newBuffer(nullptr, valueBytes(v), Storage::Region::Arena,
+                           start, live.last(), /*fixed=*/true);
+    Buffer &buf = plan.buffers[b];
+    if (slot < layout.slotBytes.size())
+      buf.size = alignUp(std::max<uint64_t>(layout.slotBytes[slot], 1),
+                         kBufferAlignment);
+    buf.storage.binding = std::move(binding);
+    return b;
+  }
   void join(Value *v, unsigned buffer, int end) {
     plan.bufferOf[v] = buffer;
     plan.buffers[buffer].values.push_back(v);
     plan.buffers[buffer].end = std::max(plan.buffers[buffer].end, end);
   }
+  unsigned bufferOf(const Value *v) const { return plan.bufferOf.lookup(v); }
+  /// Copies \p v into buffer \p to; resolved once \p v is planned.
+  void addCopy(std::vector<Copy> &list, const Value *v, unsigned to,
+               std::string output = "") {
+    list.push_back({v, 0, to, std::move(output)});
+  }
+
   bool claimOutputs();
   bool updateInPlace(Value *v, Value *target) const;
-  bool takeOperand(Node &n, Value *r, int i, llvm::DenseSet<unsigned> &taken);
+  bool takeOperand(Node &n, Value *r, llvm::DenseSet<unsigned> &taken);
+  void planGraph(Graph &graph);
+  void planResult(Node &n, Value *r, llvm::DenseSet<unsigned> &taken);
+  unsigned resultBuffer(Value *r);
+  bool claimInto(const Graph &region, Value *v, unsigned buffer);
+  void planIf(Node &n);
+  unsigned carriedSlot(Node &n, unsigned k);
+  bool bodyMayWriteSlot(const Graph &body, unsigned k, const Value *v) const;
+  void planWhile(Node &n);
+  void resolveCopies();
   void place();
 
   Graph &g;
   MemoryPlan &plan;
+  const PlanLayout &layout;
   DiagnosticEngine &diag;
-  llvm::DenseMap<const Node *, int> index;
+  Liveness live;
   llvm::DenseMap<Value *, unsigned> claimed;
-  int last = 0;
 };
 } // namespace
-
-/// Pointwise nodes read operand element i only to write result element i.
-static bool isPointwise(const Node &n) {
-  return n.info().has(Elementwise) || n.getOp() == OpKind::Fusion ||
-         n.getOp() == OpKind::Dropout;
-}
 
 bool Planner::updateInPlace(Value *v, Value *target) const {
   Node *def = v->getDef();
@@ -97,9 +143,9 @@ bool Planner::updateInPlace(Value *v, Value *target) const {
       isConstantData(*def) || def->getOp() == OpKind::Reshape ||
       valueBytes(v) != valueBytes(target))
     return false;
-  int at = index.lookup(def);
+  int at = live.span(def).start;
   for (const Use &u : target->uses()) {
-    int user = index.count(u.user) ? index.lookup(u.user) : last + 1;
+    int user = live.span(u.user).end;
     if (user > at)
       return false;
     if (user == at && !(isPointwise(*def) &&
@@ -111,6 +157,9 @@ bool Planner::updateInPlace(Value *v, Value *target) const {
 
 bool Planner::claimOutputs() {
   llvm::StringMap<const GraphOutput *> updaters;
+  unsigned slot = 0;
+  for (const GraphInput &in : g.inputs())
+    slot += !isPersistent(in.kind);
   for (const GraphOutput &o : g.outputs) {
     Value *v = o.value;
     bool update = o.kind == OutputKind::ParameterUpdate ||
@@ -136,36 +185,32 @@ bool Planner::claimOutputs() {
                               "', which is not a persistent graph input");
         return false;
       }
-      unsigned buffer = plan.bufferOf.lookup(target->value);
+      unsigned buffer = bufferOf(target->value);
       plan.outputBuffer.push_back(buffer);
       if (updateInPlace(v, target->value))
         claimed[v] = buffer;
       else
-        plan.copies.push_back({v, buffer, o.name});
+        addCopy(plan.exitCopies[&g], v, buffer, o.name);
       continue;
     }
     Node *def = v->getDef();
     bool own = def && def->getParent() == &g && !claimed.count(v) &&
                !isConstantData(*def);
-    int start = own ? index.lookup(def) : 0;
-    unsigned buffer = newBuffer(nullptr, Storage::Region::Arena, start, last,
-                                /*fixed=*/true);
-    plan.buffers[buffer].storage.bytes = valueBytes(v);
-    plan.buffers[buffer].size =
-        alignUp(std::max<uint64_t>(valueBytes(v), 1), kBufferAlignment);
+    unsigned buffer =
+        newSlot(v, slot++, own ? live.span(def).start : 0, o.name);
     plan.outputBuffer.push_back(buffer);
     if (own)
       claimed[v] = buffer;
     else
-      plan.copies.push_back({v, buffer, o.name});
+      addCopy(plan.exitCopies[&g], v, buffer, o.name);
   }
   return true;
 }
 
-bool Planner::takeOperand(Node &n, Value *r, int i,
-                          llvm::DenseSet<unsigned> &taken) {
+bool Planner::takeOperand(Node &n, Value *r, llvm::DenseSet<unsigned> &taken) {
   if (!isPointwise(n))
     return false;
+  int at = live.span(&n).start;
   unsigned operands = n.getOp() == OpKind::Dropout ? 1 : n.numOperands();
   for (unsigned k = 0; k < operands; ++k) {
     Value *op = n.operand(k);
@@ -173,50 +218,209 @@ bool Planner::takeOperand(Node &n, Value *r, int i,
     if (it == plan.bufferOf.end())
       continue;
     Buffer &b = plan.buffers[it->second];
-    if (b.fixed || b.end > i || taken.count(it->second) ||
+    if (b.fixed || b.storage.region != Storage::Region::Arena ||
+        b.end > at || taken.count(it->second) ||
         op->getType().dims != r->getType().dims ||
         valueBytes(op) != valueBytes(r))
       continue;
     taken.insert(it->second);
     plan.inPlaceOf[r] = op;
-    join(r, it->second, lastUse(r, i));
+    join(r, it->second, live.lastUse(r));
     return true;
   }
   return false;
 }
 
+void Planner::planResult(Node &n, Value *r, llvm::DenseSet<unsigned> &taken) {
+  auto claim = claimed.find(r);
+  if (claim != claimed.end()) {
+    join(r, claim->second, live.lastUse(r));
+  } else if (isConstantData(n)) {
+    newBuffer(r, valueBytes(r), Storage::Region::Persistent, 0, live.last(),
+              true);
+    plan.constantData.push_back(&n);
+  } else if (n.getOp() == OpKind::Reshape && n.operand(0)->getDef() &&
+             plan.bufferOf.count(n.operand(0)) &&
+             !isConstantData(*n.operand(0)->getDef())) {
+    plan.aliasOf[r] = n.operand(0);
+    join(r, bufferOf(n.operand(0)), live.lastUse(r));
+  } else if (!takeOperand(n, r, taken)) {
+    newBuffer(r, valueBytes(r), Storage::Region::Arena, live.span(&n).start,
+              live.lastUse(r), false);
+  }
+}
+
+void Planner::planGraph(Graph &graph) {
+  for (const auto &owned : graph.nodes()) {
+    Node &n = *owned;
+    if (n.getOp() == OpKind::If) {
+      planIf(n);
+      continue;
+    }
+    if (n.getOp() == OpKind::While) {
+      planWhile(n);
+      continue;
+    }
+    llvm::DenseSet<unsigned> taken;
+    for (unsigned k = 0; k < n.numResults(); ++k)
+      planResult(n, n.result(k), taken);
+  }
+}
+
+/// The buffer of a region node's result: its claimed slot or a new one.
+unsigned Planner::resultBuffer(Value *r) {
+  auto claim = claimed.find(r);
+  if (claim != claimed.end()) {
+    join(r, claim->second, live.lastUse(r));
+    return claim->second;
+  }
+  return newBuffer(r, valueBytes(r), Storage::Region::Arena,
+                   live.definition(r), live.lastUse(r), false);
+}
+
+/// Lets \p region compute its output \p v straight into \p buffer, or
+/// copies it there at the region's end.
+bool Planner::claimInto(const Graph &region, Value *v, unsigned buffer) {
+  Node *def = v->getDef();
+  if (def && def->getParent() == &region && !claimed.count(v) &&
+      !isConstantData(*def)) {
+    claimed[v] = buffer;
+    return true;
+  }
+  addCopy(plan.exitCopies[&region], v, buffer);
+  return false;
+}
+
+void Planner::planIf(Node &n) {
+  std::vector<unsigned> results;
+  for (unsigned k = 0; k < n.numResults(); ++k)
+    results.push_back(resultBuffer(n.result(k)));
+  for (unsigned r = 0; r < n.numRegions(); ++r) {
+    Graph &arm = n.region(r);
+    for (unsigned i = 0; i < arm.inputs().size(); ++i) {
+      Value *in = arm.inputs()[i].value;
+      join(in, bufferOf(n.operand(i + 1)), live.lastUse(in));
+    }
+    for (unsigned k = 0; k < arm.outputs.size(); ++k)
+      claimInto(arm, arm.outputs[k].value, results[k]);
+    planGraph(arm);
+  }
+}
+
+/// The slot of carried value \p k of loop \p n for the whole loop.
+unsigned Planner::carriedSlot(Node &n, unsigned k) {
+  Span s = live.span(&n);
+  Value *op = n.operand(k), *result = n.result(k);
+  const Graph &body = n.region(1);
+  int end = std::max(s.end, live.lastUse(result));
+  auto claim = claimed.find(result);
+  if (claim != claimed.end()) {
+    addCopy(plan.entryCopies[&n], op, claim->second);
+    return claim->second;
+  }
+  unsigned own = bufferOf(op);
+  const Buffer &b = plan.buffers[own];
+  bool passedThrough = body.outputs[k].value == body.inputs()[k].value;
+  bool dies = !b.fixed && b.storage.region == Storage::Region::Arena &&
+              b.end <= s.end && llvm::count(n.getOperands(), op) == 1 &&
+              !(op->getDef() && isConstantData(*op->getDef()));
+  if (passedThrough || dies)
+    return own;
+  unsigned slot = newBuffer(nullptr, valueBytes(op), Storage::Region::Arena,
+                            s.start, end, false);
+  addCopy(plan.entryCopies[&n], op, slot);
+  return slot;
+}
+
+/// Whether the body may compute \p v, its next value of slot \p k, straight
+/// into the slot: nothing reads the old value after \p v is computed.
+bool Planner::bodyMayWriteSlot(const Graph &body, unsigned k,
+                               const Value *v) const {
+  const Node *def = v->getDef();
+  const Value *old = body.inputs()[k].value;
+  if (!def || def->getParent() != &body || claimed.count(const_cast<Value *>(v)) ||
+      isConstantData(*def) || def->getOp() == OpKind::Reshape)
+    return false;
+  for (unsigned j = 0; j < body.outputs.size(); ++j)
+    if (j != k && body.outputs[j].value == old)
+      return false; // The old value is copied into slot j at the end.
+  int at = live.span(def).start;
+  for (const Use &u : old->uses()) {
+    int user = live.span(u.user).end;
+    if (user > at || (user == at && !(isPointwise(*def) &&
+                                      old->getType().dims == v->getType().dims)))
+      return false;
+  }
+  return true;
+}
+
+void Planner::planWhile(Node &n) {
+  Span s = live.span(&n);
+  Graph &cond = n.region(0), &body = n.region(1);
+  std::vector<unsigned> slots;
+  for (unsigned k = 0; k < n.numOperands(); ++k) {
+    unsigned slot = carriedSlot(n, k);
+    slots.push_back(slot);
+    int end = std::max(s.end, live.lastUse(n.result(k)));
+    join(n.result(k), slot, end);
+    join(cond.inputs()[k].value, slot, end);
+    join(body.inputs()[k].value, slot, end);
+  }
+  plan.tripCounter[&n] =
+      newBuffer(nullptr, 4, Storage::Region::Arena, s.start, s.end, false);
+  // Next values: straight into their slots, by a copy, or staged when the
+  // next value is another slot's current one (a swap must read first).
+  std::vector<Copy> &exit = plan.exitCopies[&body];
+  std::vector<Copy> direct;
+  for (unsigned k = 0; k < body.outputs.size(); ++k) {
+    Value *v = body.outputs[k].value;
+    if (v == body.inputs()[k].value)
+      continue;
+    if (bodyMayWriteSlot(body, k, v)) {
+      claimed[v] = slots[k];
+      continue;
+    }
+    if (!plan.hasStorage(v) || !llvm::is_contained(slots, bufferOf(v))) {
+      addCopy(direct, v, slots[k]);
+      continue;
+    }
+    unsigned staging = newBuffer(nullptr, valueBytes(v), Storage::Region::Arena,
+                                 s.end, s.end, false);
+    addCopy(exit, v, staging);
+    direct.push_back({nullptr, staging, slots[k], ""});
+  }
+  exit.insert(exit.end(), direct.begin(), direct.end());
+  planGraph(cond);
+  planGraph(body);
+}
+
+void Planner::resolveCopies() {
+  auto resolve = [&](std::vector<Copy> &list) {
+    for (Copy &c : list)
+      if (c.source)
+        c.from = bufferOf(c.source);
+  };
+  for (auto &entry : plan.exitCopies)
+    resolve(entry.second);
+  for (auto &entry : plan.entryCopies)
+    resolve(entry.second);
+}
+
 bool Planner::run() {
-  for (unsigned i = 0; i < g.nodes().size(); ++i)
-    index[g.nodes()[i].get()] = i;
-  last = std::max<int>(int(g.nodes().size()) - 1, 0);
-  for (const GraphInput &in : g.inputs())
-    newBuffer(in.value,
-              isPersistent(in.kind) ? Storage::Region::Persistent
-                                    : Storage::Region::Arena,
-              0, last, /*fixed=*/true);
+  unsigned slot = 0;
+  for (const GraphInput &in : g.inputs()) {
+    if (isPersistent(in.kind)) {
+      newBuffer(in.value, valueBytes(in.value), Storage::Region::Persistent, 0,
+                live.last(), /*fixed=*/true);
+      continue;
+    }
+    join(in.value, newSlot(in.value, slot++, 0, in.value->getName()),
+         live.last());
+  }
   if (!claimOutputs())
     return false;
-  for (unsigned i = 0; i < g.nodes().size(); ++i) {
-    Node &n = *g.nodes()[i];
-    llvm::DenseSet<unsigned> taken;
-    for (unsigned k = 0; k < n.numResults(); ++k) {
-      Value *r = n.result(k);
-      auto claim = claimed.find(r);
-      if (claim != claimed.end()) {
-        join(r, claim->second, last);
-      } else if (isConstantData(n)) {
-        newBuffer(r, Storage::Region::Persistent, 0, last, true);
-        plan.constantData.push_back(&n);
-      } else if (n.getOp() == OpKind::Reshape && n.operand(0)->getDef() &&
-                 plan.bufferOf.count(n.operand(0)) &&
-                 !isConstantData(*n.operand(0)->getDef())) {
-        plan.aliasOf[r] = n.operand(0);
-        join(r, plan.bufferOf.lookup(n.operand(0)), lastUse(r, i));
-      } else if (!takeOperand(n, r, i, taken)) {
-        newBuffer(r, Storage::Region::Arena, i, lastUse(r, i), false);
-      }
-    }
-  }
+  planGraph(g);
+  resolveCopies();
   place();
   return true;
 }
@@ -227,6 +431,11 @@ void Planner::place() {
   for (unsigned b = 0; b < plan.buffers.size(); ++b) {
     Buffer &buf = plan.buffers[b];
     if (buf.storage.region == Storage::Region::Persistent) {
+      bool constant = llvm::any_of(buf.values, [](const Value *v) {
+        return v->getDef() && isConstantData(*v->getDef());
+      });
+      if (constant && persistent < layout.persistentBase)
+        persistent = layout.persistentBase;
       buf.storage.offset = persistent;
       persistent += buf.size;
     } else if (buf.fixed) {
@@ -266,48 +475,7 @@ void Planner::place() {
 }
 
 bool cgc::computeMemoryPlan(Graph &graph, MemoryPlan &plan,
-                            DiagnosticEngine &diag) {
+                            DiagnosticEngine &diag, const PlanLayout &layout) {
   plan = MemoryPlan();
-  return Planner(graph, plan, diag).run();
-}
-
-void cgc::printMemoryPlan(const Graph &graph, const MemoryPlan &plan,
-                          llvm::raw_ostream &os) {
-  llvm::DenseMap<const Node *, int> index;
-  for (unsigned i = 0; i < graph.nodes().size(); ++i)
-    index[graph.nodes()[i].get()] = i;
-  auto print = [&](const Value *v) {
-    if (!plan.hasStorage(v))
-      return;
-    const Buffer &b = plan.buffers[plan.bufferOf.lookup(v)];
-    bool persistent = b.storage.region == Storage::Region::Persistent;
-    os << "%" << v->getName() << (persistent ? " persistent" : " arena")
-       << " offset=" << b.storage.offset << " size=" << valueBytes(v);
-    if (!persistent) {
-      int def = v->getDef() ? index.lookup(v->getDef()) : 0;
-      int end = def;
-      for (const Use &u : v->uses())
-        if (index.count(u.user))
-          end = std::max(end, index.lookup(u.user));
-      os << " live=[" << def << "," << (b.fixed ? b.end : end) << "]";
-    }
-    if (const Value *a = plan.aliasOf.lookup(v))
-      os << " alias=%" << a->getName();
-    if (const Value *a = plan.inPlaceOf.lookup(v))
-      os << " inplace=%" << a->getName();
-    os << "\n";
-  };
-  for (const GraphInput &in : graph.inputs())
-    print(in.value);
-  for (const auto &n : graph.nodes())
-    for (unsigned r = 0; r < n->numResults(); ++r)
-      print(n->result(r));
-  for (const FinalCopy &c : plan.copies) {
-    const Storage &s = plan.buffers[c.buffer].storage;
-    os << "copy %" << c.source->getName() << " -> " << c.output
-       << (s.region == Storage::Region::Persistent ? " persistent" : " arena")
-       << " offset=" << s.offset << " size=" << s.bytes << "\n";
-  }
-  os << "arena size=" << plan.arenaSize
-     << " persistent size=" << plan.persistentSize << "\n";
+  return Planner(graph, plan, layout, diag).run();
 }

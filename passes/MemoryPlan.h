@@ -1,10 +1,15 @@
-//===- MemoryPlan.h - Buffer offsets for a straight-line graph --*- C++ -*-===//
+//===- MemoryPlan.h - Storage for every value, nesting included -*- C++ -*-===//
 //
-// computeMemoryPlan() gives every top-level value of an ordered graph its
-// storage: an offset in the arena (temporaries reuse dead buffers, inputs
-// and outputs get fixed slots) or in the persistent region (state inputs,
-// constant tensors, and the updates written into their targets). The plan
-// pass prints it; codegen turns it into kernel pointer parameters.
+// computeMemoryPlan() gives every value of an ordered graph, region values
+// included, its storage: an offset in the arena (temporaries reuse dead
+// buffers; inputs and outputs get fixed slots) or in the persistent region
+// (state inputs, constant tensors, and the updates written into their
+// targets). It also lists the copies the program needs where a value cannot
+// be computed in its final place, and reserves scratch buffers that are not
+// IR values (loop trip counters, staging for loop-carried swaps).
+//
+// The plan-memory pass computes it once and hands it to codegen through the
+// PassContext; `cgc-opt --print-memory-plan` prints it.
 //
 //===----------------------------------------------------------------------===//
 #ifndef CGC_PASSES_MEMORYPLAN_H
@@ -15,6 +20,7 @@
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/Support/raw_ostream.h"
+#include <string>
 #include <vector>
 
 namespace cgc {
@@ -26,23 +32,28 @@ struct Storage {
   Region region = Region::Arena;
   uint64_t offset = 0;
   uint64_t bytes = 0;
+  /// The graph input or output whose slot this is (a caller may bind its
+  /// own pointer there), or empty.
+  std::string binding;
 };
 
 /// One buffer: a byte range shared by the values that alias or update it.
 struct Buffer {
   Storage storage;
-  uint64_t size = 0;   ///< Bytes reserved (aligned).
-  int start = 0, end = 0; ///< Live node indices, inclusive.
-  bool fixed = false;  ///< Never reused (inputs, outputs, persistent).
+  uint64_t size = 0;      ///< Bytes reserved (aligned).
+  int start = 0, end = 0; ///< Live positions, inclusive (see Liveness.h).
+  bool fixed = false;     ///< Never reused (inputs, outputs, persistent).
   std::vector<Value *> values;
 };
 
-/// A copy the graph plan appends at the end (outputs that cannot live in
-/// their value's buffer, updates that cannot be done in place).
-struct FinalCopy {
-  Value *source;
-  unsigned buffer; ///< Destination buffer.
-  std::string output; ///< The graph output it fills.
+/// A copy of one buffer's bytes into another: outputs that cannot live in
+/// their value's buffer, updates that cannot be done in place, the results
+/// of `if` arms and `while` bodies, and the carried values entering a loop.
+struct Copy {
+  const Value *source = nullptr; ///< The copied value; null for scratch.
+  unsigned from = 0;             ///< Source buffer.
+  unsigned to = 0;               ///< Destination buffer.
+  std::string output;            ///< The graph output it fills, if any.
 };
 
 struct MemoryPlan {
@@ -54,9 +65,14 @@ struct MemoryPlan {
   llvm::DenseMap<const Value *, const Value *> inPlaceOf;
   /// Constants stored as data in the persistent region.
   std::vector<const Node *> constantData;
-  /// Storage of each graph output, in graph output order.
+  /// Storage of each top-level graph output, in graph output order.
   std::vector<unsigned> outputBuffer;
-  std::vector<FinalCopy> copies;
+  /// Copies run after the last node of a graph (top level or region).
+  llvm::DenseMap<const Graph *, std::vector<Copy>> exitCopies;
+  /// Copies run before a `while` starts (carried values into their slots).
+  llvm::DenseMap<const Node *, std::vector<Copy>> entryCopies;
+  /// The 4-byte trip counter of each `while`.
+  llvm::DenseMap<const Node *, unsigned> tripCounter;
   uint64_t arenaSize = 0;
   uint64_t persistentSize = 0;
 
@@ -64,6 +80,18 @@ struct MemoryPlan {
     return buffers[bufferOf.lookup(v)].storage;
   }
   bool hasStorage(const Value *v) const { return bufferOf.count(v); }
+  const std::vector<Copy> &copiesAtExit(const Graph &g) const;
+  const std::vector<Copy> &copiesBefore(const Node &loop) const;
+};
+
+/// Several graphs compiled into one artifact share the slots of their
+/// inputs, outputs and state: each slot takes the largest size among them,
+/// and each graph's constant data starts at its own persistent offset.
+struct PlanLayout {
+  /// Bytes of each top-level user input slot, then of each output slot;
+  /// empty: the graph's own sizes.
+  std::vector<uint64_t> slotBytes;
+  uint64_t persistentBase = 0;
 };
 
 /// True for constants that become persistent data (not a splat).
@@ -71,9 +99,10 @@ bool isConstantData(const Node &node);
 /// Bytes of a value at its largest shape.
 uint64_t valueBytes(const Value *v);
 
-/// Plans the top-level values of \p graph. Fails (with located errors) on
-/// updates whose target is not a persistent input.
-bool computeMemoryPlan(Graph &graph, MemoryPlan &plan, DiagnosticEngine &diag);
+/// Plans every value of \p graph. Fails (with located errors) on updates
+/// whose target is not a persistent input and on double updates.
+bool computeMemoryPlan(Graph &graph, MemoryPlan &plan, DiagnosticEngine &diag,
+                       const PlanLayout &layout = {});
 void printMemoryPlan(const Graph &graph, const MemoryPlan &plan,
                      llvm::raw_ostream &os);
 

@@ -11,6 +11,7 @@
 
 #include "ir/Diagnostics.h"
 #include "ir/Graph.h"
+#include "passes/MemoryPlan.h"
 
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/raw_ostream.h"
@@ -26,6 +27,11 @@ struct PassContext {
   DiagnosticEngine &diag;
   /// Symbolic dims to specialize (`--bind-dim=B=32`), for shape-infer.
   std::map<std::string, int64_t> dimBindings;
+  /// The memory plan of the graph as it is now: set by plan-memory, dropped
+  /// by the pass manager before any other pass runs. Codegen takes it.
+  std::unique_ptr<MemoryPlan> memoryPlan;
+  /// Arena slots shared with the other graphs of one artifact.
+  PlanLayout layout;
 };
 
 class Pass {

@@ -60,6 +60,7 @@ bool PassManager::run(Graph &graph, PassContext &ctx,
   bool ok = true;
   for (auto &pass : passes) {
     auto start = Clock::now();
+    ctx.memoryPlan.reset(); // Any pass may change the graph.
     ok = pass->run(graph, ctx) && !ctx.diag.hasErrors();
     timings.push_back({pass->name().str(),
                        std::chrono::duration<double, std::milli>(Clock::now() -
