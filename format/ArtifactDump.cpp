@@ -51,6 +51,9 @@ std::string paramString(const ParamDesc &p) {
   case ParamDesc::Kind::U64:
     os << " " << p.uintValue;
     break;
+  case ParamDesc::Kind::Handle:
+    os << " " << p.intValue;
+    break;
   case ParamDesc::Kind::F32: {
     char buf[32];
     std::snprintf(buf, sizeof buf, "%.9g", p.floatValue);
@@ -71,6 +74,65 @@ void dumpTensors(std::ostringstream &os, const char *title,
     if (!t.initBlob.empty())
       os << " init=" << t.initBlob << "+" << t.initOffset;
     os << "\n";
+  }
+}
+
+void dumpNode(std::ostringstream &os, const Manifest &m, const NodeDesc &n) {
+  os << nodeKindName(n.kind);
+  switch (n.kind) {
+  case NodeDesc::Kind::Kernel:
+    os << " #" << n.kernel << " " << m.kernels[n.kernel].name;
+    return;
+  case NodeDesc::Kind::Memset:
+    os << " dst " << regionName(n.dstRegion) << "+" << n.dstOffset
+       << " value " << unsigned(n.value) << " " << n.bytes << "B";
+    return;
+  case NodeDesc::Kind::Memcpy:
+    os << " dst " << regionName(n.dstRegion) << "+" << n.dstOffset << " src "
+       << regionName(n.srcRegion) << "+" << n.srcOffset << " " << n.bytes
+       << "B";
+    return;
+  case NodeDesc::Kind::Conditional:
+    os << " " << conditionName(n.condition) << " handle " << n.handle
+       << " predicate " << regionName(n.predRegion) << "+" << n.predOffset
+       << (n.invert ? " inverted" : "");
+    if (n.condition == NodeDesc::Condition::While)
+      os << " max_iterations " << n.maxIterations;
+    os << " bodies";
+    for (uint32_t b : n.bodies)
+      os << " #" << b;
+    return;
+  }
+}
+
+void dumpGraph(std::ostringstream &os, const Manifest &m, const GraphDesc &g,
+               const std::string &title) {
+  size_t counts[NodeDesc::NumKinds] = {};
+  for (const NodeDesc &n : g.nodes)
+    ++counts[static_cast<int>(n.kind)];
+  os << title << ": " << g.nodes.size() << " nodes (";
+  for (unsigned k = 0; k < NodeDesc::NumKinds; ++k)
+    os << (k ? ", " : "") << counts[k] << " "
+       << nodeKindName(static_cast<NodeDesc::Kind>(k));
+  os << "), " << g.edges.size() << " edges ("
+     << std::count(g.programmatic.begin(), g.programmatic.end(), 1)
+     << " programmatic, marked ~)";
+  if (g.handles)
+    os << ", " << g.handles << " conditional handles";
+  for (const auto &[name, value] : g.dimValues)
+    os << ", " << name << "=" << value;
+  os << "\n";
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    os << "  n" << i << " ";
+    dumpNode(os, m, g.nodes[i]);
+    os << " <-";
+    bool any = false;
+    for (size_t k = 0; k < g.edges.size(); ++k)
+      if (g.edges[k].second == i) {
+        os << " n" << g.edges[k].first << (g.isProgrammatic(k) ? "~" : "");
+        any = true;
+      }
+    os << (any ? "" : " (root)") << "\n";
   }
 }
 
@@ -113,38 +175,10 @@ std::string dumpManifest(const Artifact &a) {
       os << "    from " << s.node << " " << s.op
          << (s.loc.empty() ? "" : " at " + s.loc) << "\n";
   }
-  for (const GraphDesc &g : m.graphs) {
-    size_t counts[3] = {0, 0, 0};
-    for (const NodeDesc &n : g.nodes)
-      ++counts[static_cast<int>(n.kind)];
-    os << "graph " << g.name << ": " << g.nodes.size() << " nodes ("
-       << counts[0] << " kernel, " << counts[1] << " memset, " << counts[2]
-       << " memcpy), " << g.edges.size() << " edges ("
-       << std::count(g.programmatic.begin(), g.programmatic.end(), 1)
-       << " programmatic, marked ~)\n";
-    for (size_t i = 0; i < g.nodes.size(); ++i) {
-      const NodeDesc &n = g.nodes[i];
-      os << "  n" << i << " " << nodeKindName(n.kind);
-      if (n.kind == NodeDesc::Kind::Kernel)
-        os << " #" << n.kernel << " " << m.kernels[n.kernel].name;
-      else
-        os << " dst " << regionName(n.dstRegion) << "+" << n.dstOffset;
-      if (n.kind == NodeDesc::Kind::Memcpy)
-        os << " src " << regionName(n.srcRegion) << "+" << n.srcOffset;
-      if (n.kind == NodeDesc::Kind::Memset)
-        os << " value " << unsigned(n.value);
-      if (n.kind != NodeDesc::Kind::Kernel)
-        os << " " << n.bytes << "B";
-      os << " <-";
-      bool any = false;
-      for (size_t k = 0; k < g.edges.size(); ++k)
-        if (g.edges[k].second == i) {
-          os << " n" << g.edges[k].first << (g.isProgrammatic(k) ? "~" : "");
-          any = true;
-        }
-      os << (any ? "" : " (root)") << "\n";
-    }
-  }
+  for (const GraphDesc &g : m.graphs)
+    dumpGraph(os, m, g, "graph " + g.name);
+  for (size_t b = 0; b < m.bodies.size(); ++b)
+    dumpGraph(os, m, m.bodies[b], "body #" + std::to_string(b));
   return os.str();
 }
 

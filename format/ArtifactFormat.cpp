@@ -67,6 +67,27 @@ size_t dtypeSize(const std::string &dtype) {
   return 0;
 }
 
+bool findGraphForDims(const Manifest &m, const std::vector<int64_t> &dims,
+                      size_t &index, std::string &error) {
+  std::string sizes, compiled;
+  for (size_t d = 0; d < m.dims.size() && d < dims.size(); ++d)
+    sizes += (d ? "," : "") + m.dims[d].name + "=" + std::to_string(dims[d]);
+  for (size_t g = 0; g < m.graphs.size(); ++g) {
+    bool match = true;
+    for (const auto &[name, value] : m.graphs[g].dimValues)
+      for (size_t d = 0; d < m.dims.size() && d < dims.size(); ++d)
+        match &= m.dims[d].name != name || dims[d] == value;
+    if (match) {
+      index = g;
+      return true;
+    }
+    compiled += (g ? ", " : "") + m.graphs[g].name;
+  }
+  error = "no graph is compiled for " + sizes + " (the artifact has: " +
+          compiled + ")";
+  return false;
+}
+
 const char *regionName(Region r) {
   return r == Region::Arena ? "arena" : "persistent";
 }
@@ -78,8 +99,9 @@ const char *paramKindName(ParamDesc::Kind k) {
   case ParamDesc::Kind::I64: return "i64";
   case ParamDesc::Kind::F32: return "f32";
   case ParamDesc::Kind::U64: return "u64";
+  case ParamDesc::Kind::Handle: return "handle";
   }
-  return "?";
+  return "?"; // Not a Kind value: only a corrupt cast gets here.
 }
 
 const char *nodeKindName(NodeDesc::Kind k) {
@@ -87,6 +109,15 @@ const char *nodeKindName(NodeDesc::Kind k) {
   case NodeDesc::Kind::Kernel: return "kernel";
   case NodeDesc::Kind::Memset: return "memset";
   case NodeDesc::Kind::Memcpy: return "memcpy";
+  case NodeDesc::Kind::Conditional: return "conditional";
+  }
+  return "?"; // Not a Kind value: only a corrupt cast gets here.
+}
+
+const char *conditionName(NodeDesc::Condition c) {
+  switch (c) {
+  case NodeDesc::Condition::If: return "if";
+  case NodeDesc::Condition::While: return "while";
   }
   return "?";
 }
@@ -151,9 +182,11 @@ bool parseArtifact(const uint8_t *data, size_t size, Artifact &out,
   h.fileSize = getU64(data + 16);
   h.checksum = getU64(data + 24);
   if (h.formatVersion != kArtifactFormatVersion)
-    return fail("artifact: unsupported format version " +
-                std::to_string(h.formatVersion) + " (this runtime reads " +
-                std::to_string(kArtifactFormatVersion) + ")");
+    return fail("artifact: format version " +
+                std::to_string(h.formatVersion) +
+                " is not supported: this runtime reads version " +
+                std::to_string(kArtifactFormatVersion) +
+                " (compile the model again with this cgc)");
   if (h.fileSize != size)
     return fail("artifact: header says " + std::to_string(h.fileSize) +
                 " bytes but the file has " + std::to_string(size) +

@@ -18,7 +18,7 @@ namespace cgc {
 namespace format {
 
 constexpr char kArtifactMagic[4] = {'C', 'G', 'C', 'A'};
-constexpr uint32_t kArtifactFormatVersion = 1;
+constexpr uint32_t kArtifactFormatVersion = 2;
 constexpr size_t kHeaderSize = 32;
 constexpr size_t kBlobAlignment = 256;
 /// Conventional blob names for device code.
@@ -44,14 +44,16 @@ struct BlobDesc {
 
 /// One kernel argument.
 struct ParamDesc {
-  enum class Kind { Ptr, I32, I64, F32, U64 };
+  /// Handle: the conditional handle `intValue` of the graph tree the
+  /// kernel's node belongs to (a setter kernel of a conditional node).
+  enum class Kind { Ptr, I32, I64, F32, U64, Handle };
   Kind kind = Kind::Ptr;
   // Ptr.
   Region region = Region::Arena;
   uint64_t offset = 0;
   std::string binding; ///< Graph input/output whose storage this points into.
   // Scalars.
-  int64_t intValue = 0;   ///< I32, I64.
+  int64_t intValue = 0;   ///< I32, I64, Handle.
   uint64_t uintValue = 0; ///< U64.
   float floatValue = 0;   ///< F32.
   std::string dim; ///< I32/I64 only: value is the run-time value of this dim.
@@ -72,9 +74,13 @@ struct KernelDesc {
   std::vector<SourceRef> sources;
 };
 
-/// A graph node. Library and Conditional are reserved for later versions.
+/// A graph node, of a closed set of kinds (nodeKindName lists them).
 struct NodeDesc {
-  enum class Kind { Kernel, Memset, Memcpy };
+  enum class Kind { Kernel, Memset, Memcpy, Conditional };
+  static constexpr unsigned NumKinds = 4;
+  /// Conditional: an IF runs bodies[0] when its handle is non-zero, else
+  /// bodies[1] if present; a WHILE runs bodies[0] while it is non-zero.
+  enum class Condition { If, While };
   Kind kind = Kind::Kernel;
   uint32_t kernel = 0; ///< Kernel: index into Manifest::kernels.
   // Memset: dst*, bytes, value. Memcpy: src*, dst*, bytes.
@@ -86,10 +92,29 @@ struct NodeDesc {
   std::string srcBinding;
   uint64_t bytes = 0;
   uint8_t value = 0;
+  // Conditional.
+  Condition condition = Condition::If;
+  uint32_t handle = 0;          ///< Index among the tree's handles.
+  std::vector<uint32_t> bodies; ///< Indices into Manifest::bodies.
+  /// The device bool the setter reads; eager runs read it on the host.
+  Region predRegion = Region::Arena;
+  uint64_t predOffset = 0;
+  std::string predBinding;
+  /// IF: the setter negates the predicate (the then arm is empty).
+  bool invert = false;
+  int64_t maxIterations = 0; ///< WHILE: the trip bound.
 };
 
+/// A top-level graph (Manifest::graphs, run by name) or a conditional
+/// node's body (Manifest::bodies, unnamed).
 struct GraphDesc {
   std::string name;
+  /// Top level: the number of conditional handles of its tree (the graph
+  /// and all bodies below it).
+  uint32_t handles = 0;
+  /// Top level: the dim values this graph is specialized to (one graph per
+  /// `--bind-dim` value); a run must give exactly these.
+  std::vector<std::pair<std::string, int64_t>> dimValues;
   std::vector<NodeDesc> nodes;
   std::vector<std::pair<uint32_t, uint32_t>> edges; ///< (from, to).
   /// Per edge (or empty: none): the edge joins two kernels and may use
@@ -125,6 +150,8 @@ struct Manifest {
   std::vector<BlobDesc> blobs;
   std::vector<KernelDesc> kernels;
   std::vector<GraphDesc> graphs;
+  /// Bodies of conditional nodes; each belongs to exactly one node.
+  std::vector<GraphDesc> bodies;
   std::vector<TensorDesc> inputs;
   std::vector<TensorDesc> outputs;
   std::vector<TensorDesc> state;
@@ -176,12 +203,19 @@ std::string dumpManifest(const Artifact &artifact);
 uint64_t fnv1a64(const uint8_t *data, size_t size,
                  uint64_t seed = 0xcbf29ce484222325ull);
 
+/// The first top-level graph that runs \p dims (one value per manifest
+/// dim, in order): one with no dim value for a dim, or the same value.
+/// Returns false, with the graphs there are in \p error, when none does.
+bool findGraphForDims(const Manifest &m, const std::vector<int64_t> &dims,
+                      size_t &index, std::string &error);
+
 /// Size in bytes of one element of a manifest dtype, or 0 if unknown.
 size_t dtypeSize(const std::string &dtype);
 
 const char *regionName(Region r);
 const char *paramKindName(ParamDesc::Kind k);
 const char *nodeKindName(NodeDesc::Kind k);
+const char *conditionName(NodeDesc::Condition c);
 
 // Manifest <-> JSON text (ManifestJson.cpp).
 std::string manifestToJson(const Manifest &m);

@@ -188,6 +188,10 @@ bool readParam(Reader &r, const json &j, const std::string &p, ParamDesc &d) {
     d.kind = ParamDesc::Kind::U64;
     return r.u64Value(*v, p + ".value", d.uintValue);
   }
+  if (kind == "handle") {
+    d.kind = ParamDesc::Kind::Handle;
+    return r.i64Value(*v, p + ".value", d.intValue);
+  }
   if (kind == "f32") {
     d.kind = ParamDesc::Kind::F32;
     if (!v->is_number())
@@ -244,6 +248,44 @@ bool readKernel(Reader &r, const json &j, const std::string &p,
   return true;
 }
 
+bool readConditional(Reader &r, const json &j, const std::string &p,
+                     NodeDesc &n) {
+  n.kind = NodeDesc::Kind::Conditional;
+  std::string condition;
+  if (!r.str(j, p, "condition", condition) ||
+      !r.u32(j, p, "handle", n.handle) ||
+      !r.region(j, p, "pred_region", n.predRegion) ||
+      !r.u64(j, p, "pred_offset", n.predOffset) ||
+      !r.str(j, p, "pred_binding", n.predBinding, true))
+    return false;
+  if (condition == "if")
+    n.condition = NodeDesc::Condition::If;
+  else if (condition == "while")
+    n.condition = NodeDesc::Condition::While;
+  else
+    return r.fail(p + ".condition", "unknown condition '" + condition + "'");
+  if (const json *invert = r.field(j, p, "invert", true)) {
+    if (!invert->is_boolean())
+      return r.fail(p + ".invert", "expected a boolean");
+    n.invert = invert->get<bool>();
+  }
+  if (n.condition == NodeDesc::Condition::While &&
+      !r.i64(j, p, "max_iterations", n.maxIterations))
+    return false;
+  const json *bodies = r.array(j, p, "bodies");
+  if (!bodies)
+    return false;
+  for (size_t i = 0; i < bodies->size(); ++i) {
+    uint64_t b;
+    if (!r.u64Value((*bodies)[i], at(p + ".bodies", i), b))
+      return false;
+    if (b > UINT32_MAX)
+      return r.fail(at(p + ".bodies", i), "body index out of range");
+    n.bodies.push_back(static_cast<uint32_t>(b));
+  }
+  return r.error.empty();
+}
+
 bool readNode(Reader &r, const json &j, const std::string &p, NodeDesc &n) {
   std::string kind;
   if (!r.str(j, p, "kind", kind))
@@ -252,9 +294,10 @@ bool readNode(Reader &r, const json &j, const std::string &p, NodeDesc &n) {
     n.kind = NodeDesc::Kind::Kernel;
     return r.u32(j, p, "kernel", n.kernel);
   }
+  if (kind == "conditional")
+    return readConditional(r, j, p, n);
   if (kind != "memset" && kind != "memcpy")
-    return r.fail(p + ".kind", "unsupported node kind '" + kind +
-                                   "' in format version 1");
+    return r.fail(p + ".kind", "unsupported node kind '" + kind + "'");
   if (!r.region(j, p, "dst_region", n.dstRegion) ||
       !r.u64(j, p, "dst_offset", n.dstOffset) ||
       !r.str(j, p, "dst_binding", n.dstBinding, true) ||
@@ -276,8 +319,27 @@ bool readNode(Reader &r, const json &j, const std::string &p, NodeDesc &n) {
          r.str(j, p, "src_binding", n.srcBinding, true);
 }
 
-bool readGraph(Reader &r, const json &j, const std::string &p, GraphDesc &g) {
-  if (!r.str(j, p, "name", g.name))
+bool readGraphHeader(Reader &r, const json &j, const std::string &p,
+                     GraphDesc &g) {
+  if (!r.str(j, p, "name", g.name) || !r.u32(j, p, "handles", g.handles))
+    return false;
+  const json *dims = r.field(j, p, "dim_values");
+  if (!dims)
+    return false;
+  if (!dims->is_object())
+    return r.fail(p + ".dim_values", "expected an object");
+  for (auto it = dims->begin(); it != dims->end(); ++it) {
+    int64_t v;
+    if (!r.i64Value(it.value(), p + ".dim_values." + it.key(), v))
+      return false;
+    g.dimValues.emplace_back(it.key(), v);
+  }
+  return true;
+}
+
+bool readGraph(Reader &r, const json &j, const std::string &p, GraphDesc &g,
+               bool topLevel) {
+  if (topLevel && !readGraphHeader(r, j, p, g))
     return false;
   const json *nodes = r.array(j, p, "nodes");
   if (!nodes)
@@ -372,7 +434,14 @@ bool manifestFromJson(const char *text, size_t size, Manifest &out,
     return false;
   m.graphs.resize(graphs->size());
   for (size_t i = 0; i < graphs->size(); ++i)
-    if (!readGraph(r, (*graphs)[i], at("graphs", i), m.graphs[i]))
+    if (!readGraph(r, (*graphs)[i], at("graphs", i), m.graphs[i], true))
+      return false;
+  const json *bodies = r.array(root, "$", "bodies");
+  if (!bodies)
+    return false;
+  m.bodies.resize(bodies->size());
+  for (size_t i = 0; i < bodies->size(); ++i)
+    if (!readGraph(r, (*bodies)[i], at("bodies", i), m.bodies[i], false))
       return false;
   if (!readTensors(r, root, "inputs", m.inputs) ||
       !readTensors(r, root, "outputs", m.outputs) ||

@@ -2,7 +2,10 @@
 //
 // validateManifest(): names unique, dtypes known, every region range, blob
 // reference and binding in bounds, kernel indices valid, graph edges valid
-// and acyclic. The runtime relies on these checks.
+// and acyclic, every body owned by exactly one conditional node of one tree
+// (so bodies form trees under the named graphs), conditional handles unique
+// within a tree and in range, dim values in range. The runtime relies on
+// these checks.
 //
 //===----------------------------------------------------------------------===//
 #include "format/ArtifactFormat.h"
@@ -111,30 +114,87 @@ bool checkBinding(Checker &c, const Manifest &m, const std::string &binding,
   return true;
 }
 
-bool checkGraph(Checker &c, const Manifest &m, const GraphDesc &g,
-                const std::string &p) {
-  size_t n = g.nodes.size();
-  for (size_t i = 0; i < n; ++i) {
-    const NodeDesc &nd = g.nodes[i];
-    std::string np = p + ".nodes[" + std::to_string(i) + "]";
-    if (nd.kind == NodeDesc::Kind::Kernel) {
-      if (nd.kernel >= m.kernels.size())
-        return c.fail(np + ": kernel index " + std::to_string(nd.kernel) +
-                      " out of range");
-      continue;
-    }
-    if (nd.bytes == 0)
-      return c.fail(np + ": zero-byte " + nodeKindName(nd.kind));
-    if (!checkRange(c, m, nd.dstRegion, nd.dstOffset, nd.bytes, np + " dst") ||
-        !checkBinding(c, m, nd.dstBinding, nd.dstRegion, nd.dstOffset,
-                      nd.bytes, np + " dst"))
-      return false;
-    if (nd.kind == NodeDesc::Kind::Memcpy &&
-        (!checkRange(c, m, nd.srcRegion, nd.srcOffset, nd.bytes, np + " src") ||
-         !checkBinding(c, m, nd.srcBinding, nd.srcRegion, nd.srcOffset,
-                       nd.bytes, np + " src")))
-      return false;
+/// What the nodes of one graph tree share while it is checked.
+struct Tree {
+  uint32_t handles = 0;
+  std::set<uint32_t> handlesUsed;
+  std::vector<uint32_t> bodies; ///< Bodies still to check.
+};
+
+bool checkKernelNode(Checker &c, const Manifest &m, const NodeDesc &nd,
+                     const Tree &tree, const std::string &np) {
+  if (nd.kernel >= m.kernels.size())
+    return c.fail(np + ": kernel index " + std::to_string(nd.kernel) +
+                  " out of range");
+  for (const ParamDesc &pd : m.kernels[nd.kernel].params)
+    if (pd.kind == ParamDesc::Kind::Handle &&
+        (pd.intValue < 0 || pd.intValue >= int64_t(tree.handles)))
+      return c.fail(np + ": kernel '" + m.kernels[nd.kernel].name +
+                    "' sets handle " + std::to_string(pd.intValue) +
+                    ", but its graph has " + std::to_string(tree.handles));
+  return true;
+}
+
+bool checkCopyNode(Checker &c, const Manifest &m, const NodeDesc &nd,
+                   const std::string &np) {
+  if (nd.bytes == 0)
+    return c.fail(np + ": zero-byte " + nodeKindName(nd.kind));
+  if (!checkRange(c, m, nd.dstRegion, nd.dstOffset, nd.bytes, np + " dst") ||
+      !checkBinding(c, m, nd.dstBinding, nd.dstRegion, nd.dstOffset, nd.bytes,
+                    np + " dst"))
+    return false;
+  return nd.kind != NodeDesc::Kind::Memcpy ||
+         (checkRange(c, m, nd.srcRegion, nd.srcOffset, nd.bytes, np + " src") &&
+          checkBinding(c, m, nd.srcBinding, nd.srcRegion, nd.srcOffset,
+                       nd.bytes, np + " src"));
+}
+
+bool checkConditionalNode(Checker &c, const Manifest &m, const NodeDesc &nd,
+                          Tree &tree, const std::string &np) {
+  if (nd.handle >= tree.handles)
+    return c.fail(np + ": handle " + std::to_string(nd.handle) +
+                  " out of range (the graph has " +
+                  std::to_string(tree.handles) + ")");
+  if (!tree.handlesUsed.insert(nd.handle).second)
+    return c.fail(np + ": handle " + std::to_string(nd.handle) +
+                  " is used by two conditional nodes");
+  size_t want = nd.condition == NodeDesc::Condition::While ? 1 : 2;
+  if (nd.bodies.empty() || nd.bodies.size() > want)
+    return c.fail(np + ": " + conditionName(nd.condition) + " takes " +
+                  (want == 1 ? "one body" : "one or two bodies"));
+  if (nd.condition == NodeDesc::Condition::While &&
+      (nd.maxIterations < 1 || nd.maxIterations > INT64_C(0xffffffff)))
+    return c.fail(np + ": max_iterations must be in [1, 2^32)");
+  for (uint32_t b : nd.bodies) {
+    if (b >= m.bodies.size())
+      return c.fail(np + ": body index " + std::to_string(b) +
+                    " out of range");
+    tree.bodies.push_back(b);
   }
+  return checkRange(c, m, nd.predRegion, nd.predOffset, 1, np + " predicate") &&
+         checkBinding(c, m, nd.predBinding, nd.predRegion, nd.predOffset, 1,
+                      np + " predicate");
+}
+
+bool checkNode(Checker &c, const Manifest &m, const NodeDesc &nd, Tree &tree,
+               const std::string &np) {
+  switch (nd.kind) {
+  case NodeDesc::Kind::Kernel: return checkKernelNode(c, m, nd, tree, np);
+  case NodeDesc::Kind::Memset:
+  case NodeDesc::Kind::Memcpy: return checkCopyNode(c, m, nd, np);
+  case NodeDesc::Kind::Conditional:
+    return checkConditionalNode(c, m, nd, tree, np);
+  }
+  return c.fail(np + ": unknown node kind");
+}
+
+bool checkGraph(Checker &c, const Manifest &m, const GraphDesc &g,
+                Tree &tree, const std::string &p) {
+  size_t n = g.nodes.size();
+  for (size_t i = 0; i < n; ++i)
+    if (!checkNode(c, m, g.nodes[i], tree,
+                   p + ".nodes[" + std::to_string(i) + "]"))
+      return false;
   std::vector<std::vector<uint32_t>> succ(n);
   std::vector<size_t> indeg(n, 0);
   std::set<std::pair<uint32_t, uint32_t>> seen;
@@ -171,6 +231,25 @@ bool checkGraph(Checker &c, const Manifest &m, const GraphDesc &g,
   }
   if (visited != n)
     return c.fail(p + ": edges form a cycle");
+  return true;
+}
+
+bool checkDimValues(Checker &c, const Manifest &m, const GraphDesc &g,
+                    const std::string &p) {
+  std::set<std::string> seen;
+  for (const auto &[name, value] : g.dimValues) {
+    const DimDesc *dim = nullptr;
+    for (const DimDesc &d : m.dims)
+      if (d.name == name)
+        dim = &d;
+    if (!dim || !seen.insert(name).second)
+      return c.fail(p + ": dim value for unknown or repeated dim '" + name +
+                    "'");
+    if (value < dim->min || value > dim->max)
+      return c.fail(p + ": dim '" + name + "' = " + std::to_string(value) +
+                    " is outside [" + std::to_string(dim->min) + ", " +
+                    std::to_string(dim->max) + "]");
+  }
   return true;
 }
 
@@ -225,13 +304,32 @@ bool validateManifest(const Manifest &m, std::string &error) {
     }
   }
   std::set<std::string> graphNames;
+  std::vector<size_t> owners(m.bodies.size(), 0);
   for (size_t g = 0; g < m.graphs.size(); ++g) {
+    const GraphDesc &gd = m.graphs[g];
     std::string p = "graphs[" + std::to_string(g) + "]";
-    if (!graphNames.insert(m.graphs[g].name).second)
-      return c.fail(p + ": duplicate graph name '" + m.graphs[g].name + "'");
-    if (!checkGraph(c, m, m.graphs[g], p))
+    if (!graphNames.insert(gd.name).second)
+      return c.fail(p + ": duplicate graph name '" + gd.name + "'");
+    if (!checkDimValues(c, m, gd, p))
       return false;
+    Tree tree;
+    tree.handles = gd.handles;
+    if (!checkGraph(c, m, gd, tree, p))
+      return false;
+    while (!tree.bodies.empty()) {
+      uint32_t b = tree.bodies.back();
+      tree.bodies.pop_back();
+      std::string bp = "bodies[" + std::to_string(b) + "]";
+      if (++owners[b] > 1)
+        return c.fail(bp + ": owned by two conditional nodes");
+      if (!checkGraph(c, m, m.bodies[b], tree, bp))
+        return false;
+    }
   }
+  for (size_t b = 0; b < owners.size(); ++b)
+    if (owners[b] == 0)
+      return c.fail("bodies[" + std::to_string(b) +
+                    "]: no conditional node of a graph owns it");
   return true;
 }
 

@@ -54,29 +54,73 @@ json paramToJson(const ParamDesc &p) {
   case ParamDesc::Kind::F32:
     j["value"] = static_cast<double>(p.floatValue);
     break;
+  case ParamDesc::Kind::Handle:
+    j["value"] = p.intValue;
+    break;
   }
   return j;
 }
 
-json nodeToJson(const NodeDesc &n) {
-  json j = {{"kind", nodeKindName(n.kind)}};
-  if (n.kind == NodeDesc::Kind::Kernel) {
-    j["kernel"] = n.kernel;
-    return j;
-  }
+json copyEndsToJson(const NodeDesc &n, json j) {
   j["dst_region"] = regionJson(n.dstRegion);
   j["dst_offset"] = n.dstOffset;
   if (!n.dstBinding.empty())
     j["dst_binding"] = n.dstBinding;
   j["bytes"] = n.bytes;
-  if (n.kind == NodeDesc::Kind::Memset) {
+  return j;
+}
+
+json nodeToJson(const NodeDesc &n) {
+  json j = {{"kind", nodeKindName(n.kind)}};
+  switch (n.kind) {
+  case NodeDesc::Kind::Kernel:
+    j["kernel"] = n.kernel;
+    return j;
+  case NodeDesc::Kind::Memset:
+    j = copyEndsToJson(n, j);
     j["value"] = n.value;
     return j;
+  case NodeDesc::Kind::Memcpy:
+    j = copyEndsToJson(n, j);
+    j["src_region"] = regionJson(n.srcRegion);
+    j["src_offset"] = n.srcOffset;
+    if (!n.srcBinding.empty())
+      j["src_binding"] = n.srcBinding;
+    return j;
+  case NodeDesc::Kind::Conditional:
+    j["condition"] = conditionName(n.condition);
+    j["handle"] = n.handle;
+    j["bodies"] = n.bodies;
+    j["pred_region"] = regionJson(n.predRegion);
+    j["pred_offset"] = n.predOffset;
+    if (!n.predBinding.empty())
+      j["pred_binding"] = n.predBinding;
+    if (n.invert)
+      j["invert"] = true;
+    if (n.condition == NodeDesc::Condition::While)
+      j["max_iterations"] = n.maxIterations;
+    return j;
   }
-  j["src_region"] = regionJson(n.srcRegion);
-  j["src_offset"] = n.srcOffset;
-  if (!n.srcBinding.empty())
-    j["src_binding"] = n.srcBinding;
+  return j;
+}
+
+json graphToJson(const GraphDesc &g, bool topLevel) {
+  json nodes = json::array(), edges = json::array();
+  for (const NodeDesc &n : g.nodes)
+    nodes.push_back(nodeToJson(n));
+  for (size_t i = 0; i < g.edges.size(); ++i)
+    edges.push_back(g.isProgrammatic(i)
+                        ? json{g.edges[i].first, g.edges[i].second, 1}
+                        : json{g.edges[i].first, g.edges[i].second});
+  json j = {{"nodes", nodes}, {"edges", edges}};
+  if (!topLevel)
+    return j;
+  j["name"] = g.name;
+  j["handles"] = g.handles;
+  json dims = json::object();
+  for (const auto &[name, value] : g.dimValues)
+    dims[name] = value;
+  j["dim_values"] = dims;
   return j;
 }
 
@@ -115,16 +159,11 @@ std::string manifestToJson(const Manifest &m) {
          {"sources", sources}});
   }
   j["graphs"] = json::array();
-  for (const GraphDesc &g : m.graphs) {
-    json nodes = json::array(), edges = json::array();
-    for (const NodeDesc &n : g.nodes)
-      nodes.push_back(nodeToJson(n));
-    for (size_t i = 0; i < g.edges.size(); ++i)
-      edges.push_back(g.isProgrammatic(i)
-                          ? json{g.edges[i].first, g.edges[i].second, 1}
-                          : json{g.edges[i].first, g.edges[i].second});
-    j["graphs"].push_back({{"name", g.name}, {"nodes", nodes}, {"edges", edges}});
-  }
+  for (const GraphDesc &g : m.graphs)
+    j["graphs"].push_back(graphToJson(g, /*topLevel=*/true));
+  j["bodies"] = json::array();
+  for (const GraphDesc &g : m.bodies)
+    j["bodies"].push_back(graphToJson(g, /*topLevel=*/false));
   for (const char *key : {"inputs", "outputs", "state"}) {
     const auto &list = key[0] == 'i'   ? m.inputs
                        : key[0] == 'o' ? m.outputs

@@ -91,7 +91,7 @@ TEST(ArtifactFormat, RoundTrip) {
   Artifact a;
   std::string err;
   ASSERT_TRUE(parseArtifact(bytes.data(), bytes.size(), a, err)) << err;
-  EXPECT_EQ(a.header.formatVersion, 1u);
+  EXPECT_EQ(a.header.formatVersion, kArtifactFormatVersion);
   EXPECT_EQ(a.header.fileSize, bytes.size());
   EXPECT_EQ(a.dataStart % 256, 0u);
   const Manifest &m = a.manifest;
@@ -137,10 +137,12 @@ TEST(ArtifactFormat, RejectsHeaderDamage) {
   b[0] = 'X';
   EXPECT_NE(parseError(b).find("bad magic"), std::string::npos);
   b = good;
-  b[4] = 2;
+  b[4] = 1; // An artifact of the first format: refused, naming both.
   reseal(b);
-  EXPECT_NE(parseError(b).find("unsupported format version 2"),
-            std::string::npos);
+  EXPECT_NE(parseError(b).find("format version 1 is not supported: this "
+                               "runtime reads version 2"),
+            std::string::npos)
+      << parseError(b);
   b = good;
   b.pop_back();
   EXPECT_NE(parseError(b).find("truncated"), std::string::npos);
@@ -190,6 +192,133 @@ TEST(ArtifactFormat, RejectsSemanticErrors) {
   m = sampleManifest();
   m.persistentSize = 8;
   EXPECT_NE(errorFor(m).find("exceeds persistent size"), std::string::npos);
+}
+
+/// sampleManifest plus a WHILE node whose body holds an IF node with two
+/// bodies; the body kernel sets handle 1.
+Manifest conditionalManifest() {
+  Manifest m = sampleManifest();
+  KernelDesc setter;
+  setter.name = "cgc_set_if";
+  ParamDesc pred, handle;
+  pred.region = Region::Arena, pred.offset = 3072;
+  handle.kind = ParamDesc::Kind::Handle, handle.intValue = 1;
+  setter.params = {pred, handle};
+  m.kernels.push_back(setter);
+  GraphDesc &g = m.graphs[0];
+  g.handles = 2;
+  g.dimValues = {{"n", 128}};
+  NodeDesc loop;
+  loop.kind = NodeDesc::Kind::Conditional;
+  loop.condition = NodeDesc::Condition::While;
+  loop.handle = 0, loop.bodies = {0}, loop.predOffset = 3072;
+  loop.maxIterations = 7;
+  g.nodes.push_back(loop);
+  g.edges.push_back({2, 3});
+  GraphDesc body, thenArm, elseArm;
+  NodeDesc set, branch, kn;
+  set.kind = NodeDesc::Kind::Kernel, set.kernel = 1;
+  branch.kind = NodeDesc::Kind::Conditional;
+  branch.handle = 1, branch.bodies = {1, 2}, branch.predOffset = 3072;
+  branch.invert = true;
+  body.nodes = {set, branch};
+  body.edges = {{0, 1}};
+  kn.kind = NodeDesc::Kind::Kernel, kn.kernel = 0;
+  thenArm.nodes = {kn};
+  elseArm.nodes = {kn};
+  m.bodies = {body, thenArm, elseArm};
+  return m;
+}
+
+TEST(ArtifactFormat, ConditionalNodesRoundTrip) {
+  std::vector<uint8_t> bytes =
+      serializeArtifact(conditionalManifest(), sampleBlobs());
+  Artifact a;
+  std::string err;
+  ASSERT_TRUE(parseArtifact(bytes.data(), bytes.size(), a, err)) << err;
+  const Manifest &m = a.manifest;
+  ASSERT_EQ(m.bodies.size(), 3u);
+  const NodeDesc &loop = m.graphs[0].nodes[3];
+  EXPECT_EQ(loop.kind, NodeDesc::Kind::Conditional);
+  EXPECT_EQ(loop.condition, NodeDesc::Condition::While);
+  EXPECT_EQ(loop.maxIterations, 7);
+  EXPECT_EQ(m.graphs[0].handles, 2u);
+  ASSERT_EQ(m.graphs[0].dimValues.size(), 1u);
+  EXPECT_EQ(m.graphs[0].dimValues[0].second, 128);
+  const NodeDesc &branch = m.bodies[0].nodes[1];
+  EXPECT_EQ(branch.condition, NodeDesc::Condition::If);
+  EXPECT_TRUE(branch.invert);
+  EXPECT_EQ(branch.bodies, (std::vector<uint32_t>{1, 2}));
+  EXPECT_EQ(m.kernels[1].params[1].kind, ParamDesc::Kind::Handle);
+  EXPECT_EQ(serializeArtifact(m, sampleBlobs()), bytes);
+  std::string d = dumpManifest(a);
+  EXPECT_NE(d.find("n3 conditional while handle 0 predicate arena+3072 "
+                   "max_iterations 7 bodies #0 <- n2"),
+            std::string::npos)
+      << d;
+  EXPECT_NE(d.find("conditional if handle 1 predicate arena+3072 inverted "
+                   "bodies #1 #2"),
+            std::string::npos)
+      << d;
+}
+
+TEST(ArtifactFormat, RejectsBadConditionals) {
+  Manifest m = conditionalManifest();
+  m.bodies[0].nodes[1].bodies = {1, 1};
+  EXPECT_NE(errorFor(m).find("owned by two conditional nodes"),
+            std::string::npos)
+      << errorFor(m);
+  m = conditionalManifest();
+  m.bodies.push_back(m.bodies[1]);
+  EXPECT_NE(errorFor(m).find("bodies[3]: no conditional node"),
+            std::string::npos);
+  m = conditionalManifest();
+  m.bodies[0].nodes[1].bodies = {0};
+  EXPECT_NE(errorFor(m).find("owned by two"), std::string::npos)
+      << "a body that holds itself";
+  m = conditionalManifest();
+  m.graphs[0].handles = 1;
+  EXPECT_NE(errorFor(m).find("sets handle 1, but its graph has 1"),
+            std::string::npos)
+      << errorFor(m);
+  m = conditionalManifest();
+  m.bodies[0].nodes[1].handle = 0;
+  EXPECT_NE(errorFor(m).find("handle 0 is used by two conditional nodes"),
+            std::string::npos);
+  m = conditionalManifest();
+  m.graphs[0].nodes[3].bodies = {0, 1};
+  EXPECT_NE(errorFor(m).find("while takes one body"), std::string::npos);
+  m = conditionalManifest();
+  m.graphs[0].nodes[3].maxIterations = 0;
+  EXPECT_NE(errorFor(m).find("max_iterations"), std::string::npos);
+  m = conditionalManifest();
+  m.graphs[0].nodes[3].predOffset = 4096;
+  EXPECT_NE(errorFor(m).find("predicate"), std::string::npos);
+  m = conditionalManifest();
+  m.graphs[0].dimValues = {{"n", 999}};
+  EXPECT_NE(errorFor(m).find("dim 'n' = 999 is outside [1, 256]"),
+            std::string::npos);
+  m = conditionalManifest();
+  m.graphs[0].dimValues = {{"q", 1}};
+  EXPECT_NE(errorFor(m).find("unknown or repeated dim 'q'"),
+            std::string::npos);
+}
+
+TEST(ArtifactFormat, FindsTheGraphForDims) {
+  Manifest m = conditionalManifest();
+  GraphDesc other = sampleManifest().graphs[0];
+  other.name = "n=64";
+  other.dimValues = {{"n", 64}};
+  m.graphs.push_back(other);
+  size_t index = 9;
+  std::string err;
+  EXPECT_TRUE(findGraphForDims(m, {64}, index, err));
+  EXPECT_EQ(index, 1u);
+  EXPECT_TRUE(findGraphForDims(m, {128}, index, err));
+  EXPECT_EQ(index, 0u);
+  EXPECT_FALSE(findGraphForDims(m, {100}, index, err));
+  EXPECT_EQ(err, "no graph is compiled for n=100 (the artifact has: forward, "
+                 "n=64)");
 }
 
 TEST(ArtifactFormat, RejectsBadJsonFields) {
