@@ -1,12 +1,15 @@
 //===- ArtifactWriter.cpp - Filling the manifest -----------------------------===//
 //
-// Inputs, outputs and state take their storage from the memory plan; each
-// kernel's pointer parameters carry the region and offset of a value, plus
-// a binding when they point exactly at a graph input's or output's bytes.
-// Initial values of state (parameters from their initializers or weights
-// file, constant tensors from their attribute) are packed into the
-// "weights" blob at 256-byte-aligned offsets. Nothing depends on time or
-// addresses, so the same graph and options give the same bytes.
+// Inputs, outputs and state are described from the model (shapes at their
+// largest, symbolic axes named) and take their storage from the memory
+// plan of the first graph; every graph of the artifact shares those slots
+// (checked here). Each kernel's pointer parameters carry the region,
+// offset and binding (the graph input or output whose slot it is) that
+// lowering resolved. Initial values of state (parameters from their
+// initializers or weights file, constant tensors from their attribute) are
+// packed into the "weights" blob at 256-byte-aligned offsets. Nothing
+// depends on time or addresses, so the same model and options give the
+// same bytes.
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/Compiler.h"
@@ -20,44 +23,76 @@ using namespace cgc;
 namespace fmt = cgc::format;
 
 static fmt::Region regionOf(const Storage &s) {
-  return s.region == Storage::Region::Arena ? fmt::Region::Arena
-                                            : fmt::Region::Persistent;
+  switch (s.region) {
+  case Storage::Region::Arena: return fmt::Region::Arena;
+  case Storage::Region::Persistent: return fmt::Region::Persistent;
+  }
+  llvm_unreachable("a Storage::Region value");
 }
 
-static fmt::TensorDesc tensorDesc(const std::string &name, llvm::StringRef kind,
-                                  const Value *v, const Storage &s) {
-  fmt::TensorDesc t;
-  t.name = name;
-  t.kind = kind.str();
-  t.dtype = dtypeName(v->getType().dtype).str();
-  for (Dim d : v->getType().dims)
-    t.shape.push_back(d.isStatic() ? d.extent() : 0);
-  t.region = regionOf(s);
-  t.offset = s.offset;
-  t.bytes = s.bytes;
-  return t;
+/// The name a caller may bind at \p s (none for zero bytes: nothing to
+/// rebind, and the validator refuses a binding into an empty tensor).
+static std::string bindingOf(const Storage &s) {
+  return s.bytes ? s.binding : "";
 }
 
 namespace {
 class ManifestBuilder {
 public:
-  ManifestBuilder(const Graph &graph, const Lowered &lowered,
-                  DiagnosticEngine &diag)
-      : graph(graph), lowered(lowered), plan(lowered.memory), diag(diag) {}
+  ManifestBuilder(const Graph &model, const Compilation &compilation,
+                  const CompileOptions &options, DiagnosticEngine &diag)
+      : model(model), compilation(compilation), options(options),
+        first(*compilation.graphs.front().plan), diag(diag) {}
   bool build(fmt::Manifest &m, std::vector<uint8_t> &weights);
 
 private:
-  bool addState(fmt::Manifest &m, std::vector<uint8_t> &weights);
-  std::string bindingOf(const fmt::Manifest &m, const Storage &s) const;
+  fmt::TensorDesc tensorDesc(const std::string &name, llvm::StringRef kind,
+                             const Value *v, const Storage &s) const;
+  bool sharesSlots() const;
+  void addDims(fmt::Manifest &m) const;
+  bool addInputs(fmt::Manifest &m, std::vector<uint8_t> &weights);
+  void addConstants(fmt::Manifest &m, std::vector<uint8_t> &weights) const;
+  void addOutputs(fmt::Manifest &m) const;
   void addKernels(fmt::Manifest &m) const;
-  void addGraph(fmt::Manifest &m) const;
+  fmt::GraphDesc graphDesc(const StepGraph &g) const;
 
-  const Graph &graph;
-  const Lowered &lowered;
-  const MemoryPlan &plan;
+  const Graph &model;
+  const Compilation &compilation;
+  const CompileOptions &options;
+  const MemoryPlan &first;
   DiagnosticEngine &diag;
+  format::TensorMap weightsCache;
 };
 } // namespace
+
+fmt::TensorDesc ManifestBuilder::tensorDesc(const std::string &name,
+                                            llvm::StringRef kind,
+                                            const Value *v,
+                                            const Storage &s) const {
+  fmt::TensorDesc t;
+  t.name = name;
+  t.kind = kind.str();
+  t.dtype = dtypeName(v->getType().dtype).str();
+  const DimTable &table = model.dims();
+  uint64_t numel = 1;
+  for (Dim d : v->getType().dims) {
+    int64_t extent = table.upperBound(d);
+    std::string dim;
+    if (!d.isStatic()) {
+      dim = table.get(d.symbolIndex()).name;
+      auto bound = options.bindDims.find(dim);
+      if (bound != options.bindDims.end())
+        extent = *std::max_element(bound->second.begin(), bound->second.end());
+    }
+    t.shape.push_back(extent);
+    t.shapeDims.push_back(dim);
+    numel *= uint64_t(std::max<int64_t>(extent, 0));
+  }
+  t.region = regionOf(s);
+  t.offset = s.offset;
+  t.bytes = numel * dtypeSize(v->getType().dtype);
+  return t;
+}
 
 static void appendBlob(std::vector<uint8_t> &blob, fmt::TensorDesc &t,
                        const std::vector<uint8_t> &bytes) {
@@ -67,11 +102,38 @@ static void appendBlob(std::vector<uint8_t> &blob, fmt::TensorDesc &t,
   blob.insert(blob.end(), bytes.begin(), bytes.end());
 }
 
-bool ManifestBuilder::addState(fmt::Manifest &m,
-                               std::vector<uint8_t> &weights) {
-  format::TensorMap cache;
-  for (const GraphInput &in : graph.inputs()) {
-    const Storage &s = plan.storageOf(in.value);
+/// Every graph puts each input, output and state tensor where the first
+/// does (PlanLayout makes it so).
+bool ManifestBuilder::sharesSlots() const {
+  for (const CompiledGraph &g : compilation.graphs) {
+    for (unsigned i = 0; i < model.inputs().size(); ++i)
+      if (g.plan->storageOf(g.ir->inputs()[i].value).offset !=
+          first.storageOf(compilation.graphs[0].ir->inputs()[i].value).offset)
+        return false;
+    for (unsigned i = 0; i < model.outputs.size(); ++i)
+      if (g.plan->buffers[g.plan->outputBuffer[i]].storage.offset !=
+          first.buffers[first.outputBuffer[i]].storage.offset)
+        return false;
+  }
+  return true;
+}
+
+void ManifestBuilder::addDims(fmt::Manifest &m) const {
+  for (const auto &[name, values] : options.bindDims) {
+    fmt::DimDesc d;
+    d.name = name;
+    d.min = *std::min_element(values.begin(), values.end());
+    d.max = *std::max_element(values.begin(), values.end());
+    m.dims.push_back(d);
+  }
+}
+
+bool ManifestBuilder::addInputs(fmt::Manifest &m,
+                                std::vector<uint8_t> &weights) {
+  const Graph &planned = *compilation.graphs.front().ir;
+  for (unsigned i = 0; i < model.inputs().size(); ++i) {
+    const GraphInput &in = model.inputs()[i];
+    const Storage &s = first.storageOf(planned.inputs()[i].value);
     if (!isPersistent(in.kind)) {
       m.inputs.push_back(tensorDesc(in.value->getName(), "user_input",
                                     in.value, s));
@@ -82,7 +144,7 @@ bool ManifestBuilder::addState(fmt::Manifest &m,
     if (in.init.source != Initializer::Source::None) {
       std::vector<double> values;
       std::string error;
-      if (!initialValue(graph, in, values, error, &cache)) {
+      if (!initialValue(model, in, values, error, &weightsCache)) {
         diag.error(in.loc, "input '" + in.value->getName() + "': " + error);
         return false;
       }
@@ -92,61 +154,63 @@ bool ManifestBuilder::addState(fmt::Manifest &m,
     }
     m.state.push_back(std::move(t));
   }
-  for (const Node *n : plan.constantData) {
-    const Value *v = n->result();
-    fmt::TensorDesc t = tensorDesc("const:" + v->getName(), "constant", v,
-                                   plan.storageOf(v));
-    const auto &values = std::get<std::vector<double>>(*n->attr("value"));
-    appendBlob(weights, t,
-               encodeTensorData(v->getType().dtype, t.shape, values).bytes);
-    m.state.push_back(std::move(t));
-  }
-  for (size_t i = 0; i < graph.outputs.size(); ++i) {
-    const GraphOutput &o = graph.outputs[i];
-    m.outputs.push_back(tensorDesc(o.name, outputKindName(o.kind), o.value,
-                                   plan.buffers[plan.outputBuffer[i]].storage));
-  }
-  std::set<std::string> names;
-  for (const auto *list : {&m.inputs, &m.outputs, &m.state})
-    for (const fmt::TensorDesc &t : *list)
-      if (!names.insert(t.name).second) {
-        diag.error({}, "the name '" + t.name + "' is used by two graph "
-                       "inputs, outputs or constants; the artifact needs "
-                       "unique names");
-        return false;
-      }
   return true;
 }
 
-std::string ManifestBuilder::bindingOf(const fmt::Manifest &m,
-                                       const Storage &s) const {
-  // A zero-byte tensor holds nothing to rebind (and the manifest validator
-  // rejects a binding into one): leave such params unbound.
-  if (s.bytes == 0)
-    return "";
-  for (const auto *list : {&m.inputs, &m.outputs})
-    for (const fmt::TensorDesc &t : *list)
-      if (t.region == regionOf(s) && t.offset == s.offset && t.bytes == s.bytes)
-        return t.name;
-  return "";
+void ManifestBuilder::addConstants(fmt::Manifest &m,
+                                   std::vector<uint8_t> &weights) const {
+  bool several = compilation.graphs.size() > 1;
+  for (const CompiledGraph &g : compilation.graphs)
+    for (const Node *n : g.plan->constantData) {
+      const Value *v = n->result();
+      std::string name = "const:" + (several ? g.name + ":" : "") +
+                         v->getName();
+      fmt::TensorDesc t = tensorDesc(name, "constant", v, g.plan->storageOf(v));
+      const auto &values = std::get<std::vector<double>>(*n->attr("value"));
+      appendBlob(weights, t,
+                 encodeTensorData(v->getType().dtype, t.shape, values).bytes);
+      m.state.push_back(std::move(t));
+    }
+}
+
+void ManifestBuilder::addOutputs(fmt::Manifest &m) const {
+  for (size_t i = 0; i < model.outputs.size(); ++i) {
+    const GraphOutput &o = model.outputs[i];
+    m.outputs.push_back(tensorDesc(o.name, outputKindName(o.kind), o.value,
+                                   first.buffers[first.outputBuffer[i]].storage));
+  }
+}
+
+static fmt::ParamDesc paramDesc(const KernelParam &p) {
+  fmt::ParamDesc d;
+  switch (p.kind) {
+  case KernelParam::Kind::Pointer:
+    d.kind = fmt::ParamDesc::Kind::Ptr;
+    d.region = regionOf(p.storage);
+    d.offset = p.storage.offset;
+    d.binding = bindingOf(p.storage);
+    return d;
+  case KernelParam::Kind::Handle:
+    d.kind = fmt::ParamDesc::Kind::Handle;
+    d.intValue = p.number;
+    return d;
+  case KernelParam::Kind::U32:
+    d.kind = fmt::ParamDesc::Kind::I32;
+    d.intValue = p.number;
+    return d;
+  }
+  llvm_unreachable("a KernelParam::Kind value");
 }
 
 void ManifestBuilder::addKernels(fmt::Manifest &m) const {
-  for (const Kernel &k : lowered.program.kernels) {
+  for (const Kernel &k : compilation.program.kernels) {
     fmt::KernelDesc d;
     d.name = k.name;
     std::copy(k.grid, k.grid + 3, d.grid);
     std::copy(k.block, k.block + 3, d.block);
     d.sharedMem = k.sharedMem;
-    for (const KernelParam &p : k.params) {
-      const Storage &s = plan.storageOf(p.value);
-      fmt::ParamDesc param;
-      param.kind = fmt::ParamDesc::Kind::Ptr;
-      param.region = regionOf(s);
-      param.offset = s.offset;
-      param.binding = bindingOf(m, s);
-      d.params.push_back(param);
-    }
+    for (const KernelParam &p : k.params)
+      d.params.push_back(paramDesc(p));
     auto addSource = [&](const Node &n) {
       d.sources.push_back({n.getName(), mnemonic(n.getOp()).str(),
                            n.getSourceLoc()});
@@ -160,50 +224,89 @@ void ManifestBuilder::addKernels(fmt::Manifest &m) const {
   }
 }
 
-void ManifestBuilder::addGraph(fmt::Manifest &m) const {
-  fmt::GraphDesc g;
-  g.name = "main";
-  for (const PlanNode &pn : lowered.graph.nodes) {
-    fmt::NodeDesc d;
-    const Step &step = pn.step;
-    if (step.kind == Step::Kind::Kernel) {
-      d.kind = fmt::NodeDesc::Kind::Kernel;
-      d.kernel = step.kernel;
-    } else {
-      const Storage &dst = step.kind == Step::Kind::Memset
-                               ? plan.storageOf(step.value)
-                               : plan.buffers[plan.copies[step.copy].buffer].storage;
-      d.kind = step.kind == Step::Kind::Memset ? fmt::NodeDesc::Kind::Memset
-                                               : fmt::NodeDesc::Kind::Memcpy;
-      d.dstRegion = regionOf(dst);
-      d.dstOffset = dst.offset;
-      d.dstBinding = bindingOf(m, dst);
-      d.bytes = dst.bytes;
-      if (step.kind == Step::Kind::Memcpy) {
-        const Storage &src = plan.storageOf(plan.copies[step.copy].source);
-        d.srcRegion = regionOf(src);
-        d.srcOffset = src.offset;
-        d.srcBinding = bindingOf(m, src);
-      }
-    }
-    g.nodes.push_back(d);
+static fmt::NodeDesc nodeDesc(const Step &step) {
+  fmt::NodeDesc d;
+  switch (step.kind) {
+  case Step::Kind::Kernel:
+    d.kind = fmt::NodeDesc::Kind::Kernel;
+    d.kernel = step.kernel;
+    return d;
+  case Step::Kind::Memcpy:
+    d.kind = fmt::NodeDesc::Kind::Memcpy;
+    d.srcRegion = regionOf(step.src);
+    d.srcOffset = step.src.offset;
+    d.srcBinding = bindingOf(step.src);
+    [[fallthrough]];
+  case Step::Kind::Memset:
+    if (step.kind == Step::Kind::Memset)
+      d.kind = fmt::NodeDesc::Kind::Memset;
+    d.dstRegion = regionOf(step.dst);
+    d.dstOffset = step.dst.offset;
+    d.dstBinding = bindingOf(step.dst);
+    d.bytes = step.dst.bytes;
+    return d;
+  case Step::Kind::Conditional:
+    d.kind = fmt::NodeDesc::Kind::Conditional;
+    d.condition = step.condition == Step::Condition::While
+                      ? fmt::NodeDesc::Condition::While
+                      : fmt::NodeDesc::Condition::If;
+    d.handle = step.handle;
+    d.bodies.assign(step.bodies.begin(), step.bodies.end());
+    d.predRegion = regionOf(step.predicate);
+    d.predOffset = step.predicate.offset;
+    d.predBinding = bindingOf(step.predicate);
+    d.invert = step.invert;
+    d.maxIterations = step.maxIterations;
+    return d;
   }
-  g.edges = lowered.graph.edges;
-  g.programmatic = lowered.graph.programmatic;
-  m.graphs.push_back(std::move(g));
+  llvm_unreachable("a Step::Kind value");
+}
+
+fmt::GraphDesc ManifestBuilder::graphDesc(const StepGraph &g) const {
+  fmt::GraphDesc d;
+  d.name = g.name;
+  d.handles = g.handles;
+  d.dimValues.assign(g.dims.begin(), g.dims.end());
+  for (const Step &step : g.steps)
+    d.nodes.push_back(nodeDesc(step));
+  d.edges.assign(g.edges.begin(), g.edges.end());
+  d.programmatic = g.programmatic;
+  return d;
 }
 
 bool ManifestBuilder::build(fmt::Manifest &m, std::vector<uint8_t> &weights) {
-  m.arenaSize = plan.arenaSize;
-  m.persistentSize = plan.persistentSize;
-  if (!addState(m, weights))
+  if (!sharesSlots()) {
+    diag.error({}, "internal error: the graphs of the artifact put an input "
+                   "or output at different offsets");
     return false;
+  }
+  for (const CompiledGraph &g : compilation.graphs) {
+    m.arenaSize = std::max(m.arenaSize, g.plan->arenaSize);
+    m.persistentSize = std::max(m.persistentSize, g.plan->persistentSize);
+  }
+  addDims(m);
+  if (!addInputs(m, weights))
+    return false;
+  addConstants(m, weights);
+  addOutputs(m);
+  std::set<std::string> names;
+  for (const auto *list : {&m.inputs, &m.outputs, &m.state})
+    for (const fmt::TensorDesc &t : *list)
+      if (!names.insert(t.name).second) {
+        diag.error({}, "the name '" + t.name + "' is used by two graph "
+                       "inputs, outputs or constants; the artifact needs "
+                       "unique names");
+        return false;
+      }
   addKernels(m);
-  addGraph(m);
+  for (const StepGraph &g : compilation.program.graphs)
+    m.graphs.push_back(graphDesc(g));
+  for (const StepGraph &g : compilation.program.bodies)
+    m.bodies.push_back(graphDesc(g));
   return true;
 }
 
-bool cgc::writeArtifact(const Graph &graph, const Lowered &lowered,
+bool cgc::writeArtifact(const Graph &model, const Compilation &compilation,
                         const DeviceCode &code, const CompileOptions &options,
                         std::vector<uint8_t> &bytes, DiagnosticEngine &diag) {
   fmt::Manifest m;
@@ -211,7 +314,7 @@ bool cgc::writeArtifact(const Graph &graph, const Lowered &lowered,
   m.targetArch = options.arch;
   m.minDriverVersion = 13000; // NVRTC 13.0 output needs a CUDA 13 driver.
   std::vector<uint8_t> weights;
-  if (!ManifestBuilder(graph, lowered, diag).build(m, weights))
+  if (!ManifestBuilder(model, compilation, options, diag).build(m, weights))
     return false;
   fmt::BlobList blobs;
   blobs.push_back({fmt::kCubinBlob, code.cubin});

@@ -1,37 +1,138 @@
 //===- Compiler.cpp - The compile driver: IR to .cgc artifact ----------------===//
 #include "codegen/Compiler.h"
 
-#include "passes/Pass.h"
-
 #include <chrono>
 #include <cstdlib>
 
 using namespace cgc;
 
 bool cgc::runDefaultPipeline(Graph &graph, const CompileOptions &options,
-                             DiagnosticEngine &diag) {
+                             PassContext &ctx) {
   PassManager pm;
   std::string pipeline = "shape-infer,canonicalize,cse,dce";
   if (options.fuse)
     pipeline += ",fuse-elementwise";
   pipeline += ",plan-memory";
-  if (!pm.addPipeline(pipeline, diag))
-    return false;
-  PassContext ctx{diag, {}};
-  return pm.run(graph, ctx, llvm::nulls());
+  return pm.addPipeline(pipeline, ctx.diag) &&
+         pm.run(graph, ctx, llvm::nulls());
 }
 
-bool cgc::lowerToProgram(Graph &graph, Lowered &out, DiagnosticEngine &diag) {
-  if (!computeMemoryPlan(graph, out.memory, diag) ||
-      !lowerGraph(graph, out.memory, out.program, diag))
+/// Every combination of the bound values, in order (B=8, B=16, ...).
+static std::vector<std::map<std::string, int64_t>>
+specializations(const CompileOptions &options) {
+  std::vector<std::map<std::string, int64_t>> out(1);
+  for (const auto &[name, values] : options.bindDims) {
+    std::vector<std::map<std::string, int64_t>> next;
+    for (const auto &partial : out)
+      for (int64_t v : values) {
+        next.push_back(partial);
+        next.back()[name] = v;
+      }
+    out = std::move(next);
+  }
+  return out;
+}
+
+static std::string graphName(const std::map<std::string, int64_t> &dims) {
+  std::string name;
+  for (const auto &[dim, value] : dims)
+    name += (name.empty() ? "" : ",") + dim + "=" + std::to_string(value);
+  return name.empty() ? "main" : name;
+}
+
+/// Checks the bound dims against the model's declarations.
+static bool checkBindings(const Graph &model, const CompileOptions &options,
+                          DiagnosticEngine &diag) {
+  for (const auto &[name, values] : options.bindDims) {
+    auto index = model.dims().lookup(name);
+    if (!index || model.dims().get(*index).dataDependent) {
+      diag.error({}, "--bind-dim: the model declares no dim '" + name + "'");
+      return false;
+    }
+    const SymbolicDim &d = model.dims().get(*index);
+    for (int64_t v : values)
+      if (v < d.min || v > d.max) {
+        diag.error({}, "--bind-dim: " + name + "=" + std::to_string(v) +
+                           " is outside the declared range [" +
+                           std::to_string(d.min) + ", " +
+                           std::to_string(d.max) + "]");
+        return false;
+      }
+  }
+  for (const GraphInput &in : model.inputs())
+    if (isPersistent(in.kind) && !in.value->getType().isStatic()) {
+      diag.error(in.loc, "input '" + in.value->getName() +
+                             "' is state with a symbolic shape; the graphs "
+                             "of one artifact share their state, so its "
+                             "shape must be static");
+      return false;
+    }
+  return true;
+}
+
+/// Bytes of \p type with every bound dim at its largest bound value and
+/// every other symbolic dim at its upper bound.
+static uint64_t slotBytes(const TensorType &type, const DimTable &table,
+                          const CompileOptions &options) {
+  uint64_t n = 1;
+  for (Dim d : type.dims) {
+    int64_t extent = table.upperBound(d);
+    if (!d.isStatic()) {
+      auto bound = options.bindDims.find(table.get(d.symbolIndex()).name);
+      if (bound != options.bindDims.end())
+        extent = *std::max_element(bound->second.begin(), bound->second.end());
+    }
+    n *= uint64_t(std::max<int64_t>(extent, 0));
+  }
+  return n * dtypeSize(type.dtype);
+}
+
+/// The shared slot sizes: user inputs, then outputs, in order.
+static PlanLayout sharedLayout(const Graph &model,
+                               const CompileOptions &options) {
+  PlanLayout layout;
+  for (const GraphInput &in : model.inputs())
+    if (!isPersistent(in.kind))
+      layout.slotBytes.push_back(
+          slotBytes(in.value->getType(), model.dims(), options));
+  for (const GraphOutput &o : model.outputs)
+    layout.slotBytes.push_back(
+        slotBytes(o.value->getType(), model.dims(), options));
+  return layout;
+}
+
+bool cgc::lowerModel(Graph &model, const CompileOptions &options,
+                     Compilation &out, DiagnosticEngine &diag) {
+  if (!checkBindings(model, options, diag))
     return false;
-  out.graph = buildGraphPlan(out.program, out.memory);
+  bool shared = !options.bindDims.empty();
+  PlanLayout layout = shared ? sharedLayout(model, options) : PlanLayout();
+  for (const auto &dims : specializations(options)) {
+    CompiledGraph unit;
+    unit.name = graphName(dims);
+    unit.dims = dims;
+    if (shared) {
+      unit.owned = model.clone();
+      unit.ir = unit.owned.get();
+    } else {
+      unit.ir = &model;
+    }
+    PassContext ctx{diag, dims};
+    ctx.layout = layout;
+    if (!runDefaultPipeline(*unit.ir, options, ctx) ||
+        !lowerGraph(*unit.ir, *ctx.memoryPlan, unit.name, out.program, diag))
+      return false;
+    out.program.graphs.back().dims = dims;
+    layout.persistentBase = ctx.memoryPlan->persistentSize;
+    unit.plan = std::move(ctx.memoryPlan);
+    out.graphs.push_back(std::move(unit));
+  }
   return true;
 }
 
 void cgc::reportNvrtcFailure(const Program &program,
-                               const std::vector<unsigned> &lines,
-                               const std::string &log, DiagnosticEngine &diag) {
+                             const std::vector<unsigned> &lines,
+                             const std::string &log, DiagnosticEngine &diag) {
   const Kernel *culprit = nullptr;
   size_t at = log.find("cgc_kernels.cu(");
   if (at != std::string::npos) {
@@ -48,26 +149,30 @@ void cgc::reportNvrtcFailure(const Program &program,
   diag.error({}, "NVRTC failed to compile the generated program:\n" + log);
 }
 
-bool cgc::compileGraph(Graph &graph, const CompileOptions &options,
+bool cgc::compileModel(Graph &model, const CompileOptions &options,
                        DiagnosticEngine &diag, CompileResult &result) {
   auto start = std::chrono::steady_clock::now();
-  Lowered lowered;
-  if (!runDefaultPipeline(graph, options, diag) ||
-      !lowerToProgram(graph, lowered, diag))
+  Compilation compilation;
+  if (!lowerModel(model, options, compilation, diag))
     return false;
+  const Program &program = compilation.program;
   std::vector<unsigned> lines;
-  std::string source = programSource(lowered.program, &lines);
+  std::string source = programSource(program, &lines);
   DeviceCode code;
   if (!compileWithNvrtc(source, options.arch, code)) {
-    reportNvrtcFailure(lowered.program, lines, code.log, diag);
+    reportNvrtcFailure(program, lines, code.log, diag);
     return false;
   }
-  if (!writeArtifact(graph, lowered, code, options, result.bytes, diag))
+  if (!writeArtifact(model, compilation, code, options, result.bytes, diag))
     return false;
-  result.kernels = lowered.program.kernels.size();
-  result.graphNodes = lowered.graph.nodes.size();
-  result.arenaBytes = lowered.memory.arenaSize;
-  result.persistentBytes = lowered.memory.persistentSize;
+  result.graphs = program.graphs.size();
+  result.kernels = program.kernels.size();
+  result.graphNodes = program.numSteps();
+  for (const CompiledGraph &g : compilation.graphs) {
+    result.arenaBytes = std::max(result.arenaBytes, g.plan->arenaSize);
+    result.persistentBytes =
+        std::max(result.persistentBytes, g.plan->persistentSize);
+  }
   result.compileMs = std::chrono::duration<double, std::milli>(
                          std::chrono::steady_clock::now() - start)
                          .count();

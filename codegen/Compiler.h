@@ -1,49 +1,69 @@
 //===- Compiler.h - The compile driver: IR to .cgc artifact -----*- C++ -*-===//
 //
-// compileGraph() runs the default pipeline (verification after each pass,
-// cse, dce, fuse-elementwise unless disabled, plan-memory), lowers the
-// graph to kernels, compiles them with NVRTC and serializes the artifact.
-// The tools stay thin: `cgc` and `cgc-opt` call these entry points.
+// lowerModel() runs the default pipeline (verification after each pass,
+// shape-infer, canonicalize, cse, dce, fuse-elementwise unless disabled,
+// plan-memory) on each graph of the artifact (the model itself, or one
+// specialization per `--bind-dim` value, all sharing one layout of inputs,
+// outputs and state) and lowers them into one Program; compileModel()
+// also compiles the kernels with NVRTC and serializes the artifact. The
+// tools stay thin: `cgc` and `cgc-opt` call these entry points.
 //
 //===----------------------------------------------------------------------===//
 #ifndef CGC_CODEGEN_COMPILER_H
 #define CGC_CODEGEN_COMPILER_H
 
 #include "codegen/GraphPlan.h"
-#include "codegen/Kernel.h"
 #include "codegen/Nvrtc.h"
+#include "codegen/Program.h"
+#include "passes/Pass.h"
 
+#include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
 namespace cgc {
 
-constexpr const char *kCompilerVersion = "cgc 0.1.0";
+constexpr const char *kCompilerVersion = "cgc 0.2.0";
 
 struct CompileOptions {
   std::string arch = "sm_90";
   bool fuse = true;
+  /// Symbolic dims to specialize, each with the values to compile a graph
+  /// for (`--bind-dim B=8,16,64`); the artifact gets one graph per
+  /// combination. Empty: one graph, "main".
+  std::map<std::string, std::vector<int64_t>> bindDims;
+};
+
+/// One graph of the artifact after the pipeline.
+struct CompiledGraph {
+  std::string name;
+  std::map<std::string, int64_t> dims;
+  std::unique_ptr<Graph> owned; ///< A specialized copy of the model.
+  Graph *ir = nullptr;          ///< The graph that was lowered.
+  std::unique_ptr<MemoryPlan> plan;
 };
 
 /// Everything between the IR and the bytes, for the tools to print.
-struct Lowered {
-  MemoryPlan memory;
+struct Compilation {
+  std::vector<CompiledGraph> graphs;
   Program program;
-  GraphPlan graph;
 };
 
 struct CompileResult {
   std::vector<uint8_t> bytes;
-  size_t kernels = 0, graphNodes = 0;
+  size_t graphs = 0, kernels = 0, graphNodes = 0;
   uint64_t arenaBytes = 0, persistentBytes = 0;
   double compileMs = 0;
 };
 
-/// Runs the default pass pipeline on \p graph.
+/// Runs the default pass pipeline on \p graph; the memory plan is left in
+/// \p ctx.
 bool runDefaultPipeline(Graph &graph, const CompileOptions &options,
-                        DiagnosticEngine &diag);
-/// Memory plan, kernels and graph plan of an already optimized graph.
-bool lowerToProgram(Graph &graph, Lowered &out, DiagnosticEngine &diag);
+                        PassContext &ctx);
+/// Pipeline and lowering of every graph of the artifact.
+bool lowerModel(Graph &model, const CompileOptions &options,
+                Compilation &out, DiagnosticEngine &diag);
 /// Reports an NVRTC failure, with its log, at the IR node whose kernel the
 /// log's first `cgc_kernels.cu(line)` falls in (\p kernelLines: each
 /// kernel's first line, from programSource).
@@ -51,11 +71,11 @@ void reportNvrtcFailure(const Program &program,
                         const std::vector<unsigned> &kernelLines,
                         const std::string &log, DiagnosticEngine &diag);
 /// The whole compile; \p result.bytes is the artifact.
-bool compileGraph(Graph &graph, const CompileOptions &options,
+bool compileModel(Graph &model, const CompileOptions &options,
                   DiagnosticEngine &diag, CompileResult &result);
 
 /// Fills and serializes the manifest (ArtifactWriter.cpp).
-bool writeArtifact(const Graph &graph, const Lowered &lowered,
+bool writeArtifact(const Graph &model, const Compilation &compilation,
                    const DeviceCode &code, const CompileOptions &options,
                    std::vector<uint8_t> &bytes, DiagnosticEngine &diag);
 

@@ -104,7 +104,10 @@ std::string cgc::addParam(Kernel &kernel, const Value *value, bool written) {
   for (size_t i = 0; i < kernel.params.size(); ++i)
     if (kernel.params[i].value == value && kernel.params[i].written == written)
       return "p" + std::to_string(i);
-  kernel.params.push_back({value, written});
+  KernelParam param;
+  param.value = value;
+  param.written = written;
+  kernel.params.push_back(param);
   return "p" + std::to_string(kernel.params.size() - 1);
 }
 
@@ -222,8 +225,29 @@ __device__ __forceinline__ float cgc_ld(const __nv_bfloat16 *p, long long i) { r
 __device__ __forceinline__ void cgc_st(__nv_bfloat16 *p, long long i, float v) { p[i] = __float2bfloat16(v); }
 )";
 
-std::string cgc::cudaPrelude(bool half, bool bfloat16) {
+// The setter kernels of conditional graph nodes (ControlFlowLowering.cpp).
+// NVRTC 13.0 does not declare cudaGraphSetConditional; the driver resolves
+// the declaration below when the module loads.
+static const char *PreludeConditionals = R"(
+extern "C" __device__ void cudaGraphSetConditional(unsigned long long handle, unsigned value);
+extern "C" __global__ void cgc_set_if(const unsigned char *pred, unsigned invert,
+                                      unsigned long long handle) {
+  cgc_wait_for_producers();
+  cudaGraphSetConditional(handle, (*pred != 0) != (invert != 0));
+}
+extern "C" __global__ void cgc_set_while(const unsigned char *pred, unsigned *trips,
+                                         unsigned bound, unsigned long long handle) {
+  cgc_wait_for_producers();
+  unsigned go = *pred != 0 && *trips < bound;
+  *trips += go;
+  cudaGraphSetConditional(handle, go);
+}
+)";
+
+std::string cgc::cudaPrelude(bool half, bool bfloat16, bool conditionals) {
   std::string out = PreludeCommon;
+  if (conditionals)
+    out += PreludeConditionals;
   if (half)
     out += PreludeHalf;
   if (bfloat16)

@@ -8,7 +8,7 @@
 #ifndef CGC_CODEGEN_CUDATEXT_H
 #define CGC_CODEGEN_CUDATEXT_H
 
-#include "codegen/Kernel.h"
+#include "codegen/Program.h"
 
 #include <cstdint>
 #include <string>
@@ -41,7 +41,7 @@ std::string broadcastOffset(const Shape &operand, const Shape &iter,
 
 /// `extern "C" __global__ void name(params...) {` and the kernel's first
 /// statement, which waits for the kernels it depends on (programmatic
-/// dependent launch; see codegen/GraphPlan.h). Params are named p0, p1...
+/// dependent launch; see codegen/GraphPlan.cpp). Params are named p0, p1...
 std::string kernelOpening(const Kernel &kernel, unsigned blockSize);
 /// Adds \p value as a pointer parameter (once) and returns its name.
 std::string addParam(Kernel &kernel, const Value *value, bool written);
@@ -50,8 +50,9 @@ uint32_t gridFor(int64_t work, int64_t perBlock);
 /// A grid-stride loop header over [0, n) with variable \p var.
 std::string gridStrideLoop(const std::string &var, int64_t n, unsigned block);
 
-/// The helper functions every program starts with.
-std::string cudaPrelude(bool half, bool bfloat16);
+/// The helper functions every program starts with, and the setter kernels
+/// of conditional nodes when \p conditionals.
+std::string cudaPrelude(bool half, bool bfloat16, bool conditionals);
 
 } // namespace cgc
 

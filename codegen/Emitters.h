@@ -10,7 +10,7 @@
 #ifndef CGC_CODEGEN_EMITTERS_H
 #define CGC_CODEGEN_EMITTERS_H
 
-#include "codegen/Kernel.h"
+#include "codegen/Program.h"
 
 namespace cgc {
 

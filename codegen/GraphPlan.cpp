@@ -1,13 +1,26 @@
-//===- GraphPlan.cpp - CUDA graph nodes and their dependencies ---------------===//
+//===- GraphPlan.cpp - Dependencies between the steps of a graph ------------===//
+//
+// An edge runs from an earlier step to a later one of the same step graph
+// when their byte ranges conflict (read after write, write after read,
+// write after write) in the same region, or when the earlier one sets a
+// conditional handle that the later one reads; a conditional step's ranges
+// are its bodies', so the planner never looks at kinds. The edge set is
+// transitively reduced; no empty nodes are used.
+//
+// A kernel-to-kernel edge may be programmatic (the consumer launches while
+// its producer runs and waits in cgc_wait_for_producers) when the consumer
+// is small: its early, waiting blocks then hold few SMs. Measured on an
+// H200: tiny kernels 0.80 -> 0.53 us per node, while a consumer of 4096
+// blocks slowed the producer down (3.3 -> 5.3 us).
+//
+//===----------------------------------------------------------------------===//
 #include "codegen/GraphPlan.h"
+#include "codegen/Lowering.h"
 
 #include "llvm/ADT/BitVector.h"
+#include "llvm/ADT/STLExtras.h"
 
 using namespace cgc;
-
-static ByteRange rangeOf(const Storage &s) {
-  return {s.region, s.offset, s.offset + s.bytes};
-}
 
 static bool overlaps(const std::vector<ByteRange> &a,
                      const std::vector<ByteRange> &b) {
@@ -18,99 +31,114 @@ static bool overlaps(const std::vector<ByteRange> &a,
   return false;
 }
 
-GraphPlan cgc::buildGraphPlan(const Program &program, const MemoryPlan &plan) {
-  GraphPlan gp;
-  for (const Step &step : program.steps) {
-    PlanNode node;
-    node.step = step;
-    switch (step.kind) {
-    case Step::Kind::Kernel: {
-      const Kernel &k = program.kernels[step.kernel];
-      node.label = k.name;
-      for (const KernelParam &p : k.params)
-        (p.written ? node.writes : node.reads)
-            .push_back(rangeOf(plan.storageOf(p.value)));
-      break;
-    }
-    case Step::Kind::Memset:
-      node.label = "memset";
-      node.writes.push_back(rangeOf(plan.storageOf(step.value)));
-      break;
-    case Step::Kind::Memcpy: {
-      const FinalCopy &c = plan.copies[step.copy];
-      node.label = "memcpy";
-      node.reads.push_back(rangeOf(plan.storageOf(c.source)));
-      node.writes.push_back(rangeOf(plan.buffers[c.buffer].storage));
-      break;
-    }
-    }
-    gp.nodes.push_back(std::move(node));
-  }
-  size_t n = gp.nodes.size();
-  std::vector<llvm::BitVector> reach(n, llvm::BitVector(n));
-  for (size_t j = 0; j < n; ++j) {
-    const PlanNode &b = gp.nodes[j];
-    // Latest dependencies first: an earlier one they reach is redundant.
-    for (size_t i = j; i-- > 0;) {
-      const PlanNode &a = gp.nodes[i];
-      bool conflict = overlaps(a.writes, b.reads) ||
-                      overlaps(a.reads, b.writes) ||
-                      overlaps(a.writes, b.writes);
-      if (!conflict || reach[j].test(i))
-        continue;
-      gp.edges.push_back({unsigned(i), unsigned(j)});
-      reach[j].set(i);
-      reach[j] |= reach[i];
-    }
-  }
-  llvm::sort(gp.edges);
-  for (const auto &[from, to] : gp.edges)
-    gp.programmatic.push_back(
-        isProgrammaticEdge(gp.nodes[from], gp.nodes[to], program));
-  return gp;
+static bool setsWhatItReads(const Step &a, const Step &b) {
+  for (unsigned h : a.handlesSet)
+    if (llvm::is_contained(b.handlesRead, h))
+      return true;
+  return false;
 }
 
-bool cgc::isProgrammaticEdge(const PlanNode &from, const PlanNode &to,
+static bool conflict(const Step &a, const Step &b) {
+  return overlaps(a.writes, b.reads) || overlaps(a.reads, b.writes) ||
+         overlaps(a.writes, b.writes) || setsWhatItReads(a, b);
+}
+
+bool cgc::isProgrammaticEdge(const Step &from, const Step &to,
                              const Program &program) {
-  if (from.step.kind != Step::Kind::Kernel ||
-      to.step.kind != Step::Kind::Kernel)
+  if (from.kind != Step::Kind::Kernel || to.kind != Step::Kind::Kernel)
     return false;
-  const Kernel &consumer = program.kernels[to.step.kernel];
+  const Kernel &consumer = program.kernels[to.kernel];
   uint64_t blocks =
       uint64_t(consumer.grid[0]) * consumer.grid[1] * consumer.grid[2];
   return blocks <= MaxProgrammaticConsumerBlocks;
 }
 
-void cgc::printGraphPlan(const GraphPlan &gp, llvm::raw_ostream &os) {
-  for (size_t j = 0; j < gp.nodes.size(); ++j) {
-    os << "k" << j << " " << gp.nodes[j].label;
+void cgc::planEdges(StepGraph &graph, const Program &program) {
+  size_t n = graph.steps.size();
+  graph.edges.clear();
+  graph.programmatic.clear();
+  std::vector<llvm::BitVector> reach(n, llvm::BitVector(n));
+  for (size_t j = 0; j < n; ++j) {
+    // Latest dependencies first: an earlier one they reach is redundant.
+    for (size_t i = j; i-- > 0;) {
+      if (reach[j].test(i) || !conflict(graph.steps[i], graph.steps[j]))
+        continue;
+      graph.edges.push_back({unsigned(i), unsigned(j)});
+      reach[j].set(i);
+      reach[j] |= reach[i];
+    }
+  }
+  llvm::sort(graph.edges);
+  for (const auto &[from, to] : graph.edges)
+    graph.programmatic.push_back(
+        isProgrammaticEdge(graph.steps[from], graph.steps[to], program));
+}
+
+static void printSteps(const StepGraph &g, const Program &program,
+                       const std::string &indent, llvm::raw_ostream &os) {
+  for (size_t j = 0; j < g.steps.size(); ++j) {
+    const Step &step = g.steps[j];
+    os << indent << "k" << j << " " << step.label;
     bool first = true;
-    for (size_t e = 0; e < gp.edges.size(); ++e)
-      if (gp.edges[e].second == j) {
-        os << (first ? " <- k" : ", k") << gp.edges[e].first
-           << (gp.programmatic[e] ? "~" : "");
+    for (size_t e = 0; e < g.edges.size(); ++e)
+      if (g.edges[e].second == j) {
+        os << (first ? " <- k" : ", k") << g.edges[e].first
+           << (g.programmatic[e] ? "~" : "");
         first = false;
       }
     os << "\n";
+    for (size_t b = 0; b < step.bodies.size(); ++b) {
+      os << indent << "  body " << b << ":\n";
+      printSteps(program.bodies[step.bodies[b]], program, indent + "    ", os);
+    }
   }
 }
 
-void cgc::printGraphDot(const GraphPlan &gp, const Program &program,
-                        const std::string &name, llvm::raw_ostream &os) {
-  os << "digraph \"" << name << "\" {\n  node [shape=box];\n";
-  for (size_t j = 0; j < gp.nodes.size(); ++j) {
-    const PlanNode &node = gp.nodes[j];
-    os << "  k" << j << " [label=\"" << node.label;
-    if (node.step.kind == Step::Kind::Kernel) {
-      const Kernel &k = program.kernels[node.step.kernel];
-      os << "\\ngrid=" << k.grid[0] << " block=" << k.block[0];
-      const Node *ir = k.node;
-      os << "\\n" << mnemonic(ir->getOp()) << " " << ir->getName();
+void cgc::printGraphPlan(const Program &program, llvm::raw_ostream &os) {
+  for (const StepGraph &g : program.graphs) {
+    if (program.graphs.size() > 1)
+      os << "graph " << g.name << ":\n";
+    printSteps(g, program, program.graphs.size() > 1 ? "  " : "", os);
+  }
+}
+
+static void dotSteps(const StepGraph &g, const Program &program,
+                     const std::string &prefix, llvm::raw_ostream &os) {
+  for (size_t j = 0; j < g.steps.size(); ++j) {
+    const Step &step = g.steps[j];
+    std::string id = prefix + "k" + std::to_string(j);
+    if (!step.bodies.empty()) {
+      for (size_t b = 0; b < step.bodies.size(); ++b) {
+        os << "  subgraph cluster_" << id << "_" << b << " {\n    label=\""
+           << step.label << " " << step.node->getName() << " body " << b
+           << "\";\n";
+        dotSteps(program.bodies[step.bodies[b]], program,
+                 id + "_" + std::to_string(b) + "_", os);
+        os << "  }\n";
+      }
     }
+    os << "  " << id << " [label=\"" << step.label;
+    if (step.kind == Step::Kind::Kernel) {
+      const Kernel &k = program.kernels[step.kernel];
+      os << "\\ngrid=" << k.grid[0] << " block=" << k.block[0];
+    }
+    if (step.node)
+      os << "\\n" << mnemonic(step.node->getOp()) << " "
+         << step.node->getName();
     os << "\"];\n";
   }
-  for (size_t e = 0; e < gp.edges.size(); ++e)
-    os << "  k" << gp.edges[e].first << " -> k" << gp.edges[e].second
-       << (gp.programmatic[e] ? " [style=dashed]" : "") << ";\n";
+  for (size_t e = 0; e < g.edges.size(); ++e)
+    os << "  " << prefix << "k" << g.edges[e].first << " -> " << prefix << "k"
+       << g.edges[e].second << (g.programmatic[e] ? " [style=dashed]" : "")
+       << ";\n";
+}
+
+void cgc::printGraphDot(const Program &program, const std::string &name,
+                        llvm::raw_ostream &os) {
+  os << "digraph \"" << name << "\" {\n  node [shape=box];\n";
+  for (size_t g = 0; g < program.graphs.size(); ++g)
+    dotSteps(program.graphs[g], program,
+             program.graphs.size() > 1 ? "g" + std::to_string(g) + "_" : "",
+             os);
   os << "}\n";
 }

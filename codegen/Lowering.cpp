@@ -1,15 +1,16 @@
-//===- Lowering.cpp - Graph nodes to kernels, memsets and memcpys ------------===//
+//===- Lowering.cpp - Graph nodes to steps ------------------------------------===//
 //
-// Walks the planned top-level nodes in order. Constant data lives in the
-// persistent region and reshapes that alias their operand need no step;
-// zero fills become memsets; every other supported node becomes one kernel;
-// the plan's final copies become memcpys. Unsupported ops and symbolic
-// dims get located errors; lowering goes on to report them all.
+// Walks the planned nodes in order, regions included. Constant data lives in
+// the persistent region and reshapes that alias their operand need no step;
+// zero fills become memsets; `if` and `while` become conditional steps
+// (ControlFlowLowering.cpp); every other supported node becomes one kernel;
+// the plan's copies become memcpys. Unsupported ops and symbolic dims get
+// located errors; lowering goes on to report them all.
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/CudaText.h"
 #include "codegen/Emitters.h"
-#include "passes/Pass.h"
+#include "codegen/Lowering.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringMap.h"
@@ -116,6 +117,7 @@ static bool emitKernel(const Node &node, Kernel &kernel) {
   return false;
 }
 
+
 static void noteDTypes(const Node &node, Program &program) {
   auto note = [&](const Value *v) {
     program.usesHalf |= v->getType().dtype == DType::F16;
@@ -130,68 +132,152 @@ static void noteDTypes(const Node &node, Program &program) {
       noteDTypes(*n, program);
 }
 
-bool cgc::lowerGraph(const Graph &graph, const MemoryPlan &plan,
-                     Program &program, DiagnosticEngine &diag) {
-  program = Program();
-  bool ok = true;
-  llvm::StringSet<> names;
-  llvm::StringMap<std::string> bodies;
-  for (const GraphInput &in : graph.inputs())
+static ByteRange rangeOf(const Storage &s) {
+  return {s.region, s.offset, s.offset + s.bytes};
+}
+
+std::string Lowerer::uniqueKernelName(const std::string &base) {
+  std::string name = base;
+  for (unsigned k = 1; !program.kernelNames.insert(name).second; ++k)
+    name = base + "_" + std::to_string(k);
+  return name;
+}
+
+void Lowerer::addKernelStep(Kernel kernel, StepGraph &out) {
+  Step step;
+  step.kind = Step::Kind::Kernel;
+  step.node = kernel.node;
+  step.label = kernel.name;
+  for (KernelParam &p : kernel.params) {
+    if (p.kind == KernelParam::Kind::Handle)
+      step.handlesSet.push_back(p.number);
+    if (p.kind != KernelParam::Kind::Pointer)
+      continue;
+    if (p.value)
+      p.storage = storageOf(p.value);
+    (p.written ? step.writes : step.reads).push_back(rangeOf(p.storage));
+  }
+  step.kernel = program.kernels.size();
+  program.kernels.push_back(std::move(kernel));
+  out.steps.push_back(std::move(step));
+}
+
+void Lowerer::addCopies(const std::vector<Copy> &copies, StepGraph &out) {
+  for (const Copy &c : copies) {
+    Step step;
+    step.kind = Step::Kind::Memcpy;
+    step.label = "memcpy";
+    step.src = bufferStorage(c.from);
+    step.dst = bufferStorage(c.to);
+    if (!step.dst.bytes)
+      continue;
+    step.src.bytes = step.dst.bytes;
+    step.reads.push_back(rangeOf(step.src));
+    step.writes.push_back(rangeOf(step.dst));
+    out.steps.push_back(std::move(step));
+  }
+}
+
+void Lowerer::addMemset(const Storage &dst, const Node *node, StepGraph &out) {
+  if (!dst.bytes)
+    return;
+  Step step;
+  step.kind = Step::Kind::Memset;
+  step.label = "memset";
+  step.node = node;
+  step.dst = dst;
+  step.writes.push_back(rangeOf(dst));
+  out.steps.push_back(std::move(step));
+}
+
+void Lowerer::lowerNode(const Node &node, StepGraph &out) {
+  if (!isStaticNode(node, diag)) {
+    ok = false;
+    return;
+  }
+  if (node.getOp() == OpKind::If) {
+    lowerIf(node, out);
+    return;
+  }
+  if (node.getOp() == OpKind::While) {
+    lowerWhile(node, out);
+    return;
+  }
+  if (isConstantData(node) || plan.aliasOf.count(node.result()) ||
+      isInlinedEverywhere(node))
+    return;
+  if (isZeroFill(node)) {
+    addMemset(storageOf(node.result()), &node, out);
+    return;
+  }
+  Kernel kernel;
+  kernel.node = &node;
+  kernel.name = uniqueKernelName(
+      node.getOp() == OpKind::Fusion
+          ? sanitize(node.getName())
+          : sanitize(mnemonic(node.getOp())) + "_" + sanitize(node.getName()));
+  if (!emitKernel(node, kernel)) {
+    diag.nodeError(node, "'" + mnemonic(node.getOp()) +
+                             "' is not supported by codegen yet");
+    ok = false;
+    return;
+  }
+  shareIdenticalFunction(kernel, program.functionBodies);
+  noteDTypes(node, program);
+  addKernelStep(std::move(kernel), out);
+}
+
+void Lowerer::lowerNodes(const Graph &g, StepGraph &out) {
+  for (const auto &node : g.nodes())
+    lowerNode(*node, out);
+  addCopies(plan.copiesAtExit(g), out);
+}
+
+bool Lowerer::lowerTopLevel(const Graph &g, StepGraph &out) {
+  for (const GraphInput &in : g.inputs())
     if (!in.value->getType().isStatic()) {
       diag.error(in.loc, "input '" + in.value->getName() + "' has symbolic type " +
-                             typeToString(in.value->getType(), graph.dims()) +
-                             "; symbolic dims are not supported by codegen yet");
+                             typeToString(in.value->getType(), g.dims()) +
+                             "; symbolic dims are not supported by codegen "
+                             "yet (compile one graph per size with "
+                             "--bind-dim)");
       ok = false;
     }
-  for (const auto &owned : graph.nodes()) {
-    const Node &node = *owned;
-    if (!isStaticNode(node, diag)) {
-      ok = false;
-      continue;
-    }
-    if (isConstantData(node) || plan.aliasOf.count(node.result()) ||
-        isInlinedEverywhere(node))
-      continue;
-    if (isZeroFill(node)) {
-      if (valueBytes(node.result()))
-        program.steps.push_back({Step::Kind::Memset, 0, node.result(), 0});
-      continue;
-    }
-    Kernel kernel;
-    kernel.node = &node;
-    std::string base = node.getOp() == OpKind::Fusion
-                           ? sanitize(node.getName())
-                           : sanitize(mnemonic(node.getOp())) + "_" +
-                                 sanitize(node.getName());
-    kernel.name = base;
-    for (unsigned k = 1; !names.insert(kernel.name).second; ++k)
-      kernel.name = base + "_" + std::to_string(k);
-    if (!emitKernel(node, kernel)) {
-      diag.nodeError(node, "'" + mnemonic(node.getOp()) +
-                               "' is not supported by codegen yet");
-      ok = false;
-      continue;
-    }
-    shareIdenticalFunction(kernel, bodies);
-    noteDTypes(node, program);
-    program.steps.push_back({Step::Kind::Kernel,
-                             unsigned(program.kernels.size()), nullptr, 0});
-    program.kernels.push_back(std::move(kernel));
-  }
-  for (unsigned i = 0; i < plan.copies.size(); ++i)
-    if (plan.buffers[plan.copies[i].buffer].storage.bytes)
-      program.steps.push_back({Step::Kind::Memcpy, 0, nullptr, i});
+  handles = 0;
+  lowerNodes(g, out);
+  out.handles = handles;
+  planEdges(out, program);
   return ok;
+}
+
+bool cgc::lowerGraph(const Graph &graph, const MemoryPlan &plan,
+                     const std::string &name, Program &program,
+                     DiagnosticEngine &diag) {
+  StepGraph top;
+  top.name = name;
+  if (!Lowerer(plan, program, diag).lowerTopLevel(graph, top))
+    return false;
+  program.graphs.push_back(std::move(top));
+  return true;
+}
+
+size_t Program::numSteps() const {
+  size_t n = 0;
+  for (const auto *list : {&graphs, &bodies})
+    for (const StepGraph &g : *list)
+      n += g.steps.size();
+  return n;
 }
 
 std::string cgc::programSource(const Program &program,
                                std::vector<unsigned> *kernelLines) {
-  std::string text = cudaPrelude(program.usesHalf, program.usesBFloat16);
+  std::string text = cudaPrelude(program.usesHalf, program.usesBFloat16,
+                                 program.usesConditionals);
   for (const Kernel &k : program.kernels) {
     if (kernelLines)
       kernelLines->push_back(std::count(text.begin(), text.end(), '\n') + 2);
     if (k.source.empty())
-      continue; // Shares an earlier kernel's function.
+      continue; // Shares an earlier kernel's function (or the prelude's).
     text += "\n" + k.source;
   }
   return text;

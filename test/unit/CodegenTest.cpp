@@ -20,14 +20,12 @@ struct Lowering {
   llvm::raw_string_ostream os{messages};
   DiagnosticEngine diag{os};
   std::unique_ptr<Graph> graph;
-  Lowered lowered;
+  Compilation lowered;
 
   bool lower() {
     uint32_t id = diag.addBuffer(llvm::MemoryBuffer::getMemBufferCopy(Model, "m.json"));
     graph = readGraphBuffer(id, ".", diag, ReadOptions());
-    CompileOptions options;
-    return graph && runDefaultPipeline(*graph, options, diag) &&
-           lowerToProgram(*graph, lowered, diag);
+    return graph && lowerModel(*graph, CompileOptions(), lowered, diag);
   }
 };
 } // namespace

@@ -92,15 +92,19 @@ static bool processChunk(uint32_t bufferId, llvm::StringRef baseDir,
   if (interpretModeRequested())
     return runInterpretMode(*graph, reference.get(), diag);
   if (PrintMemoryPlan || PrintGraphPlan) {
-    Lowered lowered;
-    if (!computeMemoryPlan(*graph, lowered.memory, diag))
-      return false;
-    if (PrintMemoryPlan)
-      printMemoryPlan(*graph, lowered.memory, os);
-    if (PrintGraphPlan) {
-      if (!lowerToProgram(*graph, lowered, diag))
+    // The plan plan-memory left, else one made now.
+    if (!ctx.memoryPlan) {
+      ctx.memoryPlan = std::make_unique<MemoryPlan>();
+      if (!computeMemoryPlan(*graph, *ctx.memoryPlan, diag))
         return false;
-      printGraphPlan(lowered.graph, os);
+    }
+    if (PrintMemoryPlan)
+      printMemoryPlan(*graph, *ctx.memoryPlan, os);
+    if (PrintGraphPlan) {
+      Program program;
+      if (!lowerGraph(*graph, *ctx.memoryPlan, "main", program, diag))
+        return false;
+      printGraphPlan(program, os);
     }
     if (!PrintIR)
       return true;

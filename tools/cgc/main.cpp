@@ -21,6 +21,7 @@
 #include "RunCommands.h"
 #endif
 
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/InitLLVM.h"
@@ -40,6 +41,10 @@ static cl::opt<bool> NoFuse("no-fuse", cl::desc("Keep one kernel per op"));
 static cl::alias NoFuseO0("O0", cl::desc("Alias for --no-fuse"), cl::aliasopt(NoFuse));
 static cl::opt<bool> DumpArtifact("dump-artifact",
                                   cl::desc("Verify an artifact and print its manifest"));
+static cl::list<std::string>
+    BindDims("bind-dim",
+             cl::desc("Compile one graph per value of a symbolic dim"),
+             cl::value_desc("NAME=V1,V2,..."));
 static cl::opt<unsigned> ErrorLimit("error-limit", cl::desc("Stop after this many errors"),
                                     cl::init(20));
 
@@ -71,21 +76,20 @@ static int dumpArtifact() {
 /// --emit=cuda and --emit=dot: the program the artifact would hold.
 static int emitText(Graph &graph, const CompileOptions &options,
                     DiagnosticEngine &diag) {
-  Lowered lowered;
-  if (!runDefaultPipeline(graph, options, diag) ||
-      !lowerToProgram(graph, lowered, diag))
+  Compilation compilation;
+  if (!lowerModel(graph, options, compilation, diag))
     return 1;
   if (Emit == "cuda")
-    llvm::outs() << programSource(lowered.program);
+    llvm::outs() << programSource(compilation.program);
   else
-    printGraphDot(lowered.graph, lowered.program, graph.name, llvm::outs());
+    printGraphDot(compilation.program, graph.name, llvm::outs());
   return 0;
 }
 
 static int compile(Graph &graph, const CompileOptions &options,
                    DiagnosticEngine &diag) {
   CompileResult result;
-  if (!compileGraph(graph, options, diag, result))
+  if (!compileModel(graph, options, diag, result))
     return 1;
   std::string error;
   llvm::StringRef bytes(reinterpret_cast<const char *>(result.bytes.data()),
@@ -94,7 +98,9 @@ static int compile(Graph &graph, const CompileOptions &options,
     llvm::errs() << "cgc: error: " << error << "\n";
     return 1;
   }
-  llvm::errs() << "cgc: wrote " << OutputFile << ": " << result.kernels
+  llvm::errs() << "cgc: wrote " << OutputFile << ": " << result.graphs
+               << (result.graphs == 1 ? " graph, " : " graphs, ")
+               << result.kernels
                << " kernels, " << result.graphNodes << " graph nodes, arena "
                << result.arenaBytes << " bytes, persistent "
                << result.persistentBytes << " bytes, compiled in "
@@ -102,10 +108,40 @@ static int compile(Graph &graph, const CompileOptions &options,
   return 0;
 }
 
+/// `--bind-dim B=8,16,64` (repeatable, one dim each).
+static bool parseBindDims(CompileOptions &options) {
+  for (llvm::StringRef binding : BindDims) {
+    auto [name, list] = binding.split('=');
+    llvm::SmallVector<llvm::StringRef, 8> texts;
+    list.split(texts, ',');
+    std::vector<int64_t> &values = options.bindDims[name.str()];
+    if (!values.empty()) {
+      llvm::errs() << "cgc: error: --bind-dim names '" << name << "' twice\n";
+      return false;
+    }
+    for (llvm::StringRef text : texts) {
+      int64_t v;
+      if (name.empty() || text.trim().getAsInteger(10, v)) {
+        llvm::errs() << "cgc: error: --bind-dim expects NAME=V1,V2,..., got '"
+                     << binding << "'\n";
+        return false;
+      }
+      if (llvm::is_contained(values, v)) {
+        llvm::errs() << "cgc: error: --bind-dim gives " << name << "=" << v
+                     << " twice\n";
+        return false;
+      }
+      values.push_back(v);
+    }
+  }
+  return true;
+}
+
 static int compileMain(int argc, char **argv) {
   if (!cl::ParseCommandLineOptions(argc, argv,
                               "cgc: ahead-of-time CUDA graph compiler\n\n"
                               "  cgc model.json [-o model.cgc] [--arch=sm_90] [--no-fuse]\n"
+                              "      [--bind-dim NAME=V1,V2,...]\n"
                               "  cgc model.json --emit=cuda|dot\n"
                               "  cgc --dump-artifact model.cgc\n"
                               "  cgc run model.cgc --inputs in.safetensors "
@@ -135,6 +171,8 @@ static int compileMain(int argc, char **argv) {
   CompileOptions options;
   options.arch = Arch;
   options.fuse = !NoFuse;
+  if (!parseBindDims(options))
+    return 2;
   if (!Emit.empty())
     return emitText(*graph, options, diag);
   if (!OutputFile.empty())

@@ -1,0 +1,63 @@
+//===- Lowering.h - The lowering walk, shared by its two files ---*- C++ -*-===//
+//
+// Internal to codegen. Lowerer builds one top-level step graph and its
+// bodies: Lowering.cpp handles plain nodes and copies,
+// ControlFlowLowering.cpp handles `if` and `while`.
+//
+//===----------------------------------------------------------------------===//
+#ifndef CGC_CODEGEN_LOWERING_H
+#define CGC_CODEGEN_LOWERING_H
+
+#include "codegen/Program.h"
+
+namespace cgc {
+
+/// A `while` without `max_iterations` stops on the device after this many
+/// trips (the interpreter reports an error there).
+constexpr int64_t kDefaultLoopBound = 10000000;
+/// The largest `max_iterations` the device trip counter holds.
+constexpr int64_t kMaxLoopBound = 2147483647;
+
+class Lowerer {
+public:
+  Lowerer(const MemoryPlan &plan, Program &program, DiagnosticEngine &diag)
+      : plan(plan), program(program), diag(diag) {}
+  /// Lowers \p g into \p out, then derives its edges.
+  bool lowerTopLevel(const Graph &g, StepGraph &out);
+
+private:
+  void lowerNodes(const Graph &g, StepGraph &out);
+  void lowerNode(const Node &n, StepGraph &out);
+  void lowerIf(const Node &n, StepGraph &out);
+  void lowerWhile(const Node &n, StepGraph &out);
+  /// Plans \p body's edges and adds it to the program's bodies.
+  unsigned addBody(StepGraph body);
+
+  void addKernelStep(Kernel kernel, StepGraph &out);
+  void addCopies(const std::vector<Copy> &copies, StepGraph &out);
+  void addMemset(const Storage &dst, const Node *node, StepGraph &out);
+  /// The kernel that reads an `if`'s predicate (negated when \p invert)
+  /// and sets conditional \p handle.
+  Kernel ifSetter(const Node &n, unsigned handle, const Storage &predicate,
+                  bool invert);
+  /// The kernel that sets a `while`'s handle: predicate and trips < bound.
+  Kernel whileSetter(const Node &n, unsigned handle, const Storage &predicate);
+  Step conditionalStep(const Node &n, unsigned handle,
+                       std::vector<unsigned> bodies, const Storage &predicate);
+  std::string uniqueKernelName(const std::string &base);
+  Storage storageOf(const Value *v) const { return plan.storageOf(v); }
+  Storage bufferStorage(unsigned b) const { return plan.buffers[b].storage; }
+
+  const MemoryPlan &plan;
+  Program &program;
+  DiagnosticEngine &diag;
+  bool ok = true;
+  unsigned handles = 0;
+};
+
+/// Derives the edges of \p graph from its steps' byte ranges (GraphPlan.cpp).
+void planEdges(StepGraph &graph, const Program &program);
+
+} // namespace cgc
+
+#endif

@@ -1,0 +1,120 @@
+//===- Program.h - The lowered program: kernels and step graphs -*- C++ -*-===//
+//
+// Lowering turns the IR into a Program: the generated kernels (one extern
+// "C" CUDA function each, shared where bodies are equal) and step graphs.
+// A step is one future CUDA graph node, of a closed set of kinds; each step
+// declares the byte ranges it reads and writes, so the dependency planner
+// (GraphPlan.cpp) derives edges without knowing the kinds. A conditional
+// step (an `if` or a `while`) owns body step graphs, which are built into
+// the conditional node's body graphs. The top-level step graphs are the
+// artifact's named graphs; the bodies are listed apart.
+//
+//===----------------------------------------------------------------------===//
+#ifndef CGC_CODEGEN_PROGRAM_H
+#define CGC_CODEGEN_PROGRAM_H
+
+#include "ir/Diagnostics.h"
+#include "ir/Graph.h"
+#include "passes/MemoryPlan.h"
+
+#include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSet.h"
+#include <map>
+#include <string>
+#include <vector>
+
+namespace cgc {
+
+/// One kernel argument: a pointer to a value's or a scratch buffer's bytes,
+/// a conditional handle of the graph, or an integer.
+struct KernelParam {
+  enum class Kind : uint8_t { Pointer, Handle, U32 };
+  Kind kind = Kind::Pointer;
+  const Value *value = nullptr; ///< Pointer: the value (null for scratch).
+  bool written = false;         ///< Pointer: the kernel writes through it.
+  Storage storage;              ///< Pointer: resolved by lowering.
+  uint32_t number = 0;          ///< Handle: its index; U32: the value.
+};
+
+struct Kernel {
+  std::string name;
+  std::string source; ///< The function definition, without the prelude.
+  const Node *node = nullptr;
+  std::vector<KernelParam> params;
+  uint32_t grid[3] = {1, 1, 1};
+  uint32_t block[3] = {1, 1, 1};
+  uint32_t sharedMem = 0;
+};
+
+struct ByteRange {
+  Storage::Region region;
+  uint64_t begin, end;
+};
+
+/// One node of a CUDA graph to be.
+struct Step {
+  enum class Kind : uint8_t { Kernel, Memset, Memcpy, Conditional };
+  static constexpr unsigned NumKinds = 4;
+  enum class Condition : uint8_t { If, While };
+
+  Kind kind = Kind::Kernel;
+  std::string label;         ///< Kernel name, "memset", "memcpy", "if", ...
+  const Node *node = nullptr; ///< The IR node it comes from, if any.
+  unsigned kernel = 0;       ///< Kernel: index into Program::kernels.
+  Storage dst, src;          ///< Memset: dst (zeroed). Memcpy: src -> dst.
+  // Conditional.
+  Condition condition = Condition::If;
+  unsigned handle = 0;             ///< Index among its graph's handles.
+  std::vector<unsigned> bodies;    ///< If: then, else. While: body.
+  Storage predicate;               ///< The bool the setter kernel reads.
+  bool invert = false;             ///< If: bodies[0] runs when it is false.
+  int64_t maxIterations = 0;       ///< While: the device-enforced bound.
+  /// What the node reads and writes (a conditional: its bodies' union).
+  std::vector<ByteRange> reads, writes;
+  /// Conditional handles the node sets (setter kernels) and reads (a
+  /// conditional node, before it runs): a setter precedes its node.
+  std::vector<unsigned> handlesSet, handlesRead;
+};
+
+/// Steps in program order and the edges between them.
+struct StepGraph {
+  std::string name; ///< Top-level graphs only.
+  /// Top-level graphs of a multi-graph artifact: the dims they are
+  /// specialized to.
+  std::map<std::string, int64_t> dims;
+  unsigned handles = 0; ///< Top level: conditional handles of the tree.
+  std::vector<Step> steps;
+  std::vector<std::pair<unsigned, unsigned>> edges; ///< Sorted (from, to).
+  /// Per edge: may use programmatic dependent launch (GraphPlan.h).
+  std::vector<uint8_t> programmatic;
+};
+
+struct Program {
+  std::vector<Kernel> kernels;
+  std::vector<StepGraph> graphs;
+  std::vector<StepGraph> bodies;
+  bool usesHalf = false;
+  bool usesBFloat16 = false;
+  bool usesConditionals = false;
+  /// Kernel names in use, and each function body's first kernel name.
+  llvm::StringSet<> kernelNames;
+  llvm::StringMap<std::string> functionBodies;
+
+  size_t numSteps() const;
+};
+
+/// Lowers \p graph (planned by \p plan) into a new top-level step graph
+/// \p name of \p program, with its bodies and edges. Unsupported ops get a
+/// located error and make the result false.
+bool lowerGraph(const Graph &graph, const MemoryPlan &plan,
+                const std::string &name, Program &program,
+                DiagnosticEngine &diag);
+
+/// The NVRTC translation unit: prelude plus every kernel. \p kernelLines
+/// receives each kernel's first line (1-based) in the text.
+std::string programSource(const Program &program,
+                          std::vector<unsigned> *kernelLines = nullptr);
+
+} // namespace cgc
+
+#endif
