@@ -1,12 +1,14 @@
 //===- Context.cpp - Execution contexts: arena, graphs, replay -----------===//
 //
-// A context owns an arena and one instantiated CUDA graph per manifest graph,
-// built node by node (kernel, memset, memcpy nodes and the manifest's edges;
-// no stream capture, no empty nodes), instantiated and uploaded once.
-// Replay, eager launch and rebinding are in Run.cpp.
+// A context owns an arena and one instantiated CUDA graph per top-level
+// manifest graph, built node by node with the manifest's edges (no stream
+// capture, no empty nodes; each kind is added by its file, see Nodes.h),
+// conditional bodies built into the body graphs their nodes own, then
+// instantiated and uploaded once. Replay, eager launch and rebinding are in
+// Run.cpp.
 //
 //===----------------------------------------------------------------------===//
-#include "Internal.h"
+#include "Nodes.h"
 
 #include <cstring>
 #include <functional>
@@ -26,11 +28,11 @@ cgc_context_s::~cgc_context_s() {
     return;
   const Driver &drv = *engine->drv;
   engine->makeCurrent();
-  for (GraphState &g : graphs) {
-    if (g.exec)
-      drv.cuGraphExecDestroy(g.exec);
-    if (g.graph)
-      drv.cuGraphDestroy(g.graph);
+  for (size_t t = 0; t < trees.size(); ++t) {
+    if (trees[t].exec)
+      drv.cuGraphExecDestroy(trees[t].exec);
+    if (graphs[t].graph) // Bodies belong to their conditional nodes.
+      drv.cuGraphDestroy(graphs[t].graph);
   }
   if (ownsArena && arena)
     drv.cuMemFree(arena);
@@ -51,92 +53,6 @@ CUdeviceptr cgc_context_s::address(Region r, uint64_t offset,
         return v.bound + (offset - v.desc->offset);
   return engine->regionBase(r, arena) + offset;
 }
-
-namespace cgc {
-namespace rt {
-
-/// Writes the current value of every argument of \p kd into \p ns.
-void fillArgs(const cgc_context_s &ctx, const KernelDesc &kd,
-              const std::vector<int64_t> &dims, NodeState &ns) {
-  const auto &dimDescs = ctx.engine->artifact.manifest.dims;
-  for (size_t i = 0; i < kd.params.size(); ++i) {
-    const ParamDesc &p = kd.params[i];
-    uint64_t slot = 0;
-    int64_t iv = p.intValue;
-    if (!p.dim.empty())
-      for (size_t d = 0; d < dimDescs.size(); ++d)
-        if (dimDescs[d].name == p.dim)
-          iv = dims[d];
-    switch (p.kind) {
-    case ParamDesc::Kind::Ptr: {
-      CUdeviceptr a = ctx.address(p.region, p.offset, p.binding);
-      std::memcpy(&slot, &a, sizeof a);
-      break;
-    }
-    case ParamDesc::Kind::I32: {
-      int32_t v = static_cast<int32_t>(iv);
-      std::memcpy(&slot, &v, sizeof v);
-      break;
-    }
-    case ParamDesc::Kind::I64:
-      std::memcpy(&slot, &iv, sizeof iv);
-      break;
-    case ParamDesc::Kind::U64:
-      slot = p.uintValue;
-      break;
-    case ParamDesc::Kind::F32:
-      std::memcpy(&slot, &p.floatValue, sizeof(float));
-      break;
-    }
-    ns.storage[i] = slot;
-  }
-}
-
-CUDA_KERNEL_NODE_PARAMS kernelParams(const cgc_context_s &ctx,
-                                     const NodeDesc &nd, NodeState &ns) {
-  const KernelDesc &kd = ctx.engine->artifact.manifest.kernels[nd.kernel];
-  CUDA_KERNEL_NODE_PARAMS p;
-  std::memset(&p, 0, sizeof p);
-  p.kern = ctx.engine->kernels[nd.kernel];
-  p.gridDimX = kd.grid[0];
-  p.gridDimY = kd.grid[1];
-  p.gridDimZ = kd.grid[2];
-  p.blockDimX = kd.block[0];
-  p.blockDimY = kd.block[1];
-  p.blockDimZ = kd.block[2];
-  p.sharedMemBytes = kd.sharedMem;
-  p.kernelParams = ns.args.empty() ? nullptr : ns.args.data();
-  return p;
-}
-
-CUDA_MEMSET_NODE_PARAMS memsetParams(const cgc_context_s &ctx,
-                                     const NodeDesc &nd) {
-  CUDA_MEMSET_NODE_PARAMS p;
-  std::memset(&p, 0, sizeof p);
-  p.dst = ctx.address(nd.dstRegion, nd.dstOffset, nd.dstBinding);
-  p.value = nd.value;
-  p.elementSize = 1;
-  p.width = nd.bytes;
-  p.height = 1;
-  p.pitch = 0;
-  return p;
-}
-
-CUDA_MEMCPY3D memcpyParams(const cgc_context_s &ctx, const NodeDesc &nd) {
-  CUDA_MEMCPY3D p;
-  std::memset(&p, 0, sizeof p);
-  p.srcMemoryType = CU_MEMORYTYPE_DEVICE;
-  p.srcDevice = ctx.address(nd.srcRegion, nd.srcOffset, nd.srcBinding);
-  p.dstMemoryType = CU_MEMORYTYPE_DEVICE;
-  p.dstDevice = ctx.address(nd.dstRegion, nd.dstOffset, nd.dstBinding);
-  p.WidthInBytes = nd.bytes;
-  p.Height = 1;
-  p.Depth = 1;
-  return p;
-}
-
-} // namespace rt
-} // namespace cgc
 
 namespace {
 
@@ -176,8 +92,8 @@ bool usesProgrammaticLaunch(const cgc_context_s &ctx, const GraphDesc &gd,
 
 /// The consumer may launch while its producer runs; the generated kernels
 /// wait for their producers' writes (griddepcontrol.wait) first.
-cgc_status addProgrammaticEdges(cgc_context_s &ctx, const GraphDesc &gd,
-                                GraphState &gs) {
+cgc_status addProgrammaticEdges(cgc_context_s &ctx, const GraphState &gs) {
+  const GraphDesc &gd = *gs.desc;
   CUgraphEdgeData data{};
   data.from_port = CU_GRAPH_KERNEL_NODE_PORT_PROGRAMMATIC;
   data.type = CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC;
@@ -192,53 +108,82 @@ cgc_status addProgrammaticEdges(cgc_context_s &ctx, const GraphDesc &gd,
   return CGC_OK;
 }
 
-cgc_status buildGraph(cgc_context_s &ctx, const GraphDesc &gd,
-                      GraphState &gs) {
+/// Builds top-level graph \p index and every body below it, then
+/// instantiates and uploads it.
+cgc_status buildTree(cgc_context_s &ctx, uint32_t index) {
   const Driver &drv = *ctx.engine->drv;
-  const auto &kernels = ctx.engine->artifact.manifest.kernels;
+  TreeState &tree = ctx.trees[index];
+  tree.handles.assign(ctx.graphs[index].desc->handles, 0);
+  tree.dims = ctx.dims;
+  CUgraph graph = nullptr;
+  CGC_CHECK_CU(drv, cuGraphCreate(&graph, 0));
+  ctx.graphs[index].graph = graph;
+  if (cgc_status s = buildGraph(ctx, index, index, graph))
+    return s;
+  CGC_CHECK_CU(drv, cuGraphInstantiateWithFlags(&tree.exec, graph, 0));
+  CGC_CHECK_CU(drv, cuGraphUpload(tree.exec, nullptr));
+  return CGC_OK;
+}
+
+/// Gives every manifest graph and body its state and its tree.
+void assignTrees(cgc_context_s &ctx) {
+  const auto &m = ctx.engine->artifact.manifest;
+  ctx.graphs.resize(m.graphs.size() + m.bodies.size());
+  ctx.trees.resize(m.graphs.size());
+  for (uint32_t g = 0; g < m.graphs.size(); ++g)
+    ctx.graphs[g].desc = &m.graphs[g];
+  for (uint32_t b = 0; b < m.bodies.size(); ++b)
+    ctx.graphs[ctx.bodyState(b)].desc = &m.bodies[b];
+  // The validator made the bodies trees under the top-level graphs.
+  for (uint32_t g = 0; g < m.graphs.size(); ++g) {
+    std::vector<int64_t> &bound = ctx.trees[g].bound;
+    bound.assign(m.dims.size(), -1);
+    for (const auto &[name, value] : m.graphs[g].dimValues)
+      for (size_t d = 0; d < m.dims.size(); ++d)
+        if (m.dims[d].name == name)
+          bound[d] = value;
+    std::vector<uint32_t> pending{g};
+    while (!pending.empty()) {
+      uint32_t s = pending.back();
+      pending.pop_back();
+      ctx.graphs[s].tree = g;
+      ctx.trees[g].members.push_back(s);
+      for (const NodeDesc &nd : ctx.graphs[s].desc->nodes)
+        for (uint32_t b : nd.bodies)
+          pending.push_back(ctx.bodyState(b));
+    }
+  }
+}
+
+} // namespace
+
+namespace cgc {
+namespace rt {
+
+cgc_status buildGraph(cgc_context_s &ctx, uint32_t tree, uint32_t state,
+                      CUgraph graph) {
+  GraphState &gs = ctx.graphs[state];
+  const GraphDesc &gd = *gs.desc;
+  gs.graph = graph;
   std::vector<std::vector<uint32_t>> inEdges;
   gs.order = topoOrder(gd, inEdges);
   gs.nodes.resize(gd.nodes.size());
-  gs.dims = ctx.dims;
-  CGC_CHECK_CU(drv, cuGraphCreate(&gs.graph, 0));
-  std::vector<CUgraphNode> deps;
+  Deps deps;
   for (uint32_t v : gs.order) {
-    const NodeDesc &nd = gd.nodes[v];
-    NodeState &ns = gs.nodes[v];
     deps.clear();
     for (uint32_t k : inEdges[v])
       if (!usesProgrammaticLaunch(ctx, gd, k))
         deps.push_back(gs.nodes[gd.edges[k].first].node);
-    if (nd.kind == NodeDesc::Kind::Kernel) {
-      const KernelDesc &kd = kernels[nd.kernel];
-      ns.storage.assign(kd.params.size(), 0);
-      for (uint64_t &slot : ns.storage)
-        ns.args.push_back(&slot);
-      for (const ParamDesc &p : kd.params)
-        ns.usesDims |= !p.dim.empty();
-      gs.usesDims |= ns.usesDims;
-      fillArgs(ctx, kd, ctx.dims, ns);
-      CUDA_KERNEL_NODE_PARAMS kp = kernelParams(ctx, nd, ns);
-      CGC_CHECK_CU(drv, cuGraphAddKernelNode(&ns.node, gs.graph, deps.data(),
-                                             deps.size(), &kp));
-    } else if (nd.kind == NodeDesc::Kind::Memset) {
-      CUDA_MEMSET_NODE_PARAMS mp = memsetParams(ctx, nd);
-      CGC_CHECK_CU(drv, cuGraphAddMemsetNode(&ns.node, gs.graph, deps.data(),
-                                             deps.size(), &mp,
-                                             ctx.engine->cuContext));
-    } else {
-      CUDA_MEMCPY3D cp = memcpyParams(ctx, nd);
-      CGC_CHECK_CU(drv, cuGraphAddMemcpyNode(&ns.node, gs.graph, deps.data(),
-                                             deps.size(), &cp,
-                                             ctx.engine->cuContext));
-    }
+    if (cgc_status s = addNode({ctx, gs, ctx.trees[tree], v}, deps))
+      return s;
   }
-  if (cgc_status s = addProgrammaticEdges(ctx, gd, gs))
-    return s;
-  CGC_CHECK_CU(drv, cuGraphInstantiateWithFlags(&gs.exec, gs.graph, 0));
-  CGC_CHECK_CU(drv, cuGraphUpload(gs.exec, nullptr));
-  return CGC_OK;
+  return addProgrammaticEdges(ctx, gs);
 }
+
+} // namespace rt
+} // namespace cgc
+
+namespace {
 
 cgc_status createContext(std::unique_ptr<cgc_context_s> &ctx, void *arena,
                          size_t arenaBytes) {
@@ -273,9 +218,9 @@ cgc_status createContext(std::unique_ptr<cgc_context_s> &ctx, void *arena,
     ctx->ownsArena = true;
     CGC_CHECK_CU(*e.drv, cuMemsetD8(ctx->arena, 0, m.arenaSize));
   }
-  ctx->graphs.resize(m.graphs.size());
-  for (size_t g = 0; g < m.graphs.size(); ++g)
-    if (cgc_status s = buildGraph(*ctx, m.graphs[g], ctx->graphs[g]))
+  assignTrees(*ctx);
+  for (uint32_t g = 0; g < m.graphs.size(); ++g)
+    if (cgc_status s = buildTree(*ctx, g))
       return s;
   CGC_CHECK_CU(*e.drv, cuCtxSynchronize());
   return CGC_OK;

@@ -52,6 +52,8 @@ namespace rt {
   X(cuGraphAddMemsetNode)                                                      \
   X(cuGraphAddMemcpyNode)                                                      \
   X(cuGraphAddDependencies)                                                    \
+  X(cuGraphAddNode)                                                            \
+  X(cuGraphConditionalHandleCreate)                                            \
   X(cuGraphInstantiateWithFlags)                                               \
   X(cuGraphUpload)                                                             \
   X(cuGraphLaunch)                                                             \

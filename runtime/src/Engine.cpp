@@ -279,6 +279,21 @@ cgc_status cgc_engine_find_graph(cgc_engine e, const char *name,
                                        "'");
 }
 
+cgc_status cgc_engine_select_graph(cgc_engine e, const int64_t *dims,
+                                   size_t n_dims, size_t *index) {
+  if (!e || !index || (n_dims && !dims))
+    return fail(CGC_ERROR_INVALID_ARGUMENT, "null argument");
+  const auto &m = e->artifact.manifest;
+  if (n_dims != m.dims.size())
+    return fail(CGC_ERROR_INVALID_ARGUMENT,
+                "expected " + std::to_string(m.dims.size()) + " dim values");
+  std::string error;
+  if (!cgc::format::findGraphForDims(m, std::vector<int64_t>(dims, dims + n_dims),
+                                     *index, error))
+    return fail(CGC_ERROR_NOT_FOUND, error);
+  return CGC_OK;
+}
+
 size_t cgc_engine_num_tensors(cgc_engine e, cgc_tensor_role role) {
   const auto *list = e ? tensorList(e, role) : nullptr;
   return list ? list->size() : 0;

@@ -58,20 +58,36 @@ struct cgc_engine_s {
 namespace cgc {
 namespace rt {
 
-/// Per graph node: argument storage (8 bytes per parameter) and handle.
+/// Per graph node: its handle and, for kernels, argument storage (8 bytes
+/// per parameter) and the pointers cuGraphAddKernelNode/cuLaunchKernel take.
 struct NodeState {
   CUgraphNode node = nullptr;
   std::vector<uint64_t> storage;
   std::vector<void *> args;
   bool usesDims = false;
+  /// A kernel that sets a conditional handle (skipped by eager runs, which
+  /// read the predicate on the host instead).
+  bool setsCondition = false;
 };
 
+/// One manifest graph as built in a context: a top-level graph (index <
+/// manifest graphs) or a conditional body (graphs.size() + body index).
 struct GraphState {
-  CUgraph graph = nullptr;
-  CUgraphExec exec = nullptr;
+  const format::GraphDesc *desc = nullptr;
+  uint32_t tree = 0; ///< The top-level graph whose exec holds it.
+  CUgraph graph = nullptr; ///< Owned by the context only at the top level.
   std::vector<uint32_t> order; ///< Topological order of node indices.
   std::vector<NodeState> nodes;
-  std::vector<int64_t> dims; ///< Dim values baked into exec.
+};
+
+/// One top-level graph with every body below it: one instantiation.
+struct TreeState {
+  CUgraphExec exec = nullptr;
+  std::vector<CUgraphConditionalHandle> handles;
+  std::vector<uint32_t> members; ///< GraphState indices, the top first.
+  std::vector<int64_t> dims;     ///< Dim values baked into exec.
+  /// Per manifest dim: the value the graph is specialized to, or -1.
+  std::vector<int64_t> bound;
   bool usesDims = false;
 };
 
@@ -85,37 +101,28 @@ struct TensorView {
 } // namespace rt
 } // namespace cgc
 
-struct cgc_context_s;
-
-namespace cgc {
-namespace rt {
-// Node parameter builders shared by Context.cpp and Run.cpp.
-void fillArgs(const cgc_context_s &ctx, const format::KernelDesc &kd,
-              const std::vector<int64_t> &dims, NodeState &ns);
-CUDA_KERNEL_NODE_PARAMS kernelParams(const cgc_context_s &ctx,
-                                     const format::NodeDesc &nd,
-                                     NodeState &ns);
-CUDA_MEMSET_NODE_PARAMS memsetParams(const cgc_context_s &ctx,
-                                     const format::NodeDesc &nd);
-CUDA_MEMCPY3D memcpyParams(const cgc_context_s &ctx,
-                           const format::NodeDesc &nd);
-} // namespace rt
-} // namespace cgc
-
 struct cgc_context_s {
   cgc_engine_s *engine = nullptr;
   CUdeviceptr arena = 0;
   bool ownsArena = false;
-  std::vector<cgc::rt::GraphState> graphs;
-  std::vector<cgc::rt::TensorView> views; ///< Inputs, then outputs.
-  std::vector<int64_t> dims;              ///< Dims of the last run.
-  std::vector<int64_t> scratchDims;       ///< Preallocated for cgc_run.
+  std::vector<cgc::rt::GraphState> graphs; ///< Top-level, then bodies.
+  std::vector<cgc::rt::TreeState> trees;   ///< One per top-level graph.
+  std::vector<cgc::rt::TensorView> views;  ///< Inputs, then outputs.
+  std::vector<int64_t> dims;               ///< Dims of the last run.
+  std::vector<int64_t> scratchDims;        ///< Preallocated for cgc_run.
 
   ~cgc_context_s();
   cgc::rt::TensorView *findView(const char *name);
   /// Device address of (region, offset) honouring caller bindings.
   CUdeviceptr address(cgc::format::Region r, uint64_t offset,
                       const std::string &binding) const;
+  const cgc::format::GraphDesc &bodyDesc(uint32_t body) const {
+    return engine->artifact.manifest.bodies[body];
+  }
+  /// The GraphState index of conditional body \p body.
+  uint32_t bodyState(uint32_t body) const {
+    return uint32_t(engine->artifact.manifest.graphs.size()) + body;
+  }
 };
 
 #endif // CGC_RUNTIME_INTERNAL_H

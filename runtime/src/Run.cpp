@@ -5,7 +5,7 @@
 // tensor views, and cgc_context_bind (in-place exec node parameter updates).
 //
 //===----------------------------------------------------------------------===//
-#include "Internal.h"
+#include "Nodes.h"
 
 #include <algorithm>
 
@@ -17,38 +17,9 @@ using cgc::format::ParamDesc;
 
 namespace {
 
-/// Pushes node \p v's current parameters into the instantiated graph.
-cgc_status refreshNode(cgc_context_s &ctx, GraphState &gs, const GraphDesc &gd,
-                       uint32_t v) {
-  const Driver &drv = *ctx.engine->drv;
-  const NodeDesc &nd = gd.nodes[v];
-  NodeState &ns = gs.nodes[v];
-  if (nd.kind == NodeDesc::Kind::Kernel) {
-    fillArgs(ctx, ctx.engine->artifact.manifest.kernels[nd.kernel], gs.dims,
-             ns);
-    CUDA_KERNEL_NODE_PARAMS kp = kernelParams(ctx, nd, ns);
-    CGC_CHECK_CU(drv, cuGraphExecKernelNodeSetParams(gs.exec, ns.node, &kp));
-  } else if (nd.kind == NodeDesc::Kind::Memset) {
-    CUDA_MEMSET_NODE_PARAMS mp = memsetParams(ctx, nd);
-    CGC_CHECK_CU(drv, cuGraphExecMemsetNodeSetParams(gs.exec, ns.node, &mp,
-                                                     ctx.engine->cuContext));
-  } else {
-    CUDA_MEMCPY3D cp = memcpyParams(ctx, nd);
-    CGC_CHECK_CU(drv, cuGraphExecMemcpyNodeSetParams(gs.exec, ns.node, &cp,
-                                                     ctx.engine->cuContext));
-  }
-  return CGC_OK;
-}
-
-bool nodeUsesBinding(const cgc_context_s &ctx, const NodeDesc &nd,
-                     const std::string &name) {
-  if (nd.kind != NodeDesc::Kind::Kernel)
-    return nd.dstBinding == name || nd.srcBinding == name;
-  for (const ParamDesc &p :
-       ctx.engine->artifact.manifest.kernels[nd.kernel].params)
-    if (p.binding == name)
-      return true;
-  return false;
+/// The value tree \p t is specialized to for dim \p d, else \p otherwise.
+int64_t boundValue(const TreeState &t, size_t d, int64_t otherwise) {
+  return t.bound[d] >= 0 ? t.bound[d] : otherwise;
 }
 
 /// Validates dims and brings graph \p index up to date with them.
@@ -56,31 +27,42 @@ cgc_status prepareRun(cgc_context ctx, size_t index, const int64_t *dims,
                       size_t nDims) {
   if (!ctx)
     return fail(CGC_ERROR_INVALID_ARGUMENT, "null context");
-  if (index >= ctx->graphs.size())
+  if (index >= ctx->trees.size())
     return fail(CGC_ERROR_INVALID_ARGUMENT, "graph index out of range");
   const auto &dimDescs = ctx->engine->artifact.manifest.dims;
   if (nDims != 0 && (nDims != dimDescs.size() || !dims))
     return fail(CGC_ERROR_INVALID_ARGUMENT, "expected one value per dim");
+  const GraphDesc &gd = *ctx->graphs[index].desc;
+  const TreeState &bound = ctx->trees[index];
   for (size_t d = 0; d < dimDescs.size(); ++d) {
-    int64_t v = nDims ? dims[d] : dimDescs[d].max;
+    int64_t v = nDims ? dims[d] : boundValue(bound, d, dimDescs[d].max);
     if (v < dimDescs[d].min || v > dimDescs[d].max)
       return fail(CGC_ERROR_INVALID_ARGUMENT,
                   "dim '" + dimDescs[d].name + "' out of range");
+    if (v != boundValue(bound, d, v))
+      return fail(CGC_ERROR_INVALID_ARGUMENT,
+                  "graph '" + gd.name + "' is compiled for " +
+                      dimDescs[d].name + "=" +
+                      std::to_string(boundValue(bound, d, v)) + ", not " +
+                      std::to_string(v) +
+                      " (cgc_engine_select_graph finds the graph for a size)");
     ctx->scratchDims[d] = v;
   }
   if (cgc_status s = ctx->engine->makeCurrent())
     return s;
-  GraphState &gs = ctx->graphs[index];
-  if (gs.usesDims && gs.dims != ctx->scratchDims) {
-    gs.dims = ctx->scratchDims; // Same size: no allocation.
-    const GraphDesc &gd = ctx->engine->artifact.manifest.graphs[index];
-    for (uint32_t v = 0; v < gs.nodes.size(); ++v)
-      if (gs.nodes[v].usesDims)
-        if (cgc_status s = refreshNode(*ctx, gs, gd, v)) {
-          // Some nodes may hold the new dims: refresh all next time.
-          std::fill(gs.dims.begin(), gs.dims.end(), -1);
-          return s;
-        }
+  TreeState &tree = ctx->trees[index];
+  if (tree.usesDims && tree.dims != ctx->scratchDims) {
+    tree.dims = ctx->scratchDims; // Same size: no allocation.
+    for (uint32_t member : tree.members) {
+      GraphState &gs = ctx->graphs[member];
+      for (uint32_t v = 0; v < gs.nodes.size(); ++v)
+        if (gs.nodes[v].usesDims)
+          if (cgc_status s = refreshNode({*ctx, gs, tree, v})) {
+            // Some nodes may hold the new dims: refresh all next time.
+            std::fill(tree.dims.begin(), tree.dims.end(), -1);
+            return s;
+          }
+    }
   }
   if (ctx->dims != ctx->scratchDims) {
     ctx->dims = ctx->scratchDims;
@@ -129,7 +111,7 @@ cgc_status cgc_run(cgc_context ctx, size_t graph_index, const int64_t *dims,
   if (cgc_status s = prepareRun(ctx, graph_index, dims, n_dims))
     return s;
   CGC_CHECK_CU(*ctx->engine->drv,
-               cuGraphLaunch(ctx->graphs[graph_index].exec,
+               cuGraphLaunch(ctx->trees[graph_index].exec,
                              static_cast<CUstream>(stream)));
   return CGC_OK;
 }
@@ -138,30 +120,8 @@ cgc_status cgc_run_eager(cgc_context ctx, size_t graph_index,
                          const int64_t *dims, size_t n_dims, void *stream) {
   if (cgc_status s = prepareRun(ctx, graph_index, dims, n_dims))
     return s;
-  const Driver &drv = *ctx->engine->drv;
-  const auto &m = ctx->engine->artifact.manifest;
-  const GraphDesc &gd = m.graphs[graph_index];
-  GraphState &gs = ctx->graphs[graph_index];
-  CUstream st = static_cast<CUstream>(stream);
-  for (uint32_t v : gs.order) {
-    const NodeDesc &nd = gd.nodes[v];
-    if (nd.kind == NodeDesc::Kind::Kernel) {
-      const KernelDesc &kd = m.kernels[nd.kernel];
-      CGC_CHECK_CU(drv, cuLaunchKernel(ctx->engine->functions[nd.kernel],
-                                       kd.grid[0], kd.grid[1], kd.grid[2],
-                                       kd.block[0], kd.block[1], kd.block[2],
-                                       kd.sharedMem, st,
-                                       gs.nodes[v].args.data(), nullptr));
-    } else if (nd.kind == NodeDesc::Kind::Memset) {
-      CUDA_MEMSET_NODE_PARAMS p = memsetParams(*ctx, nd);
-      CGC_CHECK_CU(drv, cuMemsetD8Async(p.dst, nd.value, nd.bytes, st));
-    } else {
-      CUDA_MEMCPY3D p = memcpyParams(*ctx, nd);
-      CGC_CHECK_CU(drv,
-                   cuMemcpyDtoDAsync(p.dstDevice, p.srcDevice, nd.bytes, st));
-    }
-  }
-  return CGC_OK;
+  return runGraphEager(*ctx, uint32_t(graph_index), uint32_t(graph_index),
+                       static_cast<CUstream>(stream));
 }
 
 cgc_status cgc_context_input(cgc_context ctx, const char *name,
@@ -189,13 +149,29 @@ cgc_status cgc_context_bind(cgc_context ctx, const char *name,
   if (cgc_status s = ctx->engine->makeCurrent())
     return s;
   view->bound = reinterpret_cast<CUdeviceptr>(device_ptr);
-  const auto &m = ctx->engine->artifact.manifest;
-  for (size_t g = 0; g < ctx->graphs.size(); ++g)
-    for (uint32_t v = 0; v < m.graphs[g].nodes.size(); ++v)
-      if (nodeUsesBinding(*ctx, m.graphs[g].nodes[v], view->desc->name))
-        if (cgc_status s = refreshNode(*ctx, ctx->graphs[g], m.graphs[g], v))
+  for (GraphState &gs : ctx->graphs)
+    for (uint32_t v = 0; v < gs.nodes.size(); ++v) {
+      NodeSite site{*ctx, gs, ctx->trees[gs.tree], v};
+      if (nodeUsesBinding(site, view->desc->name))
+        if (cgc_status s = refreshNode(site))
           return s;
+    }
   return CGC_OK;
 }
 
 } // extern "C"
+
+namespace cgc {
+namespace rt {
+
+cgc_status runGraphEager(cgc_context_s &ctx, uint32_t tree, uint32_t state,
+                         CUstream stream) {
+  GraphState &gs = ctx.graphs[state];
+  for (uint32_t v : gs.order)
+    if (cgc_status s = runNodeEager({ctx, gs, ctx.trees[tree], v}, stream))
+      return s;
+  return CGC_OK;
+}
+
+} // namespace rt
+} // namespace cgc

@@ -24,8 +24,9 @@
  * CUDA context: the runtime uses the device's primary context (like the CUDA
  * runtime API) and makes it current on the calling thread when needed.
  *
- * cgc_run and cgc_run_eager allocate nothing, print nothing and do not
- * synchronize; they only enqueue work on the caller's stream.
+ * cgc_run and cgc_run_eager allocate nothing and print nothing; cgc_run
+ * only enqueues work on the caller's stream (cgc_run_eager synchronizes at
+ * each conditional decision).
  *===----------------------------------------------------------------------===*/
 #ifndef CGC_RUNTIME_H
 #define CGC_RUNTIME_H
@@ -38,7 +39,7 @@ extern "C" {
 #endif
 
 /* Bumped on every incompatible change of this header. */
-#define CGC_ABI_VERSION 1
+#define CGC_ABI_VERSION 2
 
 typedef enum cgc_status {
   CGC_OK = 0,
@@ -112,6 +113,11 @@ size_t cgc_engine_num_graphs(cgc_engine engine);
 const char *cgc_engine_graph_name(cgc_engine engine, size_t index);
 cgc_status cgc_engine_find_graph(cgc_engine engine, const char *name,
                                  size_t *index);
+/* The first graph that runs these dim values (one per engine dim, in
+ * order): an artifact compiled with `--bind-dim B=8,16,64` has one graph per
+ * value. CGC_ERROR_NOT_FOUND, naming the graphs, when none does. */
+cgc_status cgc_engine_select_graph(cgc_engine engine, const int64_t *dims,
+                                   size_t n_dims, size_t *index);
 size_t cgc_engine_num_tensors(cgc_engine engine, cgc_tensor_role role);
 cgc_status cgc_engine_tensor_info(cgc_engine engine, cgc_tensor_role role,
                                   size_t index, cgc_tensor_info *info);
@@ -141,11 +147,15 @@ void cgc_context_destroy(cgc_context ctx);
 
 /* Replays graph graph_index on stream (a CUstream/cudaStream_t, NULL for the
  * legacy default stream). dims holds one value per engine dim in order
- * (n_dims == 0: every dim at its maximum). Asynchronous. */
+ * (n_dims == 0: the values the graph is compiled for, else each dim at its
+ * maximum); a graph compiled for a dim value refuses any other. Conditional
+ * nodes (`if`, `while`) decide on the device. Asynchronous. */
 cgc_status cgc_run(cgc_context ctx, size_t graph_index, const int64_t *dims,
                    size_t n_dims, void *stream);
 /* Same work, launched node by node with cuLaunchKernel in a topological
- * order (for debugging and benchmarking). Asynchronous. */
+ * order (for debugging and benchmarking). Asynchronous, except that each
+ * `if` and `while` decision waits for the stream and reads its predicate on
+ * the host. */
 cgc_status cgc_run_eager(cgc_context ctx, size_t graph_index,
                          const int64_t *dims, size_t n_dims, void *stream);
 

@@ -54,6 +54,11 @@ public:
 
   cgc_engine get() const { return handle; }
   size_t numGraphs() const { return cgc_engine_num_graphs(handle); }
+  /// The graph compiled for these dim values (see cgc_engine_select_graph).
+  Status selectGraph(const std::vector<int64_t> &dims, size_t &index) const {
+    return Status::from(
+        cgc_engine_select_graph(handle, dims.data(), dims.size(), &index));
+  }
   Status stateRead(const std::string &name, void *dst, size_t bytes) const {
     return Status::from(cgc_engine_state_read(handle, name.c_str(), dst, bytes));
   }

@@ -1,0 +1,74 @@
+//===- Nodes.h - What the runtime does with each node kind ------*- C++ -*-===//
+//
+// Each node kind of the artifact is handled in one file (KernelNode.cpp,
+// MemsetNode.cpp, MemcpyNode.cpp, ConditionalNode.cpp), with four
+// operations:
+//   add          create the node in its graph after its dependencies (a
+//                conditional node also builds its bodies);
+//   refresh      push the parameters that depend on caller bindings or dims
+//                into the instantiated graph;
+//   runEager     do the node's work on a stream without a graph;
+//   usesBinding  whether the node touches the bound input or output `name`.
+// Nodes.cpp dispatches on the kind with exhaustive switches, so a kind
+// without handlers does not compile.
+//
+//===----------------------------------------------------------------------===//
+#ifndef CGC_RUNTIME_NODES_H
+#define CGC_RUNTIME_NODES_H
+
+#include "Internal.h"
+
+namespace cgc {
+namespace rt {
+
+/// Where a node lives.
+struct NodeSite {
+  cgc_context_s &ctx;
+  GraphState &graph;
+  TreeState &tree;
+  uint32_t index;
+
+  const format::NodeDesc &desc() const { return graph.desc->nodes[index]; }
+  NodeState &state() const { return graph.nodes[index]; }
+  const Driver &drv() const { return *ctx.engine->drv; }
+};
+using Deps = std::vector<CUgraphNode>;
+
+cgc_status addKernelNode(const NodeSite &site, const Deps &deps);
+cgc_status refreshKernelNode(const NodeSite &site);
+cgc_status runKernelNodeEager(const NodeSite &site, CUstream stream);
+bool kernelNodeUsesBinding(const NodeSite &site, const std::string &name);
+
+cgc_status addMemsetNode(const NodeSite &site, const Deps &deps);
+cgc_status refreshMemsetNode(const NodeSite &site);
+cgc_status runMemsetNodeEager(const NodeSite &site, CUstream stream);
+bool memsetNodeUsesBinding(const NodeSite &site, const std::string &name);
+
+cgc_status addMemcpyNode(const NodeSite &site, const Deps &deps);
+cgc_status refreshMemcpyNode(const NodeSite &site);
+cgc_status runMemcpyNodeEager(const NodeSite &site, CUstream stream);
+bool memcpyNodeUsesBinding(const NodeSite &site, const std::string &name);
+
+cgc_status addConditionalNode(const NodeSite &site, const Deps &deps);
+cgc_status refreshConditionalNode(const NodeSite &site);
+cgc_status runConditionalNodeEager(const NodeSite &site, CUstream stream);
+bool conditionalNodeUsesBinding(const NodeSite &site, const std::string &name);
+
+// The dispatchers (Nodes.cpp).
+cgc_status addNode(const NodeSite &site, const Deps &deps);
+cgc_status refreshNode(const NodeSite &site);
+cgc_status runNodeEager(const NodeSite &site, CUstream stream);
+bool nodeUsesBinding(const NodeSite &site, const std::string &name);
+
+/// Builds graph state \p state of tree \p tree into \p graph: its nodes in
+/// topological order with their edges (Context.cpp).
+cgc_status buildGraph(cgc_context_s &ctx, uint32_t tree, uint32_t state,
+                      CUgraph graph);
+/// Runs graph state \p state node by node on \p stream (Run.cpp).
+cgc_status runGraphEager(cgc_context_s &ctx, uint32_t tree, uint32_t state,
+                         CUstream stream);
+
+} // namespace rt
+} // namespace cgc
+
+#endif
