@@ -1,12 +1,14 @@
 #!/usr/bin/env python3
-"""cgc vs PyTorch on chain100, gelu_small and gelu_large, on one GPU, one run.
+"""cgc vs PyTorch on the seed workloads and on device-side control flow, one GPU, one run.
 
 Two steps, because the GPU machine has no LLVM (cgc cannot compile there):
 
   CPU machine:  bench/run_bench.py stage --cgc build/tools/cgc --out DIR
       compiles examples/chain100.json with --no-fuse (checks with
-      `cgc --dump-artifact` that the graph has 100 kernel nodes),
-      gelu_small.json and gelu_large.json into DIR.
+      `cgc --dump-artifact` that the graph has 100 kernel nodes), a
+      1000-node chain (graph build time), gelu_small.json, gelu_large.json,
+      branch_1m.json (an `if` on sum(x) > 0) and newton_sqrt.json (a
+      `while` with a data-dependent trip count) into DIR.
   GPU machine:  bench/run_bench.py run --cgc BIN --artifacts DIR [--log FILE]
       cgc: `BIN bench ART --iters N --warmup W --repeats 5` (graph replay and
       eager launches; CUDA events around N back-to-back runs, median of 5
@@ -15,7 +17,11 @@ Two steps, because the GPU machine has no LLVM (cgc cannot compile there):
       torch.cuda.graph replay of the same computation (chain100: 100
       dependent y = y + 1 on 256 floats; gelu: x*0.5*(1+erf(x/1.41421)) on
       random data, plus F.gelu in a graph); a device-to-device copy of
-      gelu_large's bytes as a ceiling. fp32, TF32 off.
+      gelu_large's bytes as a ceiling; branch_1m against `.item()` + a
+      Python branch and against torch.cuda.graph of both arms + torch.where;
+      newton_sqrt against the loop with `.item()` per trip. fp32, TF32 off.
+      `cgc bench` also reports the median time of cgc_context_create (graph
+      build + instantiate + upload).
       Writes the raw log (RESULT lines) to --log (default
       bench/results/<gpu>-<date>.log); bench/make_perf_md.py turns it into
       docs/perf.md.
@@ -28,6 +34,9 @@ WORKLOADS = {  # name: (example, extra cgc flags, iters for cgc / torch eager)
     "chain100": ("chain100.json", ["--no-fuse"], 1000, 200),
     "gelu_small": ("gelu_small.json", [], 2000, 1000),
     "gelu_large": ("gelu_large.json", [], 1000, 500),
+    "chain1000": (None, ["--no-fuse"], 200, 20),
+    "branch_1m": ("branch_1m.json", [], 1000, 200),
+    "newton_sqrt": ("newton_sqrt.json", [], 500, 50),
 }
 
 
@@ -35,6 +44,10 @@ def stage(args):
     os.makedirs(args.out, exist_ok=True)
     for name, (src, flags, _, _) in WORKLOADS.items():
         art = os.path.join(args.out, name + ".cgc")
+        if src is None:  # chain1000: generated, not committed
+            src = os.path.abspath(os.path.join(args.out, name + ".json"))
+            subprocess.run([sys.executable, os.path.join(ROOT, "examples/gen_chain100.py"),
+                            "1000", src], check=True)
         cmd = [args.cgc, os.path.join(ROOT, "examples", src), "-o", art] + flags
         print("+", " ".join(cmd))
         subprocess.run(cmd, check=True)
@@ -48,7 +61,7 @@ def stage(args):
         kernels = int(m.group(2))
         adds = len(re.findall(r"^\s+n\d+ kernel #\d+ add_", dump, re.M))
         print(f"{name}: {m.group(1)} graph nodes, {kernels} kernel nodes ({adds} add kernels)")
-        if name == "chain100" and adds != 100:
+        if name.startswith("chain") and adds != int(name[5:]):
             sys.exit(f"run_bench: chain100 --no-fuse has {adds} add kernel nodes, want 100")
         with open(os.path.join(args.out, name + ".nodes"), "w") as f:
             f.write(str(kernels))
@@ -70,6 +83,53 @@ def time_events(fn, iters, warmup, repeats=5):
         samples.append(s.elapsed_time(e) * 1000.0 / iters)
     samples.sort()
     return samples[len(samples) // 2], samples
+
+
+def control_flow(torch, dev, result, out):
+    """PyTorch's ways of running branch_1m and newton_sqrt (same inputs as
+    `cgc bench`: seeded values in [-2, 2], multiples of 1/8)."""
+    g = torch.Generator(device="cpu").manual_seed(42)
+    x = ((torch.randint(0, 33, (1048576,), generator=g) - 16) / 8.0).to(dev)
+    y = torch.empty_like(x)
+
+    def then_arm(t):
+        return torch.tanh(t) * 2 + 1
+
+    def else_arm(t):
+        return torch.exp(-t * t) - 0.5
+
+    def branch_item():  # the host reads the sum: a sync per run
+        y.copy_(then_arm(x) if x.sum().item() > 0 else else_arm(x))
+
+    def branch_where():  # both arms, every run
+        y.copy_(torch.where(x.sum() > 0, then_arm(x), else_arm(x)))
+    iters = WORKLOADS["branch_1m"][2]
+    out(f"# branch_1m: sum(x) = {x.sum().item():.3f}")
+    result("branch_1m", "torch_item", *time_events(branch_item, iters // 5, 20), iters // 5)
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        for _ in range(3):
+            branch_where()
+    torch.cuda.current_stream().wait_stream(s)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        branch_where()
+    result("branch_1m", "torch_graph_where", *time_events(graph.replay, iters, 50), iters)
+
+    a = ((torch.randint(0, 33, (65536,), generator=g) - 16) / 8.0).to(dev)
+    sq = a.abs() + 0.1
+    trips = [0]
+
+    def newton_item():  # one host read per trip
+        yv, n = sq.clone(), 0
+        while n < 100 and (yv * yv - sq).abs().max().item() > 1e-3:
+            yv = (yv + sq / yv) * 0.5
+            n += 1
+        trips[0] = n
+    iters = WORKLOADS["newton_sqrt"][3]
+    result("newton_sqrt", "torch_item", *time_events(newton_item, iters, 5), iters)
+    out(f"# newton_sqrt: PyTorch ran {trips[0]} trips")
 
 
 def run(args):
@@ -114,11 +174,13 @@ def run(args):
             out(f"ERROR workload={name} impl=cgc rc={r.returncode}")
             continue
         kv = dict(l.split("=", 1) for l in r.stdout.split() if "=" in l)
+        if "context_create_ms" in kv:
+            out(f"RESULT workload={name} impl=cgc_build ms={kv['context_create_ms']} nodes={nodes}")
         for mode in ("graph", "eager"):
             if f"{mode}_us_per_run" in kv:
                 result(name, f"cgc_{mode}", float(kv[f"{mode}_us_per_run"]),
                        [float(x) for x in kv[f"{mode}_us_samples"].split(",")], iters,
-                       nodes if name == "chain100" else None)
+                       nodes if name.startswith("chain") else None)
 
     # ---- PyTorch, same method, same GPU
     dev = torch.device("cuda")
@@ -165,6 +227,7 @@ def run(args):
             nbytes = 2 * src.numel() * src.element_size()
             out(f"# d2d_copy moved {nbytes} bytes (read+write) per iter = {nbytes / us / 1e6:.3f} TB/s")
 
+    control_flow(torch, dev, result, out)
     with open(log_path, "w") as f:
         f.write("\n".join(lines) + "\n")
     print(f"run_bench: wrote {log_path}")

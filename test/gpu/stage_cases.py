@@ -4,7 +4,8 @@
 Gathers the one-op golden cases (test/golden/gen_golden.py), a few cases of
 its own at sizes that are multiples of no vector width (1000, 4097, 65537,
 3x7x13; elementwise, reductions, softmax, layernorm, dropout), every
-examples/*.json and test/codegen/Inputs/all_ops.json. For each case:
+examples/*.json, the control-flow cases of test/gpu/Inputs/*.json and
+test/codegen/Inputs/all_ops.json. For each case:
 
   cgc CASE.json -o DIR/CASE/model.cgc        (compile; on the CPU machine)
   DIR/CASE/in.safetensors                    (golden inputs, or random ones)
@@ -25,6 +26,8 @@ infinities):
   i32/i64/bool: exact
   outputs of dropout: mode "dropout": the zero pattern must match exactly,
        the kept values with the tolerance above.
+examples/dynamic_rows.json is also compiled with --bind-dim B=8,16,64 into
+DIR/multigraph/ with inputs and references per batch size.
 Some cases also get N extra input/reference sets (in.K/ref.K.safetensors) for
 the replay test (20 replays with new inputs, fresh outputs each time).
 
@@ -230,7 +233,33 @@ def own_cases(dir):
     return made
 
 
-REPLAY_CASES = ("own_ew_f32_4097", "own_layernorm_f32_13x1000", "own_softmax_f32_7x4097_ax-1")
+REPLAY_CASES = ("own_ew_f32_4097", "own_layernorm_f32_13x1000", "own_softmax_f32_7x4097_ax-1",
+                # Control flow: new random inputs take both arms of each `if`.
+                "cf_if_sum", "cf_if_input", "cf_if_compare")
+
+# examples/dynamic_rows.json compiled into one graph per batch size; the GPU
+# test StagedCases.MultiGraphAnyOrder runs them in mixed order.
+MULTIGRAPH_SIZES = (8, 16, 64)
+
+
+def stage_multigraph(args):
+    cdir = os.path.join(args.out, "multigraph")
+    os.makedirs(cdir, exist_ok=True)
+    src = os.path.join(ROOT, "examples/dynamic_rows.json")
+    bind = "B=" + ",".join(map(str, MULTIGRAPH_SIZES))
+    rc, msg = run([args.cgc, src, "--bind-dim", bind, "-o", os.path.join(cdir, "model.cgc")])
+    if rc != 0:
+        return "cgc --bind-dim: " + msg[-600:]
+    g = load(src)
+    rng = np.random.default_rng(7)
+    for b in MULTIGRAPH_SIZES:
+        inp = os.path.join(cdir, f"in.B{b}.safetensors")
+        write_safetensors(inp, random_inputs(g, rng, {"B": b}))
+        rc, msg = run([args.cgc_opt, src, "--interpret", "--inputs", inp, "--outputs",
+                       os.path.join(cdir, f"ref.B{b}.safetensors"), "--overwrite"])
+        if rc != 0:
+            return "cgc-opt --interpret: " + msg[-600:]
+    return None
 
 
 # ------------------------------------------------------------------ main --
@@ -320,6 +349,10 @@ def main():
     for f in sorted(os.listdir(os.path.join(ROOT, "examples"))):
         if f.endswith(".json"):
             todo.append(("example_" + f[:-5], os.path.join(ROOT, "examples", f), None))
+    cases_dir = os.path.join(ROOT, "test/gpu/Inputs")
+    for f in sorted(os.listdir(cases_dir)):
+        if f.endswith(".json"):
+            todo.append((f[:-5], os.path.join(cases_dir, f), None))
     todo.append(("all_ops", os.path.join(ROOT, "test/codegen/Inputs/all_ops.json"), None))
     todo.append(("example_chain100_nofuse", os.path.join(ROOT, "examples/chain100.json"), None))
     # gelu_large's input and reference alone are 39 MB: too big to carry to
@@ -329,6 +362,10 @@ def main():
     with ThreadPoolExecutor(args.jobs) as ex:
         results = list(ex.map(lambda t: stage_one(args, *t), todo))
     cases = [r[2] for r in results if r[0] == "ok"]
+    if not args.filter or args.filter in "multigraph":
+        problem = stage_multigraph(args)
+        if problem:
+            results.append(("failure", "multigraph", problem))
     unsupported = [{"name": r[1], "reason": r[2]} for r in results if r[0] == "unsupported"]
     failures = [{"name": r[1], "error": r[2]} for r in results if r[0] == "failure"]
     with open(os.path.join(args.out, "cases.json"), "w") as f:
