@@ -1,6 +1,8 @@
 //===- FuseElementwise.cpp - Group elementwise ops into fusion nodes ---------===//
 //
-// Algorithm: walk the top-level nodes in order. An elementwise node (family
+// Algorithm: the regions of `if` and `while` (graphs of their own at run
+// time) are fused first, innermost first, then the graph itself; within a
+// graph, walk the nodes in order. An elementwise node (family
 // Elementwise in Ops.def) starts a group or joins the groups of its
 // elementwise producers: all of them when merging keeps the contracted graph
 // acyclic (no node outside the merged set is both reachable from it and
@@ -11,7 +13,7 @@
 // `fusion` node whose body holds copies of the original ops (same names,
 // attributes and locations); results used outside the group or returned
 // become fusion results; a group with no such value is dead and left as it
-// is (for dce). The top-level order is then rebuilt by a stable
+// is (for dce). Each graph's order is then rebuilt by a stable
 // topological sort.
 // Requires: a verified graph with static shapes on the fused values, whose
 // existing fusion nodes (written by hand or by an earlier run) hold only
@@ -65,9 +67,16 @@ public:
   llvm::StringRef summary() const override {
     return "group chains and DAGs of elementwise ops into fusion nodes";
   }
-  bool run(Graph &graph, PassContext &) override;
+  bool run(Graph &graph, PassContext &ctx) override {
+    nextId = 0;
+    return fuseNested(graph, ctx);
+  }
 
 private:
+  /// Fuses the regions of control-flow nodes first (each runs as a graph
+  /// of its own), then \p graph itself.
+  bool fuseNested(Graph &graph, PassContext &ctx);
+  bool fuseGraph(Graph &graph, PassContext &ctx);
   bool canMerge(Graph &graph, const NodeSet &merged) const;
   Node *buildFusion(Graph &graph, const NodeSet &members, unsigned id,
                     GraphBuilder &builder);
@@ -76,6 +85,7 @@ private:
   llvm::DenseMap<Node *, unsigned> groupOf;
   std::vector<NodeSet> groups;
   llvm::DenseMap<Node *, unsigned> position;
+  unsigned nextId = 0; ///< Fusion names are unique across nesting.
 };
 } // namespace
 
@@ -106,7 +116,16 @@ bool FuseElementwisePass::canMerge(Graph &graph, const NodeSet &merged) const {
   return true;
 }
 
-bool FuseElementwisePass::run(Graph &graph, PassContext &ctx) {
+bool FuseElementwisePass::fuseNested(Graph &graph, PassContext &ctx) {
+  for (const auto &node : graph.nodes())
+    if (node->info().has(ControlFlow))
+      for (unsigned r = 0; r < node->numRegions(); ++r)
+        if (!fuseNested(node->region(r), ctx))
+          return false;
+  return fuseGraph(graph, ctx);
+}
+
+bool FuseElementwisePass::fuseGraph(Graph &graph, PassContext &ctx) {
   groupOf.clear();
   groups.clear();
   position.clear();
@@ -149,7 +168,6 @@ bool FuseElementwisePass::run(Graph &graph, PassContext &ctx) {
     for (Node *m : ordered)
       groupOf[m] = target;
   }
-  unsigned id = 0;
   std::vector<NodeSet> fused;
   for (const NodeSet &g : groups)
     if (g.size() >= 2 && llvm::any_of(g, [&](Node *m) {
@@ -158,7 +176,7 @@ bool FuseElementwisePass::run(Graph &graph, PassContext &ctx) {
       fused.push_back(g); // A dead group is left to dce.
   GraphBuilder builder(graph, ctx.diag);
   for (const NodeSet &g : fused)
-    if (!buildFusion(graph, g, id++, builder))
+    if (!buildFusion(graph, g, nextId++, builder))
       return false;
   sortNodes(graph);
   return true;
