@@ -5,7 +5,8 @@
 // runs bodies[0] while it is. Setter kernels, which read the predicate
 // that the program computed, set the handle: before the node, and for a
 // WHILE again at the end of its body. The handle is created on the graph
-// that holds the node and reset to 0 at every launch. Eager runs read the
+// that holds the node, before any node of that graph is added (its setter
+// kernels take the handle as an argument), and reset to 0 at every launch. Eager runs read the
 // predicate on the host instead (a stream synchronization per decision:
 // for debugging and comparison only) and enforce the trip bound there.
 //
@@ -25,14 +26,19 @@ static CUgraphConditionalNodeType nodeType(NodeDesc::Condition c) {
   return CU_GRAPH_COND_TYPE_IF;
 }
 
+cgc_status createConditionalHandle(const NodeSite &site) {
+  CGC_CHECK_CU(site.drv(), cuGraphConditionalHandleCreate(
+                               &site.tree.handles[site.desc().handle],
+                               site.graph.graph, site.ctx.engine->cuContext,
+                               0, CU_GRAPH_COND_ASSIGN_DEFAULT));
+  return CGC_OK;
+}
+
 cgc_status addConditionalNode(const NodeSite &site, const Deps &deps) {
   const NodeDesc &nd = site.desc();
   const Driver &drv = site.drv();
   CUcontext cuContext = site.ctx.engine->cuContext;
-  CUgraphConditionalHandle &handle = site.tree.handles[nd.handle];
-  CGC_CHECK_CU(drv, cuGraphConditionalHandleCreate(
-                        &handle, site.graph.graph, cuContext, 0,
-                        CU_GRAPH_COND_ASSIGN_DEFAULT));
+  CUgraphConditionalHandle handle = site.tree.handles[nd.handle];
   CUgraphNodeParams p{};
   p.type = CU_GRAPH_NODE_TYPE_CONDITIONAL;
   p.conditional.handle = handle;

@@ -168,6 +168,10 @@ cgc_status buildGraph(cgc_context_s &ctx, uint32_t tree, uint32_t state,
   std::vector<std::vector<uint32_t>> inEdges;
   gs.order = topoOrder(gd, inEdges);
   gs.nodes.resize(gd.nodes.size());
+  for (uint32_t v = 0; v < gd.nodes.size(); ++v)
+    if (gd.nodes[v].kind == NodeDesc::Kind::Conditional)
+      if (cgc_status s = createConditionalHandle({ctx, gs, ctx.trees[tree], v}))
+        return s;
   Deps deps;
   for (uint32_t v : gs.order) {
     deps.clear();

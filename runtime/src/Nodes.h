@@ -49,6 +49,9 @@ cgc_status refreshMemcpyNode(const NodeSite &site);
 cgc_status runMemcpyNodeEager(const NodeSite &site, CUstream stream);
 bool memcpyNodeUsesBinding(const NodeSite &site, const std::string &name);
 
+/// Creates the node's handle in its graph; buildGraph calls it for every
+/// conditional node before adding any node (setters take the handle).
+cgc_status createConditionalHandle(const NodeSite &site);
 cgc_status addConditionalNode(const NodeSite &site, const Deps &deps);
 cgc_status refreshConditionalNode(const NodeSite &site);
 cgc_status runConditionalNodeEager(const NodeSite &site, CUstream stream);
