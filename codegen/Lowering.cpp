@@ -84,39 +84,24 @@ static std::string sanitize(llvm::StringRef text) {
   return out;
 }
 
-/// Chooses the emitter; false when codegen does not handle the op.
+/// Chooses the emitter by op family; false when codegen does not handle
+/// the family yet (a located error follows).
 static bool emitKernel(const Node &node, Kernel &kernel) {
-  const OpInfo &info = node.info();
-  switch (node.getOp()) {
-  case OpKind::Fusion: case OpKind::Fill: case OpKind::Iota:
-  case OpKind::Constant:
+  switch (node.info().family) {
+  case Elementwise: case Source: case Fused:
     emitPointwise(node, kernel);
     return true;
-  case OpKind::Dropout: emitDropout(node, kernel); return true;
-  case OpKind::Sum: case OpKind::Mean: case OpKind::Max: case OpKind::Min:
-  case OpKind::ArgMax: case OpKind::CumSum:
-    emitReduction(node, kernel);
-    return true;
-  case OpKind::Softmax: case OpKind::LogSoftmax: case OpKind::LayerNorm:
-    emitNormalization(node, kernel);
-    return true;
-  case OpKind::MseLoss: case OpKind::CrossEntropy:
-    emitLoss(node, kernel);
-    return true;
-  default:
-    break;
+  case Random: emitDropout(node, kernel); return true;
+  case Reduction: case Scan: emitReduction(node, kernel); return true;
+  case Normalization: emitNormalization(node, kernel); return true;
+  case Loss: emitLoss(node, kernel); return true;
+  case Movement: emitMovement(node, kernel); return true;
+  case MatMul: case SyncPoint: return false;
+  case ControlFlow:
+    llvm_unreachable("if and while lower to conditional steps, not kernels");
   }
-  if (info.has(Elementwise)) {
-    emitPointwise(node, kernel);
-    return true;
-  }
-  if (info.has(Movement) || node.getOp() == OpKind::OneHot) {
-    emitMovement(node, kernel);
-    return true;
-  }
-  return false;
+  llvm_unreachable("an OpFamily value");
 }
-
 
 static void noteDTypes(const Node &node, Program &program) {
   auto note = [&](const Value *v) {
