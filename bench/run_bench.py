@@ -85,6 +85,20 @@ def time_events(fn, iters, warmup, repeats=5):
     return samples[len(samples) // 2], samples
 
 
+def capture(torch, fn):
+    """torch.cuda.graph of fn after three warm-up calls on a side stream."""
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        for _ in range(3):
+            fn()
+    torch.cuda.current_stream().wait_stream(s)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        fn()
+    return g
+
+
 def control_flow(torch, dev, result, out):
     """PyTorch's ways of running branch_1m and newton_sqrt (same inputs as
     `cgc bench`: seeded values in [-2, 2], multiples of 1/8)."""
@@ -106,15 +120,7 @@ def control_flow(torch, dev, result, out):
     iters = WORKLOADS["branch_1m"][2]
     out(f"# branch_1m: sum(x) = {x.sum().item():.3f}")
     result("branch_1m", "torch_item", *time_events(branch_item, iters // 5, 20), iters // 5)
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        for _ in range(3):
-            branch_where()
-    torch.cuda.current_stream().wait_stream(s)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        branch_where()
+    graph = capture(torch, branch_where)
     result("branch_1m", "torch_graph_where", *time_events(graph.replay, iters, 50), iters)
 
     a = ((torch.randint(0, 33, (65536,), generator=g) - 16) / 8.0).to(dev)
@@ -188,15 +194,7 @@ def run(args):
 
     def torch_pair(name, fn, iters_graph, iters_eager, nodes=None, label="torch"):
         result(name, f"{label}_eager", *time_events(fn, iters_eager, 20), iters_eager, nodes)
-        s = torch.cuda.Stream()
-        s.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(s):
-            for _ in range(3):
-                fn()
-        torch.cuda.current_stream().wait_stream(s)
-        g = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(g):
-            fn()
+        g = capture(torch, fn)
         result(name, f"{label}_graph", *time_events(g.replay, iters_graph, 50), iters_graph, nodes)
 
     x = torch.randn(256, device=dev)
