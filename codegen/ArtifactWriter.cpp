@@ -76,16 +76,9 @@ fmt::TensorDesc ManifestBuilder::tensorDesc(const std::string &name,
   const DimTable &table = model.dims();
   uint64_t numel = 1;
   for (Dim d : v->getType().dims) {
-    int64_t extent = table.upperBound(d);
-    std::string dim;
-    if (!d.isStatic()) {
-      dim = table.get(d.symbolIndex()).name;
-      auto bound = options.bindDims.find(dim);
-      if (bound != options.bindDims.end())
-        extent = *std::max_element(bound->second.begin(), bound->second.end());
-    }
+    int64_t extent = largestExtent(d, table, options);
     t.shape.push_back(extent);
-    t.shapeDims.push_back(dim);
+    t.shapeDims.push_back(d.isStatic() ? "" : table.get(d.symbolIndex()).name);
     numel *= uint64_t(std::max<int64_t>(extent, 0));
   }
   t.region = regionOf(s);

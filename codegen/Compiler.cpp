@@ -70,20 +70,22 @@ static bool checkBindings(const Graph &model, const CompileOptions &options,
   return true;
 }
 
-/// Bytes of \p type with every bound dim at its largest bound value and
-/// every other symbolic dim at its upper bound.
+int64_t cgc::largestExtent(Dim d, const DimTable &table,
+                           const CompileOptions &options) {
+  if (d.isStatic())
+    return d.extent();
+  auto bound = options.bindDims.find(table.get(d.symbolIndex()).name);
+  if (bound == options.bindDims.end())
+    return table.upperBound(d);
+  return *std::max_element(bound->second.begin(), bound->second.end());
+}
+
+/// Bytes of \p type at its largest extents.
 static uint64_t slotBytes(const TensorType &type, const DimTable &table,
                           const CompileOptions &options) {
   uint64_t n = 1;
-  for (Dim d : type.dims) {
-    int64_t extent = table.upperBound(d);
-    if (!d.isStatic()) {
-      auto bound = options.bindDims.find(table.get(d.symbolIndex()).name);
-      if (bound != options.bindDims.end())
-        extent = *std::max_element(bound->second.begin(), bound->second.end());
-    }
-    n *= uint64_t(std::max<int64_t>(extent, 0));
-  }
+  for (Dim d : type.dims)
+    n *= uint64_t(std::max<int64_t>(largestExtent(d, table, options), 0));
   return n * dtypeSize(type.dtype);
 }
 

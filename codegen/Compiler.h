@@ -57,6 +57,11 @@ struct CompileResult {
   double compileMs = 0;
 };
 
+/// The largest extent axis \p d takes in any graph of the artifact: a
+/// bound dim's largest value, else the dim's upper bound.
+int64_t largestExtent(Dim d, const DimTable &table,
+                      const CompileOptions &options);
+
 /// Runs the default pass pipeline on \p graph; the memory plan is left in
 /// \p ctx.
 bool runDefaultPipeline(Graph &graph, const CompileOptions &options,

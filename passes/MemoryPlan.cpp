@@ -123,7 +123,7 @@ private:
   bool claimInto(const Graph &region, Value *v, unsigned buffer);
   void planIf(Node &n);
   unsigned carriedSlot(Node &n, unsigned k);
-  bool bodyMayWriteSlot(const Graph &body, unsigned k, const Value *v) const;
+  bool bodyMayWriteSlot(const Graph &body, unsigned k, Value *v) const;
   void planWhile(Node &n);
   void resolveCopies();
   void place();
@@ -335,10 +335,10 @@ unsigned Planner::carriedSlot(Node &n, unsigned k) {
 /// Whether the body may compute \p v, its next value of slot \p k, straight
 /// into the slot: nothing reads the old value after \p v is computed.
 bool Planner::bodyMayWriteSlot(const Graph &body, unsigned k,
-                               const Value *v) const {
+                               Value *v) const {
   const Node *def = v->getDef();
   const Value *old = body.inputs()[k].value;
-  if (!def || def->getParent() != &body || claimed.count(const_cast<Value *>(v)) ||
+  if (!def || def->getParent() != &body || claimed.count(v) ||
       isConstantData(*def) || def->getOp() == OpKind::Reshape)
     return false;
   for (unsigned j = 0; j < body.outputs.size(); ++j)

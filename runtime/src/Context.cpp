@@ -203,6 +203,11 @@ cgc_status createContext(std::unique_ptr<cgc_context_s> &ctx, void *arena,
       v.strides.assign(t.shape.size(), 1);
       for (size_t a = t.shape.size(); a-- > 1;)
         v.strides[a - 1] = v.strides[a] * t.shape[a];
+      v.dimOfAxis.assign(t.shape.size(), -1);
+      for (size_t a = 0; a < t.shapeDims.size(); ++a)
+        for (size_t d = 0; d < m.dims.size(); ++d)
+          if (t.shapeDims[a] == m.dims[d].name)
+            v.dimOfAxis[a] = int32_t(d);
       ctx->views.push_back(std::move(v));
     }
   for (const auto &d : m.dims)

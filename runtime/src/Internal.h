@@ -96,6 +96,9 @@ struct TensorView {
   const format::TensorDesc *desc = nullptr;
   CUdeviceptr bound = 0; ///< Caller pointer, or 0 for the arena slice.
   std::vector<int64_t> shape, strides;
+  /// Per axis: the manifest dim it follows, or -1 (resolved at creation so
+  /// runs compare no names).
+  std::vector<int32_t> dimOfAxis;
 };
 
 } // namespace rt

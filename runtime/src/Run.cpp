@@ -68,11 +68,8 @@ cgc_status prepareRun(cgc_context ctx, size_t index, const int64_t *dims,
     ctx->dims = ctx->scratchDims;
     for (TensorView &view : ctx->views)
       for (size_t a = 0; a < view.shape.size(); ++a) {
-        const auto &sd = view.desc->shapeDims;
-        view.shape[a] = view.desc->shape[a];
-        for (size_t d = 0; a < sd.size() && d < dimDescs.size(); ++d)
-          if (sd[a] == dimDescs[d].name)
-            view.shape[a] = ctx->dims[d];
+        int32_t d = view.dimOfAxis[a];
+        view.shape[a] = d < 0 ? view.desc->shape[a] : ctx->dims[size_t(d)];
       }
   }
   return CGC_OK;
