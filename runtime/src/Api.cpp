@@ -35,6 +35,18 @@ cgc_status failDriver(const Driver &drv, const char *api, CUresult r) {
   return fail(s, drv.errorText(name.c_str(), r));
 }
 
+cgc_status failCublasLt(const CublasLt &lt, const std::string &what,
+                        const char *api, cublasStatus_t s) {
+  cgc_status status = CGC_ERROR_DRIVER;
+  if (s == CUBLAS_STATUS_ALLOC_FAILED)
+    status = CGC_ERROR_OUT_OF_MEMORY;
+  else if (s == CUBLAS_STATUS_NOT_SUPPORTED || s == CUBLAS_STATUS_ARCH_MISMATCH)
+    status = CGC_ERROR_UNSUPPORTED;
+  std::string name(api);
+  name = name.substr(0, name.find('('));
+  return fail(status, what + ": " + lt.errorText(name.c_str(), s));
+}
+
 cgc_status requireDriver(const Driver *&drv) {
   std::string reason;
   drv = getDriver(reason);

@@ -1,10 +1,11 @@
 //===- Context.cpp - Execution contexts: arena, graphs, replay -----------===//
 //
 // A context owns an arena and one instantiated CUDA graph per top-level
-// manifest graph, built node by node with the manifest's edges (no stream
-// capture, no empty nodes; each kind is added by its file, see Nodes.h),
-// conditional bodies built into the body graphs their nodes own, then
-// instantiated and uploaded once. Replay, eager launch and rebinding are in
+// manifest graph, built node by node with the manifest's edges (no empty
+// nodes, no stream capture except of the one cuBLASLt call of a product
+// node; each kind is added by its file, see Nodes.h), conditional bodies
+// built into the body graphs their nodes own, then instantiated and
+// uploaded once. Replay, eager launch and rebinding are in
 // Run.cpp.
 //
 //===----------------------------------------------------------------------===//
@@ -26,6 +27,7 @@ using cgc::format::Region;
 cgc_context_s::~cgc_context_s() {
   if (!engine)
     return;
+  --engine->contexts;
   const Driver &drv = *engine->drv;
   engine->makeCurrent();
   for (size_t t = 0; t < trees.size(); ++t) {
@@ -34,6 +36,11 @@ cgc_context_s::~cgc_context_s() {
     if (graphs[t].graph) // Bodies belong to their conditional nodes.
       drv.cuGraphDestroy(graphs[t].graph);
   }
+  for (cublasLtMatmulDesc_t desc : productDescs)
+    if (desc)
+      engine->lt->cublasLtMatmulDescDestroy(desc);
+  if (captureStream)
+    drv.cuStreamDestroy(captureStream);
   if (ownsArena && arena)
     drv.cuMemFree(arena);
 }
@@ -227,6 +234,8 @@ cgc_status createContext(std::unique_ptr<cgc_context_s> &ctx, void *arena,
     ctx->ownsArena = true;
     CGC_CHECK_CU(*e.drv, cuMemsetD8(ctx->arena, 0, m.arenaSize));
   }
+  if (cgc_status s = createProductDescs(*ctx))
+    return s;
   assignTrees(*ctx);
   for (uint32_t g = 0; g < m.graphs.size(); ++g)
     if (cgc_status s = buildTree(*ctx, g))
@@ -247,6 +256,7 @@ cgc_status cgc_context_create(cgc_engine engine, void *caller_arena,
   try {
     auto c = std::make_unique<cgc_context_s>();
     c->engine = engine;
+    ++engine->contexts; // Until ~cgc_context_s, also on failure.
     if (cgc_status s = createContext(c, caller_arena, arena_bytes))
       return s;
     *ctx = c.release();

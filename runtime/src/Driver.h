@@ -53,6 +53,7 @@ namespace rt {
   X(cuGraphAddMemcpyNode)                                                      \
   X(cuGraphAddDependencies)                                                    \
   X(cuGraphAddNode)                                                            \
+  X(cuGraphAddChildGraphNode)                                                  \
   X(cuGraphConditionalHandleCreate)                                            \
   X(cuGraphInstantiateWithFlags)                                               \
   X(cuGraphUpload)                                                             \
@@ -61,9 +62,12 @@ namespace rt {
   X(cuGraphExecKernelNodeSetParams)                                            \
   X(cuGraphExecMemsetNodeSetParams)                                            \
   X(cuGraphExecMemcpyNodeSetParams)                                            \
+  X(cuGraphExecChildGraphNodeSetParams)                                        \
   X(cuStreamCreate)                                                            \
   X(cuStreamDestroy)                                                           \
   X(cuStreamSynchronize)                                                       \
+  X(cuStreamBeginCapture)                                                      \
+  X(cuStreamEndCapture)                                                        \
   X(cuEventCreate)                                                             \
   X(cuEventDestroy)                                                            \
   X(cuEventRecord)                                                             \

@@ -1,8 +1,10 @@
 //===- Engine.cpp - Loading artifacts: code, weights, state --------------===//
 //
 // cgc_engine_load_*: validate the artifact, pick the device code (sm cubin,
-// else PTX through the driver JIT), resolve kernels, allocate the persistent
-// region and upload initial state. Also engine introspection and state I/O.
+// else PTX through the driver JIT), resolve kernels, plan the matrix
+// products (ProductPlans.cpp: cuBLASLt, only if there are any), allocate the
+// persistent region and upload initial state. Also engine introspection and
+// state I/O.
 //
 //===----------------------------------------------------------------------===//
 #include "Internal.h"
@@ -21,6 +23,7 @@ cgc_engine_s::~cgc_engine_s() {
   if (!drv || !cuContext)
     return;
   makeCurrent();
+  releaseProducts(*this);
   if (persistent)
     drv->cuMemFree(persistent);
   if (library)
@@ -163,6 +166,8 @@ cgc_status loadEngine(std::unique_ptr<cgc_engine_s> &e, const uint8_t *data,
   if (cgc_status s = e->makeCurrent())
     return s;
   if (cgc_status s = loadCode(*e))
+    return s;
+  if (cgc_status s = planProducts(*e))
     return s;
   return uploadState(*e);
 }

@@ -8,9 +8,11 @@
 #define CGC_RUNTIME_INTERNAL_H
 
 #include "format/ArtifactFormat.h"
+#include "CublasLt.h"
 #include "Driver.h"
 #include "cgc/cgc_runtime.h"
 
+#include <atomic>
 #include <string>
 #include <vector>
 
@@ -23,6 +25,9 @@ cgc_status fail(cgc_status status, const std::string &message);
 cgc_status failDriver(const Driver &drv, const char *api, CUresult r);
 /// Loads the driver or fails with CGC_ERROR_NO_DEVICE.
 cgc_status requireDriver(const Driver *&drv);
+/// Maps a cuBLASLt failure to a status; \p what names the product.
+cgc_status failCublasLt(const CublasLt &lt, const std::string &what,
+                        const char *api, cublasStatus_t s);
 int32_t dtypeCode(const std::string &dtype);
 
 #define CGC_CHECK_CU(drv, call)                                                \
@@ -31,6 +36,41 @@ int32_t dtypeCode(const std::string &dtype);
     if (cgcR != CUDA_SUCCESS)                                                  \
       return ::cgc::rt::failDriver((drv), #call, cgcR);                        \
   } while (0)
+
+#define CGC_CHECK_LT(lt, what, call)                                           \
+  do {                                                                         \
+    cublasStatus_t cgcS = (lt).call;                                           \
+    if (cgcS != CUBLAS_STATUS_SUCCESS)                                         \
+      return ::cgc::rt::failCublasLt((lt), (what), #call, cgcS);               \
+  } while (0)
+
+/// One matrix product as planned at engine load: its cuBLASLt descriptors
+/// and the algorithm every context of the engine captures.
+struct ProductPlan {
+  /// Bias pointer set to a stand-in address with the alignment the real one
+  /// is guaranteed (heuristics and checks read only its alignment); each
+  /// context runs with a copy that holds its real bias address.
+  cublasLtMatmulDesc_t desc = nullptr;
+  cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr, d = nullptr;
+  cublasLtMatmulPreference_t preference = nullptr;
+  cublasLtMatmulAlgo_t algo{};
+  size_t workspaceUsed = 0; ///< What the algorithm needs (<= the reserve).
+  bool pinned = false;      ///< Set by cgc_engine_pin_product_algorithm.
+};
+
+// Matrix products at engine load (ProductPlans.cpp; the C API in
+// ProductApi.cpp).
+/// Loads cuBLASLt and plans every product of the artifact; does nothing
+/// (and loads nothing) for an artifact without products.
+cgc_status planProducts(cgc_engine_s &e);
+/// Destroys the plans and the cuBLASLt handle.
+void releaseProducts(cgc_engine_s &e);
+/// Creates product \p index's matmul descriptor with bias address \p bias.
+/// \p desc is set as soon as it exists, so its owner destroys it on failure.
+cgc_status createMatmulDesc(const cgc_engine_s &e, size_t index,
+                            CUdeviceptr bias, cublasLtMatmulDesc_t &desc);
+/// "product 2 (node 'mm1', f16 m=64 n=32 k=128 ...)", for messages.
+std::string productLabel(const cgc_engine_s &e, size_t index);
 
 } // namespace rt
 } // namespace cgc
@@ -46,6 +86,13 @@ struct cgc_engine_s {
   CUdeviceptr persistent = 0;
   /// Programmatic dependent launch needs compute capability 9.0 or newer.
   bool programmaticEdges = false;
+  /// Matrix products (ProductPlans.cpp): set only if the artifact has some.
+  const cgc::rt::CublasLt *lt = nullptr;
+  cublasLtHandle_t ltHandle = nullptr;
+  std::vector<cgc::rt::ProductPlan> products;
+  /// Contexts alive on this engine (pinning an algorithm refuses while any
+  /// exists, since they captured the old one).
+  std::atomic<size_t> contexts{0};
 
   ~cgc_engine_s();
   /// Makes the engine's primary context current on this thread.
@@ -113,6 +160,10 @@ struct cgc_context_s {
   std::vector<cgc::rt::TensorView> views;  ///< Inputs, then outputs.
   std::vector<int64_t> dims;               ///< Dims of the last run.
   std::vector<int64_t> scratchDims;        ///< Preallocated for cgc_run.
+  /// Per manifest product: this context's matmul descriptor (its own bias
+  /// address); and the stream product calls are captured on, made lazily.
+  std::vector<cublasLtMatmulDesc_t> productDescs;
+  CUstream captureStream = nullptr;
 
   ~cgc_context_s();
   cgc::rt::TensorView *findView(const char *name);

@@ -5,7 +5,7 @@ namespace cgc {
 namespace rt {
 
 using Kind = format::NodeDesc::Kind;
-static_assert(format::NodeDesc::NumKinds == 4,
+static_assert(format::NodeDesc::NumKinds == 5,
               "a new node kind needs its handlers here and a file of its own");
 
 cgc_status addNode(const NodeSite &site, const Deps &deps) {
@@ -14,6 +14,7 @@ cgc_status addNode(const NodeSite &site, const Deps &deps) {
   case Kind::Memset: return addMemsetNode(site, deps);
   case Kind::Memcpy: return addMemcpyNode(site, deps);
   case Kind::Conditional: return addConditionalNode(site, deps);
+  case Kind::Product: return addProductNode(site, deps);
   }
   return fail(CGC_ERROR_INVALID_ARTIFACT, "unknown node kind");
 }
@@ -24,6 +25,7 @@ cgc_status refreshNode(const NodeSite &site) {
   case Kind::Memset: return refreshMemsetNode(site);
   case Kind::Memcpy: return refreshMemcpyNode(site);
   case Kind::Conditional: return refreshConditionalNode(site);
+  case Kind::Product: return refreshProductNode(site);
   }
   return fail(CGC_ERROR_INVALID_ARTIFACT, "unknown node kind");
 }
@@ -34,6 +36,7 @@ cgc_status runNodeEager(const NodeSite &site, CUstream stream) {
   case Kind::Memset: return runMemsetNodeEager(site, stream);
   case Kind::Memcpy: return runMemcpyNodeEager(site, stream);
   case Kind::Conditional: return runConditionalNodeEager(site, stream);
+  case Kind::Product: return runProductNodeEager(site, stream);
   }
   return fail(CGC_ERROR_INVALID_ARTIFACT, "unknown node kind");
 }
@@ -44,6 +47,7 @@ bool nodeUsesBinding(const NodeSite &site, const std::string &name) {
   case Kind::Memset: return memsetNodeUsesBinding(site, name);
   case Kind::Memcpy: return memcpyNodeUsesBinding(site, name);
   case Kind::Conditional: return conditionalNodeUsesBinding(site, name);
+  case Kind::Product: return productNodeUsesBinding(site, name);
   }
   return false;
 }

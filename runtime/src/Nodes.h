@@ -1,8 +1,8 @@
 //===- Nodes.h - What the runtime does with each node kind ------*- C++ -*-===//
 //
 // Each node kind of the artifact is handled in one file (KernelNode.cpp,
-// MemsetNode.cpp, MemcpyNode.cpp, ConditionalNode.cpp), with four
-// operations:
+// MemsetNode.cpp, MemcpyNode.cpp, ConditionalNode.cpp, ProductNode.cpp),
+// with four operations:
 //   add          create the node in its graph after its dependencies (a
 //                conditional node also builds its bodies);
 //   refresh      push the parameters that depend on caller bindings or dims
@@ -56,6 +56,14 @@ cgc_status addConditionalNode(const NodeSite &site, const Deps &deps);
 cgc_status refreshConditionalNode(const NodeSite &site);
 cgc_status runConditionalNodeEager(const NodeSite &site, CUstream stream);
 bool conditionalNodeUsesBinding(const NodeSite &site, const std::string &name);
+
+/// Creates the context's matmul descriptor of every product (before any
+/// graph is built).
+cgc_status createProductDescs(cgc_context_s &ctx);
+cgc_status addProductNode(const NodeSite &site, const Deps &deps);
+cgc_status refreshProductNode(const NodeSite &site);
+cgc_status runProductNodeEager(const NodeSite &site, CUstream stream);
+bool productNodeUsesBinding(const NodeSite &site, const std::string &name);
 
 // The dispatchers (Nodes.cpp).
 cgc_status addNode(const NodeSite &site, const Deps &deps);

@@ -46,7 +46,8 @@ typedef enum cgc_status {
   CGC_ERROR_INVALID_ARGUMENT = 1,
   CGC_ERROR_NO_DEVICE = 2,       /* no driver, no GPU, or driver too old */
   CGC_ERROR_INVALID_ARTIFACT = 3,/* malformed or corrupt .cgc */
-  CGC_ERROR_UNSUPPORTED = 4,     /* e.g. no device code for this GPU */
+  CGC_ERROR_UNSUPPORTED = 4,     /* e.g. no device code for this GPU, no
+                                    cuBLASLt for an artifact that needs it */
   CGC_ERROR_OUT_OF_MEMORY = 5,
   CGC_ERROR_NOT_FOUND = 6,       /* unknown tensor or graph name */
   CGC_ERROR_DRIVER = 7,          /* a CUDA driver call failed */
@@ -127,6 +128,40 @@ size_t cgc_engine_num_dims(cgc_engine engine);
 cgc_status cgc_engine_dim_info(cgc_engine engine, size_t index,
                                const char **name, int64_t *min, int64_t *max);
 
+/* Matrix products: library calls that cuBLASLt runs. An artifact with
+ * products loads cuBLASLt (libcublasLt.so.13, else libcublasLt.so.12, else
+ * libcublasLt.so) when the engine is loaded, and cgc_engine_load_* fails with
+ * CGC_ERROR_UNSUPPORTED naming the library if it cannot; an artifact without
+ * products never loads it. At load, cuBLASLt's heuristic picks each
+ * product's algorithm on the engine's GPU (load fails, naming the product's
+ * node and shape, if it finds none). Index: 0 .. cgc_engine_num_products()-1.
+ */
+size_t cgc_engine_num_products(cgc_engine engine);
+/* One line: "product I node=NODE dtype=f32|f16|bf16[+tf32] m=M n=N k=K
+ * transA=0|1 transB=0|1 batch=B epilogue=E algo=ID tile=T stages=S splitk=K
+ * reduction=R swizzle=W custom=C workspace=USED/RESERVED heuristic|pinned"
+ * (tile, stages, reduction: cuBLASLt's enum values). Writes at most size
+ * bytes, NUL-terminated; a line that does not fit is written truncated and
+ * the call fails with CGC_ERROR_INVALID_ARGUMENT, the last error giving the
+ * size needed (512 bytes suffice unless the node name is long). */
+cgc_status cgc_engine_describe_product(cgc_engine engine, size_t index,
+                                       char *buffer, size_t size);
+/* Copies the product's algorithm: cuBLASLt's opaque cublasLtMatmulAlgo_t
+ * (64 bytes), meaningful to the same cuBLASLt version on the same GPU. */
+cgc_status cgc_engine_get_product_algorithm(cgc_engine engine, size_t index,
+                                            uint64_t algo[8]);
+/* Makes contexts created afterwards run product `index` with `algo` (from
+ * cgc_engine_get_product_algorithm, maybe of another process). Checked with
+ * cublasLtMatmulAlgoCheck against the product on this GPU, and against the
+ * workspace the artifact reserves: CGC_ERROR_INVALID_ARGUMENT with the
+ * reason if it does not fit. Refused (CGC_ERROR_INVALID_ARGUMENT) while any
+ * context of this engine exists, since those captured the previous one.
+ * The check does not see operand addresses: an algorithm that needs more
+ * alignment than they have fails at cgc_context_create. Must not run
+ * concurrently with other calls on this engine. */
+cgc_status cgc_engine_pin_product_algorithm(cgc_engine engine, size_t index,
+                                            const uint64_t algo[8]);
+
 /* Persistent state (weights, optimizer state, RNG state), by name.
  * bytes must equal the tensor's size. Synchronous. */
 cgc_status cgc_engine_state_read(cgc_engine engine, const char *name,
@@ -152,8 +187,8 @@ void cgc_context_destroy(cgc_context ctx);
  * nodes (`if`, `while`) decide on the device. Asynchronous. */
 cgc_status cgc_run(cgc_context ctx, size_t graph_index, const int64_t *dims,
                    size_t n_dims, void *stream);
-/* Same work, launched node by node with cuLaunchKernel in a topological
- * order (for debugging and benchmarking). Asynchronous, except that each
+/* Same work, launched node by node in a topological order (cuLaunchKernel,
+ * cublasLtMatmul, ...; for debugging and benchmarking). Asynchronous, except that each
  * `if` and `while` decision waits for the stream and reads its predicate on
  * the host. */
 cgc_status cgc_run_eager(cgc_context ctx, size_t graph_index,
@@ -169,7 +204,8 @@ cgc_status cgc_context_output(cgc_context ctx, const char *name,
 
 /* Makes every graph node that reads or writes input/output `name` use the
  * caller's device_ptr instead (kernel, memset and memcpy nodes are updated in
- * place in the instantiated graphs). device_ptr must be 16-byte aligned
+ * place in the instantiated graphs; a matrix product's cuBLASLt call is
+ * captured again at the new address and its child graph updated). device_ptr must be 16-byte aligned
  * (256 recommended) and hold the tensor's full (maximum) size. NULL restores
  * the arena storage. Not to be called while a run of ctx is enqueued on a
  * stream that has not finished with the old pointer (cudaGraphExec semantics:

@@ -10,6 +10,7 @@
 
 #include "cgc/cgc_runtime.h"
 
+#include <array>
 #include <string>
 #include <utility>
 #include <vector>
@@ -58,6 +59,32 @@ public:
   Status selectGraph(const std::vector<int64_t> &dims, size_t &index) const {
     return Status::from(
         cgc_engine_select_graph(handle, dims.data(), dims.size(), &index));
+  }
+  /// Matrix products run by cuBLASLt (see cgc_engine_num_products).
+  size_t numProducts() const { return cgc_engine_num_products(handle); }
+  Status describeProduct(size_t index, std::string &line) const {
+    std::vector<char> buffer(512);
+    while (true) {
+      cgc_status s = cgc_engine_describe_product(handle, index, buffer.data(),
+                                                 buffer.size());
+      if (s != CGC_ERROR_INVALID_ARGUMENT || index >= numProducts() ||
+          buffer.size() >= (size_t(1) << 20)) {
+        if (s == CGC_OK)
+          line = buffer.data();
+        return Status::from(s);
+      }
+      buffer.resize(buffer.size() * 4); // The line did not fit.
+    }
+  }
+  Status productAlgorithm(size_t index, std::array<uint64_t, 8> &algo) const {
+    return Status::from(
+        cgc_engine_get_product_algorithm(handle, index, algo.data()));
+  }
+  /// For contexts created afterwards; refused while any context exists.
+  Status pinProductAlgorithm(size_t index,
+                             const std::array<uint64_t, 8> &algo) {
+    return Status::from(
+        cgc_engine_pin_product_algorithm(handle, index, algo.data()));
   }
   Status stateRead(const std::string &name, void *dst, size_t bytes) const {
     return Status::from(cgc_engine_state_read(handle, name.c_str(), dst, bytes));

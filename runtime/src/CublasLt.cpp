@@ -1,0 +1,84 @@
+//===- CublasLt.cpp - Lazily loaded cuBLASLt -----------------------------===//
+//
+// dlopen cuBLASLt once per process (the first engine with matrix products)
+// and resolve the function table with dlsym. Failures are remembered and
+// reported on every later call.
+//
+//===----------------------------------------------------------------------===//
+#include "CublasLt.h"
+
+#include <dlfcn.h>
+
+#include <mutex>
+
+namespace cgc {
+namespace rt {
+namespace {
+
+/// Tried in order: the cuBLAS of the CUDA the runtime is built with, the
+/// previous major version, then whatever the unversioned name finds.
+constexpr const char *kLibraries[] = {"libcublasLt.so.13",
+                                      "libcublasLt.so.12", "libcublasLt.so"};
+
+CublasLt gLt;
+std::string gReason;
+bool gOk = false;
+
+/// Opens the first library that loads; on failure explains the first one.
+void *openLibrary() {
+  std::string first, others;
+  for (const char *name : kLibraries) {
+    if (void *lib = dlopen(name, RTLD_NOW | RTLD_LOCAL)) {
+      gLt.library = name;
+      return lib;
+    }
+    const char *e = dlerror();
+    if (first.empty())
+      first = std::string(name) + " could not be loaded: " +
+              (e ? e : "unknown error");
+    else
+      others += std::string(others.empty() ? "" : ", ") + name;
+  }
+  gReason = first + " (nor could " + others + ")";
+  return nullptr;
+}
+
+void load() {
+  void *lib = openLibrary();
+  if (!lib)
+    return;
+#define CGC_CUBLASLT_RESOLVE(name)                                             \
+  gLt.name = reinterpret_cast<decltype(gLt.name)>(dlsym(lib, #name));          \
+  if (!gLt.name) {                                                             \
+    gReason = std::string(gLt.library) + " lacks " #name;                      \
+    return;                                                                    \
+  }
+  CGC_CUBLASLT_FUNCS(CGC_CUBLASLT_RESOLVE)
+#undef CGC_CUBLASLT_RESOLVE
+  gOk = true;
+}
+
+} // namespace
+
+std::string CublasLt::errorText(const char *api, cublasStatus_t s) const {
+  const char *name = cublasLtGetStatusName ? cublasLtGetStatusName(s) : nullptr;
+  const char *text =
+      cublasLtGetStatusString ? cublasLtGetStatusString(s) : nullptr;
+  std::string out = std::string(api) + " failed: ";
+  out += name ? name : ("cublasStatus_t " + std::to_string(int(s)));
+  if (text)
+    out += std::string(" (") + text + ")";
+  return out;
+}
+
+const CublasLt *getCublasLt(std::string &reason) {
+  static std::once_flag once;
+  std::call_once(once, load);
+  if (gOk)
+    return &gLt;
+  reason = gReason;
+  return nullptr;
+}
+
+} // namespace rt
+} // namespace cgc
