@@ -4,6 +4,8 @@
 // output path), then loads the engine, copies inputs in (zero-padded to the
 // static shapes), replays one graph and writes the real-shaped outputs.
 // `bench` times back-to-back replays with CUDA events, graph vs eager.
+// `--print-algorithms` prints the cuBLASLt algorithm of each matrix product
+// once the engine is loaded (to stderr for `bench`, whose stdout is parsed).
 //
 //===----------------------------------------------------------------------===//
 #include "RunCommands.h"
@@ -40,7 +42,7 @@ int runtimeError(cgc_status s) {
 
 struct Options {
   std::string model, inputs, outputs, graph;
-  bool overwrite = false, eager = false;
+  bool overwrite = false, eager = false, printAlgorithms = false;
   int device = 0;
   long iters = 1000, warmup = 100, repeats = 5;
 };
@@ -76,6 +78,8 @@ bool parseOptions(int argc, char **argv, bool bench, Options &o) {
       o.overwrite = true;
     } else if (!bench && a == "--eager") {
       o.eager = true;
+    } else if (a == "--print-algorithms") {
+      o.printAlgorithms = true;
     } else if (a == "--graph") {
       if (!(v = value("name or index")))
         return false;
@@ -210,6 +214,26 @@ bool loadArtifact(const Options &o, Artifact &a, size_t &graph) {
   return selectGraph(a, o.graph, graph);
 }
 
+/// One line per matrix product (cgc_engine_describe_product) on \p out.
+cgc_status printAlgorithms(cgc_engine engine, FILE *out) {
+  size_t n = cgc_engine_num_products(engine);
+  if (n == 0)
+    std::fprintf(out, "no matrix products\n");
+  for (size_t i = 0; i < n; ++i) {
+    std::vector<char> line(512);
+    cgc_status st = cgc_engine_describe_product(engine, i, line.data(),
+                                                line.size());
+    if (st == CGC_ERROR_INVALID_ARGUMENT) { // Too long: a long node name.
+      line.resize(1 << 16);
+      st = cgc_engine_describe_product(engine, i, line.data(), line.size());
+    }
+    if (st)
+      return st;
+    std::fprintf(out, "%s\n", line.data());
+  }
+  return CGC_OK;
+}
+
 struct Session {
   cgc_engine engine = nullptr;
   cgc_context ctx = nullptr;
@@ -217,10 +241,15 @@ struct Session {
     cgc_context_destroy(ctx);
     cgc_engine_destroy(engine);
   }
-  cgc_status open(const Artifact &a, int device) {
+  /// Loads the engine, prints its products' algorithms on \p algorithms
+  /// (when not null) and creates a context.
+  cgc_status open(const Artifact &a, int device, FILE *algorithms) {
     if (cgc_status s = cgc_engine_load_memory(a.bytes.data(), a.bytes.size(),
                                               device, &engine))
       return s;
+    if (algorithms)
+      if (cgc_status s = printAlgorithms(engine, algorithms))
+        return s;
     return cgc_context_create(engine, nullptr, 0, &ctx);
   }
 };
@@ -367,7 +396,8 @@ int cgcRunMain(int argc, char **argv) {
   }
 
   Session s;
-  if (cgc_status st = s.open(art, o.device))
+  if (cgc_status st =
+          s.open(art, o.device, o.printAlgorithms ? stdout : nullptr))
     return runtimeError(st);
   for (const TensorDesc *t : stateWrites)
     if (cgc_status st = cgc_engine_state_write(
@@ -420,7 +450,8 @@ int cgcBenchMain(int argc, char **argv) {
   if (!loadArtifact(o, art, graph))
     return 1;
   Session s;
-  if (cgc_status st = s.open(art, o.device))
+  if (cgc_status st =
+          s.open(art, o.device, o.printAlgorithms ? stderr : nullptr))
     return runtimeError(st);
   double buildMs = 0;
   if (cgc_status st = timeContextCreation(s.engine, buildMs))

@@ -6,8 +6,13 @@
 //
 //   cgc run model.cgc --inputs in.safetensors --outputs out.safetensors
 //           [--overwrite] [--eager] [--graph NAME|INDEX] [--device N]
+//           [--print-algorithms]
 //   cgc bench model.cgc [--iters N=1000] [--warmup W=100] [--repeats R=5]
-//           [--graph NAME|INDEX] [--device N]
+//           [--graph NAME|INDEX] [--device N] [--print-algorithms]
+//
+// --print-algorithms prints one line per matrix product (its shape and the
+// cuBLASLt algorithm chosen on this GPU) after the engine loads: to stdout
+// for run, to stderr for bench (whose stdout is parsed).
 //
 //===----------------------------------------------------------------------===//
 #ifndef CGC_TOOLS_RUNCOMMANDS_H

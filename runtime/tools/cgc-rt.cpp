@@ -14,6 +14,15 @@ int main(int argc, char **argv) {
     return cgcRunMain(argc - 1, argv + 1);
   if (argc >= 2 && std::strcmp(argv[1], "bench") == 0)
     return cgcBenchMain(argc - 1, argv + 1);
-  std::fprintf(stderr, "usage: cgc-rt run|bench model.cgc [options]\n");
+  std::fprintf(
+      stderr,
+      "usage: cgc-rt run model.cgc --inputs in.safetensors --outputs "
+      "out.safetensors\n"
+      "                  [--overwrite] [--eager] [--graph NAME|INDEX] "
+      "[--device N]\n"
+      "                  [--print-algorithms]\n"
+      "       cgc-rt bench model.cgc [--iters N] [--warmup W] [--repeats R]\n"
+      "                  [--graph NAME|INDEX] [--device N] "
+      "[--print-algorithms]\n");
   return 2;
 }
