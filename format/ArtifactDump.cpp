@@ -102,6 +102,18 @@ void dumpNode(std::ostringstream &os, const Manifest &m, const NodeDesc &n) {
     for (uint32_t b : n.bodies)
       os << " #" << b;
     return;
+  case NodeDesc::Kind::Product: {
+    const ProductDesc &p = m.products[n.product];
+    os << " #" << n.product << " " << p.source.node << " " << p.dtype
+       << (p.allowTf32 ? " tf32" : "") << " m" << p.m << " n" << p.n << " k"
+       << p.k << (p.transA ? " T" : " N") << (p.transB ? "T" : "N");
+    if (p.batch > 1)
+      os << " batch " << p.batch;
+    if (p.beta != 0)
+      os << " beta " << p.beta;
+    os << " epilogue " << epilogueName(p.epilogue);
+    return;
+  }
   }
 }
 

@@ -110,8 +110,21 @@ const char *nodeKindName(NodeDesc::Kind k) {
   case NodeDesc::Kind::Memset: return "memset";
   case NodeDesc::Kind::Memcpy: return "memcpy";
   case NodeDesc::Kind::Conditional: return "conditional";
+  case NodeDesc::Kind::Product: return "product";
   }
   return "?"; // Not a Kind value: only a corrupt cast gets here.
+}
+
+const char *epilogueName(ProductDesc::Epilogue e) {
+  switch (e) {
+  case ProductDesc::Epilogue::None: return "none";
+  case ProductDesc::Epilogue::Relu: return "relu";
+  case ProductDesc::Epilogue::Bias: return "bias";
+  case ProductDesc::Epilogue::ReluBias: return "relu_bias";
+  case ProductDesc::Epilogue::Gelu: return "gelu";
+  case ProductDesc::Epilogue::GeluBias: return "gelu_bias";
+  }
+  return "?";
 }
 
 const char *conditionName(NodeDesc::Condition c) {

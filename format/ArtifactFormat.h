@@ -18,7 +18,7 @@ namespace cgc {
 namespace format {
 
 constexpr char kArtifactMagic[4] = {'C', 'G', 'C', 'A'};
-constexpr uint32_t kArtifactFormatVersion = 2;
+constexpr uint32_t kArtifactFormatVersion = 3;
 constexpr size_t kHeaderSize = 32;
 constexpr size_t kBlobAlignment = 256;
 /// Conventional blob names for device code.
@@ -65,6 +65,43 @@ struct SourceRef {
   std::string loc;  ///< Source location, "file:line:col" or empty.
 };
 
+/// Where a library call finds one operand: a region offset, or the caller's
+/// bound buffer of a graph input or output.
+struct PointerDesc {
+  Region region = Region::Arena;
+  uint64_t offset = 0;
+  std::string binding;
+};
+
+/// A matrix product run by cuBLASLt, fixed at compile time in cuBLASLt's
+/// column-major terms (docs/artifact.md gives the row-major mapping):
+///   D[b] = epilogue(alpha * op(A[b]) * op(B[b]) + beta * C[b] + bias)
+/// for b < batch, op(A) m x k, op(B) k x n, C and D m x n with leading
+/// dimension ldc. The runtime picks the algorithm on the actual GPU.
+struct ProductDesc {
+  /// The cuBLASLt epilogue. Gelu* is the tanh form of GELU.
+  enum class Epilogue { None, Relu, Bias, ReluBias, Gelu, GeluBias };
+  static constexpr unsigned NumEpilogues = 6;
+  std::string dtype;   ///< A, B, C and D: f32, f16 or bf16.
+  bool allowTf32 = false; ///< f32 only: CUBLAS_COMPUTE_32F_FAST_TF32.
+  bool transA = false, transB = false;
+  int64_t m = 1, n = 1, k = 1;
+  int64_t lda = 1, ldb = 1, ldc = 1;
+  int64_t batch = 1;
+  int64_t strideA = 0, strideB = 0, strideC = 0; ///< Elements per batch.
+  float alpha = 1, beta = 0;
+  Epilogue epilogue = Epilogue::None;
+  PointerDesc a, b, c, d, bias; ///< c: beta != 0 only; bias: *Bias only.
+  PointerDesc workspace;        ///< Arena scratch (binding empty).
+  uint64_t workspaceBytes = 0;
+  SourceRef source;
+
+  bool hasBias() const {
+    return epilogue == Epilogue::Bias || epilogue == Epilogue::ReluBias ||
+           epilogue == Epilogue::GeluBias;
+  }
+};
+
 struct KernelDesc {
   std::string name; ///< extern "C" symbol in the device code.
   uint32_t grid[3] = {1, 1, 1};
@@ -76,13 +113,14 @@ struct KernelDesc {
 
 /// A graph node, of a closed set of kinds (nodeKindName lists them).
 struct NodeDesc {
-  enum class Kind { Kernel, Memset, Memcpy, Conditional };
-  static constexpr unsigned NumKinds = 4;
+  enum class Kind { Kernel, Memset, Memcpy, Conditional, Product };
+  static constexpr unsigned NumKinds = 5;
   /// Conditional: an IF runs bodies[0] when its handle is non-zero, else
   /// bodies[1] if present; a WHILE runs bodies[0] while it is non-zero.
   enum class Condition { If, While };
   Kind kind = Kind::Kernel;
   uint32_t kernel = 0; ///< Kernel: index into Manifest::kernels.
+  uint32_t product = 0; ///< Product: index into Manifest::products.
   // Memset: dst*, bytes, value. Memcpy: src*, dst*, bytes.
   Region dstRegion = Region::Arena;
   uint64_t dstOffset = 0;
@@ -149,6 +187,8 @@ struct Manifest {
   std::vector<DimDesc> dims;
   std::vector<BlobDesc> blobs;
   std::vector<KernelDesc> kernels;
+  /// Library matrix products, run by Product nodes.
+  std::vector<ProductDesc> products;
   std::vector<GraphDesc> graphs;
   /// Bodies of conditional nodes; each belongs to exactly one node.
   std::vector<GraphDesc> bodies;
@@ -216,6 +256,7 @@ const char *regionName(Region r);
 const char *paramKindName(ParamDesc::Kind k);
 const char *nodeKindName(NodeDesc::Kind k);
 const char *conditionName(NodeDesc::Condition c);
+const char *epilogueName(ProductDesc::Epilogue e);
 
 // Manifest <-> JSON text (ManifestJson.cpp).
 std::string manifestToJson(const Manifest &m);

@@ -248,6 +248,78 @@ bool readKernel(Reader &r, const json &j, const std::string &p,
   return true;
 }
 
+bool readPointer(Reader &r, const json &j, const std::string &p,
+                 const char *key, PointerDesc &out) {
+  const json *v = r.field(j, p, key);
+  std::string q = p + "." + key;
+  return v && r.region(*v, q, "region", out.region) &&
+         r.u64(*v, q, "offset", out.offset) &&
+         r.str(*v, q, "binding", out.binding, true);
+}
+
+bool readBool(Reader &r, const json &j, const std::string &p, const char *key,
+              bool &out) {
+  const json *v = r.field(j, p, key);
+  if (!v)
+    return false;
+  if (!v->is_boolean())
+    return r.fail(p + "." + key, "expected a boolean");
+  out = v->get<bool>();
+  return true;
+}
+
+bool readFloat(Reader &r, const json &j, const std::string &p,
+               const char *key, float &out) {
+  const json *v = r.field(j, p, key);
+  if (!v)
+    return false;
+  if (!v->is_number())
+    return r.fail(p + "." + key, "expected a number");
+  out = static_cast<float>(v->get<double>());
+  return true;
+}
+
+bool readEpilogue(Reader &r, const json &j, const std::string &p,
+                  ProductDesc::Epilogue &out) {
+  std::string name;
+  if (!r.str(j, p, "epilogue", name))
+    return false;
+  for (unsigned e = 0; e < ProductDesc::NumEpilogues; ++e)
+    if (name == epilogueName(static_cast<ProductDesc::Epilogue>(e))) {
+      out = static_cast<ProductDesc::Epilogue>(e);
+      return true;
+    }
+  return r.fail(p + ".epilogue", "unknown epilogue '" + name + "'");
+}
+
+bool readProduct(Reader &r, const json &j, const std::string &p,
+                 ProductDesc &d) {
+  if (!r.str(j, p, "dtype", d.dtype) ||
+      !readBool(r, j, p, "allow_tf32", d.allowTf32) ||
+      !readBool(r, j, p, "trans_a", d.transA) ||
+      !readBool(r, j, p, "trans_b", d.transB) || !r.i64(j, p, "m", d.m) ||
+      !r.i64(j, p, "n", d.n) || !r.i64(j, p, "k", d.k) ||
+      !r.i64(j, p, "lda", d.lda) || !r.i64(j, p, "ldb", d.ldb) ||
+      !r.i64(j, p, "ldc", d.ldc) || !r.i64(j, p, "batch", d.batch) ||
+      !r.i64(j, p, "stride_a", d.strideA) ||
+      !r.i64(j, p, "stride_b", d.strideB) ||
+      !r.i64(j, p, "stride_c", d.strideC) ||
+      !readFloat(r, j, p, "alpha", d.alpha) ||
+      !readFloat(r, j, p, "beta", d.beta) || !readEpilogue(r, j, p, d.epilogue) ||
+      !readPointer(r, j, p, "a", d.a) || !readPointer(r, j, p, "b", d.b) ||
+      !readPointer(r, j, p, "d", d.d) ||
+      !readPointer(r, j, p, "workspace", d.workspace) ||
+      !r.u64(j, p, "workspace_bytes", d.workspaceBytes))
+    return false;
+  if ((d.beta != 0 && !readPointer(r, j, p, "c", d.c)) ||
+      (d.hasBias() && !readPointer(r, j, p, "bias", d.bias)))
+    return false;
+  const json *source = r.field(j, p, "source");
+  return source && r.str(*source, p + ".source", "node", d.source.node) &&
+         r.str(*source, p + ".source", "op", d.source.op) &&
+         r.str(*source, p + ".source", "loc", d.source.loc, true);
+}
+
 bool readConditional(Reader &r, const json &j, const std::string &p,
                      NodeDesc &n) {
   n.kind = NodeDesc::Kind::Conditional;
@@ -296,6 +368,10 @@ bool readNode(Reader &r, const json &j, const std::string &p, NodeDesc &n) {
   }
   if (kind == "conditional")
     return readConditional(r, j, p, n);
+  if (kind == "product") {
+    n.kind = NodeDesc::Kind::Product;
+    return r.u32(j, p, "product", n.product);
+  }
   if (kind != "memset" && kind != "memcpy")
     return r.fail(p + ".kind", "unsupported node kind '" + kind + "'");
   if (!r.region(j, p, "dst_region", n.dstRegion) ||
@@ -428,6 +504,13 @@ bool manifestFromJson(const char *text, size_t size, Manifest &out,
   m.kernels.resize(kernels->size());
   for (size_t i = 0; i < kernels->size(); ++i)
     if (!readKernel(r, (*kernels)[i], at("kernels", i), m.kernels[i]))
+      return false;
+  const json *products = r.array(root, "$", "products");
+  if (!products)
+    return false;
+  m.products.resize(products->size());
+  for (size_t i = 0; i < products->size(); ++i)
+    if (!readProduct(r, (*products)[i], at("products", i), m.products[i]))
       return false;
   const json *graphs = r.array(root, "$", "graphs");
   if (!graphs)

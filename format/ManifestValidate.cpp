@@ -4,7 +4,8 @@
 // reference and binding in bounds, kernel indices valid, graph edges valid
 // and acyclic, every body owned by exactly one conditional node of one tree
 // (so bodies form trees under the named graphs), conditional handles unique
-// within a tree and in range, dim values in range. The runtime relies on
+// within a tree and in range, dim values in range, every matrix of a
+// library product (with its leading dimension and batch stride) in bounds. The runtime relies on
 // these checks.
 //
 //===----------------------------------------------------------------------===//
@@ -176,6 +177,69 @@ bool checkConditionalNode(Checker &c, const Manifest &m, const NodeDesc &nd,
                       np + " predicate");
 }
 
+bool checkProductNode(Checker &c, const Manifest &m, const NodeDesc &nd,
+                      const std::string &np) {
+  if (nd.product >= m.products.size())
+    return c.fail(np + ": product index " + std::to_string(nd.product) +
+                  " out of range");
+  return true;
+}
+
+/// Checks that a stored matrix of \p rows x \p cols (column-major, leading
+/// dimension \p ld, \p batch of them \p stride apart) lies in its region.
+bool checkMatrix(Checker &c, const Manifest &m, const PointerDesc &ptr,
+                 int64_t rows, int64_t cols, int64_t ld, int64_t batch,
+                 int64_t stride, size_t elem, const std::string &p) {
+  if (ld < rows)
+    return c.fail(p + ": leading dimension " + std::to_string(ld) +
+                  " is less than the " + std::to_string(rows) + " rows");
+  if (stride < 0 || stride > (int64_t(1) << 48))
+    return c.fail(p + ": bad batch stride " + std::to_string(stride));
+  uint64_t elements = uint64_t(batch - 1) * uint64_t(stride) +
+                      uint64_t(cols - 1) * uint64_t(ld) + uint64_t(rows);
+  uint64_t bytes = elements * elem;
+  return checkRange(c, m, ptr.region, ptr.offset, bytes, p) &&
+         checkBinding(c, m, ptr.binding, ptr.region, ptr.offset, bytes, p);
+}
+
+bool checkProduct(Checker &c, const Manifest &m, const ProductDesc &d,
+                  const std::string &p) {
+  size_t elem = dtypeSize(d.dtype);
+  if (d.dtype != "f32" && d.dtype != "f16" && d.dtype != "bf16")
+    return c.fail(p + ": dtype '" + d.dtype + "' is not f32, f16 or bf16");
+  if (d.allowTf32 && d.dtype != "f32")
+    return c.fail(p + ": allow_tf32 applies to f32 products only");
+  const int64_t limit = int64_t(1) << 31;
+  for (int64_t v : {d.m, d.n, d.k, d.batch})
+    if (v < 1 || v >= limit)
+      return c.fail(p + ": m, n, k and batch must be in [1, 2^31)");
+  if (d.lda >= limit || d.ldb >= limit || d.ldc >= limit)
+    return c.fail(p + ": leading dimensions must be below 2^31");
+  if (d.workspace.region != Region::Arena || !d.workspace.binding.empty())
+    return c.fail(p + ": the workspace must be arena scratch");
+  if (!checkRange(c, m, d.workspace.region, d.workspace.offset,
+                  d.workspaceBytes, p + " workspace"))
+    return false;
+  int64_t rowsA = d.transA ? d.k : d.m, colsA = d.transA ? d.m : d.k;
+  int64_t rowsB = d.transB ? d.n : d.k, colsB = d.transB ? d.k : d.n;
+  if (!checkMatrix(c, m, d.a, rowsA, colsA, d.lda, d.batch, d.strideA, elem,
+                   p + " a") ||
+      !checkMatrix(c, m, d.b, rowsB, colsB, d.ldb, d.batch, d.strideB, elem,
+                   p + " b") ||
+      !checkMatrix(c, m, d.d, d.m, d.n, d.ldc, d.batch, d.strideC, elem,
+                   p + " d"))
+    return false;
+  if (d.beta != 0 && !checkMatrix(c, m, d.c, d.m, d.n, d.ldc, d.batch,
+                                  d.strideC, elem, p + " c"))
+    return false;
+  if (d.hasBias() && !checkMatrix(c, m, d.bias, d.m, 1, d.m, 1, 0, elem,
+                                  p + " bias"))
+    return false;
+  if (d.d.region != Region::Arena && d.d.region != Region::Persistent)
+    return c.fail(p + " d: unknown region");
+  return true;
+}
+
 bool checkNode(Checker &c, const Manifest &m, const NodeDesc &nd, Tree &tree,
                const std::string &np) {
   switch (nd.kind) {
@@ -184,6 +248,7 @@ bool checkNode(Checker &c, const Manifest &m, const NodeDesc &nd, Tree &tree,
   case NodeDesc::Kind::Memcpy: return checkCopyNode(c, m, nd, np);
   case NodeDesc::Kind::Conditional:
     return checkConditionalNode(c, m, nd, tree, np);
+  case NodeDesc::Kind::Product: return checkProductNode(c, m, nd, np);
   }
   return c.fail(np + ": unknown node kind");
 }
@@ -303,6 +368,11 @@ bool validateManifest(const Manifest &m, std::string &error) {
         return c.fail(pp + ": unknown dim '" + pd.dim + "'");
     }
   }
+  for (size_t k = 0; k < m.products.size(); ++k)
+    if (!checkProduct(c, m, m.products[k],
+                      "products[" + std::to_string(k) + "] '" +
+                          m.products[k].source.node + "'"))
+      return false;
   std::set<std::string> graphNames;
   std::vector<size_t> owners(m.bodies.size(), 0);
   for (size_t g = 0; g < m.graphs.size(); ++g) {

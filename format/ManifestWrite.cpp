@@ -70,6 +70,40 @@ json copyEndsToJson(const NodeDesc &n, json j) {
   return j;
 }
 
+json pointerToJson(const PointerDesc &p) {
+  json j = {{"region", regionJson(p.region)}, {"offset", p.offset}};
+  if (!p.binding.empty())
+    j["binding"] = p.binding;
+  return j;
+}
+
+json productToJson(const ProductDesc &p) {
+  json j = {{"dtype", p.dtype},
+            {"allow_tf32", p.allowTf32},
+            {"trans_a", p.transA},
+            {"trans_b", p.transB},
+            {"m", p.m}, {"n", p.n}, {"k", p.k},
+            {"lda", p.lda}, {"ldb", p.ldb}, {"ldc", p.ldc},
+            {"batch", p.batch},
+            {"stride_a", p.strideA}, {"stride_b", p.strideB},
+            {"stride_c", p.strideC},
+            {"alpha", static_cast<double>(p.alpha)},
+            {"beta", static_cast<double>(p.beta)},
+            {"epilogue", epilogueName(p.epilogue)},
+            {"a", pointerToJson(p.a)},
+            {"b", pointerToJson(p.b)},
+            {"d", pointerToJson(p.d)},
+            {"workspace", pointerToJson(p.workspace)},
+            {"workspace_bytes", p.workspaceBytes},
+            {"source", {{"node", p.source.node}, {"op", p.source.op},
+                        {"loc", p.source.loc}}}};
+  if (p.beta != 0)
+    j["c"] = pointerToJson(p.c);
+  if (p.hasBias())
+    j["bias"] = pointerToJson(p.bias);
+  return j;
+}
+
 json nodeToJson(const NodeDesc &n) {
   json j = {{"kind", nodeKindName(n.kind)}};
   switch (n.kind) {
@@ -99,6 +133,9 @@ json nodeToJson(const NodeDesc &n) {
       j["invert"] = true;
     if (n.condition == NodeDesc::Condition::While)
       j["max_iterations"] = n.maxIterations;
+    return j;
+  case NodeDesc::Kind::Product:
+    j["product"] = n.product;
     return j;
   }
   return j;
@@ -158,6 +195,9 @@ std::string manifestToJson(const Manifest &m) {
          {"params", params},
          {"sources", sources}});
   }
+  j["products"] = json::array();
+  for (const ProductDesc &p : m.products)
+    j["products"].push_back(productToJson(p));
   j["graphs"] = json::array();
   for (const GraphDesc &g : m.graphs)
     j["graphs"].push_back(graphToJson(g, /*topLevel=*/true));

@@ -140,7 +140,7 @@ TEST(ArtifactFormat, RejectsHeaderDamage) {
   b[4] = 1; // An artifact of the first format: refused, naming both.
   reseal(b);
   EXPECT_NE(parseError(b).find("format version 1 is not supported: this "
-                               "runtime reads version 2"),
+                               "runtime reads version 3"),
             std::string::npos)
       << parseError(b);
   b = good;
@@ -301,6 +301,84 @@ TEST(ArtifactFormat, RejectsBadConditionals) {
   m = conditionalManifest();
   m.graphs[0].dimValues = {{"q", 1}};
   EXPECT_NE(errorFor(m).find("unknown or repeated dim 'q'"),
+            std::string::npos);
+}
+
+/// The sample plus a product y[8x16] = x[8x32] w^T + b (w [16x32]) in
+/// cuBLASLt terms: m=16, n=8, k=32, A = w transposed.
+Manifest productManifest() {
+  Manifest m = sampleManifest();
+  m.persistentSize = 4096;
+  ProductDesc p;
+  p.dtype = "f32";
+  p.transA = true;
+  p.m = 16, p.n = 8, p.k = 32;
+  p.lda = 32, p.ldb = 32, p.ldc = 16;
+  p.epilogue = ProductDesc::Epilogue::ReluBias;
+  p.a = {Region::Persistent, 0, ""};
+  p.b = {Region::Arena, 0, "x"};
+  p.d = {Region::Arena, 1024, "y"};
+  p.bias = {Region::Persistent, 2048, ""};
+  p.workspace = {Region::Arena, 2048, ""};
+  p.workspaceBytes = 1024;
+  p.source = {"fc", "linear", "model.py:3:1"};
+  m.products.push_back(p);
+  NodeDesc node;
+  node.kind = NodeDesc::Kind::Product;
+  node.product = 0;
+  m.graphs[0].nodes.push_back(node);
+  m.graphs[0].edges.push_back({1, 3});
+  return m;
+}
+
+TEST(ArtifactFormat, ProductsRoundTrip) {
+  std::vector<uint8_t> bytes = serializeArtifact(productManifest(), sampleBlobs());
+  Artifact a;
+  std::string err;
+  ASSERT_TRUE(parseArtifact(bytes.data(), bytes.size(), a, err)) << err;
+  ASSERT_EQ(a.manifest.products.size(), 1u);
+  const ProductDesc &p = a.manifest.products[0];
+  EXPECT_EQ(p.epilogue, ProductDesc::Epilogue::ReluBias);
+  EXPECT_TRUE(p.transA);
+  EXPECT_EQ(p.b.binding, "x");
+  EXPECT_EQ(p.bias.offset, 2048u);
+  EXPECT_EQ(serializeArtifact(a.manifest, sampleBlobs()), bytes);
+  std::string d = dumpManifest(a);
+  EXPECT_NE(d.find("n3 product #0 fc f32 m16 n8 k32 TN epilogue relu_bias"),
+            std::string::npos)
+      << d;
+}
+
+TEST(ArtifactFormat, RejectsBadProducts) {
+  Manifest m = productManifest();
+  m.products[0].lda = 8; // fewer than the 32 stored rows of A
+  EXPECT_NE(errorFor(m).find("leading dimension 8 is less than the 32 rows"),
+            std::string::npos)
+      << errorFor(m);
+  m = productManifest();
+  m.products[0].k = 200; // A would reach past the persistent region
+  m.products[0].lda = 200;
+  EXPECT_NE(errorFor(m).find("exceeds persistent size"), std::string::npos)
+      << errorFor(m);
+  m = productManifest();
+  m.products[0].d.offset = 1800; // D leaves the bound output y
+  EXPECT_NE(errorFor(m).find("does not contain the referenced bytes"),
+            std::string::npos)
+      << errorFor(m);
+  m = productManifest();
+  m.products[0].dtype = "i32";
+  EXPECT_NE(errorFor(m).find("is not f32, f16 or bf16"), std::string::npos);
+  m = productManifest();
+  m.products[0].dtype = "bf16";
+  m.products[0].allowTf32 = true;
+  EXPECT_NE(errorFor(m).find("allow_tf32 applies to f32"), std::string::npos);
+  m = productManifest();
+  m.graphs[0].nodes[3].product = 1;
+  EXPECT_NE(errorFor(m).find("product index 1 out of range"),
+            std::string::npos);
+  m = productManifest();
+  m.products[0].workspace.region = Region::Persistent;
+  EXPECT_NE(errorFor(m).find("workspace must be arena scratch"),
             std::string::npos);
 }
 
