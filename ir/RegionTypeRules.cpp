@@ -109,6 +109,40 @@ bool TypeChecker::whileOp(Types &out) {
   return true;
 }
 
+/// A product fusion's body is a chain: a matmul or linear, then nodes that
+/// each read the previous node's result (an add, an activation, a
+/// layernorm over the last axis); the last one's result is the only output.
+bool TypeChecker::productFusionBody() {
+  const Graph &body = node.region(0);
+  const Node *previous = nullptr;
+  for (const auto &member : body.nodes()) {
+    bool ok;
+    if (!previous)
+      ok = member->info().has(MatMul);
+    else if (member->getOp() == OpKind::LayerNorm)
+      ok = member->operand(0) == previous->result() &&
+           normalizeAxis(member->intAttr("axis", -1),
+                         previous->result()->getType().rank()) ==
+               previous->result()->getType().rank() - 1;
+    else
+      ok = member->info().has(Elementwise) &&
+           llvm::is_contained(member->getOperands(), previous->result());
+    if (!ok) {
+      diag.nodeError(*member, "cannot be in the body of product_fusion '" +
+                                  node.getName() +
+                                  "': the body is a matmul or linear followed "
+                                  "by a chain of elementwise ops and a "
+                                  "layernorm, each reading the one before");
+      return false;
+    }
+    previous = member.get();
+  }
+  if (!previous || body.outputs.size() != 1 ||
+      body.outputs[0].value != previous->result())
+    return fail("region 'body' must give back its last node's result alone");
+  return true;
+}
+
 bool TypeChecker::fusion(Types &out) {
   llvm::SmallVector<TensorType, 4> passed;
   for (Value *v : node.getOperands())
@@ -117,6 +151,13 @@ bool TypeChecker::fusion(Types &out) {
     return false;
   if (node.region(0).outputs.empty())
     return fail("region 'body' gives no results");
+  if (node.getOp() == OpKind::ProductFusion) {
+    if (!productFusionBody())
+      return false;
+    auto bodyTypes = outputTypes(node.region(0));
+    out.append(bodyTypes.begin(), bodyTypes.end());
+    return true;
+  }
   // A fusion runs as one pointwise kernel: its body holds only elementwise
   // ops and sources (what fuse-elementwise makes and codegen lowers).
   for (const auto &member : node.region(0).nodes()) {

@@ -62,6 +62,7 @@ private:
   bool ifOp(Types &out);
   bool whileOp(Types &out);
   bool fusion(Types &out);
+  bool productFusionBody();
   bool regionSignature(Graph &region, llvm::StringRef name,
                        llvm::ArrayRef<TensorType> inputs);
 

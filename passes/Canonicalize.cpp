@@ -7,6 +7,11 @@
 //   transpose(transpose(x))                      -> transpose(x) composed,
 //                                                   or x when the identity
 //   reshape(reshape(x)), reshape to x's shape    -> one reshape, or x
+//   matmul(transpose(a), b), the transpose swapping only the last two
+//   dims                                         -> matmul(a, b) with
+//                                                   transpose_a flipped
+//                                                   (the same for b): the
+//                                                   product reads the layout
 //   an elementwise op on splat constants         -> a splat constant
 // A rule only fires when the replacement has exactly the node's type, so
 // broadcasting never changes a result shape. Dead nodes are left to dce.
@@ -55,6 +60,7 @@ private:
   static Value *identityOperand(Node &node);
   static Value *foldChain(Node &node, bool &changed);
   static Value *foldSplat(GraphBuilder &builder, Node &node);
+  static void foldTransposeIntoProduct(Node &node, bool &changed);
 };
 } // namespace
 
@@ -208,6 +214,34 @@ Value *CanonicalizePass::foldSplat(GraphBuilder &builder, Node &node) {
   return fill ? fill->result() : nullptr;
 }
 
+/// Whether \p n is a transpose that swaps the last two dims only.
+static bool swapsLastTwoDims(const Node &n) {
+  if (n.getOp() != OpKind::Transpose)
+    return false;
+  unsigned rank = n.result()->getType().rank();
+  std::vector<int64_t> perm = transposePerm(n, rank);
+  if (rank < 2)
+    return false;
+  for (unsigned i = 0; i + 2 < rank; ++i)
+    if (perm[i] != int64_t(i))
+      return false;
+  return perm[rank - 2] == int64_t(rank - 1) && perm[rank - 1] == int64_t(rank - 2);
+}
+
+void CanonicalizePass::foldTransposeIntoProduct(Node &node, bool &changed) {
+  if (node.getOp() != OpKind::MatMul)
+    return;
+  for (unsigned k = 0; k < 2; ++k) {
+    Node *def = node.operand(k)->getDef();
+    if (!def || !swapsLastTwoDims(*def))
+      continue;
+    const char *flag = k == 0 ? "transpose_a" : "transpose_b";
+    node.setOperand(k, def->operand(0));
+    node.setAttr(flag, !node.boolAttr(flag, false));
+    changed = true;
+  }
+}
+
 bool CanonicalizePass::simplify(Graph &graph, GraphBuilder &builder,
                                 bool &changed) {
   for (size_t i = 0; i < graph.nodes().size(); ++i) {
@@ -218,6 +252,7 @@ bool CanonicalizePass::simplify(Graph &graph, GraphBuilder &builder,
     if (node.numResults() != 1 ||
         (!node.result()->hasUses() && !graph.isOutput(node.result())))
       continue;
+    foldTransposeIntoProduct(node, changed);
     Value *replacement = identityOperand(node);
     if (!replacement)
       replacement = foldChain(node, changed);

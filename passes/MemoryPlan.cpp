@@ -21,6 +21,8 @@
 //      the body reads the old value later, else copies it at the body's end
 //      (through a staging buffer when it is another carried slot's value).
 //      A 4-byte scratch buffer counts the trips.
+//    - A product run by cuBLASLt (ProductRule.h) gets a workspace buffer
+//      live at its node only. Products never write over their operands.
 // 4. Temporaries are placed first-fit (lowest offset whose byte range does
 //    not overlap a buffer with an overlapping live interval), in order of
 //    their first position; the result is deterministic.
@@ -28,6 +30,7 @@
 //===----------------------------------------------------------------------===//
 #include "passes/Liveness.h"
 #include "passes/MemoryPlan.h"
+#include "passes/ProductRule.h"
 
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/STLExtras.h"
@@ -119,6 +122,7 @@ private:
   bool takeOperand(Node &n, Value *r, llvm::DenseSet<unsigned> &taken);
   void planGraph(Graph &graph);
   void planResult(Node &n, Value *r, llvm::DenseSet<unsigned> &taken);
+  void planWorkspace(Node &n);
   unsigned resultBuffer(Value *r);
   bool claimInto(const Graph &region, Value *v, unsigned buffer);
   void planIf(Node &n);
@@ -264,7 +268,20 @@ void Planner::planGraph(Graph &graph) {
     llvm::DenseSet<unsigned> taken;
     for (unsigned k = 0; k < n.numResults(); ++k)
       planResult(n, n.result(k), taken);
+    planWorkspace(n);
   }
+}
+
+void Planner::planWorkspace(Node &n) {
+  bool product = n.info().has(MatMul) || n.getOp() == OpKind::ProductFusion;
+  if (!product || !n.result()->getType().isStatic())
+    return;
+  ProductProblem p = productProblem(productOf(n));
+  if (productStrategy(p) != ProductStrategy::Library)
+    return;
+  int at = live.span(&n).start;
+  plan.workspace[&n] = newBuffer(nullptr, productWorkspaceBytes(p),
+                                 Storage::Region::Arena, at, at, false);
 }
 
 /// The buffer of a region node's result: its claimed slot or a new one.

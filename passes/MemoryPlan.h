@@ -6,7 +6,8 @@
 // (state inputs, constant tensors, and the updates written into their
 // targets). It also lists the copies the program needs where a value cannot
 // be computed in its final place, and reserves scratch buffers that are not
-// IR values (loop trip counters, staging for loop-carried swaps).
+// IR values (loop trip counters, staging for loop-carried swaps, the
+// workspace of each cuBLASLt product).
 //
 // The plan-memory pass computes it once and hands it to codegen through the
 // PassContext; `cgc-opt --print-memory-plan` prints it.
@@ -73,6 +74,9 @@ struct MemoryPlan {
   llvm::DenseMap<const Node *, std::vector<Copy>> entryCopies;
   /// The 4-byte trip counter of each `while`.
   llvm::DenseMap<const Node *, unsigned> tripCounter;
+  /// The cuBLASLt workspace of each library product (ProductRule.h), live
+  /// at that node only.
+  llvm::DenseMap<const Node *, unsigned> workspace;
   uint64_t arenaSize = 0;
   uint64_t persistentSize = 0;
 

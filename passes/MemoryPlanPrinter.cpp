@@ -77,6 +77,12 @@ void PlanPrinter::graph(const Graph &g, unsigned depth) {
       storage(plan.buffers[counter->second].storage);
       os << "\n";
     }
+    auto workspace = plan.workspace.find(n.get());
+    if (workspace != plan.workspace.end()) {
+      os.indent(2 * depth) << "workspace %" << n->getName();
+      storage(plan.buffers[workspace->second].storage);
+      os << "\n";
+    }
     for (unsigned r = 0; n->info().has(ControlFlow) && r < n->numRegions();
          ++r) {
       os.indent(2 * depth) << "region " << n->getName() << "." << r << ":\n";

@@ -1,0 +1,73 @@
+//===- ProductRule.h - How a matrix product runs: the cost rule -*- C++ -*-===//
+//
+// A `matmul` or `linear` runs either as a kernel cgc generates or as one
+// cuBLASLt call. fuse-epilogue (what to fuse after the product),
+// plan-memory (the library's workspace) and codegen (what to emit) all ask
+// this one rule, so they agree. docs/passes.md gives the rule and the
+// measurements behind its thresholds.
+//
+//===----------------------------------------------------------------------===//
+#ifndef CGC_PASSES_PRODUCTRULE_H
+#define CGC_PASSES_PRODUCTRULE_H
+
+#include "ir/Graph.h"
+
+#include <cstdint>
+#include <vector>
+
+namespace cgc {
+
+/// A product in row-major terms: per batch, out[m, n] = sum_k A[m, k] B[k, n]
+/// where A is stored [m, k] (or [k, m] when transA) and B is stored [k, n]
+/// (or [n, k] when transB: a linear's weight).
+struct ProductProblem {
+  int64_t m = 1, n = 1, k = 1;
+  std::vector<int64_t> batch;  ///< The result's batch dims.
+  std::vector<int64_t> batchA; ///< A's batch dims (NumPy-broadcast to batch).
+  std::vector<int64_t> batchB;
+  bool transA = false, transB = false;
+  DType dtype = DType::F32;
+
+  int64_t batchCount() const;
+};
+
+/// The problem of a `matmul` or `linear` node (static shapes).
+ProductProblem productProblem(const Node &product);
+/// The product node of a `matmul`, `linear` or `product_fusion` node.
+const Node &productOf(const Node &node);
+
+enum class ProductStrategy {
+  /// cgc's own kernel: a warp per output column reads each weight row once
+  /// with 16-byte loads and keeps the few rows of A in registers.
+  Generated,
+  /// One cuBLASLt call (tensor cores, tuned tiles) with its epilogue.
+  Library,
+};
+
+/// The rule: a product with at most this many rows, one batch and a weight
+/// stored row by row along k (a linear's [n, k] weight, or transpose_b)
+/// runs as a generated kernel; everything else calls cuBLASLt. At such
+/// sizes the product reads its weight once and is bound by memory and
+/// launch cost, where one fused kernel beats a library call (about 2.5 us
+/// per cuBLAS node at batch 1 on an H200, plus a second kernel for the
+/// epilogue).
+constexpr int64_t kGeneratedProductMaxRows = 16;
+ProductStrategy productStrategy(const ProductProblem &p);
+
+/// A generated product also computes a following layernorm over its rows
+/// when one thread block cluster (8 SMs) can read the whole weight fast:
+/// at most 512 KiB of weight (about 0.6 us at the L2 bandwidth of 8 SMs,
+/// against about 1 us for a layernorm node of its own) and n <= 2048 (32
+/// values per lane in registers).
+constexpr uint64_t kFusedLayerNormMaxWeightBytes = 512 * 1024;
+constexpr int64_t kFusedLayerNormMaxColumns = 2048;
+bool fusesLayerNorm(const ProductProblem &p);
+
+/// The arena scratch a library product may use: 4 bytes per output element
+/// (room for split-k partial sums), at least 1 MiB, at most the 32 MiB
+/// NVIDIA recommends for Hopper.
+uint64_t productWorkspaceBytes(const ProductProblem &p);
+
+} // namespace cgc
+
+#endif
