@@ -54,6 +54,7 @@ private:
   void addConstants(fmt::Manifest &m, std::vector<uint8_t> &weights) const;
   void addOutputs(fmt::Manifest &m) const;
   void addKernels(fmt::Manifest &m) const;
+  void addProducts(fmt::Manifest &m) const;
   fmt::GraphDesc graphDesc(const StepGraph &g) const;
 
   const Graph &model;
@@ -208,12 +209,31 @@ void ManifestBuilder::addKernels(fmt::Manifest &m) const {
       d.sources.push_back({n.getName(), mnemonic(n.getOp()).str(),
                            n.getSourceLoc()});
     };
-    if (k.node->getOp() == OpKind::Fusion)
+    if (k.node->info().has(Fused))
       for (const auto &n : k.node->region(0).nodes())
         addSource(*n);
     else
       addSource(*k.node);
     m.kernels.push_back(std::move(d));
+  }
+}
+
+static fmt::PointerDesc pointerDesc(const Storage &s) {
+  return {regionOf(s), s.offset, bindingOf(s)};
+}
+
+void ManifestBuilder::addProducts(fmt::Manifest &m) const {
+  for (const LibraryProduct &lp : compilation.program.products) {
+    fmt::ProductDesc d = lp.desc;
+    d.a = pointerDesc(lp.a);
+    d.b = pointerDesc(lp.b);
+    d.d = pointerDesc(lp.d);
+    d.workspace = pointerDesc(lp.workspace);
+    if (d.beta != 0)
+      d.c = pointerDesc(lp.c);
+    if (d.hasBias())
+      d.bias = pointerDesc(lp.bias);
+    m.products.push_back(std::move(d));
   }
 }
 
@@ -250,6 +270,10 @@ static fmt::NodeDesc nodeDesc(const Step &step) {
     d.predBinding = bindingOf(step.predicate);
     d.invert = step.invert;
     d.maxIterations = step.maxIterations;
+    return d;
+  case Step::Kind::Product:
+    d.kind = fmt::NodeDesc::Kind::Product;
+    d.product = step.product;
     return d;
   }
   llvm_unreachable("a Step::Kind value");
@@ -292,6 +316,7 @@ bool ManifestBuilder::build(fmt::Manifest &m, std::vector<uint8_t> &weights) {
         return false;
       }
   addKernels(m);
+  addProducts(m);
   for (const StepGraph &g : compilation.program.graphs)
     m.graphs.push_back(graphDesc(g));
   for (const StepGraph &g : compilation.program.bodies)

@@ -11,7 +11,7 @@ bool cgc::runDefaultPipeline(Graph &graph, const CompileOptions &options,
   PassManager pm;
   std::string pipeline = "shape-infer,canonicalize,cse,dce";
   if (options.fuse)
-    pipeline += ",fuse-elementwise";
+    pipeline += ",fuse-epilogue,fuse-elementwise";
   pipeline += ",plan-memory";
   return pm.addPipeline(pipeline, ctx.diag) &&
          pm.run(graph, ctx, llvm::nulls());
@@ -108,6 +108,7 @@ bool cgc::lowerModel(Graph &model, const CompileOptions &options,
   if (!checkBindings(model, options, diag))
     return false;
   bool shared = !options.bindDims.empty();
+  out.program.allowTf32 = options.allowTf32;
   PlanLayout layout = shared ? sharedLayout(model, options) : PlanLayout();
   for (const auto &dims : specializations(options)) {
     CompiledGraph unit;

@@ -1,7 +1,8 @@
 //===- Compiler.h - The compile driver: IR to .cgc artifact -----*- C++ -*-===//
 //
 // lowerModel() runs the default pipeline (verification after each pass,
-// shape-infer, canonicalize, cse, dce, fuse-elementwise unless disabled,
+// shape-infer, canonicalize, cse, dce, fuse-epilogue and fuse-elementwise
+// unless disabled,
 // plan-memory) on each graph of the artifact (the model itself, or one
 // specialization per `--bind-dim` value, all sharing one layout of inputs,
 // outputs and state) and lowers them into one Program; compileModel()
@@ -29,6 +30,9 @@ constexpr const char *kCompilerVersion = "cgc 0.2.0";
 struct CompileOptions {
   std::string arch = "sm_90";
   bool fuse = true;
+  /// f32 products may run on TF32 tensor cores (recorded per product in
+  /// the artifact). Off by default: f32 means full fp32.
+  bool allowTf32 = false;
   /// Symbolic dims to specialize, each with the values to compile a graph
   /// for (`--bind-dim B=8,16,64`); the artifact gets one graph per
   /// combination. Empty: one graph, "main".

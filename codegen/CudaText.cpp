@@ -179,6 +179,33 @@ __device__ __forceinline__ void cgc_wait_for_producers() {
   asm volatile("griddepcontrol.launch_dependents;");
 #endif
 }
+// Dot products of 16-byte vectors (generated products); the last argument
+// picks the element type.
+__device__ __forceinline__ float cgc_dot16(uint4 a, uint4 b, const float *) {
+  return __uint_as_float(a.x) * __uint_as_float(b.x) + __uint_as_float(a.y) * __uint_as_float(b.y) +
+         __uint_as_float(a.z) * __uint_as_float(b.z) + __uint_as_float(a.w) * __uint_as_float(b.w);
+}
+// Thread block clusters (sm_90): a barrier over the cluster's threads, and
+// a load from another block's shared memory (distributed shared memory).
+__device__ __forceinline__ void cgc_cluster_sync() {
+#if __CUDA_ARCH__ >= 900
+  asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+#else
+  __trap();
+#endif
+}
+__device__ __forceinline__ float cgc_cluster_load(const float *own, unsigned rank) {
+#if __CUDA_ARCH__ >= 900
+  unsigned addr = (unsigned)__cvta_generic_to_shared(own), remote;
+  float v;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(addr), "r"(rank));
+  asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(v) : "r"(remote) : "memory");
+  return v;
+#else
+  __trap();
+  return 0.0f;
+#endif
+}
 // Reduces over the block; every thread gets the result.
 template <class T, class F> __device__ __forceinline__ T cgc_block_reduce(T v, F f) {
   __shared__ T partial[32];
@@ -218,11 +245,25 @@ __device__ __forceinline__ long long cgc_block_argmax(double v, long long i) {
 static const char *PreludeHalf = R"(#include <cuda_fp16.h>
 __device__ __forceinline__ float cgc_ld(const __half *p, long long i) { return __half2float(p[i]); }
 __device__ __forceinline__ void cgc_st(__half *p, long long i, float v) { p[i] = __float2half(v); }
+__device__ __forceinline__ float cgc_dot16(uint4 a, uint4 b, const __half *) {
+  const __half2 *x = reinterpret_cast<const __half2 *>(&a), *y = reinterpret_cast<const __half2 *>(&b);
+  float s = 0.0f;
+#pragma unroll
+  for (int i = 0; i < 4; ++i) { float2 u = __half22float2(x[i]), v = __half22float2(y[i]); s += u.x * v.x + u.y * v.y; }
+  return s;
+}
 )";
 
 static const char *PreludeBFloat16 = R"(#include <cuda_bf16.h>
 __device__ __forceinline__ float cgc_ld(const __nv_bfloat16 *p, long long i) { return __bfloat162float(p[i]); }
 __device__ __forceinline__ void cgc_st(__nv_bfloat16 *p, long long i, float v) { p[i] = __float2bfloat16(v); }
+__device__ __forceinline__ float cgc_dot16(uint4 a, uint4 b, const __nv_bfloat16 *) {
+  const __nv_bfloat162 *x = reinterpret_cast<const __nv_bfloat162 *>(&a), *y = reinterpret_cast<const __nv_bfloat162 *>(&b);
+  float s = 0.0f;
+#pragma unroll
+  for (int i = 0; i < 4; ++i) { float2 u = __bfloat1622float2(x[i]), v = __bfloat1622float2(y[i]); s += u.x * v.x + u.y * v.y; }
+  return s;
+}
 )";
 
 // The setter kernels of conditional graph nodes (ControlFlowLowering.cpp).

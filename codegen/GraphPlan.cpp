@@ -74,11 +74,30 @@ void cgc::planEdges(StepGraph &graph, const Program &program) {
         isProgrammaticEdge(graph.steps[from], graph.steps[to], program));
 }
 
+/// `[l0.fc f32 m=1024 n=640 k=2048 NN epilogue=bias beta=1 batch=1]`, in
+/// cuBLASLt's column-major terms.
+static void printLibraryProduct(const LibraryProduct &lp,
+                                llvm::raw_ostream &os) {
+  const format::ProductDesc &d = lp.desc;
+  os << " [" << lp.node->getName() << " " << d.dtype
+     << (d.allowTf32 ? " tf32" : "") << " m=" << d.m << " n=" << d.n
+     << " k=" << d.k << " " << (d.transA ? "T" : "N")
+     << (d.transB ? "T" : "N") << " epilogue=" << format::epilogueName(d.epilogue);
+  if (d.beta != 0)
+    os << " beta=" << d.beta;
+  if (d.batch > 1)
+    os << " batch=" << d.batch << " strides=" << d.strideA << ","
+       << d.strideB << "," << d.strideC;
+  os << "]";
+}
+
 static void printSteps(const StepGraph &g, const Program &program,
                        const std::string &indent, llvm::raw_ostream &os) {
   for (size_t j = 0; j < g.steps.size(); ++j) {
     const Step &step = g.steps[j];
     os << indent << "k" << j << " " << step.label;
+    if (step.kind == Step::Kind::Product)
+      printLibraryProduct(program.products[step.product], os);
     bool first = true;
     for (size_t e = 0; e < g.edges.size(); ++e)
       if (g.edges[e].second == j) {

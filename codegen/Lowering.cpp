@@ -3,7 +3,8 @@
 // Walks the planned nodes in order, regions included. Constant data lives in
 // the persistent region and reshapes that alias their operand need no step;
 // zero fills become memsets; `if` and `while` become conditional steps
-// (ControlFlowLowering.cpp); every other supported node becomes one kernel;
+// (ControlFlowLowering.cpp); products that call cuBLASLt become library
+// steps (ProductLowering.cpp); every other supported node becomes one kernel;
 // the plan's copies become memcpys. Unsupported ops and symbolic dims get
 // located errors; lowering goes on to report them all.
 //
@@ -11,6 +12,7 @@
 #include "codegen/CudaText.h"
 #include "codegen/Emitters.h"
 #include "codegen/Lowering.h"
+#include "codegen/Product.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringMap.h"
@@ -88,15 +90,22 @@ static std::string sanitize(llvm::StringRef text) {
 /// the family yet (a located error follows).
 static bool emitKernel(const Node &node, Kernel &kernel) {
   switch (node.info().family) {
-  case Elementwise: case Source: case Fused:
+  case Elementwise: case Source:
     emitPointwise(node, kernel);
     return true;
+  case Fused:
+    if (node.getOp() == OpKind::ProductFusion)
+      emitProduct(productParts(node), kernel);
+    else
+      emitPointwise(node, kernel);
+    return true;
+  case MatMul: emitProduct(productParts(node), kernel); return true;
   case Random: emitDropout(node, kernel); return true;
   case Reduction: case Scan: emitReduction(node, kernel); return true;
   case Normalization: emitNormalization(node, kernel); return true;
   case Loss: emitLoss(node, kernel); return true;
   case Movement: emitMovement(node, kernel); return true;
-  case MatMul: case SyncPoint: return false;
+  case SyncPoint: return false;
   case ControlFlow:
     llvm_unreachable("if and while lower to conditional steps, not kernels");
   }
@@ -115,10 +124,6 @@ static void noteDTypes(const Node &node, Program &program) {
   for (unsigned k = 0; k < node.numRegions(); ++k)
     for (const auto &n : node.region(k).nodes())
       noteDTypes(*n, program);
-}
-
-static ByteRange rangeOf(const Storage &s) {
-  return {s.region, s.offset, s.offset + s.bytes};
 }
 
 std::string Lowerer::uniqueKernelName(const std::string &base) {
@@ -195,11 +200,18 @@ void Lowerer::lowerNode(const Node &node, StepGraph &out) {
     addMemset(storageOf(node.result()), &node, out);
     return;
   }
+  if (isProductNode(node)) {
+    ProductParts parts = productParts(node);
+    if (productStrategy(parts.problem) == ProductStrategy::Library)
+      return lowerLibraryProduct(node, parts, out);
+  }
   Kernel kernel;
   kernel.node = &node;
   kernel.name = uniqueKernelName(
       node.getOp() == OpKind::Fusion
           ? sanitize(node.getName())
+      : node.getOp() == OpKind::ProductFusion
+          ? "product_" + sanitize(node.getName())
           : sanitize(mnemonic(node.getOp())) + "_" + sanitize(node.getName()));
   if (!emitKernel(node, kernel)) {
     diag.nodeError(node, "'" + mnemonic(node.getOp()) +

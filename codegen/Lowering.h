@@ -2,13 +2,16 @@
 //
 // Internal to codegen. Lowerer builds one top-level step graph and its
 // bodies: Lowering.cpp handles plain nodes and copies,
-// ControlFlowLowering.cpp handles `if` and `while`.
+// ControlFlowLowering.cpp handles `if` and `while`, ProductLowering.cpp the
+// matrix products that call cuBLASLt.
 //
 //===----------------------------------------------------------------------===//
 #ifndef CGC_CODEGEN_LOWERING_H
 #define CGC_CODEGEN_LOWERING_H
 
 #include "codegen/Program.h"
+
+#include <array>
 
 namespace cgc {
 
@@ -17,6 +20,12 @@ namespace cgc {
 constexpr int64_t kDefaultLoopBound = 10000000;
 /// The largest `max_iterations` the device trip counter holds.
 constexpr int64_t kMaxLoopBound = 2147483647;
+
+struct ProductParts;
+
+inline ByteRange rangeOf(const Storage &s) {
+  return {s.region, s.offset, s.offset + s.bytes};
+}
 
 class Lowerer {
 public:
@@ -30,6 +39,14 @@ private:
   void lowerNode(const Node &n, StepGraph &out);
   void lowerIf(const Node &n, StepGraph &out);
   void lowerWhile(const Node &n, StepGraph &out);
+  /// A product whose strategy is Library: one or more cuBLASLt steps
+  /// (ProductLowering.cpp).
+  void lowerLibraryProduct(const Node &n, const ProductParts &parts,
+                           StepGraph &out);
+  /// One call, at element offsets {A, B, out} into the IR's operands.
+  void addLibraryStep(const Node &n, const ProductParts &parts,
+                      const format::ProductDesc &desc,
+                      std::array<int64_t, 3> offsets, StepGraph &out);
   /// Plans \p body's edges and adds it to the program's bodies.
   unsigned addBody(StepGraph body);
 

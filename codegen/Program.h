@@ -13,6 +13,7 @@
 #ifndef CGC_CODEGEN_PROGRAM_H
 #define CGC_CODEGEN_PROGRAM_H
 
+#include "format/ArtifactFormat.h"
 #include "ir/Diagnostics.h"
 #include "ir/Graph.h"
 #include "passes/MemoryPlan.h"
@@ -46,6 +47,14 @@ struct Kernel {
   uint32_t sharedMem = 0;
 };
 
+/// One cuBLASLt call: the call in cuBLASLt's column-major terms (its
+/// pointers are left empty) and the storage of each operand.
+struct LibraryProduct {
+  const Node *node = nullptr;
+  format::ProductDesc desc;
+  Storage a, b, c, d, bias, workspace;
+};
+
 struct ByteRange {
   Storage::Region region;
   uint64_t begin, end;
@@ -53,14 +62,15 @@ struct ByteRange {
 
 /// One node of a CUDA graph to be.
 struct Step {
-  enum class Kind : uint8_t { Kernel, Memset, Memcpy, Conditional };
-  static constexpr unsigned NumKinds = 4;
+  enum class Kind : uint8_t { Kernel, Memset, Memcpy, Conditional, Product };
+  static constexpr unsigned NumKinds = 5;
   enum class Condition : uint8_t { If, While };
 
   Kind kind = Kind::Kernel;
-  std::string label;         ///< Kernel name, "memset", "memcpy", "if", ...
+  std::string label;         ///< Kernel name, "memset", "memcpy", "if", "cublasLt"...
   const Node *node = nullptr; ///< The IR node it comes from, if any.
   unsigned kernel = 0;       ///< Kernel: index into Program::kernels.
+  unsigned product = 0;      ///< Product: index into Program::products.
   Storage dst, src;          ///< Memset: dst (zeroed). Memcpy: src -> dst.
   // Conditional.
   Condition condition = Condition::If;
@@ -91,11 +101,14 @@ struct StepGraph {
 
 struct Program {
   std::vector<Kernel> kernels;
+  std::vector<LibraryProduct> products;
   std::vector<StepGraph> graphs;
   std::vector<StepGraph> bodies;
   bool usesHalf = false;
   bool usesBFloat16 = false;
   bool usesConditionals = false;
+  /// f32 library products may use TF32 tensor cores (`cgc --allow-tf32`).
+  bool allowTf32 = false;
   /// Kernel names in use, and each function body's first kernel name.
   llvm::StringSet<> kernelNames;
   llvm::StringMap<std::string> functionBodies;

@@ -39,6 +39,8 @@ static cl::opt<std::string> Emit("emit", cl::desc("Print instead of compiling: c
                                  cl::value_desc("cuda|dot"));
 static cl::opt<bool> NoFuse("no-fuse", cl::desc("Keep one kernel per op"));
 static cl::alias NoFuseO0("O0", cl::desc("Alias for --no-fuse"), cl::aliasopt(NoFuse));
+static cl::opt<bool> AllowTf32("allow-tf32",
+                               cl::desc("Let f32 matrix products use TF32 tensor cores"));
 static cl::opt<bool> DumpArtifact("dump-artifact",
                                   cl::desc("Verify an artifact and print its manifest"));
 static cl::list<std::string>
@@ -140,7 +142,7 @@ static bool parseBindDims(CompileOptions &options) {
 static int compileMain(int argc, char **argv) {
   if (!cl::ParseCommandLineOptions(argc, argv,
                               "cgc: ahead-of-time CUDA graph compiler\n\n"
-                              "  cgc model.json [-o model.cgc] [--arch=sm_90] [--no-fuse]\n"
+                              "  cgc model.json [-o model.cgc] [--arch=sm_90] [--no-fuse] [--allow-tf32]\n"
                               "      [--bind-dim NAME=V1,V2,...]\n"
                               "  cgc model.json --emit=cuda|dot\n"
                               "  cgc --dump-artifact model.cgc\n"
@@ -171,6 +173,7 @@ static int compileMain(int argc, char **argv) {
   CompileOptions options;
   options.arch = Arch;
   options.fuse = !NoFuse;
+  options.allowTf32 = AllowTf32;
   if (!parseBindDims(options))
     return 2;
   if (!Emit.empty())

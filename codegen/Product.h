@@ -1,0 +1,45 @@
+//===- Product.h - A matrix product and its epilogue, as lowered -*- C++ -*-===//
+//
+// Internal to codegen. A `matmul`, `linear` or `product_fusion` node is
+// read once into ProductParts: the values the product reads (outside the
+// fusion body), its epilogue, and the value it writes. The generated kernel
+// (ProductEmitter.cpp) and the cuBLASLt call (ProductLowering.cpp) are both
+// built from it.
+//
+//===----------------------------------------------------------------------===//
+#ifndef CGC_CODEGEN_PRODUCT_H
+#define CGC_CODEGEN_PRODUCT_H
+
+#include "codegen/Program.h"
+#include "passes/ProductRule.h"
+
+#include "llvm/ADT/Optional.h"
+
+namespace cgc {
+
+struct ProductParts {
+  const Node *product = nullptr; ///< The matmul or linear.
+  ProductProblem problem;
+  const Value *a = nullptr, *b = nullptr; ///< IR operands 0 and 1.
+  const Value *bias = nullptr;     ///< [n], added to every row.
+  const Value *residual = nullptr; ///< The result's type, added.
+  llvm::Optional<OpKind> activation; ///< relu, gelu or gelu_tanh.
+  const Node *layerNorm = nullptr; ///< Over the last axis, last.
+  const Value *lnWeight = nullptr, *lnBias = nullptr;
+  const Value *result = nullptr; ///< What the node writes.
+};
+
+/// Reads a `matmul`, `linear` or `product_fusion` node.
+ProductParts productParts(const Node &node);
+
+/// Whether \p node is lowered as a product.
+inline bool isProductNode(const Node &node) {
+  return node.info().has(MatMul) || node.getOp() == OpKind::ProductFusion;
+}
+
+/// The generated kernel of a product whose strategy is Generated.
+void emitProduct(const ProductParts &parts, Kernel &kernel);
+
+} // namespace cgc
+
+#endif
