@@ -19,6 +19,7 @@
 
 #include "llvm/ADT/BitVector.h"
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/Support/Format.h"
 
 using namespace cgc;
 
@@ -84,7 +85,7 @@ static void printLibraryProduct(const LibraryProduct &lp,
      << " k=" << d.k << " " << (d.transA ? "T" : "N")
      << (d.transB ? "T" : "N") << " epilogue=" << format::epilogueName(d.epilogue);
   if (d.beta != 0)
-    os << " beta=" << d.beta;
+    os << " beta=" << llvm::format("%g", d.beta);
   if (d.batch > 1)
     os << " batch=" << d.batch << " strides=" << d.strideA << ","
        << d.strideB << "," << d.strideC;

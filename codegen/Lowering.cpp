@@ -201,7 +201,19 @@ void Lowerer::lowerNode(const Node &node, StepGraph &out) {
     return;
   }
   if (isProductNode(node)) {
+    if (node.result()->getType().numElements() == 0)
+      return; // Nothing to compute.
     ProductParts parts = productParts(node);
+    if (parts.problem.k == 0 &&
+        productStrategy(parts.problem) == ProductStrategy::Library) {
+      diag.nodeError(node, "a product with an empty contraction (k = 0) and "
+                           "more than " +
+                               std::to_string(kGeneratedProductMaxRows) +
+                               " rows or a batch is not supported by codegen "
+                               "yet");
+      ok = false;
+      return;
+    }
     if (productStrategy(parts.problem) == ProductStrategy::Library)
       return lowerLibraryProduct(node, parts, out);
   }

@@ -69,8 +69,9 @@ const Node &cgc::productOf(const Node &node) {
 }
 
 ProductStrategy cgc::productStrategy(const ProductProblem &p) {
+  // An empty contraction reads no weight at all: only the epilogue runs.
   bool generated = p.batch.empty() && p.m <= kGeneratedProductMaxRows &&
-                   p.transB && !p.transA;
+                   ((p.transB && !p.transA) || p.k == 0);
   return generated ? ProductStrategy::Generated : ProductStrategy::Library;
 }
 

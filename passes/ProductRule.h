@@ -46,7 +46,8 @@ enum class ProductStrategy {
 
 /// The rule: a product with at most this many rows, one batch and a weight
 /// stored row by row along k (a linear's [n, k] weight, or transpose_b)
-/// runs as a generated kernel; everything else calls cuBLASLt. At such
+/// runs as a generated kernel (so does any small product with k = 0);
+/// everything else calls cuBLASLt. At such
 /// sizes the product reads its weight once and is bound by memory and
 /// launch cost, where one fused kernel beats a library call (about 2.5 us
 /// per cuBLAS node at batch 1 on an H200, plus a second kernel for the

@@ -4,10 +4,14 @@
 # DIR (default build/) is a build folder, or a carried stage folder laid out
 # like one (scripts/stage-gpu.sh makes build-gpu-stage/):
 #   DIR/test/gpu/*_tests   GPU gtest binaries (label gpu)
+#   DIR/bin/cgc, cgc-opt   the compiler and the interpreter (for staging)
 #   DIR/gpu-cases/         staged op cases (test/gpu/stage_cases.py)
 #   DIR/bench/             bench artifacts (bench/run_bench.py stage)
-#   DIR/bin/cgc            for `cgc bench` (falls back to DIR/bin/cgc-rt)
 #
+# 0. Stages the op cases and the bench artifacts with DIR/bin/cgc and
+#    cgc-opt when DIR has none (stage-gpu.sh leaves them to this machine:
+#    their inputs and weights would not fit the carried folder); a case
+#    that fails to stage fails the run.
 # 1. Runs every GPU gtest binary with XML output, prints run/passed/failed/
 #    skipped, fails if any failed, or if nvidia-smi sees a GPU but a test was
 #    skipped or none ran.
@@ -25,6 +29,21 @@ BUILD=${1:-build}
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 RES=${OUT:-${CGC_GPU_RESULTS:-$BUILD/gpu-results}}
 mkdir -p "$RES"
+status=0
+
+# ---- 0. staging
+JOBS=$(nproc 2>/dev/null || echo 4)
+if [ ! -f "$BUILD/gpu-cases/cases.txt" ] && [ -x "$BUILD/bin/cgc-opt" ]; then
+  echo "== staging op cases on this machine ($JOBS jobs)"
+  python3 "$HERE/test/gpu/stage_cases.py" --cgc "$BUILD/bin/cgc" \
+    --cgc-opt "$BUILD/bin/cgc-opt" --out "$BUILD/gpu-cases" --jobs "$JOBS" \
+    | tail -5 || status=1
+fi
+if [ ! -d "$BUILD/bench" ] && [ -x "$BUILD/bin/cgc" ]; then
+  echo "== staging bench artifacts"
+  python3 "$HERE/bench/run_bench.py" stage --cgc "$BUILD/bin/cgc" \
+    --out "$BUILD/bench" | tail -3 || status=1
+fi
 [ -d "$BUILD/gpu-cases" ] && export CGC_GPU_CASES=${CGC_GPU_CASES:-$(cd "$BUILD/gpu-cases" && pwd)}
 mapfile -t BINS < <(find "$BUILD/test/gpu" -maxdepth 1 -type f -perm -u+x \
                       -name '*_tests' 2>/dev/null | sort)
@@ -39,7 +58,6 @@ if command -v nvidia-smi >/dev/null && nvidia-smi -L 2>/dev/null | grep -q GPU; 
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
 fi
 echo "gpu-run: cases: ${CGC_GPU_CASES:-<default>}"
-status=0
 
 # ---- 1. gtests
 for bin in "${BINS[@]}"; do

@@ -450,3 +450,108 @@ TEST(StagedCases, MultiGraphAnyOrder) {
 }
 
 } // namespace
+
+namespace {
+
+const Case *findCase(const std::string &name) {
+  for (const Case &c : staged().cases)
+    if (c.name == name)
+      return &c;
+  return nullptr;
+}
+
+/// Writes \p bytes to a fresh device buffer.
+void *deviceCopy(const std::vector<uint8_t> &bytes) {
+  void *p = nullptr;
+  EXPECT_EQ(cudaMalloc(&p, bytes.size()), cudaSuccess);
+  EXPECT_EQ(cudaMemcpy(p, bytes.data(), bytes.size(), cudaMemcpyHostToDevice),
+            cudaSuccess);
+  return p;
+}
+
+/// Runs with the product's input x and output bound to caller buffers (the
+/// captured cuBLASLt call is re-captured), compares with the reference.
+std::string runBound(Loaded &l, const Case &c, const TensorMap &in,
+                     const TensorMap &ref, bool eager) {
+  const OutSpec &o = c.outputs.at(0);
+  void *dx = deviceCopy(in.at("x").bytes);
+  void *dy = nullptr;
+  EXPECT_EQ(cudaMalloc(&dy, ref.at(o.name).bytes.size()), cudaSuccess);
+  EXPECT_EQ(cudaMemset(dy, 0xFF, ref.at(o.name).bytes.size()), cudaSuccess);
+  std::string problem;
+  TensorMap rest = in;
+  rest.erase("x");
+  for (const auto &[name, t] : rest)
+    if (cgc_status s = cgc_context_write_input(l.ctx, name.c_str(),
+                                               t.bytes.data(), t.bytes.size(),
+                                               nullptr))
+      problem += "write " + name + ": " + fmtStatus(s) + "\n";
+  if (cgc_status s = cgc_context_bind(l.ctx, "x", dx))
+    problem += "bind x: " + fmtStatus(s) + "\n";
+  if (cgc_status s = cgc_context_bind(l.ctx, o.name.c_str(), dy))
+    problem += "bind " + o.name + ": " + fmtStatus(s) + "\n";
+  cgc_status s = eager ? cgc_run_eager(l.ctx, 0, nullptr, 0, nullptr)
+                       : cgc_run(l.ctx, 0, nullptr, 0, nullptr);
+  if (s || (s = cgc_stream_synchronize(nullptr)))
+    problem += "run: " + fmtStatus(s) + "\n";
+  std::vector<uint8_t> got(ref.at(o.name).bytes.size());
+  EXPECT_EQ(cudaMemcpy(got.data(), dy, got.size(), cudaMemcpyDeviceToHost),
+            cudaSuccess);
+  problem += compareOutput(o, decode(o.dtype, got.data(), got.size()),
+                           decode(o.dtype, ref.at(o.name).bytes.data(),
+                                  got.size()));
+  cgc_context_bind(l.ctx, "x", nullptr);
+  cgc_context_bind(l.ctx, o.name.c_str(), nullptr);
+  cudaFree(dx);
+  cudaFree(dy);
+  return problem;
+}
+
+} // namespace
+
+/// A cuBLASLt product (the staged case own_linear_lib_f32_64x255x17_relu):
+/// the algorithm chosen at load is described, read back and pinned before
+/// any context exists (and refused after); a context then runs with its
+/// input and output bound to caller buffers, rebound to new buffers with
+/// new inputs, graph and eager, each checked against the interpreter.
+TEST(StagedCases, ProductBindingAndPinnedAlgorithm) {
+  CGC_REQUIRE_GPU();
+  const std::string name = "own_linear_lib_f32_64x255x17_relu";
+  const Case *c = findCase(name);
+  ASSERT_NE(c, nullptr) << name << " is not staged";
+  ASSERT_GE(c->replays, 2);
+  std::string dir = staged().dir + "/" + name + "/";
+  Loaded l;
+  ASSERT_EQ(cgc_engine_load_file((dir + "model.cgc").c_str(), 0, &l.engine),
+            CGC_OK)
+      << cgc_last_error();
+  ASSERT_EQ(cgc_engine_num_products(l.engine), 1u);
+  char line[512];
+  ASSERT_EQ(cgc_engine_describe_product(l.engine, 0, line, sizeof line), CGC_OK)
+      << cgc_last_error();
+  EXPECT_NE(std::string(line).find("heuristic"), std::string::npos) << line;
+  uint64_t algo[8];
+  ASSERT_EQ(cgc_engine_get_product_algorithm(l.engine, 0, algo), CGC_OK);
+  ASSERT_EQ(cgc_engine_pin_product_algorithm(l.engine, 0, algo), CGC_OK)
+      << cgc_last_error();
+  ASSERT_EQ(cgc_engine_describe_product(l.engine, 0, line, sizeof line), CGC_OK);
+  EXPECT_NE(std::string(line).find("pinned"), std::string::npos) << line;
+  ASSERT_EQ(cgc_context_create(l.engine, nullptr, 0, &l.ctx), CGC_OK)
+      << cgc_last_error();
+  EXPECT_NE(cgc_engine_pin_product_algorithm(l.engine, 0, algo), CGC_OK)
+      << "pinning while a context exists is refused";
+  for (int k : {1, 2}) {
+    SCOPED_TRACE("input set " + std::to_string(k));
+    TensorMap in, ref;
+    std::string tag = std::to_string(k);
+    ASSERT_TRUE(readTensors(dir + "in." + tag + ".safetensors", in));
+    ASSERT_TRUE(readTensors(dir + "ref." + tag + ".safetensors", ref));
+    EXPECT_EQ(runBound(l, *c, in, ref, false), "");
+    EXPECT_EQ(runBound(l, *c, in, ref, true), "");
+  }
+  TensorMap in, ref; // unbound again: the arena slots
+  ASSERT_TRUE(readTensors(dir + "in.safetensors", in));
+  ASSERT_TRUE(readTensors(dir + "ref.safetensors", ref));
+  ASSERT_EQ(l.feed(in), "");
+  EXPECT_EQ(l.runAndCompare(false, *c, ref), "");
+}
