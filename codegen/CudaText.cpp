@@ -112,6 +112,10 @@ std::string cgc::addParam(Kernel &kernel, const Value *value, bool written) {
 }
 
 std::string cgc::kernelOpening(const Kernel &kernel, unsigned blockSize) {
+  return kernelSignature(kernel, blockSize) + kWaitForProducers;
+}
+
+std::string cgc::kernelSignature(const Kernel &kernel, unsigned blockSize) {
   std::string out = "extern \"C\" __global__ void __launch_bounds__(" +
                     std::to_string(blockSize) + ") " + kernel.name + "(";
   for (size_t i = 0; i < kernel.params.size(); ++i) {
@@ -119,7 +123,7 @@ std::string cgc::kernelOpening(const Kernel &kernel, unsigned blockSize) {
     out += (i ? ", " : "") + std::string(p.written ? "" : "const ") +
            storageType(p.value->getType().dtype) + " *p" + std::to_string(i);
   }
-  return out + ") {\n  cgc_wait_for_producers();\n";
+  return out + ") {\n";
 }
 
 uint32_t cgc::gridFor(int64_t work, int64_t perBlock) {
@@ -184,27 +188,6 @@ __device__ __forceinline__ void cgc_wait_for_producers() {
 __device__ __forceinline__ float cgc_dot16(uint4 a, uint4 b, const float *) {
   return __uint_as_float(a.x) * __uint_as_float(b.x) + __uint_as_float(a.y) * __uint_as_float(b.y) +
          __uint_as_float(a.z) * __uint_as_float(b.z) + __uint_as_float(a.w) * __uint_as_float(b.w);
-}
-// Thread block clusters (sm_90): a barrier over the cluster's threads, and
-// a load from another block's shared memory (distributed shared memory).
-__device__ __forceinline__ void cgc_cluster_sync() {
-#if __CUDA_ARCH__ >= 900
-  asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
-#else
-  __trap();
-#endif
-}
-__device__ __forceinline__ float cgc_cluster_load(const float *own, unsigned rank) {
-#if __CUDA_ARCH__ >= 900
-  unsigned addr = (unsigned)__cvta_generic_to_shared(own), remote;
-  float v;
-  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(addr), "r"(rank));
-  asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(v) : "r"(remote) : "memory");
-  return v;
-#else
-  __trap();
-  return 0.0f;
-#endif
 }
 // Reduces over the block; every thread gets the result.
 template <class T, class F> __device__ __forceinline__ T cgc_block_reduce(T v, F f) {

@@ -43,6 +43,9 @@ std::string broadcastOffset(const Shape &operand, const Shape &iter,
 /// statement, which waits for the kernels it depends on (programmatic
 /// dependent launch; see codegen/GraphPlan.cpp). Params are named p0, p1...
 std::string kernelOpening(const Kernel &kernel, unsigned blockSize);
+/// The signature and `{` alone, for kernels that do work before the wait.
+std::string kernelSignature(const Kernel &kernel, unsigned blockSize);
+constexpr const char *kWaitForProducers = "  cgc_wait_for_producers();\n";
 /// Adds \p value as a pointer parameter (once) and returns its name.
 std::string addParam(Kernel &kernel, const Value *value, bool written);
 /// Grid size for \p work items handled \p perBlock at a time.

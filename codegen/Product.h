@@ -2,7 +2,7 @@
 //
 // Internal to codegen. A `matmul`, `linear` or `product_fusion` node is
 // read once into ProductParts: the values the product reads (outside the
-// fusion body), its epilogue, and the value it writes. The generated kernel
+// fusion body), its prologue and epilogue, and the value it writes. The generated kernel
 // (ProductEmitter.cpp) and the cuBLASLt call (ProductLowering.cpp) are both
 // built from it.
 //
@@ -20,12 +20,15 @@ namespace cgc {
 struct ProductParts {
   const Node *product = nullptr; ///< The matmul or linear.
   ProductProblem problem;
-  const Value *a = nullptr, *b = nullptr; ///< IR operands 0 and 1.
+  /// IR operands 0 and 1 (with an input layernorm: the rows before it).
+  const Value *a = nullptr, *b = nullptr;
+  /// A layernorm over the last axis that turns `a` into the product's
+  /// first operand, with its weight and bias (each may be absent).
+  const Node *inputNorm = nullptr;
+  const Value *normWeight = nullptr, *normBias = nullptr;
   const Value *bias = nullptr;     ///< [n], added to every row.
   const Value *residual = nullptr; ///< The result's type, added.
   llvm::Optional<OpKind> activation; ///< relu, gelu or gelu_tanh.
-  const Node *layerNorm = nullptr; ///< Over the last axis, last.
-  const Value *lnWeight = nullptr, *lnBias = nullptr;
   const Value *result = nullptr; ///< What the node writes.
 };
 

@@ -7,7 +7,9 @@
 // L1, shared by all warps) alongside, keeping one f32 accumulator per row
 // in registers. A butterfly of shuffles sums the lanes; lane m then adds
 // the bias and the residual, applies the activation and stores row m.
-// Eight warps (256 threads) per block, ceil(n / 8) blocks.
+// Eight warps (256 threads) per block, ceil(n / 8) blocks. With an input
+// layernorm, each block first normalizes the rows of x into shared memory
+// and reads them from there.
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/CudaText.h"
@@ -58,6 +60,20 @@ static std::string dotLoop(const ProductProblem &p, const std::string &x,
          x + " + m * " + K + " + k), " + w + ");\n  }\n";
 }
 
+/// The dot loop over weight chunks already in registers (wpre).
+static std::string prefetchedDotLoop(const ProductProblem &p,
+                                     const std::string &x, const std::string &w,
+                                     int64_t chunks) {
+  std::string K = std::to_string(p.k) + "LL", M = std::to_string(p.m);
+  std::string V = std::to_string(vectorWidth(p));
+  return "#pragma unroll\n  for (int c = 0; c < " + std::to_string(chunks) + "; ++c) {\n"
+         "    const long long k = (lane + 32LL * c) * " + V + ";\n"
+         "    if (k >= " + K + ") break;\n"
+         "#pragma unroll\n    for (int m = 0; m < " + M + "; ++m)\n"
+         "      acc[m] += cgc_dot16(wpre[c], *reinterpret_cast<const uint4 *>(" +
+         x + " + m * " + K + " + k), " + w + ");\n  }\n";
+}
+
 namespace {
 /// The kernel's parameters, by role.
 struct Params {
@@ -67,146 +83,127 @@ struct Params {
 Params addParams(const ProductParts &parts, Kernel &kernel) {
   Params p;
   p.x = addParam(kernel, parts.a, false);
+  if (parts.normWeight)
+    p.gamma = addParam(kernel, parts.normWeight, false);
+  if (parts.normBias)
+    p.beta = addParam(kernel, parts.normBias, false);
   p.w = addParam(kernel, parts.b, false);
   if (parts.bias)
     p.bias = addParam(kernel, parts.bias, false);
   if (parts.residual)
     p.res = addParam(kernel, parts.residual, false);
-  if (parts.lnWeight)
-    p.gamma = addParam(kernel, parts.lnWeight, false);
-  if (parts.lnBias)
-    p.beta = addParam(kernel, parts.lnBias, false);
   p.out = addParam(kernel, parts.result, true);
   return p;
 }
 
-/// Statements that leave in `v`, on lane m < M of the warp, row m of output
-/// column `col` before any layernorm: the dot product, bias, residual and
-/// activation. Every lane of the warp must run them (shuffles).
-std::string columnValue(const ProductParts &parts, const Params &q,
-                        const std::string &indent) {
+/// The input layernorm: warp w normalizes rows w, w + 8, ... of x into the
+/// block's shared copy `xs` (two passes, as the interpreter computes it,
+/// rounded to the storage type as the interpreter rounds the layernorm's
+/// result), then the block waits for all rows.
+std::string normalizeRows(const ProductParts &parts, const Params &q) {
   const ProductProblem &p = parts.problem;
-  std::string N = std::to_string(p.n) + "LL", M = std::to_string(p.m);
-  std::string text =
-      "const " + storageType(p.dtype) + " *wrow = " + q.w + " + col * " +
-      std::to_string(p.k) + "LL;\n"
-      "float acc[" + M + "];\n"
-      "#pragma unroll\nfor (int m = 0; m < " + M + "; ++m) acc[m] = 0.0f;\n" +
-      dotLoop(p, q.x, q.w) +
-      "float v = 0.0f;\n"
-      "#pragma unroll\nfor (int m = 0; m < " + M + "; ++m) {\n"
-      "  for (int o = 16; o > 0; o >>= 1)\n"
-      "    acc[m] += __shfl_xor_sync(0xffffffffu, acc[m], o);\n"
-      "  if (m == lane) v = acc[m];\n}\n"
-      "if (lane < " + M + ") {\n" +
-      (q.bias.empty() ? "" : "  v += cgc_ld(" + q.bias + ", col);\n") +
-      (q.res.empty() ? "" : "  v += cgc_ld(" + q.res + ", lane * " + N + " + col);\n") +
-      "  v = " + activationExpr(parts.activation, "v") + ";\n}\n";
-  std::string out;
-  for (size_t at = 0; at < text.size();) {
-    size_t nl = text.find('\n', at);
-    std::string line = text.substr(at, nl - at);
-    out += (line.rfind("#pragma", 0) == 0 ? "" : indent) + line + "\n";
-    at = nl + 1;
-  }
-  return out;
-}
-
-void emitPlain(const ProductParts &parts, const Params &q, Kernel &kernel) {
-  const ProductProblem &p = parts.problem;
-  std::string N = std::to_string(p.n) + "LL";
-  std::string body =
-      "  const int lane = threadIdx.x & 31;\n"
-      "  const long long col = (long long)blockIdx.x * " +
-      std::to_string(WarpsPerBlock) + " + (threadIdx.x >> 5);\n"
-      "  if (col >= " + N + ") return;\n" + columnValue(parts, q, "  ") +
-      "  if (lane < " + std::to_string(p.m) + ") cgc_st(" + q.out + ", lane * " +
-      N + " + col, v);\n";
-  kernel.block[0] = Block;
-  kernel.grid[0] = gridFor(p.n, WarpsPerBlock);
-  kernel.source = kernelOpening(kernel, Block) + body + "}\n";
-}
-
-/// Sums `value` of lane m < M over the block's warps, then over the
-/// cluster's blocks (through distributed shared memory), into stats[m][slot].
-std::string clusterRowSum(const std::string &value, int slot,
-                          const std::string &scale, unsigned cluster) {
-  return "  if (lane < M) part[warp][lane] = " + value + ";\n"
-         "  __syncthreads();\n"
-         "  if (threadIdx.x < M) {\n"
+  std::string K = std::to_string(p.k) + "LL", Kf = floatLiteral(float(p.k));
+  std::string eps = floatLiteral(float(parts.inputNorm->floatAttr("eps", 1e-5)));
+  std::string warpSum = "    for (int o = 16; o > 0; o >>= 1) VAR += __shfl_xor_sync(0xffffffffu, VAR, o);\n";
+  auto sumOf = [&](const std::string &var) {
+    std::string t = warpSum;
+    for (size_t at = t.find("VAR"); at != std::string::npos; at = t.find("VAR"))
+      t.replace(at, 3, var);
+    return t;
+  };
+  return "  __shared__ __align__(16) " + storageType(p.dtype) + " xs[" +
+         std::to_string(p.m * p.k) + "];\n"
+         "  for (int m = threadIdx.x >> 5; m < " + std::to_string(p.m) + "; m += " +
+         std::to_string(WarpsPerBlock) + ") {\n"
          "    float s = 0.0f;\n"
-         "    for (int w = 0; w < " + std::to_string(WarpsPerBlock) +
-         "; ++w) s += part[w][threadIdx.x];\n"
-         "    rowsum[threadIdx.x] = s;\n  }\n"
-         "  cgc_cluster_sync();\n"
-         "  if (threadIdx.x < M) {\n"
-         "    float s = 0.0f;\n"
-         "    for (unsigned r = 0; r < " + std::to_string(cluster) +
-         "u; ++r) s += cgc_cluster_load(&rowsum[threadIdx.x], r);\n"
-         "    stats[threadIdx.x][" + std::to_string(slot) + "] = " + scale +
-         ";\n  }\n"
-         "  cgc_cluster_sync();\n";
+         "    for (long long k = lane; k < " + K + "; k += 32) s += cgc_ld(" + q.x + ", m * " + K + " + k);\n" +
+         sumOf("s") +
+         "    const float mean = s / " + Kf + ";\n"
+         "    float d2 = 0.0f;\n"
+         "    for (long long k = lane; k < " + K + "; k += 32) {\n"
+         "      const float d = cgc_ld(" + q.x + ", m * " + K + " + k) - mean;\n"
+         "      d2 += d * d;\n    }\n" +
+         sumOf("d2") +
+         "    const float inv = rsqrtf(d2 / " + Kf + " + " + eps + ");\n"
+         "    for (long long k = lane; k < " + K + "; k += 32)\n"
+         "      cgc_st(xs, m * " + K + " + k, (cgc_ld(" + q.x + ", m * " + K + " + k) - mean) * inv" +
+         (q.gamma.empty() ? "" : " * cgc_ld(" + q.gamma + ", k)") +
+         (q.beta.empty() ? "" : " + cgc_ld(" + q.beta + ", k)") + ");\n  }\n"
+         "  __syncthreads();\n";
+}
+/// Whether \p v is a persistent input of the top-level graph that no update
+/// writes: constant while the graph runs, so a kernel may read it before
+/// it waits for the kernels it depends on.
+bool isConstantWeight(const Value *v, const Node &user) {
+  if (v->getDef())
+    return false;
+  const Graph *g = user.getParent();
+  while (g->isRegion())
+    g = g->getParentNode()->getParent();
+  const GraphInput *input = nullptr;
+  for (const GraphInput &in : g->inputs())
+    if (in.value == v)
+      input = &in;
+  if (!input || !isPersistent(input->kind))
+    return false;
+  for (const GraphOutput &o : g->outputs)
+    if (o.target == v->getName())
+      return false;
+  return true;
 }
 
-/// One thread block cluster computes every column and normalizes the rows:
-/// each warp keeps its columns' values in registers, and the row sums go
-/// through distributed shared memory (two-pass mean and variance, as the
-/// interpreter computes them).
-void emitWithLayerNorm(const ProductParts &parts, const Params &q,
-                       Kernel &kernel) {
-  const ProductProblem &p = parts.problem;
-  int64_t blocks = std::min<int64_t>(8, (p.n + WarpsPerBlock - 1) / WarpsPerBlock);
-  int64_t stride = blocks * WarpsPerBlock;
-  int64_t perWarp = (p.n + stride - 1) / stride;
-  std::string N = std::to_string(p.n) + "LL", M = std::to_string(p.m);
-  std::string C = std::to_string(blocks), J = std::to_string(perWarp);
-  std::string len = floatLiteral(float(p.n));
-  std::string eps = floatLiteral(float(parts.layerNorm->floatAttr("eps", 1e-5)));
-  std::string body =
-      "  constexpr int M = " + M + ";\n"
-      "  __shared__ float part[" + std::to_string(WarpsPerBlock) + "][M];\n"
-      "  __shared__ float rowsum[M];\n  __shared__ float stats[M][2];\n"
-      "  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;\n"
-      "  float vals[" + J + "];\n  float sum = 0.0f;\n"
-      "#pragma unroll\n  for (int j = 0; j < " + J + "; ++j) {\n"
-      "    const long long col = (long long)blockIdx.x * " +
-      std::to_string(WarpsPerBlock) + " + warp + (long long)j * " +
-      std::to_string(stride) + ";\n"
-      "    vals[j] = 0.0f;\n"
-      "    if (col >= " + N + ") continue;\n" + columnValue(parts, q, "    ") +
-      "    vals[j] = v;\n    sum += v;\n  }\n" +
-      clusterRowSum("sum", 0, "s / " + len, blocks) +
-      "  const float mean = lane < M ? stats[lane][0] : 0.0f;\n"
-      "  float q = 0.0f;\n"
-      "#pragma unroll\n  for (int j = 0; j < " + J + "; ++j) {\n"
-      "    const long long col = (long long)blockIdx.x * " +
-      std::to_string(WarpsPerBlock) + " + warp + (long long)j * " +
-      std::to_string(stride) + ";\n"
-      "    if (col < " + N + ") { float d = vals[j] - mean; q += d * d; }\n  }\n" +
-      clusterRowSum("q", 1, "rsqrtf(s / " + len + " + " + eps + ")", blocks) +
-      "  if (lane >= M) return;\n"
-      "  const float inv = stats[lane][1];\n"
-      "#pragma unroll\n  for (int j = 0; j < " + J + "; ++j) {\n"
-      "    const long long col = (long long)blockIdx.x * " +
-      std::to_string(WarpsPerBlock) + " + warp + (long long)j * " +
-      std::to_string(stride) + ";\n"
-      "    if (col >= " + N + ") continue;\n"
-      "    cgc_st(" + q.out + ", lane * " + N + " + col, (vals[j] - mean) * inv" +
-      (q.gamma.empty() ? "" : " * cgc_ld(" + q.gamma + ", col)") +
-      (q.beta.empty() ? "" : " + cgc_ld(" + q.beta + ", col)") + ");\n  }\n";
-  kernel.block[0] = Block;
-  kernel.grid[0] = uint32_t(blocks);
-  std::string opening = kernelOpening(kernel, Block);
-  opening.replace(opening.find("__launch_bounds__"), 0,
-                  "__cluster_dims__(" + C + ", 1, 1) ");
-  kernel.source = opening + body + "}\n";
+/// Chunks of the weight row each lane loads ahead (16 bytes each), or 0.
+int64_t prefetchChunks(const ProductProblem &p) {
+  int64_t v = vectorWidth(p);
+  int64_t chunks = (p.k + 32 * v - 1) / (32 * v);
+  return v > 1 && chunks <= 8 ? chunks : 0;
 }
 } // namespace
 
 void cgc::emitProduct(const ProductParts &parts, Kernel &kernel) {
+  const ProductProblem &p = parts.problem;
   Params q = addParams(parts, kernel);
-  if (parts.layerNorm)
-    emitWithLayerNorm(parts, q, kernel);
-  else
-    emitPlain(parts, q, kernel);
+  std::string N = std::to_string(p.n) + "LL", M = std::to_string(p.m);
+  std::string rows = q.x;
+  std::string body =
+      "  const int lane = threadIdx.x & 31;\n"
+      "  const long long col = (long long)blockIdx.x * " +
+      std::to_string(WarpsPerBlock) + " + (threadIdx.x >> 5);\n"
+      "  const " + storageType(p.dtype) + " *wrow = " + q.w + " + cgc_min(col, " +
+      std::to_string(p.n - 1) + "LL) * " + std::to_string(p.k) + "LL;\n";
+  // Weights no kernel writes load before the wait for the producers
+  // (programmatic launch lets this kernel start early) and before the
+  // input layernorm: their latency hides behind both.
+  int64_t chunks = prefetchChunks(p);
+  bool early = chunks && isConstantWeight(parts.b, *parts.product);
+  if (early) {
+    std::string V = std::to_string(vectorWidth(p)), K = std::to_string(p.k) + "LL";
+    body += "  uint4 wpre[" + std::to_string(chunks) + "];\n"
+               "#pragma unroll\n  for (int c = 0; c < " + std::to_string(chunks) + "; ++c) {\n"
+               "    const long long k = (lane + 32LL * c) * " + V + ";\n"
+               "    if (k < " + K + ") wpre[c] = __ldg(reinterpret_cast<const uint4 *>(wrow + k));\n  }\n";
+  }
+  body += kWaitForProducers;
+  if (parts.inputNorm) {
+    body += normalizeRows(parts, q);
+    rows = "xs";
+  }
+  body +=
+      "  if (col >= " + N + ") return;\n"
+      "  float acc[" + M + "];\n"
+      "#pragma unroll\n  for (int m = 0; m < " + M + "; ++m) acc[m] = 0.0f;\n" +
+      (early ? prefetchedDotLoop(p, rows, q.w, chunks) : dotLoop(p, rows, q.w)) +
+      "  float v = 0.0f;\n"
+      "#pragma unroll\n  for (int m = 0; m < " + M + "; ++m) {\n"
+      "    for (int o = 16; o > 0; o >>= 1)\n"
+      "      acc[m] += __shfl_xor_sync(0xffffffffu, acc[m], o);\n"
+      "    if (m == lane) v = acc[m];\n  }\n"
+      "  if (lane >= " + M + ") return;\n" +
+      (q.bias.empty() ? "" : "  v += cgc_ld(" + q.bias + ", col);\n") +
+      (q.res.empty() ? "" : "  v += cgc_ld(" + q.res + ", lane * " + N + " + col);\n") +
+      "  cgc_st(" + q.out + ", lane * " + N + " + col, " +
+      activationExpr(parts.activation, "v") + ");\n";
+  kernel.block[0] = Block;
+  kernel.grid[0] = gridFor(p.n, WarpsPerBlock);
+  kernel.source = kernelSignature(kernel, Block) + body + "}\n";
 }

@@ -38,24 +38,23 @@ ProductParts cgc::productParts(const Node &node) {
   p.result = node.result();
   if (node.getOp() != OpKind::ProductFusion)
     return p;
-  const Value *previous = p.product->result();
+  const Value *previous = nullptr;
   for (const auto &member : node.region(0).nodes()) {
     OpKind op = member->getOp();
-    if (member.get() == p.product) {
-      continue;
-    } else if (op == OpKind::Add) {
+    if (op == OpKind::LayerNorm) {
+      p.inputNorm = member.get();
+      p.a = outer(member->operand(0));
+      if (member->numOperands() > 1)
+        p.normWeight = outer(member->operand(1));
+      if (member->numOperands() > 2)
+        p.normBias = outer(member->operand(2));
+    } else if (op == OpKind::Add && member.get() != p.product) {
       const Value *other = outer(
           member->operand(member->operand(0) == previous ? 1 : 0));
       bool isBias = !p.bias && other->getType().rank() == 1 &&
                     other->getType().dims[0].extent() == p.problem.n;
       (isBias ? p.bias : p.residual) = other;
-    } else if (op == OpKind::LayerNorm) {
-      p.layerNorm = member.get();
-      if (member->numOperands() > 1)
-        p.lnWeight = outer(member->operand(1));
-      if (member->numOperands() > 2)
-        p.lnBias = outer(member->operand(2));
-    } else {
+    } else if (member.get() != p.product) {
       p.activation = op;
     }
     previous = member->result();
@@ -132,7 +131,7 @@ Storage shifted(Storage s, int64_t elements, size_t elem, uint64_t bytes) {
 void Lowerer::lowerLibraryProduct(const Node &node, const ProductParts &parts,
                                   StepGraph &out) {
   const ProductProblem &p = parts.problem;
-  if (parts.layerNorm ||
+  if (parts.inputNorm ||
       (parts.activation && *parts.activation == OpKind::Gelu)) {
     diag.nodeError(node, "internal error: a cuBLASLt product cannot run "
                          "this epilogue (fuse-epilogue should not have "

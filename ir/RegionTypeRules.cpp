@@ -109,37 +109,42 @@ bool TypeChecker::whileOp(Types &out) {
   return true;
 }
 
-/// A product fusion's body is a chain: a matmul or linear, then nodes that
-/// each read the previous node's result (an add, an activation, a
-/// layernorm over the last axis); the last one's result is the only output.
+/// A product fusion's body is a chain: optionally a layernorm over the last
+/// axis whose result is the product's first operand, then a matmul or
+/// linear, then elementwise nodes that each read the previous node's
+/// result; the last one's result is the only output.
 bool TypeChecker::productFusionBody() {
   const Graph &body = node.region(0);
-  const Node *previous = nullptr;
+  const Node *previous = nullptr, *product = nullptr;
   for (const auto &member : body.nodes()) {
     bool ok;
-    if (!previous)
-      ok = member->info().has(MatMul);
-    else if (member->getOp() == OpKind::LayerNorm)
-      ok = member->operand(0) == previous->result() &&
-           normalizeAxis(member->intAttr("axis", -1),
-                         previous->result()->getType().rank()) ==
-               previous->result()->getType().rank() - 1;
-    else
+    if (product)
       ok = member->info().has(Elementwise) &&
            llvm::is_contained(member->getOperands(), previous->result());
+    else if (member->info().has(MatMul))
+      ok = !previous || member->operand(0) == previous->result();
+    else
+      ok = !previous && member->getOp() == OpKind::LayerNorm &&
+           normalizeAxis(member->intAttr("axis", -1),
+                         member->result()->getType().rank()) ==
+               member->result()->getType().rank() - 1;
     if (!ok) {
       diag.nodeError(*member, "cannot be in the body of product_fusion '" +
                                   node.getName() +
-                                  "': the body is a matmul or linear followed "
-                                  "by a chain of elementwise ops and a "
-                                  "layernorm, each reading the one before");
+                                  "': the body is an optional layernorm of "
+                                  "the product's input, a matmul or linear, "
+                                  "then elementwise ops, each reading the "
+                                  "one before");
       return false;
     }
+    if (member->info().has(MatMul))
+      product = member.get();
     previous = member.get();
   }
-  if (!previous || body.outputs.size() != 1 ||
+  if (!product || body.outputs.size() != 1 ||
       body.outputs[0].value != previous->result())
-    return fail("region 'body' must give back its last node's result alone");
+    return fail("region 'body' must hold a product and give back its last "
+                "node's result alone");
   return true;
 }
 

@@ -1,16 +1,18 @@
-//===- FuseEpilogue.cpp - Fold what follows a matrix product into it --------===//
+//===- FuseEpilogue.cpp - Fold the ops around a matrix product into it ------===//
 //
 // Algorithm: for each `matmul` and `linear` (regions of `if` and `while`
 // included), follow the chain of sole users of its result and absorb, in
 // order: a bias add (a rank-1 operand of n elements, unless the product
 // has a bias already) and a residual add (an operand of the result's
-// type), then one activation, then, last, a layernorm over the last axis.
-// What may be absorbed depends on how the product runs (ProductRule.h):
+// type), then one activation. What may be absorbed depends on how the
+// product runs (ProductRule.h):
 //   - Library (cuBLASLt): bias, residual (the beta * C input), relu and
 //     gelu_tanh, the forms cuBLASLt's epilogues compute. The erf-form gelu
 //     stays outside and fuse-elementwise puts it in the next kernel.
-//   - Generated: bias, residual, relu, gelu, gelu_tanh, and the layernorm
-//     where fusesLayerNorm() says one cluster reads the weight fast.
+//   - Generated: bias, residual, relu, gelu, gelu_tanh; and, before the
+//     product, the layernorm over the last axis that produces its first
+//     operand, when that layernorm has no other user and
+//     fusesInputLayerNorm() allows it (the kernel normalizes the rows).
 // A chain of two or more nodes becomes one `product_fusion` node at the
 // place of its last member, whose body holds copies of the members (same
 // names, attributes and locations).
@@ -34,8 +36,7 @@ namespace {
 /// What a chain has absorbed so far.
 struct Chain {
   ProductStrategy strategy;
-  bool layerNorm; ///< fusesLayerNorm(): the strategy can end with one.
-  std::vector<Node *> members;
+  std::vector<Node *> members; ///< [input layernorm,] product, epilogue.
   bool bias = false, residual = false, activation = false;
 
   Value *last() const { return members.back()->result(); }
@@ -79,19 +80,29 @@ bool absorbActivation(Chain &c, const Node &act) {
   return c.activation = true;
 }
 
-/// Whether \p user joins the chain; a layernorm ends it.
-bool absorb(Chain &c, const Node &user, bool &ends) {
+/// Whether \p user joins the chain.
+bool absorb(Chain &c, const Node &user) {
   OpKind op = user.getOp();
   if (op == OpKind::Add)
     return absorbAdd(c, user);
   if (op == OpKind::Relu || op == OpKind::Gelu || op == OpKind::GeluTanh)
     return absorbActivation(c, user);
-  if (op != OpKind::LayerNorm)
-    return false;
-  unsigned rank = c.last()->getType().rank();
-  ends = true;
-  return c.layerNorm && user.operand(0) == c.last() &&
-         normalizeAxis(user.intAttr("axis", -1), rank) == rank - 1;
+  return false;
+}
+
+/// The layernorm over the last axis that computes \p product's first
+/// operand for it alone, if the product may normalize its input itself.
+Node *inputLayerNorm(const Graph &g, Node &product,
+                     const ProductProblem &problem) {
+  Node *norm = product.operand(0)->getDef();
+  if (!norm || norm->getOp() != OpKind::LayerNorm ||
+      norm->getParent() != &g || soleUser(g, norm->result()) != &product ||
+      llvm::count(product.getOperands(), norm->result()) != 1 ||
+      !fusesInputLayerNorm(problem))
+    return nullptr;
+  unsigned rank = norm->result()->getType().rank();
+  return normalizeAxis(norm->intAttr("axis", -1), rank) == rank - 1 ? norm
+                                                                    : nullptr;
 }
 
 class FuseEpiloguePass : public Pass {
@@ -125,12 +136,12 @@ bool FuseEpiloguePass::fuseNested(Graph &graph, PassContext &ctx) {
   GraphBuilder builder(graph, ctx.diag);
   for (Node *product : products) {
     ProductProblem problem = productProblem(*product);
-    Chain chain{productStrategy(problem), fusesLayerNorm(problem), {product}};
+    Chain chain{productStrategy(problem), {product}};
+    if (Node *norm = inputLayerNorm(graph, *product, problem))
+      chain.members.insert(chain.members.begin(), norm);
     chain.bias = product->numOperands() == 3; // linear with its bias
-    bool ends = false;
-    while (!ends) {
-      Node *user = soleUser(graph, chain.last());
-      if (!user || !absorb(chain, *user, ends))
+    while (Node *user = soleUser(graph, chain.last())) {
+      if (!absorb(chain, *user))
         break;
       chain.members.push_back(user);
     }
@@ -140,13 +151,18 @@ bool FuseEpiloguePass::fuseNested(Graph &graph, PassContext &ctx) {
   return true;
 }
 
+static const Node &productOfChain(const Chain &chain) {
+  return *chain.members[chain.members.front()->info().has(MatMul) ? 0 : 1];
+}
+
 bool FuseEpiloguePass::buildFusion(Graph &graph, const Chain &chain,
                                    GraphBuilder &builder) {
-  Node *product = chain.members.front(), *last = chain.members.back();
+  Node *last = chain.members.back();
   builder.setInsertionPoint(*last);
-  builder.setOrigin(*product);
+  const Node &product = productOfChain(chain);
+  builder.setOrigin(product);
   Node *fusion = builder.createWithRegions(OpKind::ProductFusion,
-                                           product->getName() + ".fused", {});
+                                           product.getName() + ".fused", {});
   Graph &body = fusion->region(0);
   builder.setInsertionPointToEnd(body);
   Value *previous = nullptr, *mappedPrevious = nullptr;

@@ -2,6 +2,7 @@
 #include "passes/ProductRule.h"
 
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/Support/ErrorHandling.h"
 #include <algorithm>
 
 using namespace cgc;
@@ -63,9 +64,12 @@ ProductProblem cgc::productProblem(const Node &node) {
 }
 
 const Node &cgc::productOf(const Node &node) {
-  if (node.getOp() == OpKind::ProductFusion)
-    return *node.region(0).nodes().front();
-  return node;
+  if (node.getOp() != OpKind::ProductFusion)
+    return node;
+  for (const auto &member : node.region(0).nodes())
+    if (member->info().has(MatMul))
+      return *member;
+  llvm_unreachable("a product_fusion body holds a product (its type rule)");
 }
 
 ProductStrategy cgc::productStrategy(const ProductProblem &p) {
@@ -75,11 +79,10 @@ ProductStrategy cgc::productStrategy(const ProductProblem &p) {
   return generated ? ProductStrategy::Generated : ProductStrategy::Library;
 }
 
-bool cgc::fusesLayerNorm(const ProductProblem &p) {
-  uint64_t weight = uint64_t(p.n) * uint64_t(p.k) * dtypeSize(p.dtype);
+bool cgc::fusesInputLayerNorm(const ProductProblem &p) {
+  uint64_t rows = uint64_t(p.m) * uint64_t(p.k) * dtypeSize(p.dtype);
   return productStrategy(p) == ProductStrategy::Generated &&
-         weight <= kFusedLayerNormMaxWeightBytes &&
-         p.n <= kFusedLayerNormMaxColumns;
+         rows <= kNormalizedInputMaxBytes && p.k > 0;
 }
 
 uint64_t cgc::productWorkspaceBytes(const ProductProblem &p) {

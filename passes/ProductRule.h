@@ -55,14 +55,16 @@ enum class ProductStrategy {
 constexpr int64_t kGeneratedProductMaxRows = 16;
 ProductStrategy productStrategy(const ProductProblem &p);
 
-/// A generated product also computes a following layernorm over its rows
-/// when one thread block cluster (8 SMs) can read the whole weight fast:
-/// at most 512 KiB of weight (about 0.6 us at the L2 bandwidth of 8 SMs,
-/// against about 1 us for a layernorm node of its own) and n <= 2048 (32
-/// values per lane in registers).
-constexpr uint64_t kFusedLayerNormMaxWeightBytes = 512 * 1024;
-constexpr int64_t kFusedLayerNormMaxColumns = 2048;
-bool fusesLayerNorm(const ProductProblem &p);
+/// A generated product also computes the layernorm (over the last axis)
+/// that produces its input rows: every block normalizes the m rows of x
+/// into shared memory before its dot products, so a layernorm between two
+/// small products costs no node of its own. At most 32 KiB of rows.
+/// (A layernorm after the product needs every column of the row at once:
+/// measured on an H100, one thread block cluster computing the whole row
+/// spent about 3 us more per node in cluster launch than a plain kernel,
+/// more than the node it saved.)
+constexpr uint64_t kNormalizedInputMaxBytes = 32 * 1024;
+bool fusesInputLayerNorm(const ProductProblem &p);
 
 /// The arena scratch a library product may use: 4 bytes per output element
 /// (room for split-k partial sums), at least 1 MiB, at most the 32 MiB

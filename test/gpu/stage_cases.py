@@ -210,7 +210,8 @@ def own_cases(dir):
 
     def put(name, inputs, nodes, outputs):
         g = {"format_version": 1, "name": name,
-             "inputs": [{"name": n, "dtype": dt, "shape": s} for n, dt, s in inputs],
+             "inputs": [i if isinstance(i, dict) else {"name": i[0], "dtype": i[1], "shape": i[2]}
+                        for i in inputs],
              "nodes": nodes, "outputs": outputs}
         p = os.path.join(dir, name + ".json")
         with open(p, "w") as f:
@@ -306,6 +307,20 @@ def product_cases(put):
         linear("lib", m, n, k, "f32", ["residual", "gelu"])
         linear("lib", m, n, k, "bf16", ["residual"])
     linear("lib", 17, 64, 255, "f32", ["layernorm"], lead=(4,))
+    # A layernorm feeding a small product: the kernel normalizes its rows
+    # (prologue); with a parameter weight it loads the weight before it
+    # waits for its producers.
+    for m, n, k, dt, param in ((1, 256, 256, "f32", True), (3, 17, 255, "f32", False),
+                               (16, 64, 1000, "f32", False), (2, 33, 64, "f16", True),
+                               (1, 40, 4097, "bf16", False), (4, 8, 24, "bf16", True)):
+        w = {"name": "w", "dtype": dt, "shape": [n, k]}
+        if param:
+            w.update(kind="parameter", init={"dist": "uniform", "low": -0.1, "high": 0.1, "seed": 5})
+        put(f"own_ln_linear_{dt}_{m}x{n}x{k}{'_param' if param else ''}",
+            [("x", dt, [m, k]), ("g", dt, [k]), ("h", dt, [k]), w, ("b", dt, [n])],
+            [{"name": "ln", "op": "layernorm", "inputs": ["x", "g", "h"]},
+             {"name": "fc", "op": "linear", "inputs": ["ln", "w", "b"]},
+             {"name": "y", "op": "relu", "inputs": ["fc"]}], ["y"])
     linear("lib", 64, 255, 17, "f32", ["relu"], bias=False)
     linear("gen", 2, 17, 255, "bf16", ["gelu_tanh"], bias=False)
     def matmul(tag, a, b, dt, ta=False, tb=False, ops=()):
