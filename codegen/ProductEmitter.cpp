@@ -96,41 +96,89 @@ Params addParams(const ProductParts &parts, Kernel &kernel) {
   return p;
 }
 
+/// Elements of a row each lane holds in registers for the input layernorm
+/// (all loads in flight at once), or 0 for rows too long: those loop.
+int64_t elementsPerLane(const ProductProblem &p) {
+  int64_t r = (p.k + 31) / 32;
+  return r <= 32 ? r : 0;
+}
+
+/// Before the wait: the layernorm's weight and bias, when no kernel writes
+/// them, into registers (gpre, bpre) of every lane.
+std::string preloadNormParams(const ProductParts &parts, const Params &q) {
+  int64_t r = elementsPerLane(parts.problem);
+  std::string out, R = std::to_string(r), K = std::to_string(parts.problem.k) + "LL";
+  for (auto [param, reg] : {std::pair<const std::string &, const char *>{q.gamma, "gpre"},
+                            {q.beta, "bpre"}}) {
+    if (param.empty())
+      continue;
+    out += "  float " + std::string(reg) + "[" + R + "];\n"
+           "#pragma unroll\n  for (int i = 0; i < " + R + "; ++i) {\n"
+           "    const long long k = lane + 32LL * i;\n"
+           "    " + reg + "[i] = k < " + K + " ? (float)cgc_ld(" + param + ", k) : 0.0f;\n  }\n";
+  }
+  return out;
+}
+
 /// The input layernorm: warp w normalizes rows w, w + 8, ... of x into the
 /// block's shared copy `xs` (two passes, as the interpreter computes it,
 /// rounded to the storage type as the interpreter rounds the layernorm's
-/// result), then the block waits for all rows.
-std::string normalizeRows(const ProductParts &parts, const Params &q) {
+/// result), then the block waits for all rows. Rows of at most 1024
+/// elements are held in registers, so all their loads are in flight at
+/// once; \p preloaded: gpre and bpre hold the weight and bias.
+std::string normalizeRows(const ProductParts &parts, const Params &q,
+                          bool preloaded) {
   const ProductProblem &p = parts.problem;
   std::string K = std::to_string(p.k) + "LL", Kf = floatLiteral(float(p.k));
   std::string eps = floatLiteral(float(parts.inputNorm->floatAttr("eps", 1e-5)));
-  std::string warpSum = "    for (int o = 16; o > 0; o >>= 1) VAR += __shfl_xor_sync(0xffffffffu, VAR, o);\n";
-  auto sumOf = [&](const std::string &var) {
-    std::string t = warpSum;
-    for (size_t at = t.find("VAR"); at != std::string::npos; at = t.find("VAR"))
-      t.replace(at, 3, var);
-    return t;
+  auto warpSum = [](const std::string &var) {
+    return "    for (int o = 16; o > 0; o >>= 1) " + var + " += __shfl_xor_sync(0xffffffffu, " +
+           var + ", o);\n";
   };
-  return "  __shared__ __align__(16) " + storageType(p.dtype) + " xs[" +
-         std::to_string(p.m * p.k) + "];\n"
-         "  for (int m = threadIdx.x >> 5; m < " + std::to_string(p.m) + "; m += " +
-         std::to_string(WarpsPerBlock) + ") {\n"
-         "    float s = 0.0f;\n"
-         "    for (long long k = lane; k < " + K + "; k += 32) s += cgc_ld(" + q.x + ", m * " + K + " + k);\n" +
-         sumOf("s") +
+  auto scaled = [&](const std::string &value, const std::string &i) {
+    std::string g = q.gamma.empty() ? "" : preloaded ? " * gpre[" + i + "]" : " * cgc_ld(" + q.gamma + ", k)";
+    std::string b = q.beta.empty() ? "" : preloaded ? " + bpre[" + i + "]" : " + cgc_ld(" + q.beta + ", k)";
+    return "(" + value + " - mean) * inv" + g + b;
+  };
+  std::string head = "  __shared__ __align__(16) " + storageType(p.dtype) + " xs[" +
+                     std::to_string(p.m * p.k) + "];\n"
+                     "  for (int m = threadIdx.x >> 5; m < " + std::to_string(p.m) + "; m += " +
+                     std::to_string(WarpsPerBlock) + ") {\n";
+  int64_t r = elementsPerLane(p);
+  if (r) {
+    std::string R = std::to_string(r);
+    std::string forEach = "#pragma unroll\n    for (int i = 0; i < " + R + "; ++i) {\n"
+                          "      const long long k = lane + 32LL * i;\n";
+    return head + "    float xv[" + R + "];\n" + forEach +
+           "      xv[i] = k < " + K + " ? (float)cgc_ld(" + q.x + ", m * " + K + " + k) : 0.0f;\n    }\n"
+           "    float s = 0.0f;\n"
+           "#pragma unroll\n    for (int i = 0; i < " + R + "; ++i) s += xv[i];\n" +
+           warpSum("s") +
+           "    const float mean = s / " + Kf + ";\n"
+           "    float d2 = 0.0f;\n" + forEach +
+           "      const float d = xv[i] - mean;\n"
+           "      if (k < " + K + ") d2 += d * d;\n    }\n" +
+           warpSum("d2") +
+           "    const float inv = rsqrtf(d2 / " + Kf + " + " + eps + ");\n" + forEach +
+           "      if (k < " + K + ") cgc_st(xs, m * " + K + " + k, " + scaled("xv[i]", "i") + ");\n"
+           "    }\n  }\n  __syncthreads();\n";
+  }
+  std::string x = "cgc_ld(" + q.x + ", m * " + K + " + k)";
+  return head + "    float s = 0.0f;\n"
+         "    for (long long k = lane; k < " + K + "; k += 32) s += " + x + ";\n" +
+         warpSum("s") +
          "    const float mean = s / " + Kf + ";\n"
          "    float d2 = 0.0f;\n"
          "    for (long long k = lane; k < " + K + "; k += 32) {\n"
-         "      const float d = cgc_ld(" + q.x + ", m * " + K + " + k) - mean;\n"
+         "      const float d = " + x + " - mean;\n"
          "      d2 += d * d;\n    }\n" +
-         sumOf("d2") +
+         warpSum("d2") +
          "    const float inv = rsqrtf(d2 / " + Kf + " + " + eps + ");\n"
          "    for (long long k = lane; k < " + K + "; k += 32)\n"
-         "      cgc_st(xs, m * " + K + " + k, (cgc_ld(" + q.x + ", m * " + K + " + k) - mean) * inv" +
-         (q.gamma.empty() ? "" : " * cgc_ld(" + q.gamma + ", k)") +
-         (q.beta.empty() ? "" : " + cgc_ld(" + q.beta + ", k)") + ");\n  }\n"
+         "      cgc_st(xs, m * " + K + " + k, " + scaled(x, "") + ");\n  }\n"
          "  __syncthreads();\n";
 }
+
 /// Whether \p v is a persistent input of the top-level graph that no update
 /// writes: constant while the graph runs, so a kernel may read it before
 /// it waits for the kernels it depends on.
@@ -183,9 +231,18 @@ void cgc::emitProduct(const ProductParts &parts, Kernel &kernel) {
                "    const long long k = (lane + 32LL * c) * " + V + ";\n"
                "    if (k < " + K + ") wpre[c] = __ldg(reinterpret_cast<const uint4 *>(wrow + k));\n  }\n";
   }
+  bool preloadNorm = parts.inputNorm && elementsPerLane(p) &&
+                     (!parts.normWeight || isConstantWeight(parts.normWeight, *parts.product)) &&
+                     (!parts.normBias || isConstantWeight(parts.normBias, *parts.product));
+  if (preloadNorm)
+    body += preloadNormParams(parts, q);
+  bool preloadBias = parts.bias && isConstantWeight(parts.bias, *parts.product);
+  if (preloadBias)
+    body += "  const float bpreCol = cgc_ld(" + q.bias + ", cgc_min(col, " +
+            std::to_string(p.n - 1) + "LL));\n";
   body += kWaitForProducers;
   if (parts.inputNorm) {
-    body += normalizeRows(parts, q);
+    body += normalizeRows(parts, q, preloadNorm);
     rows = "xs";
   }
   body +=
@@ -199,7 +256,9 @@ void cgc::emitProduct(const ProductParts &parts, Kernel &kernel) {
       "      acc[m] += __shfl_xor_sync(0xffffffffu, acc[m], o);\n"
       "    if (m == lane) v = acc[m];\n  }\n"
       "  if (lane >= " + M + ") return;\n" +
-      (q.bias.empty() ? "" : "  v += cgc_ld(" + q.bias + ", col);\n") +
+      (q.bias.empty() ? ""
+       : preloadBias ? "  v += bpreCol;\n"
+                     : "  v += cgc_ld(" + q.bias + ", col);\n") +
       (q.res.empty() ? "" : "  v += cgc_ld(" + q.res + ", lane * " + N + " + col);\n") +
       "  cgc_st(" + q.out + ", lane * " + N + " + col, " +
       activationExpr(parts.activation, "v") + ");\n";
