@@ -109,6 +109,7 @@ bool cgc::lowerModel(Graph &model, const CompileOptions &options,
     return false;
   bool shared = !options.bindDims.empty();
   out.program.allowTf32 = options.allowTf32;
+  out.program.productPolicy = options.productPolicy;
   PlanLayout layout = shared ? sharedLayout(model, options) : PlanLayout();
   for (const auto &dims : specializations(options)) {
     CompiledGraph unit;
@@ -122,6 +123,7 @@ bool cgc::lowerModel(Graph &model, const CompileOptions &options,
     }
     PassContext ctx{diag, dims};
     ctx.layout = layout;
+    ctx.productPolicy = options.productPolicy;
     if (!runDefaultPipeline(*unit.ir, options, ctx) ||
         !lowerGraph(*unit.ir, *ctx.memoryPlan, unit.name, out.program, diag))
       return false;

@@ -33,6 +33,8 @@ struct CompileOptions {
   /// f32 products may run on TF32 tensor cores (recorded per product in
   /// the artifact). Off by default: f32 means full fp32.
   bool allowTf32 = false;
+  /// Every product cuBLASLt can run goes to cuBLASLt (`--library-products`).
+  ProductPolicy productPolicy = ProductPolicy::CostRule;
   /// Symbolic dims to specialize, each with the values to compile a graph
   /// for (`--bind-dim B=8,16,64`); the artifact gets one graph per
   /// combination. Empty: one graph, "main".

@@ -205,7 +205,8 @@ void Lowerer::lowerNode(const Node &node, StepGraph &out) {
       return; // Nothing to compute.
     ProductParts parts = productParts(node);
     if (parts.problem.k == 0 &&
-        productStrategy(parts.problem) == ProductStrategy::Library) {
+        productStrategy(parts.problem, program.productPolicy) ==
+            ProductStrategy::Library) {
       diag.nodeError(node, "a product with an empty contraction (k = 0) and "
                            "more than " +
                                std::to_string(kGeneratedProductMaxRows) +
@@ -214,7 +215,8 @@ void Lowerer::lowerNode(const Node &node, StepGraph &out) {
       ok = false;
       return;
     }
-    if (productStrategy(parts.problem) == ProductStrategy::Library)
+    if (productStrategy(parts.problem, program.productPolicy) ==
+            ProductStrategy::Library)
       return lowerLibraryProduct(node, parts, out);
   }
   Kernel kernel;

@@ -109,6 +109,7 @@ struct Program {
   bool usesConditionals = false;
   /// f32 library products may use TF32 tensor cores (`cgc --allow-tf32`).
   bool allowTf32 = false;
+  ProductPolicy productPolicy = ProductPolicy::CostRule;
   /// Kernel names in use, and each function body's first kernel name.
   llvm::StringSet<> kernelNames;
   llvm::StringMap<std::string> functionBodies;

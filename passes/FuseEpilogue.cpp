@@ -93,12 +93,12 @@ bool absorb(Chain &c, const Node &user) {
 /// The layernorm over the last axis that computes \p product's first
 /// operand for it alone, if the product may normalize its input itself.
 Node *inputLayerNorm(const Graph &g, Node &product,
-                     const ProductProblem &problem) {
+                     const ProductProblem &problem, ProductPolicy policy) {
   Node *norm = product.operand(0)->getDef();
   if (!norm || norm->getOp() != OpKind::LayerNorm ||
       norm->getParent() != &g || soleUser(g, norm->result()) != &product ||
       llvm::count(product.getOperands(), norm->result()) != 1 ||
-      !fusesInputLayerNorm(problem))
+      !fusesInputLayerNorm(problem, policy))
     return nullptr;
   unsigned rank = norm->result()->getType().rank();
   return normalizeAxis(norm->intAttr("axis", -1), rank) == rank - 1 ? norm
@@ -136,8 +136,8 @@ bool FuseEpiloguePass::fuseNested(Graph &graph, PassContext &ctx) {
   GraphBuilder builder(graph, ctx.diag);
   for (Node *product : products) {
     ProductProblem problem = productProblem(*product);
-    Chain chain{productStrategy(problem), {product}};
-    if (Node *norm = inputLayerNorm(graph, *product, problem))
+    Chain chain{productStrategy(problem, ctx.productPolicy), {product}};
+    if (Node *norm = inputLayerNorm(graph, *product, problem, ctx.productPolicy))
       chain.members.insert(chain.members.begin(), norm);
     chain.bias = product->numOperands() == 3; // linear with its bias
     while (Node *user = soleUser(graph, chain.last())) {

@@ -75,8 +75,9 @@ namespace {
 class Planner {
 public:
   Planner(Graph &g, MemoryPlan &plan, const PlanLayout &layout,
-          DiagnosticEngine &diag)
-      : g(g), plan(plan), layout(layout), diag(diag), live(g) {}
+          ProductPolicy products, DiagnosticEngine &diag)
+      : g(g), plan(plan), layout(layout), products(products), diag(diag),
+        live(g) {}
   bool run();
 
 private:
@@ -135,6 +136,7 @@ private:
   Graph &g;
   MemoryPlan &plan;
   const PlanLayout &layout;
+  ProductPolicy products;
   DiagnosticEngine &diag;
   Liveness live;
   llvm::DenseMap<Value *, unsigned> claimed;
@@ -277,7 +279,7 @@ void Planner::planWorkspace(Node &n) {
   if (!product || !n.result()->getType().isStatic())
     return;
   ProductProblem p = productProblem(productOf(n));
-  if (productStrategy(p) != ProductStrategy::Library)
+  if (productStrategy(p, products) != ProductStrategy::Library)
     return;
   int at = live.span(&n).start;
   plan.workspace[&n] = newBuffer(nullptr, productWorkspaceBytes(p),
@@ -492,7 +494,8 @@ void Planner::place() {
 }
 
 bool cgc::computeMemoryPlan(Graph &graph, MemoryPlan &plan,
-                            DiagnosticEngine &diag, const PlanLayout &layout) {
+                            DiagnosticEngine &diag, const PlanLayout &layout,
+                            ProductPolicy products) {
   plan = MemoryPlan();
-  return Planner(graph, plan, layout, diag).run();
+  return Planner(graph, plan, layout, products, diag).run();
 }

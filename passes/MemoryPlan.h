@@ -18,6 +18,7 @@
 
 #include "ir/Diagnostics.h"
 #include "ir/Graph.h"
+#include "passes/ProductRule.h"
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/Support/raw_ostream.h"
@@ -106,7 +107,8 @@ uint64_t valueBytes(const Value *v);
 /// Plans every value of \p graph. Fails (with located errors) on updates
 /// whose target is not a persistent input and on double updates.
 bool computeMemoryPlan(Graph &graph, MemoryPlan &plan, DiagnosticEngine &diag,
-                       const PlanLayout &layout = {});
+                       const PlanLayout &layout = {},
+                       ProductPolicy products = ProductPolicy::CostRule);
 void printMemoryPlan(const Graph &graph, const MemoryPlan &plan,
                      llvm::raw_ostream &os);
 

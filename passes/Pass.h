@@ -12,6 +12,7 @@
 #include "ir/Diagnostics.h"
 #include "ir/Graph.h"
 #include "passes/MemoryPlan.h"
+#include "passes/ProductRule.h"
 
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/raw_ostream.h"
@@ -32,6 +33,8 @@ struct PassContext {
   std::unique_ptr<MemoryPlan> memoryPlan;
   /// Arena slots shared with the other graphs of one artifact.
   PlanLayout layout;
+  /// How matrix products run (fuse-epilogue, plan-memory, codegen).
+  ProductPolicy productPolicy = ProductPolicy::CostRule;
 };
 
 class Pass {

@@ -27,7 +27,8 @@ public:
   }
   bool run(Graph &graph, PassContext &ctx) override {
     auto plan = std::make_unique<MemoryPlan>();
-    if (!computeMemoryPlan(graph, *plan, ctx.diag, ctx.layout))
+    if (!computeMemoryPlan(graph, *plan, ctx.diag, ctx.layout,
+                           ctx.productPolicy))
       return false;
     ctx.memoryPlan = std::move(plan);
     return true;

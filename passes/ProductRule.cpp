@@ -72,16 +72,21 @@ const Node &cgc::productOf(const Node &node) {
   llvm_unreachable("a product_fusion body holds a product (its type rule)");
 }
 
-ProductStrategy cgc::productStrategy(const ProductProblem &p) {
+ProductStrategy cgc::productStrategy(const ProductProblem &p,
+                                     ProductPolicy policy) {
   // An empty contraction reads no weight at all: only the epilogue runs.
-  bool generated = p.batch.empty() && p.m <= kGeneratedProductMaxRows &&
-                   ((p.transB && !p.transA) || p.k == 0);
+  bool small = p.batch.empty() && p.m <= kGeneratedProductMaxRows;
+  bool generated = small && p.k == 0; // cuBLASLt cannot run k = 0
+  switch (policy) {
+  case ProductPolicy::CostRule: generated |= small && p.transB && !p.transA; break;
+  case ProductPolicy::LibraryOnly: break;
+  }
   return generated ? ProductStrategy::Generated : ProductStrategy::Library;
 }
 
-bool cgc::fusesInputLayerNorm(const ProductProblem &p) {
+bool cgc::fusesInputLayerNorm(const ProductProblem &p, ProductPolicy policy) {
   uint64_t rows = uint64_t(p.m) * uint64_t(p.k) * dtypeSize(p.dtype);
-  return productStrategy(p) == ProductStrategy::Generated &&
+  return productStrategy(p, policy) == ProductStrategy::Generated &&
          rows <= kNormalizedInputMaxBytes && p.k > 0;
 }
 

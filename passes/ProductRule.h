@@ -36,6 +36,11 @@ ProductProblem productProblem(const Node &product);
 /// The product node of a `matmul`, `linear` or `product_fusion` node.
 const Node &productOf(const Node &node);
 
+/// Who decides how products run: the cost rule below, or the user asking
+/// for cuBLASLt everywhere it can run (`cgc --library-products`, also how
+/// the rule's thresholds are measured).
+enum class ProductPolicy { CostRule, LibraryOnly };
+
 enum class ProductStrategy {
   /// cgc's own kernel: a warp per output column reads each weight row once
   /// with 16-byte loads and keeps the few rows of A in registers.
@@ -53,7 +58,8 @@ enum class ProductStrategy {
 /// per cuBLAS node at batch 1 on an H200, plus a second kernel for the
 /// epilogue).
 constexpr int64_t kGeneratedProductMaxRows = 16;
-ProductStrategy productStrategy(const ProductProblem &p);
+ProductStrategy productStrategy(const ProductProblem &p,
+                                ProductPolicy policy = ProductPolicy::CostRule);
 
 /// A generated product also computes the layernorm (over the last axis)
 /// that produces its input rows: every block normalizes the m rows of x
@@ -64,7 +70,7 @@ ProductStrategy productStrategy(const ProductProblem &p);
 /// spent about 3 us more per node in cluster launch than a plain kernel,
 /// more than the node it saved.)
 constexpr uint64_t kNormalizedInputMaxBytes = 32 * 1024;
-bool fusesInputLayerNorm(const ProductProblem &p);
+bool fusesInputLayerNorm(const ProductProblem &p, ProductPolicy policy);
 
 /// The arena scratch a library product may use: 4 bytes per output element
 /// (room for split-k partial sums), at least 1 MiB, at most the 32 MiB

@@ -41,6 +41,10 @@ static cl::opt<bool> NoFuse("no-fuse", cl::desc("Keep one kernel per op"));
 static cl::alias NoFuseO0("O0", cl::desc("Alias for --no-fuse"), cl::aliasopt(NoFuse));
 static cl::opt<bool> AllowTf32("allow-tf32",
                                cl::desc("Let f32 matrix products use TF32 tensor cores"));
+static cl::opt<bool> LibraryProducts(
+    "library-products",
+    cl::desc("Run every matrix product cuBLASLt can run with cuBLASLt, "
+             "not only those the cost rule gives it"));
 static cl::opt<bool> DumpArtifact("dump-artifact",
                                   cl::desc("Verify an artifact and print its manifest"));
 static cl::list<std::string>
@@ -143,6 +147,7 @@ static int compileMain(int argc, char **argv) {
   if (!cl::ParseCommandLineOptions(argc, argv,
                               "cgc: ahead-of-time CUDA graph compiler\n\n"
                               "  cgc model.json [-o model.cgc] [--arch=sm_90] [--no-fuse] [--allow-tf32]\n"
+                              "      [--library-products]\n"
                               "      [--bind-dim NAME=V1,V2,...]\n"
                               "  cgc model.json --emit=cuda|dot\n"
                               "  cgc --dump-artifact model.cgc\n"
@@ -174,6 +179,8 @@ static int compileMain(int argc, char **argv) {
   options.arch = Arch;
   options.fuse = !NoFuse;
   options.allowTf32 = AllowTf32;
+  if (LibraryProducts)
+    options.productPolicy = ProductPolicy::LibraryOnly;
   if (!parseBindDims(options))
     return 2;
   if (!Emit.empty())
