@@ -263,6 +263,8 @@ void cgc::emitProduct(const ProductParts &parts, Kernel &kernel) {
       "  cgc_st(" + q.out + ", lane * " + N + " + col, " +
       activationExpr(parts.activation, "v") + ");\n";
   kernel.block[0] = Block;
-  kernel.grid[0] = gridFor(p.n, WarpsPerBlock);
+  // One warp per column, so no grid-stride loop: the grid covers n (the
+  // x dimension takes up to 2^31 - 1 blocks).
+  kernel.grid[0] = uint32_t((p.n + WarpsPerBlock - 1) / WarpsPerBlock);
   kernel.source = kernelSignature(kernel, Block) + body + "}\n";
 }

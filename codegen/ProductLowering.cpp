@@ -51,6 +51,7 @@ ProductParts cgc::productParts(const Node &node) {
     } else if (op == OpKind::Add && member.get() != p.product) {
       const Value *other = outer(
           member->operand(member->operand(0) == previous ? 1 : 0));
+      // The same classification as the type rule (RegionTypeRules.cpp).
       bool isBias = !p.bias && other->getType().rank() == 1 &&
                     other->getType().dims[0].extent() == p.problem.n;
       (isBias ? p.bias : p.residual) = other;
@@ -83,12 +84,20 @@ std::vector<int64_t> operandStrides(const std::vector<int64_t> &own,
   return strides;
 }
 
+/// The strides of the batch dims with more than one element (a dim of one
+/// element moves nothing and must not keep the others from folding).
 BatchStrides batchStrides(const ProductProblem &p) {
+  std::vector<int64_t> a = operandStrides(p.batchA, p.batch, p.m * p.k);
+  std::vector<int64_t> b = operandStrides(p.batchB, p.batch, p.k * p.n);
+  std::vector<int64_t> out = operandStrides(p.batch, p.batch, p.m * p.n);
   BatchStrides s;
-  s.sizes = p.batch;
-  s.a = operandStrides(p.batchA, p.batch, p.m * p.k);
-  s.b = operandStrides(p.batchB, p.batch, p.k * p.n);
-  s.out = operandStrides(p.batch, p.batch, p.m * p.n);
+  for (size_t d = 0; d < p.batch.size(); ++d)
+    if (p.batch[d] != 1) {
+      s.sizes.push_back(p.batch[d]);
+      s.a.push_back(a[d]);
+      s.b.push_back(b[d]);
+      s.out.push_back(out[d]);
+    }
   return s;
 }
 
@@ -133,9 +142,10 @@ void Lowerer::lowerLibraryProduct(const Node &node, const ProductParts &parts,
   const ProductProblem &p = parts.problem;
   if (parts.inputNorm ||
       (parts.activation && *parts.activation == OpKind::Gelu)) {
-    diag.nodeError(node, "internal error: a cuBLASLt product cannot run "
-                         "this epilogue (fuse-epilogue should not have "
-                         "fused it)");
+    diag.nodeError(node, "this product runs on cuBLASLt, which has no "
+                         "input layernorm and computes gelu in its tanh "
+                         "form only; keep those ops outside the "
+                         "product_fusion (fuse-epilogue does)");
     ok = false;
     return;
   }

@@ -109,18 +109,52 @@ bool TypeChecker::whileOp(Types &out) {
   return true;
 }
 
+namespace {
+/// What a product fusion's epilogue holds so far.
+struct Epilogue {
+  bool bias = false, residual = false, activated = false;
+
+  /// Whether \p member may come next (\p previous is the node before):
+  /// before any activation, an add of the running value and a bias of n
+  /// elements (once, and not after a linear's own bias) or a tensor of the
+  /// running value's type (once); or one relu, gelu or gelu_tanh.
+  bool admits(const Node &member, const Node &previous) {
+    const Value *running = previous.result();
+    OpKind op = member.getOp();
+    if (op == OpKind::Relu || op == OpKind::Gelu || op == OpKind::GeluTanh) {
+      bool first = !activated;
+      activated = true;
+      return first && member.operand(0) == running;
+    }
+    if (op != OpKind::Add || activated ||
+        member.operand(0) == member.operand(1) ||
+        !llvm::is_contained(member.getOperands(), running))
+      return false;
+    const Value *other = member.operand(member.operand(0) == running ? 1 : 0);
+    const TensorType &t = other->getType(), &r = running->getType();
+    bool &slot = !bias && t.rank() == 1 && t.dims[0] == r.dims.back()
+                     ? bias
+                     : residual;
+    if (slot || (&slot == &residual && t.dims != r.dims))
+      return false;
+    return slot = true;
+  }
+};
+} // namespace
+
 /// A product fusion's body is a chain: optionally a layernorm over the last
 /// axis whose result is the product's first operand, then a matmul or
-/// linear, then elementwise nodes that each read the previous node's
-/// result; the last one's result is the only output.
+/// linear, then up to two adds (a bias, a residual) and one activation,
+/// each reading the node before; the last one's result is the only output.
+/// Codegen runs exactly these (fuse-epilogue makes them).
 bool TypeChecker::productFusionBody() {
   const Graph &body = node.region(0);
   const Node *previous = nullptr, *product = nullptr;
+  Epilogue epilogue;
   for (const auto &member : body.nodes()) {
     bool ok;
     if (product)
-      ok = member->info().has(Elementwise) &&
-           llvm::is_contained(member->getOperands(), previous->result());
+      ok = epilogue.admits(*member, *previous);
     else if (member->info().has(MatMul))
       ok = !previous || member->operand(0) == previous->result();
     else
@@ -133,12 +167,16 @@ bool TypeChecker::productFusionBody() {
                                   node.getName() +
                                   "': the body is an optional layernorm of "
                                   "the product's input, a matmul or linear, "
-                                  "then elementwise ops, each reading the "
+                                  "up to two adds (a bias of n elements, a "
+                                  "tensor of the result's type) and one "
+                                  "relu, gelu or gelu_tanh, each reading the "
                                   "one before");
       return false;
     }
-    if (member->info().has(MatMul))
+    if (member->info().has(MatMul)) {
       product = member.get();
+      epilogue.bias = product->numOperands() == 3; // a linear's own bias
+    }
     previous = member.get();
   }
   if (!product || body.outputs.size() != 1 ||

@@ -16,7 +16,7 @@
 // A chain of two or more nodes becomes one `product_fusion` node at the
 // place of its last member, whose body holds copies of the members (same
 // names, attributes and locations).
-// Requires: a verified graph with static shapes on products.
+// Requires: a verified graph; products with symbolic shapes are left alone.
 // Guarantees: the same values; every product_fusion body is a product
 // followed by a chain its strategy runs as one epilogue; a value read
 // outside the chain or returned is never absorbed.

@@ -276,8 +276,9 @@ void Planner::planGraph(Graph &graph) {
 
 void Planner::planWorkspace(Node &n) {
   bool product = n.info().has(MatMul) || n.getOp() == OpKind::ProductFusion;
-  if (!product || !n.result()->getType().isStatic())
-    return;
+  if (!product || !n.result()->getType().isStatic() ||
+      n.result()->getType().numElements() == 0)
+    return; // An empty product runs no step.
   ProductProblem p = productProblem(productOf(n));
   if (productStrategy(p, products) != ProductStrategy::Library)
     return;

@@ -37,12 +37,14 @@ if [ ! -f "$BUILD/gpu-cases/cases.txt" ] && [ -x "$BUILD/bin/cgc-opt" ]; then
   echo "== staging op cases on this machine ($JOBS jobs)"
   python3 "$HERE/test/gpu/stage_cases.py" --cgc "$BUILD/bin/cgc" \
     --cgc-opt "$BUILD/bin/cgc-opt" --out "$BUILD/gpu-cases" --jobs "$JOBS" \
-    | tail -5 || status=1
+    >"$RES/stage_cases.log" 2>&1 || status=1
+  tail -5 "$RES/stage_cases.log"
 fi
 if [ ! -d "$BUILD/bench" ] && [ -x "$BUILD/bin/cgc" ]; then
   echo "== staging bench artifacts"
   python3 "$HERE/bench/run_bench.py" stage --cgc "$BUILD/bin/cgc" \
-    --out "$BUILD/bench" | tail -3 || status=1
+    --out "$BUILD/bench" >"$RES/bench_stage.log" 2>&1 || status=1
+  tail -3 "$RES/bench_stage.log"
 fi
 [ -d "$BUILD/gpu-cases" ] && export CGC_GPU_CASES=${CGC_GPU_CASES:-$(cd "$BUILD/gpu-cases" && pwd)}
 mapfile -t BINS < <(find "$BUILD/test/gpu" -maxdepth 1 -type f -perm -u+x \

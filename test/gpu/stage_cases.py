@@ -1,13 +1,17 @@
 #!/usr/bin/env python3
-"""Stages GPU op-test cases on the CPU machine (no GPU needed).
+"""Stages GPU op-test cases (needs no GPU; scripts/gpu-run.sh runs it on the
+GPU machine, whose disk takes the inputs and weights the carried folder
+would not).
 
 Gathers the one-op golden cases (test/golden/gen_golden.py), a few cases of
 its own at sizes that are multiples of no vector width (1000, 4097, 65537,
-3x7x13; elementwise, reductions, softmax, layernorm, dropout), every
+3x7x13; elementwise, reductions, softmax, layernorm, dropout), the matrix
+products of product_cases() (generated kernels and cuBLASLt, every epilogue,
+an input layernorm, batched, broadcast, transposed, f32/f16/bf16), every
 examples/*.json, the control-flow cases of test/gpu/Inputs/*.json and
 test/codegen/Inputs/all_ops.json. For each case:
 
-  cgc CASE.json -o DIR/CASE/model.cgc        (compile; on the CPU machine)
+  cgc CASE.json -o DIR/CASE/model.cgc        (compile)
   DIR/CASE/in.safetensors                    (golden inputs, or random ones)
   cgc-opt CASE.json --interpret ...          -> DIR/CASE/ref.safetensors
 
