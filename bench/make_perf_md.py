@@ -60,7 +60,10 @@ B1_IMPLS = [("cgc_graph", "cgc graph replay (timed in C++ by `cgc bench`)", "wei
             ("torch_eager", "PyTorch F.linear eager" + PY, "weight"),
             ("torch_graph", "PyTorch F.linear in torch.cuda.graph" + PY, "weight"),
             ("d2d_copy_graph", "torch copy_ of the weight in torch.cuda.graph" + PY, "copy")]
-PRODUCT_WORKLOADS = ("mlp8_infer_b1", "linear_pair_f32", "linear_pair_bf16", "linear_b1_bf16")
+PRODUCT_WORKLOADS = ("mlp8_infer_b1", "linear_pair_f32", "linear_pair_bf16", "linear_b1_bf16",
+                     "linear_b1_8192_bf16")
+B1_TITLES = {"linear_b1_bf16": "Linear(4096,4096) with bias, batch 1, bf16",
+             "linear_b1_8192_bf16": "Linear(8192,8192) with bias, batch 1, bf16 (weight larger than L2)"}
 
 
 def us(res, wl, impl):
@@ -161,34 +164,34 @@ def products_section(res, info, checks, algos, raw):
                      + check_note(checks, name))
         w += notes(raw, "# linear_pair", "kernels:")
 
-    wl = "linear_b1_bf16"
-    if any(k[0] == wl for k in res):
-        wb = float(info.get(wl, {}).get("weight_bytes", 0))
-        l2 = float(info.get(wl, {}).get("l2_bytes", 0))
-        copy_bytes = float(res.get((wl, "d2d_copy_graph"), {}).get("bytes", 0))
-        w += ["", "### linear_b1_bf16: Linear(4096,4096) with bias, batch 1, bf16", "",
-              f"Effective bandwidth of the products = weight bytes ({wb / 2**20:.0f} MiB) / time, "
-              "counting reads of the weight only; of the copy = bytes read + written.", "",
-              "| implementation | µs | GB/s |", "|---|---|---|"]
-        for impl, label, kind in B1_IMPLS:
-            t = us(res, wl, impl)
-            if t is None:
-                continue
-            nbytes = copy_bytes if kind == "copy" else wb
-            w.append(f"| {label} | {t:.2f} | {fmt(nbytes / t / 1e3 if nbytes else None, '.0f')} |")
-        cgc, cp = us(res, wl, "cgc_graph"), us(res, wl, "d2d_copy_graph")
-        if cgc is not None and cp is not None and wb and copy_bytes:
-            bw, cbw = wb / cgc / 1e3, copy_bytes / cp / 1e3
-            w += ["", f"Goal (cgc's weight-read bandwidth at least 80% of the device-to-device "
-                  f"copy bandwidth measured in this run): "
-                  f"{verdict(bw >= 0.8 * cbw, checks, wl)}: {bw:.0f} GB/s = "
-                  f"{100 * bw / cbw:.0f}% of {cbw:.0f} GB/s." + check_note(checks, wl)]
-        if wb and wb < l2:
-            w += ["", f"The weight ({wb / 2**20:.0f} MiB) is smaller than this GPU's L2 "
-                  f"({l2 / 2**20:.0f} MiB): back-to-back runs may find part of it in L2, while "
-                  f"the copy moves {copy_bytes / 2**20:.0f} MiB per run."]
-        w += notes(raw, f"# {wl}:", "kernels:")
-        w += notes(raw, f"# {wl}: torch copy_")
+    for wl, title in B1_TITLES.items():
+        if any(k[0] == wl for k in res):
+            wb = float(info.get(wl, {}).get("weight_bytes", 0))
+            l2 = float(info.get(wl, {}).get("l2_bytes", 0))
+            copy_bytes = float(res.get((wl, "d2d_copy_graph"), {}).get("bytes", 0))
+            w += ["", f"### {wl}: {title}", "",
+                  f"Effective bandwidth of the products = weight bytes ({wb / 2**20:.0f} MiB) / time, "
+                  "counting reads of the weight only; of the copy = bytes read + written.", "",
+                  "| implementation | µs | GB/s |", "|---|---|---|"]
+            for impl, label, kind in B1_IMPLS:
+                t = us(res, wl, impl)
+                if t is None:
+                    continue
+                nbytes = copy_bytes if kind == "copy" else wb
+                w.append(f"| {label} | {t:.2f} | {fmt(nbytes / t / 1e3 if nbytes else None, '.0f')} |")
+            cgc, cp = us(res, wl, "cgc_graph"), us(res, wl, "d2d_copy_graph")
+            if cgc is not None and cp is not None and wb and copy_bytes:
+                bw, cbw = wb / cgc / 1e3, copy_bytes / cp / 1e3
+                w += ["", f"Goal (cgc's weight-read bandwidth at least 80% of the device-to-device "
+                      f"copy bandwidth measured in this run): "
+                      f"{verdict(bw >= 0.8 * cbw, checks, wl)}: {bw:.0f} GB/s = "
+                      f"{100 * bw / cbw:.0f}% of {cbw:.0f} GB/s." + check_note(checks, wl)]
+            if wb and wb < l2:
+                w += ["", f"The weight ({wb / 2**20:.0f} MiB) is smaller than this GPU's L2 "
+                      f"({l2 / 2**20:.0f} MiB): back-to-back runs may find part of it in L2, while "
+                      f"the copy moves {copy_bytes / 2**20:.0f} MiB per run."]
+            w += notes(raw, f"# {wl}:", "kernels:")
+            w += notes(raw, f"# {wl}: torch copy_")
 
     if checks:
         w += ["", "### Correctness", "",

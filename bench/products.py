@@ -32,6 +32,8 @@ PRODUCTS = {
                             iters_eager=100),
     "linear_pair_bf16": dict(example="linear_pair_bf16.json", stage=False, iters=1000,
                              iters_eager=500),
+    "linear_b1_8192_bf16": dict(example="linear_b1_8192_bf16.json", stage=False, iters=500,
+                                iters_eager=200),
     "linear_b1_bf16": dict(example="linear_b1_bf16.json", stage=False, iters=2000,
                            iters_eager=1000),
 }

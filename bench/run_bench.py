@@ -364,7 +364,7 @@ def torch_products(args, torch, dev, name, spec, model, tensors, got, out, resul
         del g
         if name == "mlp8_infer_b1":
             torch_compile_modes(args, torch, name, seq, x, ref_t, iters, out, result)
-        if name == "linear_b1_bf16":
+        if name.startswith("linear_b1"):
             for w in seq.parameters():  # the weight: the largest parameter
                 if w.dim() == 2:
                     src, dst = w.detach(), torch.empty_like(w)
@@ -376,7 +376,7 @@ def torch_products(args, torch, dev, name, spec, model, tensors, got, out, resul
                 f"torch.cuda.graph moved {nbytes} bytes (read+written) per iter = "
                 f"{nbytes / us / 1e6:.3f} TB/s")
             del gc
-        if name.startswith("linear_pair") or name == "linear_b1_bf16":
+        if name.startswith("linear_pair") or name.startswith("linear_b1"):
             torch_kernels(torch, name, fwd, out)
     return failed
 

@@ -72,13 +72,24 @@ const Node &cgc::productOf(const Node &node) {
   llvm_unreachable("a product_fusion body holds a product (its type rule)");
 }
 
+/// Whether the rows are few enough for a generated kernel (ProductRule.h).
+static bool fewRowsWin(const ProductProblem &p) {
+  if (p.dtype == DType::F32)
+    return p.m <= kGeneratedProductMaxRows;
+  uint64_t weight = uint64_t(p.n) * uint64_t(p.k) * dtypeSize(p.dtype);
+  return p.m == 1 || (p.m <= kGeneratedHalfProductMaxRows &&
+                      weight <= kGeneratedHalfProductSmallWeight);
+}
+
 ProductStrategy cgc::productStrategy(const ProductProblem &p,
                                      ProductPolicy policy) {
   // An empty contraction reads no weight at all: only the epilogue runs.
   bool small = p.batch.empty() && p.m <= kGeneratedProductMaxRows;
   bool generated = small && p.k == 0; // cuBLASLt cannot run k = 0
   switch (policy) {
-  case ProductPolicy::CostRule: generated |= small && p.transB && !p.transA; break;
+  case ProductPolicy::CostRule:
+    generated |= small && p.transB && !p.transA && fewRowsWin(p);
+    break;
   case ProductPolicy::LibraryOnly: break;
   }
   return generated ? ProductStrategy::Generated : ProductStrategy::Library;

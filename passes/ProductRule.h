@@ -49,15 +49,23 @@ enum class ProductStrategy {
   Library,
 };
 
-/// The rule: a product with at most this many rows, one batch and a weight
-/// stored row by row along k (a linear's [n, k] weight, or transpose_b)
-/// runs as a generated kernel (so does any small product with k = 0);
-/// everything else calls cuBLASLt. At such
-/// sizes the product reads its weight once and is bound by memory and
-/// launch cost, where one fused kernel beats a library call (about 2.5 us
-/// per cuBLAS node at batch 1 on an H200, plus a second kernel for the
-/// epilogue).
+/// The rule: a product with one batch and a weight stored row by row along
+/// k (a linear's [n, k] weight, or transpose_b) runs as a generated kernel
+/// when its rows are few enough; everything else calls cuBLASLt. At such
+/// sizes the product is bound by reading its weight and by launch cost,
+/// where one fused kernel beats a library call; with more rows, the
+/// generated kernel rereads x for every weight chunk (M loads per chunk)
+/// while cuBLASLt's tensor cores keep up. Measured on an H100
+/// (bench/product_rule.py; docs/passes.md has the table):
+///   - f32 (full fp32, CUDA cores in cuBLASLt too): generated up to 16 rows
+///     (N = K = 4096: 72.8 against 91.9 us at 16 rows; 32 rows even).
+///   - f16/bf16: generated at 1 row (4096^2 bf16: 8.5 against 11.5 us), and
+///     up to 4 rows when the weight is at most 1 MiB (256^2 bf16, 4 rows:
+///     2.3 against 3.5 us); cuBLASLt beyond (4096^2 bf16, 4 rows: 14.8
+///     against 10.3 us; 16 rows: 43.8 against 9.7).
 constexpr int64_t kGeneratedProductMaxRows = 16;
+constexpr int64_t kGeneratedHalfProductMaxRows = 4;
+constexpr uint64_t kGeneratedHalfProductSmallWeight = 1 << 20;
 ProductStrategy productStrategy(const ProductProblem &p,
                                 ProductPolicy policy = ProductPolicy::CostRule);
 

@@ -29,6 +29,10 @@ MODELS = {
     "linear_b1_bf16": ("bf16", 1, [(4096, 4096)], 220,
                        "Linear(4096,4096) with bias at batch 1 in bf16: 32 MiB of weight "
                        "read once per run (a generated small-row product)."),
+    "linear_b1_8192_bf16": ("bf16", 1, [(8192, 8192)], 230,
+                            "Linear(8192,8192) with bias at batch 1 in bf16: 128 MiB of weight, "
+                            "more than any L2, read once per run (a generated small-row "
+                            "product)."),
 }
 
 
