@@ -218,6 +218,19 @@ void Lowerer::lowerNode(const Node &node, StepGraph &out) {
     if (productStrategy(parts.problem, program.productPolicy) ==
             ProductStrategy::Library)
       return lowerLibraryProduct(node, parts, out);
+    if (parts.inputNorm &&
+        !fusesInputLayerNorm(parts.problem, program.productPolicy)) {
+      diag.nodeError(node, "the input layernorm of this product needs " +
+                               std::to_string(parts.problem.m * parts.problem.k *
+                                              dtypeSize(parts.problem.dtype)) +
+                               " bytes of rows in shared memory, more than "
+                               "the " +
+                               std::to_string(kNormalizedInputMaxBytes) +
+                               " a generated product takes; keep the "
+                               "layernorm outside the product_fusion");
+      ok = false;
+      return;
+    }
   }
   Kernel kernel;
   kernel.node = &node;

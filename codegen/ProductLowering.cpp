@@ -149,6 +149,13 @@ void Lowerer::lowerLibraryProduct(const Node &node, const ProductParts &parts,
     ok = false;
     return;
   }
+  if (!plan.workspace.count(&node)) {
+    diag.nodeError(node, "internal error: plan-memory reserved no cuBLASLt "
+                         "workspace for this product (the product rule "
+                         "disagrees between passes and codegen)");
+    ok = false;
+    return;
+  }
   fmt::ProductDesc d;
   d.dtype = dtypeName(p.dtype).str();
   d.allowTf32 = program.allowTf32 && p.dtype == DType::F32;

@@ -27,6 +27,10 @@ struct Checker {
   }
 };
 
+bool mulNoOverflow(uint64_t a, uint64_t b, uint64_t &product) {
+  return !__builtin_mul_overflow(a, b, &product);
+}
+
 bool addNoOverflow(uint64_t a, uint64_t b, uint64_t &sum) {
   sum = a + b;
   return sum >= a;
@@ -195,9 +199,13 @@ bool checkMatrix(Checker &c, const Manifest &m, const PointerDesc &ptr,
                   " is less than the " + std::to_string(rows) + " rows");
   if (stride < 0 || stride > (int64_t(1) << 48))
     return c.fail(p + ": bad batch stride " + std::to_string(stride));
-  uint64_t elements = uint64_t(batch - 1) * uint64_t(stride) +
-                      uint64_t(cols - 1) * uint64_t(ld) + uint64_t(rows);
-  uint64_t bytes = elements * elem;
+  uint64_t batches, columns, elements, bytes;
+  if (!mulNoOverflow(uint64_t(batch - 1), uint64_t(stride), batches) ||
+      !mulNoOverflow(uint64_t(cols - 1), uint64_t(ld), columns) ||
+      !addNoOverflow(batches, columns, elements) ||
+      !addNoOverflow(elements, uint64_t(rows), elements) ||
+      !mulNoOverflow(elements, elem, bytes))
+    return c.fail(p + ": the matrices' extent overflows 64 bits");
   return checkRange(c, m, ptr.region, ptr.offset, bytes, p) &&
          checkBinding(c, m, ptr.binding, ptr.region, ptr.offset, bytes, p);
 }

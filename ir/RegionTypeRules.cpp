@@ -142,6 +142,11 @@ struct Epilogue {
 };
 } // namespace
 
+static bool isBodyInput(const Graph &body, const Value *v) {
+  return llvm::any_of(body.inputs(),
+                      [&](const GraphInput &in) { return in.value == v; });
+}
+
 /// A product fusion's body is a chain: optionally a layernorm over the last
 /// axis whose result is the product's first operand, then a matmul or
 /// linear, then up to two adds (a bias, a residual) and one activation,
@@ -162,6 +167,9 @@ bool TypeChecker::productFusionBody() {
            normalizeAxis(member->intAttr("axis", -1),
                          member->result()->getType().rank()) ==
                member->result()->getType().rank() - 1;
+    // Every other operand comes from outside: a body input.
+    for (const Value *v : member->getOperands())
+      ok &= (previous && v == previous->result()) || isBodyInput(body, v);
     if (!ok) {
       diag.nodeError(*member, "cannot be in the body of product_fusion '" +
                                   node.getName() +
@@ -170,7 +178,8 @@ bool TypeChecker::productFusionBody() {
                                   "up to two adds (a bias of n elements, a "
                                   "tensor of the result's type) and one "
                                   "relu, gelu or gelu_tanh, each reading the "
-                                  "one before");
+                                  "one before and otherwise only the body's "
+                                  "inputs");
       return false;
     }
     if (member->info().has(MatMul)) {

@@ -15,10 +15,13 @@ namespace cgc {
 namespace rt {
 namespace {
 
-/// Tried in order: the cuBLAS of the CUDA the runtime is built with, the
-/// previous major version, then whatever the unversioned name finds.
-constexpr const char *kLibraries[] = {"libcublasLt.so.13",
-                                      "libcublasLt.so.12", "libcublasLt.so"};
+#define CGC_STRINGIFY2(x) #x
+#define CGC_STRINGIFY(x) CGC_STRINGIFY2(x)
+/// Tried in order: the cuBLAS major version of the headers the runtime is
+/// built with, then whatever the unversioned name finds; either must report
+/// that major version (the types and enums come from those headers).
+constexpr const char *kLibraries[] = {
+    "libcublasLt.so." CGC_STRINGIFY(CUBLAS_VER_MAJOR), "libcublasLt.so"};
 
 CublasLt gLt;
 std::string gReason;
@@ -55,6 +58,13 @@ void load() {
   }
   CGC_CUBLASLT_FUNCS(CGC_CUBLASLT_RESOLVE)
 #undef CGC_CUBLASLT_RESOLVE
+  size_t version = gLt.cublasLtGetVersion();
+  if (version / 10000 != CUBLAS_VER_MAJOR) {
+    gReason = std::string(gLt.library) + " is cuBLASLt " +
+              std::to_string(version) + ", but this runtime was built for "
+              "cuBLASLt " CGC_STRINGIFY(CUBLAS_VER_MAJOR) ".x";
+    return;
+  }
   gOk = true;
 }
 

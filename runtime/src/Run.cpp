@@ -17,6 +17,18 @@ using cgc::format::ParamDesc;
 
 namespace {
 
+/// Pushes the current binding of \p name into every node that uses it.
+cgc_status refreshBoundNodes(cgc_context_s &ctx, const std::string &name) {
+  for (GraphState &gs : ctx.graphs)
+    for (uint32_t v = 0; v < gs.nodes.size(); ++v) {
+      NodeSite site{ctx, gs, ctx.trees[gs.tree], v};
+      if (nodeUsesBinding(site, name))
+        if (cgc_status s = refreshNode(site))
+          return s;
+    }
+  return CGC_OK;
+}
+
 /// The value tree \p t is specialized to for dim \p d, else \p otherwise.
 int64_t boundValue(const TreeState &t, size_t d, int64_t otherwise) {
   return t.bound[d] >= 0 ? t.bound[d] : otherwise;
@@ -145,14 +157,16 @@ cgc_status cgc_context_bind(cgc_context ctx, const char *name,
                     "' is not 16-byte aligned");
   if (cgc_status s = ctx->engine->makeCurrent())
     return s;
+  CUdeviceptr previous = view->bound;
   view->bound = reinterpret_cast<CUdeviceptr>(device_ptr);
-  for (GraphState &gs : ctx->graphs)
-    for (uint32_t v = 0; v < gs.nodes.size(); ++v) {
-      NodeSite site{*ctx, gs, ctx->trees[gs.tree], v};
-      if (nodeUsesBinding(site, view->desc->name))
-        if (cgc_status s = refreshNode(site))
-          return s;
-    }
+  if (cgc_status s = refreshBoundNodes(*ctx, view->desc->name)) {
+    // A node refused the new pointer (a product's re-capture can fail):
+    // go back to the old one everywhere, so no node is left half-bound.
+    std::string why = cgc_last_error();
+    view->bound = previous;
+    refreshBoundNodes(*ctx, view->desc->name);
+    return fail(s, why + " (the binding of '" + name + "' is unchanged)");
+  }
   return CGC_OK;
 }
 

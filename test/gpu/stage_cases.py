@@ -310,6 +310,8 @@ def product_cases(put):
         linear("lib", m, n, k, "f32", ["gelu_tanh"])
         linear("lib", m, n, k, "f32", ["residual", "gelu"])
         linear("lib", m, n, k, "bf16", ["residual"])
+        linear("lib", m, n, k, "f32", ["residual", "relu"])
+        linear("lib", m, n, k, "bf16", ["residual", "gelu_tanh"])
     linear("lib", 17, 64, 255, "f32", ["layernorm"], lead=(4,))
     # A layernorm feeding a small product: the kernel normalizes its rows
     # (prologue); with a parameter weight it loads the weight before it
@@ -326,6 +328,18 @@ def product_cases(put):
              {"name": "fc", "op": "linear", "inputs": ["ln", "w", "b"]},
              {"name": "y", "op": "relu", "inputs": ["fc"]}], ["y"])
     linear("lib", 64, 255, 17, "f32", ["relu"], bias=False)
+    # NaN rows through a fused relu: the interpreter's relu keeps NaN, on
+    # the generated kernel and on cuBLASLt's epilogue alike.
+    for m in (2, 64):
+        put(f"own_linear_nan_relu_f32_{m}x33x17",
+            [("x", "f32", [m, 17]), ("w", "f32", [33, 17]), ("b", "f32", [33])],
+            [{"name": "zero", "op": "constant", "attrs": {"dtype": "f32", "shape": [], "value": 0.0}},
+             {"name": "nan", "op": "div", "inputs": ["zero", "zero"]},
+             {"name": "nan_cut", "op": "constant", "attrs": {"dtype": "f32", "shape": [], "value": 2.5}},
+             {"name": "big", "op": "gt", "inputs": ["x", "nan_cut"]},
+             {"name": "xm", "op": "where", "inputs": ["big", "nan", "x"]},
+             {"name": "fc", "op": "linear", "inputs": ["xm", "w", "b"]},
+             {"name": "y", "op": "relu", "inputs": ["fc"]}], ["y"])
     linear("gen", 2, 17, 255, "bf16", ["gelu_tanh"], bias=False)
     def matmul(tag, a, b, dt, ta=False, tb=False, ops=()):
         m = a[-1] if ta else a[-2]

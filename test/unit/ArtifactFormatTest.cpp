@@ -377,6 +377,11 @@ TEST(ArtifactFormat, RejectsBadProducts) {
   EXPECT_NE(errorFor(m).find("product index 1 out of range"),
             std::string::npos);
   m = productManifest();
+  m.products[0].batch = 65537; // (batch - 1) * stride wraps 64 bits
+  m.products[0].strideA = int64_t(1) << 48;
+  EXPECT_NE(errorFor(m).find("extent overflows 64 bits"), std::string::npos)
+      << errorFor(m);
+  m = productManifest();
   m.products[0].workspace.region = Region::Persistent;
   EXPECT_NE(errorFor(m).find("workspace must be arena scratch"),
             std::string::npos);
