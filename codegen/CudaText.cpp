@@ -121,7 +121,8 @@ std::string cgc::kernelSignature(const Kernel &kernel, unsigned blockSize) {
   for (size_t i = 0; i < kernel.params.size(); ++i) {
     const KernelParam &p = kernel.params[i];
     out += (i ? ", " : "") + std::string(p.written ? "" : "const ") +
-           storageType(p.value->getType().dtype) + " *p" + std::to_string(i);
+           (p.value ? storageType(p.value->getType().dtype) : p.scratchType) +
+           " *p" + std::to_string(i);
   }
   return out + ") {\n";
 }

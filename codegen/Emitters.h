@@ -11,6 +11,7 @@
 #define CGC_CODEGEN_EMITTERS_H
 
 #include "codegen/Program.h"
+#include "passes/ReductionRule.h"
 
 namespace cgc {
 
@@ -23,6 +24,12 @@ void emitPointwise(const Node &node, Kernel &kernel);
 void emitDropout(const Node &node, Kernel &kernel);
 /// sum, mean, max, min, argmax and cumsum.
 void emitReduction(const Node &node, Kernel &kernel);
+/// The two kernels of a reduction that runs in two phases
+/// (passes/ReductionRule.h): \p phase1 writes the partials into
+/// \p partials, \p phase2 combines them into the result.
+void emitSplitReduction(const Node &node, const ReductionSplit &split,
+                        const Storage &partials, Kernel &phase1,
+                        Kernel &phase2);
 /// softmax, log_softmax and layernorm.
 void emitNormalization(const Node &node, Kernel &kernel);
 /// mse_loss and cross_entropy.

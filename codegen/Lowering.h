@@ -10,6 +10,7 @@
 #define CGC_CODEGEN_LOWERING_H
 
 #include "codegen/Program.h"
+#include "passes/ReductionRule.h"
 
 #include <array>
 
@@ -38,6 +39,9 @@ private:
   void lowerNodes(const Graph &g, StepGraph &out);
   void lowerNode(const Node &n, StepGraph &out);
   void lowerIf(const Node &n, StepGraph &out);
+  /// A reduction in two phases (passes/ReductionRule.h): two kernels.
+  void lowerSplitReduction(const Node &n, const ReductionSplit &split,
+                           StepGraph &out);
   void lowerWhile(const Node &n, StepGraph &out);
   /// A product whose strategy is Library: one or more cuBLASLt steps
   /// (ProductLowering.cpp).

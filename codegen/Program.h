@@ -34,6 +34,7 @@ struct KernelParam {
   const Value *value = nullptr; ///< Pointer: the value (null for scratch).
   bool written = false;         ///< Pointer: the kernel writes through it.
   Storage storage;              ///< Pointer: resolved by lowering.
+  std::string scratchType;      ///< Pointer without a value: its C type.
   uint32_t number = 0;          ///< Handle: its index; U32: the value.
 };
 

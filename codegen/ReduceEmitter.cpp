@@ -124,6 +124,100 @@ void cgc::emitReduction(const Node &node, Kernel &kernel) {
   finish(kernel, rows, body);
 }
 
+namespace {
+/// The accumulator of a sum, mean, max or min over \p in: its C type, its
+/// start value and how two combine (in terms of a and b).
+struct Accumulator {
+  std::string type, init, combine;
+};
+
+Accumulator accumulatorOf(const Node &node, DType in) {
+  Accumulator a{isFloat(in) ? "float" : in == DType::I64 ? "long long" : "int",
+                "0", "a + b"};
+  bool isMax = node.getOp() == OpKind::Max, isMin = node.getOp() == OpKind::Min;
+  if (!isMax && !isMin)
+    return a;
+  a.combine = isMax ? "cgc_max(a, b)" : "cgc_min(a, b)";
+  if (isFloat(in))
+    a.init = isMax ? "-CGC_INF" : "CGC_INF";
+  else if (in == DType::I64)
+    a.init = isMax ? "(-0x7fffffffffffffffLL - 1)" : "0x7fffffffffffffffLL";
+  else
+    a.init = isMax ? "(-0x7fffffff - 1)" : "0x7fffffff";
+  return a;
+}
+
+/// `acc = combine(acc, VALUE);` as a statement.
+std::string fold(const Accumulator &a, const std::string &value) {
+  return "{ " + a.type + " a = acc, b = " + value + "; acc = " + a.combine + "; }";
+}
+
+std::string blockCombine(const Accumulator &a) {
+  return "  acc = cgc_block_reduce(acc, [](" + a.type + " a, " + a.type +
+         " b) { return " + a.combine + "; });\n";
+}
+
+KernelParam scratchParam(const Storage &s, bool written, const std::string &type) {
+  KernelParam p;
+  p.kind = KernelParam::Kind::Pointer;
+  p.storage = s;
+  p.written = written;
+  p.scratchType = type;
+  return p;
+}
+} // namespace
+
+/// Phase 1: block b reduces chunk b % chunks of row b / chunks (a
+/// contiguous range, four elements per 16-byte load for f32 rows whose
+/// chunks start 16-byte aligned) into partial b. Phase 2: block r combines
+/// row r's partials in order. 256 threads each.
+void cgc::emitSplitReduction(const Node &node, const ReductionSplit &split,
+                             const Storage &partials, Kernel &phase1,
+                             Kernel &phase2) {
+  DType in = node.operand(0)->getType().dtype;
+  Accumulator a = accumulatorOf(node, in);
+  int64_t per = (split.length + split.chunks - 1) / split.chunks;
+  bool vector = in == DType::F32 && split.length % 4 == 0;
+  if (vector)
+    per = (per + 3) / 4 * 4;
+  std::string C = std::to_string(split.chunks) + "LL", L = std::to_string(split.length) + "LL";
+  std::string x = addParam(phase1, node.operand(0), false);
+  phase1.params.push_back(scratchParam(partials, true, a.type));
+  std::string loop;
+  if (vector)
+    loop = "#pragma unroll 4\n  for (long long i = begin + threadIdx.x * 4LL; i < end; i += 1024LL) {\n"
+           "    const float4 v = *reinterpret_cast<const float4 *>(row + i);\n"
+           "    " + fold(a, "v.x") + " " + fold(a, "v.y") + "\n"
+           "    " + fold(a, "v.z") + " " + fold(a, "v.w") + "\n  }\n";
+  else
+    loop = "#pragma unroll 4\n  for (long long i = begin + threadIdx.x; i < end; i += 256LL)\n"
+           "    " + fold(a, "(" + a.type + ")cgc_ld(row, i)") + "\n";
+  phase1.block[0] = 256;
+  phase1.grid[0] = uint32_t(split.rows * split.chunks);
+  phase1.source =
+      kernelOpening(phase1, 256) + "  const " + storageType(in) + " *row = " + x +
+      " + (long long)(blockIdx.x / " + C + ") * " + L + ";\n"
+      "  const long long begin = (long long)(blockIdx.x % " + C + ") * " +
+      std::to_string(per) + "LL;\n"
+      "  const long long end = cgc_min(begin + " + std::to_string(per) + "LL, " + L + ");\n"
+      "  " + a.type + " acc = " + a.init + ";\n" + loop + blockCombine(a) +
+      "  if (threadIdx.x == 0) p1[blockIdx.x] = acc;\n}\n";
+
+  phase2.params.push_back(scratchParam(partials, false, a.type));
+  std::string out = addParam(phase2, node.result(), true);
+  std::string result = node.getOp() == OpKind::Mean
+                           ? "acc / " + floatLiteral(float(split.length))
+                           : "acc";
+  phase2.block[0] = 256;
+  phase2.grid[0] = uint32_t(split.rows);
+  phase2.source =
+      kernelOpening(phase2, 256) + "  " + a.type + " acc = " + a.init + ";\n"
+      "  for (long long i = threadIdx.x; i < " + C + "; i += 256LL)\n"
+      "    " + fold(a, "p0[(long long)blockIdx.x * " + C + " + i]") + "\n" +
+      blockCombine(a) + "  if (threadIdx.x == 0) cgc_st(" + out +
+      ", blockIdx.x, " + result + ");\n}\n";
+}
+
 void cgc::emitNormalization(const Node &node, Kernel &kernel) {
   Shape shape = staticShape(node.operand(0)->getType());
   unsigned axis = *normalizeAxis(node.intAttr("axis", -1), shape.size());

@@ -23,6 +23,8 @@
 //      A 4-byte scratch buffer counts the trips.
 //    - A product run by cuBLASLt (ProductRule.h) gets a workspace buffer
 //      live at its node only. Products never write over their operands.
+//    - A reduction that runs in two phases (ReductionRule.h) gets a buffer
+//      of partials live at its node only.
 // 4. Temporaries are placed first-fit (lowest offset whose byte range does
 //    not overlap a buffer with an overlapping live interval), in order of
 //    their first position; the result is deterministic.
@@ -31,6 +33,7 @@
 #include "passes/Liveness.h"
 #include "passes/MemoryPlan.h"
 #include "passes/ProductRule.h"
+#include "passes/ReductionRule.h"
 
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/STLExtras.h"
@@ -124,6 +127,7 @@ private:
   void planGraph(Graph &graph);
   void planResult(Node &n, Value *r, llvm::DenseSet<unsigned> &taken);
   void planWorkspace(Node &n);
+  void planPartials(Node &n);
   unsigned resultBuffer(Value *r);
   bool claimInto(const Graph &region, Value *v, unsigned buffer);
   void planIf(Node &n);
@@ -271,7 +275,18 @@ void Planner::planGraph(Graph &graph) {
     for (unsigned k = 0; k < n.numResults(); ++k)
       planResult(n, n.result(k), taken);
     planWorkspace(n);
+    planPartials(n);
   }
+}
+
+void Planner::planPartials(Node &n) {
+  ReductionSplit split = reductionSplit(n);
+  if (!split.chunks)
+    return;
+  int at = live.span(&n).start;
+  plan.reductionPartials[&n] =
+      newBuffer(nullptr, uint64_t(split.rows * split.chunks) * split.partialBytes,
+                Storage::Region::Arena, at, at, false);
 }
 
 void Planner::planWorkspace(Node &n) {

@@ -7,7 +7,7 @@
 // targets). It also lists the copies the program needs where a value cannot
 // be computed in its final place, and reserves scratch buffers that are not
 // IR values (loop trip counters, staging for loop-carried swaps, the
-// workspace of each cuBLASLt product).
+// workspace of each cuBLASLt product, the partials of split reductions).
 //
 // The plan-memory pass computes it once and hands it to codegen through the
 // PassContext; `cgc-opt --print-memory-plan` prints it.
@@ -78,6 +78,9 @@ struct MemoryPlan {
   /// The cuBLASLt workspace of each library product (ProductRule.h), live
   /// at that node only.
   llvm::DenseMap<const Node *, unsigned> workspace;
+  /// The phase-1 partials of each reduction that runs in two phases
+  /// (ReductionRule.h), live at that node only.
+  llvm::DenseMap<const Node *, unsigned> reductionPartials;
   uint64_t arenaSize = 0;
   uint64_t persistentSize = 0;
 

@@ -77,6 +77,12 @@ void PlanPrinter::graph(const Graph &g, unsigned depth) {
       storage(plan.buffers[counter->second].storage);
       os << "\n";
     }
+    auto partials = plan.reductionPartials.find(n.get());
+    if (partials != plan.reductionPartials.end()) {
+      os.indent(2 * depth) << "partials %" << n->getName();
+      storage(plan.buffers[partials->second].storage);
+      os << "\n";
+    }
     auto workspace = plan.workspace.find(n.get());
     if (workspace != plan.workspace.end()) {
       os.indent(2 * depth) << "workspace %" << n->getName();

@@ -255,6 +255,18 @@ def own_cases(dir):
                 [{"name": "y", "op": "layernorm", "inputs": ["x", "w", "b"],
                   "attrs": {"axis": -1, "eps": 1e-5}}], ["y"])
     product_cases(put)
+    # Reductions in two phases (few long rows; passes/ReductionRule.h):
+    # vector and scalar loads, every accumulator type, a row count that
+    # leaves the last chunk short.
+    for op in ("sum", "mean", "max", "min"):
+        for dt, shape in (("f32", [2, 131072]), ("f16", [3, 70001]), ("bf16", [1, 40000])):
+            put(f"own_split_{op}_{dt}_{'x'.join(map(str, shape))}", [("x", dt, shape)],
+                [{"name": "y", "op": op, "inputs": ["x"], "attrs": {"axes": [-1]}}], ["y"])
+    for dt in ("i32", "i64"):
+        put(f"own_split_sum_{dt}_5x65536", [("x", dt, [5, 65536])],
+            [{"name": "y", "op": "sum", "inputs": ["x"], "attrs": {"axes": [1]}}], ["y"])
+    put("own_split_max_all_f32_4x8x4096", [("x", "f32", [4, 8, 4096])],
+        [{"name": "y", "op": "max", "inputs": ["x"]}], ["y"])
     put("own_dropout_bf16_4097x3", [("x", "bf16", [4097, 3])],
         [{"name": "y", "op": "dropout", "inputs": ["x"], "attrs": {"p": 0.5, "seed": 77}}], ["y"])
     return made
