@@ -4,7 +4,8 @@
 // source, parameters and launch configuration. Pointwise kernels run one
 // thread per element in a grid-stride loop; row-wise kernels (reductions,
 // softmax, layernorm, losses) run one block per output row and reduce with
-// warp shuffles.
+// warp shuffles (few long rows: two phases); small matrix products run a
+// warp per output column (ProductEmitter.cpp).
 //
 //===----------------------------------------------------------------------===//
 #ifndef CGC_CODEGEN_EMITTERS_H

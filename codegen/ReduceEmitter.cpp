@@ -3,8 +3,9 @@
 // Reductions, softmax, log_softmax and layernorm run one block (256
 // threads) per output row: threads stride over the row, then combine with
 // warp shuffles and a 32-entry shared array (cgc_block_reduce in the
-// prelude). cumsum runs one thread per line. Losses reduce over the whole
-// tensor in one block.
+// prelude). Reductions over few long rows run in two phases instead
+// (emitSplitReduction, passes/ReductionRule.h). cumsum runs one thread per
+// line. Losses reduce over the whole tensor in one block.
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/CudaText.h"
