@@ -346,9 +346,11 @@ cgc_status fillRandomInputs(Session &s, const Artifact &art) {
 int cgcRunMain(int argc, char **argv) {
   Options o;
   if (!parseOptions(argc, argv, /*bench=*/false, o))
-    return 1;
-  if (o.inputs.empty() || o.outputs.empty())
-    return error("cgc run needs --inputs FILE and --outputs FILE");
+    return 2; // a usage mistake
+  if (o.inputs.empty() || o.outputs.empty()) {
+    error("cgc run needs --inputs FILE and --outputs FILE");
+    return 2;
+  }
   std::error_code ec;
   if (!o.overwrite && std::filesystem::exists(o.outputs, ec))
     return error("'" + o.outputs +
@@ -444,7 +446,7 @@ int cgcRunMain(int argc, char **argv) {
 int cgcBenchMain(int argc, char **argv) {
   Options o;
   if (!parseOptions(argc, argv, /*bench=*/true, o))
-    return 1;
+    return 2; // a usage mistake
   Artifact art;
   size_t graph = 0;
   if (!loadArtifact(o, art, graph))

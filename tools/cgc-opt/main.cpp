@@ -116,6 +116,35 @@ static bool processChunk(uint32_t bufferId, llvm::StringRef baseDir,
   return true;
 }
 
+/// Checks the command line before any input is read; a mistake there exits
+/// with status 2 (usage), not 1 (bad input).
+static bool checkCommandLine() {
+  auto fail = [](const llvm::Twine &message) {
+    llvm::errs() << "cgc-opt: error: " << message << "\n";
+    return false;
+  };
+  if (Emit != "text" && Emit != "json")
+    return fail("--emit must be 'text' or 'json'");
+  if (OutputFile.empty())
+    return fail("-o needs a path ('-' for standard output)");
+  std::vector<std::string> names(PassList.begin(), PassList.end());
+  names.insert(names.end(), PrintAfter.begin(), PrintAfter.end());
+  llvm::SmallVector<llvm::StringRef, 8> pipeline;
+  llvm::StringRef(Pipeline).split(pipeline, ',', -1, /*KeepEmpty=*/false);
+  for (llvm::StringRef name : pipeline)
+    names.push_back(name.trim().str());
+  for (const std::string &name : names)
+    if (!createPass(name))
+      return fail("unknown pass '" + name + "' (cgc-opt --list-passes)");
+  for (llvm::StringRef binding : BindDims) {
+    auto [name, text] = binding.split('=');
+    int64_t value;
+    if (name.empty() || text.getAsInteger(10, value))
+      return fail("--bind-dim expects NAME=INTEGER, got '" + binding + "'");
+  }
+  return true;
+}
+
 /// Splits at lines starting with `// -----`; each chunk keeps its line
 /// numbers by starting with as many newlines as lines precede it.
 static std::vector<std::string> splitChunks(llvm::StringRef text) {
@@ -142,10 +171,8 @@ int main(int argc, char **argv) {
       llvm::outs() << name << "\n";
     return 0;
   }
-  if (Emit != "text" && Emit != "json") {
-    llvm::errs() << "cgc-opt: error: --emit must be 'text' or 'json'\n";
-    return 1;
-  }
+  if (!checkCommandLine())
+    return 2;
   DiagnosticEngine diag(llvm::errs(), ErrorLimit);
   ReadOptions probe;
   // Refuse oversized files before reading them, as cgc's reader does.

@@ -167,8 +167,16 @@ static int compileMain(int argc, char **argv) {
     llvm::errs() << "cgc: error: --emit must be 'cuda' or 'dot'\n";
     return 2;
   }
-  if (!llvm::StringRef(Arch).startswith("sm_")) {
-    llvm::errs() << "cgc: error: --arch must look like sm_90\n";
+  unsigned archNumber = 0;
+  if (!llvm::StringRef(Arch).startswith("sm_") ||
+      llvm::StringRef(Arch).drop_front(3).getAsInteger(10, archNumber) ||
+      archNumber < 50) {
+    llvm::errs() << "cgc: error: --arch must look like sm_90 (sm_50 or "
+                    "newer), got '" << Arch << "'\n";
+    return 2;
+  }
+  if (OutputFile.getNumOccurrences() && OutputFile.empty()) {
+    llvm::errs() << "cgc: error: -o needs a path\n";
     return 2;
   }
   DiagnosticEngine diag(llvm::errs(), ErrorLimit);
