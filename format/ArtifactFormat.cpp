@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "format/ArtifactFormat.h"
+#include "format/FileIO.h"
 
 #include <cstring>
 #include <fstream>
@@ -232,13 +233,9 @@ bool parseArtifact(const uint8_t *data, size_t size, Artifact &out,
 
 bool loadArtifactFile(const std::string &path, Artifact &out,
                       std::string &error) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    error = "cannot open '" + path + "'";
+  std::vector<uint8_t> bytes;
+  if (!readFileBounded(path, bytes, error))
     return false;
-  }
-  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)),
-                             std::istreambuf_iterator<char>());
   if (!parseArtifact(bytes.data(), bytes.size(), out, error)) {
     error = path + ": " + error;
     return false;

@@ -5,6 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "format/Safetensors.h"
+#include "format/FileIO.h"
 
 #include <nlohmann/json.hpp>
 
@@ -154,11 +155,9 @@ bool parseSafetensors(const uint8_t *data, size_t size, TensorMap &out,
 bool readSafetensors(const std::string &path, TensorMap &out,
                      std::string &error,
                      std::map<std::string, std::string> *metadata) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    return fail(error, "cannot open '" + path + "'");
-  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)),
-                             std::istreambuf_iterator<char>());
+  std::vector<uint8_t> bytes;
+  if (!readFileBounded(path, bytes, error))
+    return false;
   if (parseSafetensors(bytes.data(), bytes.size(), out, error, metadata))
     return true;
   error = path + ": " + error;
@@ -214,32 +213,11 @@ bool serializeSafetensors(const TensorMap &tensors, std::vector<uint8_t> &out,
 bool writeSafetensors(const std::string &path, const TensorMap &tensors,
                       std::string &error, bool overwrite,
                       const std::map<std::string, std::string> *metadata) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  if (!overwrite && fs::exists(path, ec))
-    return fail(error, "'" + path +
-                           "' already exists (pass --overwrite to replace it)");
   std::vector<uint8_t> bytes;
   if (!serializeSafetensors(tensors, bytes, error, metadata))
     return false;
-  std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream os(tmp, std::ios::binary | std::ios::trunc);
-    os.write(reinterpret_cast<const char *>(bytes.data()),
-             static_cast<std::streamsize>(bytes.size()));
-    os.flush();
-    if (!os) {
-      std::remove(tmp.c_str());
-      return fail(error, "cannot write '" + tmp + "'");
-    }
-  }
-  fs::rename(tmp, path, ec);
-  if (ec) {
-    std::remove(tmp.c_str());
-    return fail(error, "cannot rename '" + tmp + "' to '" + path +
-                           "': " + ec.message());
-  }
-  return true;
+  return writeFileReplacing(path, bytes.data(), bytes.size(), overwrite,
+                            error);
 }
 
 } // namespace format

@@ -499,6 +499,13 @@ std::unique_ptr<Graph> cgc::readGraphFile(llvm::StringRef path,
       diag.fileError(path, "is a directory, not an IR file");
       return nullptr;
     }
+    llvm::sys::fs::file_status status;
+    if (!llvm::sys::fs::status(path, status) &&
+        status.type() != llvm::sys::fs::file_type::regular_file) {
+      diag.fileError(path, "is not a regular file; only regular files (or "
+                           "'-' for standard input) are read");
+      return nullptr;
+    }
     uint64_t size = 0;
     if (std::error_code ec = llvm::sys::fs::file_size(path, size)) {
       diag.fileError(path, "cannot open: " + ec.message());

@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "Internal.h"
+#include "format/FileIO.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -238,21 +239,14 @@ cgc_status cgc_engine_load_file(const char *path, int device,
   const Driver *drv;
   if (cgc_status s = requireDriver(drv))
     return s;
-  FILE *f = std::fopen(path, "rb");
-  if (!f)
-    return fail(CGC_ERROR_IO, std::string("cannot open '") + path + "': " +
-                                  std::strerror(errno));
   std::vector<uint8_t> bytes;
+  std::string error;
   try {
-    char buf[1 << 16];
-    size_t n;
-    while ((n = std::fread(buf, 1, sizeof buf, f)) > 0)
-      bytes.insert(bytes.end(), buf, buf + n);
+    if (!cgc::format::readFileBounded(path, bytes, error))
+      return fail(CGC_ERROR_IO, error);
   } catch (const std::bad_alloc &) {
-    std::fclose(f);
     return fail(CGC_ERROR_OUT_OF_MEMORY, "out of host memory");
   }
-  std::fclose(f);
   cgc_status s = cgc_engine_load_memory(bytes.data(), bytes.size(), device,
                                         engine);
   if (s == CGC_ERROR_INVALID_ARTIFACT)

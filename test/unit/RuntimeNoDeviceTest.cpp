@@ -44,15 +44,19 @@ TEST(RuntimeBasics, LoadFailsCleanly) {
   }
 }
 
+/// Command-line mistakes are usage errors (2); a model that cannot be read
+/// is an input error (1).
 TEST(RuntimeBasics, RunCommandArgumentErrors) {
   char run[] = "run", model[] = "/nonexistent/m.cgc";
   char *noModel[] = {run};
-  EXPECT_EQ(cgcRunMain(1, noModel), 1);
+  EXPECT_EQ(cgcRunMain(1, noModel), 2);
   char *noIo[] = {run, model};
-  EXPECT_EQ(cgcRunMain(2, noIo), 1);
+  EXPECT_EQ(cgcRunMain(2, noIo), 2);
   char bench[] = "bench", bad[] = "--iters", zero[] = "x";
   char *badIters[] = {bench, model, bad, zero};
-  EXPECT_EQ(cgcBenchMain(4, badIters), 1);
+  EXPECT_EQ(cgcBenchMain(4, badIters), 2);
+  char *missing[] = {bench, model};
+  EXPECT_EQ(cgcBenchMain(2, missing), 1);
 }
 
 } // namespace

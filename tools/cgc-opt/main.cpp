@@ -185,6 +185,14 @@ int main(int argc, char **argv) {
                                   llvm::Twine(probe.maxFileBytes));
     return 1;
   }
+  llvm::sys::fs::file_status status;
+  if (InputFile != "-" && !llvm::sys::fs::is_directory(InputFile) &&
+      !llvm::sys::fs::status(InputFile, status) &&
+      status.type() != llvm::sys::fs::file_type::regular_file) {
+    diag.fileError(InputFile, "is not a regular file; only regular files "
+                              "(or '-' for standard input) are read");
+    return 1;
+  }
   auto buffer = llvm::MemoryBuffer::getFileOrSTDIN(InputFile);
   if (llvm::sys::fs::is_directory(InputFile) || !buffer) {
     diag.fileError(InputFile, llvm::sys::fs::is_directory(InputFile)

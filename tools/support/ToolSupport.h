@@ -7,9 +7,10 @@
 
 namespace cgc {
 
-/// Writes \p bytes to \p path through a temporary file in the same folder
-/// and a rename, so a failure never leaves a partial file. "-" is stdout.
-/// Refuses to replace an existing file unless \p overwrite is set.
+/// Writes \p bytes to \p path by format::writeFileReplacing's rules (a
+/// regular file replaced atomically, a character device written through,
+/// anything else refused); "-" is stdout. Refuses to replace an existing
+/// file unless \p overwrite is set.
 bool writeFileAtomically(llvm::StringRef path, llvm::StringRef bytes,
                          bool overwrite, std::string &error);
 
