@@ -88,8 +88,11 @@ fmt::TensorDesc ManifestBuilder::tensorDesc(const std::string &name,
   return t;
 }
 
+/// Appends a tensor's initial bytes; an empty tensor has none to load.
 static void appendBlob(std::vector<uint8_t> &blob, fmt::TensorDesc &t,
                        const std::vector<uint8_t> &bytes) {
+  if (bytes.empty())
+    return;
   blob.resize((blob.size() + 255) / 256 * 256);
   t.initBlob = "weights";
   t.initOffset = blob.size();

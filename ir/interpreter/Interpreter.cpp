@@ -17,7 +17,8 @@
 using namespace cgc;
 using namespace cgc::interp;
 
-/// Loops without max_iterations stop with an error after this many.
+/// A loop stops with an error after this many trips unless its
+/// max_iterations is smaller (then it stops there, as the device does).
 static constexpr int64_t WhileSafetyLimit = 10000000;
 
 void DimEnv::bind(llvm::ArrayRef<Dim> dims, const Shape &actual,
@@ -139,14 +140,20 @@ std::vector<Tensor> Runner::runControlFlow(const Node &node,
   case OpKind::While: {
     std::vector<Tensor> carried = copies(in.begin(), in.end());
     const Attribute *maxAttr = node.attr("max_iterations");
-    int64_t limit = node.intAttr("max_iterations", WhileSafetyLimit);
+    int64_t bound = node.intAttr("max_iterations", WhileSafetyLimit);
+    bool bounded = maxAttr && bound <= WhileSafetyLimit;
+    int64_t limit = bounded ? bound : WhileSafetyLimit;
     for (int64_t iter = 0;; ++iter) {
       if (runRegion(node.region(0), carried)[0].data[0] == 0)
         break;
       if (iter == limit) {
-        if (!maxAttr)
-          fail("while ran " + std::to_string(limit) +
-               " iterations without max_iterations; giving up");
+        if (!bounded)
+          fail("while '" + node.getName() + "' ran " +
+               std::to_string(limit) + " iterations" +
+               (maxAttr ? " (the interpreter's limit; its max_iterations is " +
+                              std::to_string(bound) + ")"
+                        : " without max_iterations") +
+               "; giving up");
         break;
       }
       carried = runRegion(node.region(1), std::move(carried));
