@@ -40,7 +40,33 @@ void DiagnosticEngine::emit(Location loc, llvm::SourceMgr::DiagKind kind,
   const llvm::MemoryBuffer *buf = srcMgr.getMemoryBuffer(loc.bufferId);
   uint32_t offset = std::min<uint32_t>(loc.offset, buf->getBufferSize());
   llvm::SMLoc smLoc = llvm::SMLoc::getFromPointer(buf->getBufferStart() + offset);
-  srcMgr.PrintMessage(os, smLoc, kind, message);
+  llvm::SMDiagnostic d = srcMgr.GetMessage(smLoc, kind, message);
+  if (d.getLineContents().size() <= kMaxShownLine) {
+    srcMgr.PrintMessage(os, d);
+    return;
+  }
+  printClipped(d);
+}
+
+/// Like SMDiagnostic::print, but shows only kMaxShownLine characters of the
+/// source line around the column (clang and rustc cut long lines too), so
+/// a megabyte-long line is not printed once per error.
+void DiagnosticEngine::printClipped(const llvm::SMDiagnostic &d) {
+  llvm::StringRef line = d.getLineContents();
+  size_t col = size_t(std::max(d.getColumnNo(), 0));
+  size_t half = kMaxShownLine / 2;
+  size_t start = col > half ? col - half : 0;
+  start = std::min(start, line.size() > kMaxShownLine ? line.size() - kMaxShownLine : 0);
+  llvm::StringRef shown = line.substr(start, kMaxShownLine);
+  const char *kind = d.getKind() == llvm::SourceMgr::DK_Error     ? "error"
+                     : d.getKind() == llvm::SourceMgr::DK_Warning ? "warning"
+                                                                  : "note";
+  std::string lead = start ? "..." : "";
+  os << d.getFilename() << ":" << d.getLineNo() << ":" << col + 1 << ": "
+     << kind << ": " << d.getMessage() << "\n"
+     << lead << shown << (start + shown.size() < line.size() ? "..." : "")
+     << "\n"
+     << std::string(lead.size() + (col - start), ' ') << "^\n";
 }
 
 void DiagnosticEngine::error(Location loc, const llvm::Twine &message) {

@@ -46,9 +46,13 @@ public:
   bool hasErrors() const { return errors != 0; }
   void setErrorLimit(unsigned limit) { errorLimit = limit; }
 
+  /// Source lines longer than this are shown clipped around the column.
+  static constexpr size_t kMaxShownLine = 160;
+
 private:
   void emit(Location loc, llvm::SourceMgr::DiagKind kind,
             const llvm::Twine &message);
+  void printClipped(const llvm::SMDiagnostic &d);
   bool suppressed();
 
   llvm::raw_ostream &os;
