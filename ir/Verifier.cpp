@@ -32,8 +32,25 @@ public:
 
 private:
   bool verifyNode(Node &n, const llvm::DenseSet<Value *> &visible);
+  /// The size limits (docs/ir.md), checked before anything is allocated.
+  bool checkSize(const Value *v, const DimTable &dims, Location loc);
+  bool checkPersistentBytes(const GraphInput &in, const DimTable &dims);
   DiagnosticEngine &diag;
+  uint64_t persistentBytes = 0;
 };
+
+/// Bytes of \p type at its largest extents; false when that overflows.
+bool tensorBytes(const TensorType &type, const DimTable &dims,
+                 uint64_t &bytes) {
+  bytes = dtypeSize(type.dtype);
+  for (Dim d : type.dims) {
+    int64_t extent = d.isStatic() ? d.extent() : dims.upperBound(d);
+    if (extent < 0 ||
+        __builtin_mul_overflow(bytes, uint64_t(extent), &bytes))
+      return false;
+  }
+  return true;
+}
 } // namespace
 
 bool Verifier::verifyNode(Node &n, const llvm::DenseSet<Value *> &visible) {
@@ -91,6 +108,37 @@ bool Verifier::verifyNode(Node &n, const llvm::DenseSet<Value *> &visible) {
   return true;
 }
 
+bool Verifier::checkSize(const Value *v, const DimTable &dims, Location loc) {
+  uint64_t bytes;
+  if (tensorBytes(v->getType(), dims, bytes) && bytes <= kMaxTensorBytes)
+    return true;
+  diag.error(loc, "value '" + v->getName() + "' (" +
+                      typeToString(v->getType(), dims) +
+                      ") is larger than the " +
+                      llvm::Twine(kMaxTensorBytes >> 30) +
+                      " GiB cgc takes for one tensor");
+  return false;
+}
+
+/// Initialized state ships its initial values in the artifact, which is
+/// read whole (at most 1 GiB).
+bool Verifier::checkPersistentBytes(const GraphInput &in,
+                                    const DimTable &dims) {
+  uint64_t bytes = 0;
+  if (!isPersistent(in.kind) || in.init.source == Initializer::Source::None ||
+      !tensorBytes(in.value->getType(), dims, bytes))
+    return true;
+  persistentBytes += bytes;
+  if (persistentBytes <= kMaxInitializedBytes)
+    return true;
+  diag.error(in.loc, "input '" + in.value->getName() +
+                         "' brings the model's state to " +
+                         llvm::Twine(persistentBytes) + " bytes; an artifact "
+                         "holds at most " +
+                         llvm::Twine(kMaxInitializedBytes >> 30) + " GiB");
+  return false;
+}
+
 bool Verifier::verify(Graph &g) {
   llvm::DenseSet<Value *> visible;
   llvm::StringSet<> names;
@@ -102,7 +150,8 @@ bool Verifier::verify(Graph &g) {
     return false;
   };
   for (const GraphInput &in : g.inputs())
-    if (!define(in.value, in.loc))
+    if (!define(in.value, in.loc) || !checkSize(in.value, g.dims(), in.loc) ||
+        (!g.isRegion() && !checkPersistentBytes(in, g.dims())))
       return false;
   for (const auto &node : g.nodes()) {
     if (node->getParent() != &g) {
@@ -112,7 +161,8 @@ bool Verifier::verify(Graph &g) {
     if (!verifyNode(*node, visible))
       return false;
     for (unsigned r = 0; r < node->numResults(); ++r)
-      if (!define(node->result(r), node->getLoc()))
+      if (!define(node->result(r), node->getLoc()) ||
+          !checkSize(node->result(r), g.dims(), node->getLoc()))
         return false;
   }
   if (!g.isRegion() && g.outputs.empty()) {

@@ -3,7 +3,8 @@
 // verifyGraph checks what every pass must preserve: operands are defined
 // before use in the same graph, names are unique, operand and region
 // counts and attribute kinds match Ops.def, every stored type equals what
-// the type rules give, and outputs are defined.
+// the type rules give, and outputs are defined; and the size limits below,
+// before any pass, the interpreter or codegen allocates a tensor.
 //
 //===----------------------------------------------------------------------===//
 #ifndef CGC_IR_VERIFIER_H
@@ -13,6 +14,12 @@
 #include "ir/Graph.h"
 
 namespace cgc {
+
+/// The largest tensor, at its largest extents: 16 GiB.
+constexpr uint64_t kMaxTensorBytes = uint64_t(16) << 30;
+/// The most state (parameters, buffers, ...) a model may have: the
+/// artifact that holds its initial values is read whole, at most 1 GiB.
+constexpr uint64_t kMaxInitializedBytes = uint64_t(1) << 30;
 
 bool verifyGraph(Graph &graph, DiagnosticEngine &diag);
 
