@@ -55,6 +55,7 @@ private:
   void addOutputs(fmt::Manifest &m) const;
   void addKernels(fmt::Manifest &m) const;
   void addProducts(fmt::Manifest &m) const;
+  void reportDuplicateName(const std::string &name) const;
   fmt::GraphDesc graphDesc(const StepGraph &g) const;
 
   const Graph &model;
@@ -294,6 +295,23 @@ fmt::GraphDesc ManifestBuilder::graphDesc(const StepGraph &g) const {
   return d;
 }
 
+/// The artifact names each input, output and state tensor once; an output
+/// named like an input (a passthrough) is the usual case: say how to name
+/// it apart, at the output.
+void ManifestBuilder::reportDuplicateName(const std::string &name) const {
+  for (const GraphOutput &o : model.outputs)
+    if (o.name == name) {
+      diag.error(o.loc, "output '" + name + "' has the name of another "
+                        "input, output or state tensor; the artifact names "
+                        "each once: name the output apart, e.g. {\"name\": "
+                        "\"" + name + "_out\", \"value\": \"" +
+                        o.value->getName() + "\"}");
+      return;
+    }
+  diag.error({}, "the name '" + name + "' is used by two graph inputs, "
+                 "outputs or constants; the artifact needs unique names");
+}
+
 bool ManifestBuilder::build(fmt::Manifest &m, std::vector<uint8_t> &weights) {
   if (!sharesSlots()) {
     diag.error({}, "internal error: the graphs of the artifact put an input "
@@ -313,9 +331,7 @@ bool ManifestBuilder::build(fmt::Manifest &m, std::vector<uint8_t> &weights) {
   for (const auto *list : {&m.inputs, &m.outputs, &m.state})
     for (const fmt::TensorDesc &t : *list)
       if (!names.insert(t.name).second) {
-        diag.error({}, "the name '" + t.name + "' is used by two graph "
-                       "inputs, outputs or constants; the artifact needs "
-                       "unique names");
+        reportDuplicateName(t.name);
         return false;
       }
   addKernels(m);
