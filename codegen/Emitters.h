@@ -20,6 +20,9 @@ namespace cgc {
 /// splat constant), so the constant needs no buffer and no kernel.
 llvm::Optional<double> inlinedSplat(const Node &user, const Value *operand);
 
+/// The C expression of elementwise op \p n on the operand expressions
+/// \p args, computed in the compute type.
+std::string elementwiseExpr(const Node &n, llvm::ArrayRef<std::string> args);
 /// Fusion nodes, elementwise ops, fill, iota and splat constants.
 void emitPointwise(const Node &node, Kernel &kernel);
 void emitDropout(const Node &node, Kernel &kernel);

@@ -14,7 +14,7 @@
 
 using namespace cgc;
 
-static std::string opExpr(const Node &n, llvm::ArrayRef<std::string> a) {
+std::string cgc::elementwiseExpr(const Node &n, llvm::ArrayRef<std::string> a) {
   unsigned typed = n.getOp() == OpKind::Where ? 1 : 0;
   DType in = n.numOperands() ? n.operand(typed)->getType().dtype
                              : n.result()->getType().dtype;
@@ -212,7 +212,7 @@ void cgc::emitPointwise(const Node &node, Kernel &kernel) {
       llvm::SmallVector<std::string, 3> args;
       for (Value *v : op->getOperands())
         args.push_back(var.lookup(v));
-      expr = opExpr(*op, args);
+      expr = elementwiseExpr(*op, args);
     }
     std::string name = "v" + std::to_string(next++);
     var[op->result()] = name;

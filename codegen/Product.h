@@ -13,7 +13,6 @@
 #include "codegen/Program.h"
 #include "passes/ProductRule.h"
 
-#include "llvm/ADT/Optional.h"
 
 namespace cgc {
 
@@ -28,7 +27,7 @@ struct ProductParts {
   const Value *normWeight = nullptr, *normBias = nullptr;
   const Value *bias = nullptr;     ///< [n], added to every row.
   const Value *residual = nullptr; ///< The result's type, added.
-  llvm::Optional<OpKind> activation; ///< relu, gelu or gelu_tanh.
+  const Node *activation = nullptr; ///< relu, gelu or gelu_tanh.
   const Value *result = nullptr; ///< What the node writes.
 };
 

@@ -16,25 +16,10 @@
 #include "codegen/Emitters.h"
 #include "codegen/Product.h"
 
-#include "llvm/Support/ErrorHandling.h"
-
 using namespace cgc;
 
 static const unsigned Block = 256;
 static const unsigned WarpsPerBlock = Block / 32;
-
-static std::string activationExpr(llvm::Optional<OpKind> act,
-                                  const std::string &v) {
-  if (!act)
-    return v;
-  if (*act == OpKind::Relu)
-    return "cgc_max(" + v + ", 0.0f)";
-  if (*act == OpKind::Gelu)
-    return "cgc_gelu(" + v + ")";
-  if (*act == OpKind::GeluTanh)
-    return "cgc_gelu_tanh(" + v + ")";
-  llvm_unreachable("fuse-epilogue fuses relu, gelu and gelu_tanh only");
-}
 
 /// Elements per 16-byte load, or 1 when rows are not 16-byte aligned.
 static int64_t vectorWidth(const ProductProblem &p) {
@@ -265,7 +250,8 @@ void cgc::emitProduct(const ProductParts &parts, Kernel &kernel) {
                      : "  v += cgc_ld(" + q.bias + ", col);\n") +
       (q.res.empty() ? "" : "  v += cgc_ld(" + q.res + ", lane * " + N + " + col);\n") +
       "  cgc_st(" + q.out + ", lane * " + N + " + col, " +
-      activationExpr(parts.activation, "v") + ");\n";
+      (parts.activation ? elementwiseExpr(*parts.activation, {"v"}) : "v") +
+      ");\n";
   kernel.block[0] = Block;
   // One warp per column, so no grid-stride loop: the grid covers n (the
   // x dimension takes up to 2^31 - 1 blocks).

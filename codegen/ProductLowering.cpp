@@ -14,6 +14,9 @@
 #include "codegen/CudaText.h"
 #include "codegen/Lowering.h"
 #include "codegen/Product.h"
+#include "ir/ProductEpilogue.h"
+
+#include "llvm/Support/ErrorHandling.h"
 
 using namespace cgc;
 namespace fmt = cgc::format;
@@ -38,25 +41,29 @@ ProductParts cgc::productParts(const Node &node) {
   p.result = node.result();
   if (node.getOp() != OpKind::ProductFusion)
     return p;
+  ProductEpilogue epilogue(p.bias != nullptr);
   const Value *previous = nullptr;
   for (const auto &member : node.region(0).nodes()) {
-    OpKind op = member->getOp();
-    if (op == OpKind::LayerNorm) {
+    if (member->getOp() == OpKind::LayerNorm) {
       p.inputNorm = member.get();
       p.a = outer(member->operand(0));
       if (member->numOperands() > 1)
         p.normWeight = outer(member->operand(1));
       if (member->numOperands() > 2)
         p.normBias = outer(member->operand(2));
-    } else if (op == OpKind::Add && member.get() != p.product) {
-      const Value *other = outer(
-          member->operand(member->operand(0) == previous ? 1 : 0));
-      // The same classification as the type rule (RegionTypeRules.cpp).
-      bool isBias = !p.bias && other->getType().rank() == 1 &&
-                    other->getType().dims[0].extent() == p.problem.n;
-      (isBias ? p.bias : p.residual) = other;
     } else if (member.get() != p.product) {
-      p.activation = op;
+      // The type rule's reading of the chain (ProductEpilogue.h); an add's
+      // other operand is the bias or the residual.
+      auto other = [&] {
+        return outer(member->operand(member->operand(0) == previous ? 1 : 0));
+      };
+      switch (epilogue.admit(*member, previous)) {
+      case ProductEpilogue::Role::Bias: p.bias = other(); break;
+      case ProductEpilogue::Role::Residual: p.residual = other(); break;
+      case ProductEpilogue::Role::Activation: p.activation = member.get(); break;
+      case ProductEpilogue::Role::Refused:
+        llvm_unreachable("the product_fusion type rule admits the chain");
+      }
     }
     previous = member->result();
   }
@@ -124,7 +131,7 @@ fmt::ProductDesc::Epilogue epilogueOf(const ProductParts &parts) {
   bool bias = parts.bias != nullptr;
   if (!parts.activation)
     return bias ? E::Bias : E::None;
-  if (*parts.activation == OpKind::Relu)
+  if (parts.activation->getOp() == OpKind::Relu)
     return bias ? E::ReluBias : E::Relu;
   return bias ? E::GeluBias : E::Gelu; // gelu_tanh (fuse-epilogue's rule)
 }
@@ -141,7 +148,7 @@ void Lowerer::lowerLibraryProduct(const Node &node, const ProductParts &parts,
                                   StepGraph &out) {
   const ProductProblem &p = parts.problem;
   if (parts.inputNorm ||
-      (parts.activation && *parts.activation == OpKind::Gelu)) {
+      (parts.activation && parts.activation->getOp() == OpKind::Gelu)) {
     diag.nodeError(node, "this product runs on cuBLASLt, which has no "
                          "input layernorm and computes gelu in its tanh "
                          "form only; keep those ops outside the "

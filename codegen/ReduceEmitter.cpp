@@ -68,63 +68,6 @@ static void emitCumSum(const Node &node, Kernel &kernel) {
   kernel.source = kernelOpening(kernel, Block) + body + "}\n";
 }
 
-void cgc::emitReduction(const Node &node, Kernel &kernel) {
-  if (node.info().has(Scan))
-    return emitCumSum(node, kernel);
-  Shape shape = staticShape(node.operand(0)->getType());
-  std::vector<unsigned> reduced, kept;
-  if (node.getOp() == OpKind::ArgMax)
-    reduced.push_back(*normalizeAxis(node.intAttr("axis", 0), shape.size()));
-  else
-    for (unsigned a : reductionAxes(node, shape.size()))
-      reduced.push_back(a);
-  for (unsigned d = 0; d < shape.size(); ++d)
-    if (!llvm::is_contained(reduced, d))
-      kept.push_back(d);
-  int64_t rows = 1, len = 1;
-  for (unsigned d : kept)
-    rows *= shape[d];
-  for (unsigned d : reduced)
-    len *= shape[d];
-  DType in = node.operand(0)->getType().dtype;
-  std::string pin = addParam(kernel, node.operand(0), false);
-  std::string pout = addParam(kernel, node.result(), true);
-  std::string body = rowLoop(rows) + "    long long base = " +
-                     subOffset(shape, kept, "row") + ";\n";
-  std::string load = "cgc_ld(" + pin + ", base + " + subOffset(shape, reduced, "r") + ")";
-  std::string loop = "    for (long long r = threadIdx.x; r < " +
-                     std::to_string(len) + "LL; r += blockDim.x) {\n";
-  if (node.getOp() == OpKind::ArgMax) {
-    body += "    double best = -(double)CGC_INF; long long at = 0x7fffffffffffffffLL;\n" +
-            loop + "      double x = (double)" + load +
-            ";\n      if (x > best || (x != x && best == best)) { best = x; at = r; }\n" +
-            "    }\n    long long result = cgc_block_argmax(best, at);\n" +
-            "    if (threadIdx.x == 0) cgc_st(" + pout + ", row, result);\n  }\n";
-    return finish(kernel, rows, body);
-  }
-  std::string acc = isFloat(in) ? "float" : in == DType::I64 ? "long long" : "int";
-  std::string init = "0", combine = "a + b";
-  bool isMax = node.getOp() == OpKind::Max, isMin = node.getOp() == OpKind::Min;
-  if (isMax || isMin) {
-    combine = isMax ? "cgc_max(a, b)" : "cgc_min(a, b)";
-    if (isFloat(in))
-      init = isMax ? "-CGC_INF" : "CGC_INF";
-    else if (in == DType::I64)
-      init = isMax ? "(-0x7fffffffffffffffLL - 1)" : "0x7fffffffffffffffLL";
-    else
-      init = isMax ? "(-0x7fffffff - 1)" : "0x7fffffff";
-  }
-  std::string result = "acc";
-  if (node.getOp() == OpKind::Mean)
-    result = "acc / " + floatLiteral(float(len));
-  body += "    " + acc + " acc = " + init + ";\n" + loop + "      " + acc +
-          " b = " + load + ", a = acc;\n      acc = " + combine + ";\n    }\n" +
-          "    acc = cgc_block_reduce(acc, [](" + acc + " a, " + acc + " b) { return " +
-          combine + "; });\n    if (threadIdx.x == 0) cgc_st(" + pout +
-          ", row, " + result + ");\n  }\n";
-  finish(kernel, rows, body);
-}
-
 namespace {
 /// The accumulator of a sum, mean, max or min over \p in: its C type, its
 /// start value and how two combine (in terms of a and b).
@@ -167,6 +110,54 @@ KernelParam scratchParam(const Storage &s, bool written, const std::string &type
   return p;
 }
 } // namespace
+
+void cgc::emitReduction(const Node &node, Kernel &kernel) {
+  if (node.info().has(Scan))
+    return emitCumSum(node, kernel);
+  Shape shape = staticShape(node.operand(0)->getType());
+  std::vector<unsigned> reduced, kept;
+  if (node.getOp() == OpKind::ArgMax)
+    reduced.push_back(*normalizeAxis(node.intAttr("axis", 0), shape.size()));
+  else
+    for (unsigned a : reductionAxes(node, shape.size()))
+      reduced.push_back(a);
+  for (unsigned d = 0; d < shape.size(); ++d)
+    if (!llvm::is_contained(reduced, d))
+      kept.push_back(d);
+  int64_t rows = 1, len = 1;
+  for (unsigned d : kept)
+    rows *= shape[d];
+  for (unsigned d : reduced)
+    len *= shape[d];
+  DType in = node.operand(0)->getType().dtype;
+  std::string pin = addParam(kernel, node.operand(0), false);
+  std::string pout = addParam(kernel, node.result(), true);
+  std::string body = rowLoop(rows) + "    long long base = " +
+                     subOffset(shape, kept, "row") + ";\n";
+  std::string load = "cgc_ld(" + pin + ", base + " + subOffset(shape, reduced, "r") + ")";
+  std::string loop = "    for (long long r = threadIdx.x; r < " +
+                     std::to_string(len) + "LL; r += blockDim.x) {\n";
+  if (node.getOp() == OpKind::ArgMax) {
+    body += "    double best = -(double)CGC_INF; long long at = 0x7fffffffffffffffLL;\n" +
+            loop + "      double x = (double)" + load +
+            ";\n      if (x > best || (x != x && best == best)) { best = x; at = r; }\n" +
+            "    }\n    long long result = cgc_block_argmax(best, at);\n" +
+            "    if (threadIdx.x == 0) cgc_st(" + pout + ", row, result);\n  }\n";
+    return finish(kernel, rows, body);
+  }
+  Accumulator a = accumulatorOf(node, in);
+  const std::string &acc = a.type, &init = a.init, &combine = a.combine;
+  std::string result = "acc";
+  if (node.getOp() == OpKind::Mean)
+    result = "acc / " + floatLiteral(float(len));
+  body += "    " + acc + " acc = " + init + ";\n" + loop + "      " + acc +
+          " b = " + load + ", a = acc;\n      acc = " + combine + ";\n    }\n" +
+          "    acc = cgc_block_reduce(acc, [](" + acc + " a, " + acc + " b) { return " +
+          combine + "; });\n    if (threadIdx.x == 0) cgc_st(" + pout +
+          ", row, " + result + ");\n  }\n";
+  finish(kernel, rows, body);
+}
+
 
 /// Phase 1: block b reduces chunk b % chunks of row b / chunks (a
 /// contiguous range, four elements per 16-byte load for f32 rows whose

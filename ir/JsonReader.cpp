@@ -491,28 +491,26 @@ std::unique_ptr<Graph> cgc::readGraphBuffer(uint32_t bufferId,
   return GraphReader(ctx, baseDir, options).read(top);
 }
 
-std::unique_ptr<Graph> cgc::readGraphFile(llvm::StringRef path,
-                                          DiagnosticEngine &diag,
-                                          const ReadOptions &options) {
+std::unique_ptr<llvm::MemoryBuffer>
+cgc::readIRFile(llvm::StringRef path, DiagnosticEngine &diag,
+                const ReadOptions &options) {
   if (path != "-") {
-    if (llvm::sys::fs::is_directory(path)) {
+    llvm::sys::fs::file_status status;
+    if (std::error_code ec = llvm::sys::fs::status(path, status)) {
+      diag.fileError(path, "cannot open: " + ec.message());
+      return nullptr;
+    }
+    if (status.type() == llvm::sys::fs::file_type::directory_file) {
       diag.fileError(path, "is a directory, not an IR file");
       return nullptr;
     }
-    llvm::sys::fs::file_status status;
-    if (!llvm::sys::fs::status(path, status) &&
-        status.type() != llvm::sys::fs::file_type::regular_file) {
+    if (status.type() != llvm::sys::fs::file_type::regular_file) {
       diag.fileError(path, "is not a regular file; only regular files (or "
                            "'-' for standard input) are read");
       return nullptr;
     }
-    uint64_t size = 0;
-    if (std::error_code ec = llvm::sys::fs::file_size(path, size)) {
-      diag.fileError(path, "cannot open: " + ec.message());
-      return nullptr;
-    }
-    if (size > options.maxFileBytes) {
-      diag.fileError(path, "file is " + llvm::Twine(size) +
+    if (status.getSize() > options.maxFileBytes) {
+      diag.fileError(path, "file is " + llvm::Twine(status.getSize()) +
                                " bytes; the limit is " +
                                llvm::Twine(options.maxFileBytes));
       return nullptr;
@@ -529,7 +527,16 @@ std::unique_ptr<Graph> cgc::readGraphFile(llvm::StringRef path,
                              " bytes");
     return nullptr;
   }
-  uint32_t id = diag.addBuffer(std::move(*buffer));
+  return std::move(*buffer);
+}
+
+std::unique_ptr<Graph> cgc::readGraphFile(llvm::StringRef path,
+                                          DiagnosticEngine &diag,
+                                          const ReadOptions &options) {
+  std::unique_ptr<llvm::MemoryBuffer> buffer = readIRFile(path, diag, options);
+  if (!buffer)
+    return nullptr;
+  uint32_t id = diag.addBuffer(std::move(buffer));
   llvm::StringRef dir = path == "-" ? "." : llvm::sys::path::parent_path(path);
   return readGraphBuffer(id, dir.empty() ? "." : dir, diag, options);
 }

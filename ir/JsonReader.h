@@ -23,6 +23,12 @@ struct ReadOptions {
   bool checkWeights = true;   ///< Open the weights file and check tensors.
 };
 
+/// The bytes of an IR file ("-" for standard input): only a regular file
+/// of at most options.maxFileBytes; null after a diagnostic otherwise.
+std::unique_ptr<llvm::MemoryBuffer> readIRFile(llvm::StringRef path,
+                                               DiagnosticEngine &diag,
+                                               const ReadOptions &options);
+
 /// Reads \p path ("-" for standard input).
 std::unique_ptr<Graph> readGraphFile(llvm::StringRef path,
                                      DiagnosticEngine &diag,

@@ -7,6 +7,7 @@
 // operand's element count) or that a host would read.
 //
 //===----------------------------------------------------------------------===//
+#include "ir/ProductEpilogue.h"
 #include "ir/TypeChecker.h"
 
 using namespace cgc;
@@ -109,38 +110,30 @@ bool TypeChecker::whileOp(Types &out) {
   return true;
 }
 
-namespace {
-/// What a product fusion's epilogue holds so far.
-struct Epilogue {
-  bool bias = false, residual = false, activated = false;
-
-  /// Whether \p member may come next (\p previous is the node before):
-  /// before any activation, an add of the running value and a bias of n
-  /// elements (once, and not after a linear's own bias) or a tensor of the
-  /// running value's type (once); or one relu, gelu or gelu_tanh.
-  bool admits(const Node &member, const Node &previous) {
-    const Value *running = previous.result();
-    OpKind op = member.getOp();
-    if (op == OpKind::Relu || op == OpKind::Gelu || op == OpKind::GeluTanh) {
-      bool first = !activated;
-      activated = true;
-      return first && member.operand(0) == running;
-    }
-    if (op != OpKind::Add || activated ||
-        member.operand(0) == member.operand(1) ||
-        !llvm::is_contained(member.getOperands(), running))
-      return false;
-    const Value *other = member.operand(member.operand(0) == running ? 1 : 0);
-    const TensorType &t = other->getType(), &r = running->getType();
-    bool &slot = !bias && t.rank() == 1 && t.dims[0] == r.dims.back()
-                     ? bias
-                     : residual;
-    if (slot || (&slot == &residual && t.dims != r.dims))
-      return false;
-    return slot = true;
+ProductEpilogue::Role ProductEpilogue::admit(const Node &member,
+                                             const Value *running) {
+  OpKind op = member.getOp();
+  if (op == OpKind::Relu || op == OpKind::Gelu || op == OpKind::GeluTanh) {
+    if (activated || member.operand(0) != running)
+      return Role::Refused;
+    activated = true;
+    return Role::Activation;
   }
-};
-} // namespace
+  if (op != OpKind::Add || activated ||
+      member.operand(0) == member.operand(1) ||
+      !llvm::is_contained(member.getOperands(), running))
+    return Role::Refused;
+  const Value *other = member.operand(member.operand(0) == running ? 1 : 0);
+  const TensorType &t = other->getType(), &r = running->getType();
+  if (!bias && t.rank() == 1 && t.dims[0] == r.dims.back()) {
+    bias = true;
+    return Role::Bias;
+  }
+  if (residual || t.dims != r.dims)
+    return Role::Refused;
+  residual = true;
+  return Role::Residual;
+}
 
 static bool isBodyInput(const Graph &body, const Value *v) {
   return llvm::any_of(body.inputs(),
@@ -155,11 +148,12 @@ static bool isBodyInput(const Graph &body, const Value *v) {
 bool TypeChecker::productFusionBody() {
   const Graph &body = node.region(0);
   const Node *previous = nullptr, *product = nullptr;
-  Epilogue epilogue;
+  ProductEpilogue epilogue(false);
   for (const auto &member : body.nodes()) {
     bool ok;
     if (product)
-      ok = epilogue.admits(*member, *previous);
+      ok = epilogue.admit(*member, previous->result()) !=
+           ProductEpilogue::Role::Refused;
     else if (member->info().has(MatMul))
       ok = !previous || member->operand(0) == previous->result();
     else
@@ -184,7 +178,7 @@ bool TypeChecker::productFusionBody() {
     }
     if (member->info().has(MatMul)) {
       product = member.get();
-      epilogue.bias = product->numOperands() == 3; // a linear's own bias
+      epilogue = ProductEpilogue(product->numOperands() == 3);
     }
     previous = member.get();
   }

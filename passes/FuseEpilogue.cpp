@@ -26,6 +26,7 @@
 #include "passes/ProductRule.h"
 
 #include "ir/Builder.h"
+#include "ir/ProductEpilogue.h"
 
 #include "llvm/ADT/STLExtras.h"
 
@@ -37,7 +38,7 @@ namespace {
 struct Chain {
   ProductStrategy strategy;
   std::vector<Node *> members; ///< [input layernorm,] product, epilogue.
-  bool bias = false, residual = false, activation = false;
+  ProductEpilogue epilogue;
 
   Value *last() const { return members.back()->result(); }
 };
@@ -57,37 +58,16 @@ Node *soleUser(const Graph &g, Value *v) {
   return user->getParent() == &g ? user : nullptr;
 }
 
-bool absorbAdd(Chain &c, const Node &add) {
-  Value *cur = c.last();
-  if (add.operand(0) == add.operand(1) || c.activation)
-    return false;
-  Value *other = add.operand(add.operand(0) == cur ? 1 : 0);
-  const TensorType &t = other->getType(), &out = cur->getType();
-  if (t.dtype != out.dtype || !t.isStatic())
-    return false;
-  if (!c.bias && t.rank() == 1 && t.dims[0] == out.dims.back())
-    return c.bias = true;
-  if (!c.residual && t.dims == out.dims)
-    return c.residual = true;
-  return false;
-}
-
-bool absorbActivation(Chain &c, const Node &act) {
-  if (c.activation)
-    return false;
-  if (act.getOp() == OpKind::Gelu && c.strategy == ProductStrategy::Library)
-    return false; // cuBLASLt's GELU is the tanh form.
-  return c.activation = true;
-}
-
-/// Whether \p user joins the chain.
+/// Whether \p user joins the chain: what the product_fusion type rule
+/// admits (ProductEpilogue.h), less the erf gelu when cuBLASLt runs the
+/// product (its GELU epilogue is the tanh form).
 bool absorb(Chain &c, const Node &user) {
-  OpKind op = user.getOp();
-  if (op == OpKind::Add)
-    return absorbAdd(c, user);
-  if (op == OpKind::Relu || op == OpKind::Gelu || op == OpKind::GeluTanh)
-    return absorbActivation(c, user);
-  return false;
+  if (user.getOp() == OpKind::Gelu && c.strategy == ProductStrategy::Library)
+    return false;
+  for (const Value *v : user.getOperands())
+    if (!v->getType().isStatic())
+      return false;
+  return c.epilogue.admit(user, c.last()) != ProductEpilogue::Role::Refused;
 }
 
 /// The layernorm over the last axis that computes \p product's first
@@ -136,10 +116,10 @@ bool FuseEpiloguePass::fuseNested(Graph &graph, PassContext &ctx) {
   GraphBuilder builder(graph, ctx.diag);
   for (Node *product : products) {
     ProductProblem problem = productProblem(*product);
-    Chain chain{productStrategy(problem, ctx.productPolicy), {product}};
+    Chain chain{productStrategy(problem, ctx.productPolicy), {product},
+                ProductEpilogue(product->numOperands() == 3)};
     if (Node *norm = inputLayerNorm(graph, *product, problem, ctx.productPolicy))
       chain.members.insert(chain.members.begin(), norm);
-    chain.bias = product->numOperands() == 3; // linear with its bias
     while (Node *user = soleUser(graph, chain.last())) {
       if (!absorb(chain, *user))
         break;

@@ -174,39 +174,17 @@ int main(int argc, char **argv) {
   if (!checkCommandLine())
     return 2;
   DiagnosticEngine diag(llvm::errs(), ErrorLimit);
-  ReadOptions probe;
-  // Refuse oversized files before reading them, as cgc's reader does.
-  uint64_t size = 0;
-  if (InputFile != "-" && !llvm::sys::fs::is_directory(InputFile) &&
-      !llvm::sys::fs::file_size(InputFile, size) &&
-      size > probe.maxFileBytes) {
-    diag.fileError(InputFile, "file is " + llvm::Twine(size) +
-                                  " bytes; the limit is " +
-                                  llvm::Twine(probe.maxFileBytes));
+  std::unique_ptr<llvm::MemoryBuffer> buffer =
+      readIRFile(InputFile, diag, ReadOptions());
+  if (!buffer)
     return 1;
-  }
-  llvm::sys::fs::file_status status;
-  if (InputFile != "-" && !llvm::sys::fs::is_directory(InputFile) &&
-      !llvm::sys::fs::status(InputFile, status) &&
-      status.type() != llvm::sys::fs::file_type::regular_file) {
-    diag.fileError(InputFile, "is not a regular file; only regular files "
-                              "(or '-' for standard input) are read");
-    return 1;
-  }
-  auto buffer = llvm::MemoryBuffer::getFileOrSTDIN(InputFile);
-  if (llvm::sys::fs::is_directory(InputFile) || !buffer) {
-    diag.fileError(InputFile, llvm::sys::fs::is_directory(InputFile)
-                                  ? "is a directory, not an IR file"
-                                  : "cannot read: " + buffer.getError().message());
-    return 1;
-  }
   llvm::StringRef dir = llvm::sys::path::parent_path(InputFile);
   std::string baseDir = InputFile == "-" || dir.empty() ? "." : dir.str();
   std::vector<std::string> chunks;
   if (SplitInput)
-    chunks = splitChunks((*buffer)->getBuffer());
+    chunks = splitChunks(buffer->getBuffer());
   else
-    chunks.push_back((*buffer)->getBuffer().str());
+    chunks.push_back(buffer->getBuffer().str());
   std::string out;
   bool ok = true;
   for (size_t i = 0; i < chunks.size(); ++i) {

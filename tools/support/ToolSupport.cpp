@@ -2,8 +2,6 @@
 #include "support/ToolSupport.h"
 #include "format/FileIO.h"
 
-#include "llvm/Support/FileSystem.h"
-#include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
 
 using namespace cgc;
@@ -15,8 +13,6 @@ bool cgc::writeFileAtomically(llvm::StringRef path, llvm::StringRef bytes,
     llvm::outs().flush();
     return true;
   }
-  if (format::writeFileReplacing(path.str(), bytes.data(), bytes.size(),
-                                 overwrite, error))
-    return true;
-  return false;
+  return format::writeFileReplacing(path.str(), bytes.data(), bytes.size(),
+                                    overwrite, error);
 }
