@@ -9,11 +9,7 @@ using namespace cgc;
 bool cgc::runDefaultPipeline(Graph &graph, const CompileOptions &options,
                              PassContext &ctx) {
   PassManager pm;
-  std::string pipeline = "shape-infer,canonicalize,cse,dce";
-  if (options.fuse)
-    pipeline += ",fuse-epilogue,fuse-elementwise";
-  pipeline += ",plan-memory";
-  return pm.addPipeline(pipeline, ctx.diag) &&
+  return pm.addPipeline(defaultPipeline(options.fuse), ctx.diag) &&
          pm.run(graph, ctx, llvm::nulls());
 }
 

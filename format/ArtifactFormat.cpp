@@ -44,12 +44,12 @@ bool addNoOverflow(uint64_t a, uint64_t b, uint64_t &sum) {
   return sum >= a;
 }
 
-uint64_t checksumOf(const uint8_t *data, size_t size) {
+} // namespace
+
+uint64_t artifactChecksum(const uint8_t *data, size_t size) {
   uint64_t h = fnv1a64(data, 24);
   return fnv1a64(data + kHeaderSize, size - kHeaderSize, h);
 }
-
-} // namespace
 
 uint64_t fnv1a64(const uint8_t *data, size_t size, uint64_t seed) {
   uint64_t h = seed;
@@ -175,7 +175,7 @@ std::vector<uint8_t> serializeArtifact(const Manifest &manifest,
     if (!blobs[i].second.empty())
       std::memcpy(out.data() + dataStart + m.blobs[i].offset,
                   blobs[i].second.data(), blobs[i].second.size());
-  putU64(out.data() + 24, checksumOf(out.data(), out.size()));
+  putU64(out.data() + 24, artifactChecksum(out.data(), out.size()));
   return out;
 }
 
@@ -210,7 +210,7 @@ bool parseArtifact(const uint8_t *data, size_t size, Artifact &out,
   uint64_t dataStart = alignUp(kHeaderSize + h.manifestSize, kBlobAlignment);
   if (dataStart > size)
     return fail("artifact: data section starts past the end of the file");
-  if (checksumOf(data, size) != h.checksum)
+  if (artifactChecksum(data, size) != h.checksum)
     return fail("artifact: checksum mismatch (file is corrupt)");
   Manifest m;
   if (!manifestFromJson(reinterpret_cast<const char *>(data + kHeaderSize),

@@ -239,6 +239,10 @@ bool validateManifest(const Manifest &m, std::string &error);
 /// Human-readable, deterministic summary (for `cgc --dump-artifact`).
 std::string dumpManifest(const Artifact &artifact);
 
+/// The header's checksum of a .cgc image of \p size >= kHeaderSize bytes:
+/// FNV-1a over the first 24 header bytes and everything after the header.
+uint64_t artifactChecksum(const uint8_t *data, size_t size);
+
 /// FNV-1a 64-bit hash, continuing from \p seed.
 uint64_t fnv1a64(const uint8_t *data, size_t size,
                  uint64_t seed = 0xcbf29ce484222325ull);

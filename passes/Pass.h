@@ -52,6 +52,9 @@ public:
 
 /// Every registered pass name, in registry order.
 std::vector<std::string> registeredPassNames();
+/// The pipeline `cgc` runs before codegen, as "a,b,c"; without \p fuse,
+/// no fusion pass.
+std::string defaultPipeline(bool fuse = true);
 /// Null when \p name is not registered.
 std::unique_ptr<Pass> createPass(llvm::StringRef name);
 

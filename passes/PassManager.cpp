@@ -22,6 +22,13 @@ static const Registration Registry[] = {
 #include "passes/PassRegistry.def"
 };
 
+std::string cgc::defaultPipeline(bool fuse) {
+  std::string pipeline = "shape-infer,canonicalize,cse,dce";
+  if (fuse)
+    pipeline += ",fuse-epilogue,fuse-elementwise";
+  return pipeline + ",plan-memory";
+}
+
 std::vector<std::string> cgc::registeredPassNames() {
   std::vector<std::string> names;
   for (const Registration &r : Registry)

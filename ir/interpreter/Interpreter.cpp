@@ -17,10 +17,6 @@
 using namespace cgc;
 using namespace cgc::interp;
 
-/// A loop stops with an error after this many trips unless its
-/// max_iterations is smaller (then it stops there, as the device does).
-static constexpr int64_t WhileSafetyLimit = 10000000;
-
 void DimEnv::bind(llvm::ArrayRef<Dim> dims, const Shape &actual,
                   const std::string &what) {
   if (dims.size() != actual.size())
@@ -66,12 +62,16 @@ Shape DimEnv::resolve(llvm::ArrayRef<Dim> dims) const {
 namespace {
 class Runner {
 public:
-  explicit Runner(const DimTable &table) : env(table) {}
+  Runner(const DimTable &table, const Limits &limits)
+      : env(table), limits(limits) {}
   std::vector<Tensor> runRegion(const Graph &graph,
                                 std::vector<Tensor> arguments);
   std::vector<Tensor> runNode(const Node &node, const Operands &in);
   std::vector<Tensor> runControlFlow(const Node &node, const Operands &in);
   DimEnv env;
+  const Limits &limits;
+  const Node *failedNode = nullptr; ///< The innermost node that failed.
+  std::string failedDetail;
 };
 } // namespace
 
@@ -105,8 +105,10 @@ std::vector<Tensor> Runner::runRegion(const Graph &graph,
                               ? ""
                               : " (" + node->getSourceLoc() + ")";
       std::string msg = e.what();
-      if (msg.rfind("node '", 0) == 0)
+      if (failedNode)
         throw;
+      failedNode = node.get();
+      failedDetail = msg + where;
       fail("node '" + node->getName() + "' (" + mnemonic(node->getOp()).str() +
            ")" + where + ": " + msg);
     }
@@ -139,10 +141,12 @@ std::vector<Tensor> Runner::runControlFlow(const Node &node,
                      copies(in.begin() + 1, in.end()));
   case OpKind::While: {
     std::vector<Tensor> carried = copies(in.begin(), in.end());
+    // A loop stops with an error after limits.whileTrips trips unless its
+    // max_iterations is smaller (then it stops there, as the device does).
     const Attribute *maxAttr = node.attr("max_iterations");
-    int64_t bound = node.intAttr("max_iterations", WhileSafetyLimit);
-    bool bounded = maxAttr && bound <= WhileSafetyLimit;
-    int64_t limit = bounded ? bound : WhileSafetyLimit;
+    int64_t bound = node.intAttr("max_iterations", limits.whileTrips);
+    bool bounded = maxAttr && bound <= limits.whileTrips;
+    int64_t limit = bounded ? bound : limits.whileTrips;
     for (int64_t iter = 0;; ++iter) {
       if (runRegion(node.region(0), carried)[0].data[0] == 0)
         break;
@@ -188,9 +192,13 @@ std::vector<Tensor> Runner::runNode(const Node &node, const Operands &in) {
 
 bool interp::runGraph(const Graph &graph,
                       const std::map<std::string, Tensor> &inputs,
-                      NamedTensors &outputs, std::string &error) {
+                      NamedTensors &outputs, RunError &error,
+                      const Limits &limits) {
   outputs.clear();
-  Runner runner(graph.dims());
+  error = RunError();
+  BudgetScope budget(limits.memoryBytes);
+  Runner runner(graph.dims(), limits);
+  std::string initError;
   format::TensorMap weights;
   std::vector<Tensor> arguments;
   try {
@@ -212,9 +220,12 @@ bool interp::runGraph(const Graph &graph,
              ") is missing from the inputs");
       } else {
         t = Tensor(type.dtype, runner.env.resolve(type.dims));
-        if (in.init.source != Initializer::Source::None &&
-            !initialValue(graph, in, t.data, error, &weights))
-          fail(what + ": " + error);
+        std::vector<double> init;
+        if (in.init.source != Initializer::Source::None) {
+          if (!initialValue(graph, in, init, initError, &weights))
+            fail(what + ": " + initError);
+          t.data.assign(init.begin(), init.end());
+        }
       }
       runner.env.bind(type.dims, t.shape, what);
       arguments.push_back(std::move(t));
@@ -223,7 +234,10 @@ bool interp::runGraph(const Graph &graph,
     for (size_t i = 0; i < results.size(); ++i)
       outputs.emplace_back(graph.outputs[i].name, std::move(results[i]));
   } catch (const EvalError &e) {
-    error = e.what();
+    outputs.clear();
+    error.message = e.what();
+    error.node = runner.failedNode;
+    error.detail = runner.failedNode ? runner.failedDetail : error.message;
     return false;
   }
   return true;

@@ -22,6 +22,23 @@ namespace interp {
 
 using NamedTensors = std::vector<std::pair<std::string, Tensor>>;
 
+/// What one run may use; past a limit the run stops with an error that
+/// names the node (docs/ir.md, "Limits").
+struct Limits {
+  /// Bytes of live tensor elements (8 per element: values are doubles),
+  /// inputs and outputs included. cgc-opt --interpreter-memory.
+  uint64_t memoryBytes = uint64_t(8) << 30;
+  /// Trips of one `while` run without a smaller max_iterations.
+  int64_t whileTrips = 10000000;
+};
+
+/// Why a run stopped: the message and, when one node failed, that node.
+struct RunError {
+  std::string message; ///< "node 'n' (op): ..." when node is set.
+  const Node *node = nullptr;
+  std::string detail;  ///< The message without the node prefix.
+};
+
 /// Runs \p graph. User inputs come from \p inputs by name (all required,
 /// with the declared dtype and a shape matching the declared dims; symbolic
 /// dims take their sizes from here). Persistent inputs come from \p inputs
@@ -29,14 +46,18 @@ using NamedTensors = std::vector<std::pair<std::string, Tensor>>;
 /// Outputs are named by the graph's output names, in order. Returns false
 /// with a message in \p error.
 bool runGraph(const Graph &graph, const std::map<std::string, Tensor> &inputs,
-              NamedTensors &outputs, std::string &error);
+              NamedTensors &outputs, RunError &error,
+              const Limits &limits = Limits());
 
 /// Random inputs for every user input (and every persistent input without
 /// an initializer) of \p graph, drawn from each consumer's valid domain:
 /// positive for log/sqrt/rsqrt/pow bases, in range for gather, embedding,
 /// one_hot and cross_entropy indices, 0/1 for bool; symbolic dims get random
 /// sizes within their bounds. Deterministic in \p seed.
-std::map<std::string, Tensor> randomInputs(const Graph &graph, uint64_t seed);
+/// False when they do not fit in \p limits.memoryBytes.
+bool randomInputs(const Graph &graph, uint64_t seed,
+                  std::map<std::string, Tensor> &inputs, std::string &error,
+                  const Limits &limits = Limits());
 
 /// safetensors conversions.
 bool tensorFromData(const format::TensorData &data, Tensor &out,

@@ -151,8 +151,8 @@ static void collect(const Value *v, const DimEnv &env, Domain &dom,
   }
 }
 
-std::map<std::string, Tensor> interp::randomInputs(const Graph &graph,
-                                                   uint64_t seed) {
+static void fillRandomInputs(const Graph &graph, uint64_t seed,
+                             std::map<std::string, Tensor> &inputs) {
   Generator gen(seed);
   DimEnv env(graph.dims());
   // Sizes for the declared symbolic dims first (kept small).
@@ -164,7 +164,6 @@ std::map<std::string, Tensor> interp::randomInputs(const Graph &graph,
     int64_t size = gen.integer(d.min, hi);
     env.bind({Dim::symbol(s)}, {size}, "dim");
   }
-  std::map<std::string, Tensor> inputs;
   for (const GraphInput &in : graph.inputs()) {
     if (isPersistent(in.kind) && in.init.source != Initializer::Source::None)
       continue;
@@ -193,5 +192,19 @@ std::map<std::string, Tensor> interp::randomInputs(const Graph &graph,
     }
     inputs[in.value->getName()] = std::move(t);
   }
-  return inputs;
+}
+
+bool interp::randomInputs(const Graph &graph, uint64_t seed,
+                          std::map<std::string, Tensor> &inputs,
+                          std::string &error, const Limits &limits) {
+  BudgetScope budget(limits.memoryBytes);
+  inputs.clear();
+  try {
+    fillRandomInputs(graph, seed, inputs);
+  } catch (const EvalError &e) {
+    inputs.clear();
+    error = std::string("random inputs: ") + e.what();
+    return false;
+  }
+  return true;
 }

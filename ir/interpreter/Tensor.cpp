@@ -14,6 +14,37 @@ std::string interp::shapeString(const Shape &shape) {
   return s + "]";
 }
 
+namespace {
+thread_local uint64_t liveBytes = 0;
+thread_local uint64_t budgetBytes = UINT64_MAX;
+
+std::string gib(uint64_t bytes) {
+  char buf[32];
+  snprintf(buf, sizeof buf, "%.3g GiB", double(bytes) / double(1ull << 30));
+  return buf;
+}
+} // namespace
+
+void MemoryBudget::charge(size_t bytes) {
+  if (bytes > budgetBytes || liveBytes > budgetBytes - bytes)
+    fail("needs " + gib(bytes) + " for a tensor with " + gib(liveBytes) +
+         " in use, past the interpreter's memory budget of " +
+         gib(budgetBytes) + " (8 bytes per element; cgc-opt --interpreter-memory)");
+  liveBytes += bytes;
+}
+
+void MemoryBudget::release(size_t bytes) {
+  liveBytes = bytes > liveBytes ? 0 : liveBytes - bytes;
+}
+
+uint64_t MemoryBudget::live() { return liveBytes; }
+
+BudgetScope::BudgetScope(uint64_t bytes) : previous(budgetBytes) {
+  budgetBytes = bytes;
+}
+
+BudgetScope::~BudgetScope() { budgetBytes = previous; }
+
 std::string Tensor::typeString() const {
   return dtypeName(dtype).str() + shapeString(shape);
 }
@@ -60,8 +91,18 @@ bool interp::tensorFromData(const format::TensorData &data, Tensor &out,
   }
   out.dtype = *dtype;
   out.shape = data.shape;
-  if (!decodeTensorData(data, out.data, error))
+  // Charge the budget before decoding into doubles (8 bytes per element).
+  size_t elementSize = format::safetensorsDtypeSize(data.dtype);
+  try {
+    out.data.reserve(elementSize ? data.bytes.size() / elementSize : 0);
+  } catch (const EvalError &e) {
+    error = e.what();
     return false;
+  }
+  std::vector<double> values;
+  if (!decodeTensorData(data, values, error))
+    return false;
+  out.data.assign(values.begin(), values.end());
   if (out.numel() != numElements(out.shape)) {
     error = "byte size does not match shape " + shapeString(out.shape);
     return false;
@@ -70,7 +111,9 @@ bool interp::tensorFromData(const format::TensorData &data, Tensor &out,
 }
 
 format::TensorData interp::tensorToData(const Tensor &tensor) {
-  return encodeTensorData(tensor.dtype, tensor.shape, tensor.data);
+  return encodeTensorData(tensor.dtype, tensor.shape,
+                          std::vector<double>(tensor.data.begin(),
+                                              tensor.data.end()));
 }
 
 std::string interp::formatTensor(const Tensor &tensor, size_t limit) {

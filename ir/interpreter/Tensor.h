@@ -12,6 +12,7 @@
 #include "ir/Types.h"
 
 #include <cstdint>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -38,10 +39,60 @@ inline Shape stridesOf(const Shape &shape) {
 
 std::string shapeString(const Shape &shape);
 
+/// The bytes of tensor elements alive on this thread, held under a budget:
+/// an allocation that would pass it throws EvalError instead of
+/// allocating. The budget is unlimited until a BudgetScope sets one.
+class MemoryBudget {
+public:
+  static void charge(size_t bytes);
+  static void release(size_t bytes);
+  static uint64_t live();
+};
+
+/// Sets this thread's budget for its lifetime (runGraph, randomInputs).
+class BudgetScope {
+public:
+  explicit BudgetScope(uint64_t bytes);
+  ~BudgetScope();
+  BudgetScope(const BudgetScope &) = delete;
+  BudgetScope &operator=(const BudgetScope &) = delete;
+
+private:
+  uint64_t previous;
+};
+
+/// std::allocator that charges MemoryBudget.
+template <class T> struct BudgetAllocator {
+  using value_type = T;
+  BudgetAllocator() = default;
+  template <class U> BudgetAllocator(const BudgetAllocator<U> &) {}
+  T *allocate(size_t n) {
+    MemoryBudget::charge(n * sizeof(T));
+    try {
+      return std::allocator<T>().allocate(n);
+    } catch (...) {
+      MemoryBudget::release(n * sizeof(T));
+      throw;
+    }
+  }
+  void deallocate(T *p, size_t n) {
+    std::allocator<T>().deallocate(p, n);
+    MemoryBudget::release(n * sizeof(T));
+  }
+  template <class U> bool operator==(const BudgetAllocator<U> &) const {
+    return true;
+  }
+  template <class U> bool operator!=(const BudgetAllocator<U> &) const {
+    return false;
+  }
+};
+
+using Elements = std::vector<double, BudgetAllocator<double>>;
+
 struct Tensor {
   DType dtype = DType::F32;
   Shape shape;
-  std::vector<double> data;
+  Elements data;
 
   Tensor() = default;
   Tensor(DType dtype, Shape shape)

@@ -54,6 +54,25 @@ static cl::opt<double> RTol("rtol", cl::desc("Relative tolerance (--check-equiva
 static cl::opt<double> ATol("atol", cl::desc("Absolute tolerance (--check-equivalence)"),
                             cl::init(1e-6), cl::cat(InterpretCategory));
 
+static cl::opt<uint64_t> MemoryMiB(
+    "interpreter-memory",
+    cl::desc("The interpreter's budget for live tensors, in MiB "
+             "(8 bytes per element; default 8192)"),
+    cl::init(8192), cl::value_desc("MiB"), cl::cat(InterpretCategory));
+
+static cl::opt<int64_t> MaxTrips(
+    "interpreter-trips",
+    cl::desc("Trips after which a `while` without a smaller max_iterations "
+             "stops with an error (default 10^7)"),
+    cl::init(Limits().whileTrips), cl::cat(InterpretCategory));
+
+static Limits limits() {
+  Limits l;
+  l.memoryBytes = MemoryMiB << 20;
+  l.whileTrips = MaxTrips;
+  return l;
+}
+
 bool cgc::interpretModeRequested() { return Interpret || CheckEquivalence; }
 bool cgc::checkEquivalenceRequested() { return CheckEquivalence; }
 
@@ -62,8 +81,18 @@ static bool fail(DiagnosticEngine &diag, const std::string &message) {
   return false;
 }
 
+/// Reports a failed run at the node that failed, when one did.
+static bool failRun(DiagnosticEngine &diag, const std::string &what,
+                    const RunError &error) {
+  if (!error.node)
+    return fail(diag, what + ": " + error.message);
+  diag.nodeError(*error.node, what + ": " + error.detail);
+  return false;
+}
+
 static bool readInputs(const Graph &graph, DiagnosticEngine &diag,
                        std::map<std::string, Tensor> &inputs) {
+  BudgetScope budget(limits().memoryBytes);
   format::TensorMap tensors;
   std::string error;
   if (!InputsFile.empty() &&
@@ -99,9 +128,10 @@ static bool interpret(const Graph &graph, DiagnosticEngine &diag) {
   if (!readInputs(graph, diag, inputs))
     return false;
   NamedTensors outputs;
+  RunError runError;
+  if (!runGraph(graph, inputs, outputs, runError, limits()))
+    return failRun(diag, "interpreter", runError);
   std::string error;
-  if (!runGraph(graph, inputs, outputs, error))
-    return fail(diag, "interpreter: " + error);
   if (OutputsFile.empty()) {
     for (const auto &[name, tensor] : outputs)
       llvm::outs() << name << " = " << formatTensor(tensor) << "\n";
@@ -164,15 +194,19 @@ static bool checkEquivalence(const Graph &before, const Graph &after,
      << ", rtol " << RTol << ", atol " << ATol << "\n";
   std::vector<Difference> diffs(before.outputs.size());
   for (unsigned trial = 0; trial < Trials; ++trial) {
-    auto inputs = randomInputs(before, Seed * 1000003ull + trial);
-    NamedTensors a, b;
+    std::map<std::string, Tensor> inputs;
     std::string error;
-    if (!runGraph(before, inputs, a, error))
-      return fail(diag, "interpreter (before the passes), trial " +
-                            std::to_string(trial) + ": " + error);
-    if (!runGraph(after, inputs, b, error))
-      return fail(diag, "interpreter (after the passes), trial " +
-                            std::to_string(trial) + ": " + error);
+    if (!randomInputs(before, Seed * 1000003ull + trial, inputs, error,
+                      limits()))
+      return fail(diag, error);
+    NamedTensors a, b;
+    RunError runError;
+    if (!runGraph(before, inputs, a, runError, limits()))
+      return failRun(diag, "interpreter (before the passes), trial " +
+                               std::to_string(trial), runError);
+    if (!runGraph(after, inputs, b, runError, limits()))
+      return failRun(diag, "interpreter (after the passes), trial " +
+                               std::to_string(trial), runError);
     for (size_t i = 0; i < a.size(); ++i) {
       auto it = std::find_if(b.begin(), b.end(),
                              [&](const auto &o) { return o.first == a[i].first; });
