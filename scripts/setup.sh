@@ -5,7 +5,7 @@ set -euo pipefail
 sudo=""
 [ "$(id -u)" -eq 0 ] || sudo="sudo"
 
-debs=(cmake g++ make python3 python3-pip nlohmann-json3-dev llvm-14-dev
+debs=(cmake g++ make clang-14 libclang-rt-14-dev python3 python3-pip nlohmann-json3-dev llvm-14-dev
       llvm-14-tools libgtest-dev libgmock-dev zlib1g-dev libtinfo-dev)
 missing=()
 for p in "${debs[@]}"; do

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Runs every test: builds, then ctest (unit, lit, golden; GPU tests report
-# "skipped: no CUDA device" without a GPU), then the malformed-input corpus
-# under AddressSanitizer and UndefinedBehaviorSanitizer.
+# Runs every test: builds, then ctest (unit, lit, golden, fuzz replays; GPU
+# tests report "skipped: no CUDA device" without a GPU), then the
+# malformed-input corpus under AddressSanitizer and UndefinedBehaviorSanitizer,
+# then each fuzz target for CGC_FUZZ_SECONDS (default 45) with libFuzzer.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=$(nproc)
@@ -27,4 +28,5 @@ echo "test: examples/embed builds out of tree against the installed runtime"
 if [ -f scripts/check-sanitizers.sh ]; then
   bash scripts/check-sanitizers.sh
 fi
+bash scripts/fuzz.sh "${CGC_FUZZ_SECONDS:-45}"
 echo "test: all tests passed"
