@@ -2,6 +2,7 @@
 #include "ir/Graph.h"
 
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/ErrorHandling.h"
 #include <algorithm>
@@ -166,11 +167,27 @@ void Graph::erase(Node *node) {
   nodeList.erase(nodeList.begin() + indexOf(node));
 }
 
+void Graph::erase(llvm::ArrayRef<Node *> nodes) {
+  llvm::DenseSet<const Node *> doomed(nodes.begin(), nodes.end());
+  // Their uses of each other go first, so that any destruction order is safe.
+  for (Node *node : nodes)
+    node->dropOperands();
+  for (const Node *node : nodes)
+    for (unsigned i = 0; i < node->numResults(); ++i)
+      assert(!node->result(i)->hasUses() && "erasing a node that is used");
+  llvm::erase_if(nodeList, [&](const std::unique_ptr<Node> &n) {
+    return doomed.count(n.get()) != 0;
+  });
+}
+
 void Graph::setNodeOrder(llvm::ArrayRef<Node *> order) {
   assert(order.size() == nodeList.size() && "not a permutation");
+  llvm::DenseMap<const Node *, unsigned> index;
+  for (unsigned i = 0; i < nodeList.size(); ++i)
+    index[nodeList[i].get()] = i;
   std::vector<std::unique_ptr<Node>> sorted;
   for (Node *n : order)
-    sorted.push_back(std::move(nodeList[indexOf(n)]));
+    sorted.push_back(std::move(nodeList[index.lookup(n)]));
   nodeList = std::move(sorted);
 }
 

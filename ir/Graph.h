@@ -192,6 +192,11 @@ public:
   Node *insertBefore(Node *before, std::unique_ptr<Node> node);
   /// Erases a node whose results are unused.
   void erase(Node *node);
+  /// Erases every node of \p nodes at once, in time linear in the graph
+  /// (a pass that removes many nodes calls this once, not erase per
+  /// node). Their operands are dropped first; no node outside them may
+  /// use their results.
+  void erase(llvm::ArrayRef<Node *> nodes);
   const std::vector<std::unique_ptr<Node>> &nodes() const { return nodeList; }
   /// Reorders the nodes; \p order must be a permutation of nodes().
   void setNodeOrder(llvm::ArrayRef<Node *> order);

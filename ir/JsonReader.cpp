@@ -468,7 +468,7 @@ std::unique_ptr<Graph> cgc::readGraphBuffer(uint32_t bufferId,
   ReaderContext ctx{diag, bufferId, {}};
   llvm::StringRef text = diag.bufferText(bufferId);
   if (auto syntax = scanJson(text, options.allowComments, options.maxDepth,
-                             ctx.offsets)) {
+                             options.maxValues, ctx.offsets)) {
     diag.error({bufferId, syntax->offset}, syntax->message);
     if (syntax->previousOffset != UINT32_MAX)
       diag.note({bufferId, syntax->previousOffset}, "previous key is here");

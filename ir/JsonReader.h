@@ -19,6 +19,9 @@ namespace cgc {
 struct ReadOptions {
   bool allowComments = false; ///< cgc-opt accepts // comments (lit tests).
   unsigned maxDepth = 64;     ///< JSON nesting limit.
+  /// JSON values per file; bounds the reader's memory (about 6 values, and
+  /// 2 KB of memory, per node).
+  uint64_t maxValues = uint64_t(1) << 23;
   uint64_t maxFileBytes = uint64_t(1) << 30;
   bool checkWeights = true;   ///< Open the weights file and check tensors.
 };

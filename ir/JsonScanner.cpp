@@ -43,9 +43,9 @@ namespace {
 class Scanner {
 public:
   Scanner(llvm::StringRef text, bool allowComments, unsigned maxDepth,
-          JsonOffsets &offsets)
+          uint64_t maxValues, JsonOffsets &offsets)
       : text(text), allowComments(allowComments), maxDepth(maxDepth),
-        offsets(offsets) {}
+        maxValues(maxValues), offsets(offsets) {}
 
   llvm::Optional<JsonSyntaxError> run() {
     skipSpace();
@@ -100,6 +100,11 @@ private:
   }
 
   bool scanValue(const std::string &pointer, unsigned depth) {
+    if (++values > maxValues) {
+      fail("more than " + std::to_string(maxValues) +
+           " JSON values in one file (cgc's limit, about a million nodes)");
+      return false;
+    }
     offsets.setValue(pointer, pos);
     char c = peek();
     if (c == '{' || c == '[') {
@@ -369,6 +374,8 @@ private:
   llvm::StringRef text;
   bool allowComments;
   unsigned maxDepth;
+  uint64_t maxValues;
+  uint64_t values = 0;
   JsonOffsets &offsets;
   size_t pos = 0;
   bool failed = false;
@@ -379,6 +386,7 @@ private:
 llvm::Optional<JsonSyntaxError> cgc::scanJson(llvm::StringRef text,
                                               bool allowComments,
                                               unsigned maxDepth,
+                                              uint64_t maxValues,
                                               JsonOffsets &offsets) {
-  return Scanner(text, allowComments, maxDepth, offsets).run();
+  return Scanner(text, allowComments, maxDepth, maxValues, offsets).run();
 }

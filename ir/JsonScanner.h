@@ -44,9 +44,11 @@ private:
 /// Escapes a key for use as a JSON pointer token.
 std::string escapePointerToken(llvm::StringRef key);
 
+/// Scans \p text; past \p maxDepth nesting levels or \p maxValues values
+/// (objects, arrays, strings, numbers, literals) it stops with an error.
 llvm::Optional<JsonSyntaxError> scanJson(llvm::StringRef text,
                                          bool allowComments,
-                                         unsigned maxDepth,
+                                         unsigned maxDepth, uint64_t maxValues,
                                          JsonOffsets &offsets);
 
 } // namespace cgc

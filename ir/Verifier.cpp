@@ -149,6 +149,13 @@ bool Verifier::verify(Graph &g) {
     diag.error(loc, "value '" + v->getName() + "' is defined twice");
     return false;
   };
+  if (g.nodes().size() > kMaxNodesPerGraph) {
+    diag.nodeError(*g.nodes()[kMaxNodesPerGraph],
+                   "is node " + llvm::Twine(kMaxNodesPerGraph + 1) +
+                       " of its graph; cgc takes at most " +
+                       llvm::Twine(kMaxNodesPerGraph) + " per graph");
+    return false;
+  }
   for (const GraphInput &in : g.inputs())
     if (!define(in.value, in.loc) || !checkSize(in.value, g.dims(), in.loc) ||
         (!g.isRegion() && !checkPersistentBytes(in, g.dims())))

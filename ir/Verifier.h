@@ -20,6 +20,8 @@ constexpr uint64_t kMaxTensorBytes = uint64_t(16) << 30;
 /// The most state (parameters, buffers, ...) a model may have: the
 /// artifact that holds its initial values is read whole, at most 1 GiB.
 constexpr uint64_t kMaxInitializedBytes = uint64_t(1) << 30;
+/// Nodes of one graph or region.
+constexpr size_t kMaxNodesPerGraph = size_t(1) << 20;
 
 bool verifyGraph(Graph &graph, DiagnosticEngine &diag);
 

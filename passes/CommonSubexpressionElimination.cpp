@@ -2,8 +2,9 @@
 //
 // Algorithm: walk the nodes in order, keyed by (op, operands, attributes);
 // a node whose key was seen before has its results replaced by the earlier
-// node's and is erased. Nodes with regions and random or data-dependent ops
-// are never merged. Requires: a verified graph. Guarantees: no two
+// node's, and the duplicates are erased together at the end (linear
+// time). Nodes with regions and random or data-dependent ops are never
+// merged. Requires: a verified graph. Guarantees: no two
 // remaining region-free, deterministic nodes compute the same thing.
 //
 //===----------------------------------------------------------------------===//
@@ -42,23 +43,21 @@ private:
 
   static void eliminate(Graph &graph) {
     std::map<std::string, Node *> seen;
-    for (size_t i = 0; i < graph.nodes().size();) {
-      Node *node = graph.nodes()[i].get();
+    std::vector<Node *> duplicates;
+    for (const auto &owned : graph.nodes()) {
+      Node *node = owned.get();
       for (unsigned k = 0; k < node->numRegions(); ++k)
         eliminate(node->region(k));
-      if (!mergeable(*node)) {
-        ++i;
+      if (!mergeable(*node))
         continue;
-      }
       auto [it, inserted] = seen.try_emplace(key(*node), node);
-      if (inserted) {
-        ++i;
+      if (inserted)
         continue;
-      }
       for (unsigned r = 0; r < node->numResults(); ++r)
         graph.replaceAllUsesWith(node->result(r), it->second->result(r));
-      graph.erase(node);
+      duplicates.push_back(node);
     }
+    graph.erase(duplicates);
   }
 };
 } // namespace

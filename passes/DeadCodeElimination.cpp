@@ -30,18 +30,22 @@ private:
     llvm::DenseSet<Value *> outputs;
     for (const GraphOutput &o : graph.outputs)
       outputs.insert(o.value);
+    // Backwards: dropping a dead node's operands frees its producers.
+    std::vector<Node *> dead;
     for (size_t i = graph.nodes().size(); i-- > 0;) {
       Node *node = graph.nodes()[i].get();
       bool used = false;
       for (unsigned r = 0; r < node->numResults(); ++r)
         used |= node->result(r)->hasUses() || outputs.count(node->result(r));
       if (!used) {
-        graph.erase(node);
+        node->dropOperands();
+        dead.push_back(node);
         continue;
       }
       for (unsigned k = 0; k < node->numRegions(); ++k)
         eliminate(node->region(k));
     }
+    graph.erase(dead);
   }
 };
 } // namespace

@@ -6,15 +6,19 @@
 // Elementwise in Ops.def) starts a group or joins the groups of its
 // elementwise producers: all of them when merging keeps the contracted graph
 // acyclic (no node outside the merged set is both reachable from it and
-// feeding it) and every member has the same result shape. Operands from
+// feeding it), every member has the same result shape, the merged group
+// holds at most kMaxFusedOps ops (the bound on one kernel's size, and so
+// on NVRTC's time for it) and spans at most kMaxFusedSpan positions of the
+// node order (the bound on the acyclicity check). Each check costs at most
+// the span, so the pass is linear in the nodes. Operands from
 // outside the group may broadcast. Splat constants and fills read by a
 // member are cloned into the body as scalar sources; the originals go away
 // when nothing else reads them. Each group with two or more ops becomes one
 // `fusion` node whose body holds copies of the original ops (same names,
 // attributes and locations); results used outside the group or returned
 // become fusion results; a group with no such value is dead and left as it
-// is (for dce). Each graph's order is then rebuilt by a stable
-// topological sort.
+// is (for dce). The replaced members are erased together, and each
+// graph's order is then rebuilt by a stable topological sort.
 // Requires: a verified graph with static shapes on the fused values, whose
 // existing fusion nodes (written by hand or by an earlier run) hold only
 // elementwise ops and sources; anything else is refused with an error at
@@ -38,6 +42,11 @@ using namespace cgc;
 
 namespace {
 using NodeSet = llvm::SetVector<Node *>;
+
+/// Ops per fusion: one generated kernel holds at most this many.
+constexpr size_t kMaxFusedOps = 64;
+/// Positions of the node order one fusion may span.
+constexpr unsigned kMaxFusedSpan = 1024;
 
 /// True for a constant or fill that carries one value for every element.
 bool isSplatSource(const Node &n) {
@@ -79,12 +88,13 @@ private:
   bool fuseGraph(Graph &graph, PassContext &ctx);
   bool canMerge(Graph &graph, const NodeSet &merged) const;
   Node *buildFusion(Graph &graph, const NodeSet &members, unsigned id,
-                    GraphBuilder &builder);
+                    GraphBuilder &builder, std::vector<Node *> &dead);
   void sortNodes(Graph &graph);
 
   llvm::DenseMap<Node *, unsigned> groupOf;
   std::vector<NodeSet> groups;
   llvm::DenseMap<Node *, unsigned> position;
+  llvm::DenseSet<Node *> erasedSources;
   unsigned nextId = 0; ///< Fusion names are unique across nesting.
 };
 } // namespace
@@ -96,6 +106,8 @@ bool FuseElementwisePass::canMerge(Graph &graph, const NodeSet &merged) const {
     first = std::min(first, position.lookup(n));
     last = std::max(last, position.lookup(n));
   }
+  if (merged.size() > kMaxFusedOps || last - first > kMaxFusedSpan)
+    return false;
   llvm::DenseSet<Node *> tainted;
   for (unsigned i = first; i <= last; ++i) {
     Node *n = graph.nodes()[i].get();
@@ -129,6 +141,7 @@ bool FuseElementwisePass::fuseGraph(Graph &graph, PassContext &ctx) {
   groupOf.clear();
   groups.clear();
   position.clear();
+  erasedSources.clear();
   for (unsigned i = 0; i < graph.nodes().size(); ++i)
     position[graph.nodes()[i].get()] = i;
   for (const auto &owned : graph.nodes()) {
@@ -160,10 +173,11 @@ bool FuseElementwisePass::fuseGraph(Graph &graph, PassContext &ctx) {
       groups.emplace_back();
     for (unsigned k = 1; k < joined.size(); ++k)
       groups[joined[k]].clear();
-    NodeSet ordered;
-    for (unsigned i = 0; i < graph.nodes().size(); ++i)
-      if (merged.count(graph.nodes()[i].get()))
-        ordered.insert(graph.nodes()[i].get());
+    std::vector<Node *> members(merged.begin(), merged.end());
+    llvm::sort(members, [&](Node *a, Node *b) {
+      return position.lookup(a) < position.lookup(b);
+    });
+    NodeSet ordered(members.begin(), members.end());
     groups[target] = ordered;
     for (Node *m : ordered)
       groupOf[m] = target;
@@ -175,15 +189,18 @@ bool FuseElementwisePass::fuseGraph(Graph &graph, PassContext &ctx) {
         }))
       fused.push_back(g); // A dead group is left to dce.
   GraphBuilder builder(graph, ctx.diag);
+  std::vector<Node *> dead;
   for (const NodeSet &g : fused)
-    if (!buildFusion(graph, g, nextId++, builder))
+    if (!buildFusion(graph, g, nextId++, builder, dead))
       return false;
+  graph.erase(dead);
   sortNodes(graph);
   return true;
 }
 
 Node *FuseElementwisePass::buildFusion(Graph &graph, const NodeSet &members,
-                                       unsigned id, GraphBuilder &builder) {
+                                       unsigned id, GraphBuilder &builder,
+                                       std::vector<Node *> &dead) {
   Node *last = members.back();
   builder.setInsertionPointToEnd(graph);
   builder.setOrigin(*last);
@@ -243,20 +260,18 @@ Node *FuseElementwisePass::buildFusion(Graph &graph, const NodeSet &members,
       if (o.value == v)
         o.value = result;
   }
-  for (auto it = members.rbegin(); it != members.rend(); ++it)
-    (*it)->dropOperands();
-  for (auto it = members.rbegin(); it != members.rend(); ++it)
-    graph.erase(*it);
+  for (Node *m : members)
+    m->dropOperands();
+  dead.insert(dead.end(), members.begin(), members.end());
   // The results take over the names of the values they replace, which are
-  // free now that the members are gone.
+  // free now that the members are going.
   for (unsigned r = 0; r < fusion->numResults(); ++r)
     fusion->result(r)->setName(resultNames[r]);
-  for (Node *src : clonedSources) {
-    bool used = src->result()->hasUses() || graph.isOutput(src->result());
-    if (!used && llvm::any_of(graph.nodes(),
-                              [&](const auto &n) { return n.get() == src; }))
-      graph.erase(src);
-  }
+  // A source cloned into the body goes with its last reader.
+  for (Node *src : clonedSources)
+    if (!src->result()->hasUses() && !graph.isOutput(src->result()) &&
+        erasedSources.insert(src).second)
+      dead.push_back(src);
   position[fusion] = position.lookup(members.front());
   return fusion;
 }

@@ -98,7 +98,9 @@ public:
 
 private:
   bool fuseNested(Graph &graph, PassContext &ctx);
-  bool buildFusion(Graph &graph, const Chain &chain, GraphBuilder &builder);
+  /// Replaces the chain by one fusion; its members join \p dead.
+  bool buildFusion(Graph &graph, const Chain &chain, GraphBuilder &builder,
+                   std::vector<Node *> &dead);
 };
 
 } // namespace
@@ -114,6 +116,7 @@ bool FuseEpiloguePass::fuseNested(Graph &graph, PassContext &ctx) {
       products.push_back(node.get());
   }
   GraphBuilder builder(graph, ctx.diag);
+  std::vector<Node *> dead;
   for (Node *product : products) {
     ProductProblem problem = productProblem(*product);
     Chain chain{productStrategy(problem, ctx.productPolicy), {product},
@@ -125,9 +128,11 @@ bool FuseEpiloguePass::fuseNested(Graph &graph, PassContext &ctx) {
         break;
       chain.members.push_back(user);
     }
-    if (chain.members.size() > 1 && !buildFusion(graph, chain, builder))
+    if (chain.members.size() > 1 &&
+        !buildFusion(graph, chain, builder, dead))
       return false;
   }
+  graph.erase(dead);
   return true;
 }
 
@@ -136,7 +141,8 @@ static const Node &productOfChain(const Chain &chain) {
 }
 
 bool FuseEpiloguePass::buildFusion(Graph &graph, const Chain &chain,
-                                   GraphBuilder &builder) {
+                                   GraphBuilder &builder,
+                                   std::vector<Node *> &dead) {
   Node *last = chain.members.back();
   builder.setInsertionPoint(*last);
   const Node &product = productOfChain(chain);
@@ -177,10 +183,9 @@ bool FuseEpiloguePass::buildFusion(Graph &graph, const Chain &chain,
   for (GraphOutput &o : graph.outputs)
     if (o.value == last->result())
       o.value = result;
-  for (auto it = chain.members.rbegin(); it != chain.members.rend(); ++it)
-    (*it)->dropOperands();
-  for (auto it = chain.members.rbegin(); it != chain.members.rend(); ++it)
-    graph.erase(*it);
+  for (Node *member : chain.members)
+    member->dropOperands();
+  dead.insert(dead.end(), chain.members.begin(), chain.members.end());
   result->setName(resultName);
   return true;
 }

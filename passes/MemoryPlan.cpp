@@ -457,7 +457,30 @@ bool Planner::run() {
   planGraph(g);
   resolveCopies();
   place();
-  return true;
+  if (plan.arenaSize + plan.persistentSize <= kMaxDeviceBytes)
+    return true;
+  // Located at the value of the largest buffer.
+  const Buffer *largest = &plan.buffers.front();
+  for (const Buffer &b : plan.buffers)
+    if (b.size > largest->size && !b.values.empty())
+      largest = &b;
+  Location at;
+  if (!largest->values.empty()) {
+    const Value *v = largest->values[0];
+    if (v->getDef())
+      at = v->getDef()->getLoc();
+    for (const GraphInput &in : g.inputs())
+      if (in.value == v)
+        at = in.loc;
+  }
+  diag.error(at, "graph '" + g.name + "' needs " +
+                     llvm::Twine(plan.arenaSize) + " bytes of arena and " +
+                     llvm::Twine(plan.persistentSize) +
+                     " of state; cgc plans at most " +
+                     llvm::Twine(kMaxDeviceBytes >> 30) +
+                     " GiB, more than one GPU holds (the largest buffer "
+                     "is here)");
+  return false;
 }
 
 void Planner::place() {

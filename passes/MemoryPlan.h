@@ -58,6 +58,9 @@ struct Copy {
   std::string output;            ///< The graph output it fills, if any.
 };
 
+/// The most device memory one plan may use (arena and state together).
+constexpr uint64_t kMaxDeviceBytes = uint64_t(512) << 30;
+
 struct MemoryPlan {
   std::vector<Buffer> buffers;
   llvm::DenseMap<const Value *, unsigned> bufferOf;

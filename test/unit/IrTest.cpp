@@ -9,6 +9,7 @@
 #include "ir/Diagnostics.h"
 #include "ir/Graph.h"
 #include "ir/JsonReader.h"
+#include "ir/JsonScanner.h"
 #include "ir/Printer.h"
 #include "ir/Verifier.h"
 #include "format/ArtifactFormat.h"
@@ -234,6 +235,51 @@ TEST(GraphTest, InsertBeforeKeepsOrder) {
   EXPECT_EQ(s.g.indexOf(n), 1u);
   EXPECT_EQ(s.g.indexOf(s.b), 2u);
   EXPECT_EQ(n->getParent(), &s.g);
+}
+
+TEST(GraphTest, EraseManyAtOnce) {
+  SmallGraph s;
+  // a and b use each other's values: erasing both at once is safe in any
+  // order, and x keeps no use.
+  s.g.outputs.clear();
+  std::vector<Node *> both = {s.a, s.b};
+  s.g.erase(both);
+  EXPECT_TRUE(s.g.nodes().empty());
+  EXPECT_FALSE(s.x->hasUses());
+}
+
+TEST(VerifierTest, NodesPerGraphLimit) {
+  Graph g;
+  g.name = "long";
+  TensorType t(DType::F32, {Dim::fixed(1)});
+  Value *v = g.addInput("x", t);
+  for (size_t i = 0; i <= kMaxNodesPerGraph; ++i) {
+    Node *n = g.append(std::make_unique<Node>(OpKind::Relu,
+                                              "t" + std::to_string(i),
+                                              Location()));
+    n->addOperand(v);
+    v = n->addResult("t" + std::to_string(i), t);
+  }
+  g.outputs.push_back({"y", v, OutputKind::Output, "", {}});
+  std::string errors;
+  llvm::raw_string_ostream os(errors);
+  DiagnosticEngine diag(os);
+  EXPECT_FALSE(verifyGraph(g, diag));
+  EXPECT_NE(os.str().find("node 't1048576' (relu): is node 1048577 of its "
+                          "graph; cgc takes at most 1048576 per graph"),
+            std::string::npos)
+      << os.str();
+}
+
+TEST(ReaderTest, JsonValuesLimit) {
+  JsonOffsets offsets;
+  auto error = scanJson("[1, [2, 3], {\"a\": 4}]", false, 64, 5, offsets);
+  ASSERT_TRUE(error.hasValue());
+  EXPECT_EQ(error->message, "more than 5 JSON values in one file (cgc's "
+                            "limit, about a million nodes)");
+  EXPECT_EQ(error->offset, 12u); // the object, the sixth value
+  JsonOffsets ok;
+  EXPECT_FALSE(scanJson("[1, [2, 3], {\"a\": 4}]", false, 64, 7, ok));
 }
 
 TEST(VerifierTest, CatchesUseBeforeDefAfterBadEdit) {
