@@ -15,9 +15,10 @@
 # 1. Runs every GPU gtest binary with XML output, prints run/passed/failed/
 #    skipped, fails if any failed, or if nvidia-smi sees a GPU but a test was
 #    skipped or none ran.
-# 2. Reruns them under compute-sanitizer --tool memcheck where it exists
-#    (says so if not; CGC_SANITIZER=0 turns it off); CGC_OP_MEMCHECK_FILTER
-#    narrows the op cases it covers (default: all).
+# 2. Reruns them under compute-sanitizer --tool memcheck, racecheck and
+#    synccheck where it exists (says so if not; CGC_SANITIZER=0 turns it
+#    off, CGC_SANITIZER_TOOLS picks tools); CGC_OP_MEMCHECK_FILTER narrows
+#    the op cases they cover (default: all); the soak test is left out.
 # 3. Runs the benchmarks (bench/run_bench.py run, then bench/make_perf_md.py)
 #    unless CGC_BENCH=0.
 # Artifacts (gtest XML, memcheck logs, bench log, perf.md) go to $OUT when it
@@ -92,28 +93,33 @@ if [ "$GPU_VISIBLE" -eq 1 ] && { [ "$SKIPPED" -ne 0 ] || [ "$RUN" -eq 0 ]; }; th
   status=1
 fi
 
-# ---- 2. memcheck
+# ---- 2. compute-sanitizer: memcheck, racecheck, synccheck
+# Each tool reruns the GPU tests (the soak test excepted: 10^6 replays).
+without_soak() { case $1 in *-*) echo "$1:StagedCases.Soak*" ;; *) echo "$1-StagedCases.Soak*" ;; esac; }
 if [ "${CGC_SANITIZER:-1}" != 0 ] && [ "$GPU_VISIBLE" -eq 1 ]; then
   SAN=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
   if [ -x "$SAN" ]; then
-    for bin in "${BINS[@]}"; do
-      name=$(basename "$bin")
-      case $name in
-        cgc_gpu_op_tests) filter=${CGC_OP_MEMCHECK_FILTER:-*} ;;
-        *) filter=${CGC_SANITIZER_FILTER:-*-RuntimeGpuLoad.PtxFallbackAndArchMismatch} ;;
-      esac
-      echo "== memcheck $name ($filter)"
-      timeout "${CGC_MEMCHECK_TIMEOUT:-240}" "$SAN" --tool memcheck --error-exitcode 3 "$bin" \
-        --gtest_filter="$filter" >"$RES/$name.memcheck.log" 2>&1
-      rc=$?
-      grep -E 'ERROR SUMMARY|tests ran' "$RES/$name.memcheck.log" | tail -3
-      if [ $rc -eq 0 ]; then echo "memcheck: clean"
-      elif [ $rc -eq 124 ]; then echo "memcheck: TIMED OUT"; status=1
-      else echo "memcheck: FAILED (rc=$rc)"; grep -m20 -E 'Invalid|=========  *(at|by)|FAILED' "$RES/$name.memcheck.log"; status=1
-      fi
+    for tool in ${CGC_SANITIZER_TOOLS:-memcheck racecheck synccheck}; do
+      for bin in "${BINS[@]}"; do
+        name=$(basename "$bin")
+        case $name in
+          cgc_gpu_op_tests) filter=${CGC_OP_MEMCHECK_FILTER:-*} ;;
+          *) filter=${CGC_SANITIZER_FILTER:-*-RuntimeGpuLoad.PtxFallbackAndArchMismatch} ;;
+        esac
+        filter=$(without_soak "$filter")
+        echo "== $tool $name ($filter)"
+        timeout "${CGC_MEMCHECK_TIMEOUT:-240}" "$SAN" --tool "$tool" --error-exitcode 3 "$bin" \
+          --gtest_filter="$filter" >"$RES/$name.$tool.log" 2>&1
+        rc=$?
+        grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|tests ran' "$RES/$name.$tool.log" | tail -3
+        if [ $rc -eq 0 ]; then echo "$tool: clean"
+        elif [ $rc -eq 124 ]; then echo "$tool: TIMED OUT"; status=1
+        else echo "$tool: FAILED (rc=$rc)"; grep -m20 -E 'Invalid|hazard|Barrier|=========  *(at|by)|FAILED' "$RES/$name.$tool.log"; status=1
+        fi
+      done
     done
   else
-    echo "gpu-run: compute-sanitizer not found, memcheck skipped"
+    echo "gpu-run: compute-sanitizer not found, sanitizers skipped"
   fi
 fi
 

@@ -145,11 +145,13 @@ cgc_status uploadState(cgc_engine_s &e) {
 
 cgc_status loadEngine(std::unique_ptr<cgc_engine_s> &e, const uint8_t *data,
                       size_t size, int device) {
-  if (cgc_status s = requireDriver(e->drv))
-    return s;
+  // Every byte is validated before the driver is even loaded: a corrupt
+  // artifact never reaches the GPU.
   std::string error;
   if (!cgc::format::parseArtifact(data, size, e->artifact, error))
     return fail(CGC_ERROR_INVALID_ARTIFACT, error);
+  if (cgc_status s = requireDriver(e->drv))
+    return s;
   const Driver &drv = *e->drv;
   if (drv.version < e->artifact.manifest.minDriverVersion)
     return fail(CGC_ERROR_UNSUPPORTED,
@@ -236,9 +238,6 @@ cgc_status cgc_engine_load_file(const char *path, int device,
   if (!path || !engine)
     return fail(CGC_ERROR_INVALID_ARGUMENT, "null argument");
   *engine = nullptr;
-  const Driver *drv;
-  if (cgc_status s = requireDriver(drv))
-    return s;
   std::vector<uint8_t> bytes;
   std::string error;
   try {

@@ -23,6 +23,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <chrono>
+#include <cstdio>
 #include <cmath>
 #include <ostream>
 #include <cstdlib>
@@ -583,4 +585,76 @@ TEST(StagedCases, ProductRebindingInsideIfBodies) {
     EXPECT_EQ(runBound(l, yOnly, in, ref, false), "");
     EXPECT_EQ(runBound(l, yOnly, in, ref, true), "");
   }
+}
+
+/// Device memory in use on the current GPU, in bytes.
+static size_t deviceBytesInUse() {
+  size_t free = 0, total = 0;
+  cudaMemGetInfo(&free, &total);
+  return total - free;
+}
+
+/// This process's resident set, in bytes.
+static size_t hostResidentBytes() {
+  std::ifstream statm("/proc/self/statm");
+  size_t pages = 0, resident = 0;
+  statm >> pages >> resident;
+  return resident * 4096;
+}
+
+/// Long runs: CGC_SOAK_REPLAYS (default 10^6) replays of the staged
+/// example_mlp8_infer_b1 (cuBLASLt and generated products, layernorm), with
+/// fresh inputs every 1000 replays (the staged input sets in turn, outputs
+/// poisoned each time), checked against the interpreter's references every
+/// 100th input change and at the end. Device memory in use must not grow,
+/// and the host's resident set by at most 8 MiB; both are printed.
+TEST(StagedCases, SoakReplays) {
+  CGC_REQUIRE_GPU();
+  const std::string name = "example_mlp8_infer_b1";
+  const Case *c = findCase(name);
+  ASSERT_NE(c, nullptr) << name << " is not staged";
+  ASSERT_GE(c->replays, 2);
+  std::string dir = staged().dir + "/" + name + "/";
+  std::vector<TensorMap> ins(c->replays), refs(c->replays);
+  for (int k = 0; k < c->replays; ++k) {
+    std::string tag = std::to_string(k + 1);
+    ASSERT_TRUE(readTensors(dir + "in." + tag + ".safetensors", ins[k]));
+    ASSERT_TRUE(readTensors(dir + "ref." + tag + ".safetensors", refs[k]));
+  }
+  const char *env = std::getenv("CGC_SOAK_REPLAYS");
+  const int64_t total = env ? std::atoll(env) : 1000000;
+  Loaded l;
+  ASSERT_EQ(l.open(dir + "model.cgc"), "");
+  ASSERT_EQ(l.feed(ins[0]), "");
+  ASSERT_EQ(l.runAndCompare(false, *c, refs[0]), ""); // warm-up
+  const size_t device0 = deviceBytesInUse(), host0 = hostResidentBytes();
+  size_t deviceMax = device0, hostMax = host0;
+  auto start = std::chrono::steady_clock::now();
+  int checks = 0;
+  for (int64_t r = 0; r < total; r += 1000) {
+    const int64_t change = r / 1000;
+    const int set = int(change % c->replays);
+    ASSERT_EQ(l.feed(ins[set]), "") << "replay " << r;
+    const int64_t batch = std::min<int64_t>(1000, total - r);
+    for (int64_t k = 0; k + 1 < batch; ++k)
+      ASSERT_EQ(cgc_run(l.ctx, 0, nullptr, 0, nullptr), CGC_OK) << "replay " << r + k;
+    if (change % 100 == 0 || r + batch >= total) {
+      ASSERT_EQ(l.runAndCompare(false, *c, refs[set]), "") << "replay " << r + batch - 1;
+      ++checks;
+      deviceMax = std::max(deviceMax, deviceBytesInUse());
+      hostMax = std::max(hostMax, hostResidentBytes());
+    } else {
+      ASSERT_EQ(cgc_run(l.ctx, 0, nullptr, 0, nullptr), CGC_OK);
+    }
+  }
+  ASSERT_EQ(cgc_stream_synchronize(nullptr), CGC_OK);
+  double seconds = std::chrono::duration<double>(
+                       std::chrono::steady_clock::now() - start).count();
+  std::printf("soak: %lld replays of %s in %.1f s, %d checked against the "
+              "interpreter; device memory in use %zu -> max %zu bytes; host "
+              "RSS %zu -> max %zu KiB\n",
+              (long long)total, name.c_str(), seconds, checks, device0,
+              deviceMax, host0 / 1024, hostMax / 1024);
+  EXPECT_EQ(deviceMax, device0);
+  EXPECT_LE(hostMax - host0, size_t(8) << 20);
 }

@@ -381,7 +381,9 @@ REPLAY_CASES = ("own_ew_f32_4097", "own_layernorm_f32_13x1000", "own_softmax_f32
                 "cf_if_sum", "cf_if_input", "cf_if_compare", "cf_if_linear",
                 "own_linear_gen_f32_1x255x1000_gelu_layernorm",
                 "own_linear_gen_f32_3x1000x17_gelu_layernorm",
-                "own_linear_lib_f32_64x255x17_relu")
+                "own_linear_lib_f32_64x255x17_relu",
+                # The soak test (StagedCases.SoakReplays) cycles these sets.
+                "example_mlp8_infer_b1")
 
 # examples/dynamic_rows.json compiled into one graph per batch size; the GPU
 # test StagedCases.MultiGraphAnyOrder runs them in mixed order.
