@@ -95,7 +95,25 @@ fi
 
 # ---- 2. compute-sanitizer: memcheck, racecheck, synccheck
 # Each tool reruns the GPU tests (the soak test excepted: 10^6 replays).
-without_soak() { case $1 in *-*) echo "$1:StagedCases.Soak*" ;; *) echo "$1-StagedCases.Soak*" ;; esac; }
+# Two limits of the tools (CUDA 13.0, measured on an H100), worked around:
+#  - racecheck and synccheck on kernels inside a conditional node's body:
+#    racecheck crashes in its own collection thread, synccheck flags every
+#    barrier (ours and cuBLAS's sgemm alike) while the same kernels launched
+#    eagerly are clean. Those cases' graph runs are left out of these two
+#    tools, and their kernels are checked eagerly with `cgc-rt run --eager`.
+#  - racecheck reports hazards in cuBLAS's own Hopper kernels (nvjet_*,
+#    TMA and wgmma shared memory it does not model); excluding them with
+#    --kernel-name-exclude makes it fail on the f16 ones. Hazards in library
+#    kernels are counted and printed, and fail the run only in cgc's own.
+CONDITIONAL_BODY_CASES="*cf_*:*newton_sqrt*:*all_ops*:*InsideIfBodies*"
+LIBRARY_KERNELS="nvjet|gemm|gemv|cutlass|splitKreduce|cublas"
+# A racecheck log whose only hazards are in library kernels, with every
+# test passed and no tool error, is clean for cgc.
+only_library_hazards() {
+  ! grep -qE '^\[  FAILED  \]|Internal Sanitizer Error|fatal signal|Target application returned an error' "$1" &&
+    ! grep -E 'Race reported' "$1" | grep -qvE "$LIBRARY_KERNELS"
+}
+without() { case $1 in *-*) echo "$1:$2" ;; *) echo "$1-$2" ;; esac; }
 if [ "${CGC_SANITIZER:-1}" != 0 ] && [ "$GPU_VISIBLE" -eq 1 ]; then
   SAN=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
   if [ -x "$SAN" ]; then
@@ -106,17 +124,36 @@ if [ "${CGC_SANITIZER:-1}" != 0 ] && [ "$GPU_VISIBLE" -eq 1 ]; then
           cgc_gpu_op_tests) filter=${CGC_OP_MEMCHECK_FILTER:-*} ;;
           *) filter=${CGC_SANITIZER_FILTER:-*-RuntimeGpuLoad.PtxFallbackAndArchMismatch} ;;
         esac
-        filter=$(without_soak "$filter")
+        filter=$(without "$filter" "StagedCases.Soak*")
+        [ "$tool" = memcheck ] || filter="$filter:$CONDITIONAL_BODY_CASES"
         echo "== $tool $name ($filter)"
-        timeout "${CGC_MEMCHECK_TIMEOUT:-240}" "$SAN" --tool "$tool" --error-exitcode 3 "$bin" \
+        timeout "${CGC_MEMCHECK_TIMEOUT:-300}" "$SAN" --tool "$tool" --error-exitcode 3 "$bin" \
           --gtest_filter="$filter" >"$RES/$name.$tool.log" 2>&1
         rc=$?
         grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|tests ran' "$RES/$name.$tool.log" | tail -3
         if [ $rc -eq 0 ]; then echo "$tool: clean"
         elif [ $rc -eq 124 ]; then echo "$tool: TIMED OUT"; status=1
-        else echo "$tool: FAILED (rc=$rc)"; grep -m20 -E 'Invalid|hazard|Barrier|=========  *(at|by)|FAILED' "$RES/$name.$tool.log"; status=1
+        elif [ "$tool" = racecheck ] && only_library_hazards "$RES/$name.$tool.log"; then
+          echo "$tool: clean in cgc's kernels; $(grep -c 'Race reported' "$RES/$name.$tool.log") hazard report(s) in cuBLAS's kernels: $(grep -oE 'Race reported between [A-Za-z]+ access at [A-Za-z0-9_]+' "$RES/$name.$tool.log" | awk '{print $NF}' | sort -u | tr '\n' ' ')"
+        else echo "$tool: FAILED (rc=$rc)"; grep -m20 -E 'Invalid|Race|Barrier|=========  *(at|by)|FAILED|fatal' "$RES/$name.$tool.log"; status=1
         fi
       done
+      if [ "$tool" != memcheck ] && [ -x "$BUILD/bin/cgc-rt" ]; then
+        eager_ok=0
+        for dir in "${CGC_GPU_CASES:-$BUILD/gpu-cases}"/{cf_*,example_newton_sqrt,all_ops}; do
+          [ -f "$dir/model.cgc" ] || continue
+          rc=0
+          "$SAN" --tool "$tool" --error-exitcode 3 "$BUILD/bin/cgc-rt" run "$dir/model.cgc" \
+            --inputs "$dir/in.safetensors" --outputs "$RES/eager.safetensors" --overwrite --eager \
+            >"$RES/eager.$tool.log" 2>&1 || rc=$?
+          if [ $rc -ne 0 ] && [ "$tool" = racecheck ] &&
+             only_library_hazards "$RES/eager.$tool.log"; then rc=0; fi
+          if [ $rc -ne 0 ]; then echo "$tool eager $(basename "$dir"): FAILED (rc=$rc)"; grep -m5 -E 'Race|Barrier|at ' "$RES/eager.$tool.log"; status=1
+          else eager_ok=$((eager_ok + 1)); fi
+        done
+        echo "$tool: $eager_ok conditional-body cases clean in eager mode"
+        rm -f "$RES/eager.safetensors" "$RES/eager.$tool.log"
+      fi
     done
   else
     echo "gpu-run: compute-sanitizer not found, sanitizers skipped"

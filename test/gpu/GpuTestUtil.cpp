@@ -9,9 +9,33 @@
 
 #include <nvrtc.h>
 
+#include <csignal>
 #include <cstring>
+#include <execinfo.h>
+#include <unistd.h>
 
 using namespace cgc::format;
+
+namespace {
+/// A crash in a GPU test (under compute-sanitizer, which reports only that
+/// the process died) prints the host stack: binary(+offset) frames that
+/// `addr2line -f -e BINARY OFFSET` resolves.
+void printStackAndDie(int sig) {
+  void *frames[64];
+  int n = backtrace(frames, 64);
+  const char header[] = "gpu test: fatal signal; host stack:\n";
+  (void)!write(2, header, sizeof header - 1);
+  backtrace_symbols_fd(frames, n, 2);
+  signal(sig, SIG_DFL);
+  raise(sig);
+}
+const bool stackOnCrash = [] {
+  signal(SIGSEGV, printStackAndDie);
+  signal(SIGABRT, printStackAndDie);
+  signal(SIGBUS, printStackAndDie);
+  return true;
+}();
+} // namespace
 
 namespace cgctest {
 namespace {
