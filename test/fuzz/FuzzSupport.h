@@ -48,11 +48,12 @@ std::unique_ptr<Graph> readModel(const uint8_t *data, size_t size,
                                  DiagnosticEngine &diag);
 
 /// True when the interpreter can run \p graph within a fuzz iteration's
-/// time: at most 2^20 elements per value (symbolic dims at their max) and
-/// 2^26 multiply-adds per product, regions included.
+/// time: at most 2^20 elements per value (symbolic dims at their max), 2^12
+/// inside `while` bodies (they run up to 1000 times), and 2^26
+/// multiply-adds per product, regions included.
 bool smallEnoughToRun(const Graph &graph);
 
-/// Interpreter limits for fuzzing (64 MiB of tensors, 10^4 loop trips).
+/// Interpreter limits for fuzzing (64 MiB of tensors, 1000 loop trips).
 interp::Limits interpreterLimits();
 
 } // namespace fuzz
