@@ -5,14 +5,14 @@
 # target for SECONDS (default 60). Any crash, leak, sanitizer report or
 # timeout fails the run and leaves the input in build-fuzz/findings/<target>/;
 # a fixed one belongs in test/fuzz/regressions/<target>/.
-#   scripts/fuzz.sh [SECONDS] [TARGET...]   (ir interpreter pipeline artifact safetensors)
+#   scripts/fuzz.sh [SECONDS] [TARGET...]   (ir interpreter pipeline compile artifact safetensors)
 # CI runs it with 45 seconds per target; scripts/fuzz-campaign.sh runs longer.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 seconds="${1:-60}"
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(ir interpreter pipeline artifact safetensors)
+[ ${#targets[@]} -gt 0 ] || targets=(ir interpreter pipeline compile artifact safetensors)
 build="${CGC_FUZZ_BUILD:-$root/build-fuzz}"
 jobs="${CGC_JOBS:-$(nproc)}"
 
@@ -34,7 +34,7 @@ seed() { # seed TARGET FILE...
 }
 models=("$root"/examples/*.json "$root"/test/gpu/Inputs/*.json "$root"/test/ir/*.json
         "$root"/test/ir/Inputs/*.json "$root"/test/passes/*/*.json "$root"/test/codegen/*.json)
-for t in ir interpreter pipeline; do
+for t in ir interpreter pipeline compile; do
   seed "$t" "${models[@]}" "$root"/test/fuzz/regressions/"$t"/*
 done
 mkdir -p "$build/artifacts"
