@@ -12,6 +12,7 @@
 #include "ir/JsonScanner.h"
 #include "ir/Printer.h"
 #include "ir/Verifier.h"
+#include "ir/interpreter/Interpreter.h"
 #include "format/ArtifactFormat.h"
 #include "format/Safetensors.h"
 
@@ -525,3 +526,47 @@ TEST(BuilderTest, CloneAndReplaceKeepNames) {
 }
 
 } // namespace
+
+/// The interpreter's memory budget counts live tensors: runs that fit it
+/// succeed again and again (nothing is charged twice or kept), a run that
+/// does not fit stops at the node that needed more, and the count returns
+/// to where it was once the outputs are gone.
+TEST(InterpreterTest, MemoryBudgetCountsLiveTensors) {
+  const std::string text = R"({
+    "format_version": 1, "name": "budget",
+    "inputs": [{"name": "x", "dtype": "f32", "shape": [65536]}],
+    "nodes": [{"name": "y", "op": "exp", "inputs": ["x"]},
+              {"name": "z", "op": "neg", "inputs": ["y"]}],
+    "outputs": ["z"]})";
+  std::string errors;
+  llvm::raw_string_ostream os(errors);
+  DiagnosticEngine diag(os);
+  std::unique_ptr<Graph> g = readString(text, diag);
+  ASSERT_TRUE(g && verifyGraph(*g, diag)) << os.str();
+  const uint64_t before = interp::MemoryBudget::live();
+  {
+    std::map<std::string, interp::Tensor> inputs;
+    std::string error;
+    ASSERT_TRUE(interp::randomInputs(*g, 1, inputs, error)) << error;
+    interp::Limits fits;
+    fits.memoryBytes = uint64_t(4) << 20; // 512 KiB per tensor
+    for (int run = 0; run < 10; ++run) {
+      interp::NamedTensors outputs;
+      interp::RunError runError;
+      ASSERT_TRUE(interp::runGraph(*g, inputs, outputs, runError, fits))
+          << "run " << run << ": " << runError.message;
+    }
+    interp::Limits tight;
+    // The input and its copy in the run take 1 MiB: no room for y.
+    tight.memoryBytes = uint64_t(5) << 18; // 1.25 MiB
+    interp::NamedTensors outputs;
+    interp::RunError runError;
+    EXPECT_FALSE(interp::runGraph(*g, inputs, outputs, runError, tight));
+    ASSERT_NE(runError.node, nullptr) << runError.message;
+    EXPECT_EQ(runError.node->getName(), "y");
+    EXPECT_NE(runError.detail.find("past the interpreter's memory budget"),
+              std::string::npos)
+        << runError.detail;
+  }
+  EXPECT_EQ(interp::MemoryBudget::live(), before);
+}
