@@ -6,11 +6,36 @@
 
 using namespace cgc;
 
+namespace {
+/// Adds the time since construction to \p times (when set) as \p phase.
+class PhaseTimer {
+public:
+  PhaseTimer(PhaseTimes *times, std::string phase)
+      : times(times), phase(std::move(phase)),
+        start(std::chrono::steady_clock::now()) {}
+  ~PhaseTimer() {
+    if (times)
+      times->push_back({phase, std::chrono::duration<double, std::milli>(
+                                   std::chrono::steady_clock::now() - start)
+                                   .count()});
+  }
+
+private:
+  PhaseTimes *times;
+  std::string phase;
+  std::chrono::steady_clock::time_point start;
+};
+} // namespace
+
 bool cgc::runDefaultPipeline(Graph &graph, const CompileOptions &options,
                              PassContext &ctx) {
   PassManager pm;
-  return pm.addPipeline(defaultPipeline(options.fuse), ctx.diag) &&
-         pm.run(graph, ctx, llvm::nulls());
+  bool ok = pm.addPipeline(defaultPipeline(options.fuse), ctx.diag) &&
+            pm.run(graph, ctx, llvm::nulls());
+  if (options.times)
+    for (const auto &[pass, ms] : pm.timings())
+      options.times->push_back({"pass " + pass, ms});
+  return ok;
 }
 
 /// Every combination of the bound values, in order (B=8, B=16, ...).
@@ -120,8 +145,10 @@ bool cgc::lowerModel(Graph &model, const CompileOptions &options,
     PassContext ctx{diag, dims};
     ctx.layout = layout;
     ctx.productPolicy = options.productPolicy;
-    if (!runDefaultPipeline(*unit.ir, options, ctx) ||
-        !lowerGraph(*unit.ir, *ctx.memoryPlan, unit.name, out.program, diag))
+    if (!runDefaultPipeline(*unit.ir, options, ctx))
+      return false;
+    PhaseTimer timer(options.times, "lower graph '" + unit.name + "'");
+    if (!lowerGraph(*unit.ir, *ctx.memoryPlan, unit.name, out.program, diag))
       return false;
     out.program.graphs.back().dims = dims;
     layout.persistentBase = ctx.memoryPlan->persistentSize;
@@ -158,14 +185,25 @@ bool cgc::compileModel(Graph &model, const CompileOptions &options,
     return false;
   const Program &program = compilation.program;
   std::vector<unsigned> lines;
-  std::string source = programSource(program, &lines);
-  DeviceCode code;
-  if (!compileWithNvrtc(source, options.arch, code)) {
-    reportNvrtcFailure(program, lines, code.log, diag);
-    return false;
+  std::string source;
+  {
+    PhaseTimer timer(options.times, "CUDA text");
+    source = programSource(program, &lines);
   }
-  if (!writeArtifact(model, compilation, code, options, result.bytes, diag))
-    return false;
+  DeviceCode code;
+  {
+    PhaseTimer timer(options.times, "NVRTC (" + std::to_string(program.kernels.size()) +
+                                        " kernels; cubin and PTX in parallel)");
+    if (!compileWithNvrtc(source, options.arch, code)) {
+      reportNvrtcFailure(program, lines, code.log, diag);
+      return false;
+    }
+  }
+  {
+    PhaseTimer timer(options.times, "artifact writer");
+    if (!writeArtifact(model, compilation, code, options, result.bytes, diag))
+      return false;
+  }
   result.graphs = program.graphs.size();
   result.kernels = program.kernels.size();
   result.graphNodes = program.numSteps();

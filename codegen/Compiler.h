@@ -27,6 +27,9 @@ namespace cgc {
 
 constexpr const char *kCompilerVersion = "cgc 0.2.0";
 
+/// Milliseconds per compile phase, in order (`cgc --time-passes`).
+using PhaseTimes = std::vector<std::pair<std::string, double>>;
+
 struct CompileOptions {
   std::string arch = "sm_90";
   bool fuse = true;
@@ -39,6 +42,9 @@ struct CompileOptions {
   /// for (`--bind-dim B=8,16,64`); the artifact gets one graph per
   /// combination. Empty: one graph, "main".
   std::map<std::string, std::vector<int64_t>> bindDims;
+  /// When set, every phase's time is appended here: each pass (per graph
+  /// when there are several), lowering, the CUDA text, NVRTC, the writer.
+  PhaseTimes *times = nullptr;
 };
 
 /// One graph of the artifact after the pipeline.

@@ -75,9 +75,14 @@ public:
   bool addPipeline(llvm::StringRef pipeline, DiagnosticEngine &diag);
   bool run(Graph &graph, PassContext &ctx, llvm::raw_ostream &irStream);
   size_t size() const { return passes.size(); }
+  /// Milliseconds per pass of the last run, in order.
+  const std::vector<std::pair<std::string, double>> &timings() const {
+    return lastTimings;
+  }
 
 private:
   PassManagerOptions options;
+  std::vector<std::pair<std::string, double>> lastTimings;
   std::vector<std::unique_ptr<Pass>> passes;
 };
 

@@ -63,7 +63,8 @@ bool PassManager::addPipeline(llvm::StringRef pipeline, DiagnosticEngine &diag) 
 bool PassManager::run(Graph &graph, PassContext &ctx,
                       llvm::raw_ostream &irStream) {
   using Clock = std::chrono::steady_clock;
-  std::vector<std::pair<std::string, double>> timings;
+  std::vector<std::pair<std::string, double>> &timings = lastTimings;
+  timings.clear();
   bool ok = true;
   for (auto &pass : passes) {
     auto start = Clock::now();

@@ -25,6 +25,7 @@
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/InitLLVM.h"
+#include <chrono>
 #include <cstring>
 
 using namespace cgc;
@@ -38,6 +39,10 @@ static cl::opt<std::string> Arch("arch", cl::desc("Target GPU architecture"),
 static cl::opt<std::string> Emit("emit", cl::desc("Print instead of compiling: cuda or dot"),
                                  cl::value_desc("cuda|dot"));
 static cl::opt<bool> NoFuse("no-fuse", cl::desc("Keep one kernel per op"));
+static cl::opt<bool> TimePasses(
+    "time-passes",
+    cl::desc("Print the time of every compile phase: reading, each pass, "
+             "lowering, the CUDA text, NVRTC, the artifact writer"));
 static cl::alias NoFuseO0("O0", cl::desc("Alias for --no-fuse"), cl::aliasopt(NoFuse));
 static cl::opt<bool> AllowTf32("allow-tf32",
                                cl::desc("Let f32 matrix products use TF32 tensor cores"));
@@ -79,6 +84,17 @@ static int dumpArtifact() {
   return 0;
 }
 
+/// --time-passes: one line per phase, then the total, on stderr.
+static void printTimes(const PhaseTimes &times) {
+  llvm::errs() << "===-- cgc compile timing --===\n";
+  double total = 0;
+  for (const auto &[phase, ms] : times) {
+    llvm::errs() << llvm::format("  %10.3f ms  ", ms) << phase << "\n";
+    total += ms;
+  }
+  llvm::errs() << llvm::format("  %10.3f ms  ", total) << "total\n";
+}
+
 /// --emit=cuda and --emit=dot: the program the artifact would hold.
 static int emitText(Graph &graph, const CompileOptions &options,
                     DiagnosticEngine &diag) {
@@ -100,10 +116,16 @@ static int compile(Graph &graph, const CompileOptions &options,
   std::string error;
   llvm::StringRef bytes(reinterpret_cast<const char *>(result.bytes.data()),
                         result.bytes.size());
+  auto writeStart = std::chrono::steady_clock::now();
   if (!writeFileAtomically(OutputFile, bytes, /*overwrite=*/true, error)) {
     llvm::errs() << "cgc: error: " << error << "\n";
     return 1;
   }
+  if (options.times)
+    options.times->push_back({"write " + OutputFile,
+                              std::chrono::duration<double, std::milli>(
+                                  std::chrono::steady_clock::now() - writeStart)
+                                  .count()});
   llvm::errs() << "cgc: wrote " << OutputFile << ": " << result.graphs
                << (result.graphs == 1 ? " graph, " : " graphs, ")
                << result.kernels
@@ -180,10 +202,18 @@ static int compileMain(int argc, char **argv) {
     return 2;
   }
   DiagnosticEngine diag(llvm::errs(), ErrorLimit);
+  PhaseTimes times;
+  auto readStart = std::chrono::steady_clock::now();
   std::unique_ptr<Graph> graph = readGraphFile(InputFile, diag, ReadOptions());
   if (!graph || !verifyGraph(*graph, diag))
     return 1;
+  times.push_back({"read and verify",
+                   std::chrono::duration<double, std::milli>(
+                       std::chrono::steady_clock::now() - readStart)
+                       .count()});
   CompileOptions options;
+  if (TimePasses)
+    options.times = &times;
   options.arch = Arch;
   options.fuse = !NoFuse;
   options.allowTf32 = AllowTf32;
@@ -191,12 +221,16 @@ static int compileMain(int argc, char **argv) {
     options.productPolicy = ProductPolicy::LibraryOnly;
   if (!parseBindDims(options))
     return 2;
+  int status = 0;
   if (!Emit.empty())
-    return emitText(*graph, options, diag);
-  if (!OutputFile.empty())
-    return compile(*graph, options, diag);
-  printSummary(*graph);
-  return 0;
+    status = emitText(*graph, options, diag);
+  else if (!OutputFile.empty())
+    status = compile(*graph, options, diag);
+  else
+    printSummary(*graph);
+  if (TimePasses)
+    printTimes(times);
+  return status;
 }
 
 int main(int argc, char **argv) {
