@@ -18,12 +18,19 @@ jobs="${CGC_JOBS:-$(nproc)}"
 
 cc=$(command -v clang-14 || command -v clang) || { echo "fuzz: clang is missing (scripts/setup.sh installs clang-14)" >&2; exit 1; }
 cxx=$(command -v clang++-14 || command -v clang++)
+# A fresh cache each time: CMake drops -D options when it resets a cache
+# itself (a changed compiler), which once left stale targets running.
+rm -f "$build/CMakeCache.txt"
 cmake -S "$root" -B "$build" -DCMAKE_C_COMPILER="$cc" -DCMAKE_CXX_COMPILER="$cxx" \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCGC_FUZZ=ON -DCGC_SANITIZE=ON \
   -DCMAKE_DISABLE_FIND_PACKAGE_GTest=ON -DCMAKE_EXE_LINKER_FLAGS=-Wl,--as-needed >/dev/null
 if ! make -C "$build" -j"$jobs" cgc $(printf "fuzz-%s " "${targets[@]}") >"$build/build.log" 2>&1; then
   tail -30 "$build/build.log" >&2; echo "fuzz: the build failed (log: $build/build.log)" >&2; exit 1
 fi
+for t in "${targets[@]}"; do
+  [ "$build/test/fuzz/fuzz-$t" -nt "$build/test/fuzz/libcgc_fuzz_support.a" ] ||
+    { echo "fuzz: $build/test/fuzz/fuzz-$t is older than its library: not a libFuzzer build" >&2; exit 1; }
+done
 
 # Seeds: JSON models for the IR targets, compiled artifacts, safetensors.
 seed() { # seed TARGET FILE...
