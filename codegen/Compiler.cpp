@@ -6,27 +6,6 @@
 
 using namespace cgc;
 
-namespace {
-/// Adds the time since construction to \p times (when set) as \p phase.
-class PhaseTimer {
-public:
-  PhaseTimer(PhaseTimes *times, std::string phase)
-      : times(times), phase(std::move(phase)),
-        start(std::chrono::steady_clock::now()) {}
-  ~PhaseTimer() {
-    if (times)
-      times->push_back({phase, std::chrono::duration<double, std::milli>(
-                                   std::chrono::steady_clock::now() - start)
-                                   .count()});
-  }
-
-private:
-  PhaseTimes *times;
-  std::string phase;
-  std::chrono::steady_clock::time_point start;
-};
-} // namespace
-
 bool cgc::runDefaultPipeline(Graph &graph, const CompileOptions &options,
                              PassContext &ctx) {
   PassManager pm;

@@ -18,6 +18,7 @@
 #include "codegen/Program.h"
 #include "passes/Pass.h"
 
+#include <chrono>
 #include <map>
 #include <memory>
 #include <string>
@@ -28,7 +29,29 @@ namespace cgc {
 constexpr const char *kCompilerVersion = "cgc 0.2.0";
 
 /// Milliseconds per compile phase, in order (`cgc --time-passes`).
-using PhaseTimes = std::vector<std::pair<std::string, double>>;
+using PhaseTimes = Timings;
+
+/// Appends the time from construction to destruction to \p times (when
+/// set) as \p phase.
+class PhaseTimer {
+public:
+  PhaseTimer(PhaseTimes *times, std::string phase)
+      : times(times), phase(std::move(phase)),
+        start(std::chrono::steady_clock::now()) {}
+  ~PhaseTimer() {
+    if (times)
+      times->push_back({phase, std::chrono::duration<double, std::milli>(
+                                   std::chrono::steady_clock::now() - start)
+                                   .count()});
+  }
+  PhaseTimer(const PhaseTimer &) = delete;
+  PhaseTimer &operator=(const PhaseTimer &) = delete;
+
+private:
+  PhaseTimes *times;
+  std::string phase;
+  std::chrono::steady_clock::time_point start;
+};
 
 struct CompileOptions {
   std::string arch = "sm_90";

@@ -58,6 +58,12 @@ std::string defaultPipeline(bool fuse = true);
 /// Null when \p name is not registered.
 std::unique_ptr<Pass> createPass(llvm::StringRef name);
 
+/// Milliseconds per named step, in order.
+using Timings = std::vector<std::pair<std::string, double>>;
+/// `===-- title --===`, one line per step, then the total.
+void printTimings(llvm::StringRef title, const Timings &timings,
+                  llvm::raw_ostream &os);
+
 struct PassManagerOptions {
   bool verifyEach = true;
   bool printAfterAll = false;
@@ -76,13 +82,11 @@ public:
   bool run(Graph &graph, PassContext &ctx, llvm::raw_ostream &irStream);
   size_t size() const { return passes.size(); }
   /// Milliseconds per pass of the last run, in order.
-  const std::vector<std::pair<std::string, double>> &timings() const {
-    return lastTimings;
-  }
+  const Timings &timings() const { return lastTimings; }
 
 private:
   PassManagerOptions options;
-  std::vector<std::pair<std::string, double>> lastTimings;
+  Timings lastTimings;
   std::vector<std::unique_ptr<Pass>> passes;
 };
 

@@ -63,7 +63,7 @@ bool PassManager::addPipeline(llvm::StringRef pipeline, DiagnosticEngine &diag) 
 bool PassManager::run(Graph &graph, PassContext &ctx,
                       llvm::raw_ostream &irStream) {
   using Clock = std::chrono::steady_clock;
-  std::vector<std::pair<std::string, double>> &timings = lastTimings;
+  Timings &timings = lastTimings;
   timings.clear();
   bool ok = true;
   for (auto &pass : passes) {
@@ -87,14 +87,18 @@ bool PassManager::run(Graph &graph, PassContext &ctx,
       printGraph(graph, irStream);
     }
   }
-  if (options.timePasses) {
-    llvm::errs() << "===-- pass execution timing --===\n";
-    double total = 0;
-    for (const auto &[name, ms] : timings) {
-      llvm::errs() << llvm::format("  %10.3f ms  ", ms) << name << "\n";
-      total += ms;
-    }
-    llvm::errs() << llvm::format("  %10.3f ms  ", total) << "total\n";
-  }
+  if (options.timePasses)
+    printTimings("pass execution timing", timings, llvm::errs());
   return ok;
+}
+
+void cgc::printTimings(llvm::StringRef title, const Timings &timings,
+                       llvm::raw_ostream &os) {
+  os << "===-- " << title << " --===\n";
+  double total = 0;
+  for (const auto &[name, ms] : timings) {
+    os << llvm::format("  %10.3f ms  ", ms) << name << "\n";
+    total += ms;
+  }
+  os << llvm::format("  %10.3f ms  ", total) << "total\n";
 }

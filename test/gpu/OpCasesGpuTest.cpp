@@ -280,6 +280,15 @@ bool readTensors(const std::string &path, TensorMap &out) {
   return ok;
 }
 
+/// Input set \p k of the case in \p dir and its reference (k = 0: the
+/// first set, in.safetensors; k >= 1: in.k.safetensors, the replays').
+bool readInputSet(const std::string &dir, int k, TensorMap &in,
+                  TensorMap &ref) {
+  std::string tag = k == 0 ? "" : "." + std::to_string(k);
+  return readTensors(dir + "in" + tag + ".safetensors", in) &&
+         readTensors(dir + "ref" + tag + ".safetensors", ref);
+}
+
 class OpCase : public ::testing::TestWithParam<Case> {
 protected:
   void SetUp() override { CGC_REQUIRE_GPU(); }
@@ -546,15 +555,12 @@ TEST(StagedCases, ProductBindingAndPinnedAlgorithm) {
   for (int k : {1, 2}) {
     SCOPED_TRACE("input set " + std::to_string(k));
     TensorMap in, ref;
-    std::string tag = std::to_string(k);
-    ASSERT_TRUE(readTensors(dir + "in." + tag + ".safetensors", in));
-    ASSERT_TRUE(readTensors(dir + "ref." + tag + ".safetensors", ref));
+    ASSERT_TRUE(readInputSet(dir, k, in, ref));
     EXPECT_EQ(runBound(l, *c, in, ref, false), "");
     EXPECT_EQ(runBound(l, *c, in, ref, true), "");
   }
   TensorMap in, ref; // unbound again: the arena slots
-  ASSERT_TRUE(readTensors(dir + "in.safetensors", in));
-  ASSERT_TRUE(readTensors(dir + "ref.safetensors", ref));
+  ASSERT_TRUE(readInputSet(dir, 0, in, ref));
   ASSERT_EQ(l.feed(in), "");
   EXPECT_EQ(l.runAndCompare(false, *c, ref), "");
 }
@@ -579,9 +585,7 @@ TEST(StagedCases, ProductRebindingInsideIfBodies) {
   for (int k : {1, 2}) {
     SCOPED_TRACE("input set " + std::to_string(k));
     TensorMap in, ref;
-    std::string tag = std::to_string(k);
-    ASSERT_TRUE(readTensors(dir + "in." + tag + ".safetensors", in));
-    ASSERT_TRUE(readTensors(dir + "ref." + tag + ".safetensors", ref));
+    ASSERT_TRUE(readInputSet(dir, k, in, ref));
     EXPECT_EQ(runBound(l, yOnly, in, ref, false), "");
     EXPECT_EQ(runBound(l, yOnly, in, ref, true), "");
   }
@@ -616,11 +620,8 @@ TEST(StagedCases, SoakReplays) {
   ASSERT_GE(c->replays, 2);
   std::string dir = staged().dir + "/" + name + "/";
   std::vector<TensorMap> ins(c->replays), refs(c->replays);
-  for (int k = 0; k < c->replays; ++k) {
-    std::string tag = std::to_string(k + 1);
-    ASSERT_TRUE(readTensors(dir + "in." + tag + ".safetensors", ins[k]));
-    ASSERT_TRUE(readTensors(dir + "ref." + tag + ".safetensors", refs[k]));
-  }
+  for (int k = 0; k < c->replays; ++k)
+    ASSERT_TRUE(readInputSet(dir, k + 1, ins[k], refs[k]));
   const char *env = std::getenv("CGC_SOAK_REPLAYS");
   const int64_t total = env ? std::atoll(env) : 1000000;
   Loaded l;

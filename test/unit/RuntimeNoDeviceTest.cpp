@@ -14,11 +14,6 @@
 
 namespace {
 
-[[maybe_unused]] bool deviceAvailable() {
-  int n = 0;
-  return cgc_device_count(&n) == CGC_OK && n > 0;
-}
-
 TEST(RuntimeBasics, AbiAndMessages) {
   EXPECT_EQ(cgc_abi_version(), CGC_ABI_VERSION);
   EXPECT_STREQ(cgc_status_message(CGC_ERROR_NO_DEVICE), "no CUDA device");

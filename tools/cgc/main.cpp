@@ -25,7 +25,6 @@
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/InitLLVM.h"
-#include <chrono>
 #include <cstring>
 
 using namespace cgc;
@@ -84,17 +83,6 @@ static int dumpArtifact() {
   return 0;
 }
 
-/// --time-passes: one line per phase, then the total, on stderr.
-static void printTimes(const PhaseTimes &times) {
-  llvm::errs() << "===-- cgc compile timing --===\n";
-  double total = 0;
-  for (const auto &[phase, ms] : times) {
-    llvm::errs() << llvm::format("  %10.3f ms  ", ms) << phase << "\n";
-    total += ms;
-  }
-  llvm::errs() << llvm::format("  %10.3f ms  ", total) << "total\n";
-}
-
 /// --emit=cuda and --emit=dot: the program the artifact would hold.
 static int emitText(Graph &graph, const CompileOptions &options,
                     DiagnosticEngine &diag) {
@@ -116,16 +104,13 @@ static int compile(Graph &graph, const CompileOptions &options,
   std::string error;
   llvm::StringRef bytes(reinterpret_cast<const char *>(result.bytes.data()),
                         result.bytes.size());
-  auto writeStart = std::chrono::steady_clock::now();
-  if (!writeFileAtomically(OutputFile, bytes, /*overwrite=*/true, error)) {
-    llvm::errs() << "cgc: error: " << error << "\n";
-    return 1;
+  {
+    PhaseTimer timer(options.times, "write " + OutputFile);
+    if (!writeFileAtomically(OutputFile, bytes, /*overwrite=*/true, error)) {
+      llvm::errs() << "cgc: error: " << error << "\n";
+      return 1;
+    }
   }
-  if (options.times)
-    options.times->push_back({"write " + OutputFile,
-                              std::chrono::duration<double, std::milli>(
-                                  std::chrono::steady_clock::now() - writeStart)
-                                  .count()});
   llvm::errs() << "cgc: wrote " << OutputFile << ": " << result.graphs
                << (result.graphs == 1 ? " graph, " : " graphs, ")
                << result.kernels
@@ -203,14 +188,13 @@ static int compileMain(int argc, char **argv) {
   }
   DiagnosticEngine diag(llvm::errs(), ErrorLimit);
   PhaseTimes times;
-  auto readStart = std::chrono::steady_clock::now();
-  std::unique_ptr<Graph> graph = readGraphFile(InputFile, diag, ReadOptions());
-  if (!graph || !verifyGraph(*graph, diag))
-    return 1;
-  times.push_back({"read and verify",
-                   std::chrono::duration<double, std::milli>(
-                       std::chrono::steady_clock::now() - readStart)
-                       .count()});
+  std::unique_ptr<Graph> graph;
+  {
+    PhaseTimer timer(&times, "read and verify");
+    graph = readGraphFile(InputFile, diag, ReadOptions());
+    if (!graph || !verifyGraph(*graph, diag))
+      return 1;
+  }
   CompileOptions options;
   if (TimePasses)
     options.times = &times;
@@ -229,7 +213,7 @@ static int compileMain(int argc, char **argv) {
   else
     printSummary(*graph);
   if (TimePasses)
-    printTimes(times);
+    printTimings("cgc compile timing", times, llvm::errs());
   return status;
 }
 
