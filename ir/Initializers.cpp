@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <thread>
 
 using namespace cgc;
 
@@ -22,16 +23,26 @@ static int64_t toInt64(double v) {
 }
 
 /// Rounds to a binary float format with \p mantissaBits stored mantissa
-/// bits, smallest normal exponent \p minExp and largest finite \p maxFinite.
+/// bits, smallest normal exponent \p minExp and largest finite \p maxFinite,
+/// ties to even.
 static double roundBinary(double x, int mantissaBits, int minExp,
-                          double maxFinite) {
+                          double minNormal, double maxFinite) {
   if (!std::isfinite(x) || x == 0)
     return x;
-  int e = std::ilogb(x);
-  if (e < minExp)
-    e = minExp;
-  double ulp = std::ldexp(1.0, e - mantissaBits);
-  double r = std::nearbyint(x / ulp) * ulp; // ties to even (default mode)
+  double r;
+  if (std::fabs(x) >= minNormal) {
+    // A normal result: round the double's mantissa bits in place (a carry
+    // into the exponent is the correct rounding up).
+    uint64_t bits;
+    std::memcpy(&bits, &x, 8);
+    unsigned drop = 52 - unsigned(mantissaBits);
+    bits += (uint64_t(1) << (drop - 1)) - 1 + ((bits >> drop) & 1);
+    bits &= ~((uint64_t(1) << drop) - 1);
+    std::memcpy(&r, &bits, 8);
+  } else {
+    double ulp = std::ldexp(1.0, minExp - mantissaBits);
+    r = std::nearbyint(x / ulp) * ulp; // ties to even (default mode)
+  }
   if (std::fabs(r) > maxFinite)
     return std::copysign(INFINITY, x);
   return r;
@@ -57,9 +68,9 @@ double cgc::roundToDType(DType dtype, double x) {
   case DType::F32:
     return double(float(x));
   case DType::F16:
-    return roundBinary(x, 10, -14, 65504.0);
+    return roundBinary(x, 10, -14, 0x1p-14, 65504.0);
   case DType::BF16:
-    return roundBinary(x, 7, -126, 3.3895313892515355e38);
+    return roundBinary(x, 7, -126, 0x1p-126, 3.3895313892515355e38);
   case DType::I64:
     return saturateToInt(DType::I64, x);
   case DType::I32: {
@@ -72,24 +83,37 @@ double cgc::roundToDType(DType dtype, double x) {
   llvm_unreachable("invalid DType");
 }
 
-std::vector<double> cgc::initializerValues(const Initializer &init,
-                                           DType dtype, int64_t count) {
+/// Values [begin, end) of \p init into \p out.
+static void initializerRange(const Initializer &init, DType dtype,
+                             int64_t begin, int64_t end, double *out) {
   using S = Initializer::Source;
-  std::vector<double> out(count, 0.0);
-  for (int64_t i = 0; i < count; ++i) {
+  PhiloxBlock words{}; // Uniform: the block of element i.
+  for (int64_t i = begin; i < end; ++i) {
     double v = 0;
     switch (init.source) {
     case S::Normal: {
-      double u1 = philoxUniform(init.seed, 0, 2 * uint64_t(i));
-      double u2 = philoxUniform(init.seed, 0, 2 * uint64_t(i) + 1);
+      // Words 2i and 2i+1 of the stream: one Philox block holds both.
+      uint64_t block = uint64_t(i) / 2;
+      PhiloxBlock words = philox4x32_10(
+          {uint32_t(block), uint32_t(block >> 32), 0, 0}, uint32_t(init.seed),
+          uint32_t(init.seed >> 32));
+      unsigned w = unsigned(i % 2) * 2;
+      double u1 = float(words[w] >> 8) * (1.0f / 16777216.0f);
+      double u2 = float(words[w + 1] >> 8) * (1.0f / 16777216.0f);
       double z = std::sqrt(-2.0 * std::log(1.0 - u1)) *
                  std::cos(2.0 * M_PI * u2);
       v = init.a + init.b * z;
       break;
     }
-    case S::Uniform:
-      v = init.a + (init.b - init.a) * double(philoxUniform(init.seed, 0, i));
+    case S::Uniform: {
+      uint64_t block = uint64_t(i) / 4;
+      if (i == begin || i % 4 == 0)
+        words = philox4x32_10({uint32_t(block), uint32_t(block >> 32), 0, 0},
+                              uint32_t(init.seed), uint32_t(init.seed >> 32));
+      float u = float(words[i % 4] >> 8) * (1.0f / 16777216.0f);
+      v = init.a + (init.b - init.a) * double(u);
       break;
+    }
     case S::Ones:
       v = 1;
       break;
@@ -101,6 +125,29 @@ std::vector<double> cgc::initializerValues(const Initializer &init,
     }
     out[i] = roundToDType(dtype, v);
   }
+}
+
+std::vector<double> cgc::initializerValues(const Initializer &init,
+                                           DType dtype, int64_t count) {
+  std::vector<double> out(count, 0.0);
+  // Large parameters (a 8192x8192 normal: 64M values) fill in parallel.
+  constexpr int64_t kPerThread = 1 << 20;
+  unsigned threads = unsigned(std::min<int64_t>(
+      std::max(1u, std::thread::hardware_concurrency()),
+      (count + kPerThread - 1) / kPerThread));
+  if (threads <= 1) {
+    initializerRange(init, dtype, 0, count, out.data());
+    return out;
+  }
+  std::vector<std::thread> workers;
+  int64_t per = (count + threads - 1) / threads;
+  for (unsigned t = 0; t < threads; ++t)
+    workers.emplace_back([&, t] {
+      initializerRange(init, dtype, std::min(count, t * per),
+                       std::min(count, (t + 1) * per), out.data());
+    });
+  for (std::thread &w : workers)
+    w.join();
   return out;
 }
 
