@@ -110,6 +110,7 @@ bool cgc::lowerModel(Graph &model, const CompileOptions &options,
   bool shared = !options.bindDims.empty();
   out.program.allowTf32 = options.allowTf32;
   out.program.productPolicy = options.productPolicy;
+  out.program.multiprocessors = multiprocessorsOf(options.arch);
   PlanLayout layout = shared ? sharedLayout(model, options) : PlanLayout();
   for (const auto &dims : specializations(options)) {
     CompiledGraph unit;

@@ -2,6 +2,7 @@
 #include "codegen/CudaText.h"
 
 #include "llvm/Support/ErrorHandling.h"
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -111,6 +112,23 @@ std::string cgc::addParam(Kernel &kernel, const Value *value, bool written) {
   return "p" + std::to_string(kernel.params.size() - 1);
 }
 
+std::string cgc::addScratchParam(Kernel &kernel, const Storage &storage,
+                                 bool written, const std::string &type) {
+  KernelParam param;
+  param.storage = storage;
+  param.written = written;
+  param.scratchType = type;
+  kernel.params.push_back(param);
+  return "p" + std::to_string(kernel.params.size() - 1);
+}
+
+uint32_t cgc::residentGrid(int64_t blocks, unsigned threadsPerBlock,
+                           unsigned multiprocessors) {
+  int64_t resident = int64_t(multiprocessors) * (kThreadsPerMultiprocessor /
+                                                 std::max(threadsPerBlock, 1u));
+  return uint32_t(std::clamp<int64_t>(blocks, 1, std::max<int64_t>(resident, 1)));
+}
+
 std::string cgc::kernelOpening(const Kernel &kernel, unsigned blockSize) {
   return kernelSignature(kernel, blockSize) + kWaitForProducers;
 }
@@ -211,6 +229,67 @@ __device__ __forceinline__ float cgc_block_sum(float v) {
 }
 __device__ __forceinline__ float cgc_block_max(float v) {
   return cgc_block_reduce(v, [](float a, float b) { return cgc_max(a, b); });
+}
+// Reduces over groups of LANES adjacent threads (a power of two up to 32:
+// every thread of the warp takes part) or, above 32, over the block.
+template <int LANES, class T, class F> __device__ __forceinline__ T cgc_group_reduce(T v, F f) {
+  if constexpr (LANES <= 32) {
+#pragma unroll
+    for (int o = LANES / 2; o > 0; o >>= 1) v = f(v, __shfl_xor_sync(0xffffffffu, v, o));
+    return v;
+  } else {
+    return cgc_block_reduce(v, f);
+  }
+}
+// Merges running (max, sum of exp(x - max)) pairs over groups of LANES
+// threads as cgc_group_reduce does; every thread gets the merged pair.
+__device__ __forceinline__ void cgc_lse_merge(float &m, float &s, float om, float os) {
+  const float nm = cgc_max(m, om);
+  s = (m == -CGC_INF ? 0.0f : s * expf(m - nm)) + (om == -CGC_INF ? 0.0f : os * expf(om - nm));
+  m = nm;
+}
+template <int LANES> __device__ __forceinline__ void cgc_group_lse(float &m, float &s) {
+#pragma unroll
+  for (int o = (LANES < 32 ? LANES : 32) / 2; o > 0; o >>= 1)
+    cgc_lse_merge(m, s, __shfl_xor_sync(0xffffffffu, m, o), __shfl_xor_sync(0xffffffffu, s, o));
+  if constexpr (LANES > 32) {
+    __shared__ float pm[32], ps[32];
+    __syncthreads();
+    if ((threadIdx.x & 31) == 0) { pm[threadIdx.x >> 5] = m; ps[threadIdx.x >> 5] = s; }
+    __syncthreads();
+    m = pm[0]; s = ps[0];
+    for (unsigned w = 1; w < LANES / 32; ++w) cgc_lse_merge(m, s, pm[w], ps[w]);
+  }
+}
+// V elements from index i (a multiple of V) in one access of V * sizeof(T)
+// bytes, converted to C; and the store the other way.
+template <int B> struct cgc_word;
+template <> struct cgc_word<2> { typedef unsigned short type; };
+template <> struct cgc_word<4> { typedef unsigned type; };
+template <> struct cgc_word<8> { typedef uint2 type; };
+template <> struct cgc_word<16> { typedef uint4 type; };
+template <int V, class C, class T> __device__ __forceinline__ void cgc_ldv(const T *p, long long i, C *out) {
+  if constexpr (V == 1) {
+    out[0] = (C)cgc_ld(p, i);
+  } else {
+    typedef typename cgc_word<sizeof(T) * V>::type W;
+    const W w = *reinterpret_cast<const W *>(p + i);
+    const T *e = reinterpret_cast<const T *>(&w);
+#pragma unroll
+    for (int k = 0; k < V; ++k) out[k] = (C)cgc_ld(e, k);
+  }
+}
+template <int V, class T, class C> __device__ __forceinline__ void cgc_stv(T *p, long long i, const C *in) {
+  if constexpr (V == 1) {
+    cgc_st(p, i, in[0]);
+  } else {
+    typedef typename cgc_word<sizeof(T) * V>::type W;
+    W w;
+    T *e = reinterpret_cast<T *>(&w);
+#pragma unroll
+    for (int k = 0; k < V; ++k) cgc_st(e, k, in[k]);
+    *reinterpret_cast<W *>(p + i) = w;
+  }
 }
 // Arg-max over the block: the largest value, the first index among ties.
 __device__ __forceinline__ long long cgc_block_argmax(double v, long long i) {

@@ -34,7 +34,16 @@ void emitReduction(const Node &node, Kernel &kernel);
 void emitSplitReduction(const Node &node, const ReductionSplit &split,
                         const Storage &partials, Kernel &phase1,
                         Kernel &phase2);
-/// softmax, log_softmax and layernorm.
+/// Whether \p node runs on a row schedule (RowEmitter.cpp): a sum, mean,
+/// max or min over trailing dims or over columns, softmax or log_softmax
+/// over the innermost axis, layernorm, cross_entropy.
+bool hasRowSchedule(const Node &node);
+/// The kernels of such a node: \p second (and \p scratch, plan-memory's
+/// phaseScratchBytes) only for column splits and reduced cross_entropy.
+/// Grids take one wave of \p multiprocessors.
+void emitRowKernels(const Node &node, const Storage *scratch,
+                    unsigned multiprocessors, Kernel &first, Kernel *second);
+/// softmax, log_softmax and layernorm on any other axis.
 void emitNormalization(const Node &node, Kernel &kernel);
 /// mse_loss and cross_entropy.
 void emitLoss(const Node &node, Kernel &kernel);

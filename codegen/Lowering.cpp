@@ -203,6 +203,8 @@ void Lowerer::lowerNode(const Node &node, StepGraph &out) {
   ReductionSplit split = reductionSplit(node);
   if (split.chunks)
     return lowerSplitReduction(node, split, out);
+  if (hasRowSchedule(node))
+    return lowerRowNode(node, out);
   if (isProductNode(node)) {
     if (node.result()->getType().numElements() == 0)
       return; // Nothing to compute.
@@ -278,6 +280,35 @@ void Lowerer::lowerSplitReduction(const Node &node, const ReductionSplit &split,
   }
 }
 
+void Lowerer::lowerRowNode(const Node &node, StepGraph &out) {
+  const Storage *scratch = nullptr;
+  Storage scratchStorage;
+  if (phaseScratchBytes(node)) {
+    if (!plan.reductionPartials.count(&node)) {
+      diag.nodeError(node, "internal error: plan-memory reserved no scratch "
+                           "for this two-phase kernel");
+      ok = false;
+      return;
+    }
+    scratchStorage = bufferStorage(plan.reductionPartials.lookup(&node));
+    scratch = &scratchStorage;
+  }
+  Kernel kernels[2];
+  std::string base = sanitize(mnemonic(node.getOp())) + "_" + sanitize(node.getName());
+  kernels[0].name = uniqueKernelName(scratch ? base + "_partials" : base);
+  if (scratch)
+    kernels[1].name = uniqueKernelName(base);
+  for (Kernel &k : kernels)
+    k.node = &node;
+  emitRowKernels(node, scratch, program.multiprocessors, kernels[0],
+                 scratch ? &kernels[1] : nullptr);
+  noteDTypes(node, program);
+  for (unsigned k = 0; k < (scratch ? 2u : 1u); ++k) {
+    shareIdenticalFunction(kernels[k], program.functionBodies);
+    addKernelStep(std::move(kernels[k]), out);
+  }
+}
+
 void Lowerer::lowerNodes(const Graph &g, StepGraph &out) {
   for (const auto &node : g.nodes())
     lowerNode(*node, out);
@@ -332,4 +363,18 @@ std::string cgc::programSource(const Program &program,
     text += "\n" + k.source;
   }
   return text;
+}
+
+unsigned cgc::multiprocessorsOf(const std::string &arch) {
+  // (compute capability, multiprocessors of its largest part): V100, T4,
+  // A100, A40, L40S, H100/H200, B200, RTX PRO 6000.
+  static const std::pair<unsigned, unsigned> table[] = {
+      {70, 80}, {75, 40}, {80, 108}, {86, 84},
+      {89, 142}, {90, 132}, {100, 148}, {120, 188}};
+  unsigned cc = unsigned(std::strtoul(arch.c_str() + 3, nullptr, 10));
+  unsigned count = table[0].second;
+  for (const auto &[capability, sms] : table)
+    if (capability <= cc)
+      count = sms;
+  return count;
 }

@@ -108,39 +108,85 @@ llvm::Optional<double> cgc::inlinedSplat(const Node &user,
   return splatConstant(operand);
 }
 
-/// The 16-byte vector of four elements of \p dtype (f32 and i32 only).
-static std::string vectorType(DType dtype) {
-  return dtype == DType::F32 ? "float4" : "int4";
+namespace {
+/// How a vectorized thread reads one operand: the whole vector (same
+/// shape as the iteration space), one vector of a row repeated along the
+/// leading dims (`Row`: the operand is the iteration space's trailing
+/// dims), one element per vector (`Column`: the operand is the leading
+/// dims, broadcast along trailing dims whose size the width divides), or
+/// one element for all (`Scalar`).
+enum class VectorRead { Full, Row, Column, Scalar };
+
+struct OperandRead {
+  VectorRead read = VectorRead::Full;
+  int64_t period = 0; ///< Row: vectors per row. Column: vectors per element.
+};
+} // namespace
+
+/// The read of an operand of shape \p shape (right-aligned to \p iter) by
+/// \p width-element vectors, if one pattern fits.
+static llvm::Optional<OperandRead> vectorRead(const Shape &shape,
+                                              const Shape &iter,
+                                              unsigned width) {
+  int64_t n = product(shape);
+  if (shape == iter)
+    return OperandRead{VectorRead::Full, 0};
+  if (n == 1)
+    return OperandRead{VectorRead::Scalar, 0};
+  size_t lead = iter.size() - shape.size();
+  // First dim (of iter) where the operand is not 1, and the last.
+  size_t first = iter.size(), last = 0;
+  for (size_t d = 0; d < shape.size(); ++d)
+    if (shape[d] != 1) {
+      first = std::min(first, d + lead);
+      last = d + lead;
+    }
+  bool equalFromFirst = true, oneAfterLast = true;
+  for (size_t d = first; d < iter.size(); ++d)
+    equalFromFirst &= d < lead || shape[d - lead] == iter[d];
+  for (size_t d = 0; d <= last; ++d)
+    oneAfterLast &= d < lead ? iter[d] == 1 : shape[d - lead] == iter[d];
+  if (equalFromFirst && n % width == 0)
+    return OperandRead{VectorRead::Row, n / width};
+  int64_t trailing = product(iter, last + 1);
+  if (oneAfterLast && trailing % width == 0)
+    return OperandRead{VectorRead::Column, trailing / width};
+  return llvm::None;
 }
 
-/// Four elements per thread with 16-byte loads and stores (measured 2.3x
-/// faster for GELU over 4.8M floats on an H200) when every buffer holds
-/// 4-byte elements (f32, i32), no operand broadcasts except scalars, and
-/// the element count divides by 4. Buffers are 256-byte aligned in the
-/// arena and bound pointers 16-byte aligned (runtime/ checks it).
-static bool isVectorizable(
+/// The vector width of a pointwise kernel: 16 bytes of its widest element
+/// type when every buffer holds 2- or 4-byte elements, each operand reads
+/// by one pattern of vectorRead() and the element count divides (measured
+/// 2.3x faster for GELU over 4.8M floats on an H200); 1 otherwise. Buffers
+/// are 256-byte aligned in the arena and bound pointers 16-byte aligned
+/// (runtime/ checks it).
+static unsigned vectorWidthOf(
     const Node &node,
     llvm::ArrayRef<std::pair<const Value *, const Value *>> inputs,
     llvm::ArrayRef<std::pair<const Value *, const Value *>> outputs,
-    const Shape &iter, bool needCoords) {
-  int64_t n = product(iter);
-  if (needCoords || n < 4 || n % 4 != 0)
-    return false;
-  auto fourBytes = [](const Value *v) {
-    DType d = v->getType().dtype;
-    return d == DType::F32 || d == DType::I32;
+    const Shape &iter, bool hasIota) {
+  unsigned widest = 0;
+  bool sizesOk = true;
+  auto note = [&](const Value *v) {
+    unsigned size = dtypeSize(v->getType().dtype);
+    sizesOk &= (size == 2 || size == 4) && v->getType().dtype != DType::Bool;
+    widest = std::max(widest, size);
   };
-  for (const auto &[inner, outer] : inputs) {
-    if (inlinedSplat(node, outer))
-      continue;
-    Shape shape = staticShape(inner->getType());
-    if (!fourBytes(outer) || (shape != iter && product(shape) != 1))
-      return false;
-  }
+  for (const auto &[inner, outer] : inputs)
+    if (!inlinedSplat(node, outer))
+      note(outer);
   for (const auto &[inner, outer] : outputs)
-    if (!fourBytes(outer))
-      return false;
-  return true;
+    note(outer);
+  if (hasIota || !sizesOk || widest == 0)
+    return 1;
+  unsigned width = 16 / widest;
+  if (product(iter) % width != 0)
+    return 1;
+  for (const auto &[inner, outer] : inputs)
+    if (!inlinedSplat(node, outer) &&
+        !vectorRead(staticShape(inner->getType()), iter, width))
+      return 1;
+  return width;
 }
 
 /// Bodies of more ops than this keep the four lanes of a vectorized
@@ -170,15 +216,21 @@ void cgc::emitPointwise(const Node &node, Kernel &kernel) {
   }
   Shape iter = staticShape(outputs[0].second->getType());
   int64_t n = product(iter);
-  bool needCoords = false;
-  for (const auto &in : inputs)
-    needCoords |= staticShape(in.first->getType()) != iter &&
-                  product(staticShape(in.first->getType())) != 1;
+  bool hasIota = false;
   for (const Node *op : ops)
-    needCoords |= op->getOp() == OpKind::Iota;
+    hasIota |= op->getOp() == OpKind::Iota;
+  unsigned width = vectorWidthOf(node, inputs, outputs, iter, hasIota);
+  bool vector = width > 1;
+  bool needCoords = hasIota;
+  if (!vector)
+    for (const auto &in : inputs)
+      needCoords |= staticShape(in.first->getType()) != iter &&
+                    product(staticShape(in.first->getType())) != 1;
 
-  bool vector = isVectorizable(node, inputs, outputs, iter, needCoords);
-  unsigned width = vector ? 4 : 1;
+  std::string W = std::to_string(width);
+  // Vector indices fit 32 bits for every tensor below 2^32 vectors: the
+  // row and column reads then divide 32-bit numbers by constants.
+  std::string q = n / width < (int64_t(1) << 32) ? "(unsigned)q" : "q";
   llvm::DenseMap<const Value *, std::string> var;
   std::string loads, body, stores;
   unsigned next = 0;
@@ -195,21 +247,31 @@ void cgc::emitPointwise(const Node &node, Kernel &kernel) {
     std::string name = "v" + std::to_string(next++);
     var[inner] = name;
     std::string type = computeType(inner->getType().dtype);
-    if (vector && shape == iter) {
-      // One 16-byte load per thread; lane k reads element 4*q+k.
-      std::string vec = vectorType(inner->getType().dtype);
-      loads += "    const " + vec + " l" + name + " = reinterpret_cast<const " +
-               vec + " *>(" + p + ")[q];\n    const " + type + " a" + name +
-               "[4] = {l" + name + ".x, l" + name + ".y, l" + name + ".z, l" +
-               name + ".w};\n";
-      body += lane + type + " " + name + " = a" + name + "[k];\n";
+    if (!vector) {
+      std::string offset = shape == iter ? "i"
+                           : product(shape) == 1 ? "0"
+                                                 : broadcastOffset(shape, iter, "c");
+      body += "    " + type + " " + name + " = cgc_ld(" + p + ", " + offset + ");\n";
       continue;
     }
-    std::string offset = shape == iter ? "i"
-                         : product(shape) == 1 ? "0"
-                                               : broadcastOffset(shape, iter, "c");
-    (vector ? loads : body) += "    " + type + " " + name + " = cgc_ld(" + p +
-                               ", " + offset + ");\n";
+    OperandRead read = *vectorRead(shape, iter, width);
+    switch (read.read) {
+    case VectorRead::Full: case VectorRead::Row: {
+      std::string at = read.read == VectorRead::Full
+                           ? "q" : "(long long)(" + q + " % " + std::to_string(read.period) + "u)";
+      loads += "    " + type + " a" + name + "[" + W + "];\n    cgc_ldv<" + W + ", " +
+               type + ">(" + p + ", " + at + " * " + W + ", a" + name + ");\n";
+      body += lane + type + " " + name + " = a" + name + "[k];\n";
+      break;
+    }
+    case VectorRead::Column:
+      loads += "    const " + type + " " + name + " = cgc_ld(" + p + ", (long long)(" +
+               q + " / " + std::to_string(read.period) + "u));\n";
+      break;
+    case VectorRead::Scalar:
+      loads += "    const " + type + " " + name + " = cgc_ld(" + p + ", 0);\n";
+      break;
+    }
   }
   for (const Node *op : ops) {
     std::string expr;
@@ -232,23 +294,20 @@ void cgc::emitPointwise(const Node &node, Kernel &kernel) {
       stores += "    cgc_st(" + p + ", i, " + var.lookup(inner) + ");\n";
       continue;
     }
-    DType dtype = outer->getType().dtype;
-    std::string r = "r" + p, vec = vectorType(dtype);
-    loads += "    " + storageType(dtype) + " " + r + "[4];\n";
-    body += lane + r + "[k] = (" + storageType(dtype) + ")" + var.lookup(inner) +
-            ";\n";
-    stores += "    reinterpret_cast<" + vec + " *>(" + p + ")[q] = make_" + vec +
-              "(" + r + "[0], " + r + "[1], " + r + "[2], " + r + "[3]);\n";
+    std::string r = "r" + p, type = computeType(outer->getType().dtype);
+    loads += "    " + type + " " + r + "[" + W + "];\n";
+    body += lane + r + "[k] = " + var.lookup(inner) + ";\n";
+    stores += "    cgc_stv<" + W + ">(" + p + ", q * " + W + ", " + r + ");\n";
   }
 
   const unsigned block = 256;
   kernel.block[0] = block;
   kernel.grid[0] = gridFor(n / width, block);
   std::string loop =
-      vector ? gridStrideLoop("q", n / 4, block) + loads +
+      vector ? gridStrideLoop("q", n / width, block) + loads +
                    (ops.size() > kMaxUnrolledBodyOps ? "#pragma unroll 1\n"
                                                       : "#pragma unroll\n") +
-                   "    for (int k = 0; k < 4; ++k) {\n" + body +
+                   "    for (int k = 0; k < " + W + "; ++k) {\n" + body +
                    "    }\n" + stores
              : gridStrideLoop("i", n, block) +
                    (needCoords ? coordDecls(iter, "i", "c") : "") + body + stores;

@@ -8,6 +8,7 @@
 // line. Losses reduce over the whole tensor in one block.
 //
 //===----------------------------------------------------------------------===//
+#include "codegen/Accumulator.h"
 #include "codegen/CudaText.h"
 #include "codegen/Emitters.h"
 #include "ir/TypeRules.h"
@@ -69,36 +70,8 @@ static void emitCumSum(const Node &node, Kernel &kernel) {
 }
 
 namespace {
-/// The accumulator of a sum, mean, max or min over \p in: its C type, its
-/// start value and how two combine (in terms of a and b).
-struct Accumulator {
-  std::string type, init, combine;
-};
-
-Accumulator accumulatorOf(const Node &node, DType in) {
-  Accumulator a{isFloat(in) ? "float" : in == DType::I64 ? "long long" : "int",
-                "0", "a + b"};
-  bool isMax = node.getOp() == OpKind::Max, isMin = node.getOp() == OpKind::Min;
-  if (!isMax && !isMin)
-    return a;
-  a.combine = isMax ? "cgc_max(a, b)" : "cgc_min(a, b)";
-  if (isFloat(in))
-    a.init = isMax ? "-CGC_INF" : "CGC_INF";
-  else if (in == DType::I64)
-    a.init = isMax ? "(-0x7fffffffffffffffLL - 1)" : "0x7fffffffffffffffLL";
-  else
-    a.init = isMax ? "(-0x7fffffff - 1)" : "0x7fffffff";
-  return a;
-}
-
-/// `acc = combine(acc, VALUE);` as a statement.
-std::string fold(const Accumulator &a, const std::string &value) {
-  return "{ " + a.type + " a = acc, b = " + value + "; acc = " + a.combine + "; }";
-}
-
 std::string blockCombine(const Accumulator &a) {
-  return "  acc = cgc_block_reduce(acc, [](" + a.type + " a, " + a.type +
-         " b) { return " + a.combine + "; });\n";
+  return "  acc = cgc_block_reduce(acc, " + combiner(a) + ");\n";
 }
 
 KernelParam scratchParam(const Storage &s, bool written, const std::string &type) {

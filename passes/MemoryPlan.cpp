@@ -280,13 +280,12 @@ void Planner::planGraph(Graph &graph) {
 }
 
 void Planner::planPartials(Node &n) {
-  ReductionSplit split = reductionSplit(n);
-  if (!split.chunks)
+  uint64_t bytes = phaseScratchBytes(n);
+  if (!bytes)
     return;
   int at = live.span(&n).start;
   plan.reductionPartials[&n] =
-      newBuffer(nullptr, uint64_t(split.rows * split.chunks) * split.partialBytes,
-                Storage::Region::Arena, at, at, false);
+      newBuffer(nullptr, bytes, Storage::Region::Arena, at, at, false);
 }
 
 void Planner::planWorkspace(Node &n) {

@@ -81,8 +81,9 @@ struct MemoryPlan {
   /// The cuBLASLt workspace of each library product (ProductRule.h), live
   /// at that node only.
   llvm::DenseMap<const Node *, unsigned> workspace;
-  /// The phase-1 partials of each reduction that runs in two phases
-  /// (ReductionRule.h), live at that node only.
+  /// The scratch between the two kernels of a node that runs in two
+  /// phases (split and column reductions, reduced cross_entropy;
+  /// ReductionRule.h), live at that node only.
   llvm::DenseMap<const Node *, unsigned> reductionPartials;
   uint64_t arenaSize = 0;
   uint64_t persistentSize = 0;

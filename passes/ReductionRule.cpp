@@ -1,4 +1,4 @@
-//===- ReductionRule.cpp - When a reduction runs in two phases ---------------===//
+//===- ReductionRule.cpp - How row and column kernels map to threads ---------===//
 #include "passes/ReductionRule.h"
 
 #include "ir/TypeRules.h"
@@ -7,31 +7,126 @@
 
 using namespace cgc;
 
-ReductionSplit cgc::reductionSplit(const Node &node) {
-  ReductionSplit s;
-  OpKind op = node.getOp();
-  if (op != OpKind::Sum && op != OpKind::Mean && op != OpKind::Max &&
-      op != OpKind::Min)
-    return s;
+static bool isSumLike(OpKind op) {
+  return op == OpKind::Sum || op == OpKind::Mean || op == OpKind::Max ||
+         op == OpKind::Min;
+}
+
+namespace {
+/// A static reduction whose reduced dims form one run: [outer, length,
+/// inner] with the run in the middle.
+struct ReducedRun {
+  int64_t outer = 1, length = 1, inner = 1;
+};
+} // namespace
+
+static llvm::Optional<ReducedRun> reducedRun(const Node &node) {
+  if (!isSumLike(node.getOp()))
+    return llvm::None;
   const TensorType &in = node.operand(0)->getType();
   if (!in.isStatic())
-    return s;
-  // The reduced dims must be the trailing ones: each row is contiguous.
+    return llvm::None;
   auto axes = reductionAxes(node, in.rank());
-  unsigned first = in.rank() - unsigned(axes.size());
-  for (unsigned k = 0; k < axes.size(); ++k)
-    if (axes[k] != first + k)
-      return s;
-  s.rows = 1;
-  s.length = 1;
-  for (unsigned d = 0; d < in.rank(); ++d)
-    (d < first ? s.rows : s.length) *= in.dims[d].extent();
+  if (axes.empty())
+    return llvm::None;
+  for (unsigned k = 1; k < axes.size(); ++k)
+    if (axes[k] != axes[0] + k)
+      return llvm::None;
+  ReducedRun run;
+  for (unsigned d = 0; d < in.rank(); ++d) {
+    int64_t e = in.dims[d].extent();
+    (d < axes.front() ? run.outer : d <= axes.back() ? run.length : run.inner) *= e;
+  }
+  return run;
+}
+
+static unsigned partialBytesOf(DType dtype) {
+  return dtype == DType::I64 ? 8 : 4;
+}
+
+ReductionSplit cgc::reductionSplit(const Node &node) {
+  ReductionSplit s;
+  auto run = reducedRun(node);
+  if (!run || run->inner != 1)
+    return s;
+  s.rows = run->outer;
+  s.length = run->length;
   if (s.rows >= kSplitReductionMaxRows || s.length < kSplitReductionMinLength)
     return s;
   int64_t chunks = (s.length + kSplitReductionChunk - 1) / kSplitReductionChunk;
   s.chunks = std::min(chunks, kSplitReductionMaxBlocks / s.rows);
-  s.partialBytes = in.dtype == DType::I64 ? 8 : 4;
+  s.partialBytes = partialBytesOf(node.operand(0)->getType().dtype);
   if (s.chunks < 2)
     s.chunks = 0;
   return s;
+}
+
+static unsigned powerOfTwoAtLeast(int64_t n) {
+  unsigned p = 1;
+  while (p < n)
+    p *= 2;
+  return p;
+}
+
+/// The widest load (16, 8 or 4 bytes) whose element count divides
+/// \p length, in elements; 1 when none does.
+static unsigned vectorWidth(int64_t length, DType dtype) {
+  unsigned size = dtypeSize(dtype);
+  if (dtype == DType::Bool || dtype == DType::I64)
+    return 1;
+  for (unsigned bytes : {16u, 8u, 4u})
+    if (bytes > size && length % (bytes / size) == 0)
+      return bytes / size;
+  return 1;
+}
+
+RowSchedule cgc::rowSchedule(int64_t rows, int64_t length, DType dtype) {
+  RowSchedule s;
+  s.rows = rows;
+  s.length = length;
+  s.vector = vectorWidth(length, dtype);
+  int64_t units = std::max<int64_t>((length + s.vector - 1) / s.vector, 1);
+  auto lanesFor = [&](int64_t elements) {
+    int64_t loads = std::max<int64_t>(elements / s.vector, 1);
+    return powerOfTwoAtLeast((units + loads - 1) / loads);
+  };
+  s.lanes = lanesFor(kRowTargetElements);
+  if (s.lanes > 32 && lanesFor(RowSchedule::kRowRegisterElements) <= 32)
+    s.lanes = 32;
+  s.lanes = std::min(s.lanes, 1024u);
+  s.loads = (units + s.lanes - 1) / s.lanes;
+  return s;
+}
+
+ColumnSplit cgc::columnSplit(const Node &node) {
+  ColumnSplit c;
+  auto run = reducedRun(node);
+  if (!run || run->inner == 1)
+    return c;
+  c.outer = run->outer;
+  c.length = run->length;
+  c.inner = run->inner;
+  DType dtype = node.operand(0)->getType().dtype;
+  c.vector = dtype == DType::F32 || dtype == DType::I32
+                 ? vectorWidth(c.inner, dtype) : 1;
+  c.partialBytes = partialBytesOf(dtype);
+  int64_t wanted = (kColumnTargetBlocks + c.tiles() - 1) / c.tiles();
+  int64_t most = std::max<int64_t>(c.length / kColumnMinChunkRows, 1);
+  c.chunks = std::clamp<int64_t>(wanted, 1, most);
+  return c;
+}
+
+uint64_t cgc::phaseScratchBytes(const Node &node) {
+  ReductionSplit split = reductionSplit(node);
+  if (split.chunks)
+    return uint64_t(split.rows * split.chunks) * split.partialBytes;
+  ColumnSplit column = columnSplit(node);
+  if (column.chunks > 1)
+    return uint64_t(column.chunks * column.outer * column.inner) *
+           column.partialBytes;
+  if (node.getOp() == OpKind::CrossEntropy &&
+      node.strAttr("reduction", "mean") != "none" &&
+      node.operand(0)->getType().isStatic())
+    return uint64_t(node.operand(0)->getType().dims[0].extent()) * 8;
+  return 0;
 }

@@ -255,6 +255,7 @@ def own_cases(dir):
                 [{"name": "y", "op": "layernorm", "inputs": ["x", "w", "b"],
                   "attrs": {"axis": -1, "eps": 1e-5}}], ["y"])
     product_cases(put)
+    row_cases(put)
     # Reductions in two phases (few long rows; passes/ReductionRule.h):
     # vector and scalar loads, every accumulator type, a row count that
     # leaves the last chunk short.
@@ -270,6 +271,47 @@ def own_cases(dir):
     put("own_dropout_bf16_4097x3", [("x", "bf16", [4097, 3])],
         [{"name": "y", "op": "dropout", "inputs": ["x"], "attrs": {"p": 0.5, "seed": 77}}], ["y"])
     return made
+
+
+ROW_LENGTHS = (1, 2, 3, 31, 32, 33, 127, 1000, 4097, 30522, 65537)
+
+
+def row_cases(put):
+    """Every shape class of passes/ReductionRule.h: rows of each length in
+    ROW_LENGTHS (many rows when short, so groups of lanes share warps and
+    the last block is partial), every dtype, column reductions."""
+    def one(name, inputs, op, attrs=None, extra=()):
+        put(name, inputs, [{"name": "y", "op": op, "inputs": ["x", *extra], "attrs": attrs or {}}], ["y"])
+
+    for n in ROW_LENGTHS:
+        rows = 37 if n <= 127 else 3
+        shape = [rows, n]
+        for op in ("sum", "max", "mean", "min"):
+            one(f"row_{op}_f32_{rows}x{n}", [("x", "f32", shape)], op, {"axes": [-1]})
+        for dt in ("f32", "f16", "bf16") if n in (1, 33, 1000, 4097, 30522) else ("f32",):
+            one(f"row_softmax_{dt}_{rows}x{n}", [("x", dt, shape)], "softmax")
+            one(f"row_log_softmax_{dt}_{rows}x{n}", [("x", dt, shape)], "log_softmax")
+            one(f"row_layernorm_{dt}_{rows}x{n}", [("x", dt, shape), ("w", dt, [n]), ("b", dt, [n])],
+                "layernorm", {"eps": 1e-5}, ["w", "b"])
+            if dt != "f32":
+                one(f"row_sum_{dt}_{rows}x{n}", [("x", dt, shape)], "sum", {"axes": [-1]})
+        for red in ("none", "mean", "sum"):
+            one(f"row_cross_entropy_{red}_f32_{rows}x{n}", [("x", "f32", shape), ("t", "i64", [rows])],
+                "cross_entropy", {"reduction": red, "ignore_index": 1}, ["t"])
+        for dt in ("i32", "i64"):
+            one(f"row_sum_{dt}_{rows}x{n}", [("x", dt, shape)], "sum", {"axes": [-1]})
+            one(f"row_max_{dt}_{rows}x{n}", [("x", dt, shape)], "max", {"axes": [-1]})
+    one("row_layernorm_noaffine_f32_8x3x1000", [("x", "f32", [8, 3, 1000])], "layernorm", {"axis": 1})
+    one("row_cross_entropy_mean_bf16_300x1000", [("x", "bf16", [300, 1000]), ("t", "i32", [300])],
+        "cross_entropy", {}, ["t"])
+    # Column reductions: one chunk, split chunks, vector and scalar
+    # columns, a run of two dims, every accumulator type.
+    for op, dt, shape, axes in (("sum", "f32", [4096, 1024], [0]), ("mean", "f32", [33, 4097], [0]),
+                                ("max", "f32", [64, 3, 5], [0, 1]), ("sum", "i32", [3, 70, 13], [1]),
+                                ("min", "i64", [1000, 6], [0]), ("sum", "f16", [300, 100], [0]),
+                                ("sum", "bf16", [7, 129, 3], [1]), ("mean", "f32", [2, 5000, 8], [1])):
+        one(f"col_{op}_{dt}_{'x'.join(map(str, shape))}_ax{''.join(map(str, axes))}",
+            [("x", dt, shape)], op, {"axes": axes})
 
 
 def product_cases(put):

@@ -1,0 +1,418 @@
+//===- RowEmitter.cpp - Row and column kernels by shape class ----------------===//
+//
+// Sums, means, maxima and minima over contiguous rows, softmax and
+// log_softmax over the innermost axis, layernorm and cross_entropy run on
+// the threads rowSchedule (passes/ReductionRule.h) gives them: `lanes`
+// threads per row, each reading `loads` vectors of `vector` elements at
+// u * vector for u = j * lanes + lane, so that adjacent threads read
+// adjacent vectors. Row ops keep the row in registers when it fits (one
+// read and one write of memory) and read it again otherwise. Groups of up
+// to 32 lanes share a warp, and the whole block runs the same number of
+// row iterations, so every shuffle has all 32 threads. Grid-stride loops
+// take one wave of the target's multiprocessors.
+//
+// Column reductions (columnSplit) run 32 x 8 threads per block over 32 *
+// vector adjacent columns, combine the 8 partial sums through shared
+// memory in order and, when several blocks share a column tile, write
+// partials that a second kernel combines in order.
+//
+//===----------------------------------------------------------------------===//
+#include "codegen/Accumulator.h"
+#include "codegen/CudaText.h"
+#include "codegen/Emitters.h"
+#include "ir/TypeRules.h"
+
+using namespace cgc;
+
+/// Threads per row of a kernel that streams its rows (cross_entropy).
+static constexpr unsigned kStreamingRowBlock = 256;
+
+namespace {
+/// The text pieces of one row kernel over a RowSchedule.
+struct RowText {
+  RowSchedule s;
+  std::string L, V, LOADS, UNITS, LEN;
+
+  explicit RowText(const RowSchedule &s)
+      : s(s), L(std::to_string(s.lanes)), V(std::to_string(s.vector)),
+        LOADS(std::to_string(s.loads)),
+        UNITS(std::to_string(s.length / s.vector) + "LL"),
+        LEN(std::to_string(s.length) + "LL") {}
+
+  unsigned blockSize() const {
+    return s.blockPerRow() ? s.lanes : RowSchedule::kRowBlock;
+  }
+  unsigned slots() const { return s.blockPerRow() ? 1 : RowSchedule::kRowBlock / s.lanes; }
+
+  /// Opens the row loop: `row`, `live` (the row exists) and `lane`.
+  std::string open() const {
+    std::string rows = std::to_string(s.rows) + "LL";
+    if (s.blockPerRow())
+      return "  const unsigned lane = threadIdx.x;\n"
+             "  for (long long row = blockIdx.x; row < " + rows +
+             "; row += gridDim.x) {\n    const bool live = true;\n";
+    std::string slotsText = std::to_string(slots());
+    return "  const unsigned lane = threadIdx.x % " + L + ";\n"
+           "  for (long long first = (long long)blockIdx.x * " + slotsText +
+           "; first < " + rows + "; first += (long long)gridDim.x * " + slotsText +
+           ") {\n    const long long row = first + threadIdx.x / " + L +
+           ";\n    const bool live = row < " + rows + ";\n";
+  }
+
+  /// `for (j) { u = ...; if (live && u < UNITS) { BODY } }` with the
+  /// loop unrolled \p unroll times (0: fully).
+  std::string forEachLoad(const std::string &body, unsigned unroll = 0) const {
+    return std::string(unroll ? "#pragma unroll " + std::to_string(unroll) + "\n"
+                              : "#pragma unroll\n") +
+           "    for (int j = 0; j < " + LOADS + "; ++j) {\n"
+           "      const long long u = (long long)j * " + L + " + lane;\n"
+           "      if (live && u < " + UNITS + ") {\n" + body + "      }\n    }\n";
+  }
+
+  /// `for (k < V) STATEMENT`.
+  std::string forEachElement(const std::string &statement) const {
+    return "#pragma unroll\n        for (int k = 0; k < " + V + "; ++k) " +
+           statement + "\n";
+  }
+
+  std::string load(const std::string &pointer, const std::string &into,
+                   const std::string &type = "float") const {
+    return "        cgc_ldv<" + V + ", " + type + ">(" + pointer + " + row * " +
+           LEN + ", u * " + V + ", " + into + ");\n";
+  }
+
+  std::string reduce(const std::string &var, const std::string &combine,
+                     const std::string &type = "float") const {
+    return "    " + var + " = cgc_group_reduce<" + L + ">(" + var + ", [](" +
+           type + " a, " + type + " b) { return " + combine + "; });\n";
+  }
+
+  void finish(Kernel &kernel, const std::string &body,
+              unsigned multiprocessors) const {
+    unsigned block = blockSize();
+    int64_t blocks = (s.rows + slots() - 1) / slots();
+    kernel.block[0] = block;
+    kernel.grid[0] = residentGrid(blocks, block, multiprocessors);
+    kernel.source = kernelOpening(kernel, block) + open() + body + "  }\n}\n";
+  }
+};
+
+/// Row count and length of a row op over the innermost \p axis onwards.
+std::pair<int64_t, int64_t> rowsAndLength(const Shape &shape, unsigned axis) {
+  return {product(shape, 0, axis), product(shape, axis)};
+}
+} // namespace
+
+static bool isSumLike(OpKind op) {
+  return op == OpKind::Sum || op == OpKind::Mean || op == OpKind::Max ||
+         op == OpKind::Min;
+}
+
+bool cgc::hasRowSchedule(const Node &node) {
+  OpKind op = node.getOp();
+  if (!isSumLike(op) && op != OpKind::Softmax && op != OpKind::LogSoftmax &&
+      op != OpKind::LayerNorm && op != OpKind::CrossEntropy)
+    return false;
+  const TensorType &in = node.operand(0)->getType();
+  if (!in.isStatic() || in.numElements() == 0)
+    return false;
+  unsigned rank = in.rank();
+  if (isSumLike(op)) {
+    auto axes = reductionAxes(node, rank);
+    for (unsigned k = 0; k < axes.size(); ++k)
+      if (axes[k] != rank - axes.size() + k)
+        return columnSplit(node).chunks != 0;
+    return !axes.empty();
+  }
+  if (op == OpKind::Softmax || op == OpKind::LogSoftmax)
+    return *normalizeAxis(node.intAttr("axis", -1), rank) == rank - 1;
+  return op == OpKind::LayerNorm || (op == OpKind::CrossEntropy && rank == 2);
+}
+
+static void emitRowReduction(const Node &node, Kernel &kernel,
+                             unsigned multiprocessors) {
+  Shape shape = staticShape(node.operand(0)->getType());
+  int64_t length = 1;
+  for (unsigned a : reductionAxes(node, shape.size()))
+    length *= shape[a];
+  DType in = node.operand(0)->getType().dtype;
+  RowText t(rowSchedule(product(shape) / length, length, in));
+  Accumulator a = accumulatorOf(node, in);
+  std::string x = addParam(kernel, node.operand(0), false);
+  std::string y = addParam(kernel, node.result(), true);
+  std::string result = node.getOp() == OpKind::Mean
+                           ? "acc / " + floatLiteral(float(length)) : "acc";
+  std::string body =
+      "    " + a.type + " acc = " + a.init + ";\n" +
+      t.forEachLoad("        " + a.type + " v[" + t.V + "];\n" +
+                        t.load(x, "v", a.type) +
+                        t.forEachElement(fold(a, "v[k]")),
+                    t.s.loads > 16 ? 4 : 0) +
+      t.reduce("acc", a.combine, a.type) +
+      "    if (live && lane == 0) cgc_st(" + y + ", row, " + result + ");\n";
+  t.finish(kernel, body, multiprocessors);
+}
+
+/// Row ops in registers: `float x[LOADS][V]` holds the row's share of each
+/// thread, rows past the end read as \p fill.
+static std::string loadRow(const RowText &t, const std::string &x,
+                           const std::string &fill) {
+  return "    float x[" + t.LOADS + "][" + t.V + "];\n" +
+         "#pragma unroll\n    for (int j = 0; j < " + t.LOADS +
+         "; ++j)\n#pragma unroll\n      for (int k = 0; k < " + t.V +
+         "; ++k) x[j][k] = " + fill + ";\n" + t.forEachLoad(t.load(x, "x[j]"));
+}
+
+/// `for (j, k) STATEMENT` over the registers of the elements present.
+static std::string overRegisters(const RowText &t, const std::string &statement) {
+  return t.forEachLoad(t.forEachElement(statement));
+}
+
+static void emitRowSoftmax(const Node &node, Kernel &kernel,
+                           unsigned multiprocessors) {
+  Shape shape = staticShape(node.operand(0)->getType());
+  auto [rows, length] = rowsAndLength(shape, shape.size() - 1);
+  RowText t(rowSchedule(rows, length, node.operand(0)->getType().dtype));
+  bool log = node.getOp() == OpKind::LogSoftmax;
+  std::string x = addParam(kernel, node.operand(0), false);
+  std::string y = addParam(kernel, node.result(), true);
+  std::string body;
+  std::string store = "        cgc_stv<" + t.V + ">(" + y + " + row * " + t.LEN +
+                      ", u * " + t.V + ", ";
+  if (t.s.inRegisters()) {
+    body = loadRow(t, x, "-CGC_INF") + "    float m = -CGC_INF;\n" +
+           overRegisters(t, "m = cgc_max(m, x[j][k]);") + t.reduce("m", "cgc_max(a, b)") +
+           "    float s = 0.0f;\n" +
+           overRegisters(t, log ? "{ x[j][k] -= m; s += expf(x[j][k]); }"
+                                : "{ x[j][k] = expf(x[j][k] - m); s += x[j][k]; }") +
+           t.reduce("s", "a + b") +
+           (log ? "    const float shift = logf(s);\n" : "") +
+           overRegisters(t, log ? "x[j][k] -= shift;" : "x[j][k] = x[j][k] / s;") +
+           t.forEachLoad(store + "x[j]);\n");
+  } else {
+    std::string v = "        float v[" + t.V + "];\n" + t.load(x, "v");
+    body = "    float m = -CGC_INF;\n" +
+           t.forEachLoad(v + t.forEachElement("m = cgc_max(m, v[k]);"), 4) +
+           t.reduce("m", "cgc_max(a, b)") + "    float s = 0.0f;\n" +
+           t.forEachLoad(v + t.forEachElement("s += expf(v[k] - m);"), 4) +
+           t.reduce("s", "a + b") +
+           (log ? "    const float shift = logf(s);\n" : "") +
+           t.forEachLoad(v + t.forEachElement(log ? "v[k] = v[k] - m - shift;"
+                                                  : "v[k] = expf(v[k] - m) / s;") +
+                             store + "v);\n",
+                         4);
+  }
+  t.finish(kernel, body, multiprocessors);
+}
+
+static void emitRowLayerNorm(const Node &node, Kernel &kernel,
+                             unsigned multiprocessors) {
+  Shape shape = staticShape(node.operand(0)->getType());
+  unsigned axis = *normalizeAxis(node.intAttr("axis", -1), shape.size());
+  auto [rows, length] = rowsAndLength(shape, axis);
+  RowText t(rowSchedule(rows, length, node.operand(0)->getType().dtype));
+  std::string x = addParam(kernel, node.operand(0), false);
+  std::string w = node.numOperands() > 1 ? addParam(kernel, node.operand(1), false) : "";
+  std::string b = node.numOperands() > 2 ? addParam(kernel, node.operand(2), false) : "";
+  std::string y = addParam(kernel, node.result(), true);
+  std::string n = floatLiteral(float(length));
+  std::string eps = floatLiteral(float(node.floatAttr("eps", 1e-5)));
+  // Weight and bias are rows of the same length: the same vector loads.
+  std::string affine;
+  if (!w.empty())
+    affine += "        float wv[" + t.V + "];\n        cgc_ldv<" + t.V +
+              ", float>(" + w + ", u * " + t.V + ", wv);\n";
+  if (!b.empty())
+    affine += "        float bv[" + t.V + "];\n        cgc_ldv<" + t.V +
+              ", float>(" + b + ", u * " + t.V + ", bv);\n";
+  std::string scale = std::string(w.empty() ? "" : " * wv[k]") + (b.empty() ? "" : " + bv[k]");
+  std::string store = "        cgc_stv<" + t.V + ">(" + y + " + row * " + t.LEN +
+                      ", u * " + t.V + ", ";
+  std::string body;
+  if (t.s.inRegisters()) {
+    body = loadRow(t, x, "0.0f") + "    float s = 0.0f;\n" +
+           overRegisters(t, "s += x[j][k];") + t.reduce("s", "a + b") +
+           "    const float mean = s / " + n + ";\n    float q = 0.0f;\n" +
+           overRegisters(t, "{ x[j][k] -= mean; q += x[j][k] * x[j][k]; }") +
+           t.reduce("q", "a + b") + "    const float inv = rsqrtf(q / " + n +
+           " + " + eps + ");\n" +
+           t.forEachLoad(affine + t.forEachElement("x[j][k] = x[j][k] * inv" + scale + ";") +
+                         store + "x[j]);\n");
+  } else {
+    std::string v = "        float v[" + t.V + "];\n" + t.load(x, "v");
+    body = "    float s = 0.0f;\n" +
+           t.forEachLoad(v + t.forEachElement("s += v[k];"), 4) +
+           t.reduce("s", "a + b") + "    const float mean = s / " + n +
+           ";\n    float q = 0.0f;\n" +
+           t.forEachLoad(v + t.forEachElement("{ float d = v[k] - mean; q += d * d; }"), 4) +
+           t.reduce("q", "a + b") + "    const float inv = rsqrtf(q / " + n +
+           " + " + eps + ");\n" +
+           t.forEachLoad(v + affine +
+                             t.forEachElement("v[k] = (v[k] - mean) * inv" + scale + ";") +
+                             store + "v);\n",
+                         4);
+  }
+  t.finish(kernel, body, multiprocessors);
+}
+
+/// cross_entropy over [N, C] logits: each row's loss m + log(sum exp(x -
+/// m)) - x[target] (0 for an ignored target) goes to the result (no
+/// reduction) or, with its count, to \p scratch for the second kernel.
+/// The row is read once and not kept: each thread streams its share with
+/// a running (max, sum) pair (online log-sum-exp), so blocks stay at 256
+/// threads and eight fit on a multiprocessor.
+static void emitRowCrossEntropy(const Node &node, Kernel &kernel,
+                                const Storage *scratch,
+                                unsigned multiprocessors) {
+  Shape shape = staticShape(node.operand(0)->getType());
+  int64_t rows = shape[0], classes = shape[1];
+  RowSchedule schedule = rowSchedule(rows, classes, node.operand(0)->getType().dtype);
+  if (schedule.lanes > kStreamingRowBlock) {
+    schedule.lanes = kStreamingRowBlock;
+    int64_t units = classes / schedule.vector;
+    schedule.loads = (units + schedule.lanes - 1) / schedule.lanes;
+  }
+  RowText t(schedule);
+  std::string x = addParam(kernel, node.operand(0), false);
+  std::string target = addParam(kernel, node.operand(1), false);
+  std::string out = scratch ? addScratchParam(kernel, *scratch, true, "float")
+                            : addParam(kernel, node.result(), true);
+  std::string c = std::to_string(classes) + "LL";
+  std::string ignore = std::to_string(node.intAttr("ignore_index", -100)) + "LL";
+  std::string body =
+      "    float m = -CGC_INF, s = 0.0f;\n" +
+      t.forEachLoad("        float v[" + t.V + "];\n" + t.load(x, "v") +
+                        t.forEachElement("{ if (v[k] > m) { s = s * expf(m - v[k]) + 1.0f; "
+                                         "m = v[k]; } else if (m != -CGC_INF || v[k] != v[k]) { s += expf(v[k] - m); } }"),
+                    t.s.loads > 8 ? 4 : 0) +
+      "    cgc_group_lse<" + t.L + ">(m, s);\n"
+      "    if (live && lane == 0) {\n"
+      "      const long long target = (long long)cgc_ld(" + target + ", row);\n"
+      "      const bool ignored = target == " + ignore + " || target < 0 || target >= " +
+      c + ";\n"
+      "      const float loss = ignored ? 0.0f : m + logf(s) - (float)cgc_ld(" + x +
+      ", row * " + c + " + target);\n" +
+      (scratch ? "      " + out + "[2 * row] = loss;\n      " + out +
+                     "[2 * row + 1] = ignored ? 0.0f : 1.0f;\n"
+               : "      cgc_st(" + out + ", row, loss);\n") +
+      "    }\n";
+  t.finish(kernel, body, multiprocessors);
+}
+
+/// The second kernel of a reduced cross_entropy: one block sums the rows'
+/// losses and counts in a fixed order.
+static void emitCrossEntropyTotal(const Node &node, const Storage &scratch,
+                                  Kernel &kernel) {
+  int64_t rows = staticShape(node.operand(0)->getType())[0];
+  std::string in = addScratchParam(kernel, scratch, false, "float");
+  std::string out = addParam(kernel, node.result(), true);
+  bool mean = node.strAttr("reduction", "mean") == "mean";
+  kernel.block[0] = 1024;
+  kernel.grid[0] = 1;
+  kernel.source =
+      kernelOpening(kernel, 1024) +
+      "  float total = 0.0f, count = 0.0f;\n"
+      "  for (long long r = threadIdx.x; r < " + std::to_string(rows) +
+      "LL; r += 1024) { total += " + in + "[2 * r]; count += " + in + "[2 * r + 1]; }\n"
+      "  total = cgc_block_sum(total);\n  count = cgc_block_sum(count);\n"
+      "  if (threadIdx.x == 0) cgc_st(" + out + ", 0, total" +
+      (mean ? " / (count > 0.0f ? count : 1.0f)" : "") + ");\n}\n";
+}
+
+/// Phase 1 of a column reduction: block b reduces rows [chunk * per,
+/// (chunk + 1) * per) of its 32 * V column tile into the result (one
+/// chunk) or its partials.
+static void emitColumnPartials(const Node &node, const ColumnSplit &c,
+                               const Storage *partials, Kernel &kernel) {
+  DType in = node.operand(0)->getType().dtype;
+  Accumulator a = accumulatorOf(node, in);
+  std::string x = addParam(kernel, node.operand(0), false);
+  std::string out = partials ? addScratchParam(kernel, *partials, true, a.type)
+                             : addParam(kernel, node.result(), true);
+  int64_t per = (c.length + c.chunks - 1) / c.chunks;
+  int64_t tilesPerOuter = c.tiles() / c.outer;
+  std::string V = std::to_string(c.vector), I = std::to_string(c.inner) + "LL";
+  std::string W = std::to_string(32 * c.vector);
+  std::string finalValue = !partials && node.getOp() == OpKind::Mean
+                               ? "r / " + floatLiteral(float(c.length)) : "r";
+  std::string dest = partials ? "(long long)chunk * " +
+                                    std::to_string(c.outer * c.inner) + "LL + o * " + I + " + col + k"
+                              : "o * " + I + " + col + k";
+  kernel.block[0] = 256;
+  kernel.grid[0] = uint32_t(c.tiles() * c.chunks);
+  kernel.source =
+      kernelOpening(kernel, 256) +
+      "  __shared__ " + a.type + " part[8][" + W + "];\n"
+      "  const long long tile = blockIdx.x / " + std::to_string(c.chunks) +
+      "LL, chunk = blockIdx.x % " + std::to_string(c.chunks) + "LL;\n"
+      "  const long long o = tile / " + std::to_string(tilesPerOuter) +
+      "LL, col = (tile % " + std::to_string(tilesPerOuter) + "LL * 32 + threadIdx.x % 32) * " +
+      V + ";\n"
+      "  const unsigned ty = threadIdx.x / 32;\n"
+      "  const long long end = cgc_min((chunk + 1) * " + std::to_string(per) +
+      "LL, " + std::to_string(c.length) + "LL);\n"
+      "  " + a.type + " acc[" + V + "];\n"
+      "#pragma unroll\n  for (int k = 0; k < " + V + "; ++k) acc[k] = " + a.init + ";\n"
+      "  if (col < " + I + ")\n"
+      "#pragma unroll 4\n"
+      "    for (long long l = chunk * " + std::to_string(per) + "LL + ty; l < end; l += 8) {\n"
+      "      " + a.type + " v[" + V + "];\n"
+      "      cgc_ldv<" + V + ", " + a.type + ">(" + x + ", (o * " +
+      std::to_string(c.length) + "LL + l) * " + I + " + col, v);\n"
+      "#pragma unroll\n      for (int k = 0; k < " + V + "; ++k) " +
+      fold(a, "v[k]", "acc[k]") + "\n    }\n"
+      "#pragma unroll\n  for (int k = 0; k < " + V + "; ++k) part[ty][(threadIdx.x % 32) * " +
+      V + " + k] = acc[k];\n"
+      "  __syncthreads();\n"
+      "  if (ty == 0 && col < " + I + ")\n"
+      "#pragma unroll\n    for (int k = 0; k < " + V + "; ++k) {\n"
+      "      " + a.type + " r = part[0][threadIdx.x * " + V + " + k];\n"
+      "      for (int t = 1; t < 8; ++t) " +
+      fold(a, "part[t][threadIdx.x * " + V + " + k]", "r") + "\n"
+      "      " + (partials ? out + "[" + dest + "] = r;" : "cgc_st(" + out + ", " + dest + ", " + finalValue + ");") +
+      "\n    }\n}\n";
+}
+
+/// Phase 2 of a column reduction: a thread per column combines its
+/// chunks' partials in order.
+static void emitColumnCombine(const Node &node, const ColumnSplit &c,
+                              const Storage &partials, Kernel &kernel,
+                              unsigned multiprocessors) {
+  Accumulator a = accumulatorOf(node, node.operand(0)->getType().dtype);
+  std::string in = addScratchParam(kernel, partials, false, a.type);
+  std::string out = addParam(kernel, node.result(), true);
+  int64_t columns = c.outer * c.inner;
+  std::string result = node.getOp() == OpKind::Mean
+                           ? "acc / " + floatLiteral(float(c.length)) : "acc";
+  kernel.block[0] = 256;
+  kernel.grid[0] = residentGrid((columns + 255) / 256, 256, multiprocessors);
+  kernel.source =
+      kernelOpening(kernel, 256) + gridStrideLoop("i", columns, 256) + "    " +
+      a.type + " acc = " + a.init + ";\n    for (long long c = 0; c < " +
+      std::to_string(c.chunks) + "LL; ++c) " +
+      fold(a, in + "[c * " + std::to_string(columns) + "LL + i]") +
+      "\n    cgc_st(" + out + ", i, " + result + ");\n  }\n}\n";
+}
+
+void cgc::emitRowKernels(const Node &node, const Storage *scratch,
+                         unsigned multiprocessors, Kernel &first,
+                         Kernel *second) {
+  OpKind op = node.getOp();
+  if (isSumLike(op)) {
+    ColumnSplit c = columnSplit(node);
+    if (!c.chunks)
+      return emitRowReduction(node, first, multiprocessors);
+    emitColumnPartials(node, c, c.chunks > 1 ? scratch : nullptr, first);
+    if (c.chunks > 1)
+      emitColumnCombine(node, c, *scratch, *second, multiprocessors);
+    return;
+  }
+  if (op == OpKind::Softmax || op == OpKind::LogSoftmax)
+    return emitRowSoftmax(node, first, multiprocessors);
+  if (op == OpKind::LayerNorm)
+    return emitRowLayerNorm(node, first, multiprocessors);
+  assert(op == OpKind::CrossEntropy && "hasRowSchedule() admits no other op");
+  emitRowCrossEntropy(node, first, scratch, multiprocessors);
+  if (scratch)
+    emitCrossEntropyTotal(node, *scratch, *second);
+}
