@@ -2,10 +2,10 @@
 //
 // Each emitter fills a Kernel (whose name the caller has set) with its
 // source, parameters and launch configuration. Pointwise kernels run one
-// thread per element in a grid-stride loop; row-wise kernels (reductions,
-// softmax, layernorm, losses) run one block per output row and reduce with
-// warp shuffles (few long rows: two phases); small matrix products run a
-// warp per output column (ProductEmitter.cpp).
+// thread per element (or per 16-byte vector) in a grid-stride loop;
+// row-wise kernels take a shape class from passes/ReductionRule.h
+// (RowEmitter.cpp) or run one block per output row (ReduceEmitter.cpp);
+// small matrix products run a warp per output column (ProductEmitter.cpp).
 //
 //===----------------------------------------------------------------------===//
 #ifndef CGC_CODEGEN_EMITTERS_H

@@ -1,11 +1,12 @@
-//===- ReduceEmitter.cpp - Row-wise kernels ----------------------------------===//
+//===- ReduceEmitter.cpp - Generic row-wise kernels --------------------------===//
 //
-// Reductions, softmax, log_softmax and layernorm run one block (256
-// threads) per output row: threads stride over the row, then combine with
-// warp shuffles and a 32-entry shared array (cgc_block_reduce in the
-// prelude). Reductions over few long rows run in two phases instead
-// (emitSplitReduction, passes/ReductionRule.h). cumsum runs one thread per
-// line. Losses reduce over the whole tensor in one block.
+// What has no row schedule (RowEmitter.cpp): argmax, reductions over dims
+// that are neither trailing nor one run, softmax and log_softmax over a
+// non-innermost axis run one block (256 threads) per output row: threads
+// stride over the row, then combine with warp shuffles and a 32-entry
+// shared array (cgc_block_reduce in the prelude). Reductions over few long
+// rows run in two phases (emitSplitReduction, passes/ReductionRule.h).
+// cumsum runs one thread per line; mse_loss reduces in one block.
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/Accumulator.h"

@@ -19,8 +19,8 @@
 #    synccheck where it exists (says so if not; CGC_SANITIZER=0 turns it
 #    off, CGC_SANITIZER_TOOLS picks tools); CGC_OP_MEMCHECK_FILTER narrows
 #    the op cases they cover (default: all); the soak test is left out.
-# 3. Runs the benchmarks (bench/run_bench.py run, then bench/make_perf_md.py)
-#    unless CGC_BENCH=0.
+# 3. Runs the benchmarks (bench/run_bench.py run, bench/kernels.py, then
+#    bench/make_perf_md.py) unless CGC_BENCH=0.
 # Artifacts (gtest XML, memcheck logs, bench log, perf.md) go to $OUT when it
 # is set (the device tool returns at most 8 files from there), else
 # DIR/gpu-results. Exit status: 0 only if every step passed.
@@ -168,10 +168,16 @@ if [ "${CGC_BENCH:-1}" != 0 ] && [ "$GPU_VISIBLE" -eq 1 ]; then
     echo "== bench (cgc: $CGC)"
     PYTHONUNBUFFERED=1 python3 "$HERE/bench/run_bench.py" run --cgc "$CGC" \
       --artifacts "$BUILD/bench" || status=1
-    log=$(ls -t "$HERE"/bench/results/*.log 2>/dev/null | head -1)
+    log=$(ls -t "$HERE"/bench/results/NVIDIA*.log 2>/dev/null | head -1)
+    if "$CGC" --version >/dev/null 2>&1; then
+      echo "== kernels bench (bench/kernels.py)"
+      klog="$RES/kernels.log"
+      PYTHONUNBUFFERED=1 python3 "$HERE/bench/kernels.py" --cgc "$CGC" --log "$klog" \
+        | grep -E '^(RESULT|ERROR)' || status=1
+    fi
     if [ -n "$log" ]; then
       cp "$log" "$RES/" && python3 "$HERE/bench/make_perf_md.py" "$log" -o "$RES/perf.md" \
-        && grep '^|' "$RES/perf.md"
+        ${klog:+--kernels "$klog"} && grep '^|' "$RES/perf.md"
     fi
   else
     echo "gpu-run: no bench artifacts under $BUILD/bench, benchmarks skipped"
