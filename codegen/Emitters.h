@@ -28,7 +28,7 @@ void emitPointwise(const Node &node, Kernel &kernel);
 void emitDropout(const Node &node, Kernel &kernel);
 /// sum, mean, max, min, argmax and cumsum.
 void emitReduction(const Node &node, Kernel &kernel);
-/// The two kernels of a reduction that runs in two phases
+/// The two kernels of a reduction over few long rows
 /// (passes/ReductionRule.h): \p phase1 writes the partials into
 /// \p partials, \p phase2 combines them into the result.
 void emitSplitReduction(const Node &node, const ReductionSplit &split,
@@ -39,13 +39,14 @@ void emitSplitReduction(const Node &node, const ReductionSplit &split,
 /// over the innermost axis, layernorm, cross_entropy.
 bool hasRowSchedule(const Node &node);
 /// The kernels of such a node: \p second (and \p scratch, plan-memory's
-/// phaseScratchBytes) only for column splits and reduced cross_entropy.
+/// phaseScratchBytes) only for split reductions, column splits and
+/// reduced cross_entropy.
 /// Grids take one wave of \p multiprocessors.
 void emitRowKernels(const Node &node, const Storage *scratch,
                     unsigned multiprocessors, Kernel &first, Kernel *second);
-/// softmax, log_softmax and layernorm on any other axis.
+/// softmax and log_softmax over a non-innermost axis.
 void emitNormalization(const Node &node, Kernel &kernel);
-/// mse_loss and cross_entropy.
+/// mse_loss.
 void emitLoss(const Node &node, Kernel &kernel);
 /// transpose, reshape (copy), broadcast_to, concat, slice, gather,
 /// embedding and one_hot.

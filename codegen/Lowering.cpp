@@ -200,9 +200,6 @@ void Lowerer::lowerNode(const Node &node, StepGraph &out) {
     addMemset(storageOf(node.result()), &node, out);
     return;
   }
-  ReductionSplit split = reductionSplit(node);
-  if (split.chunks)
-    return lowerSplitReduction(node, split, out);
   if (hasRowSchedule(node))
     return lowerRowNode(node, out);
   if (isProductNode(node)) {
@@ -254,30 +251,6 @@ void Lowerer::lowerNode(const Node &node, StepGraph &out) {
   shareIdenticalFunction(kernel, program.functionBodies);
   noteDTypes(node, program);
   addKernelStep(std::move(kernel), out);
-}
-
-void Lowerer::lowerSplitReduction(const Node &node, const ReductionSplit &split,
-                                  StepGraph &out) {
-  if (!plan.reductionPartials.count(&node)) {
-    diag.nodeError(node, "internal error: plan-memory reserved no partials "
-                         "for this two-phase reduction");
-    ok = false;
-    return;
-  }
-  Kernel phases[2];
-  std::string base = sanitize(mnemonic(node.getOp())) + "_" + sanitize(node.getName());
-  phases[0].name = uniqueKernelName(base + "_partials");
-  phases[1].name = uniqueKernelName(base);
-  for (Kernel &k : phases)
-    k.node = &node;
-  emitSplitReduction(node, split,
-                     bufferStorage(plan.reductionPartials.lookup(&node)),
-                     phases[0], phases[1]);
-  noteDTypes(node, program);
-  for (Kernel &k : phases) {
-    shareIdenticalFunction(k, program.functionBodies);
-    addKernelStep(std::move(k), out);
-  }
 }
 
 void Lowerer::lowerRowNode(const Node &node, StepGraph &out) {

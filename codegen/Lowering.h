@@ -39,11 +39,9 @@ private:
   void lowerNodes(const Graph &g, StepGraph &out);
   void lowerNode(const Node &n, StepGraph &out);
   void lowerIf(const Node &n, StepGraph &out);
-  /// A reduction in two phases (passes/ReductionRule.h): two kernels.
-  /// A node on a row schedule: one kernel, or two with scratch between.
+  /// A node on a row schedule (passes/ReductionRule.h): one kernel, or
+  /// two with scratch between.
   void lowerRowNode(const Node &n, StepGraph &out);
-  void lowerSplitReduction(const Node &n, const ReductionSplit &split,
-                           StepGraph &out);
   void lowerWhile(const Node &n, StepGraph &out);
   /// A product whose strategy is Library: one or more cuBLASLt steps
   /// (ProductLowering.cpp).

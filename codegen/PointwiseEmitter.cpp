@@ -169,7 +169,7 @@ static unsigned vectorWidthOf(
   bool sizesOk = true;
   auto note = [&](const Value *v) {
     unsigned size = dtypeSize(v->getType().dtype);
-    sizesOk &= (size == 2 || size == 4) && v->getType().dtype != DType::Bool;
+    sizesOk &= size == 2 || size == 4;
     widest = std::max(widest, size);
   };
   for (const auto &[inner, outer] : inputs)
@@ -177,7 +177,7 @@ static unsigned vectorWidthOf(
       note(outer);
   for (const auto &[inner, outer] : outputs)
     note(outer);
-  if (hasIota || !sizesOk || widest == 0)
+  if (hasIota || !sizesOk)
     return 1;
   unsigned width = 16 / widest;
   if (product(iter) % width != 0)

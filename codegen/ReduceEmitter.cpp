@@ -70,20 +70,9 @@ static void emitCumSum(const Node &node, Kernel &kernel) {
   kernel.source = kernelOpening(kernel, Block) + body + "}\n";
 }
 
-namespace {
-std::string blockCombine(const Accumulator &a) {
+static std::string blockCombine(const Accumulator &a) {
   return "  acc = cgc_block_reduce(acc, " + combiner(a) + ");\n";
 }
-
-KernelParam scratchParam(const Storage &s, bool written, const std::string &type) {
-  KernelParam p;
-  p.kind = KernelParam::Kind::Pointer;
-  p.storage = s;
-  p.written = written;
-  p.scratchType = type;
-  return p;
-}
-} // namespace
 
 void cgc::emitReduction(const Node &node, Kernel &kernel) {
   if (node.info().has(Scan))
@@ -120,18 +109,14 @@ void cgc::emitReduction(const Node &node, Kernel &kernel) {
     return finish(kernel, rows, body);
   }
   Accumulator a = accumulatorOf(node, in);
-  const std::string &acc = a.type, &init = a.init, &combine = a.combine;
   std::string result = "acc";
   if (node.getOp() == OpKind::Mean)
     result = "acc / " + floatLiteral(float(len));
-  body += "    " + acc + " acc = " + init + ";\n" + loop + "      " + acc +
-          " b = " + load + ", a = acc;\n      acc = " + combine + ";\n    }\n" +
-          "    acc = cgc_block_reduce(acc, [](" + acc + " a, " + acc + " b) { return " +
-          combine + "; });\n    if (threadIdx.x == 0) cgc_st(" + pout +
+  body += "    " + a.type + " acc = " + a.init + ";\n" + loop + "      " +
+          fold(a, load) + "\n    }\n  " + blockCombine(a) + "    if (threadIdx.x == 0) cgc_st(" + pout +
           ", row, " + result + ");\n  }\n";
   finish(kernel, rows, body);
 }
-
 
 /// Phase 1: block b reduces chunk b % chunks of row b / chunks (a
 /// contiguous range, four elements per 16-byte load for f32 rows whose
@@ -148,7 +133,7 @@ void cgc::emitSplitReduction(const Node &node, const ReductionSplit &split,
     per = (per + 3) / 4 * 4;
   std::string C = std::to_string(split.chunks) + "LL", L = std::to_string(split.length) + "LL";
   std::string x = addParam(phase1, node.operand(0), false);
-  phase1.params.push_back(scratchParam(partials, true, a.type));
+  std::string p1 = addScratchParam(phase1, partials, true, a.type);
   std::string loop;
   if (vector)
     loop = "#pragma unroll 4\n  for (long long i = begin + threadIdx.x * 4LL; i < end; i += 1024LL) {\n"
@@ -167,9 +152,9 @@ void cgc::emitSplitReduction(const Node &node, const ReductionSplit &split,
       std::to_string(per) + "LL;\n"
       "  const long long end = cgc_min(begin + " + std::to_string(per) + "LL, " + L + ");\n"
       "  " + a.type + " acc = " + a.init + ";\n" + loop + blockCombine(a) +
-      "  if (threadIdx.x == 0) p1[blockIdx.x] = acc;\n}\n";
+      "  if (threadIdx.x == 0) " + p1 + "[blockIdx.x] = acc;\n}\n";
 
-  phase2.params.push_back(scratchParam(partials, false, a.type));
+  std::string p0 = addScratchParam(phase2, partials, false, a.type);
   std::string out = addParam(phase2, node.result(), true);
   std::string result = node.getOp() == OpKind::Mean
                            ? "acc / " + floatLiteral(float(split.length))
@@ -179,7 +164,7 @@ void cgc::emitSplitReduction(const Node &node, const ReductionSplit &split,
   phase2.source =
       kernelOpening(phase2, 256) + "  " + a.type + " acc = " + a.init + ";\n"
       "  for (long long i = threadIdx.x; i < " + C + "; i += 256LL)\n"
-      "    " + fold(a, "p0[(long long)blockIdx.x * " + C + " + i]") + "\n" +
+      "    " + fold(a, p0 + "[(long long)blockIdx.x * " + C + " + i]") + "\n" +
       blockCombine(a) + "  if (threadIdx.x == 0) cgc_st(" + out +
       ", blockIdx.x, " + result + ");\n}\n";
 }
@@ -188,96 +173,48 @@ void cgc::emitNormalization(const Node &node, Kernel &kernel) {
   Shape shape = staticShape(node.operand(0)->getType());
   unsigned axis = *normalizeAxis(node.intAttr("axis", -1), shape.size());
   std::string x = addParam(kernel, node.operand(0), false);
-  std::string w = node.numOperands() > 1 ? addParam(kernel, node.operand(1), false) : "";
-  std::string b = node.numOperands() > 2 ? addParam(kernel, node.operand(2), false) : "";
   std::string y = addParam(kernel, node.result(), true);
-  std::string body;
-  std::string loopK;
-  int64_t rows;
-  if (node.getOp() == OpKind::LayerNorm) {
-    int64_t len = product(shape, axis);
-    rows = product(shape, 0, axis);
-    std::string n = std::to_string(len);
-    loopK = "    for (long long k = threadIdx.x; k < " + n + "LL; k += blockDim.x)";
-    std::string at = "row * " + n + "LL + k";
-    std::string scale = w.empty() ? "" : " * cgc_ld(" + w + ", k)";
-    std::string shift = b.empty() ? "" : " + cgc_ld(" + b + ", k)";
-    body = rowLoop(rows) + "    float s = 0.0f;\n" + loopK + " s += cgc_ld(" + x +
-           ", " + at + ");\n    float mean = cgc_block_sum(s) / " +
-           floatLiteral(float(len)) + ";\n    float q = 0.0f;\n" + loopK +
-           " { float d = cgc_ld(" + x + ", " + at + ") - mean; q += d * d; }\n" +
-           "    float inv = rsqrtf(cgc_block_sum(q) / " + floatLiteral(float(len)) +
-           " + " + floatLiteral(float(node.floatAttr("eps", 1e-5))) + ");\n" + loopK +
-           "\n      cgc_st(" + y + ", " + at + ", (cgc_ld(" + x + ", " + at +
-           ") - mean) * inv" + scale + shift + ");\n  }\n";
-    return finish(kernel, rows, body);
-  }
   int64_t len = shape[axis], inner = product(shape, axis + 1);
-  rows = product(shape) / std::max<int64_t>(len, 1);
+  int64_t rows = product(shape) / std::max<int64_t>(len, 1);
   std::string in = std::to_string(inner);
-  loopK = "    for (long long k = threadIdx.x; k < " + std::to_string(len) +
-          "LL; k += blockDim.x)";
+  std::string loopK = "    for (long long k = threadIdx.x; k < " + std::to_string(len) +
+                      "LL; k += blockDim.x)";
   std::string at = "base + k * " + in + "LL";
   std::string store = node.getOp() == OpKind::Softmax
                           ? "expf(cgc_ld(" + x + ", " + at + ") - m) / s"
                           : "cgc_ld(" + x + ", " + at + ") - m - logf(s)";
-  body = rowLoop(rows) + "    long long base = (row / " + in + "LL) * " +
-         std::to_string(len * inner) + "LL + row % " + in + "LL;\n" +
-         "    float m = -CGC_INF;\n" + loopK + " m = cgc_max(m, (float)cgc_ld(" +
-         x + ", " + at + "));\n    m = cgc_block_max(m);\n    float s = 0.0f;\n" +
-         loopK + " s += expf(cgc_ld(" + x + ", " + at + ") - m);\n" +
-         "    s = cgc_block_sum(s);\n" + loopK + " cgc_st(" + y + ", " + at +
-         ", " + store + ");\n  }\n";
+  std::string body =
+      rowLoop(rows) + "    long long base = (row / " + in + "LL) * " +
+      std::to_string(len * inner) + "LL + row % " + in + "LL;\n" +
+      "    float m = -CGC_INF;\n" + loopK + " m = cgc_max(m, (float)cgc_ld(" +
+      x + ", " + at + "));\n    m = cgc_block_max(m);\n    float s = 0.0f;\n" +
+      loopK + " s += expf(cgc_ld(" + x + ", " + at + ") - m);\n" +
+      "    s = cgc_block_sum(s);\n" + loopK + " cgc_st(" + y + ", " + at +
+      ", " + store + ");\n  }\n";
   finish(kernel, rows, body);
 }
 
 void cgc::emitLoss(const Node &node, Kernel &kernel) {
+  // cross_entropy has a row schedule (RowEmitter.cpp).
   std::string reduction = node.strAttr("reduction", "mean");
   std::string a = addParam(kernel, node.operand(0), false);
   std::string t = addParam(kernel, node.operand(1), false);
   std::string out = addParam(kernel, node.result(), true);
-  Shape shape = staticShape(node.operand(0)->getType());
-  if (node.getOp() == OpKind::MseLoss) {
-    int64_t n = product(shape);
-    std::string d = "float d = cgc_ld(" + a + ", i) - cgc_ld(" + t + ", i);";
-    if (reduction == "none") {
-      kernel.block[0] = Block;
-      kernel.grid[0] = gridFor(n, Block);
-      kernel.source = kernelOpening(kernel, Block) +
-                      gridStrideLoop("i", n, Block) + "    " + d + "\n    cgc_st(" +
-                      out + ", i, d * d);\n  }\n}\n";
-      return;
-    }
-    std::string body = "  float s = 0.0f;\n  for (long long i = threadIdx.x; i < " +
-                       std::to_string(n) + "LL; i += blockDim.x) { " + d +
-                       " s += d * d; }\n  s = cgc_block_sum(s);\n" +
-                       "  if (threadIdx.x == 0) cgc_st(" + out + ", 0, s" +
-                       (reduction == "mean" ? " / " + floatLiteral(float(n)) : "") +
-                       ");\n";
-    return finish(kernel, 1, body);
+  int64_t n = product(staticShape(node.operand(0)->getType()));
+  std::string d = "float d = cgc_ld(" + a + ", i) - cgc_ld(" + t + ", i);";
+  if (reduction == "none") {
+    kernel.block[0] = Block;
+    kernel.grid[0] = gridFor(n, Block);
+    kernel.source = kernelOpening(kernel, Block) +
+                    gridStrideLoop("i", n, Block) + "    " + d + "\n    cgc_st(" +
+                    out + ", i, d * d);\n  }\n}\n";
+    return;
   }
-  // cross_entropy: logits [N, C], integer targets [N].
-  int64_t rows = shape[0], classes = shape[1];
-  std::string c = std::to_string(classes);
-  std::string ignore = std::to_string(node.intAttr("ignore_index", -100));
-  std::string loopK = "    for (long long k = threadIdx.x; k < " + c + "LL; k += blockDim.x)";
-  std::string rowBody =
-      "    long long target = (long long)cgc_ld(" + t + ", row);\n" +
-      "    float m = -CGC_INF;\n" + loopK + " m = cgc_max(m, (float)cgc_ld(" + a +
-      ", row * " + c + "LL + k));\n    m = cgc_block_max(m);\n    float s = 0.0f;\n" +
-      loopK + " s += expf(cgc_ld(" + a + ", row * " + c + "LL + k) - m);\n" +
-      "    s = cgc_block_sum(s);\n    bool ignored = target == " + ignore +
-      "LL || target < 0 || target >= " + c + "LL;\n" +
-      "    float loss = ignored ? 0.0f : m + logf(s) - cgc_ld(" + a + ", row * " +
-      c + "LL + target);\n";
-  if (reduction == "none")
-    return finish(kernel, rows,
-                  rowLoop(rows) + rowBody + "    if (threadIdx.x == 0) cgc_st(" +
-                      out + ", row, loss);\n  }\n");
-  std::string body = "  float total = 0.0f, count = 0.0f;\n  for (long long row = 0; row < " +
-                     std::to_string(rows) + "LL; ++row) {\n" + rowBody +
-                     "    total += loss; count += ignored ? 0.0f : 1.0f;\n  }\n" +
-                     "  if (threadIdx.x == 0) cgc_st(" + out + ", 0, total" +
-                     (reduction == "mean" ? " / (count > 0.0f ? count : 1.0f)" : "") + ");\n";
+  std::string body = "  float s = 0.0f;\n  for (long long i = threadIdx.x; i < " +
+                     std::to_string(n) + "LL; i += blockDim.x) { " + d +
+                     " s += d * d; }\n  s = cgc_block_sum(s);\n" +
+                     "  if (threadIdx.x == 0) cgc_st(" + out + ", 0, s" +
+                     (reduction == "mean" ? " / " + floatLiteral(float(n)) : "") +
+                     ");\n";
   finish(kernel, 1, body);
 }

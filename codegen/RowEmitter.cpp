@@ -14,7 +14,8 @@
 // Column reductions (columnSplit) run 32 x 8 threads per block over 32 *
 // vector adjacent columns, combine the 8 partial sums through shared
 // memory in order and, when several blocks share a column tile, write
-// partials that a second kernel combines in order.
+// partials that a second kernel combines in order. Reductions over few
+// long rows (reductionSplit) take ReduceEmitter.cpp's two-phase kernels.
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/Accumulator.h"
@@ -23,6 +24,10 @@
 #include "ir/TypeRules.h"
 
 using namespace cgc;
+
+/// The float sum and maximum the row ops reduce with.
+static const Accumulator kFloatSum{"float", "0.0f", "a + b"};
+static const Accumulator kFloatMax{"float", "-CGC_INF", "cgc_max(a, b)"};
 
 /// Threads per row of a kernel that streams its rows (cross_entropy).
 static constexpr unsigned kStreamingRowBlock = 256;
@@ -81,10 +86,9 @@ struct RowText {
            LEN + ", u * " + V + ", " + into + ");\n";
   }
 
-  std::string reduce(const std::string &var, const std::string &combine,
-                     const std::string &type = "float") const {
-    return "    " + var + " = cgc_group_reduce<" + L + ">(" + var + ", [](" +
-           type + " a, " + type + " b) { return " + combine + "; });\n";
+  std::string reduce(const std::string &var, const Accumulator &a) const {
+    return "    " + var + " = cgc_group_reduce<" + L + ">(" + var + ", " +
+           combiner(a) + ");\n";
   }
 
   void finish(Kernel &kernel, const std::string &body,
@@ -103,52 +107,34 @@ std::pair<int64_t, int64_t> rowsAndLength(const Shape &shape, unsigned axis) {
 }
 } // namespace
 
-static bool isSumLike(OpKind op) {
-  return op == OpKind::Sum || op == OpKind::Mean || op == OpKind::Max ||
-         op == OpKind::Min;
-}
-
 bool cgc::hasRowSchedule(const Node &node) {
+  if (reducedRun(node))
+    return true;
   OpKind op = node.getOp();
-  if (!isSumLike(op) && op != OpKind::Softmax && op != OpKind::LogSoftmax &&
-      op != OpKind::LayerNorm && op != OpKind::CrossEntropy)
-    return false;
-  const TensorType &in = node.operand(0)->getType();
-  if (!in.isStatic() || in.numElements() == 0)
-    return false;
-  unsigned rank = in.rank();
-  if (isSumLike(op)) {
-    auto axes = reductionAxes(node, rank);
-    for (unsigned k = 0; k < axes.size(); ++k)
-      if (axes[k] != rank - axes.size() + k)
-        return columnSplit(node).chunks != 0;
-    return !axes.empty();
-  }
-  if (op == OpKind::Softmax || op == OpKind::LogSoftmax)
+  if (op == OpKind::Softmax || op == OpKind::LogSoftmax) {
+    unsigned rank = node.operand(0)->getType().rank();
     return *normalizeAxis(node.intAttr("axis", -1), rank) == rank - 1;
-  return op == OpKind::LayerNorm || (op == OpKind::CrossEntropy && rank == 2);
+  }
+  // cross_entropy's logits are [N, C] (its type rule).
+  return op == OpKind::LayerNorm || op == OpKind::CrossEntropy;
 }
 
-static void emitRowReduction(const Node &node, Kernel &kernel,
-                             unsigned multiprocessors) {
-  Shape shape = staticShape(node.operand(0)->getType());
-  int64_t length = 1;
-  for (unsigned a : reductionAxes(node, shape.size()))
-    length *= shape[a];
+static void emitRowReduction(const Node &node, const ReducedRun &run,
+                             Kernel &kernel, unsigned multiprocessors) {
   DType in = node.operand(0)->getType().dtype;
-  RowText t(rowSchedule(product(shape) / length, length, in));
+  RowText t(rowSchedule(run.outer, run.length, in));
   Accumulator a = accumulatorOf(node, in);
   std::string x = addParam(kernel, node.operand(0), false);
   std::string y = addParam(kernel, node.result(), true);
   std::string result = node.getOp() == OpKind::Mean
-                           ? "acc / " + floatLiteral(float(length)) : "acc";
+                           ? "acc / " + floatLiteral(float(run.length)) : "acc";
   std::string body =
       "    " + a.type + " acc = " + a.init + ";\n" +
       t.forEachLoad("        " + a.type + " v[" + t.V + "];\n" +
                         t.load(x, "v", a.type) +
                         t.forEachElement(fold(a, "v[k]")),
                     t.s.loads > 16 ? 4 : 0) +
-      t.reduce("acc", a.combine, a.type) +
+      t.reduce("acc", a) +
       "    if (live && lane == 0) cgc_st(" + y + ", row, " + result + ");\n";
   t.finish(kernel, body, multiprocessors);
 }
@@ -181,11 +167,11 @@ static void emitRowSoftmax(const Node &node, Kernel &kernel,
                       ", u * " + t.V + ", ";
   if (t.s.inRegisters()) {
     body = loadRow(t, x, "-CGC_INF") + "    float m = -CGC_INF;\n" +
-           overRegisters(t, "m = cgc_max(m, x[j][k]);") + t.reduce("m", "cgc_max(a, b)") +
+           overRegisters(t, "m = cgc_max(m, x[j][k]);") + t.reduce("m", kFloatMax) +
            "    float s = 0.0f;\n" +
            overRegisters(t, log ? "{ x[j][k] -= m; s += expf(x[j][k]); }"
                                 : "{ x[j][k] = expf(x[j][k] - m); s += x[j][k]; }") +
-           t.reduce("s", "a + b") +
+           t.reduce("s", kFloatSum) +
            (log ? "    const float shift = logf(s);\n" : "") +
            overRegisters(t, log ? "x[j][k] -= shift;" : "x[j][k] = x[j][k] / s;") +
            t.forEachLoad(store + "x[j]);\n");
@@ -193,9 +179,9 @@ static void emitRowSoftmax(const Node &node, Kernel &kernel,
     std::string v = "        float v[" + t.V + "];\n" + t.load(x, "v");
     body = "    float m = -CGC_INF;\n" +
            t.forEachLoad(v + t.forEachElement("m = cgc_max(m, v[k]);"), 4) +
-           t.reduce("m", "cgc_max(a, b)") + "    float s = 0.0f;\n" +
+           t.reduce("m", kFloatMax) + "    float s = 0.0f;\n" +
            t.forEachLoad(v + t.forEachElement("s += expf(v[k] - m);"), 4) +
-           t.reduce("s", "a + b") +
+           t.reduce("s", kFloatSum) +
            (log ? "    const float shift = logf(s);\n" : "") +
            t.forEachLoad(v + t.forEachElement(log ? "v[k] = v[k] - m - shift;"
                                                   : "v[k] = expf(v[k] - m) / s;") +
@@ -231,10 +217,10 @@ static void emitRowLayerNorm(const Node &node, Kernel &kernel,
   std::string body;
   if (t.s.inRegisters()) {
     body = loadRow(t, x, "0.0f") + "    float s = 0.0f;\n" +
-           overRegisters(t, "s += x[j][k];") + t.reduce("s", "a + b") +
+           overRegisters(t, "s += x[j][k];") + t.reduce("s", kFloatSum) +
            "    const float mean = s / " + n + ";\n    float q = 0.0f;\n" +
            overRegisters(t, "{ x[j][k] -= mean; q += x[j][k] * x[j][k]; }") +
-           t.reduce("q", "a + b") + "    const float inv = rsqrtf(q / " + n +
+           t.reduce("q", kFloatSum) + "    const float inv = rsqrtf(q / " + n +
            " + " + eps + ");\n" +
            t.forEachLoad(affine + t.forEachElement("x[j][k] = x[j][k] * inv" + scale + ";") +
                          store + "x[j]);\n");
@@ -242,10 +228,10 @@ static void emitRowLayerNorm(const Node &node, Kernel &kernel,
     std::string v = "        float v[" + t.V + "];\n" + t.load(x, "v");
     body = "    float s = 0.0f;\n" +
            t.forEachLoad(v + t.forEachElement("s += v[k];"), 4) +
-           t.reduce("s", "a + b") + "    const float mean = s / " + n +
+           t.reduce("s", kFloatSum) + "    const float mean = s / " + n +
            ";\n    float q = 0.0f;\n" +
            t.forEachLoad(v + t.forEachElement("{ float d = v[k] - mean; q += d * d; }"), 4) +
-           t.reduce("q", "a + b") + "    const float inv = rsqrtf(q / " + n +
+           t.reduce("q", kFloatSum) + "    const float inv = rsqrtf(q / " + n +
            " + " + eps + ");\n" +
            t.forEachLoad(v + affine +
                              t.forEachElement("v[k] = (v[k] - mean) * inv" + scale + ";") +
@@ -397,16 +383,19 @@ static void emitColumnCombine(const Node &node, const ColumnSplit &c,
 void cgc::emitRowKernels(const Node &node, const Storage *scratch,
                          unsigned multiprocessors, Kernel &first,
                          Kernel *second) {
-  OpKind op = node.getOp();
-  if (isSumLike(op)) {
+  if (auto run = reducedRun(node)) {
+    ReductionSplit split = reductionSplit(node);
+    if (split.chunks)
+      return emitSplitReduction(node, split, *scratch, first, *second);
     ColumnSplit c = columnSplit(node);
     if (!c.chunks)
-      return emitRowReduction(node, first, multiprocessors);
+      return emitRowReduction(node, *run, first, multiprocessors);
     emitColumnPartials(node, c, c.chunks > 1 ? scratch : nullptr, first);
     if (c.chunks > 1)
       emitColumnCombine(node, c, *scratch, *second, multiprocessors);
     return;
   }
+  OpKind op = node.getOp();
   if (op == OpKind::Softmax || op == OpKind::LogSoftmax)
     return emitRowSoftmax(node, first, multiprocessors);
   if (op == OpKind::LayerNorm)

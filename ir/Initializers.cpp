@@ -87,33 +87,29 @@ double cgc::roundToDType(DType dtype, double x) {
 static void initializerRange(const Initializer &init, DType dtype,
                              int64_t begin, int64_t end, double *out) {
   using S = Initializer::Source;
-  PhiloxBlock words{}; // Uniform: the block of element i.
+  // Element i reads words 2i and 2i+1 (normal) or word i (uniform) of the
+  // stream; each Philox block of four words is drawn once.
+  PhiloxBlock words{};
+  uint64_t drawn = ~uint64_t(0);
+  auto word = [&](uint64_t index) {
+    if (index / 4 != drawn)
+      words = philoxBlock(init.seed, 0, drawn = index / 4);
+    return words[index % 4];
+  };
   for (int64_t i = begin; i < end; ++i) {
     double v = 0;
     switch (init.source) {
     case S::Normal: {
-      // Words 2i and 2i+1 of the stream: one Philox block holds both.
-      uint64_t block = uint64_t(i) / 2;
-      PhiloxBlock words = philox4x32_10(
-          {uint32_t(block), uint32_t(block >> 32), 0, 0}, uint32_t(init.seed),
-          uint32_t(init.seed >> 32));
-      unsigned w = unsigned(i % 2) * 2;
-      double u1 = float(words[w] >> 8) * (1.0f / 16777216.0f);
-      double u2 = float(words[w + 1] >> 8) * (1.0f / 16777216.0f);
+      double u1 = uniformOf(word(2 * uint64_t(i)));
+      double u2 = uniformOf(word(2 * uint64_t(i) + 1));
       double z = std::sqrt(-2.0 * std::log(1.0 - u1)) *
                  std::cos(2.0 * M_PI * u2);
       v = init.a + init.b * z;
       break;
     }
-    case S::Uniform: {
-      uint64_t block = uint64_t(i) / 4;
-      if (i == begin || i % 4 == 0)
-        words = philox4x32_10({uint32_t(block), uint32_t(block >> 32), 0, 0},
-                              uint32_t(init.seed), uint32_t(init.seed >> 32));
-      float u = float(words[i % 4] >> 8) * (1.0f / 16777216.0f);
-      v = init.a + (init.b - init.a) * double(u);
+    case S::Uniform:
+      v = init.a + (init.b - init.a) * double(uniformOf(word(uint64_t(i))));
       break;
-    }
     case S::Ones:
       v = 1;
       break;

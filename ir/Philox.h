@@ -35,17 +35,27 @@ inline PhiloxBlock philox4x32_10(PhiloxBlock counter, uint32_t key0,
   return counter;
 }
 
-/// Word \p index of the stream keyed by (\p seed, \p offset).
-inline uint32_t philoxWord(uint64_t seed, uint64_t offset, uint64_t index) {
-  uint64_t block = index / 4;
-  PhiloxBlock counter = {uint32_t(block), uint32_t(block >> 32),
-                         uint32_t(offset), uint32_t(offset >> 32)};
-  return philox4x32_10(counter, uint32_t(seed), uint32_t(seed >> 32))[index % 4];
+/// Words 4 * \p block to 4 * \p block + 3 of the stream keyed by
+/// (\p seed, \p offset).
+inline PhiloxBlock philoxBlock(uint64_t seed, uint64_t offset, uint64_t block) {
+  return philox4x32_10({uint32_t(block), uint32_t(block >> 32),
+                        uint32_t(offset), uint32_t(offset >> 32)},
+                       uint32_t(seed), uint32_t(seed >> 32));
 }
 
-/// Uniform float in [0, 1) with 24 random bits, exact in f32.
+/// Word \p index of the stream keyed by (\p seed, \p offset).
+inline uint32_t philoxWord(uint64_t seed, uint64_t offset, uint64_t index) {
+  return philoxBlock(seed, offset, index / 4)[index % 4];
+}
+
+/// \p word as a uniform float in [0, 1) with 24 random bits, exact in f32.
+inline float uniformOf(uint32_t word) {
+  return float(word >> 8) * (1.0f / 16777216.0f);
+}
+
+/// Uniform float of word \p index of the stream.
 inline float philoxUniform(uint64_t seed, uint64_t offset, uint64_t index) {
-  return float(philoxWord(seed, offset, index) >> 8) * (1.0f / 16777216.0f);
+  return uniformOf(philoxWord(seed, offset, index));
 }
 
 } // namespace cgc

@@ -3,25 +3,16 @@
 
 #include "ir/TypeRules.h"
 
+#include "llvm/Support/MathExtras.h"
+
 #include <algorithm>
 
 using namespace cgc;
 
-static bool isSumLike(OpKind op) {
-  return op == OpKind::Sum || op == OpKind::Mean || op == OpKind::Max ||
-         op == OpKind::Min;
-}
-
-namespace {
-/// A static reduction whose reduced dims form one run: [outer, length,
-/// inner] with the run in the middle.
-struct ReducedRun {
-  int64_t outer = 1, length = 1, inner = 1;
-};
-} // namespace
-
-static llvm::Optional<ReducedRun> reducedRun(const Node &node) {
-  if (!isSumLike(node.getOp()))
+llvm::Optional<ReducedRun> cgc::reducedRun(const Node &node) {
+  OpKind op = node.getOp();
+  if (op != OpKind::Sum && op != OpKind::Mean && op != OpKind::Max &&
+      op != OpKind::Min)
     return llvm::None;
   const TensorType &in = node.operand(0)->getType();
   if (!in.isStatic())
@@ -37,6 +28,8 @@ static llvm::Optional<ReducedRun> reducedRun(const Node &node) {
     int64_t e = in.dims[d].extent();
     (d < axes.front() ? run.outer : d <= axes.back() ? run.length : run.inner) *= e;
   }
+  if (run.outer * run.inner == 0)
+    return llvm::None; // An empty result: nothing to schedule.
   return run;
 }
 
@@ -61,13 +54,6 @@ ReductionSplit cgc::reductionSplit(const Node &node) {
   return s;
 }
 
-static unsigned powerOfTwoAtLeast(int64_t n) {
-  unsigned p = 1;
-  while (p < n)
-    p *= 2;
-  return p;
-}
-
 /// The widest load (16, 8 or 4 bytes) whose element count divides
 /// \p length, in elements; 1 when none does.
 static unsigned vectorWidth(int64_t length, DType dtype) {
@@ -88,7 +74,7 @@ RowSchedule cgc::rowSchedule(int64_t rows, int64_t length, DType dtype) {
   int64_t units = std::max<int64_t>((length + s.vector - 1) / s.vector, 1);
   auto lanesFor = [&](int64_t elements) {
     int64_t loads = std::max<int64_t>(elements / s.vector, 1);
-    return powerOfTwoAtLeast((units + loads - 1) / loads);
+    return unsigned(llvm::PowerOf2Ceil(uint64_t((units + loads - 1) / loads)));
   };
   s.lanes = lanesFor(kRowTargetElements);
   if (s.lanes > 32 && lanesFor(RowSchedule::kRowRegisterElements) <= 32)
@@ -124,9 +110,11 @@ uint64_t cgc::phaseScratchBytes(const Node &node) {
   if (column.chunks > 1)
     return uint64_t(column.chunks * column.outer * column.inner) *
            column.partialBytes;
+  // Two floats per row (at least one row: the total of no rows is 0).
   if (node.getOp() == OpKind::CrossEntropy &&
       node.strAttr("reduction", "mean") != "none" &&
       node.operand(0)->getType().isStatic())
-    return uint64_t(node.operand(0)->getType().dims[0].extent()) * 8;
+    return uint64_t(std::max<int64_t>(
+               node.operand(0)->getType().dims[0].extent(), 1)) * 8;
   return 0;
 }

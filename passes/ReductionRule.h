@@ -25,9 +25,20 @@
 #include "ir/Graph.h"
 #include "ir/Types.h"
 
+#include "llvm/ADT/Optional.h"
+
 #include <cstdint>
 
 namespace cgc {
+
+/// A sum, mean, max or min of a static tensor whose reduced dims form one
+/// run, viewed as [outer, length, inner] reduced over the middle: rows
+/// when inner = 1, columns otherwise.
+struct ReducedRun {
+  int64_t outer = 1, length = 1, inner = 1;
+};
+/// \p node's run; none for other nodes and for an empty result.
+llvm::Optional<ReducedRun> reducedRun(const Node &node);
 
 /// Splits need rows no longer than this many elements per phase-1 block...
 constexpr int64_t kSplitReductionChunk = 8192;

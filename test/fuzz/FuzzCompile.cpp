@@ -28,11 +28,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   CompileOptions options;
   Compilation compilation;
   std::vector<uint8_t> bytes;
-  // Artifacts with more than 16 MiB of state (the seed corpus's 128 MiB
-  // linear_b1_8192_bf16) take the writer seconds per input under the
-  // sanitizers: past libFuzzer's per-input timeout, and no new coverage.
   if (lowerModel(*graph, options, compilation, diag) &&
-      compilation.graphs.front().plan->persistentSize <= (16u << 20)) {
+      fuzz::stateSmallEnoughToWrite(*graph)) {
     (void)programSource(compilation.program);
     DeviceCode code;
     code.cubin = {0x7f, 'E', 'L', 'F'};

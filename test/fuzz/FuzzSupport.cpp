@@ -227,6 +227,15 @@ bool fuzz::smallEnoughToRun(const Graph &graph) {
   return regionSmallEnough(graph, int64_t(1) << 20);
 }
 
+bool fuzz::stateSmallEnoughToWrite(const Graph &graph) {
+  uint64_t bytes = 0;
+  for (const GraphInput &in : graph.inputs())
+    if (isPersistent(in.kind) && in.init.source != Initializer::Source::None)
+      bytes += uint64_t(in.value->getType().maxElements(graph.dims())) *
+               dtypeSize(in.value->getType().dtype);
+  return bytes <= (uint64_t(16) << 20);
+}
+
 interp::Limits fuzz::interpreterLimits() {
   interp::Limits limits;
   limits.memoryBytes = uint64_t(64) << 20;

@@ -53,6 +53,12 @@ std::unique_ptr<Graph> readModel(const uint8_t *data, size_t size,
 /// multiply-adds per product, regions included.
 bool smallEnoughToRun(const Graph &graph);
 
+/// True when the artifact writer can encode \p graph's initialized state
+/// within a fuzz iteration's time under the sanitizers: at most 16 MiB
+/// (the seed corpus's linear_b1_8192_bf16 has 128 MiB, which took the
+/// writer past libFuzzer's 25 s per input).
+bool stateSmallEnoughToWrite(const Graph &graph);
+
 /// Interpreter limits for fuzzing (64 MiB of tensors, 1000 loop trips).
 interp::Limits interpreterLimits();
 

@@ -301,6 +301,16 @@ def row_cases(put):
         for dt in ("i32", "i64"):
             one(f"row_sum_{dt}_{rows}x{n}", [("x", dt, shape)], "sum", {"axes": [-1]})
             one(f"row_max_{dt}_{rows}x{n}", [("x", dt, shape)], "max", {"axes": [-1]})
+    # Empty rows and no rows: sums of nothing, the mean loss of no rows.
+    put("row_empties", [("a", "f32", [3, 0]), ("b", "f32", [0, 5]), ("t0", "i64", [0]),
+                        ("d", "f32", [0, 7])],
+        [{"name": "ln", "op": "layernorm", "inputs": ["a"]},
+         {"name": "ce0", "op": "cross_entropy", "inputs": ["b", "t0"]},
+         {"name": "sm", "op": "softmax", "inputs": ["d"]},
+         {"name": "s", "op": "sum", "inputs": ["a"], "attrs": {"axes": [1]}},
+         {"name": "mx", "op": "max", "inputs": ["d"], "attrs": {"axes": [1]}},
+         {"name": "cs", "op": "sum", "inputs": ["b"], "attrs": {"axes": [0]}}],
+        ["ln", "ce0", "sm", "s", "mx", "cs"])
     one("row_layernorm_noaffine_f32_8x3x1000", [("x", "f32", [8, 3, 1000])], "layernorm", {"axis": 1})
     one("row_cross_entropy_mean_bf16_300x1000", [("x", "bf16", [300, 1000]), ("t", "i32", [300])],
         "cross_entropy", {}, ["t"])

@@ -1,0 +1,215 @@
+//===- StagedRuntimeGpuTest.cpp - The runtime's API over staged cases -----===//
+//
+// Runtime features exercised on staged artifacts (StagedCases.h), each
+// checked against the interpreter's references: caller buffers bound to a
+// cuBLASLt product's input and output (re-capturing its child graph node,
+// inside `if` bodies too), a pinned product algorithm, and a soak of a
+// million replays with flat device memory and host RSS.
+//
+//===----------------------------------------------------------------------===//
+#include "GpuTestUtil.h"
+#include "StagedCases.h"
+
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+
+using namespace cgctest;
+
+namespace {
+
+/// Writes \p bytes to a fresh device buffer.
+void *deviceCopy(const std::vector<uint8_t> &bytes) {
+  void *p = nullptr;
+  EXPECT_EQ(cudaMalloc(&p, bytes.size()), cudaSuccess);
+  EXPECT_EQ(cudaMemcpy(p, bytes.data(), bytes.size(), cudaMemcpyHostToDevice),
+            cudaSuccess);
+  return p;
+}
+
+/// Runs with the product's input x and output bound to caller buffers (the
+/// captured cuBLASLt call is re-captured), compares with the reference.
+std::string runBound(Loaded &l, const Case &c, const TensorMap &in,
+                     const TensorMap &ref, bool eager) {
+  const OutSpec &o = c.outputs.at(0);
+  void *dx = deviceCopy(in.at("x").bytes);
+  void *dy = nullptr;
+  EXPECT_EQ(cudaMalloc(&dy, ref.at(o.name).bytes.size()), cudaSuccess);
+  EXPECT_EQ(cudaMemset(dy, 0xFF, ref.at(o.name).bytes.size()), cudaSuccess);
+  std::string problem;
+  TensorMap rest = in;
+  rest.erase("x");
+  for (const auto &[name, t] : rest)
+    if (cgc_status s = cgc_context_write_input(l.ctx, name.c_str(),
+                                               t.bytes.data(), t.bytes.size(),
+                                               nullptr))
+      problem += "write " + name + ": " + fmtStatus(s) + "\n";
+  if (cgc_status s = cgc_context_bind(l.ctx, "x", dx))
+    problem += "bind x: " + fmtStatus(s) + "\n";
+  if (cgc_status s = cgc_context_bind(l.ctx, o.name.c_str(), dy))
+    problem += "bind " + o.name + ": " + fmtStatus(s) + "\n";
+  cgc_status s = eager ? cgc_run_eager(l.ctx, 0, nullptr, 0, nullptr)
+                       : cgc_run(l.ctx, 0, nullptr, 0, nullptr);
+  if (s || (s = cgc_stream_synchronize(nullptr)))
+    problem += "run: " + fmtStatus(s) + "\n";
+  std::vector<uint8_t> got(ref.at(o.name).bytes.size());
+  EXPECT_EQ(cudaMemcpy(got.data(), dy, got.size(), cudaMemcpyDeviceToHost),
+            cudaSuccess);
+  problem += compareOutput(o, decode(o.dtype, got.data(), got.size()),
+                           decode(o.dtype, ref.at(o.name).bytes.data(),
+                                  got.size()));
+  cgc_context_bind(l.ctx, "x", nullptr);
+  cgc_context_bind(l.ctx, o.name.c_str(), nullptr);
+  cudaFree(dx);
+  cudaFree(dy);
+  return problem;
+}
+
+} // namespace
+
+/// A cuBLASLt product (the staged case own_linear_lib_f32_64x255x17_relu):
+/// the algorithm chosen at load is described, read back and pinned before
+/// any context exists (and refused after); a context then runs with its
+/// input and output bound to caller buffers, rebound to new buffers with
+/// new inputs, graph and eager, each checked against the interpreter.
+TEST(StagedCases, ProductBindingAndPinnedAlgorithm) {
+  CGC_REQUIRE_GPU();
+  const std::string name = "own_linear_lib_f32_64x255x17_relu";
+  const Case *c = findCase(name);
+  ASSERT_NE(c, nullptr) << name << " is not staged";
+  ASSERT_GE(c->replays, 2);
+  std::string dir = staged().dir + "/" + name + "/";
+  Loaded l;
+  ASSERT_EQ(cgc_engine_load_file((dir + "model.cgc").c_str(), 0, &l.engine),
+            CGC_OK)
+      << cgc_last_error();
+  ASSERT_EQ(cgc_engine_num_products(l.engine), 1u);
+  char line[512];
+  ASSERT_EQ(cgc_engine_describe_product(l.engine, 0, line, sizeof line), CGC_OK)
+      << cgc_last_error();
+  EXPECT_NE(std::string(line).find("heuristic"), std::string::npos) << line;
+  uint64_t algo[8];
+  ASSERT_EQ(cgc_engine_get_product_algorithm(l.engine, 0, algo), CGC_OK);
+  ASSERT_EQ(cgc_engine_pin_product_algorithm(l.engine, 0, algo), CGC_OK)
+      << cgc_last_error();
+  ASSERT_EQ(cgc_engine_describe_product(l.engine, 0, line, sizeof line), CGC_OK);
+  EXPECT_NE(std::string(line).find("pinned"), std::string::npos) << line;
+  ASSERT_EQ(cgc_context_create(l.engine, nullptr, 0, &l.ctx), CGC_OK)
+      << cgc_last_error();
+  EXPECT_NE(cgc_engine_pin_product_algorithm(l.engine, 0, algo), CGC_OK)
+      << "pinning while a context exists is refused";
+  for (int k : {1, 2}) {
+    SCOPED_TRACE("input set " + std::to_string(k));
+    TensorMap in, ref;
+    ASSERT_TRUE(readInputSet(dir, k, in, ref));
+    EXPECT_EQ(runBound(l, *c, in, ref, false), "");
+    EXPECT_EQ(runBound(l, *c, in, ref, true), "");
+  }
+  TensorMap in, ref; // unbound again: the arena slots
+  ASSERT_TRUE(readInputSet(dir, 0, in, ref));
+  ASSERT_EQ(l.feed(in), "");
+  EXPECT_EQ(l.runAndCompare(false, *c, ref), "");
+}
+
+/// cuBLASLt products inside the arms of an `if` (the staged case
+/// cf_if_linear): binding x and the output y re-captures the child graph
+/// nodes inside the conditional bodies; two input sets, graph and eager.
+TEST(StagedCases, ProductRebindingInsideIfBodies) {
+  CGC_REQUIRE_GPU();
+  const std::string name = "cf_if_linear";
+  const Case *c = findCase(name);
+  ASSERT_NE(c, nullptr) << name << " is not staged";
+  ASSERT_GE(c->replays, 2);
+  std::string dir = staged().dir + "/" + name + "/";
+  Loaded l;
+  ASSERT_EQ(l.open(dir + "model.cgc"), "");
+  Case yOnly = *c; // runBound compares the first output: y, the if's
+  yOnly.outputs.erase(std::remove_if(yOnly.outputs.begin(), yOnly.outputs.end(),
+                                     [](const OutSpec &o) { return o.name != "y"; }),
+                      yOnly.outputs.end());
+  ASSERT_EQ(yOnly.outputs.size(), 1u);
+  for (int k : {1, 2}) {
+    SCOPED_TRACE("input set " + std::to_string(k));
+    TensorMap in, ref;
+    ASSERT_TRUE(readInputSet(dir, k, in, ref));
+    EXPECT_EQ(runBound(l, yOnly, in, ref, false), "");
+    EXPECT_EQ(runBound(l, yOnly, in, ref, true), "");
+  }
+}
+
+/// Device memory in use on the current GPU, in bytes.
+static size_t deviceBytesInUse() {
+  size_t free = 0, total = 0;
+  cudaMemGetInfo(&free, &total);
+  return total - free;
+}
+
+/// This process's resident set, in bytes.
+static size_t hostResidentBytes() {
+  std::ifstream statm("/proc/self/statm");
+  size_t pages = 0, resident = 0;
+  statm >> pages >> resident;
+  return resident * 4096;
+}
+
+/// Long runs: CGC_SOAK_REPLAYS (default 10^6) replays of the staged
+/// example_mlp8_infer_b1 (cuBLASLt and generated products, layernorm), with
+/// fresh inputs every 1000 replays (the staged input sets in turn, outputs
+/// poisoned each time), checked against the interpreter's references every
+/// 100th input change and at the end. Device memory in use must not grow,
+/// and the host's resident set by at most 8 MiB; both are printed.
+TEST(StagedCases, SoakReplays) {
+  CGC_REQUIRE_GPU();
+  const std::string name = "example_mlp8_infer_b1";
+  const Case *c = findCase(name);
+  ASSERT_NE(c, nullptr) << name << " is not staged";
+  ASSERT_GE(c->replays, 2);
+  std::string dir = staged().dir + "/" + name + "/";
+  std::vector<TensorMap> ins(c->replays), refs(c->replays);
+  for (int k = 0; k < c->replays; ++k)
+    ASSERT_TRUE(readInputSet(dir, k + 1, ins[k], refs[k]));
+  const char *env = std::getenv("CGC_SOAK_REPLAYS");
+  const int64_t total = env ? std::atoll(env) : 1000000;
+  Loaded l;
+  ASSERT_EQ(l.open(dir + "model.cgc"), "");
+  ASSERT_EQ(l.feed(ins[0]), "");
+  ASSERT_EQ(l.runAndCompare(false, *c, refs[0]), ""); // warm-up
+  const size_t device0 = deviceBytesInUse(), host0 = hostResidentBytes();
+  size_t deviceMax = device0, hostMax = host0;
+  auto start = std::chrono::steady_clock::now();
+  int checks = 0;
+  for (int64_t r = 0; r < total; r += 1000) {
+    const int64_t change = r / 1000;
+    const int set = int(change % c->replays);
+    ASSERT_EQ(l.feed(ins[set]), "") << "replay " << r;
+    const int64_t batch = std::min<int64_t>(1000, total - r);
+    for (int64_t k = 0; k + 1 < batch; ++k)
+      ASSERT_EQ(cgc_run(l.ctx, 0, nullptr, 0, nullptr), CGC_OK) << "replay " << r + k;
+    if (change % 100 == 0 || r + batch >= total) {
+      ASSERT_EQ(l.runAndCompare(false, *c, refs[set]), "") << "replay " << r + batch - 1;
+      ++checks;
+      deviceMax = std::max(deviceMax, deviceBytesInUse());
+      hostMax = std::max(hostMax, hostResidentBytes());
+    } else {
+      ASSERT_EQ(cgc_run(l.ctx, 0, nullptr, 0, nullptr), CGC_OK);
+    }
+  }
+  ASSERT_EQ(cgc_stream_synchronize(nullptr), CGC_OK);
+  double seconds = std::chrono::duration<double>(
+                       std::chrono::steady_clock::now() - start).count();
+  char report[400];
+  std::snprintf(report, sizeof report,
+                "%lld replays of %s in %.1f s, %d checked against the "
+                "interpreter; device memory in use %zu -> max %zu bytes; "
+                "host RSS %zu -> max %zu KiB",
+                (long long)total, name.c_str(), seconds, checks, device0,
+                deviceMax, host0 / 1024, hostMax / 1024);
+  std::printf("soak: %s\n", report);
+  RecordProperty("soak", report); // into the gtest XML that gpu-run keeps
+  EXPECT_EQ(deviceMax, device0);
+  EXPECT_LE(hostMax - host0, size_t(8) << 20);
+}
