@@ -1,6 +1,8 @@
 //===- CudaText.cpp - Pieces of generated CUDA C++ ---------------------------===//
 #include "codegen/CudaText.h"
 
+#include "ir/Initializers.h"
+
 #include "llvm/Support/ErrorHandling.h"
 #include <algorithm>
 #include <cmath>
@@ -39,11 +41,19 @@ std::string cgc::floatLiteral(float value) {
   return s + "f";
 }
 
+/// \p v in C++ source; the most negative value is written as a difference,
+/// because its magnitude alone does not fit the type.
+static std::string intLiteral(int64_t v, const char *suffix) {
+  if (v == INT64_MIN || v == INT32_MIN)
+    return "(" + std::to_string(v + 1) + suffix + " - 1)";
+  return "(" + std::to_string(v) + suffix + ")";
+}
+
 std::string cgc::literal(double value, DType dtype) {
   switch (dtype) {
   case DType::Bool: return value != 0 ? "true" : "false";
-  case DType::I32: return "(" + std::to_string(int64_t(value)) + ")";
-  case DType::I64: return "(" + std::to_string(int64_t(value)) + "LL)";
+  case DType::I32: return intLiteral(int32_t(uint32_t(uint64_t(toInt64(value)))), "");
+  case DType::I64: return intLiteral(toInt64(value), "LL");
   case DType::F32: case DType::F16: case DType::BF16:
     return floatLiteral(float(value));
   }
@@ -166,6 +176,19 @@ __device__ __forceinline__ float cgc_max(float a, float b) { return (a != a || a
 __device__ __forceinline__ float cgc_min(float a, float b) { return (a != a || a < b) ? a : b; }
 template <class T> __device__ __forceinline__ T cgc_max(T a, T b) { return a > b ? a : b; }
 template <class T> __device__ __forceinline__ T cgc_min(T a, T b) { return a < b ? a : b; }
+// Integer add, sub, mul, neg and div wrap in two's complement (signed
+// overflow would be undefined, and NVVM optimizes on that); div by 0 gives 0.
+template <class T> struct cgc_unsigned;
+template <> struct cgc_unsigned<int> { typedef unsigned type; };
+template <> struct cgc_unsigned<long long> { typedef unsigned long long type; };
+#define CGC_WRAP(T, a) ((typename cgc_unsigned<T>::type)(a))
+template <class T> __device__ __forceinline__ T cgc_iadd(T a, T b) { return (T)(CGC_WRAP(T, a) + CGC_WRAP(T, b)); }
+template <class T> __device__ __forceinline__ T cgc_isub(T a, T b) { return (T)(CGC_WRAP(T, a) - CGC_WRAP(T, b)); }
+template <class T> __device__ __forceinline__ T cgc_imul(T a, T b) { return (T)(CGC_WRAP(T, a) * CGC_WRAP(T, b)); }
+template <class T> __device__ __forceinline__ T cgc_ineg(T a) { return (T)(0 - CGC_WRAP(T, a)); }
+template <class T> __device__ __forceinline__ T cgc_iabs(T a) { return a < 0 ? cgc_ineg(a) : a; }
+template <class T> __device__ __forceinline__ T cgc_idiv(T a, T b) { return b == 0 ? (T)0 : b == -1 ? cgc_ineg(a) : (T)(a / b); }
+#undef CGC_WRAP
 __device__ __forceinline__ float cgc_sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
 __device__ __forceinline__ float cgc_gelu(float x) { return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f)); }
 // sinf and cosf inline a large slow path (Payne-Hanek reduction) at every

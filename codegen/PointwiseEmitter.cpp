@@ -20,10 +20,13 @@ std::string cgc::elementwiseExpr(const Node &n, llvm::ArrayRef<std::string> a) {
                              : n.result()->getType().dtype;
   bool f = isFloat(in);
   auto call = [&](const char *fn) { return std::string(fn) + "(" + a[0] + ")"; };
+  auto call2 = [&](const char *fn) {
+    return std::string(fn) + "(" + a[0] + ", " + a[1] + ")";
+  };
   auto bin = [&](const char *op) { return "(" + a[0] + " " + op + " " + a[1] + ")"; };
   switch (n.getOp()) {
-  case OpKind::Neg: return "(-" + a[0] + ")";
-  case OpKind::Abs: return f ? call("fabsf") : "(" + a[0] + " < 0 ? -" + a[0] + " : " + a[0] + ")";
+  case OpKind::Neg: return f ? "(-" + a[0] + ")" : call("cgc_ineg");
+  case OpKind::Abs: return call(f ? "fabsf" : "cgc_iabs");
   case OpKind::Exp: return call("expf");
   case OpKind::Log: return call("logf");
   case OpKind::Sqrt: return call("sqrtf");
@@ -39,12 +42,10 @@ std::string cgc::elementwiseExpr(const Node &n, llvm::ArrayRef<std::string> a) {
   case OpKind::Sin: return call("cgc_sin");
   case OpKind::Cos: return call("cgc_cos");
   case OpKind::LogicalNot: return "(!" + a[0] + ")";
-  case OpKind::Add: return bin("+");
-  case OpKind::Sub: return bin("-");
-  case OpKind::Mul: return bin("*");
-  case OpKind::Div:
-    return f ? bin("/")
-             : "(" + a[1] + " == 0 ? 0 : " + a[0] + " / " + a[1] + ")";
+  case OpKind::Add: return f ? bin("+") : call2("cgc_iadd");
+  case OpKind::Sub: return f ? bin("-") : call2("cgc_isub");
+  case OpKind::Mul: return f ? bin("*") : call2("cgc_imul");
+  case OpKind::Div: return f ? bin("/") : call2("cgc_idiv");
   case OpKind::Pow: return "powf(" + a[0] + ", " + a[1] + ")";
   case OpKind::Maximum: return "cgc_max(" + a[0] + ", " + a[1] + ")";
   case OpKind::Minimum: return "cgc_min(" + a[0] + ", " + a[1] + ")";

@@ -11,8 +11,7 @@
 
 using namespace cgc;
 
-/// int64 of an integral double, clamping 2^63 (the saturated maximum).
-static int64_t toInt64(double v) {
+int64_t cgc::toInt64(double v) {
   if (std::isnan(v))
     return 0;
   if (v >= 9223372036854775808.0)

@@ -30,6 +30,11 @@ namespace cgc {
 /// as C++ converts int64 to int32; bool is x != 0.
 double roundToDType(DType dtype, double x);
 
+/// int64 of a double: truncates toward zero, clamps to [INT64_MIN,
+/// INT64_MAX] (2^63, the double nearest INT64_MAX, gives INT64_MAX), NaN
+/// gives 0. Never undefined, unlike a C++ conversion.
+int64_t toInt64(double x);
+
 /// Saturating conversion used by `cast`: truncates toward zero, clamps to
 /// the target integer range, NaN gives 0.
 double saturateToInt(DType dtype, double x);

@@ -7,19 +7,15 @@
 //===----------------------------------------------------------------------===//
 #include "ir/interpreter/Kernels.h"
 
+#include "ir/Initializers.h"
+
 #include "llvm/Support/ErrorHandling.h"
 #include <cmath>
 
 using namespace cgc;
 using namespace cgc::interp;
 
-static int64_t asInt(double v) {
-  if (v >= 9223372036854775808.0)
-    return INT64_MAX;
-  if (v <= -9223372036854775808.0 || std::isnan(v))
-    return v != v ? 0 : INT64_MIN;
-  return int64_t(v);
-}
+static int64_t asInt(double v) { return toInt64(v); }
 /// The wrapped 64-bit result, narrowed to i32 before it becomes a double
 /// (an int64 product may not be exact in double; its low bits are).
 static double wrapped(uint64_t v, DType dtype) {

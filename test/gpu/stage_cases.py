@@ -268,6 +268,23 @@ def own_cases(dir):
             [{"name": "y", "op": "sum", "inputs": ["x"], "attrs": {"axes": [1]}}], ["y"])
     put("own_split_max_all_f32_4x8x4096", [("x", "f32", [4, 8, 4096])],
         [{"name": "y", "op": "max", "inputs": ["x"]}], ["y"])
+    # Integer arithmetic wraps (the interpreter's rule): sums past the
+    # largest value, the most negative value negated and divided by -1.
+    for dt, lo, hi in (("i32", -2**31, 2**31 - 1), ("i64", -2**63, 2**63 - 1)):
+        const = lambda name, v: {"name": name, "op": "constant",
+                                 "attrs": {"dtype": dt, "shape": [], "value": v}}
+        put(f"own_int_wrap_{dt}", [("x", dt, [4099])],
+            [const("hi", hi), const("lo", lo), const("minus1", -1),
+             {"name": "a", "op": "add", "inputs": ["x", "hi"]},
+             {"name": "y", "op": "sub", "inputs": ["a", "lo"]},
+             {"name": "m", "op": "mul", "inputs": ["x", "hi"]},
+             {"name": "n", "op": "neg", "inputs": ["lo"]},
+             {"name": "b", "op": "abs", "inputs": ["lo"]},
+             {"name": "nb", "op": "add", "inputs": ["n", "b"]},
+             {"name": "q", "op": "div", "inputs": ["lo", "x"]},
+             {"name": "q1", "op": "div", "inputs": ["lo", "minus1"]},
+             {"name": "r", "op": "add", "inputs": ["q", "q1"]},
+             {"name": "z", "op": "add", "inputs": ["r", "nb"]}], ["y", "m", "z"])
     put("own_dropout_bf16_4097x3", [("x", "bf16", [4097, 3])],
         [{"name": "y", "op": "dropout", "inputs": ["x"], "attrs": {"p": 0.5, "seed": 77}}], ["y"])
     return made
