@@ -14,6 +14,8 @@
 #include "codegen/Program.h"
 #include "passes/ReductionRule.h"
 
+#include "llvm/ADT/DenseMap.h"
+
 namespace cgc {
 
 /// The literal a single elementwise op reads in place of \p operand (a
@@ -23,9 +25,53 @@ llvm::Optional<double> inlinedSplat(const Node &user, const Value *operand);
 /// The C expression of elementwise op \p n on the operand expressions
 /// \p args, computed in the compute type.
 std::string elementwiseExpr(const Node &n, llvm::ArrayRef<std::string> args);
-/// Fusion nodes, elementwise ops, fill, iota and splat constants.
+/// How a vectorized thread reads one operand: the whole vector (same
+/// shape as the iteration space), one vector of a row repeated along the
+/// leading dims (`Row`: the operand is the iteration space's trailing
+/// dims), one element per vector (`Column`: the operand is the leading
+/// dims, broadcast along trailing dims whose size the width divides), or
+/// one element for all (`Scalar`).
+enum class VectorRead { Full, Row, Column, Scalar };
+struct OperandRead {
+  VectorRead read = VectorRead::Full;
+  int64_t period = 0; ///< Row: vectors per row. Column: vectors per element.
+};
+/// The read of an operand of shape \p shape (right-aligned to \p iter) by
+/// \p width-element vectors, if one pattern fits.
+llvm::Optional<OperandRead> vectorRead(const Shape &shape, const Shape &iter,
+                                       unsigned width);
+
+/// The ops of a pointwise kernel, in order, and the (body, outer) values
+/// it reads and writes: a fusion's body, or one op.
+struct PointwiseParts {
+  std::vector<const Node *> ops;
+  std::vector<std::pair<const Value *, const Value *>> inputs, outputs;
+  /// The outer value of body input \p inner (itself for any other value).
+  const Value *outerOf(const Value *inner) const;
+};
+PointwiseParts pointwiseParts(const Node &node);
+/// A vector index as a 64-bit expression and as the cheapest one to
+/// divide (32 bits when every index fits).
+struct VectorIndex {
+  std::string wide, narrow;
+};
+/// The text of a vectorized pointwise step: `loads` once per vector,
+/// `body` for element k of `width` (inside `for (k)`), then `stores`.
+struct VectorBody {
+  std::string loads, body, stores;
+  /// The per-element variable (or literal) of each body value.
+  llvm::DenseMap<const Value *, std::string> vars;
+};
+/// The step of \p parts over \p iter at vector \p q; element k is
+/// element q * width + k of \p iter. Variables take \p prefix; \p var
+/// names body values already held per element (no load). None when an
+/// operand fits no vectorRead pattern.
+llvm::Optional<VectorBody>
+vectorBody(const Node &owner, const PointwiseParts &parts, const Shape &iter,
+           unsigned width, const VectorIndex &q, const std::string &prefix,
+           Kernel &kernel, llvm::DenseMap<const Value *, std::string> var);
+/// Fusion nodes, elementwise ops, dropout, fill, iota and splat constants.
 void emitPointwise(const Node &node, Kernel &kernel);
-void emitDropout(const Node &node, Kernel &kernel);
 /// sum, mean, max, min, argmax and cumsum.
 void emitReduction(const Node &node, Kernel &kernel);
 /// The two kernels of a reduction over few long rows
@@ -36,14 +82,19 @@ void emitSplitReduction(const Node &node, const ReductionSplit &split,
                         Kernel &phase2);
 /// Whether \p node runs on a row schedule (RowEmitter.cpp): a sum, mean,
 /// max or min over trailing dims or over columns, softmax or log_softmax
-/// over the innermost axis, layernorm, cross_entropy.
+/// over the innermost axis, layernorm, cross_entropy, row_fusion.
 bool hasRowSchedule(const Node &node);
 /// The kernels of such a node: \p second (and \p scratch, plan-memory's
 /// phaseScratchBytes) only for split reductions, column splits and
 /// reduced cross_entropy.
 /// Grids take one wave of \p multiprocessors.
-void emitRowKernels(const Node &node, const Storage *scratch,
-                    unsigned multiprocessors, Kernel &first, Kernel *second);
+/// A row_fusion runs its prologue where the kernel loads the row and its
+/// epilogue where it stores; false, with \p why, for one codegen cannot
+/// run that way (its row op reads rows more than once, or an operand
+/// fits no vectorRead pattern).
+bool emitRowKernels(const Node &node, const Storage *scratch,
+                    unsigned multiprocessors, Kernel &first, Kernel *second,
+                    std::string &why);
 /// softmax and log_softmax over a non-innermost axis.
 void emitNormalization(const Node &node, Kernel &kernel);
 /// mse_loss.

@@ -100,7 +100,7 @@ static bool emitKernel(const Node &node, Kernel &kernel) {
       emitPointwise(node, kernel);
     return true;
   case MatMul: emitProduct(productParts(node), kernel); return true;
-  case Random: emitDropout(node, kernel); return true;
+  case Random: emitPointwise(node, kernel); return true;
   case Reduction: case Scan: emitReduction(node, kernel); return true;
   case Normalization: emitNormalization(node, kernel); return true;
   case Loss: emitLoss(node, kernel); return true;
@@ -267,14 +267,21 @@ void Lowerer::lowerRowNode(const Node &node, StepGraph &out) {
     scratch = &scratchStorage;
   }
   Kernel kernels[2];
-  std::string base = sanitize(mnemonic(node.getOp())) + "_" + sanitize(node.getName());
+  std::string base = node.getOp() == OpKind::RowFusion
+                         ? sanitize(node.getName())
+                         : sanitize(mnemonic(node.getOp())) + "_" + sanitize(node.getName());
   kernels[0].name = uniqueKernelName(scratch ? base + "_partials" : base);
   if (scratch)
     kernels[1].name = uniqueKernelName(base);
   for (Kernel &k : kernels)
     k.node = &node;
-  emitRowKernels(node, scratch, program.multiprocessors, kernels[0],
-                 scratch ? &kernels[1] : nullptr);
+  std::string why;
+  if (!emitRowKernels(node, scratch, program.multiprocessors, kernels[0],
+                      scratch ? &kernels[1] : nullptr, why)) {
+    diag.nodeError(node, "cannot run as one row kernel: " + why);
+    ok = false;
+    return;
+  }
   noteDTypes(node, program);
   for (unsigned k = 0; k < (scratch ? 2u : 1u); ++k) {
     shareIdenticalFunction(kernels[k], program.functionBodies);

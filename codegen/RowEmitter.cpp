@@ -11,6 +11,10 @@
 // row iterations, so every shuffle has all 32 threads. Grid-stride loops
 // take one wave of the target's multiprocessors.
 //
+// A row_fusion (made by fuse-rows) runs its prologue where the kernel
+// loads a vector of the row and its epilogue where it stores one (RowIO,
+// through PointwiseEmitter's vectorBody).
+//
 // Column reductions (columnSplit) run 32 x 8 threads per block over 32 *
 // vector adjacent columns, combine the 8 partial sums through shared
 // memory in order and, when several blocks share a column tile, write
@@ -105,10 +109,173 @@ struct RowText {
 std::pair<int64_t, int64_t> rowsAndLength(const Shape &shape, unsigned axis) {
   return {product(shape, 0, axis), product(shape, axis)};
 }
+
+/// Where a row kernel's input elements come from and its results go: the
+/// row op's first operand and its result, or, for a row_fusion, the
+/// prologue computed as each vector is loaded (its values read outside
+/// stored there, once) and the epilogue computed as each result is stored.
+class RowIO {
+public:
+  RowIO(const Node &node, Kernel &kernel) : kernel(kernel), node(node) {
+    if (node.getOp() != OpKind::RowFusion) {
+      root = &node;
+      return;
+    }
+    const Graph &body = node.region(0);
+    // The one node that is not pointwise (the row_fusion type rule).
+    for (const auto &n : body.nodes())
+      if (!root && !n->info().has(Elementwise) && !n->info().has(Source) &&
+          n->getOp() != OpKind::Dropout)
+        root = n.get();
+    for (const auto &n : body.nodes()) {
+      if (n.get() == root)
+        continue;
+      if (n->info().has(Source)) { // A literal, for either side.
+        prologue.ops.push_back(n.get());
+        epilogue.ops.push_back(n.get());
+        continue;
+      }
+      bool late = llvm::any_of(n->getOperands(), [&](const Value *v) {
+        return v == root->result() ||
+               (isIn(epilogue, v) && !v->getDef()->info().has(Source));
+      });
+      (late ? epilogue : prologue).ops.push_back(n.get());
+    }
+    split(prologue, root->operand(0));
+    split(epilogue, root->result());
+  }
+
+  const Node &row() const { return *root; }
+  bool fused() const { return root != &node; }
+
+  /// The kernel parameter of \p v, a value of the row op.
+  std::string param(const Value *v, bool written) {
+    return addParam(kernel, fused() ? prologue.outerOf(v) : v, written);
+  }
+
+  /// Statements that fill `TYPE into[V]` with vector u of row `row`.
+  std::string load(const RowText &t, const std::string &into,
+                   const std::string &type) {
+    const Value *x = root->operand(0);
+    if (prologue.ops.empty() && prologue.outputs.empty())
+      return t.load(param(x, false), into, type);
+    VectorBody b = *vectorBody(node, prologue, staticShape(x->getType()),
+                               t.s.vector, index(t), "pv", kernel, {});
+    return block(t, b, b.body + "      " + into + "[k] = " + b.vars.lookup(x) + ";\n");
+  }
+
+  /// Statements that store `float values[V]`, the row op's results of
+  /// vector u of row `row`.
+  std::string storeVector(const RowText &t, const std::string &values) {
+    const Value *y = root->result();
+    if (!fused())
+      return "        cgc_stv<" + t.V + ">(" + param(y, true) + " + row * " +
+             t.LEN + ", u * " + t.V + ", " + values + ");\n";
+    llvm::DenseMap<const Value *, std::string> given;
+    given[y] = values + "[k]";
+    VectorBody b = *vectorBody(node, epilogue, staticShape(y->getType()),
+                               t.s.vector, index(t), "ev", kernel, given);
+    return block(t, b, b.body);
+  }
+
+  /// Statements that store \p value, the row op's result of row `row`.
+  std::string storeScalar(const std::string &value) {
+    const Value *y = root->result();
+    if (!fused())
+      return "cgc_st(" + param(y, true) + ", row, " + value + ");";
+    llvm::DenseMap<const Value *, std::string> given;
+    given[y] = "(" + value + ")";
+    VectorBody b = *vectorBody(node, epilogue, staticShape(y->getType()), 1,
+                               {"row", "row"}, "ev", kernel, given);
+    return "{\n" + b.loads + "    for (int k = 0; k < 1; ++k) {\n" + b.body +
+           "    }\n" + b.stores + "    }";
+  }
+
+  /// Why codegen cannot run this node as one row kernel ("" if it can).
+  std::string refusal() const {
+    if (!fused())
+      return "";
+    if (!rowReadOnce(*root))
+      return "its row op reads rows more than once (a split or column "
+             "reduction, or rows longer than registers hold)";
+    const Value *x = root->operand(0), *y = root->result();
+    RowSchedule s = scheduleOf(*root);
+    if (!fits(prologue, staticShape(x->getType()), s.vector) ||
+        !fits(epilogue, staticShape(y->getType()),
+              reducedRun(*root) ? 1 : s.vector))
+      return "an operand of its prologue or epilogue is broadcast in a way "
+             "no vectorized read covers";
+    return "";
+  }
+
+  /// The row schedule of row op \p n.
+  static RowSchedule scheduleOf(const Node &n) {
+    Shape shape = staticShape(n.operand(0)->getType());
+    DType dtype = n.operand(0)->getType().dtype;
+    if (auto run = reducedRun(n))
+      return rowSchedule(run->outer, run->length, dtype);
+    unsigned axis = shape.size() - 1;
+    if (n.getOp() == OpKind::LayerNorm)
+      axis = *normalizeAxis(n.intAttr("axis", -1), shape.size());
+    auto [rows, length] = rowsAndLength(shape, axis);
+    return rowSchedule(rows, length, dtype);
+  }
+
+private:
+  static bool isIn(const PointwiseParts &parts, const Value *v) {
+    return llvm::any_of(parts.ops, [&](const Node *n) { return n->result() == v; });
+  }
+
+  /// The body inputs \p parts reads (and \p also), and the body outputs
+  /// that are its values (or \p also).
+  void split(PointwiseParts &parts, const Value *also) {
+    const Graph &body = node.region(0);
+    for (unsigned i = 0; i < node.numOperands(); ++i) {
+      const Value *in = body.inputs()[i].value;
+      bool read = &parts == &prologue && in == also;
+      for (const Node *n : parts.ops)
+        read |= llvm::is_contained(n->getOperands(), in);
+      if (read)
+        parts.inputs.push_back({in, node.operand(i)});
+    }
+    for (unsigned i = 0; i < node.numResults(); ++i) {
+      const Value *out = body.outputs[i].value;
+      if (isIn(parts, out) || (out == also && &parts == &epilogue))
+        parts.outputs.push_back({out, node.result(i)});
+    }
+  }
+
+  /// Whether every operand of \p parts reads by a vectorRead pattern (a
+  /// dry run of vectorBody into a kernel of its own).
+  bool fits(const PointwiseParts &parts, const Shape &iter,
+            unsigned width) const {
+    Kernel dry;
+    return vectorBody(node, parts, iter, width, {"q", "q"}, "x", dry, {})
+        .hasValue();
+  }
+
+  /// Vector u of row `row` as an index of vectors of the whole tensor.
+  static VectorIndex index(const RowText &t) {
+    std::string wide = "(row * " + t.UNITS + " + u)";
+    bool narrow = t.s.rows * (t.s.length / t.s.vector) < (int64_t(1) << 32);
+    return {wide, narrow ? "(unsigned)" + wide : wide};
+  }
+
+  static std::string block(const RowText &t, const VectorBody &b,
+                           const std::string &perElement) {
+    return "        {\n" + b.loads + "#pragma unroll\n    for (int k = 0; k < " +
+           t.V + "; ++k) {\n" + perElement + "    }\n" + b.stores + "        }\n";
+  }
+
+  Kernel &kernel;
+  const Node &node;
+  const Node *root = nullptr;
+  PointwiseParts prologue, epilogue;
+};
 } // namespace
 
 bool cgc::hasRowSchedule(const Node &node) {
-  if (reducedRun(node))
+  if (reducedRun(node) || node.getOp() == OpKind::RowFusion)
     return true;
   OpKind op = node.getOp();
   if (op == OpKind::Softmax || op == OpKind::LogSoftmax) {
@@ -119,34 +286,41 @@ bool cgc::hasRowSchedule(const Node &node) {
   return op == OpKind::LayerNorm || op == OpKind::CrossEntropy;
 }
 
-static void emitRowReduction(const Node &node, const ReducedRun &run,
+static void emitRowReduction(RowIO &io, const ReducedRun &run,
                              Kernel &kernel, unsigned multiprocessors) {
+  const Node &node = io.row();
   DType in = node.operand(0)->getType().dtype;
   RowText t(rowSchedule(run.outer, run.length, in));
   Accumulator a = accumulatorOf(node, in);
-  std::string x = addParam(kernel, node.operand(0), false);
-  std::string y = addParam(kernel, node.result(), true);
   std::string result = node.getOp() == OpKind::Mean
                            ? "acc / " + floatLiteral(float(run.length)) : "acc";
+  // Parameters in a fixed order: the input's, then the result's.
+  std::string load = io.load(t, "v", a.type);
+  std::string store = io.storeScalar(result);
   std::string body =
       "    " + a.type + " acc = " + a.init + ";\n" +
-      t.forEachLoad("        " + a.type + " v[" + t.V + "];\n" +
-                        t.load(x, "v", a.type) +
+      t.forEachLoad("        " + a.type + " v[" + t.V + "];\n" + load +
                         t.forEachElement(fold(a, "v[k]")),
                     t.s.loads > 16 ? 4 : 0) +
-      t.reduce("acc", a) +
-      "    if (live && lane == 0) cgc_st(" + y + ", row, " + result + ");\n";
+      t.reduce("acc", a) + "    if (live && lane == 0) " + store + "\n";
   t.finish(kernel, body, multiprocessors);
 }
 
 /// Row ops in registers: `float x[LOADS][V]` holds the row's share of each
 /// thread, rows past the end read as \p fill.
-static std::string loadRow(const RowText &t, const std::string &x,
+static std::string loadRow(const RowText &t, RowIO &io,
                            const std::string &fill) {
   return "    float x[" + t.LOADS + "][" + t.V + "];\n" +
          "#pragma unroll\n    for (int j = 0; j < " + t.LOADS +
          "; ++j)\n#pragma unroll\n      for (int k = 0; k < " + t.V +
-         "; ++k) x[j][k] = " + fill + ";\n" + t.forEachLoad(t.load(x, "x[j]"));
+         "; ++k) x[j][k] = " + fill + ";\n" +
+         t.forEachLoad(io.load(t, "x[j]", "float"));
+}
+
+/// Row ops that read a row again in each pass: `float v[V]` holds the
+/// vector u of the row.
+static std::string streamRow(const RowText &t, RowIO &io) {
+  return "        float v[" + t.V + "];\n" + io.load(t, "v", "float");
 }
 
 /// `for (j, k) STATEMENT` over the registers of the elements present.
@@ -154,19 +328,19 @@ static std::string overRegisters(const RowText &t, const std::string &statement)
   return t.forEachLoad(t.forEachElement(statement));
 }
 
-static void emitRowSoftmax(const Node &node, Kernel &kernel,
+static void emitRowSoftmax(RowIO &io, Kernel &kernel,
                            unsigned multiprocessors) {
+  const Node &node = io.row();
   Shape shape = staticShape(node.operand(0)->getType());
   auto [rows, length] = rowsAndLength(shape, shape.size() - 1);
   RowText t(rowSchedule(rows, length, node.operand(0)->getType().dtype));
   bool log = node.getOp() == OpKind::LogSoftmax;
-  std::string x = addParam(kernel, node.operand(0), false);
-  std::string y = addParam(kernel, node.result(), true);
+  bool registers = t.s.inRegisters();
+  std::string load = registers ? loadRow(t, io, "-CGC_INF") : streamRow(t, io);
+  std::string store = io.storeVector(t, registers ? "x[j]" : "v");
   std::string body;
-  std::string store = "        cgc_stv<" + t.V + ">(" + y + " + row * " + t.LEN +
-                      ", u * " + t.V + ", ";
-  if (t.s.inRegisters()) {
-    body = loadRow(t, x, "-CGC_INF") + "    float m = -CGC_INF;\n" +
+  if (registers) {
+    body = load + "    float m = -CGC_INF;\n" +
            overRegisters(t, "m = cgc_max(m, x[j][k]);") + t.reduce("m", kFloatMax) +
            "    float s = 0.0f;\n" +
            overRegisters(t, log ? "{ x[j][k] -= m; s += expf(x[j][k]); }"
@@ -174,9 +348,9 @@ static void emitRowSoftmax(const Node &node, Kernel &kernel,
            t.reduce("s", kFloatSum) +
            (log ? "    const float shift = logf(s);\n" : "") +
            overRegisters(t, log ? "x[j][k] -= shift;" : "x[j][k] = x[j][k] / s;") +
-           t.forEachLoad(store + "x[j]);\n");
+           t.forEachLoad(store);
   } else {
-    std::string v = "        float v[" + t.V + "];\n" + t.load(x, "v");
+    const std::string &v = load;
     body = "    float m = -CGC_INF;\n" +
            t.forEachLoad(v + t.forEachElement("m = cgc_max(m, v[k]);"), 4) +
            t.reduce("m", kFloatMax) + "    float s = 0.0f;\n" +
@@ -185,22 +359,25 @@ static void emitRowSoftmax(const Node &node, Kernel &kernel,
            (log ? "    const float shift = logf(s);\n" : "") +
            t.forEachLoad(v + t.forEachElement(log ? "v[k] = v[k] - m - shift;"
                                                   : "v[k] = expf(v[k] - m) / s;") +
-                             store + "v);\n",
+                             store,
                          4);
   }
   t.finish(kernel, body, multiprocessors);
 }
 
-static void emitRowLayerNorm(const Node &node, Kernel &kernel,
+static void emitRowLayerNorm(RowIO &io, Kernel &kernel,
                              unsigned multiprocessors) {
+  const Node &node = io.row();
   Shape shape = staticShape(node.operand(0)->getType());
   unsigned axis = *normalizeAxis(node.intAttr("axis", -1), shape.size());
   auto [rows, length] = rowsAndLength(shape, axis);
   RowText t(rowSchedule(rows, length, node.operand(0)->getType().dtype));
-  std::string x = addParam(kernel, node.operand(0), false);
-  std::string w = node.numOperands() > 1 ? addParam(kernel, node.operand(1), false) : "";
-  std::string b = node.numOperands() > 2 ? addParam(kernel, node.operand(2), false) : "";
-  std::string y = addParam(kernel, node.result(), true);
+  // Parameters in a fixed order: input, weight, bias, result.
+  bool registers = t.s.inRegisters();
+  std::string load = registers ? loadRow(t, io, "0.0f") : streamRow(t, io);
+  std::string w = node.numOperands() > 1 ? io.param(node.operand(1), false) : "";
+  std::string b = node.numOperands() > 2 ? io.param(node.operand(2), false) : "";
+  std::string store = io.storeVector(t, registers ? "x[j]" : "v");
   std::string n = floatLiteral(float(length));
   std::string eps = floatLiteral(float(node.floatAttr("eps", 1e-5)));
   // Weight and bias are rows of the same length: the same vector loads.
@@ -212,20 +389,18 @@ static void emitRowLayerNorm(const Node &node, Kernel &kernel,
     affine += "        float bv[" + t.V + "];\n        cgc_ldv<" + t.V +
               ", float>(" + b + ", u * " + t.V + ", bv);\n";
   std::string scale = std::string(w.empty() ? "" : " * wv[k]") + (b.empty() ? "" : " + bv[k]");
-  std::string store = "        cgc_stv<" + t.V + ">(" + y + " + row * " + t.LEN +
-                      ", u * " + t.V + ", ";
   std::string body;
-  if (t.s.inRegisters()) {
-    body = loadRow(t, x, "0.0f") + "    float s = 0.0f;\n" +
+  if (registers) {
+    body = load + "    float s = 0.0f;\n" +
            overRegisters(t, "s += x[j][k];") + t.reduce("s", kFloatSum) +
            "    const float mean = s / " + n + ";\n    float q = 0.0f;\n" +
            overRegisters(t, "{ x[j][k] -= mean; q += x[j][k] * x[j][k]; }") +
            t.reduce("q", kFloatSum) + "    const float inv = rsqrtf(q / " + n +
            " + " + eps + ");\n" +
            t.forEachLoad(affine + t.forEachElement("x[j][k] = x[j][k] * inv" + scale + ";") +
-                         store + "x[j]);\n");
+                         store);
   } else {
-    std::string v = "        float v[" + t.V + "];\n" + t.load(x, "v");
+    const std::string &v = load;
     body = "    float s = 0.0f;\n" +
            t.forEachLoad(v + t.forEachElement("s += v[k];"), 4) +
            t.reduce("s", kFloatSum) + "    const float mean = s / " + n +
@@ -235,7 +410,7 @@ static void emitRowLayerNorm(const Node &node, Kernel &kernel,
            " + " + eps + ");\n" +
            t.forEachLoad(v + affine +
                              t.forEachElement("v[k] = (v[k] - mean) * inv" + scale + ";") +
-                             store + "v);\n",
+                             store,
                          4);
   }
   t.finish(kernel, body, multiprocessors);
@@ -380,28 +555,42 @@ static void emitColumnCombine(const Node &node, const ColumnSplit &c,
       "\n    cgc_st(" + out + ", i, " + result + ");\n  }\n}\n";
 }
 
-void cgc::emitRowKernels(const Node &node, const Storage *scratch,
+bool cgc::emitRowKernels(const Node &node, const Storage *scratch,
                          unsigned multiprocessors, Kernel &first,
-                         Kernel *second) {
-  if (auto run = reducedRun(node)) {
-    ReductionSplit split = reductionSplit(node);
-    if (split.chunks)
-      return emitSplitReduction(node, split, *scratch, first, *second);
-    ColumnSplit c = columnSplit(node);
-    if (!c.chunks)
-      return emitRowReduction(node, *run, first, multiprocessors);
-    emitColumnPartials(node, c, c.chunks > 1 ? scratch : nullptr, first);
+                         Kernel *second, std::string &why) {
+  RowIO io(node, first);
+  why = io.refusal();
+  if (!why.empty())
+    return false;
+  const Node &row = io.row();
+  if (auto run = reducedRun(row)) {
+    ReductionSplit split = reductionSplit(row);
+    if (split.chunks) {
+      emitSplitReduction(row, split, *scratch, first, *second);
+      return true;
+    }
+    ColumnSplit c = columnSplit(row);
+    if (!c.chunks) {
+      emitRowReduction(io, *run, first, multiprocessors);
+      return true;
+    }
+    emitColumnPartials(row, c, c.chunks > 1 ? scratch : nullptr, first);
     if (c.chunks > 1)
-      emitColumnCombine(node, c, *scratch, *second, multiprocessors);
-    return;
+      emitColumnCombine(row, c, *scratch, *second, multiprocessors);
+    return true;
   }
-  OpKind op = node.getOp();
-  if (op == OpKind::Softmax || op == OpKind::LogSoftmax)
-    return emitRowSoftmax(node, first, multiprocessors);
-  if (op == OpKind::LayerNorm)
-    return emitRowLayerNorm(node, first, multiprocessors);
+  OpKind op = row.getOp();
+  if (op == OpKind::Softmax || op == OpKind::LogSoftmax) {
+    emitRowSoftmax(io, first, multiprocessors);
+    return true;
+  }
+  if (op == OpKind::LayerNorm) {
+    emitRowLayerNorm(io, first, multiprocessors);
+    return true;
+  }
   assert(op == OpKind::CrossEntropy && "hasRowSchedule() admits no other op");
-  emitRowCrossEntropy(node, first, scratch, multiprocessors);
+  emitRowCrossEntropy(row, first, scratch, multiprocessors);
   if (scratch)
-    emitCrossEntropyTotal(node, *scratch, *second);
+    emitCrossEntropyTotal(row, *scratch, *second);
+  return true;
 }

@@ -1,14 +1,17 @@
 //===- RegionTypeRules.cpp - Types of regions and data-dependent ops --------===//
 //
-// `if`, `while` and `fusion` type their results from their regions, whose
-// inputs must match the operands passed (a fusion body holds only
-// elementwise ops and sources); nonzero, masked_select and item
+// `if`, `while` and the fusions type their results from their regions,
+// whose inputs must match the operands passed (a fusion body holds only
+// elementwise ops, dropouts and sources; product_fusion and row_fusion
+// bodies have the shapes their kernels run); nonzero, masked_select and item
 // give results whose size depends on data (a `<node>#n` dim bounded by the
 // operand's element count) or that a host would read.
 //
 //===----------------------------------------------------------------------===//
 #include "ir/ProductEpilogue.h"
 #include "ir/TypeChecker.h"
+
+#include "llvm/ADT/SmallPtrSet.h"
 
 using namespace cgc;
 using namespace cgc::typerules;
@@ -189,6 +192,107 @@ bool TypeChecker::productFusionBody() {
   return true;
 }
 
+/// Whether \p n is a row op a row_fusion may hold (codegen's row kernels).
+static bool isRowRoot(const Node &n) {
+  OpKind op = n.getOp();
+  if (op == OpKind::Softmax || op == OpKind::LogSoftmax) {
+    unsigned rank = n.operand(0)->getType().rank();
+    return normalizeAxis(n.intAttr("axis", -1), rank) == rank - 1;
+  }
+  return op == OpKind::Sum || op == OpKind::Mean || op == OpKind::Max ||
+         op == OpKind::Min || op == OpKind::LayerNorm;
+}
+
+/// A row fusion's body: one row op (the root); before it, elementwise ops
+/// and dropouts of the root input's shape that it depends on (the
+/// prologue); after it, ones of the root result's shape that depend on it
+/// and on no prologue value (the epilogue); splat sources anywhere. The
+/// root's other operands are body inputs.
+bool TypeChecker::rowFusionBody() {
+  const Graph &body = node.region(0);
+  const Node *root = nullptr;
+  llvm::SmallPtrSet<const Value *, 16> prologue, epilogue;
+  auto refuse = [&](const Node &member, const std::string &why) {
+    diag.nodeError(member, "cannot be in the body of row_fusion '" +
+                               node.getName() + "': " + why);
+    return false;
+  };
+  for (const auto &member : body.nodes()) {
+    const Value *r = member->result();
+    if (isRowRoot(*member)) {
+      if (root)
+        return refuse(*member, "a row_fusion holds one row op");
+      root = member.get();
+      for (unsigned i = 1; i < member->numOperands(); ++i)
+        if (!isBodyInput(body, member->operand(i)))
+          return refuse(*member, "the row op's operands after the first "
+                                 "must be body inputs");
+      continue;
+    }
+    if (member->info().has(Source) && splatConstant(r))
+      continue;
+    if (!member->info().has(Elementwise) && member->getOp() != OpKind::Dropout)
+      return refuse(*member, "the prologue and epilogue hold only "
+                             "elementwise ops, dropouts and splat sources");
+    bool late = llvm::any_of(member->getOperands(), [&](const Value *v) {
+      return v == (root ? root->result() : nullptr) || epilogue.count(v);
+    });
+    bool early = llvm::any_of(member->getOperands(), [&](const Value *v) {
+      return prologue.count(v) != 0;
+    });
+    if (late && early)
+      return refuse(*member, "an epilogue op cannot read a prologue value");
+    if (late) {
+      if (r->getType().dims != root->result()->getType().dims)
+        return refuse(*member, "an epilogue op has the row op's result "
+                               "shape");
+      epilogue.insert(r);
+    } else if (root) {
+      return refuse(*member, "an op after the row op must read its result");
+    } else {
+      prologue.insert(r);
+    }
+  }
+  if (!root)
+    return fail("region 'body' of row_fusion must hold one row op (sum, "
+                "mean, max or min, softmax or log_softmax over the last "
+                "axis, layernorm)");
+  for (const Value *v : prologue)
+    if (v->getType().dims != root->operand(0)->getType().dims)
+      return refuse(*v->getDef(), "a prologue op has the shape of the row "
+                                  "op's first operand");
+  for (const auto &member : body.nodes())
+    if (member.get() != root && prologue.count(member->result()))
+      for (unsigned i = 1; i < root->numOperands(); ++i)
+        if (root->operand(i) == member->result())
+          return refuse(*root, "only the row op's first operand may come "
+                               "from the prologue");
+  return true;
+}
+
+/// A fusion runs as one pointwise kernel: its body holds only elementwise
+/// ops, dropouts and sources (what fuse-elementwise makes and codegen
+/// lowers); a dropout numbers the elements of the fusion's iteration
+/// space, so it has the shape of the first result.
+bool TypeChecker::pointwiseFusionBody() {
+  const Graph &body = node.region(0);
+  for (const auto &member : body.nodes()) {
+    const OpInfo &info = member->info();
+    if (info.has(Elementwise) || info.has(Source))
+      continue;
+    if (member->getOp() == OpKind::Dropout &&
+        member->result()->getType().dims == body.outputs[0].value->getType().dims)
+      continue;
+    diag.nodeError(*member, "cannot be in the body of fusion '" +
+                                node.getName() +
+                                "': fusion bodies hold only elementwise "
+                                "ops, sources and dropouts of the fusion's "
+                                "shape");
+    return false;
+  }
+  return true;
+}
+
 bool TypeChecker::fusion(Types &out) {
   llvm::SmallVector<TensorType, 4> passed;
   for (Value *v : node.getOperands())
@@ -197,25 +301,11 @@ bool TypeChecker::fusion(Types &out) {
     return false;
   if (node.region(0).outputs.empty())
     return fail("region 'body' gives no results");
-  if (node.getOp() == OpKind::ProductFusion) {
-    if (!productFusionBody())
-      return false;
-    auto bodyTypes = outputTypes(node.region(0));
-    out.append(bodyTypes.begin(), bodyTypes.end());
-    return true;
-  }
-  // A fusion runs as one pointwise kernel: its body holds only elementwise
-  // ops and sources (what fuse-elementwise makes and codegen lowers).
-  for (const auto &member : node.region(0).nodes()) {
-    const OpInfo &info = member->info();
-    if (info.has(Elementwise) || info.has(Source))
-      continue;
-    diag.nodeError(*member, "cannot be in the body of fusion '" +
-                                node.getName() +
-                                "': fusion bodies hold only elementwise "
-                                "ops and sources");
+  bool ok = node.getOp() == OpKind::ProductFusion ? productFusionBody()
+            : node.getOp() == OpKind::RowFusion   ? rowFusionBody()
+                                                  : pointwiseFusionBody();
+  if (!ok)
     return false;
-  }
   auto bodyTypes = outputTypes(node.region(0));
   out.append(bodyTypes.begin(), bodyTypes.end());
   return true;

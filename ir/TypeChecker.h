@@ -63,6 +63,8 @@ private:
   bool whileOp(Types &out);
   bool fusion(Types &out);
   bool productFusionBody();
+  bool rowFusionBody();
+  bool pointwiseFusionBody();
   bool regionSignature(Graph &region, llvm::StringRef name,
                        llvm::ArrayRef<TensorType> inputs);
 

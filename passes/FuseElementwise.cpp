@@ -28,6 +28,7 @@
 // library call or data movement never lands inside a fusion.
 //
 //===----------------------------------------------------------------------===//
+#include "passes/FusionBuilder.h"
 #include "passes/Pass.h"
 
 #include "ir/Builder.h"
@@ -41,28 +42,14 @@
 using namespace cgc;
 
 namespace {
-using NodeSet = llvm::SetVector<Node *>;
 
 /// Ops per fusion: one generated kernel holds at most this many.
 constexpr size_t kMaxFusedOps = 64;
 /// Positions of the node order one fusion may span.
 constexpr unsigned kMaxFusedSpan = 1024;
 
-/// True for a constant or fill that carries one value for every element.
-bool isSplatSource(const Node &n) {
-  return n.numResults() == 1 && splatConstant(n.result()).hasValue();
-}
-
-/// Whether the value of a group member is read outside the group or
-/// returned: it becomes a result of the fusion.
-bool isExternal(const Graph &graph, const NodeSet &members, const Value *v) {
-  return graph.isOutput(v) || llvm::any_of(v->uses(), [&](const Use &u) {
-           return !members.count(u.user);
-         });
-}
-
 bool isFusible(const Node &n) {
-  if (!n.info().has(Elementwise))
+  if (!n.info().has(Elementwise) && n.getOp() != OpKind::Dropout)
     return false;
   for (Value *v : n.getOperands())
     if (!v->getType().isStatic())
@@ -89,7 +76,6 @@ private:
   bool canMerge(Graph &graph, const NodeSet &merged) const;
   Node *buildFusion(Graph &graph, const NodeSet &members, unsigned id,
                     GraphBuilder &builder, std::vector<Node *> &dead);
-  void sortNodes(Graph &graph);
 
   llvm::DenseMap<Node *, unsigned> groupOf;
   std::vector<NodeSet> groups;
@@ -194,120 +180,19 @@ bool FuseElementwisePass::fuseGraph(Graph &graph, PassContext &ctx) {
     if (!buildFusion(graph, g, nextId++, builder, dead))
       return false;
   graph.erase(dead);
-  sortNodes(graph);
+  sortStably(graph, position);
   return true;
 }
 
 Node *FuseElementwisePass::buildFusion(Graph &graph, const NodeSet &members,
                                        unsigned id, GraphBuilder &builder,
                                        std::vector<Node *> &dead) {
-  Node *last = members.back();
-  builder.setInsertionPointToEnd(graph);
-  builder.setOrigin(*last);
-  Node *fusion = builder.createWithRegions(
-      OpKind::Fusion, "fused_" + std::to_string(id), {});
-  Graph &body = fusion->region(0);
-  builder.setInsertionPointToEnd(body);
-  llvm::DenseMap<Value *, Value *> mapped;
-  llvm::SmallVector<Node *, 4> clonedSources;
-  auto mapOperand = [&](Value *v) -> Value * {
-    auto it = mapped.find(v);
-    if (it != mapped.end())
-      return it->second;
-    Node *def = v->getDef();
-    if (def && isSplatSource(*def)) {
-      Node *clone = builder.clone(*def, {});
-      clonedSources.push_back(def);
-      return mapped[v] = clone ? clone->result() : nullptr;
-    }
-    std::string inName =
-        builder.uniqueName("in" + std::to_string(fusion->numOperands()));
-    fusion->addOperand(v);
-    return mapped[v] = body.addInput(inName, v->getType());
-  };
-  for (Node *m : members) {
-    llvm::SmallVector<Value *, 3> operands;
-    for (Value *v : m->getOperands())
-      operands.push_back(mapOperand(v));
-    if (llvm::is_contained(operands, nullptr))
-      return nullptr;
-    Node *clone = builder.clone(*m, operands);
-    if (!clone)
-      return nullptr;
-    mapped[m->result()] = clone->result();
-  }
-  // Results: values read outside the group or returned.
-  std::vector<std::string> resultNames;
-  std::vector<Node *> resultMembers;
-  for (Node *m : members) {
-    Value *v = m->result();
-    if (!isExternal(graph, members, v))
-      continue;
-    body.outputs.push_back({v->getName(), mapped[v], OutputKind::Output, "",
-                            m->getLoc()});
-    resultNames.push_back(v->getName());
-    resultMembers.push_back(m);
-  }
-  if (!builder.addResults(*fusion, resultNames))
-    return nullptr;
-  for (unsigned r = 0; r < fusion->numResults(); ++r) {
-    Value *v = resultMembers[r]->result(), *result = fusion->result(r);
-    llvm::SmallVector<Use, 4> uses(v->uses().begin(), v->uses().end());
-    for (const Use &u : uses)
-      if (!members.count(u.user))
-        u.user->setOperand(u.operandIndex, result);
-    for (GraphOutput &o : graph.outputs) // Members keep their own uses.
-      if (o.value == v)
-        o.value = result;
-  }
-  for (Node *m : members)
-    m->dropOperands();
-  dead.insert(dead.end(), members.begin(), members.end());
-  // The results take over the names of the values they replace, which are
-  // free now that the members are going.
-  for (unsigned r = 0; r < fusion->numResults(); ++r)
-    fusion->result(r)->setName(resultNames[r]);
-  // A source cloned into the body goes with its last reader.
-  for (Node *src : clonedSources)
-    if (!src->result()->hasUses() && !graph.isOutput(src->result()) &&
-        erasedSources.insert(src).second)
-      dead.push_back(src);
-  position[fusion] = position.lookup(members.front());
+  Node *fusion = buildFusionNode(graph, members, OpKind::Fusion,
+                                 "fused_" + std::to_string(id), builder, dead,
+                                 erasedSources);
+  if (fusion)
+    position[fusion] = position.lookup(members.front());
   return fusion;
-}
-
-void FuseElementwisePass::sortNodes(Graph &graph) {
-  // Kahn's algorithm, always taking the ready node that came first.
-  llvm::DenseMap<Node *, unsigned> pending;
-  llvm::DenseMap<Node *, llvm::SmallVector<Node *, 4>> users;
-  using Item = std::pair<unsigned, Node *>;
-  std::priority_queue<Item, std::vector<Item>, std::greater<Item>> ready;
-  llvm::DenseMap<Node *, unsigned> key;
-  for (unsigned i = 0; i < graph.nodes().size(); ++i) {
-    Node *n = graph.nodes()[i].get();
-    key[n] = position.count(n) ? position[n] : i;
-  }
-  for (const auto &owned : graph.nodes()) {
-    Node *n = owned.get();
-    llvm::SmallPtrSet<Node *, 4> deps;
-    for (Value *v : n->getOperands())
-      if (Node *d = v->getDef())
-        if (d->getParent() == &graph && deps.insert(d).second)
-          users[d].push_back(n);
-    pending[n] = deps.size();
-    if (deps.empty())
-      ready.push({key[n], n});
-  }
-  std::vector<Node *> order;
-  while (!ready.empty()) {
-    Node *n = ready.top().second;
-    ready.pop();
-    order.push_back(n);
-    for (Node *u : users[n])
-      if (--pending[u] == 0)
-        ready.push({key[u], u});
-  }
-  graph.setNodeOrder(order);
 }
 
 std::unique_ptr<Pass> cgc::createFuseElementwisePass() {

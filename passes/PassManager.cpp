@@ -25,7 +25,7 @@ static const Registration Registry[] = {
 std::string cgc::defaultPipeline(bool fuse) {
   std::string pipeline = "shape-infer,canonicalize,cse,dce";
   if (fuse)
-    pipeline += ",fuse-epilogue,fuse-elementwise";
+    pipeline += ",fuse-epilogue,fuse-rows,fuse-elementwise";
   return pipeline + ",plan-memory";
 }
 

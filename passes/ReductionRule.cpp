@@ -118,3 +118,23 @@ uint64_t cgc::phaseScratchBytes(const Node &node) {
                node.operand(0)->getType().dims[0].extent(), 1)) * 8;
   return 0;
 }
+
+bool cgc::rowReadOnce(const Node &node) {
+  if (auto run = reducedRun(node))
+    return run->inner == 1 && !reductionSplit(node).chunks;
+  OpKind op = node.getOp();
+  if (op != OpKind::Softmax && op != OpKind::LogSoftmax &&
+      op != OpKind::LayerNorm)
+    return false;
+  const TensorType &in = node.operand(0)->getType();
+  if (!in.isStatic() || in.numElements() == 0)
+    return false;
+  unsigned rank = in.rank();
+  unsigned axis = *normalizeAxis(node.intAttr("axis", -1), rank);
+  if (op != OpKind::LayerNorm && axis != rank - 1)
+    return false;
+  int64_t length = 1;
+  for (unsigned d = axis; d < rank; ++d)
+    length *= in.dims[d].extent();
+  return rowSchedule(in.numElements() / length, length, in.dtype).inRegisters();
+}

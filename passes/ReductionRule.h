@@ -111,6 +111,11 @@ constexpr int64_t kColumnMinChunkRows = 64;
 /// it reduces rows or other dims.
 ColumnSplit columnSplit(const Node &node);
 
+/// Whether \p node runs as one row kernel that reads each input element
+/// once: a sum, mean, max or min over trailing dims that does not split,
+/// or softmax, log_softmax (innermost axis) or layernorm whose rows fit
+/// registers. fuse-rows folds a prologue only into these.
+bool rowReadOnce(const Node &node);
 /// Bytes of scratch \p node's kernels pass between their two phases
 /// (split and column partials; cross_entropy's per-row losses and counts
 /// when it reduces them), 0 for a node of one kernel.

@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 #include "ir/interpreter/Kernels.h"
 
+#include "ir/Initializers.h"
 #include "ir/Philox.h"
 
 #include "llvm/Support/ErrorHandling.h"
@@ -85,8 +86,8 @@ static Tensor dropout(const Node &node, const Operands &in) {
   uint64_t seed = uint64_t(node.intAttr("seed", 0));
   uint64_t offset = uint64_t(node.intAttr("offset", 0));
   if (in.size() == 2) {
-    seed = uint64_t(int64_t(in[1]->data[0]));
-    offset += uint64_t(int64_t(in[1]->data[1]));
+    seed = uint64_t(toInt64(in[1]->data[0]));
+    offset += uint64_t(toInt64(in[1]->data[1]));
   }
   double scale = double(float(1.0 / (1.0 - p)));
   Tensor out(x.dtype, x.shape);

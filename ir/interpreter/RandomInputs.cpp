@@ -108,6 +108,7 @@ static llvm::SmallVector<const Value *, 2> boundInputs(const Node &n,
     return {n.region(0).inputs()[k].value, n.region(1).inputs()[k].value};
   case OpKind::Fusion:
   case OpKind::ProductFusion:
+  case OpKind::RowFusion:
     return {n.region(0).inputs()[k].value};
 #define CGC_CONTROL_FLOW_OP(...)
 #define CGC_FUSED_OP(...)

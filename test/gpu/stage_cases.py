@@ -256,6 +256,7 @@ def own_cases(dir):
                   "attrs": {"axis": -1, "eps": 1e-5}}], ["y"])
     product_cases(put)
     row_cases(put)
+    fused_row_cases(put)
     # Reductions in two phases (few long rows; passes/ReductionRule.h):
     # vector and scalar loads, every accumulator type, a row count that
     # leaves the last chunk short.
@@ -288,6 +289,58 @@ def own_cases(dir):
     put("own_dropout_bf16_4097x3", [("x", "bf16", [4097, 3])],
         [{"name": "y", "op": "dropout", "inputs": ["x"], "attrs": {"p": 0.5, "seed": 77}}], ["y"])
     return made
+
+
+def fused_row_cases(put):
+    """Row kernels with a prologue and an epilogue (fuse-rows): dot
+    products, residual + dropout + layernorm with the residual sum as a
+    second output, softmax with a scaled, biased input and a masked
+    output, log_softmax into a dropout, mean of squares into rsqrt, an
+    integer max; vectorized and scalar rows, every float dtype."""
+    def const(name, dt, v):
+        return {"name": name, "op": "constant", "attrs": {"dtype": dt, "shape": [], "value": v}}
+    for dt in ("f32", "bf16", "f16"):
+        for n, c in ((300, 40), (64, 1000), (5, 33)):
+            put(f"own_rows_dot_{dt}_{n}x{c}", [("x", dt, [n, c]), ("y", dt, [n, c]), ("c", dt, [n])],
+                [{"name": "m", "op": "mul", "inputs": ["x", "y"]},
+                 {"name": "t", "op": "sum", "inputs": ["m"], "attrs": {"axes": [1]}},
+                 const("half", dt, 0.5),
+                 {"name": "u", "op": "mul", "inputs": ["t", "half"]},
+                 {"name": "v", "op": "add", "inputs": ["u", "c"]}], ["v"])
+        for n, c in ((64, 1024), (7, 1000), (5, 33)):
+            put(f"own_rows_resdrop_ln_{dt}_{n}x{c}",
+                [("x", dt, [n, c]), ("r", dt, [n, c]), ("rng", "i64", [2]), ("w", dt, [c]), ("b", dt, [c])],
+                [{"name": "d", "op": "dropout", "inputs": ["r", "rng"], "attrs": {"p": 0.1, "offset": 3}},
+                 {"name": "h", "op": "add", "inputs": ["x", "d"]},
+                 {"name": "y", "op": "layernorm", "inputs": ["h", "w", "b"], "attrs": {"axis": -1, "eps": 1e-5}}],
+                ["y", "h"])
+        for shape in ([4, 2, 16, 16], [6, 50], [3, 1000], [9, 7]):
+            s = "x".join(map(str, shape))
+            lead = shape[:-1] + [1]
+            put(f"own_rows_softmax_{dt}_{s}",
+                [("s", dt, shape), ("bias", dt, shape[-1:]), ("colb", dt, lead), ("keep", dt, shape)],
+                [const("scale", dt, 0.25),
+                 {"name": "z", "op": "mul", "inputs": ["s", "scale"]},
+                 {"name": "zb", "op": "add", "inputs": ["z", "bias"]},
+                 {"name": "zc", "op": "sub", "inputs": ["zb", "colb"]},
+                 {"name": "p", "op": "softmax", "inputs": ["zc"], "attrs": {"axis": -1}},
+                 {"name": "pm", "op": "mul", "inputs": ["p", "keep"]}], ["pm"])
+        put(f"own_rows_logsoftmax_dropout_{dt}_33x100", [("x", dt, [33, 100])],
+            [{"name": "e", "op": "exp", "inputs": ["x"]},
+             {"name": "lp", "op": "log_softmax", "inputs": ["e"]},
+             {"name": "dd", "op": "dropout", "inputs": ["lp"], "attrs": {"p": 0.3, "seed": 9}}], ["dd"])
+        put(f"own_rows_rms_{dt}_129x768", [("x", dt, [129, 768])],
+            [{"name": "sq", "op": "mul", "inputs": ["x", "x"]},
+             {"name": "ms", "op": "mean", "inputs": ["sq"], "attrs": {"axes": [1]}},
+             const("eps", dt, 1e-5),
+             {"name": "mse", "op": "add", "inputs": ["ms", "eps"]},
+             {"name": "inv", "op": "rsqrt", "inputs": ["mse"]}], ["inv"])
+    for dt in ("i32", "i64"):
+        put(f"own_rows_absmax_{dt}_77x100", [("k", dt, [77, 100])],
+            [{"name": "a", "op": "abs", "inputs": ["k"]},
+             {"name": "mx", "op": "max", "inputs": ["a"], "attrs": {"axes": [1]}},
+             const("one", dt, 1),
+             {"name": "o", "op": "add", "inputs": ["mx", "one"]}], ["o"])
 
 
 ROW_LENGTHS = (1, 2, 3, 31, 32, 33, 127, 1000, 4097, 30522, 65537)

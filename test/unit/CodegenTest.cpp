@@ -12,7 +12,8 @@ const char *Model = R"({"format_version": 1, "name": "m",
  "inputs": [{"name": "x", "dtype": "f32", "shape": [8]}],
  "nodes": [{"name": "a", "op": "exp", "inputs": ["x"]},
            {"name": "s", "op": "sum", "inputs": ["a"]},
-           {"name": "y", "op": "neg", "inputs": ["s"], "loc": "model.py:7"}],
+           {"name": "t", "op": "reshape", "inputs": ["s"], "attrs": {"shape": [1]}},
+           {"name": "y", "op": "neg", "inputs": ["t"], "loc": "model.py:7"}],
  "outputs": ["y"]})";
 
 struct Lowering {
@@ -56,7 +57,7 @@ TEST(Nvrtc, FailureNamesTheIrNodeAndKeepsTheLog) {
   EXPECT_NE(code.log.find("undeclared_helper"), std::string::npos) << code.log;
   reportNvrtcFailure(l.lowered.program, lines, code.log, l.diag);
   std::string out = l.os.str();
-  EXPECT_NE(out.find("m.json:5:12: error: node 'y' (neg): NVRTC failed to "
+  EXPECT_NE(out.find("m.json:6:12: error: node 'y' (neg): NVRTC failed to "
                      "compile kernel 'neg_y':"),
             std::string::npos)
       << out;

@@ -1,0 +1,44 @@
+//===- FusionBuilder.h - Replace a group of nodes by one fusion node -*- C++ -*-===//
+//
+// What fuse-elementwise and fuse-rows share: a group of nodes becomes one
+// node of a fused kind whose body holds copies of the members (same names,
+// attributes and locations), splat sources read by a member cloned in;
+// results are the members' values read outside the group or returned, and
+// take over their names. The graph's order is then rebuilt by a stable
+// topological sort.
+//
+//===----------------------------------------------------------------------===//
+#ifndef CGC_PASSES_FUSIONBUILDER_H
+#define CGC_PASSES_FUSIONBUILDER_H
+
+#include "ir/Builder.h"
+#include "ir/Graph.h"
+
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/SetVector.h"
+
+namespace cgc {
+
+using NodeSet = llvm::SetVector<Node *>;
+
+/// True for a constant or fill that carries one value for every element.
+bool isSplatSource(const Node &n);
+/// Whether the value of a group member is read outside the group or
+/// returned: it becomes a result of the fusion.
+bool isExternal(const Graph &graph, const NodeSet &members, const Value *v);
+/// Replaces \p members (in node order) by one \p kind node named \p name,
+/// created at the end of \p graph; the members and the splat sources left
+/// with no reader join \p dead (each source once: \p erasedSources).
+/// Null after an error.
+Node *buildFusionNode(Graph &graph, const NodeSet &members, OpKind kind,
+                      const std::string &name, GraphBuilder &builder,
+                      std::vector<Node *> &dead,
+                      llvm::DenseSet<Node *> &erasedSources);
+/// Reorders \p graph topologically, taking among the ready nodes the one of
+/// the smallest key: its \p position, or its index for a node without one.
+void sortStably(Graph &graph, const llvm::DenseMap<Node *, unsigned> &position);
+
+} // namespace cgc
+
+#endif
