@@ -201,9 +201,8 @@ __device__ __forceinline__ float cgc_gelu_tanh(float x) {
 }
 // Philox4x32-10, bit-identical to ir/Philox.h: element i of the stream
 // (seed, offset) is word i%4 of philox(counter={i/4, offset}, key=seed).
-__device__ __forceinline__ unsigned cgc_philox(unsigned long long seed, unsigned long long offset,
-                                               unsigned long long index) {
-  unsigned long long block = index >> 2;
+__device__ __forceinline__ uint4 cgc_philox_block(unsigned long long seed, unsigned long long offset,
+                                                  unsigned long long block) {
   unsigned c0 = (unsigned)block, c1 = (unsigned)(block >> 32);
   unsigned c2 = (unsigned)offset, c3 = (unsigned)(offset >> 32);
   unsigned k0 = (unsigned)seed, k1 = (unsigned)(seed >> 32);
@@ -213,12 +212,25 @@ __device__ __forceinline__ unsigned cgc_philox(unsigned long long seed, unsigned
     c0 = n0; c1 = (unsigned)p1; c2 = n2; c3 = (unsigned)p0;
     k0 += 0x9E3779B9u; k1 += 0xBB67AE85u;
   }
-  unsigned w = (unsigned)(index & 3);
-  return w == 0 ? c0 : w == 1 ? c1 : w == 2 ? c2 : c3;
+  return make_uint4(c0, c1, c2, c3);
 }
-__device__ __forceinline__ float cgc_uniform(unsigned long long seed, unsigned long long offset,
-                                             unsigned long long index) {
-  return (float)(cgc_philox(seed, offset, index) >> 8) * (1.0f / 16777216.0f);
+__device__ __forceinline__ unsigned cgc_philox(unsigned long long seed, unsigned long long offset,
+                                               unsigned long long index) {
+  const uint4 b = cgc_philox_block(seed, offset, index >> 2);
+  unsigned w = (unsigned)(index & 3);
+  return w == 0 ? b.x : w == 1 ? b.y : w == 2 ? b.z : b.w;
+}
+// Words index .. index + N - 1 of the stream, for index and N multiples of
+// 4: one block per four words.
+template <int N> __device__ __forceinline__ void cgc_philox_words(unsigned long long seed,
+                                                                  unsigned long long offset,
+                                                                  unsigned long long index,
+                                                                  unsigned *words) {
+#pragma unroll
+  for (int b = 0; b < N / 4; ++b) {
+    const uint4 r = cgc_philox_block(seed, offset, (index >> 2) + b);
+    words[4 * b] = r.x; words[4 * b + 1] = r.y; words[4 * b + 2] = r.z; words[4 * b + 3] = r.w;
+  }
 }
 // Programmatic dependent launch: a kernel may start while the kernels it
 // depends on finish; it waits here until their writes are visible, then

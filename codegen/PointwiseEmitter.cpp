@@ -15,6 +15,7 @@
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/Support/ErrorHandling.h"
+#include <cmath>
 
 using namespace cgc;
 
@@ -200,24 +201,34 @@ static bool isRngState(const Value *v, const PointwiseParts &parts) {
   return read && !other;
 }
 
-/// `u >= p ? x * scale : 0` for dropout \p n over element \p index, as
-/// emitDropout and the interpreter compute it; \p rng names the pointer
+/// The (seed, offset) of dropout \p n's stream; \p rng names the pointer
 /// of its rng state ("" for the seed attribute).
-static std::string dropoutExpr(const Node &n, const std::string &x,
-                               const std::string &index,
-                               const std::string &rng) {
-  double p = n.floatAttr("p", 0);
+static std::pair<std::string, std::string> dropoutStream(const Node &n,
+                                                         const std::string &rng) {
   std::string offset = std::to_string(uint64_t(n.intAttr("offset", 0))) + "ull";
-  std::string seed = std::to_string(uint64_t(n.intAttr("seed", 0))) + "ull";
-  if (!rng.empty()) {
-    seed = "(unsigned long long)" + rng + "[0]";
-    offset = "((unsigned long long)" + rng + "[1] + " + offset + ")";
-  }
-  char pText[64];
-  std::snprintf(pText, sizeof pText, "%.17g", p);
-  return "((double)cgc_uniform(" + seed + ", " + offset +
-         ", (unsigned long long)(" + index + ")) >= " + pText + " ? " + x +
+  if (rng.empty())
+    return {std::to_string(uint64_t(n.intAttr("seed", 0))) + "ull", offset};
+  return {"(unsigned long long)" + rng + "[0]",
+          "((unsigned long long)" + rng + "[1] + " + offset + ")"};
+}
+
+/// `u >= p ? x * scale : 0` for dropout \p n whose element draws Philox
+/// \p word, as the interpreter computes it: u = (word >> 8) * 2^-24, so
+/// u >= p exactly when word >> 8 >= ceil(p * 2^24), an integer compare.
+static std::string dropoutSelect(const Node &n, const std::string &x,
+                                 const std::string &word) {
+  double p = n.floatAttr("p", 0);
+  uint64_t threshold = uint64_t(std::ceil(p * 16777216.0));
+  return "((" + word + ") >> 8 >= " + std::to_string(threshold) + "u ? " + x +
          " * " + floatLiteral(float(1.0 / (1.0 - p))) + " : 0.0f)";
+}
+
+/// The rng pointer parameter of dropout \p op ("" for the seed attribute).
+static std::string rngParam(const Node &op, Kernel &kernel,
+                            const PointwiseParts &parts) {
+  return op.numOperands() == 2
+             ? addParam(kernel, parts.outerOf(op.operand(1)), false)
+             : "";
 }
 
 /// The expression of body op \p op on its operands' variables.
@@ -228,10 +239,10 @@ static std::string bodyExpr(const Node &op, const Shape &iter,
   if (op.info().has(Source))
     return sourceExpr(op, iter);
   if (op.getOp() == OpKind::Dropout) {
-    std::string rng;
-    if (op.numOperands() == 2)
-      rng = addParam(kernel, parts.outerOf(op.operand(1)), false);
-    return dropoutExpr(op, var.lookup(op.operand(0)), index, rng);
+    auto [seed, offset] = dropoutStream(op, rngParam(op, kernel, parts));
+    return dropoutSelect(op, var.lookup(op.operand(0)),
+                         "cgc_philox(" + seed + ", " + offset +
+                             ", (unsigned long long)(" + index + "))");
   }
   llvm::SmallVector<std::string, 3> args;
   for (Value *v : op.getOperands())
@@ -313,8 +324,20 @@ cgc::vectorBody(const Node &owner, const PointwiseParts &parts,
   }
   std::string index = "(" + q.wide + " * " + W + " + k)";
   for (const Node *op : parts.ops) {
-    std::string expr = bodyExpr(*op, iter, var, index, kernel, parts);
     std::string name = fresh();
+    std::string expr;
+    if (op->getOp() == OpKind::Dropout && width % 4 == 0) {
+      // The vector's words are whole Philox blocks: one block per four
+      // elements instead of one per element.
+      auto [seed, offset] = dropoutStream(*op, rngParam(*op, kernel, parts));
+      text.loads += "    unsigned w" + name + "[" + W + "];\n    cgc_philox_words<" + W +
+                    ">(" + seed + ", " + offset + ", (unsigned long long)" + q.wide +
+                    " * " + W + ", w" + name + ");\n";
+      expr = dropoutSelect(*op, var.lookup(op->operand(0)),
+                           "w" + name + "[k]");
+    } else {
+      expr = bodyExpr(*op, iter, var, index, kernel, parts);
+    }
     var[op->result()] = name;
     text.body += lane + computeType(op->result()->getType().dtype) + " " +
                  name + " = " + expr + "; // " + op->getName() + "\n";

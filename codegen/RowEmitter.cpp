@@ -27,6 +27,8 @@
 #include "codegen/Emitters.h"
 #include "ir/TypeRules.h"
 
+#include "llvm/Support/ErrorHandling.h"
+
 using namespace cgc;
 
 /// The float sum and maximum the row ops reduce with.
@@ -148,9 +150,19 @@ public:
   const Node &row() const { return *root; }
   bool fused() const { return root != &node; }
 
-  /// The kernel parameter of \p v, a value of the row op.
+  /// The kernel parameter of \p v, an operand or result of the row op.
   std::string param(const Value *v, bool written) {
-    return addParam(kernel, fused() ? prologue.outerOf(v) : v, written);
+    if (fused()) {
+      const Graph &body = node.region(0);
+      for (unsigned i = 0; i < node.numOperands(); ++i)
+        if (body.inputs()[i].value == v)
+          return addParam(kernel, node.operand(i), written);
+      for (unsigned i = 0; i < node.numResults(); ++i)
+        if (body.outputs[i].value == v)
+          return addParam(kernel, node.result(i), written);
+      llvm_unreachable("not a value of the row_fusion's boundary");
+    }
+    return addParam(kernel, v, written);
   }
 
   /// Statements that fill `TYPE into[V]` with vector u of row `row`.

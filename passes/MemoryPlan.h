@@ -16,6 +16,8 @@
 #ifndef CGC_PASSES_MEMORYPLAN_H
 #define CGC_PASSES_MEMORYPLAN_H
 
+#include <cassert>
+
 #include "ir/Diagnostics.h"
 #include "ir/Graph.h"
 #include "passes/ProductRule.h"
@@ -89,6 +91,7 @@ struct MemoryPlan {
   uint64_t persistentSize = 0;
 
   const Storage &storageOf(const Value *v) const {
+    assert(bufferOf.count(v) && "a value without planned storage");
     return buffers[bufferOf.lookup(v)].storage;
   }
   bool hasStorage(const Value *v) const { return bufferOf.count(v); }

@@ -271,7 +271,10 @@ def own_cases(dir):
         [{"name": "y", "op": "max", "inputs": ["x"]}], ["y"])
     # Integer arithmetic wraps (the interpreter's rule): sums past the
     # largest value, the most negative value negated and divided by -1.
-    for dt, lo, hi in (("i32", -2**31, 2**31 - 1), ("i64", -2**63, 2**63 - 1)):
+    # i32 only: the interpreter holds integers in doubles, exact below 2^53,
+    # so it cannot be the reference for wrapping i64 (the lit test
+    # emit-cuda.test checks the i64 helpers' text).
+    for dt, lo, hi in (("i32", -2**31, 2**31 - 1),):
         const = lambda name, v: {"name": name, "op": "constant",
                                  "attrs": {"dtype": dt, "shape": [], "value": v}}
         put(f"own_int_wrap_{dt}", [("x", dt, [4099])],
