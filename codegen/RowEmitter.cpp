@@ -350,6 +350,11 @@ static void emitRowSoftmax(RowIO &io, Kernel &kernel,
   bool registers = t.s.inRegisters();
   std::string load = registers ? loadRow(t, io, "-CGC_INF") : streamRow(t, io);
   std::string store = io.storeVector(t, registers ? "x[j]" : "v");
+  // One division per row: each element is multiplied by 1 / s (within an
+  // ulp of x / s, and an IEEE division per element made the kernel
+  // instruction-bound).
+  std::string scaleBy = log ? "    const float shift = logf(s);\n"
+                            : "    const float inv = 1.0f / s;\n";
   std::string body;
   if (registers) {
     body = load + "    float m = -CGC_INF;\n" +
@@ -357,9 +362,8 @@ static void emitRowSoftmax(RowIO &io, Kernel &kernel,
            "    float s = 0.0f;\n" +
            overRegisters(t, log ? "{ x[j][k] -= m; s += expf(x[j][k]); }"
                                 : "{ x[j][k] = expf(x[j][k] - m); s += x[j][k]; }") +
-           t.reduce("s", kFloatSum) +
-           (log ? "    const float shift = logf(s);\n" : "") +
-           overRegisters(t, log ? "x[j][k] -= shift;" : "x[j][k] = x[j][k] / s;") +
+           t.reduce("s", kFloatSum) + scaleBy +
+           overRegisters(t, log ? "x[j][k] -= shift;" : "x[j][k] *= inv;") +
            t.forEachLoad(store);
   } else {
     const std::string &v = load;
@@ -367,10 +371,9 @@ static void emitRowSoftmax(RowIO &io, Kernel &kernel,
            t.forEachLoad(v + t.forEachElement("m = cgc_max(m, v[k]);"), 4) +
            t.reduce("m", kFloatMax) + "    float s = 0.0f;\n" +
            t.forEachLoad(v + t.forEachElement("s += expf(v[k] - m);"), 4) +
-           t.reduce("s", kFloatSum) +
-           (log ? "    const float shift = logf(s);\n" : "") +
+           t.reduce("s", kFloatSum) + scaleBy +
            t.forEachLoad(v + t.forEachElement(log ? "v[k] = v[k] - m - shift;"
-                                                  : "v[k] = expf(v[k] - m) / s;") +
+                                                  : "v[k] = expf(v[k] - m) * inv;") +
                              store,
                          4);
   }
