@@ -3,7 +3,7 @@
 
 Usage: make_perf_md.py bench/results/<gpu>-<date>.log [-o docs/perf.md]
 """
-import argparse, os, re
+import argparse, csv, io, os, re
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -304,6 +304,50 @@ def kernels_section(path):
     return w
 
 
+PROFILE_METRICS = [
+    ("gpu__time_duration.sum", "ncu µs", 1e-3),
+    ("dram__throughput.avg.pct_of_peak_sustained_elapsed", "DRAM % of peak", 1),
+    ("smsp__issue_active.avg.pct_of_peak_sustained_active", "issue active %", 1),
+    ("sm__warps_active.avg.pct_of_peak_sustained_active", "warps active %", 1),
+    ("launch__grid_size", "grid", 1),
+    ("launch__block_size", "block", 1),
+    ("launch__registers_per_thread", "registers", 1),
+]
+
+
+def profile_section(path):
+    """bench/profile_kernels.sh's Nsight Compute CSV: one row per cgc kernel."""
+    rel = os.path.relpath(os.path.abspath(path), ROOT)
+    w = ["", "### Profile of cgc's kernels", "",
+         f"Nsight Compute over the same artifacts (`bench/profile_kernels.sh`, raw CSV `{rel}`; "
+         "ncu times one launch under its own clock control, so its times differ from the table's "
+         "graph replays; DRAM % counts DRAM traffic only, and the L2 keeps part of the writes). "
+         "High issue activity: instruction-bound; low warps active: occupancy-bound; neither, "
+         "with DRAM below the copy's: latency-bound.", "",
+         "| workload | kernel | " + " | ".join(label for _, label, _ in PROFILE_METRICS) + " |",
+         "|---|---|" + "---|" * len(PROFILE_METRICS)]
+    text = open(path).read()
+    for block in text.split("# ")[1:]:
+        workload = block.split("\n", 1)[0].strip()
+        rows = list(csv.reader(io.StringIO("\n".join(
+            l for l in block.split("\n") if l.startswith('"')))))
+        if len(rows) < 3:
+            continue
+        header, seen = rows[0], set()
+        for row in rows[2:]:  # rows[1] holds the units
+            kernel = row[header.index("Kernel Name")]
+            if kernel in seen:
+                continue
+            seen.add(kernel)
+            cells = []
+            for metric, _, scale in PROFILE_METRICS:
+                value = float(row[header.index(metric)].replace(",", ""))
+                cells.append(f"{value * scale:.1f}" if scale != 1 or "%" in metric or "pct" in metric
+                             else f"{value:.0f}")
+            w.append(f"| {workload} | {kernel} | " + " | ".join(cells) + " |")
+    return w
+
+
 def compile_times_section(path):
     """bench/compile_time.py's table."""
     head, records, rel = read_log(path)
@@ -330,6 +374,7 @@ def main():
     ap.add_argument("-o", default=os.path.join(ROOT, "docs/perf.md"))
     ap.add_argument("--kernels", help="a bench/kernels.py log")
     ap.add_argument("--compile-times", help="a bench/compile_time.py log")
+    ap.add_argument("--kernel-profile", help="a bench/profile_kernels.sh CSV")
     args = ap.parse_args()
     head, res, raw, info, checks, algos = {}, {}, [], {}, {}, []
     with open(args.log) as f:
@@ -383,6 +428,8 @@ def main():
     w += build_table(res)
     if args.kernels:
         w += kernels_section(args.kernels)
+    if args.kernel_profile:
+        w += profile_section(args.kernel_profile)
     if args.compile_times:
         w += compile_times_section(args.compile_times)
     copy = [l for l in raw if "d2d_copy moved" in l]

@@ -189,7 +189,9 @@ template <class T> __device__ __forceinline__ T cgc_ineg(T a) { return (T)(0 - C
 template <class T> __device__ __forceinline__ T cgc_iabs(T a) { return a < 0 ? cgc_ineg(a) : a; }
 template <class T> __device__ __forceinline__ T cgc_idiv(T a, T b) { return b == 0 ? (T)0 : b == -1 ? cgc_ineg(a) : (T)(a / b); }
 #undef CGC_WRAP
-__device__ __forceinline__ float cgc_sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
+// __frcp_rn(y) is 1.0f / y correctly rounded, the same bits as the
+// division, without the general division's instructions.
+__device__ __forceinline__ float cgc_sigmoid(float x) { return __frcp_rn(1.0f + expf(-x)); }
 __device__ __forceinline__ float cgc_gelu(float x) { return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f)); }
 // sinf and cosf inline a large slow path (Payne-Hanek reduction) at every
 // use; out of line it is compiled once per program (a chain of 100 sines

@@ -431,6 +431,19 @@ static void emitRowLayerNorm(RowIO &io, Kernel &kernel,
   t.finish(kernel, body, multiprocessors);
 }
 
+/// One vector of a streamed row into the running (max m, sum s): the
+/// vector's maximum first, one rescale of s when it raises m (rare after
+/// the first vectors), then an expf per element without a branch. A row
+/// of -inf so far adds nothing; NaN poisons m and s.
+static std::string streamVector(const RowText &t) {
+  return "        float vm = v[0];\n" +
+         t.forEachElement("vm = cgc_max(vm, v[k]);") +
+         "        if (vm > m) { s = m == -CGC_INF ? 0.0f : s * expf(m - vm); m = vm; }\n"
+         "        else if (vm != vm) { m = vm; }\n"
+         "        if (m != -CGC_INF)\n" +
+         t.forEachElement("s += expf(v[k] - m);");
+}
+
 /// cross_entropy over [N, C] logits: each row's loss m + log(sum exp(x -
 /// m)) - x[target] (0 for an ignored target) goes to the result (no
 /// reduction) or, with its count, to \p scratch for the second kernel.
@@ -458,8 +471,7 @@ static void emitRowCrossEntropy(const Node &node, Kernel &kernel,
   std::string body =
       "    float m = -CGC_INF, s = 0.0f;\n" +
       t.forEachLoad("        float v[" + t.V + "];\n" + t.load(x, "v") +
-                        t.forEachElement("{ if (v[k] > m) { s = s * expf(m - v[k]) + 1.0f; "
-                                         "m = v[k]; } else if (m != -CGC_INF || v[k] != v[k]) { s += expf(v[k] - m); } }"),
+                        streamVector(t),
                     t.s.loads > 8 ? 4 : 0) +
       "    cgc_group_lse<" + t.L + ">(m, s);\n"
       "    if (live && lane == 0) {\n"

@@ -132,7 +132,7 @@ static Tensor crossEntropy(const Node &node, const Operands &in) {
   Tensor loss(logits.dtype, {rows});
   double counted = 0;
   for (int64_t r = 0; r < rows; ++r) {
-    int64_t t = int64_t(target.data[r]);
+    int64_t t = toInt64(target.data[r]);
     if (t == ignore)
       continue;
     if (t < 0 || t >= classes)
