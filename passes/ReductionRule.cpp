@@ -76,10 +76,7 @@ RowSchedule cgc::rowSchedule(int64_t rows, int64_t length, DType dtype) {
     int64_t loads = std::max<int64_t>(elements / s.vector, 1);
     return unsigned(llvm::PowerOf2Ceil(uint64_t((units + loads - 1) / loads)));
   };
-  s.lanes = lanesFor(kRowTargetElements);
-  if (s.lanes > 32 && lanesFor(RowSchedule::kRowRegisterElements) <= 32)
-    s.lanes = 32;
-  s.lanes = std::min(s.lanes, 1024u);
+  s.lanes = std::min(lanesFor(RowSchedule::kRowRegisterElements), 1024u);
   s.loads = (units + s.lanes - 1) / s.lanes;
   return s;
 }
