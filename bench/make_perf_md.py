@@ -235,17 +235,24 @@ def build_table(res):
 
 
 KERNEL_GAPS = {
-    # The cause of each goal not met (issue 11), as far as measured; the
-    # table computes the gap itself.
-    "softmax_32x16x256x256": "not yet profiled",
-    "softmax_512x30522": "512 rows of 1024-thread blocks are 1.9 waves of 2 blocks per SM, "
-                         "and each block's load, two block reductions and store run one after another",
-    "cross_entropy_4096x30522": "not yet profiled (one streaming read per row)",
-    "layernorm_8192x1024": "not yet profiled",
-    "residual_dropout_layernorm_8192x1024": "three kernels: fusion across reductions (dropout and the "
-                                            "residual add into the layernorm's prologue) is not done yet",
-    "sum_4194304x4_ax1": "within the run-to-run spread",
-    "chain20_16M": "compute-bound (20 transcendental-heavy ops), not yet profiled",
+    # The cause of each goal not met (issue 11), from the Nsight Compute
+    # profile below (bench/profile_kernels.sh); the table computes the gap.
+    "softmax_32x16x256x256": "latency-bound: DRAM at 80% of peak with 29% issue activity; 32 "
+                             "floats per thread take 48 registers (52% warps active), and 16 per "
+                             "thread (92% warps active, 33% issue) was slower at 98.5 µs; a warp "
+                             "loads its next row only after storing the current one (input and "
+                             "output may alias)",
+    "softmax_512x30522": "occupancy-bound: a 1024-thread block per row holds the row in "
+                         "registers at 64 per thread, so one block fits an SM (49% warps active, "
+                         "DRAM 41% of peak)",
+    "cross_entropy_4096x30522": "instruction-heavy: an expf per logit keeps issue activity at 68% "
+                                "(93% warps active, DRAM 67% of peak)",
+    "layernorm_8192x1024": "occupancy: the row in registers (32 floats per thread) takes 56 "
+                           "registers, so 4 blocks of 256 fit an SM (44% warps active)",
+    "sum_4194304x4_ax1": "not explained by the profile (a thread per row of 4, full occupancy, "
+                         "14% issue activity, DRAM 79% of peak); 0.5-0.8% in every run this day",
+    "chain20_16M": "instruction-bound: 87% issue activity (accurate tanhf and expf, sigmoid's "
+                   "reciprocal) where DRAM is at 40% of peak",
 }
 
 
