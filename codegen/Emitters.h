@@ -13,6 +13,7 @@
 
 #include "codegen/Program.h"
 #include "passes/ReductionRule.h"
+#include "passes/VectorRule.h"
 
 #include "llvm/ADT/DenseMap.h"
 
@@ -25,22 +26,6 @@ llvm::Optional<double> inlinedSplat(const Node &user, const Value *operand);
 /// The C expression of elementwise op \p n on the operand expressions
 /// \p args, computed in the compute type.
 std::string elementwiseExpr(const Node &n, llvm::ArrayRef<std::string> args);
-/// How a vectorized thread reads one operand: the whole vector (same
-/// shape as the iteration space), one vector of a row repeated along the
-/// leading dims (`Row`: the operand is the iteration space's trailing
-/// dims), one element per vector (`Column`: the operand is the leading
-/// dims, broadcast along trailing dims whose size the width divides), or
-/// one element for all (`Scalar`).
-enum class VectorRead { Full, Row, Column, Scalar };
-struct OperandRead {
-  VectorRead read = VectorRead::Full;
-  int64_t period = 0; ///< Row: vectors per row. Column: vectors per element.
-};
-/// The read of an operand of shape \p shape (right-aligned to \p iter) by
-/// \p width-element vectors, if one pattern fits.
-llvm::Optional<OperandRead> vectorRead(const Shape &shape, const Shape &iter,
-                                       unsigned width);
-
 /// The ops of a pointwise kernel, in order, and the (body, outer) values
 /// it reads and writes: a fusion's body, or one op.
 struct PointwiseParts {
@@ -62,6 +47,8 @@ struct VectorBody {
   /// The per-element variable (or literal) of each body value.
   llvm::DenseMap<const Value *, std::string> vars;
 };
+/// Per-element variables of body values.
+using VarMap = llvm::DenseMap<const Value *, std::string>;
 /// The step of \p parts over \p iter at vector \p q; element k is
 /// element q * width + k of \p iter. Variables take \p prefix; \p var
 /// names body values already held per element (no load). None when an
@@ -69,7 +56,7 @@ struct VectorBody {
 llvm::Optional<VectorBody>
 vectorBody(const Node &owner, const PointwiseParts &parts, const Shape &iter,
            unsigned width, const VectorIndex &q, const std::string &prefix,
-           Kernel &kernel, llvm::DenseMap<const Value *, std::string> var);
+           Kernel &kernel, VarMap var);
 /// Fusion nodes, elementwise ops, dropout, fill, iota and splat constants.
 void emitPointwise(const Node &node, Kernel &kernel);
 /// sum, mean, max, min, argmax and cumsum.

@@ -85,8 +85,8 @@ std::string cgc::elementwiseExpr(const Node &n, llvm::ArrayRef<std::string> a) {
 #include "ir/Ops.def"
     break;
   }
-  // Fusion bodies hold only elementwise ops and sources (the fusion type
-  // rule), and sources take sourceExpr().
+  // Fusion bodies hold only elementwise ops, dropouts and sources (the
+  // fusion type rule); sources take sourceExpr() and dropouts bodyExpr().
   llvm_unreachable("not an elementwise op");
 }
 
@@ -114,72 +114,6 @@ llvm::Optional<double> cgc::inlinedSplat(const Node &user,
   return splatConstant(operand);
 }
 
-
-/// The read of an operand of shape \p shape (right-aligned to \p iter) by
-/// \p width-element vectors, if one pattern fits.
-llvm::Optional<OperandRead> cgc::vectorRead(const Shape &shape,
-                                            const Shape &iter,
-                                            unsigned width) {
-  int64_t n = product(shape);
-  if (shape == iter)
-    return OperandRead{VectorRead::Full, 0};
-  if (n == 1)
-    return OperandRead{VectorRead::Scalar, 0};
-  size_t lead = iter.size() - shape.size();
-  // First dim (of iter) where the operand is not 1, and the last.
-  size_t first = iter.size(), last = 0;
-  for (size_t d = 0; d < shape.size(); ++d)
-    if (shape[d] != 1) {
-      first = std::min(first, d + lead);
-      last = d + lead;
-    }
-  bool equalFromFirst = true, oneAfterLast = true;
-  for (size_t d = first; d < iter.size(); ++d)
-    equalFromFirst &= d < lead || shape[d - lead] == iter[d];
-  for (size_t d = 0; d <= last; ++d)
-    oneAfterLast &= d < lead ? iter[d] == 1 : shape[d - lead] == iter[d];
-  if (equalFromFirst && n % width == 0)
-    return OperandRead{VectorRead::Row, n / width};
-  int64_t trailing = product(iter, last + 1);
-  if (oneAfterLast && trailing % width == 0)
-    return OperandRead{VectorRead::Column, trailing / width};
-  return llvm::None;
-}
-
-/// The vector width of a pointwise kernel: 16 bytes of its widest element
-/// type when every buffer holds 2- or 4-byte elements, each operand reads
-/// by one pattern of vectorRead() and the element count divides (measured
-/// 2.3x faster for GELU over 4.8M floats on an H200); 1 otherwise. Buffers
-/// are 256-byte aligned in the arena and bound pointers 16-byte aligned
-/// (runtime/ checks it).
-static unsigned vectorWidthOf(
-    const Node &node,
-    llvm::ArrayRef<std::pair<const Value *, const Value *>> inputs,
-    llvm::ArrayRef<std::pair<const Value *, const Value *>> outputs,
-    const Shape &iter, bool hasIota) {
-  unsigned widest = 0;
-  bool sizesOk = true;
-  auto note = [&](const Value *v) {
-    unsigned size = dtypeSize(v->getType().dtype);
-    sizesOk &= size == 2 || size == 4;
-    widest = std::max(widest, size);
-  };
-  for (const auto &[inner, outer] : inputs)
-    if (!inlinedSplat(node, outer))
-      note(outer);
-  for (const auto &[inner, outer] : outputs)
-    note(outer);
-  if (hasIota || !sizesOk)
-    return 1;
-  unsigned width = 16 / widest;
-  if (product(iter) % width != 0)
-    return 1;
-  for (const auto &[inner, outer] : inputs)
-    if (!inlinedSplat(node, outer) &&
-        !vectorRead(staticShape(inner->getType()), iter, width))
-      return 1;
-  return width;
-}
 
 /// Bodies of more ops than this keep the four lanes of a vectorized
 /// thread in a loop instead of unrolling it: such a body is compute-bound,
@@ -280,7 +214,7 @@ llvm::Optional<VectorBody>
 cgc::vectorBody(const Node &owner, const PointwiseParts &parts,
                 const Shape &iter, unsigned width, const VectorIndex &q,
                 const std::string &prefix, Kernel &kernel,
-                llvm::DenseMap<const Value *, std::string> var) {
+                VarMap var) {
   std::string W = std::to_string(width);
   VectorBody text;
   unsigned next = 0;
@@ -295,7 +229,7 @@ cgc::vectorBody(const Node &owner, const PointwiseParts &parts,
     }
     Shape shape = staticShape(inner->getType());
     auto read = vectorRead(shape, iter, width);
-    if (!read)
+    if (!read || !vectorAccess(outer->getType().dtype, shape, iter, width))
       return llvm::None;
     std::string p = addParam(kernel, outer, false);
     std::string name = fresh();
@@ -343,6 +277,9 @@ cgc::vectorBody(const Node &owner, const PointwiseParts &parts,
                  name + " = " + expr + "; // " + op->getName() + "\n";
   }
   text.vars = var;
+  for (const auto &[inner, outer] : parts.outputs)
+    if (width > 1 && !isWholeWord(dtypeSize(outer->getType().dtype) * width))
+      return llvm::None;
   for (const auto &[inner, outer] : parts.outputs) {
     std::string p = addParam(kernel, outer, true);
     std::string r = "r" + p, type = computeType(outer->getType().dtype);
@@ -449,8 +386,7 @@ void cgc::emitPointwise(const Node &node, Kernel &kernel) {
   // Vector indices fit 32 bits for every tensor below 2^32 vectors: the
   // row and column reads then divide 32-bit numbers by constants.
   VectorIndex q{"q", n / width < (int64_t(1) << 32) ? "(unsigned)q" : "q"};
-  VectorBody text = *vectorBody(node, parts, iter, width, q, "v", kernel,
-                                llvm::DenseMap<const Value *, std::string>());
+  VectorBody text = *vectorBody(node, parts, iter, width, q, "v", kernel, VarMap());
   kernel.source =
       kernelOpening(kernel, block) + gridStrideLoop("q", n / width, block) +
       text.loads +

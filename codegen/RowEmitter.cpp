@@ -25,6 +25,7 @@
 #include "codegen/Accumulator.h"
 #include "codegen/CudaText.h"
 #include "codegen/Emitters.h"
+#include "ir/RowFusion.h"
 #include "ir/TypeRules.h"
 
 #include "llvm/Support/ErrorHandling.h"
@@ -123,26 +124,13 @@ public:
       root = &node;
       return;
     }
-    const Graph &body = node.region(0);
-    // The one node that is not pointwise (the row_fusion type rule).
-    for (const auto &n : body.nodes())
-      if (!root && !n->info().has(Elementwise) && !n->info().has(Source) &&
-          n->getOp() != OpKind::Dropout)
-        root = n.get();
-    for (const auto &n : body.nodes()) {
-      if (n.get() == root)
-        continue;
-      if (n->info().has(Source)) { // A literal, for either side.
-        prologue.ops.push_back(n.get());
-        epilogue.ops.push_back(n.get());
-        continue;
-      }
-      bool late = llvm::any_of(n->getOperands(), [&](const Value *v) {
-        return v == root->result() ||
-               (isIn(epilogue, v) && !v->getDef()->info().has(Source));
-      });
-      (late ? epilogue : prologue).ops.push_back(n.get());
-    }
+    RowFusionParts parts = rowFusionParts(node.region(0));
+    root = parts.root;
+    // Sources are literals, for either side.
+    prologue.ops = parts.sources;
+    prologue.ops.insert(prologue.ops.end(), parts.prologue.begin(), parts.prologue.end());
+    epilogue.ops = parts.sources;
+    epilogue.ops.insert(epilogue.ops.end(), parts.epilogue.begin(), parts.epilogue.end());
     split(prologue, root->operand(0));
     split(epilogue, root->result());
   }
@@ -172,7 +160,7 @@ public:
     if (prologue.ops.empty() && prologue.outputs.empty())
       return t.load(param(x, false), into, type);
     VectorBody b = *vectorBody(node, prologue, staticShape(x->getType()),
-                               t.s.vector, index(t), "pv", kernel, {});
+                               t.s.vector, index(t), "pv", kernel, VarMap());
     return block(t, b, b.body + "      " + into + "[k] = " + b.vars.lookup(x) + ";\n");
   }
 
@@ -183,7 +171,7 @@ public:
     if (!fused())
       return "        cgc_stv<" + t.V + ">(" + param(y, true) + " + row * " +
              t.LEN + ", u * " + t.V + ", " + values + ");\n";
-    llvm::DenseMap<const Value *, std::string> given;
+    VarMap given;
     given[y] = values + "[k]";
     VectorBody b = *vectorBody(node, epilogue, staticShape(y->getType()),
                                t.s.vector, index(t), "ev", kernel, given);
@@ -195,7 +183,7 @@ public:
     const Value *y = root->result();
     if (!fused())
       return "cgc_st(" + param(y, true) + ", row, " + value + ");";
-    llvm::DenseMap<const Value *, std::string> given;
+    VarMap given;
     given[y] = "(" + value + ")";
     VectorBody b = *vectorBody(node, epilogue, staticShape(y->getType()), 1,
                                {"row", "row"}, "ev", kernel, given);
@@ -211,26 +199,13 @@ public:
       return "its row op reads rows more than once (a split or column "
              "reduction, or rows longer than registers hold)";
     const Value *x = root->operand(0), *y = root->result();
-    RowSchedule s = scheduleOf(*root);
+    RowSchedule s = rowScheduleOf(*root);
     if (!fits(prologue, staticShape(x->getType()), s.vector) ||
         !fits(epilogue, staticShape(y->getType()),
               reducedRun(*root) ? 1 : s.vector))
-      return "an operand of its prologue or epilogue is broadcast in a way "
-             "no vectorized read covers";
+      return "an operand or result of its prologue or epilogue is broadcast "
+             "in a way no vectorized access covers";
     return "";
-  }
-
-  /// The row schedule of row op \p n.
-  static RowSchedule scheduleOf(const Node &n) {
-    Shape shape = staticShape(n.operand(0)->getType());
-    DType dtype = n.operand(0)->getType().dtype;
-    if (auto run = reducedRun(n))
-      return rowSchedule(run->outer, run->length, dtype);
-    unsigned axis = shape.size() - 1;
-    if (n.getOp() == OpKind::LayerNorm)
-      axis = *normalizeAxis(n.intAttr("axis", -1), shape.size());
-    auto [rows, length] = rowsAndLength(shape, axis);
-    return rowSchedule(rows, length, dtype);
   }
 
 private:
@@ -262,7 +237,7 @@ private:
   bool fits(const PointwiseParts &parts, const Shape &iter,
             unsigned width) const {
     Kernel dry;
-    return vectorBody(node, parts, iter, width, {"q", "q"}, "x", dry, {})
+    return vectorBody(node, parts, iter, width, {"q", "q"}, "x", dry, VarMap())
         .hasValue();
   }
 
@@ -287,15 +262,11 @@ private:
 } // namespace
 
 bool cgc::hasRowSchedule(const Node &node) {
-  if (reducedRun(node) || node.getOp() == OpKind::RowFusion)
-    return true;
   OpKind op = node.getOp();
-  if (op == OpKind::Softmax || op == OpKind::LogSoftmax) {
-    unsigned rank = node.operand(0)->getType().rank();
-    return *normalizeAxis(node.intAttr("axis", -1), rank) == rank - 1;
-  }
   // cross_entropy's logits are [N, C] (its type rule).
-  return op == OpKind::LayerNorm || op == OpKind::CrossEntropy;
+  return reducedRun(node) || isInnermostSoftmax(node) ||
+         op == OpKind::RowFusion || op == OpKind::LayerNorm ||
+         op == OpKind::CrossEntropy;
 }
 
 static void emitRowReduction(RowIO &io, const ReducedRun &run,

@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "ir/ProductEpilogue.h"
+#include "ir/RowFusion.h"
 #include "ir/TypeChecker.h"
 
 #include "llvm/ADT/SmallPtrSet.h"
@@ -192,81 +193,70 @@ bool TypeChecker::productFusionBody() {
   return true;
 }
 
-/// Whether \p n is a row op a row_fusion may hold (codegen's row kernels).
-static bool isRowRoot(const Node &n) {
-  OpKind op = n.getOp();
-  if (op == OpKind::Softmax || op == OpKind::LogSoftmax) {
-    unsigned rank = n.operand(0)->getType().rank();
-    return normalizeAxis(n.intAttr("axis", -1), rank) == rank - 1;
-  }
-  return op == OpKind::Sum || op == OpKind::Mean || op == OpKind::Max ||
-         op == OpKind::Min || op == OpKind::LayerNorm;
+/// Whether every dropout of \p body reads its rng state from a body input
+/// (a kernel reads it as two scalars, never as a value it computes).
+static const Node *dropoutWithComputedRng(const Graph &body) {
+  for (const auto &n : body.nodes())
+    if (n->getOp() == OpKind::Dropout && n->numOperands() == 2 &&
+        !isBodyInput(body, n->operand(1)))
+      return n.get();
+  return nullptr;
 }
 
-/// A row fusion's body: one row op (the root); before it, elementwise ops
-/// and dropouts of the root input's shape that it depends on (the
-/// prologue); after it, ones of the root result's shape that depend on it
-/// and on no prologue value (the epilogue); splat sources anywhere. The
-/// root's other operands are body inputs.
+/// A row fusion's body (rowFusionParts): one row op; before it,
+/// elementwise ops and dropouts of the shape of its first operand (the
+/// prologue); after it, ones of its result's shape that read its result or
+/// an epilogue value and no prologue value (the epilogue); splat sources
+/// anywhere. The row op's other operands and the dropouts' rng states are
+/// body inputs.
 bool TypeChecker::rowFusionBody() {
   const Graph &body = node.region(0);
-  const Node *root = nullptr;
-  llvm::SmallPtrSet<const Value *, 16> prologue, epilogue;
   auto refuse = [&](const Node &member, const std::string &why) {
     diag.nodeError(member, "cannot be in the body of row_fusion '" +
                                node.getName() + "': " + why);
     return false;
   };
-  for (const auto &member : body.nodes()) {
-    const Value *r = member->result();
-    if (isRowRoot(*member)) {
-      if (root)
-        return refuse(*member, "a row_fusion holds one row op");
-      root = member.get();
-      for (unsigned i = 1; i < member->numOperands(); ++i)
-        if (!isBodyInput(body, member->operand(i)))
-          return refuse(*member, "the row op's operands after the first "
-                                 "must be body inputs");
-      continue;
-    }
-    if (member->info().has(Source) && splatConstant(r))
-      continue;
-    if (!member->info().has(Elementwise) && member->getOp() != OpKind::Dropout)
-      return refuse(*member, "the prologue and epilogue hold only "
-                             "elementwise ops, dropouts and splat sources");
-    bool late = llvm::any_of(member->getOperands(), [&](const Value *v) {
-      return v == (root ? root->result() : nullptr) || epilogue.count(v);
-    });
-    bool early = llvm::any_of(member->getOperands(), [&](const Value *v) {
-      return prologue.count(v) != 0;
-    });
-    if (late && early)
-      return refuse(*member, "an epilogue op cannot read a prologue value");
-    if (late) {
-      if (r->getType().dims != root->result()->getType().dims)
-        return refuse(*member, "an epilogue op has the row op's result "
-                               "shape");
-      epilogue.insert(r);
-    } else if (root) {
-      return refuse(*member, "an op after the row op must read its result");
-    } else {
-      prologue.insert(r);
-    }
-  }
-  if (!root)
+  RowFusionParts parts = rowFusionParts(body);
+  if (parts.root && !isRowOp(*parts.root))
+    return refuse(*parts.root, "the prologue and epilogue hold only "
+                               "elementwise ops, dropouts and splat sources");
+  if (!parts.others.empty())
+    return refuse(*parts.others.front(), "a row_fusion holds one row op");
+  if (!parts.root)
     return fail("region 'body' of row_fusion must hold one row op (sum, "
                 "mean, max or min, softmax or log_softmax over the last "
                 "axis, layernorm)");
-  for (const Value *v : prologue)
-    if (v->getType().dims != root->operand(0)->getType().dims)
-      return refuse(*v->getDef(), "a prologue op has the shape of the row "
-                                  "op's first operand");
-  for (const auto &member : body.nodes())
-    if (member.get() != root && prologue.count(member->result()))
-      for (unsigned i = 1; i < root->numOperands(); ++i)
-        if (root->operand(i) == member->result())
-          return refuse(*root, "only the row op's first operand may come "
-                               "from the prologue");
+  const Node &root = *parts.root;
+  for (unsigned i = 1; i < root.numOperands(); ++i)
+    if (!isBodyInput(body, root.operand(i)))
+      return refuse(root, "the row op's operands after the first must be "
+                          "body inputs");
+  for (const Node *s : parts.sources)
+    if (!splatConstant(s->result()))
+      return refuse(*s, "the only sources a row_fusion holds are splat "
+                        "constants");
+  llvm::SmallPtrSet<const Value *, 16> early;
+  for (const Node *p : parts.prologue)
+    early.insert(p->result());
+  for (const Node *e : parts.epilogue) {
+    if (llvm::any_of(e->getOperands(), [&](Value *v) { return early.count(v); }))
+      return refuse(*e, "an epilogue op cannot read a prologue value");
+    if (e->result()->getType().dims != root.result()->getType().dims)
+      return refuse(*e, "an epilogue op has the row op's result shape");
+  }
+  // A prologue node after the row op reads neither it nor the epilogue.
+  bool afterRoot = false;
+  for (const auto &n : body.nodes()) {
+    afterRoot |= n.get() == &root;
+    if (afterRoot && early.count(n->result()))
+      return refuse(*n, "an op after the row op must read its result");
+    if (early.count(n->result()) &&
+        n->result()->getType().dims != root.operand(0)->getType().dims)
+      return refuse(*n, "a prologue op has the shape of the row op's first "
+                        "operand");
+  }
+  if (const Node *d = dropoutWithComputedRng(body))
+    return refuse(*d, "a dropout's rng state must be a body input");
   return true;
 }
 
@@ -281,13 +271,14 @@ bool TypeChecker::pointwiseFusionBody() {
     if (info.has(Elementwise) || info.has(Source))
       continue;
     if (member->getOp() == OpKind::Dropout &&
-        member->result()->getType().dims == body.outputs[0].value->getType().dims)
+        member->result()->getType().dims == body.outputs[0].value->getType().dims &&
+        (member->numOperands() == 1 || isBodyInput(body, member->operand(1))))
       continue;
     diag.nodeError(*member, "cannot be in the body of fusion '" +
                                 node.getName() +
                                 "': fusion bodies hold only elementwise "
                                 "ops, sources and dropouts of the fusion's "
-                                "shape");
+                                "shape whose rng state is a body input");
     return false;
   }
   return true;

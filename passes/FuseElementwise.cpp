@@ -3,29 +3,32 @@
 // Algorithm: the regions of `if` and `while` (graphs of their own at run
 // time) are fused first, innermost first, then the graph itself; within a
 // graph, walk the nodes in order. An elementwise node (family
-// Elementwise in Ops.def) starts a group or joins the groups of its
-// elementwise producers: all of them when merging keeps the contracted graph
-// acyclic (no node outside the merged set is both reachable from it and
-// feeding it), every member has the same result shape, the merged group
-// holds at most kMaxFusedOps ops (the bound on one kernel's size, and so
-// on NVRTC's time for it) and spans at most kMaxFusedSpan positions of the
-// node order (the bound on the acyclicity check). Each check costs at most
-// the span, so the pass is linear in the nodes. Operands from
-// outside the group may broadcast. Splat constants and fills read by a
-// member are cloned into the body as scalar sources; the originals go away
-// when nothing else reads them. Each group with two or more ops becomes one
-// `fusion` node whose body holds copies of the original ops (same names,
-// attributes and locations); results used outside the group or returned
-// become fusion results; a group with no such value is dead and left as it
-// is (for dce). The replaced members are erased together, and each
-// graph's order is then rebuilt by a stable topological sort.
+// Elementwise in Ops.def) or dropout starts a group or joins the groups of
+// its per-element producers: all of them when merging keeps the contracted
+// graph acyclic (no node outside the merged set is both reachable from it
+// and feeding it), every member has the same result shape, no dropout
+// reads its rng state from a member (a kernel reads it from memory), the
+// merged group holds at most kMaxFusedOps ops (the bound on one kernel's
+// size, and so on NVRTC's time for it) and spans at most kMaxFusedSpan
+// positions of the node order (the bound on the acyclicity check). Each
+// check costs at most the span, so the pass is linear in the nodes.
+// Operands from outside the group may broadcast. Splat constants and
+// fills read by a member are cloned into the body as scalar sources; the
+// originals go away when nothing else reads them. Each group with two or
+// more ops becomes one `fusion` node (FusionBuilder.h) whose body holds
+// copies of the original ops (same names, attributes and locations);
+// results used outside the group or returned become fusion results; a
+// group with no such value is dead and left as it is (for dce). The
+// replaced members are erased together, and each graph's order is then
+// rebuilt by a stable topological sort.
 // Requires: a verified graph with static shapes on the fused values, whose
 // existing fusion nodes (written by hand or by an earlier run) hold only
-// elementwise ops and sources; anything else is refused with an error at
-// the offending body node.
+// elementwise ops, dropouts and sources; anything else is refused with an
+// error at the offending body node.
 // Guarantees: the graph computes the same values; fusion bodies hold only
-// elementwise ops and scalar sources; no fusion is nested; a reduction,
-// library call or data movement never lands inside a fusion.
+// elementwise ops, dropouts of the fusion's shape (their rng states body
+// inputs) and scalar sources; no fusion is nested; a reduction, library
+// call or data movement never lands inside a fusion.
 //
 //===----------------------------------------------------------------------===//
 #include "passes/FusionBuilder.h"
@@ -43,19 +46,9 @@ using namespace cgc;
 
 namespace {
 
-/// Ops per fusion: one generated kernel holds at most this many.
-constexpr size_t kMaxFusedOps = 64;
 /// Positions of the node order one fusion may span.
 constexpr unsigned kMaxFusedSpan = 1024;
 
-bool isFusible(const Node &n) {
-  if (!n.info().has(Elementwise) && n.getOp() != OpKind::Dropout)
-    return false;
-  for (Value *v : n.getOperands())
-    if (!v->getType().isStatic())
-      return false;
-  return n.result()->getType().isStatic();
-}
 
 class FuseElementwisePass : public Pass {
 public:
@@ -93,6 +86,8 @@ bool FuseElementwisePass::canMerge(Graph &graph, const NodeSet &merged) const {
     last = std::max(last, position.lookup(n));
   }
   if (merged.size() > kMaxFusedOps || last - first > kMaxFusedSpan)
+    return false;
+  if (llvm::any_of(merged, [&](Node *n) { return readsRngFrom(*n, merged); }))
     return false;
   llvm::DenseSet<Node *> tainted;
   for (unsigned i = first; i <= last; ++i) {
@@ -132,7 +127,7 @@ bool FuseElementwisePass::fuseGraph(Graph &graph, PassContext &ctx) {
     position[graph.nodes()[i].get()] = i;
   for (const auto &owned : graph.nodes()) {
     Node *n = owned.get();
-    if (!isFusible(*n))
+    if (!isFusiblePerElement(*n))
       continue;
     llvm::SmallVector<unsigned, 4> producers;
     for (Value *v : n->getOperands()) {

@@ -5,21 +5,28 @@
 // not split, softmax or log_softmax over the innermost axis and layernorm,
 // the last three with rows that fit registers), in node order, regions of
 // `if` and `while` first:
-//   - the prologue is the set of elementwise ops and dropouts, of the
-//     shape of the row op's first operand, that this operand depends on
-//     through such ops alone; a candidate whose value is read before the
-//     row op by a node outside the set (or by the row op as another
-//     operand) or by a node of an earlier group leaves it, until no such
-//     candidate is left. A member whose
-//     value is read after the row op or returned becomes a result too (a
-//     multi-output fusion), written once where the kernel reads it.
-//   - the epilogue takes, in node order after the row op, each
-//     elementwise op and dropout of the row op's result shape that reads
-//     the row op's result or an epilogue value, and otherwise only values
-//     defined before the row op and outside the prologue, and splat
-//     constants (cloned into the body, wherever they are defined).
+//   - the prologue: the elementwise ops and dropouts of the shape of the
+//     row op's first operand that this operand depends on through such
+//     ops (not through a dropout's rng state), nearest first, at most
+//     kMaxFusedOps. A candidate leaves the set, until none does, when a
+//     node outside the set reads it before the row op (or the row op reads
+//     it as another operand, or an earlier group reads it), when it reads
+//     an operand or writes a result the row kernel cannot access with the
+//     row's vector width (VectorRule.h), or when it is a dropout whose rng
+//     state the set computes. A member whose value is read after the row
+//     op, or returned, becomes a result too (a multi-output fusion),
+//     written once where the kernel reads it.
+//   - the epilogue: the users of the row op's result and of epilogue
+//     values, in node order: each elementwise op or dropout of the row
+//     op's result shape whose other operands are defined before the row op
+//     outside the prologue (or are splat constants, cloned into the body)
+//     and accessible with the epilogue's width (the row's vector for
+//     softmax and layernorm, 1 for reductions), up to kMaxFusedOps in all.
+// A row op whose other operands (layernorm's weight and bias) are splat
+// constants is left alone: they stay body inputs, never cloned sources.
 // The group becomes one `row_fusion` node (FusionBuilder.h) when it has a
-// prologue or an epilogue.
+// prologue or an epilogue. Each row op's search is bounded by kMaxFusedOps
+// members and their users, so the pass is linear in the nodes.
 // The rule on recomputing: none. Each prologue op runs once per element
 // because the kernel reads each input element once (that is why rows read
 // more than once, and split or column reductions, take no prologue), and
@@ -28,33 +35,43 @@
 // into a product is not a row op here any more). Ops already in a fusion
 // are not taken: run before fuse-elementwise.
 // Guarantees: the graph computes the same values; every row_fusion body is
-// what the row_fusion type rule admits; no value is computed twice; the
-// graph stays acyclic: a group reads only values defined before its row
-// op, every outside reader of its values comes after the row op, and no
-// value an earlier group reads joins a later one, so a path from one
-// group to another goes forward in row-op order.
+// what the row_fusion type rule admits and what codegen runs as one row
+// kernel; no value is computed twice; the graph stays acyclic: a group
+// reads only values defined before its row op, every outside reader of
+// its values comes after the row op, and no value an earlier group reads
+// joins a later one, so a path from one group to another goes forward in
+// row-op order.
 //
 //===----------------------------------------------------------------------===//
 #include "passes/FusionBuilder.h"
 #include "passes/Pass.h"
 #include "passes/ReductionRule.h"
-
-#include "ir/TypeRules.h"
+#include "passes/VectorRule.h"
 
 #include "llvm/ADT/SmallPtrSet.h"
+#include <queue>
 
 using namespace cgc;
 
 namespace {
 
-bool isStaticValue(const Value *v) { return v->getType().isStatic(); }
+/// What a row kernel's prologue or epilogue may access: its iteration
+/// space and vector width.
+struct Access {
+  Extents iter;
+  unsigned width;
 
-/// An op a prologue or epilogue may hold.
-bool isPointwiseOp(const Node &n) {
-  if (!n.info().has(Elementwise) && n.getOp() != OpKind::Dropout)
-    return false;
-  return isStaticValue(n.result()) &&
-         llvm::all_of(n.getOperands(), isStaticValue);
+  bool reads(const Value *v) const {
+    return vectorAccess(v->getType().dtype, extentsOf(v->getType()), iter, width);
+  }
+  bool writes(const Value *v) const {
+    return width == 1 || isWholeWord(dtypeSize(v->getType().dtype) * width);
+  }
+};
+
+/// Whether operand \p i of \p n is a dropout's rng state.
+bool isRngOperand(const Node &n, unsigned i) {
+  return n.getOp() == OpKind::Dropout && i == 1;
 }
 
 class FuseRowsPass : public Pass {
@@ -72,8 +89,11 @@ public:
 private:
   bool fuseNested(Graph &graph, PassContext &ctx);
   bool fuseGraph(Graph &graph, PassContext &ctx);
-  NodeSet prologueOf(Graph &graph, Node &root) const;
-  void addEpilogue(Graph &graph, Node &root, NodeSet &group) const;
+  NodeSet prologueOf(Graph &graph, Node &root, const Access &access) const;
+  bool legalPrologueMember(Node &m, Node &root, const NodeSet &set,
+                           const Access &access) const;
+  void addEpilogue(Graph &graph, Node &root, const Access &access,
+                   NodeSet &group) const;
 
   llvm::DenseMap<Node *, unsigned> position;
   llvm::DenseSet<Node *> taken;
@@ -91,66 +111,103 @@ bool FuseRowsPass::fuseNested(Graph &graph, PassContext &ctx) {
   return fuseGraph(graph, ctx);
 }
 
-NodeSet FuseRowsPass::prologueOf(Graph &graph, Node &root) const {
-  const auto &wanted = root.operand(0)->getType().dims;
+bool FuseRowsPass::legalPrologueMember(Node &m, Node &root, const NodeSet &set,
+                                       const Access &access) const {
   unsigned at = position.lookup(&root);
-  // Candidates: pointwise ancestors of the first operand, through such ops.
-  llvm::SetVector<Node *> set;
-  llvm::SmallVector<Value *, 8> work{root.operand(0)};
-  while (!work.empty()) {
-    Node *def = work.pop_back_val()->getDef();
+  for (const Use &u : m.result()->uses()) {
+    if (u.user == &root) {
+      if (u.operandIndex != 0)
+        return false;
+      continue;
+    }
+    if (!set.count(u.user) &&
+        (position.lookup(u.user) < at || taken.count(u.user)))
+      return false;
+  }
+  for (unsigned i = 0; i < m.numOperands(); ++i) {
+    Value *v = m.operand(i);
+    Node *def = v->getDef();
+    if ((def && set.count(def)) || (def && isSplatSource(*def)) ||
+        isRngOperand(m, i))
+      continue;
+    if (!access.reads(v))
+      return false;
+  }
+  return access.writes(m.result()) && !readsRngFrom(m, set);
+}
+
+NodeSet FuseRowsPass::prologueOf(Graph &graph, Node &root,
+                                 const Access &access) const {
+  const auto &wanted = root.operand(0)->getType().dims;
+  // Candidates: per-element ancestors of the first operand, nearest first.
+  NodeSet set;
+  std::queue<Value *> work;
+  work.push(root.operand(0));
+  while (!work.empty() && set.size() < kMaxFusedOps) {
+    Node *def = work.front()->getDef();
+    work.pop();
     if (!def || def->getParent() != &graph || taken.count(def) ||
-        !isPointwiseOp(*def) || def->result()->getType().dims != wanted ||
+        !isFusiblePerElement(*def) || def->result()->getType().dims != wanted ||
         !set.insert(def))
       continue;
-    for (Value *v : def->getOperands())
-      work.push_back(v);
+    for (unsigned i = 0; i < def->numOperands(); ++i)
+      if (!isRngOperand(*def, i))
+        work.push(def->operand(i));
   }
-  // Drop members read early from outside, until none is.
+  // Drop illegal members until none is (at most kMaxFusedOps rounds).
   bool changed = true;
   while (changed) {
     changed = false;
-    for (Node *m : llvm::make_early_inc_range(set)) {
-      bool early = llvm::any_of(m->result()->uses(), [&](const Use &u) {
-        if (u.user == &root)
-          return u.operandIndex != 0;
-        return !set.count(u.user) &&
-               (position.lookup(u.user) < at || taken.count(u.user));
-      });
-      if (early) {
+    for (Node *m : llvm::make_early_inc_range(set))
+      if (!legalPrologueMember(*m, root, set, access)) {
         set.remove(m);
         changed = true;
       }
-    }
   }
   return set;
 }
 
-void FuseRowsPass::addEpilogue(Graph &graph, Node &root, NodeSet &group) const {
+void FuseRowsPass::addEpilogue(Graph &graph, Node &root, const Access &access,
+                               NodeSet &group) const {
   const auto &wanted = root.result()->getType().dims;
   unsigned at = position.lookup(&root);
   llvm::SmallPtrSet<const Value *, 8> inside;
   inside.insert(root.result());
-  for (unsigned i = at + 1; i < graph.nodes().size(); ++i) {
-    Node *n = graph.nodes()[i].get();
-    if (taken.count(n) || !isPointwiseOp(*n) ||
-        n->result()->getType().dims != wanted)
+  // Users of the group's values, in node order.
+  using Item = std::pair<unsigned, Node *>;
+  std::priority_queue<Item, std::vector<Item>, std::greater<Item>> next;
+  llvm::SmallPtrSet<Node *, 16> queued;
+  auto pushUsers = [&](Value *v) {
+    for (const Use &u : v->uses())
+      if (u.user->getParent() == &graph && queued.insert(u.user).second)
+        next.push({position.lookup(u.user), u.user});
+  };
+  pushUsers(root.result());
+  while (!next.empty() && group.size() < kMaxFusedOps) {
+    Node *n = next.top().second;
+    next.pop();
+    if (taken.count(n) || !isFusiblePerElement(*n) ||
+        n->result()->getType().dims != wanted || !access.writes(n->result()))
       continue;
-    bool readsGroup = false, legal = true;
-    for (Value *v : n->getOperands()) {
+    bool legal = true;
+    for (unsigned i = 0; i < n->numOperands() && legal; ++i) {
+      Value *v = n->operand(i);
+      Node *def = v->getDef();
       if (inside.count(v)) {
-        readsGroup = true;
+        legal = !isRngOperand(*n, i);
         continue;
       }
-      Node *def = v->getDef();
-      legal &= !def || isSplatSource(*def) ||
-               (def->getParent() == &graph && position.lookup(def) < at &&
-                !group.count(def));
+      if (def && isSplatSource(*def) && !isRngOperand(*n, i))
+        continue;
+      legal = (!def || (def->getParent() == &graph &&
+                        position.lookup(def) < at && !group.count(def))) &&
+              (isRngOperand(*n, i) || access.reads(v));
     }
-    if (readsGroup && legal) {
-      group.insert(n);
-      inside.insert(n->result());
-    }
+    if (!legal)
+      continue;
+    group.insert(n);
+    inside.insert(n->result());
+    pushUsers(n->result());
   }
 }
 
@@ -159,21 +216,24 @@ bool FuseRowsPass::fuseGraph(Graph &graph, PassContext &ctx) {
   taken.clear();
   for (unsigned i = 0; i < graph.nodes().size(); ++i)
     position[graph.nodes()[i].get()] = i;
-  std::vector<NodeSet> groups;
+  std::vector<std::pair<Node *, NodeSet>> groups;
   for (const auto &owned : graph.nodes()) {
     Node &root = *owned;
     if (taken.count(&root) || !rowReadOnce(root))
       continue;
-    // The row op's other operands stay body inputs (a cloned splat would not).
     bool splatOperand = false;
     for (unsigned i = 1; i < root.numOperands(); ++i)
       if (Node *def = root.operand(i)->getDef())
         splatOperand |= isSplatSource(*def);
     if (splatOperand)
       continue;
-    NodeSet group = prologueOf(graph, root);
+    unsigned width = rowScheduleOf(root).vector;
+    NodeSet group = prologueOf(
+        graph, root, {extentsOf(root.operand(0)->getType()), width});
     group.insert(&root);
-    addEpilogue(graph, root, group);
+    addEpilogue(graph, root,
+                {extentsOf(root.result()->getType()), reducedRun(root) ? 1 : width},
+                group);
     if (group.size() < 2)
       continue;
     for (Node *m : group)
@@ -182,16 +242,15 @@ bool FuseRowsPass::fuseGraph(Graph &graph, PassContext &ctx) {
     llvm::sort(ordered, [&](Node *a, Node *b) {
       return position.lookup(a) < position.lookup(b);
     });
-    groups.push_back(NodeSet(ordered.begin(), ordered.end()));
+    groups.push_back({&root, NodeSet(ordered.begin(), ordered.end())});
   }
   GraphBuilder builder(graph, ctx.diag);
   std::vector<Node *> dead;
   llvm::DenseSet<Node *> erasedSources;
   llvm::DenseMap<Node *, unsigned> key;
-  for (const NodeSet &g : groups) {
-    Node *root = *llvm::find_if(g, [](Node *n) { return rowReadOnce(*n); });
+  for (const auto &[root, members] : groups) {
     Node *fusion = buildFusionNode(
-        graph, g, OpKind::RowFusion,
+        graph, members, OpKind::RowFusion,
         root->getName() + ".rows" + std::to_string(nextId++), builder, dead,
         erasedSources);
     if (!fusion)

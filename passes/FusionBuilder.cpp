@@ -1,11 +1,25 @@
 //===- FusionBuilder.cpp - Replace a group of nodes by one fusion node -----===//
 #include "passes/FusionBuilder.h"
 
+#include "ir/RowFusion.h"
+
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/SmallPtrSet.h"
 #include <queue>
 
 using namespace cgc;
+
+bool cgc::isFusiblePerElement(const Node &n) {
+  if (!isPerElement(n) || !n.result()->getType().isStatic())
+    return false;
+  return llvm::all_of(n.getOperands(),
+                      [](const Value *v) { return v->getType().isStatic(); });
+}
+
+bool cgc::readsRngFrom(const Node &n, const NodeSet &members) {
+  return n.getOp() == OpKind::Dropout && n.numOperands() == 2 &&
+         n.operand(1)->getDef() && members.count(n.operand(1)->getDef());
+}
 
 bool cgc::isSplatSource(const Node &n) {
   return n.numResults() == 1 && splatConstant(n.result()).hasValue();

@@ -4,8 +4,7 @@
 // node of a fused kind whose body holds copies of the members (same names,
 // attributes and locations), splat sources read by a member cloned in;
 // results are the members' values read outside the group or returned, and
-// take over their names. The graph's order is then rebuilt by a stable
-// topological sort.
+// take over their names. sortStably() then rebuilds the graph's order.
 //
 //===----------------------------------------------------------------------===//
 #ifndef CGC_PASSES_FUSIONBUILDER_H
@@ -21,6 +20,18 @@
 namespace cgc {
 
 using NodeSet = llvm::SetVector<Node *>;
+
+/// Ops per fusion: one generated kernel holds at most this many (the bound
+/// on its size, and so on NVRTC's time for it).
+constexpr size_t kMaxFusedOps = 64;
+
+/// An elementwise op or dropout with static operand and result types: what
+/// a fusion or a row_fusion's prologue and epilogue may hold.
+bool isFusiblePerElement(const Node &n);
+/// Whether \p n is a dropout whose rng state is computed by a node of
+/// \p members: a kernel reads the state as two scalars from memory, so the
+/// two never share a fused node.
+bool readsRngFrom(const Node &n, const NodeSet &members);
 
 /// True for a constant or fill that carries one value for every element.
 bool isSplatSource(const Node &n);

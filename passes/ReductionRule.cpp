@@ -1,6 +1,7 @@
 //===- ReductionRule.cpp - How row and column kernels map to threads ---------===//
 #include "passes/ReductionRule.h"
 
+#include "ir/RowFusion.h"
 #include "ir/TypeRules.h"
 
 #include "llvm/Support/MathExtras.h"
@@ -116,22 +117,26 @@ uint64_t cgc::phaseScratchBytes(const Node &node) {
   return 0;
 }
 
-bool cgc::rowReadOnce(const Node &node) {
-  if (auto run = reducedRun(node))
-    return run->inner == 1 && !reductionSplit(node).chunks;
-  OpKind op = node.getOp();
-  if (op != OpKind::Softmax && op != OpKind::LogSoftmax &&
-      op != OpKind::LayerNorm)
-    return false;
+RowSchedule cgc::rowScheduleOf(const Node &node) {
   const TensorType &in = node.operand(0)->getType();
-  if (!in.isStatic() || in.numElements() == 0)
-    return false;
+  if (auto run = reducedRun(node))
+    return rowSchedule(run->outer, run->length, in.dtype);
   unsigned rank = in.rank();
-  unsigned axis = *normalizeAxis(node.intAttr("axis", -1), rank);
-  if (op != OpKind::LayerNorm && axis != rank - 1)
-    return false;
+  unsigned axis = node.getOp() == OpKind::LayerNorm
+                      ? *normalizeAxis(node.intAttr("axis", -1), rank)
+                      : rank - 1;
   int64_t length = 1;
   for (unsigned d = axis; d < rank; ++d)
     length *= in.dims[d].extent();
-  return rowSchedule(in.numElements() / length, length, in.dtype).inRegisters();
+  return rowSchedule(length ? in.numElements() / length : 0, length, in.dtype);
+}
+
+bool cgc::rowReadOnce(const Node &node) {
+  if (auto run = reducedRun(node))
+    return run->inner == 1 && !reductionSplit(node).chunks;
+  if (!isInnermostSoftmax(node) && node.getOp() != OpKind::LayerNorm)
+    return false;
+  const TensorType &in = node.operand(0)->getType();
+  return in.isStatic() && in.numElements() != 0 &&
+         rowScheduleOf(node).inRegisters();
 }

@@ -112,6 +112,9 @@ constexpr int64_t kColumnMinChunkRows = 64;
 /// it reduces rows or other dims.
 ColumnSplit columnSplit(const Node &node);
 
+/// The schedule of row op \p node (static): a sum, mean, max or min with
+/// a reducedRun, softmax or log_softmax over the innermost axis, layernorm.
+RowSchedule rowScheduleOf(const Node &node);
 /// Whether \p node runs as one row kernel that reads each input element
 /// once: a sum, mean, max or min over trailing dims that does not split,
 /// or softmax, log_softmax (innermost axis) or layernorm whose rows fit

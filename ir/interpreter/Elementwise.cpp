@@ -15,17 +15,16 @@
 using namespace cgc;
 using namespace cgc::interp;
 
-static int64_t asInt(double v) { return toInt64(v); }
 /// The wrapped 64-bit result, narrowed to i32 before it becomes a double
 /// (an int64 product may not be exact in double; its low bits are).
 static double wrapped(uint64_t v, DType dtype) {
   return dtype == DType::I32 ? double(int32_t(uint32_t(v))) : double(int64_t(v));
 }
 
-static uint64_t bits(double v) { return uint64_t(asInt(v)); }
+static uint64_t bits(double v) { return uint64_t(toInt64(v)); }
 
 static double intDiv(double a, double b, DType dtype) {
-  int64_t p = asInt(a), q = asInt(b);
+  int64_t p = toInt64(a), q = toInt64(b);
   if (q == 0)
     return 0;
   if (q == -1)

@@ -1,0 +1,54 @@
+//===- RowFusion.cpp - The parts of a row_fusion body ----------------------===//
+#include "ir/RowFusion.h"
+
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SmallPtrSet.h"
+
+using namespace cgc;
+
+bool cgc::isInnermostSoftmax(const Node &node) {
+  OpKind op = node.getOp();
+  if (op != OpKind::Softmax && op != OpKind::LogSoftmax)
+    return false;
+  unsigned rank = node.operand(0)->getType().rank();
+  return normalizeAxis(node.intAttr("axis", -1), rank) == rank - 1;
+}
+
+bool cgc::isRowOp(const Node &node) {
+  OpKind op = node.getOp();
+  return isInnermostSoftmax(node) || op == OpKind::Sum || op == OpKind::Mean ||
+         op == OpKind::Max || op == OpKind::Min || op == OpKind::LayerNorm;
+}
+
+bool cgc::isPerElement(const Node &node) {
+  return node.info().has(Elementwise) || node.getOp() == OpKind::Dropout;
+}
+
+RowFusionParts cgc::rowFusionParts(const Graph &body) {
+  RowFusionParts parts;
+  llvm::SmallPtrSet<const Value *, 16> late;
+  for (const auto &owned : body.nodes()) {
+    const Node *n = owned.get();
+    if (n->info().has(Source)) {
+      parts.sources.push_back(n);
+      continue;
+    }
+    if (!isPerElement(*n)) {
+      if (parts.root)
+        parts.others.push_back(n);
+      else
+        parts.root = n;
+      continue;
+    }
+    bool readsLate = parts.root && llvm::any_of(n->getOperands(), [&](const Value *v) {
+      return v == parts.root->result() || late.count(v);
+    });
+    if (readsLate) {
+      parts.epilogue.push_back(n);
+      late.insert(n->result());
+    } else {
+      parts.prologue.push_back(n);
+    }
+  }
+  return parts;
+}
