@@ -338,6 +338,29 @@ def fused_row_cases(put):
              const("eps", dt, 1e-5),
              {"name": "mse", "op": "add", "inputs": ["ms", "eps"]},
              {"name": "inv", "op": "rsqrt", "inputs": ["mse"]}], ["inv"])
+    # What fuse-rows must leave outside (test/passes/fuse-rows/stops.json):
+    # a [B, 1, S, S] mask, an f32 cast of an f16 softmax, an f16 cast into
+    # a layernorm, i64 ids cast into an f32 sum; a dropout whose rng state
+    # is computed.
+    put("own_rows_access_mixed",
+        [("s", "f32", [2, 4, 8, 8]), ("mask", "f32", [2, 1, 8, 8]), ("h", "f16", [4, 64]),
+         ("x", "f32", [4, 64]), ("ids", "i64", [4, 64]), ("rng", "i64", [2]),
+         ("two", "i64", [2]), ("v", "f32", [2])],
+        [{"name": "sm", "op": "add", "inputs": ["s", "mask"]},
+         {"name": "p", "op": "softmax", "inputs": ["sm"]},
+         {"name": "hs", "op": "softmax", "inputs": ["h"]},
+         {"name": "hf", "op": "cast", "inputs": ["hs"], "attrs": {"dtype": "f32"}},
+         {"name": "xh", "op": "cast", "inputs": ["x"], "attrs": {"dtype": "f16"}},
+         {"name": "ln", "op": "layernorm", "inputs": ["xh"]},
+         {"name": "idf", "op": "cast", "inputs": ["ids"], "attrs": {"dtype": "f32"}},
+         {"name": "t", "op": "sum", "inputs": ["idf"], "attrs": {"axes": [1]}},
+         {"name": "rng2", "op": "add", "inputs": ["rng", "two"]},
+         {"name": "dv", "op": "dropout", "inputs": ["v", "rng2"], "attrs": {"p": 0.5}},
+         {"name": "vs", "op": "sum", "inputs": ["dv"]},
+         {"name": "rf", "op": "cast", "inputs": ["rng2"], "attrs": {"dtype": "f32"}},
+         {"name": "dw", "op": "dropout", "inputs": ["rf", "rng2"], "attrs": {"p": 0.5}},
+         {"name": "ws", "op": "sum", "inputs": ["dw"]}],
+        ["p", "hf", "ln", "t", "vs", "ws"])
     for dt in ("i32", "i64"):
         put(f"own_rows_absmax_{dt}_77x100", [("k", dt, [77, 100])],
             [{"name": "a", "op": "abs", "inputs": ["k"]},
