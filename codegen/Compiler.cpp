@@ -9,6 +9,7 @@ using namespace cgc;
 bool cgc::runDefaultPipeline(Graph &graph, const CompileOptions &options,
                              PassContext &ctx) {
   PassManager pm;
+  ctx.report = options.report;
   bool ok = pm.addPipeline(defaultPipeline(options.fuse), ctx.diag) &&
             pm.run(graph, ctx, llvm::nulls());
   if (options.times)

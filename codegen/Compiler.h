@@ -68,6 +68,9 @@ struct CompileOptions {
   /// When set, every phase's time is appended here: each pass (per graph
   /// when there are several), lowering, the CUDA text, NVRTC, the writer.
   PhaseTimes *times = nullptr;
+  /// Passes say what they rewrote for the device, as notes (`--report`:
+  /// every sync point and how it was removed).
+  bool report = false;
 };
 
 /// One graph of the artifact after the pipeline.

@@ -35,6 +35,9 @@ struct PassContext {
   PlanLayout layout;
   /// How matrix products run (fuse-epilogue, plan-memory, codegen).
   ProductPolicy productPolicy = ProductPolicy::CostRule;
+  /// Passes that rewrite for the device say what they did, as notes
+  /// (remove-sync-points; `cgc --report`).
+  bool report = false;
 };
 
 class Pass {

@@ -23,7 +23,7 @@ static const Registration Registry[] = {
 };
 
 std::string cgc::defaultPipeline(bool fuse) {
-  std::string pipeline = "shape-infer,canonicalize,cse,dce";
+  std::string pipeline = "shape-infer,canonicalize,remove-sync-points,cse,dce";
   if (fuse)
     pipeline += ",fuse-epilogue,fuse-rows,fuse-elementwise";
   return pipeline + ",plan-memory";

@@ -49,6 +49,10 @@ static cl::opt<bool> LibraryProducts(
     "library-products",
     cl::desc("Run every matrix product cuBLASLt can run with cuBLASLt, "
              "not only those the cost rule gives it"));
+static cl::opt<bool> Report(
+    "report",
+    cl::desc("Say what became of every sync point (item, nonzero, "
+             "masked_select) and every while without max_iterations"));
 static cl::opt<bool> DumpArtifact("dump-artifact",
                                   cl::desc("Verify an artifact and print its manifest"));
 static cl::list<std::string>
@@ -201,6 +205,7 @@ static int compileMain(int argc, char **argv) {
   options.arch = Arch;
   options.fuse = !NoFuse;
   options.allowTf32 = AllowTf32;
+  options.report = Report;
   if (LibraryProducts)
     options.productPolicy = ProductPolicy::LibraryOnly;
   if (!parseBindDims(options))
