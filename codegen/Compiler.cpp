@@ -10,6 +10,7 @@ bool cgc::runDefaultPipeline(Graph &graph, const CompileOptions &options,
                              PassContext &ctx) {
   PassManager pm;
   ctx.report = options.report;
+  ctx.loopBound = options.maxLoopIterations;
   bool ok = pm.addPipeline(defaultPipeline(options.fuse), ctx.diag) &&
             pm.run(graph, ctx, llvm::nulls());
   if (options.times)

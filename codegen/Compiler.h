@@ -71,6 +71,9 @@ struct CompileOptions {
   /// Passes say what they rewrote for the device, as notes (`--report`:
   /// every sync point and how it was removed).
   bool report = false;
+  /// The trip bound of a `while` without max_iterations
+  /// (`--max-loop-iterations`).
+  int64_t maxLoopIterations = 10000000;
 };
 
 /// One graph of the artifact after the pipeline.

@@ -38,6 +38,9 @@ struct PassContext {
   /// Passes that rewrite for the device say what they did, as notes
   /// (remove-sync-points; `cgc --report`).
   bool report = false;
+  /// The device bound remove-sync-points gives a `while` without
+  /// max_iterations (`cgc --max-loop-iterations`).
+  int64_t loopBound = 10000000;
 };
 
 class Pass {

@@ -16,9 +16,10 @@
 //   - anything else (a `nonzero`, or a selection that reaches another
 //     op or an output) is refused with an error naming the op, why the
 //     host would need it and the consumer that would.
-// With `report` set in the PassContext (`cgc --report`), a note says what
-// became of each sync point, and of each `while` without max_iterations
-// (bounded on the device at the default trip bound).
+// A `while` without max_iterations gets the PassContext's loopBound as its
+// device bound (`cgc --max-loop-iterations`, 10^7 by default). With
+// `report` set (`cgc --report`), a note says what became of each sync
+// point and each such while.
 // Requires: a verified graph. Guarantees: the same values; no item or
 // masked_select is left (or the pass fails); the rewritten values have
 // static shapes.
@@ -207,11 +208,15 @@ bool RemoveSyncPointsPass::removeNested(Graph &graph, PassContext &ctx) {
   std::vector<Node *> syncPoints;
   for (const auto &owned : graph.nodes()) {
     Node &n = *owned;
-    if (n.getOp() == OpKind::While && ctx.report &&
-        !n.attr("max_iterations"))
-      ctx.diag.note(n.getLoc(), "node '" + n.getName() +
-                                    "' (while): no max_iterations; the "
-                                    "device bounds it at 10000000 trips");
+    if (n.getOp() == OpKind::While && !n.attr("max_iterations")) {
+      n.setAttr("max_iterations", ctx.loopBound);
+      if (ctx.report)
+        ctx.diag.note(n.getLoc(), "node '" + n.getName() +
+                                      "' (while): no max_iterations; the "
+                                      "device bounds it at " +
+                                      std::to_string(ctx.loopBound) +
+                                      " trips (--max-loop-iterations)");
+    }
     if (n.info().has(SyncPoint))
       syncPoints.push_back(&n);
   }

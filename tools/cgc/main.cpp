@@ -53,6 +53,11 @@ static cl::opt<bool> Report(
     "report",
     cl::desc("Say what became of every sync point (item, nonzero, "
              "masked_select) and every while without max_iterations"));
+static cl::opt<int64_t> MaxLoopIterations(
+    "max-loop-iterations",
+    cl::desc("The device trip bound of a while without max_iterations "
+             "(1 to 2147483647)"),
+    cl::init(10000000));
 static cl::opt<bool> DumpArtifact("dump-artifact",
                                   cl::desc("Verify an artifact and print its manifest"));
 static cl::list<std::string>
@@ -206,6 +211,13 @@ static int compileMain(int argc, char **argv) {
   options.fuse = !NoFuse;
   options.allowTf32 = AllowTf32;
   options.report = Report;
+  if (MaxLoopIterations < 1 || MaxLoopIterations > 2147483647) {
+    diag.error({}, "--max-loop-iterations: " +
+                       std::to_string(MaxLoopIterations) +
+                       " is outside [1, 2147483647]");
+    return 2;
+  }
+  options.maxLoopIterations = MaxLoopIterations;
   if (LibraryProducts)
     options.productPolicy = ProductPolicy::LibraryOnly;
   if (!parseBindDims(options))
