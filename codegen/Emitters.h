@@ -35,6 +35,8 @@ struct PointwiseParts {
   const Value *outerOf(const Value *inner) const;
 };
 PointwiseParts pointwiseParts(const Node &node);
+/// Per-element variables of body values.
+using VarMap = llvm::DenseMap<const Value *, std::string>;
 /// A vector index as a 64-bit expression and as the cheapest one to
 /// divide (32 bits when every index fits).
 struct VectorIndex {
@@ -45,10 +47,8 @@ struct VectorIndex {
 struct VectorBody {
   std::string loads, body, stores;
   /// The per-element variable (or literal) of each body value.
-  llvm::DenseMap<const Value *, std::string> vars;
+  VarMap vars;
 };
-/// Per-element variables of body values.
-using VarMap = llvm::DenseMap<const Value *, std::string>;
 /// The step of \p parts over \p iter at vector \p q; element k is
 /// element q * width + k of \p iter. Variables take \p prefix; \p var
 /// names body values already held per element (no load). None when an

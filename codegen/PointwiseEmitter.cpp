@@ -165,9 +165,22 @@ static std::string rngParam(const Node &op, Kernel &kernel,
              : "";
 }
 
+/// Whether body input \p inner is loaded from memory: not when it already
+/// has a variable, is only an rng state (read as two scalars), or is a
+/// splat the owner reads as a literal (which \p var then takes).
+static bool needsLoad(const Node &owner, const PointwiseParts &parts,
+                      const Value *inner, const Value *outer, VarMap &var) {
+  if (var.count(inner) || isRngState(inner, parts))
+    return false;
+  if (auto splat = inlinedSplat(owner, outer)) {
+    var[inner] = literal(*splat, inner->getType().dtype);
+    return false;
+  }
+  return true;
+}
+
 /// The expression of body op \p op on its operands' variables.
-static std::string bodyExpr(const Node &op, const Shape &iter,
-                            const llvm::DenseMap<const Value *, std::string> &var,
+static std::string bodyExpr(const Node &op, const Shape &iter, const VarMap &var,
                             const std::string &index, Kernel &kernel,
                             const PointwiseParts &parts) {
   if (op.info().has(Source))
@@ -221,26 +234,22 @@ cgc::vectorBody(const Node &owner, const PointwiseParts &parts,
   auto fresh = [&] { return prefix + std::to_string(next++); };
   const char *lane = "      ";
   for (const auto &[inner, outer] : parts.inputs) {
-    if (var.count(inner) || isRngState(inner, parts))
+    if (!needsLoad(owner, parts, inner, outer, var))
       continue;
-    if (auto splat = inlinedSplat(owner, outer)) {
-      var[inner] = literal(*splat, inner->getType().dtype);
-      continue;
-    }
     Shape shape = staticShape(inner->getType());
-    auto read = vectorRead(shape, iter, width);
-    if (!read || !vectorAccess(outer->getType().dtype, shape, iter, width))
+    if (!vectorAccess(outer->getType().dtype, shape, iter, width))
       return llvm::None;
+    OperandRead read = *vectorRead(shape, iter, width);
     std::string p = addParam(kernel, outer, false);
     std::string name = fresh();
     var[inner] = name;
     std::string type = computeType(inner->getType().dtype);
-    switch (read->read) {
+    switch (read.read) {
     case VectorRead::Full: case VectorRead::Row: {
-      std::string at = read->read == VectorRead::Full
+      std::string at = read.read == VectorRead::Full
                            ? q.wide
                            : "(long long)(" + q.narrow + " % " +
-                                 std::to_string(read->period) + "u)";
+                                 std::to_string(read.period) + "u)";
       text.loads += "    " + type + " a" + name + "[" + W + "];\n    cgc_ldv<" + W +
                     ", " + type + ">(" + p + ", " + at + " * " + W + ", a" + name + ");\n";
       text.body += lane + type + " " + name + " = a" + name + "[k];\n";
@@ -249,7 +258,7 @@ cgc::vectorBody(const Node &owner, const PointwiseParts &parts,
     case VectorRead::Column:
       text.loads += "    const " + type + " " + name + " = cgc_ld(" + p +
                     ", (long long)(" + q.narrow + " / " +
-                    std::to_string(read->period) + "u));\n";
+                    std::to_string(read.period) + "u));\n";
       break;
     case VectorRead::Scalar:
       text.loads += "    const " + type + " " + name + " = cgc_ld(" + p + ", 0);\n";
@@ -331,16 +340,12 @@ static std::string scalarLoop(const Node &node, const PointwiseParts &parts,
   bool needCoords = false;
   for (const Node *op : parts.ops)
     needCoords |= op->getOp() == OpKind::Iota;
-  llvm::DenseMap<const Value *, std::string> var;
+  VarMap var;
   std::string body;
   unsigned next = 0;
   for (const auto &[inner, outer] : parts.inputs) {
-    if (var.count(inner) || isRngState(inner, parts))
+    if (!needsLoad(node, parts, inner, outer, var))
       continue;
-    if (auto splat = inlinedSplat(node, outer)) {
-      var[inner] = literal(*splat, inner->getType().dtype);
-      continue;
-    }
     std::string p = addParam(kernel, outer, false);
     Shape shape = staticShape(inner->getType());
     std::string name = "v" + std::to_string(next++);

@@ -58,13 +58,11 @@ public:
   }
   bool run(Graph &graph, PassContext &ctx) override {
     nextId = 0;
-    return fuseNested(graph, ctx);
+    return forEachGraphInnermostFirst(
+        graph, [&](Graph &g) { return fuseGraph(g, ctx); });
   }
 
 private:
-  /// Fuses the regions of control-flow nodes first (each runs as a graph
-  /// of its own), then \p graph itself.
-  bool fuseNested(Graph &graph, PassContext &ctx);
   bool fuseGraph(Graph &graph, PassContext &ctx);
   bool canMerge(Graph &graph, const NodeSet &merged) const;
   Node *buildFusion(Graph &graph, const NodeSet &members, unsigned id,
@@ -107,15 +105,6 @@ bool FuseElementwisePass::canMerge(Graph &graph, const NodeSet &merged) const {
     tainted.insert(n);
   }
   return true;
-}
-
-bool FuseElementwisePass::fuseNested(Graph &graph, PassContext &ctx) {
-  for (const auto &node : graph.nodes())
-    if (node->info().has(ControlFlow))
-      for (unsigned r = 0; r < node->numRegions(); ++r)
-        if (!fuseNested(node->region(r), ctx))
-          return false;
-  return fuseGraph(graph, ctx);
 }
 
 bool FuseElementwisePass::fuseGraph(Graph &graph, PassContext &ctx) {

@@ -83,11 +83,11 @@ public:
   }
   bool run(Graph &graph, PassContext &ctx) override {
     nextId = 0;
-    return fuseNested(graph, ctx);
+    return forEachGraphInnermostFirst(
+        graph, [&](Graph &g) { return fuseGraph(g, ctx); });
   }
 
 private:
-  bool fuseNested(Graph &graph, PassContext &ctx);
   bool fuseGraph(Graph &graph, PassContext &ctx);
   NodeSet prologueOf(Graph &graph, Node &root, const Access &access) const;
   bool legalPrologueMember(Node &m, Node &root, const NodeSet &set,
@@ -101,15 +101,6 @@ private:
 };
 
 } // namespace
-
-bool FuseRowsPass::fuseNested(Graph &graph, PassContext &ctx) {
-  for (const auto &node : graph.nodes())
-    if (node->info().has(ControlFlow))
-      for (unsigned r = 0; r < node->numRegions(); ++r)
-        if (!fuseNested(node->region(r), ctx))
-          return false;
-  return fuseGraph(graph, ctx);
-}
 
 bool FuseRowsPass::legalPrologueMember(Node &m, Node &root, const NodeSet &set,
                                        const Access &access) const {

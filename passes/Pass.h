@@ -14,6 +14,7 @@
 #include "passes/MemoryPlan.h"
 #include "passes/ProductRule.h"
 
+#include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/raw_ostream.h"
 #include <map>
@@ -55,6 +56,12 @@ public:
 
 #define CGC_PASS(Name, Factory) std::unique_ptr<Pass> Factory();
 #include "passes/PassRegistry.def"
+
+/// Runs \p fn on the regions of every `if` and `while` of \p graph
+/// (graphs of their own at run time), innermost first, then on \p graph;
+/// stops at the first false.
+bool forEachGraphInnermostFirst(Graph &graph,
+                                llvm::function_ref<bool(Graph &)> fn);
 
 /// Every registered pass name, in registry order.
 std::vector<std::string> registeredPassNames();

@@ -22,6 +22,16 @@ static const Registration Registry[] = {
 #include "passes/PassRegistry.def"
 };
 
+bool cgc::forEachGraphInnermostFirst(Graph &graph,
+                                     llvm::function_ref<bool(Graph &)> fn) {
+  for (const auto &node : graph.nodes())
+    if (node->info().has(ControlFlow))
+      for (unsigned r = 0; r < node->numRegions(); ++r)
+        if (!forEachGraphInnermostFirst(node->region(r), fn))
+          return false;
+  return fn(graph);
+}
+
 std::string cgc::defaultPipeline(bool fuse) {
   std::string pipeline = "shape-infer,canonicalize,remove-sync-points,cse,dce";
   if (fuse)

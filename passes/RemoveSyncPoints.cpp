@@ -101,11 +101,12 @@ public:
            "into masked reductions; refuse what the host would need";
   }
   bool run(Graph &graph, PassContext &ctx) override {
-    return removeNested(graph, ctx);
+    return forEachGraphInnermostFirst(
+        graph, [&](Graph &g) { return removeIn(g, ctx); });
   }
 
 private:
-  bool removeNested(Graph &graph, PassContext &ctx);
+  bool removeIn(Graph &graph, PassContext &ctx);
   Value *deviceItem(Node &item, GraphBuilder &builder);
   Value *maskedReduction(const SelectionChain &chain, GraphBuilder &builder);
   void refuse(Node &n, Node *consumer, PassContext &ctx);
@@ -196,11 +197,7 @@ void RemoveSyncPointsPass::refuse(Node &n, Node *consumer,
                             "into a sum or mean is rewritten)");
 }
 
-bool RemoveSyncPointsPass::removeNested(Graph &graph, PassContext &ctx) {
-  for (const auto &node : graph.nodes())
-    for (unsigned r = 0; r < node->numRegions(); ++r)
-      if (!removeNested(node->region(r), ctx))
-        return false;
+bool RemoveSyncPointsPass::removeIn(Graph &graph, PassContext &ctx) {
   GraphBuilder builder(graph, ctx.diag);
   std::vector<Node *> dead;
   bool ok = true;
