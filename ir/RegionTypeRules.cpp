@@ -30,6 +30,12 @@ bool TypeChecker::syncPoint(Types &out) {
     if (mask.dtype != DType::Bool || mask.dims != x.dims)
       return fail("mask is " + str(mask) + ", expected bool" + str(x.dims));
   }
+  int64_t maxCount = x.maxElements(table);
+  if (node.attr("max_count")) {
+    if (node.intAttr("max_count", 0) <= 0)
+      return fail("attribute 'max_count' must be positive");
+    maxCount = std::min(maxCount, node.intAttr("max_count", 0));
+  }
   // `#` cannot appear in user names, so this never meets a declared dim.
   std::string symbolName = node.getName() + "#n";
   auto symbol = table.lookup(symbolName);
@@ -37,7 +43,7 @@ bool TypeChecker::syncPoint(Types &out) {
     SymbolicDim dim;
     dim.name = symbolName;
     dim.min = 0;
-    dim.max = x.maxElements(table);
+    dim.max = maxCount;
     dim.dataDependent = true;
     symbol = table.add(dim);
   }

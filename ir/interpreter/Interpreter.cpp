@@ -62,14 +62,15 @@ Shape DimEnv::resolve(llvm::ArrayRef<Dim> dims) const {
 namespace {
 class Runner {
 public:
-  Runner(const DimTable &table, const Limits &limits)
-      : env(table), limits(limits) {}
+  Runner(const DimTable &table, const Limits &limits, ControlFlowTrace *trace)
+      : env(table), limits(limits), trace(trace) {}
   std::vector<Tensor> runRegion(const Graph &graph,
                                 std::vector<Tensor> arguments);
   std::vector<Tensor> runNode(const Node &node, const Operands &in);
   std::vector<Tensor> runControlFlow(const Node &node, const Operands &in);
   DimEnv env;
   const Limits &limits;
+  ControlFlowTrace *trace;
   const Node *failedNode = nullptr; ///< The innermost node that failed.
   std::string failedDetail;
 };
@@ -136,9 +137,13 @@ std::vector<Tensor> Runner::runRegion(const Graph &graph,
 std::vector<Tensor> Runner::runControlFlow(const Node &node,
                                           const Operands &in) {
   switch (node.getOp()) {
-  case OpKind::If:
-    return runRegion(node.region(in[0]->data[0] != 0 ? 0 : 1),
+  case OpKind::If: {
+    bool then = in[0]->data[0] != 0;
+    if (trace)
+      trace->ifThen[node.getName()].push_back(then);
+    return runRegion(node.region(then ? 0 : 1),
                      copies(in.begin() + 1, in.end()));
+  }
   case OpKind::While: {
     std::vector<Tensor> carried = copies(in.begin(), in.end());
     // A loop stops with an error after limits.whileTrips trips unless its
@@ -147,7 +152,8 @@ std::vector<Tensor> Runner::runControlFlow(const Node &node,
     int64_t bound = node.intAttr("max_iterations", limits.whileTrips);
     bool bounded = maxAttr && bound <= limits.whileTrips;
     int64_t limit = bounded ? bound : limits.whileTrips;
-    for (int64_t iter = 0;; ++iter) {
+    int64_t iter = 0;
+    for (;; ++iter) {
       if (runRegion(node.region(0), carried)[0].data[0] == 0)
         break;
       if (iter == limit) {
@@ -162,6 +168,8 @@ std::vector<Tensor> Runner::runControlFlow(const Node &node,
       }
       carried = runRegion(node.region(1), std::move(carried));
     }
+    if (trace)
+      trace->whileTrips[node.getName()].push_back(iter);
     return carried;
   }
 #define CGC_CONTROL_FLOW_OP(...)
@@ -193,11 +201,11 @@ std::vector<Tensor> Runner::runNode(const Node &node, const Operands &in) {
 bool interp::runGraph(const Graph &graph,
                       const std::map<std::string, Tensor> &inputs,
                       NamedTensors &outputs, RunError &error,
-                      const Limits &limits) {
+                      const Limits &limits, ControlFlowTrace *trace) {
   outputs.clear();
   error = RunError();
   BudgetScope budget(limits.memoryBytes);
-  Runner runner(graph.dims(), limits);
+  Runner runner(graph.dims(), limits, trace);
   std::string initError;
   format::TensorMap weights;
   std::vector<Tensor> arguments;

@@ -39,25 +39,34 @@ struct RunError {
   std::string detail;  ///< The message without the node prefix.
 };
 
+/// What the control flow of runs did, by node name: the arms each `if`
+/// took and the trips each `while` ran (one entry per execution).
+struct ControlFlowTrace {
+  std::map<std::string, std::vector<bool>> ifThen;
+  std::map<std::string, std::vector<int64_t>> whileTrips;
+};
+
 /// Runs \p graph. User inputs come from \p inputs by name (all required,
 /// with the declared dtype and a shape matching the declared dims; symbolic
 /// dims take their sizes from here). Persistent inputs come from \p inputs
 /// when present, else from their initializer (zeros when they have none).
 /// Outputs are named by the graph's output names, in order. Returns false
-/// with a message in \p error.
+/// with a message in \p error. Appends to \p trace when given.
 bool runGraph(const Graph &graph, const std::map<std::string, Tensor> &inputs,
               NamedTensors &outputs, RunError &error,
-              const Limits &limits = Limits());
+              const Limits &limits = Limits(),
+              ControlFlowTrace *trace = nullptr);
 
 /// Random inputs for every user input (and every persistent input without
 /// an initializer) of \p graph, drawn from each consumer's valid domain:
 /// positive for log/sqrt/rsqrt/pow bases, in range for gather, embedding,
-/// one_hot and cross_entropy indices, 0/1 for bool; symbolic dims get random
+/// one_hot and cross_entropy indices, bools true with probability
+/// \p boolDensity (0 and 1 give none and all); symbolic dims get random
 /// sizes within their bounds. Deterministic in \p seed.
 /// False when they do not fit in \p limits.memoryBytes.
 bool randomInputs(const Graph &graph, uint64_t seed,
                   std::map<std::string, Tensor> &inputs, std::string &error,
-                  const Limits &limits = Limits());
+                  const Limits &limits = Limits(), double boolDensity = 0.5);
 
 /// safetensors conversions.
 bool tensorFromData(const format::TensorData &data, Tensor &out,

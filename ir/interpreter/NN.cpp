@@ -178,9 +178,10 @@ Tensor interp::evalNN(const Node &node, const Operands &in) {
   llvm_unreachable("not a normalization, loss or dropout");
 }
 
-static Tensor nonZero(const Tensor &x) {
+/// The coordinates of \p x's first \p maxCount nonzero elements.
+static Tensor nonZero(const Tensor &x, int64_t maxCount) {
   Tensor out(DType::I64, {0, int64_t(x.rank())});
-  for (int64_t i = 0; i < x.numel(); ++i) {
+  for (int64_t i = 0; i < x.numel() && out.shape[0] < maxCount; ++i) {
     if (x.data[i] == 0)
       continue;
     int64_t rest = i;
@@ -215,7 +216,7 @@ Tensor interp::evalSyncPoint(const Node &node, const Operands &in) {
   case OpKind::MaskedSelect:
     return maskedSelect(x, *in[1]);
   case OpKind::NonZero:
-    return nonZero(x);
+    return nonZero(x, node.intAttr("max_count", INT64_MAX));
 #define CGC_SYNC_POINT_OP(...)
 #define CGC_OP(Enum, ...) case OpKind::Enum:
 #include "ir/Ops.def"

@@ -1,9 +1,12 @@
 //===- RandomInputs.cpp - Random inputs from each consumer's valid domain ----===//
 //
 // Used by `cgc-opt --check-equivalence`. Domains come from the direct uses
-// of each input (followed into `if`, `while` and `fusion` regions): positive values for
-// log/sqrt/rsqrt and pow bases, divisors away from zero, indices within the
-// indexed extent, 0/1 for bool, [seed, offset] pairs for RNG operands.
+// of each input (followed into `if`, `while` and `fusion` regions, and
+// through ops that move its values: gathers, reshapes, masked_select):
+// positive values for log/sqrt/rsqrt and pow bases, divisors away from
+// zero, indices within the indexed extent, [seed, offset] pairs for RNG
+// operands; bools are true with a given density (masks that select none,
+// some or all elements).
 // Numbers come from the Philox stream, so the inputs are the same on every
 // platform for a given seed.
 //
@@ -95,6 +98,24 @@ static int64_t indexBound(const Node &n, unsigned k, const DimEnv &env) {
   llvm_unreachable("not a movement op");
 }
 
+/// Whether operand #\p k of the movement op \p n is copied into its result.
+static bool movesData(const Node &n, unsigned k) {
+  switch (n.getOp()) {
+  case OpKind::Gather:
+    return k == 0;
+  case OpKind::Embedding: case OpKind::OneHot:
+    return false;
+  case OpKind::Transpose: case OpKind::Reshape: case OpKind::BroadcastTo:
+  case OpKind::Concat: case OpKind::Slice:
+    return true;
+#define CGC_MOVEMENT_OP(...)
+#define CGC_OP(Enum, ...) case OpKind::Enum:
+#include "ir/Ops.def"
+    break;
+  }
+  llvm_unreachable("not a movement op");
+}
+
 /// The region inputs that operand #\p k of \p n (if, while, fusion) binds.
 static llvm::SmallVector<const Value *, 2> boundInputs(const Node &n,
                                                        unsigned k) {
@@ -133,6 +154,8 @@ static void collect(const Value *v, const DimEnv &env, Domain &dom,
     case Movement:
       if (int64_t bound = indexBound(n, k, env); bound >= 0)
         dom.indexBound = bound;
+      else if (movesData(n, k)) // The result's readers see these values.
+        collect(n.result(), env, dom, seen);
       break;
     case Loss: // cross_entropy's targets index the classes.
       if (n.getOp() == OpKind::CrossEntropy && k == 1)
@@ -145,15 +168,19 @@ static void collect(const Value *v, const DimEnv &env, Domain &dom,
       for (const Value *input : boundInputs(n, k))
         collect(input, env, dom, seen);
       break;
-    case Source: case Reduction: case Scan: case Normalization: case MatMul:
     case SyncPoint:
+      if (n.getOp() == OpKind::MaskedSelect && k == 0)
+        collect(n.result(), env, dom, seen);
+      break;
+    case Source: case Reduction: case Scan: case Normalization: case MatMul:
       break; // Defined everywhere.
     }
   }
 }
 
 static void fillRandomInputs(const Graph &graph, uint64_t seed,
-                             std::map<std::string, Tensor> &inputs) {
+                             std::map<std::string, Tensor> &inputs,
+                             double boolDensity) {
   Generator gen(seed);
   DimEnv env(graph.dims());
   // Sizes for the declared symbolic dims first (kept small).
@@ -178,7 +205,7 @@ static void fillRandomInputs(const Graph &graph, uint64_t seed,
       if (dom.rng)
         v = double(gen.integer(0, 1 << 20));
       else if (type.dtype == DType::Bool)
-        v = gen.uniform() < 0.5 ? 0 : 1;
+        v = gen.uniform() < 1.0 - boolDensity ? 0 : 1;
       else if (dom.indexBound >= 0)
         v = double(gen.integer(0, std::max<int64_t>(dom.indexBound - 1, 0)));
       else if (isInteger(type.dtype))
@@ -197,11 +224,12 @@ static void fillRandomInputs(const Graph &graph, uint64_t seed,
 
 bool interp::randomInputs(const Graph &graph, uint64_t seed,
                           std::map<std::string, Tensor> &inputs,
-                          std::string &error, const Limits &limits) {
+                          std::string &error, const Limits &limits,
+                          double boolDensity) {
   BudgetScope budget(limits.memoryBytes);
   inputs.clear();
   try {
-    fillRandomInputs(graph, seed, inputs);
+    fillRandomInputs(graph, seed, inputs, boolDensity);
   } catch (const EvalError &e) {
     inputs.clear();
     error = std::string("random inputs: ") + e.what();

@@ -19,6 +19,7 @@
 #include "llvm/Support/Format.h"
 #include "llvm/Support/raw_ostream.h"
 #include <cmath>
+#include <set>
 
 using namespace cgc;
 using namespace cgc::interp;
@@ -187,21 +188,51 @@ static void compare(const Tensor &before, const Tensor &after, unsigned trial,
   }
 }
 
+/// Which arms and trip counts the trials took (before the passes), so that
+/// a test can show that they took every one.
+static void printCoverage(const ControlFlowTrace &trace,
+                          llvm::raw_ostream &os) {
+  for (const auto &[name, arms] : trace.ifThen) {
+    size_t then = llvm::count(arms, true);
+    os << "  if '" << name << "': then " << then << " time(s), else "
+       << arms.size() - then << "\n";
+  }
+  for (const auto &[name, trips] : trace.whileTrips) {
+    std::set<int64_t> distinct(trips.begin(), trips.end());
+    os << "  while '" << name << "': trips";
+    llvm::StringRef separator = " ";
+    for (int64_t t : distinct) {
+      os << separator << t;
+      separator = ", ";
+    }
+    os << "\n";
+  }
+}
+
+/// Bool inputs (masks, predicates) of trial \p trial are true with this
+/// probability: some, none, all, then sparse and dense ones in turn.
+static double boolDensity(unsigned trial) {
+  static const double densities[] = {0.5, 0.0, 1.0, 0.15, 0.85};
+  return densities[trial % std::size(densities)];
+}
+
 static bool checkEquivalence(const Graph &before, const Graph &after,
                              DiagnosticEngine &diag) {
   llvm::raw_ostream &os = llvm::outs();
   os << "check-equivalence: " << Trials << " trial(s), seed " << Seed
+     << ", bool inputs true with p = 0.5, 0, 1, 0.15, 0.85 in turn"
      << ", rtol " << RTol << ", atol " << ATol << "\n";
   std::vector<Difference> diffs(before.outputs.size());
+  ControlFlowTrace trace;
   for (unsigned trial = 0; trial < Trials; ++trial) {
     std::map<std::string, Tensor> inputs;
     std::string error;
     if (!randomInputs(before, Seed * 1000003ull + trial, inputs, error,
-                      limits()))
+                      limits(), boolDensity(trial)))
       return fail(diag, error);
     NamedTensors a, b;
     RunError runError;
-    if (!runGraph(before, inputs, a, runError, limits()))
+    if (!runGraph(before, inputs, a, runError, limits(), &trace))
       return failRun(diag, "interpreter (before the passes), trial " +
                                std::to_string(trial), runError);
     if (!runGraph(after, inputs, b, runError, limits()))
@@ -226,6 +257,7 @@ static bool checkEquivalence(const Graph &before, const Graph &after,
        << (diffs[i].bad ? "  MISMATCH (" + diffs[i].first + ")" : "") << "\n";
     ok &= !diffs[i].bad;
   }
+  printCoverage(trace, os);
   os << "check-equivalence: " << (ok ? "PASS" : "FAIL") << "\n";
   os.flush();
   if (!ok)
