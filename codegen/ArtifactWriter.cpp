@@ -274,6 +274,10 @@ static fmt::NodeDesc nodeDesc(const Step &step) {
     d.predBinding = bindingOf(step.predicate);
     d.invert = step.invert;
     d.maxIterations = step.maxIterations;
+    if (step.condition == Step::Condition::While) {
+      d.loop = step.node->getName();
+      d.tripOffset = step.trips.offset;
+    }
     return d;
   case Step::Kind::Product:
     d.kind = fmt::NodeDesc::Kind::Product;

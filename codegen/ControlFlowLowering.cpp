@@ -74,6 +74,8 @@ Step Lowerer::conditionalStep(const Node &n, unsigned handle,
   step.handle = handle;
   step.predicate = predicate;
   step.maxIterations = n.intAttr("max_iterations", kDefaultLoopBound);
+  if (n.getOp() == OpKind::While)
+    step.trips = bufferStorage(plan.tripCounter.lookup(&n));
   step.reads.push_back({predicate.region, predicate.offset,
                         predicate.offset + predicate.bytes});
   step.handlesRead.push_back(handle);

@@ -80,6 +80,7 @@ struct Step {
   Storage predicate;               ///< The bool the setter kernel reads.
   bool invert = false;             ///< If: bodies[0] runs when it is false.
   int64_t maxIterations = 0;       ///< While: the device-enforced bound.
+  Storage trips;                   ///< While: its u32 trip counter.
   /// What the node reads and writes (a conditional: its bodies' union).
   std::vector<ByteRange> reads, writes;
   /// Conditional handles the node sets (setter kernels) and reads (a

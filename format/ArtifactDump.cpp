@@ -97,7 +97,8 @@ void dumpNode(std::ostringstream &os, const Manifest &m, const NodeDesc &n) {
        << " predicate " << regionName(n.predRegion) << "+" << n.predOffset
        << (n.invert ? " inverted" : "");
     if (n.condition == NodeDesc::Condition::While)
-      os << " max_iterations " << n.maxIterations;
+      os << " max_iterations " << n.maxIterations << " loop '" << n.loop
+         << "' trips arena+" << n.tripOffset;
     os << " bodies";
     for (uint32_t b : n.bodies)
       os << " #" << b;

@@ -18,7 +18,7 @@ namespace cgc {
 namespace format {
 
 constexpr char kArtifactMagic[4] = {'C', 'G', 'C', 'A'};
-constexpr uint32_t kArtifactFormatVersion = 3;
+constexpr uint32_t kArtifactFormatVersion = 4;
 constexpr size_t kHeaderSize = 32;
 constexpr size_t kBlobAlignment = 256;
 /// Conventional blob names for device code.
@@ -141,6 +141,10 @@ struct NodeDesc {
   /// IF: the setter negates the predicate (the then arm is empty).
   bool invert = false;
   int64_t maxIterations = 0; ///< WHILE: the trip bound.
+  /// WHILE: the IR node's name and its u32 trip counter in the arena (the
+  /// caller reads it through cgc_context_loop_trips).
+  std::string loop;
+  uint64_t tripOffset = 0;
 };
 
 /// A top-level graph (Manifest::graphs, run by name) or a conditional

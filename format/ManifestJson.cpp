@@ -342,7 +342,9 @@ bool readConditional(Reader &r, const json &j, const std::string &p,
     n.invert = invert->get<bool>();
   }
   if (n.condition == NodeDesc::Condition::While &&
-      !r.i64(j, p, "max_iterations", n.maxIterations))
+      (!r.i64(j, p, "max_iterations", n.maxIterations) ||
+       !r.str(j, p, "loop", n.loop) ||
+       !r.u64(j, p, "trip_offset", n.tripOffset)))
     return false;
   const json *bodies = r.array(j, p, "bodies");
   if (!bodies)

@@ -176,6 +176,13 @@ bool checkConditionalNode(Checker &c, const Manifest &m, const NodeDesc &nd,
                     " out of range");
     tree.bodies.push_back(b);
   }
+  if (nd.condition == NodeDesc::Condition::While &&
+      (nd.loop.empty() || nd.tripOffset % 4 != 0))
+    return c.fail(np + ": a while needs its loop name and a 4-aligned trip "
+                       "counter");
+  if (nd.condition == NodeDesc::Condition::While &&
+      !checkRange(c, m, Region::Arena, nd.tripOffset, 4, np + " trip counter"))
+    return false;
   return checkRange(c, m, nd.predRegion, nd.predOffset, 1, np + " predicate") &&
          checkBinding(c, m, nd.predBinding, nd.predRegion, nd.predOffset, 1,
                       np + " predicate");

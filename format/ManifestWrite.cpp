@@ -131,8 +131,11 @@ json nodeToJson(const NodeDesc &n) {
       j["pred_binding"] = n.predBinding;
     if (n.invert)
       j["invert"] = true;
-    if (n.condition == NodeDesc::Condition::While)
+    if (n.condition == NodeDesc::Condition::While) {
       j["max_iterations"] = n.maxIterations;
+      j["loop"] = n.loop;
+      j["trip_offset"] = n.tripOffset;
+    }
     return j;
   case NodeDesc::Kind::Product:
     j["product"] = n.product;

@@ -115,6 +115,19 @@ cgc_status cgc_stream_synchronize(void *stream) {
   return CGC_OK;
 }
 
+/// The `while` node named \p loop, in any graph or body of \p m.
+static const cgc::format::NodeDesc *findLoop(const cgc::format::Manifest &m,
+                                             const char *loop) {
+  for (const auto *graphs : {&m.graphs, &m.bodies})
+    for (const cgc::format::GraphDesc &g : *graphs)
+      for (const cgc::format::NodeDesc &n : g.nodes)
+        if (n.kind == cgc::format::NodeDesc::Kind::Conditional &&
+            n.condition == cgc::format::NodeDesc::Condition::While &&
+            n.loop == loop)
+          return &n;
+  return nullptr;
+}
+
 static cgc_status copyTensor(cgc_context ctx, const char *name, void *host,
                              size_t bytes, void *stream, bool toDevice) {
   if (!ctx || !name || (!host && bytes))
@@ -152,6 +165,25 @@ cgc_status cgc_context_read_output(cgc_context ctx, const char *name,
                                    void *host_dst, size_t bytes,
                                    void *stream) {
   return copyTensor(ctx, name, host_dst, bytes, stream, /*toDevice=*/false);
+}
+
+cgc_status cgc_context_loop_trips(cgc_context ctx, const char *loop,
+                                  uint32_t *trips, void *stream) {
+  if (!ctx || !loop || !trips)
+    return fail(CGC_ERROR_INVALID_ARGUMENT, "null argument");
+  const cgc::format::NodeDesc *found = findLoop(ctx->engine->artifact.manifest, loop);
+  if (!found)
+    return fail(CGC_ERROR_NOT_FOUND,
+                std::string("no while named '") + loop + "'");
+  const Driver &drv = *ctx->engine->drv;
+  if (cgc_status s = ctx->engine->makeCurrent())
+    return s;
+  CUstream st = static_cast<CUstream>(stream);
+  CUdeviceptr counter =
+      ctx->address(cgc::format::Region::Arena, found->tripOffset, "");
+  CGC_CHECK_CU(drv, cuMemcpyDtoHAsync(trips, counter, sizeof *trips, st));
+  CGC_CHECK_CU(drv, cuStreamSynchronize(st));
+  return CGC_OK;
 }
 
 } // extern "C"

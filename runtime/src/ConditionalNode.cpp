@@ -89,17 +89,24 @@ cgc_status runConditionalNodeEager(const NodeSite &site, CUstream stream) {
       return runGraphEager(ctx, site.graph.tree, ctx.bodyState(nd.bodies[1]),
                            stream);
     return CGC_OK;
-  case NodeDesc::Condition::While:
-    for (int64_t trips = 0; trips < nd.maxIterations; ++trips) {
+  case NodeDesc::Condition::While: {
+    int64_t trips = 0;
+    for (; trips < nd.maxIterations; ++trips) {
       if (cgc_status s = readPredicate(site, stream, value))
         return s;
       if (!value)
-        return CGC_OK;
+        break;
       if (cgc_status s = runGraphEager(ctx, site.graph.tree,
                                        ctx.bodyState(nd.bodies[0]), stream))
         return s;
     }
+    // The setter kernels, which count trips on the device, do not run.
+    CGC_CHECK_CU(site.drv(),
+                 cuMemsetD32Async(ctx.address(format::Region::Arena,
+                                              nd.tripOffset, ""),
+                                  uint32_t(trips), 1, stream));
     return CGC_OK;
+  }
   }
   return fail(CGC_ERROR_INVALID_ARTIFACT, "unknown condition");
 }

@@ -40,6 +40,7 @@ namespace rt {
   X(cuMemcpyDtoDAsync)                                                         \
   X(cuMemsetD8)                                                                \
   X(cuMemsetD8Async)                                                           \
+  X(cuMemsetD32Async)                                                          \
   X(cuLibraryLoadData)                                                         \
   X(cuLibraryUnload)                                                           \
   X(cuLibraryGetKernel)                                                        \

@@ -3,7 +3,9 @@
 // `run` checks everything it can on the CPU first (artifact, input file,
 // output path), then loads the engine, copies inputs in (zero-padded to the
 // static shapes), replays one graph and writes the real-shaped outputs.
-// `bench` times back-to-back replays with CUDA events, graph vs eager.
+// `bench` times back-to-back replays with CUDA events, graph vs eager
+// (random inputs, or those of `--inputs FILE`). Both print the trips each
+// `while` ran in the last run.
 // `--print-algorithms` prints the cuBLASLt algorithm of each matrix product
 // once the engine is loaded (to stderr for `bench`, whose stdout is parsed).
 //
@@ -66,7 +68,7 @@ bool parseOptions(int argc, char **argv, bool bench, Options &o) {
     };
     const char *v = nullptr;
     long n = 0;
-    if (!bench && a == "--inputs") {
+    if (a == "--inputs") {
       if (!(v = value("file")))
         return false;
       o.inputs = v;
@@ -341,6 +343,47 @@ cgc_status fillRandomInputs(Session &s, const Artifact &art) {
   return cgc_stream_synchronize(nullptr);
 }
 
+/// `cgc bench --inputs FILE`: the inputs FILE names replace the random
+/// ones (static shapes only: each must fill its input exactly).
+bool writeBenchInputs(Session &s, const Artifact &art, const std::string &path) {
+  TensorMap inputs;
+  std::string err;
+  if (!readSafetensors(path, inputs, err))
+    return error(err), false;
+  for (const auto &[name, t] : inputs) {
+    const TensorDesc *d = art.findTensor(name);
+    if (!d || d->kind != "user_input")
+      return error("'" + name + "' in " + path + " is not a model input"), false;
+    if (t.bytes.size() != d->bytes)
+      return error("input '" + name + "' needs " + std::to_string(d->bytes) +
+                   " bytes, " + path + " has " + std::to_string(t.bytes.size())),
+             false;
+    if (cgc_status st = cgc_context_write_input(s.ctx, name.c_str(),
+                                                t.bytes.data(), t.bytes.size(),
+                                                nullptr))
+      return runtimeError(st), false;
+  }
+  return true;
+}
+
+/// Prints how many trips each `while` ran in the last run, one line each:
+/// "<prefix>NAME=N".
+cgc_status printLoopTrips(Session &s, const Manifest &m, const char *prefix) {
+  for (const auto *graphs : {&m.graphs, &m.bodies})
+    for (const GraphDesc &g : *graphs)
+      for (const NodeDesc &n : g.nodes) {
+        if (n.kind != NodeDesc::Kind::Conditional ||
+            n.condition != NodeDesc::Condition::While)
+          continue;
+        uint32_t trips = 0;
+        if (cgc_status st = cgc_context_loop_trips(s.ctx, n.loop.c_str(),
+                                                   &trips, nullptr))
+          return st;
+        std::printf("%s%s=%u\n", prefix, n.loop.c_str(), trips);
+      }
+  return CGC_OK;
+}
+
 } // namespace
 
 int cgcRunMain(int argc, char **argv) {
@@ -418,7 +461,8 @@ int cgcRunMain(int argc, char **argv) {
                                           dims.size(), nullptr)
                           : cgc_run(s.ctx, graph, dims.data(), dims.size(),
                                     nullptr);
-  if (st || (st = cgc_stream_synchronize(nullptr)))
+  if (st || (st = cgc_stream_synchronize(nullptr)) ||
+      (st = printLoopTrips(s, m, "trips: ")))
     return runtimeError(st);
   TensorMap outputs;
   for (const TensorDesc &d : m.outputs) {
@@ -460,6 +504,8 @@ int cgcBenchMain(int argc, char **argv) {
     return runtimeError(st);
   if (cgc_status st = fillRandomInputs(s, art))
     return runtimeError(st);
+  if (!o.inputs.empty() && !writeBenchInputs(s, art, o.inputs))
+    return 1;
   Timer timer;
   if (!timer.create())
     return error(std::string("cannot create a stream or events: ") +
@@ -506,6 +552,9 @@ int cgcBenchMain(int argc, char **argv) {
     for (size_t i = 0; i < samples.size(); ++i)
       std::printf("%s%.3f", i ? "," : "", samples[i]);
     std::printf("\n");
+    if (cgc_status st = printLoopTrips(s, art.manifest,
+                                       eager ? "eager_trips_" : "graph_trips_"))
+      return runtimeError(st);
   }
   return rc;
 }

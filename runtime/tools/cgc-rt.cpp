@@ -21,7 +21,8 @@ int main(int argc, char **argv) {
       "                  [--overwrite] [--eager] [--graph NAME|INDEX] "
       "[--device N]\n"
       "                  [--print-algorithms]\n"
-      "       cgc-rt bench model.cgc [--iters N] [--warmup W] [--repeats R]\n"
+      "       cgc-rt bench model.cgc [--inputs in.safetensors] [--iters N]\n"
+      "                  [--warmup W] [--repeats R]\n"
       "                  [--graph NAME|INDEX] [--device N] "
       "[--print-algorithms]\n");
   return 2;

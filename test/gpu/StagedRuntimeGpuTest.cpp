@@ -115,6 +115,47 @@ TEST(StagedCases, ProductBindingAndPinnedAlgorithm) {
   EXPECT_EQ(l.runAndCompare(false, *c, ref), "");
 }
 
+/// cgc_context_loop_trips after graph replays and eager runs equals the
+/// trip count the interpreter's model returns (a carried counter): loops
+/// of 0 and 8 trips whose bound is an item of a mask's count, and the
+/// power iteration's, whose cond reads an item. A name that is no loop is
+/// refused.
+TEST(StagedCases, LoopTripsReadByTheCaller) {
+  CGC_REQUIRE_GPU();
+  const std::pair<const char *, const char *> loops[] = {
+      {"own_sync_loop_none", "trips"},
+      {"own_sync_loop_all", "trips"},
+      {"own_sync_loop_half", "trips"},
+      {"example_power_iteration", "iterations"}};
+  for (const auto &[name, counter] : loops) {
+    SCOPED_TRACE(name);
+    const Case *c = findCase(name);
+    ASSERT_NE(c, nullptr) << name << " is not staged";
+    std::string dir = staged().dir + "/" + name + "/";
+    Loaded l;
+    ASSERT_EQ(l.open(dir + "model.cgc"), "");
+    TensorMap in, ref;
+    ASSERT_TRUE(readInputSet(dir, 0, in, ref));
+    const TensorData &want = ref.at(counter);
+    std::vector<double> expected =
+        decode(want.dtype, want.bytes.data(), want.bytes.size());
+    ASSERT_EQ(expected.size(), 1u);
+    const char *loop = std::string(name).rfind("example_", 0) == 0 ? "iterate"
+                                                                   : "loop";
+    for (bool eager : {false, true, false}) {
+      ASSERT_EQ(l.feed(in), "");
+      EXPECT_EQ(l.runAndCompare(eager, *c, ref), "") << (eager ? "eager" : "graph");
+      uint32_t trips = 12345;
+      ASSERT_EQ(cgc_context_loop_trips(l.ctx, loop, &trips, nullptr), CGC_OK)
+          << cgc_last_error();
+      EXPECT_EQ(double(trips), expected[0]) << (eager ? "eager" : "graph");
+    }
+    uint32_t trips = 0;
+    EXPECT_EQ(cgc_context_loop_trips(l.ctx, "no_such_loop", &trips, nullptr),
+              CGC_ERROR_NOT_FOUND);
+  }
+}
+
 /// cuBLASLt products inside the arms of an `if` (the staged case
 /// cf_if_linear): binding x and the output y re-captures the child graph
 /// nodes inside the conditional bodies; two input sets, graph and eager.

@@ -175,12 +175,66 @@ def fused_row_cases(put):
         [{"name": "sel", "op": "masked_select", "inputs": ["x", "m"]},
          {"name": "e", "op": "exp", "inputs": ["sel"]},
          {"name": "avg", "op": "mean", "inputs": ["e"]}], ["avg"])
+    sync_density_cases(put)
     for dt in ("i32", "i64"):
         put(f"own_rows_absmax_{dt}_77x100", [("k", dt, [77, 100])],
             [{"name": "a", "op": "abs", "inputs": ["k"]},
              {"name": "mx", "op": "max", "inputs": ["a"], "attrs": {"axes": [1]}},
              const("one", dt, 1),
              {"name": "o", "op": "add", "inputs": ["mx", "one"]}], ["o"])
+
+
+def sync_density_cases(put):
+    """remove-sync-points at every mask density: the mask is s > threshold
+    for inputs s in [-3, 3], so a threshold of 10 selects none, 2.4 about
+    10%, 0 half and -10 all. Row selections (nonzero, with and without a
+    max_count smaller than the selection), element selections, and a loop
+    whose trip count is the selection's size read through item."""
+    def const(name, dtype, value):
+        return {"name": name, "op": "constant", "attrs": {"dtype": dtype, "shape": [], "value": value}}
+
+    for tag, threshold in (("none", 10.0), ("sparse", 2.4), ("half", 0.0), ("all", -10.0)):
+        mask = [const("threshold", "f32", threshold),
+                {"name": "m", "op": "gt", "inputs": ["s", "threshold"]}]
+        for bound in (None, 24):
+            put(f"own_sync_rows_{tag}" + (f"_k{bound}" if bound else ""),
+                [("h", "f32", [100, 32]), ("labels", "i64", [100]), ("s", "f32", [100]),
+                 ("w", "f32", [17, 32])],
+                mask + [{"name": "nz", "op": "nonzero", "inputs": ["m"],
+                         "attrs": {"max_count": bound} if bound else {}},
+                        const("col", "i64", 0),
+                        {"name": "idx", "op": "gather", "inputs": ["nz", "col"], "attrs": {"axis": 1}},
+                        {"name": "hh", "op": "gather", "inputs": ["h", "idx"]},
+                        {"name": "tt", "op": "gather", "inputs": ["labels", "idx"]},
+                        {"name": "logits", "op": "linear", "inputs": ["hh", "w"]},
+                        {"name": "loss", "op": "cross_entropy", "inputs": ["logits", "tt"]},
+                        {"name": "p", "op": "softmax", "inputs": ["logits"]},
+                        {"name": "avg", "op": "mean", "inputs": ["p"], "attrs": {"axes": [0]}},
+                        {"name": "total", "op": "sum", "inputs": ["hh"]}],
+                ["loss", "avg", "total"])
+        put(f"own_sync_elements_{tag}", [("x", "f32", [1000]), ("s", "f32", [1000])],
+            mask + [{"name": "sel", "op": "masked_select", "inputs": ["x", "m"]},
+                    {"name": "e", "op": "exp", "inputs": ["sel"]},
+                    {"name": "avg", "op": "mean", "inputs": ["e"]},
+                    {"name": "total", "op": "sum", "inputs": ["sel"]}], ["avg", "total"])
+        body_in = [{"name": "i", "dtype": "f32", "shape": []}, {"name": "n", "dtype": "f32", "shape": []},
+                   {"name": "v", "dtype": "f32", "shape": [64]}]
+        put(f"own_sync_loop_{tag}", [("x", "f32", [64]), ("s", "f32", [8])],
+            mask + [{"name": "ones", "op": "cast", "inputs": ["m"], "attrs": {"dtype": "f32"}},
+                    {"name": "count", "op": "sum", "inputs": ["ones"]},
+                    {"name": "c", "op": "item", "inputs": ["count"]},
+                    const("i0", "f32", 0.0),
+                    {"name": "loop", "op": "while", "inputs": ["i0", "c", "x"], "outputs": ["trips", "n", "y"],
+                     "regions": {
+                         "cond": {"inputs": body_in, "nodes": [{"name": "go", "op": "lt", "inputs": ["i", "n"]}],
+                                  "outputs": ["go"]},
+                         "body": {"inputs": body_in,
+                                  "nodes": [const("one", "f32", 1.0), const("half", "f32", 0.5),
+                                            {"name": "i2", "op": "add", "inputs": ["i", "one"]},
+                                            {"name": "vh", "op": "mul", "inputs": ["v", "half"]},
+                                            {"name": "v2", "op": "add", "inputs": ["vh", "one"]}],
+                                  "outputs": ["i2", "n", "v2"]}}}],
+            ["y", "trips"])
 
 
 ROW_LENGTHS = (1, 2, 3, 31, 32, 33, 127, 1000, 4097, 30522, 65537)

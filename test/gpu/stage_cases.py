@@ -111,9 +111,16 @@ def domains(g):
     """Per input: what its direct consumers need (like RandomInputs.cpp)."""
     types = {i["name"]: i for i in g["inputs"]}
     dom = {n: {} for n in types}
+    source = {}  # a gathered value -> the input whose values it holds
+    classes = {}  # a linear's result -> its output features
     for node in g.get("nodes", []):
         op, ins, attrs = node["op"], node.get("inputs", []), node.get("attrs", {})
+        if op == "linear" and ins[1] in types:
+            classes[node["name"]] = types[ins[1]]["shape"][0]
+        if op == "gather" and ins and source.get(ins[0], ins[0]) in dom:
+            source[node["name"]] = source.get(ins[0], ins[0])
         for k, name in enumerate(ins):
+            name = source.get(name, name)
             if name not in dom:
                 continue
             d = dom[name]
@@ -123,15 +130,16 @@ def domains(g):
                 d["away"] = True
             elif op == "dropout" and k == 1:
                 d["rng"] = True
-            elif op == "gather" and k == 1 and ins[0] in types:
+            elif op == "gather" and k == 1 and ins[0] in types and name == ins[1]:
                 shp = types[ins[0]]["shape"]
                 d["bound"] = shp[attrs.get("axis", 0) % len(shp)]
             elif op == "embedding" and k == 1 and ins[0] in types:
                 d["bound"] = types[ins[0]]["shape"][0]
             elif op == "one_hot":
                 d["bound"] = attrs.get("num_classes", 1)
-            elif op == "cross_entropy" and k == 1 and ins[0] in types:
-                d["bound"] = types[ins[0]]["shape"][1]
+            elif op == "cross_entropy" and k == 1:
+                # Unknown class counts take class 0, which every row has.
+                d["bound"] = types[ins[0]]["shape"][1] if ins[0] in types else classes.get(ins[0], 1)
     return dom
 
 

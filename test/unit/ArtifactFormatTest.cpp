@@ -140,7 +140,7 @@ TEST(ArtifactFormat, RejectsHeaderDamage) {
   b[4] = 1; // An artifact of the first format: refused, naming both.
   reseal(b);
   EXPECT_NE(parseError(b).find("format version 1 is not supported: this "
-                               "runtime reads version 3"),
+                               "runtime reads version 4"),
             std::string::npos)
       << parseError(b);
   b = good;
@@ -213,6 +213,7 @@ Manifest conditionalManifest() {
   loop.condition = NodeDesc::Condition::While;
   loop.handle = 0, loop.bodies = {0}, loop.predOffset = 3072;
   loop.maxIterations = 7;
+  loop.loop = "refine", loop.tripOffset = 3076;
   g.nodes.push_back(loop);
   g.edges.push_back({2, 3});
   GraphDesc body, thenArm, elseArm;
@@ -242,6 +243,8 @@ TEST(ArtifactFormat, ConditionalNodesRoundTrip) {
   EXPECT_EQ(loop.kind, NodeDesc::Kind::Conditional);
   EXPECT_EQ(loop.condition, NodeDesc::Condition::While);
   EXPECT_EQ(loop.maxIterations, 7);
+  EXPECT_EQ(loop.loop, "refine");
+  EXPECT_EQ(loop.tripOffset, 3076u);
   EXPECT_EQ(m.graphs[0].handles, 2u);
   ASSERT_EQ(m.graphs[0].dimValues.size(), 1u);
   EXPECT_EQ(m.graphs[0].dimValues[0].second, 128);
@@ -253,7 +256,7 @@ TEST(ArtifactFormat, ConditionalNodesRoundTrip) {
   EXPECT_EQ(serializeArtifact(m, sampleBlobs()), bytes);
   std::string d = dumpManifest(a);
   EXPECT_NE(d.find("n3 conditional while handle 0 predicate arena+3072 "
-                   "max_iterations 7 bodies #0 <- n2"),
+                   "max_iterations 7 loop 'refine' trips arena+3076 bodies #0 <- n2"),
             std::string::npos)
       << d;
   EXPECT_NE(d.find("conditional if handle 1 predicate arena+3072 inverted "
@@ -294,6 +297,14 @@ TEST(ArtifactFormat, RejectsBadConditionals) {
   m = conditionalManifest();
   m.graphs[0].nodes[3].predOffset = 4096;
   EXPECT_NE(errorFor(m).find("predicate"), std::string::npos);
+  m = conditionalManifest();
+  m.graphs[0].nodes[3].tripOffset = 4096;
+  EXPECT_NE(errorFor(m).find("trip counter"), std::string::npos)
+      << errorFor(m);
+  m = conditionalManifest();
+  m.graphs[0].nodes[3].loop.clear();
+  EXPECT_NE(errorFor(m).find("a while needs its loop name"), std::string::npos)
+      << errorFor(m);
   m = conditionalManifest();
   m.graphs[0].dimValues = {{"n", 999}};
   EXPECT_NE(errorFor(m).find("dim 'n' = 999 is outside [1, 256]"),

@@ -222,6 +222,13 @@ cgc_status cgc_context_read_output(cgc_context ctx, const char *name,
                                    void *host_dst, size_t bytes, void *stream);
 cgc_status cgc_stream_synchronize(void *stream);
 
+/* How many bodies the `while` named loop (its IR node name) ran in the last
+ * run of ctx on stream (graph replay or eager), read from its device trip
+ * counter, ordered on stream and synchronous. A loop inside an `if` arm
+ * that the last run did not take keeps the count of an earlier run. */
+cgc_status cgc_context_loop_trips(cgc_context ctx, const char *loop,
+                                  uint32_t *trips, void *stream);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

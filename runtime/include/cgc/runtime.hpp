@@ -149,6 +149,11 @@ public:
     return Status::from(
         cgc_context_read_output(handle, name.c_str(), dst, bytes, stream));
   }
+  Status loopTrips(const std::string &loop, uint32_t &trips,
+                   void *stream = nullptr) {
+    return Status::from(
+        cgc_context_loop_trips(handle, loop.c_str(), &trips, stream));
+  }
 
 private:
   explicit Context(cgc_context c) : handle(c) {}
