@@ -400,8 +400,10 @@ void Planner::planWhile(Node &n) {
     join(cond.inputs()[k].value, slot, end);
     join(body.inputs()[k].value, slot, end);
   }
+  // The caller reads the count after the run (cgc_context_loop_trips):
+  // the counter is never reused.
   plan.tripCounter[&n] =
-      newBuffer(nullptr, 4, Storage::Region::Arena, s.start, s.end, false);
+      newBuffer(nullptr, 4, Storage::Region::Arena, s.start, live.last(), true);
   // Next values: straight into their slots, by a copy, or staged when the
   // next value is another slot's current one (a swap must read first).
   std::vector<Copy> &exit = plan.exitCopies[&body];

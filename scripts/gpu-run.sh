@@ -19,8 +19,8 @@
 #    synccheck where it exists (says so if not; CGC_SANITIZER=0 turns it
 #    off, CGC_SANITIZER_TOOLS picks tools); CGC_OP_MEMCHECK_FILTER narrows
 #    the op cases they cover (default: all); the soak test is left out.
-# 3. Runs the benchmarks (bench/run_bench.py run, bench/kernels.py, then
-#    bench/make_perf_md.py) unless CGC_BENCH=0.
+# 3. Runs the benchmarks (bench/run_bench.py run, bench/kernels.py,
+#    bench/sync_points.py, then bench/make_perf_md.py) unless CGC_BENCH=0.
 # Artifacts (gtest XML, memcheck logs, bench log, perf.md) go to $OUT when it
 # is set (the device tool returns at most 8 files from there), else
 # DIR/gpu-results. Exit status: 0 only if every step passed.
@@ -105,7 +105,7 @@ fi
 #    TMA and wgmma shared memory it does not model); excluding them with
 #    --kernel-name-exclude makes it fail on the f16 ones. Hazards in library
 #    kernels are counted and printed, and fail the run only in cgc's own.
-CONDITIONAL_BODY_CASES="*cf_*:*newton_sqrt*:*all_ops*:*InsideIfBodies*"
+CONDITIONAL_BODY_CASES="*cf_*:*newton_sqrt*:*all_ops*:*InsideIfBodies*:*sync_loop*:*power_iteration*:*LoopTrips*"
 LIBRARY_KERNELS="nvjet|gemm|gemv|cutlass|splitKreduce|cublas"
 # A racecheck log whose only hazards are in library kernels, with every
 # test passed and no tool error, is clean for cgc.
@@ -140,7 +140,7 @@ if [ "${CGC_SANITIZER:-1}" != 0 ] && [ "$GPU_VISIBLE" -eq 1 ]; then
       done
       if [ "$tool" != memcheck ] && [ -x "$BUILD/bin/cgc-rt" ]; then
         eager_ok=0
-        for dir in "${CGC_GPU_CASES:-$BUILD/gpu-cases}"/{cf_*,example_newton_sqrt,all_ops}; do
+        for dir in "${CGC_GPU_CASES:-$BUILD/gpu-cases}"/{cf_*,example_newton_sqrt,example_power_iteration,own_sync_loop_*,all_ops}; do
           [ -f "$dir/model.cgc" ] || continue
           rc=0
           "$SAN" --tool "$tool" --error-exitcode 3 "$BUILD/bin/cgc-rt" run "$dir/model.cgc" \
@@ -174,10 +174,14 @@ if [ "${CGC_BENCH:-1}" != 0 ] && [ "$GPU_VISIBLE" -eq 1 ]; then
       klog="$RES/kernels.log"
       PYTHONUNBUFFERED=1 python3 "$HERE/bench/kernels.py" --cgc "$CGC" --log "$klog" \
         | grep -E '^(RESULT|ERROR)' || status=1
+      echo "== sync points bench (bench/sync_points.py)"
+      slog="$RES/sync-points.log"
+      PYTHONUNBUFFERED=1 python3 "$HERE/bench/sync_points.py" --cgc "$CGC" --log "$slog" \
+        | grep -E '^(RESULT|CHECK|ERROR)' || status=1
     fi
     if [ -n "$log" ]; then
       cp "$log" "$RES/" && python3 "$HERE/bench/make_perf_md.py" "$log" -o "$RES/perf.md" \
-        ${klog:+--kernels "$klog"} && grep '^|' "$RES/perf.md"
+        ${klog:+--kernels "$klog"} ${slog:+--sync-points "$slog"} && grep '^|' "$RES/perf.md"
     fi
   else
     echo "gpu-run: no bench artifacts under $BUILD/bench, benchmarks skipped"

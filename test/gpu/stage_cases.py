@@ -266,6 +266,9 @@ def stage_one(args, name, json_path, golden_in):
     rc, msg = run([args.cgc, json_path, "-o", model] + (["--no-fuse"] if name.endswith("_nofuse") else []))
     if rc != 0:
         shutil.rmtree(cdir, ignore_errors=True)
+        if "the host would need" in msg:  # remove-sync-points refuses it by design
+            reason = next((l for l in msg.splitlines() if "host would need" in l), msg)
+            return ("unsupported", name, reason.split("error: ", 1)[-1][:200])
         if "not supported" in msg and "yet" in msg:
             reason = next((l for l in msg.splitlines() if "not supported" in l), msg)
             return ("unsupported", name, reason.split("error: ", 1)[-1][:200])
