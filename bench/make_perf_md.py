@@ -311,6 +311,78 @@ def kernels_section(path):
     return w
 
 
+def sync_points_section(path):
+    """Issue 12's workloads from a bench/sync_points.py log."""
+    head, records, rel = read_log(path)
+    res, info, trips = {}, {}, {}
+    for kind, kv in records:
+        if kind == "RESULT":
+            res.setdefault(kv["workload"], {})[kv["impl"]] = float(kv["us"])
+            trips.setdefault(kv["workload"], {}).update(
+                {f"{kv['impl']}:{k}": v for k, v in kv.items() if "trips" in k})
+        else:
+            info[kv["workload"]] = kv
+    checks = [l for l in open(path) if l.startswith("CHECK ")]
+    bad = [l.strip() for l in checks if "ok=0" in l]
+    w = ["", "## Sync points removed: item(), data-dependent loops, masked selections", "",
+         f"From `bench/sync_points.py` ({head.get('gpu', '?')}, {head.get('date', '?')}, PyTorch "
+         f"{head.get('torch', '?')}; {head.get('method', '?')}; raw log `{rel}`). Weights are "
+         "model inputs, so cgc (`cgc bench --inputs`, `cgc run`) and PyTorch read the same tensors; "
+         f"{len(checks)} checks of cgc's (and the fixed-mask graph's) outputs against PyTorch eager: "
+         f"{'all passed' if not bad else 'FAILED: ' + '; '.join(bad)}.", ""]
+    r_then, r_else = res.get("branch_infer_then", {}), res.get("branch_infer_else", {})
+    pair = res.get("branch_infer_gemms", {}).get("cgc_linear_pair_graph")
+    w += ["### branch_infer: `if t.sum().item() > 0` between two Linear(2048,1024), batch 640", "",
+          "| implementation | then arm µs | else arm µs |", "|---|---|---|"]
+    for impl, label in (("cgc_graph", "cgc graph replay (IF conditional node, item kept on the device)"),
+                        ("cgc_eager", "cgc eager (host reads the predicate)"),
+                        ("torch_eager_item", "PyTorch eager with `.item()`"),
+                        ("torch_graph_both_arms", "torch.cuda.graph of both arms + torch.where"),
+                        ("torch_compile_ro", "torch.compile(mode=\"reduce-overhead\") (graph break at item)"),
+                        ("torch_graph_gemms_only", "the two products alone, torch.cuda.graph")):
+        w.append(f"| {label} | {fmt(r_then.get(impl))} | {fmt(r_else.get(impl))} |")
+    w.append(f"| the two products alone, cgc (examples/linear_pair_f32.json) | {fmt(pair)} | - |")
+    floor = r_then.get("torch_graph_gemms_only")
+    worst = max(r_then.get("cgc_graph", 0), r_else.get("cgc_graph", 0))
+    if floor and worst:
+        ratio = worst / floor
+        w += ["", f"Goal (at most 1.1x its two products alone): **{'met' if ratio <= 1.1 else 'not met'}**: "
+              f"cgc's slower arm {worst:.1f} µs = {ratio:.3f}x the products in a torch.cuda.graph "
+              f"({floor:.1f} µs)."]
+    p = res.get("power_iter", {})
+    t = trips.get("power_iter", {})
+    w += ["", "### power_iter: v <- Av/|Av| while max|v' - v| > 1e-5 (at most 100 trips), A 1024x1024", "",
+          "| implementation | µs per solve | trips |", "|---|---|---|",
+          f"| cgc graph replay (WHILE conditional node, cond reads an item on the device) | "
+          f"{fmt(p.get('cgc_graph'))} | {t.get('cgc_graph:graph_trips_iterate', '?')} (cgc_context_loop_trips) |",
+          f"| cgc eager (host reads the predicate each trip) | {fmt(p.get('cgc_eager'))} | "
+          f"{t.get('cgc_eager:eager_trips_iterate', '?')} |",
+          f"| PyTorch loop with `.item()` each trip | {fmt(p.get('torch_eager_item'))} | "
+          f"{t.get('torch_eager_item:trips', '?')} |"]
+    if p.get("cgc_graph") and p.get("torch_eager_item"):
+        w += ["", f"cgc replays the whole solve {p['torch_eager_item'] / p['cgc_graph']:.2f}x faster than "
+              "the PyTorch loop, with no host read."]
+    w += ["", "### masked_lm: BERT masked-LM loss, hidden 768, vocab 30522, 8 x 512 tokens, 15% masked", "",
+          "One artifact per variant serves every batch (the masked count changes, nothing is "
+          "re-instantiated). `k768`: `nonzero(mask, max_count=768)`, a fixed 768-row gather; "
+          "`all rows`: plain `nonzero`, every row through the product with the mask.", "",
+          "| batch (masked tokens) | cgc k768 µs | cgc all rows µs | PyTorch eager gather (sync) µs | "
+          "torch.cuda.graph fixed mask (all rows) µs | torch.cuda.graph nonzero_static(768) µs |",
+          "|---|---|---|---|---|---|"]
+    met = True
+    for wl in sorted(k for k in res if k.startswith("masked_lm")):
+        r = res[wl]
+        w.append(f"| {wl[len('masked_lm_'):]} ({info.get(wl, {}).get('masked', '?')}) | "
+                 f"{fmt(r.get('cgc_k768_graph'))} | {fmt(r.get('cgc_all_rows_graph'))} | "
+                 f"{fmt(r.get('torch_eager_gather'))} | {fmt(r.get('torch_graph_fixed_mask'))} | "
+                 f"{fmt(r.get('torch_graph_nonzero_static'))} |")
+        fixed = r.get("torch_graph_fixed_mask")
+        met &= bool(fixed) and all(r.get(k, 1e30) <= fixed for k in ("cgc_k768_graph", "cgc_all_rows_graph"))
+    w += ["", f"Goal (at or under PyTorch's fixed-size graph): **{'met' if met else 'not met'}** for "
+          "both cgc variants in every batch."]
+    return w
+
+
 PROFILE_METRICS = [
     ("gpu__time_duration.sum", "ncu µs", 1e-3),
     ("dram__throughput.avg.pct_of_peak_sustained_elapsed", "DRAM % of peak", 1),
@@ -390,6 +462,7 @@ def main():
     ap.add_argument("--kernels", help="a bench/kernels.py log")
     ap.add_argument("--compile-times", help="a bench/compile_time.py log")
     ap.add_argument("--kernel-profile", help="a bench/profile_kernels.sh CSV")
+    ap.add_argument("--sync-points", help="a bench/sync_points.py log")
     args = ap.parse_args()
     head, res, raw, info, checks, algos = {}, {}, [], {}, {}, []
     with open(args.log) as f:
@@ -447,6 +520,8 @@ def main():
         w += profile_section(args.kernel_profile)
     if args.compile_times:
         w += compile_times_section(args.compile_times)
+    if args.sync_points:
+        w += sync_points_section(args.sync_points)
     copy = [l for l in raw if "d2d_copy moved" in l]
     if copy:
         w += ["", "Ceiling: " + copy[0].lstrip("# ") + "."]
