@@ -261,6 +261,28 @@ template <class T, class F> __device__ __forceinline__ T cgc_block_reduce(T v, F
   for (unsigned w = 1; w < (blockDim.x + 31) / 32; ++w) r = f(r, partial[w]);
   return r;
 }
+// The exclusive prefix sum of v over the block (every thread takes part,
+// blockDim.x a multiple of 32); total gets the block's sum.
+template <class T> __device__ __forceinline__ T cgc_block_scan(T v, T &total) {
+  __shared__ T warps[32];
+  const unsigned lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  T x = v;
+#pragma unroll
+  for (int o = 1; o < 32; o <<= 1) {
+    T y = __shfl_up_sync(0xffffffffu, x, o);
+    if (lane >= unsigned(o)) x += y;
+  }
+  __syncthreads(); // warps[] of the previous call has been read
+  if (lane == 31) warps[warp] = x;
+  __syncthreads();
+  T before = 0;
+  total = 0;
+  for (unsigned w = 0; w < blockDim.x / 32; ++w) {
+    before += w < warp ? warps[w] : T(0);
+    total += warps[w];
+  }
+  return before + x - v;
+}
 __device__ __forceinline__ float cgc_block_sum(float v) {
   return cgc_block_reduce(v, [](float a, float b) { return a + b; });
 }

@@ -6,7 +6,8 @@
 // stride over the row, then combine with warp shuffles and a 32-entry
 // shared array (cgc_block_reduce in the prelude). Reductions over few long
 // rows run in two phases (emitSplitReduction, passes/ReductionRule.h).
-// cumsum runs one thread per line; mse_loss reduces in one block.
+// cumsum runs one thread per line, or one block per line of 128 elements or
+// more (a block scan per chunk); mse_loss reduces in one block.
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/Accumulator.h"
@@ -48,6 +49,32 @@ static void finish(Kernel &kernel, int64_t rows, const std::string &body) {
   kernel.source = kernelOpening(kernel, Block) + body + "}\n";
 }
 
+/// Lines at least this long are scanned by a block each (kScanItems
+/// elements a thread per chunk, chunks in order); shorter ones by a thread.
+static const int64_t kBlockScanLength = 128, kScanItems = 4;
+
+/// One block per line: each chunk of Block * kScanItems elements is summed
+/// per thread, scanned across the block (cgc_block_scan) and carried on.
+static std::string blockScanBody(const std::string &in, const std::string &out,
+                                 const std::string &ct, int64_t lines,
+                                 int64_t len, int64_t inner) {
+  std::string L = std::to_string(len) + "LL", items = std::to_string(kScanItems);
+  std::string stride = std::to_string(inner) + "LL";
+  return rowLoop(lines) + "    long long base = (row / " + stride + ") * " +
+         std::to_string(len * inner) + "LL + row % " + stride + ";\n    " + ct +
+         " carry = 0;\n" + "    for (long long chunk = 0; chunk < " + L +
+         "; chunk += " + std::to_string(Block * kScanItems) + "LL) {\n" +
+         "      long long first = chunk + threadIdx.x * " + items + "LL;\n      " +
+         ct + " v[" + items + "], local = 0;\n" + "      for (int j = 0; j < " +
+         items + "; ++j) {\n" + "        local += first + j < " + L + " ? (" + ct +
+         ")cgc_ld(" + in + ", base + (first + j) * " + stride + ") : (" + ct +
+         ")0;\n        v[j] = local;\n      }\n      " + ct + " total;\n      " +
+         ct + " before = carry + cgc_block_scan(local, total);\n" +
+         "      for (int j = 0; j < " + items + "; ++j)\n" +
+         "        if (first + j < " + L + ") cgc_st(" + out + ", base + (first + j) * " +
+         stride + ", before + v[j]);\n" + "      carry += total;\n    }\n  }\n";
+}
+
 static void emitCumSum(const Node &node, Kernel &kernel) {
   Shape shape = staticShape(node.operand(0)->getType());
   unsigned axis = *normalizeAxis(node.intAttr("axis", 0), shape.size());
@@ -57,6 +84,8 @@ static void emitCumSum(const Node &node, Kernel &kernel) {
   std::string in = addParam(kernel, node.operand(0), false);
   std::string out = addParam(kernel, node.result(), true);
   std::string ct = isFloat(dtype) ? "float" : "long long";
+  if (len >= kBlockScanLength)
+    return finish(kernel, lines, blockScanBody(in, out, ct, lines, len, inner));
   std::string body =
       gridStrideLoop("line", lines, Block) + "    long long base = (line / " +
       std::to_string(inner) + "LL) * " + std::to_string(len * inner) +

@@ -176,6 +176,12 @@ def fused_row_cases(put):
          {"name": "e", "op": "exp", "inputs": ["sel"]},
          {"name": "avg", "op": "mean", "inputs": ["e"]}], ["avg"])
     sync_density_cases(put)
+    # cumsum: lines of 128 or more are scanned by a block (chunks of 1024,
+    # a partial last chunk), shorter ones by a thread; strided lines too.
+    for dt, shape, axis in (("f32", [3, 5000], 1), ("i32", [2, 300, 3], 1), ("i64", [4097], 0),
+                            ("f32", [1000, 130], 0), ("f16", [2, 2049], -1), ("f32", [77, 127], 1)):
+        put(f"own_cumsum_{dt}_{'x'.join(map(str, shape))}_ax{axis}", [("x", dt, shape)],
+            [{"name": "y", "op": "cumsum", "inputs": ["x"], "attrs": {"axis": axis}}], ["y"])
     for dt in ("i32", "i64"):
         put(f"own_rows_absmax_{dt}_77x100", [("k", dt, [77, 100])],
             [{"name": "a", "op": "abs", "inputs": ["k"]},
