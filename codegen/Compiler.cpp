@@ -11,7 +11,10 @@ bool cgc::runDefaultPipeline(Graph &graph, const CompileOptions &options,
   PassManager pm;
   ctx.report = options.report;
   ctx.loopBound = options.maxLoopIterations;
-  bool ok = pm.addPipeline(defaultPipeline(options.fuse), ctx.diag) &&
+  bool ok = (!(options.gradients || options.train) ||
+             pm.addPipeline("autodiff", ctx.diag)) &&
+            (!options.train || pm.addPipeline("apply-optimizer", ctx.diag)) &&
+            pm.addPipeline(defaultPipeline(options.fuse), ctx.diag) &&
             pm.run(graph, ctx, llvm::nulls());
   if (options.times)
     for (const auto &[pass, ms] : pm.timings())

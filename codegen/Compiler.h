@@ -74,6 +74,12 @@ struct CompileOptions {
   /// The trip bound of a `while` without max_iterations
   /// (`--max-loop-iterations`).
   int64_t maxLoopIterations = 10000000;
+  /// Run autodiff first: every parameter's gradient becomes an output
+  /// (`--gradients`).
+  bool gradients = false;
+  /// Compile a training step: autodiff, then the declared optimizer's
+  /// update (`--train`).
+  bool train = false;
 };
 
 /// One graph of the artifact after the pipeline.

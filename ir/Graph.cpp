@@ -225,6 +225,7 @@ static void copyNode(const Node &n, Graph &to, ValueMap &map) {
 static void copyGraph(const Graph &from, Graph &to, ValueMap &map) {
   to.name = from.name;
   to.doc = from.doc;
+  to.optimizer = from.optimizer;
   to.formatVersion = from.formatVersion;
   to.weightsFile = from.weightsFile;
   to.weightsPath = from.weightsPath;

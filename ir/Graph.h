@@ -76,11 +76,25 @@ inline bool isPersistent(InputKind kind) { return kind != InputKind::UserInput; 
 
 /// How a parameter gets its initial value.
 struct Initializer {
-  enum class Source : uint8_t { None, Weights, Normal, Uniform, Zeros, Ones };
+  enum class Source : uint8_t { None, Weights, Normal, Uniform, Zeros, Ones, Constant };
   Source source = Source::None;
   std::string tensor; ///< Weights: tensor name in the graph's weights file.
-  double a = 0, b = 0; ///< Normal: mean, std. Uniform: low, high.
+  double a = 0, b = 0; ///< Normal: mean, std. Uniform: low, high. Constant: value.
   uint64_t seed = 0;
+};
+
+/// A training model's optimizer (the JSON's "optimizer"; the
+/// apply-optimizer pass builds its update). Hyperparameters are the
+/// initial values of optimizer_state inputs the caller can overwrite.
+struct OptimizerDecl {
+  enum class Kind : uint8_t { Sgd, Adam, AdamW };
+  Kind kind = Kind::Sgd;
+  double lr = 0.01;
+  double momentum = 0;     ///< SGD.
+  bool nesterov = false;   ///< SGD, with momentum.
+  double weightDecay = 0;  ///< SGD and Adam: added to the gradient; AdamW: decoupled.
+  double beta1 = 0.9, beta2 = 0.999, eps = 1e-8; ///< Adam, AdamW.
+  Location loc;
 };
 
 struct GraphInput {
@@ -171,6 +185,8 @@ public:
 
   std::string name;
   std::string doc;
+  /// Declared by a training model (top-level graphs only).
+  llvm::Optional<OptimizerDecl> optimizer;
   int64_t formatVersion = 1;
   std::string weightsFile; ///< Relative to the IR file, as written.
   std::string weightsPath; ///< Resolved path, for loading.

@@ -112,6 +112,9 @@ static void initializerRange(const Initializer &init, DType dtype,
     case S::Ones:
       v = 1;
       break;
+    case S::Constant:
+      v = init.a;
+      break;
     case S::None: case S::Zeros:
       v = 0;
       break;

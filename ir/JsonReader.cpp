@@ -50,7 +50,7 @@ private:
 bool GraphReader::readHeader(const Json &top, Graph &g) {
   static const llvm::StringRef fields[] = {
       "format_version", "name", "doc", "dims", "weights_file",
-      "inputs", "nodes", "outputs"};
+      "optimizer", "inputs", "nodes", "outputs"};
   if (!ctx.checkFields(top, "", fields,
                        {"format_version", "name", "inputs", "nodes", "outputs"},
                        "graph"))
@@ -69,6 +69,12 @@ bool GraphReader::readHeader(const Json &top, Graph &g) {
     return false;
   }
   g.doc = top.value("doc", "");
+  if (top.contains("optimizer")) {
+    OptimizerDecl decl;
+    if (!readOptimizer(ctx, top["optimizer"], decl))
+      return false;
+    g.optimizer = decl;
+  }
   if (top.contains("weights_file")) {
     const Json &w = top["weights_file"];
     if (!w.is_string() || w.get<std::string>().empty()) {
@@ -160,23 +166,23 @@ static llvm::Optional<InputKind> parseInputKind(llvm::StringRef s) {
 bool GraphReader::readInitializer(const Json &j, const std::string &p,
                                   const std::string &what, Initializer &init) {
   if (!ctx.expectObject(j, p, what + ": 'init'") ||
-      !ctx.checkFields(j, p, {"dist", "seed", "mean", "std", "low", "high"},
+      !ctx.checkFields(j, p, {"dist", "seed", "mean", "std", "low", "high", "value"},
                        {"dist"}, what + ": 'init'"))
     return false;
   std::string dist = j["dist"].is_string() ? j["dist"].get<std::string>() : "";
   using S = Initializer::Source;
   const std::pair<const char *, S> dists[] = {
       {"normal", S::Normal}, {"uniform", S::Uniform},
-      {"zeros", S::Zeros}, {"ones", S::Ones}};
+      {"zeros", S::Zeros}, {"ones", S::Ones}, {"constant", S::Constant}};
   for (auto [name, source] : dists)
     if (dist == name)
       init.source = source;
   if (init.source == S::None) {
     ctx.error(p + "/dist", what + ": unknown 'dist' " + quoteName(j["dist"].dump()) +
-                               " (expected normal, uniform, zeros or ones)");
+                               " (expected normal, uniform, zeros, ones or constant)");
     return false;
   }
-  for (const char *key : {"mean", "std", "low", "high"})
+  for (const char *key : {"mean", "std", "low", "high", "value"})
     if (j.contains(key) && !j[key].is_number()) {
       ctx.error(p + "/" + key, what + ": '" + key + "' must be a number");
       return false;
@@ -189,6 +195,8 @@ bool GraphReader::readInitializer(const Json &j, const std::string &p,
   if (init.source == S::Normal) {
     init.a = j.value("mean", 0.0);
     init.b = j.value("std", 1.0);
+  } else if (init.source == S::Constant) {
+    init.a = j.value("value", 0.0);
   } else {
     init.a = j.value("low", 0.0);
     init.b = j.value("high", 1.0);

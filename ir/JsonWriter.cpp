@@ -44,6 +44,10 @@ static OJson initJson(const Initializer &init) {
   switch (init.source) {
   case S::Zeros: j["dist"] = "zeros"; break;
   case S::Ones: j["dist"] = "ones"; break;
+  case S::Constant:
+    j["dist"] = "constant";
+    j["value"] = init.a;
+    break;
   case S::Normal:
     j["dist"] = "normal";
     j["mean"] = init.a;
@@ -117,12 +121,35 @@ static OJson nodesJson(const Graph &g) {
   return nodes;
 }
 
+static OJson optimizerJson(const OptimizerDecl &o) {
+  using K = OptimizerDecl::Kind;
+  OJson j;
+  switch (o.kind) {
+  case K::Sgd:
+    j["kind"] = "sgd";
+    j["lr"] = o.lr;
+    j["momentum"] = o.momentum;
+    j["nesterov"] = o.nesterov;
+    break;
+  case K::Adam: case K::AdamW:
+    j["kind"] = o.kind == K::Adam ? "adam" : "adamw";
+    j["lr"] = o.lr;
+    j["betas"] = {o.beta1, o.beta2};
+    j["eps"] = o.eps;
+    break;
+  }
+  j["weight_decay"] = o.weightDecay;
+  return j;
+}
+
 std::string cgc::writeGraphJson(const Graph &g) {
   OJson j;
   j["format_version"] = g.formatVersion;
   j["name"] = g.name;
   if (!g.doc.empty())
     j["doc"] = g.doc;
+  if (g.optimizer)
+    j["optimizer"] = optimizerJson(*g.optimizer);
   OJson dims = OJson::array();
   for (const SymbolicDim &d : g.dims().all()) {
     if (d.dataDependent)

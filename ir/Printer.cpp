@@ -75,6 +75,7 @@ static std::string initText(const Initializer &init) {
   case S::Weights: return " weight(\"" + init.tensor + "\")";
   case S::Zeros: return " init=zeros";
   case S::Ones: return " init=ones";
+  case S::Constant: return " init=constant(" + formatDouble(init.a) + ")";
   case S::Normal:
   case S::Uniform:
     return std::string(init.source == S::Normal ? " init=normal(" : " init=uniform(") +

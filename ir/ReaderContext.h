@@ -1,8 +1,9 @@
 //===- ReaderContext.h - Shared state of the JSON reader --------*- C++ -*-===//
 //
 // Internal to ir/: the JSON reader is split into JsonReader.cpp (files,
-// graphs, signatures) and NodeReader.cpp (nodes, attributes, ordering);
-// both report through this context.
+// graphs, signatures), NodeReader.cpp (nodes, attributes, ordering) and
+// OptimizerReader.cpp (a training model's optimizer); all report through
+// this context.
 //
 //===----------------------------------------------------------------------===//
 #ifndef CGC_IR_READERCONTEXT_H
@@ -18,6 +19,10 @@
 namespace cgc {
 
 using Json = nlohmann::json;
+
+struct ReaderContext;
+/// The top-level "optimizer" object (OptimizerReader.cpp).
+bool readOptimizer(ReaderContext &ctx, const Json &j, OptimizerDecl &out);
 
 struct ReaderContext {
   DiagnosticEngine &diag;

@@ -79,7 +79,8 @@ bool PassManager::run(Graph &graph, PassContext &ctx,
   for (auto &pass : passes) {
     auto start = Clock::now();
     ctx.memoryPlan.reset(); // Any pass may change the graph.
-    ok = pass->run(graph, ctx) && !ctx.diag.hasErrors();
+    unsigned errorsBefore = ctx.diag.errorCount(); // Earlier inputs' count too.
+    ok = pass->run(graph, ctx) && ctx.diag.errorCount() == errorsBefore;
     timings.push_back({pass->name().str(),
                        std::chrono::duration<double, std::milli>(Clock::now() -
                                                                  start)

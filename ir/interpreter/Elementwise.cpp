@@ -93,7 +93,7 @@ Tensor interp::evalElementwise(const Node &node, const Operands &in) {
     for (int64_t i = 0; i < out.numel(); ++i) {
       double v = in[0]->data[i];
       out.data[i] = isInteger(resultType) ? saturateToInt(resultType, v)
-                                          : roundToDType(resultType, v);
+                                          : roundValue(resultType, v);
     }
     return out;
   }

@@ -205,6 +205,7 @@ bool interp::runGraph(const Graph &graph,
   outputs.clear();
   error = RunError();
   BudgetScope budget(limits.memoryBytes);
+  ExactFloatsScope exact(limits.exactFloats);
   Runner runner(graph.dims(), limits, trace);
   std::string initError;
   format::TensorMap weights;
@@ -222,7 +223,7 @@ bool interp::runGraph(const Graph &graph,
           fail(what + " is " + t.typeString() + ", expected " +
                typeToString(type, graph.dims()));
         for (double &v : t.data)
-          v = roundToDType(t.dtype, v);
+          v = roundValue(t.dtype, v);
       } else if (!isPersistent(in.kind)) {
         fail(what + " (" + typeToString(type, graph.dims()) +
              ") is missing from the inputs");

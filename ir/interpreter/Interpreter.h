@@ -30,6 +30,8 @@ struct Limits {
   uint64_t memoryBytes = uint64_t(8) << 30;
   /// Trips of one `while` run without a smaller max_iterations.
   int64_t whileTrips = 10000000;
+  /// Floats stay doubles (no rounding to f32/f16/bf16): gradient checks.
+  bool exactFloats = false;
 };
 
 /// Why a run stopped: the message and, when one node failed, that node.

@@ -17,6 +17,7 @@ std::string interp::shapeString(const Shape &shape) {
 namespace {
 thread_local uint64_t liveBytes = 0;
 thread_local uint64_t budgetBytes = UINT64_MAX;
+thread_local bool exactFloatValues = false;
 
 std::string gib(uint64_t bytes) {
   char buf[32];
@@ -24,6 +25,18 @@ std::string gib(uint64_t bytes) {
   return buf;
 }
 } // namespace
+
+bool interp::exactFloats() { return exactFloatValues; }
+
+double interp::roundValue(DType dtype, double v) {
+  return exactFloatValues && isFloat(dtype) ? v : roundToDType(dtype, v);
+}
+
+ExactFloatsScope::ExactFloatsScope(bool exact) : saved(exactFloatValues) {
+  exactFloatValues = exact;
+}
+
+ExactFloatsScope::~ExactFloatsScope() { exactFloatValues = saved; }
 
 void MemoryBudget::charge(size_t bytes) {
   if (bytes > budgetBytes || liveBytes > budgetBytes - bytes)

@@ -42,6 +42,25 @@ std::string shapeString(const Shape &shape);
 /// The bytes of tensor elements alive on this thread, held under a budget:
 /// an allocation that would pass it throws EvalError instead of
 /// allocating. The budget is unlimited until a BudgetScope sets one.
+/// Whether this thread's interpreter keeps float values as doubles instead
+/// of rounding them to f32/f16/bf16 (for gradient checks by finite
+/// differences); integers always wrap to their dtype.
+bool exactFloats();
+/// \p v rounded to \p dtype, floats left alone in exact mode.
+double roundValue(DType dtype, double v);
+
+/// Sets exact floats for this thread for its lifetime.
+class ExactFloatsScope {
+public:
+  explicit ExactFloatsScope(bool exact);
+  ~ExactFloatsScope();
+  ExactFloatsScope(const ExactFloatsScope &) = delete;
+  ExactFloatsScope &operator=(const ExactFloatsScope &) = delete;
+
+private:
+  bool saved;
+};
+
 class MemoryBudget {
 public:
   static void charge(size_t bytes);
@@ -100,10 +119,11 @@ struct Tensor {
         data(numElements(this->shape), 0.0) {}
   int64_t numel() const { return int64_t(data.size()); }
   unsigned rank() const { return unsigned(shape.size()); }
-  /// Rounds every element to the dtype.
+  /// Rounds every element to the dtype (floats stay doubles in exact
+  /// mode: ExactFloatsScope).
   void round() {
     for (double &v : data)
-      v = roundToDType(dtype, v);
+      v = roundValue(dtype, v);
   }
   /// "f32[2,3]".
   std::string typeString() const;

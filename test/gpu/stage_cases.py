@@ -143,12 +143,12 @@ def domains(g):
     return dom
 
 
-def random_inputs(g, rng, dims):
+def random_inputs(g, rng, dims, with_state=False):
     dom = domains(g)
     feed = {}
     for i in g["inputs"]:
         if i.get("kind") in ("parameter", "buffer", "rng_state", "optimizer_state") and \
-                ("init" in i or "weight" in i):
+                ("init" in i or "weight" in i) and not with_state:
             continue
         dt, shape, d = i["dtype"], resolve_shape(i["shape"], dims), dom[i["name"]]
         n = int(np.prod(shape)) if shape else 1
@@ -263,7 +263,10 @@ def stage_one(args, name, json_path, golden_in):
     cdir = os.path.join(args.out, name)
     os.makedirs(cdir, exist_ok=True)
     model = os.path.join(cdir, "model.cgc")
-    rc, msg = run([args.cgc, json_path, "-o", model] + (["--no-fuse"] if name.endswith("_nofuse") else []))
+    grad = name.endswith("_grad")  # the model's gradients as outputs (autodiff)
+    train = name.endswith("_train")  # a training step: autodiff and the optimizer
+    rc, msg = run([args.cgc, json_path, "-o", model] + (["--no-fuse"] if name.endswith("_nofuse") else [])
+                  + (["--gradients"] if grad else []) + (["--train"] if train else []))
     if rc != 0:
         shutil.rmtree(cdir, ignore_errors=True)
         if "the host would need" in msg:  # remove-sync-points refuses it by design
@@ -283,10 +286,13 @@ def stage_one(args, name, json_path, golden_in):
         if k == 0 and golden_in:
             shutil.copy(golden_in, inp)
         else:
-            write_safetensors(inp, random_inputs(g, rng, dims))
+            # A training step updates its parameters: every run of the test
+            # writes them back from the inputs, so they are staged there.
+            write_safetensors(inp, random_inputs(g, rng, dims, with_state=train))
         ref = os.path.join(cdir, f"ref{suffix}.safetensors")
         rc, msg = run([args.cgc_opt, json_path, "--interpret", "--inputs", inp, "--outputs", ref,
-                       "--overwrite"])
+                       "--overwrite"] + (["--pass=autodiff"] if grad else [])
+                      + (["--passes=autodiff,apply-optimizer"] if train else []))
         if rc != 0:
             shutil.rmtree(cdir, ignore_errors=True)
             return ("failure", name, "cgc-opt --interpret: " + msg[-600:])
@@ -352,6 +358,8 @@ def main():
             todo.append((f[:-5], os.path.join(cases_dir, f), None))
     todo.append(("all_ops", os.path.join(ROOT, "test/codegen/Inputs/all_ops.json"), None))
     todo.append(("example_chain100_nofuse", os.path.join(ROOT, "examples/chain100.json"), None))
+    todo.append(("example_mlp_train_small_grad", os.path.join(ROOT, "examples/mlp_train_small.json"), None))
+    todo.append(("example_mlp_train_small_train", os.path.join(ROOT, "examples/mlp_train_small.json"), None))
     not_staged = []
     todo = [t for t in todo if args.filter in t[0] and t[0] not in {n["name"] for n in not_staged}]
     with ThreadPoolExecutor(args.jobs) as ex:

@@ -19,6 +19,7 @@
 #include "llvm/Support/Format.h"
 #include "llvm/Support/raw_ostream.h"
 #include <cmath>
+#include <random>
 #include <set>
 
 using namespace cgc;
@@ -46,6 +47,16 @@ static cl::opt<bool> CheckEquivalence(
     cl::desc("Compare the interpreter's results before and after the passes "
              "on random inputs"),
     cl::cat(InterpretCategory));
+static cl::opt<bool> GradCheck(
+    "gradcheck",
+    cl::desc("After --pass=autodiff: compare every '<parameter>.grad' output "
+             "with central differences of the loss, the interpreter in "
+             "double precision, on random inputs and parameters"),
+    cl::cat(InterpretCategory));
+static cl::opt<unsigned> GradCheckElements(
+    "gradcheck-elements",
+    cl::desc("Elements of each parameter perturbed per trial (--gradcheck)"),
+    cl::init(12), cl::cat(InterpretCategory));
 static cl::opt<uint64_t> Seed("seed", cl::desc("Random input seed (--check-equivalence)"),
                               cl::init(0), cl::cat(InterpretCategory));
 static cl::opt<unsigned> Trials("trials", cl::desc("Random trials (--check-equivalence)"),
@@ -74,8 +85,10 @@ static Limits limits() {
   return l;
 }
 
-bool cgc::interpretModeRequested() { return Interpret || CheckEquivalence; }
-bool cgc::checkEquivalenceRequested() { return CheckEquivalence; }
+bool cgc::interpretModeRequested() {
+  return Interpret || CheckEquivalence || GradCheck;
+}
+bool cgc::checkEquivalenceRequested() { return CheckEquivalence || GradCheck; }
 
 static bool fail(DiagnosticEngine &diag, const std::string &message) {
   diag.error({}, message);
@@ -265,8 +278,126 @@ static bool checkEquivalence(const Graph &before, const Graph &after,
   return ok;
 }
 
+/// Random values in [-1, 1) for every float parameter (their initializers
+/// would check one point only), deterministic in \p seed.
+static void randomParameters(const Graph &g, uint64_t seed,
+                             std::map<std::string, Tensor> &inputs) {
+  std::mt19937_64 rng(seed);
+  for (const GraphInput &in : g.inputs()) {
+    const TensorType &type = in.value->getType();
+    if (in.kind != InputKind::Parameter || !isFloat(type.dtype) || !type.isStatic())
+      continue;
+    Tensor t(type.dtype, Shape(type.dims.size()));
+    for (unsigned d = 0; d < type.rank(); ++d)
+      t.shape[d] = type.dims[d].extent();
+    t.data.assign(type.numElements(), 0.0);
+    for (double &v : t.data)
+      v = double(rng() >> 11) * 0x1p-52 - 1.0;
+    inputs[in.value->getName()] = std::move(t);
+  }
+}
+
+namespace {
+/// How far one parameter's gradient is from the finite differences.
+struct GradDifference {
+  double abs = 0, rel = 0;
+  unsigned checked = 0;
+  std::string first;
+};
+} // namespace
+
+/// The loss of \p g (its `loss` output) on \p inputs, in double.
+static bool lossOf(const Graph &g, const std::map<std::string, Tensor> &inputs,
+                   double &loss, RunError &error) {
+  Limits exact = limits();
+  exact.exactFloats = true;
+  NamedTensors out;
+  if (!runGraph(g, inputs, out, error, exact))
+    return false;
+  for (const GraphOutput &o : g.outputs)
+    if (o.kind == OutputKind::Loss)
+      for (const auto &[name, t] : out)
+        if (name == o.name)
+          loss = t.data[0];
+  return true;
+}
+
+static bool gradCheck(const Graph &before, const Graph &after,
+                      DiagnosticEngine &diag) {
+  llvm::raw_ostream &os = llvm::outs();
+  os << "gradcheck: " << Trials << " trial(s), seed " << Seed << ", "
+     << GradCheckElements << " element(s) per parameter, central differences "
+     << "in double, rtol 1e-4, atol 1e-6\n";
+  std::map<std::string, GradDifference> diffs;
+  for (unsigned trial = 0; trial < Trials; ++trial) {
+    std::map<std::string, Tensor> inputs;
+    std::string error;
+    uint64_t seed = Seed * 1000003ull + trial;
+    if (!randomInputs(before, seed, inputs, error, limits(), boolDensity(trial)))
+      return fail(diag, error);
+    randomParameters(before, seed, inputs);
+    Limits exact = limits();
+    exact.exactFloats = true;
+    NamedTensors grads;
+    RunError runError;
+    if (!runGraph(after, inputs, grads, runError, exact))
+      return failRun(diag, "gradcheck (the gradients), trial " + std::to_string(trial),
+                     runError);
+    for (const auto &[name, grad] : grads) {
+      llvm::StringRef param = llvm::StringRef(name);
+      if (!param.consume_back(".grad") || !inputs.count(param.str()))
+        continue;
+      Tensor &x = inputs[param.str()];
+      GradDifference &d = diffs[param.str()];
+      int64_t n = x.numel(), step = std::max<int64_t>(1, n / GradCheckElements);
+      for (int64_t i = (trial * 7) % step; i < n; i += step) {
+        double saved = x.data[i], eps = 1e-6 * std::max(1.0, std::fabs(saved));
+        double plus = 0, minus = 0;
+        x.data[i] = saved + eps;
+        bool ok = lossOf(before, inputs, plus, runError);
+        x.data[i] = saved - eps;
+        ok = ok && lossOf(before, inputs, minus, runError);
+        x.data[i] = saved;
+        if (!ok)
+          return failRun(diag, "gradcheck (the loss)", runError);
+        double fd = (plus - minus) / (2 * eps), got = grad.data[i];
+        double abs = std::fabs(fd - got), rel = fd == 0 ? 0 : abs / std::fabs(fd);
+        d.abs = std::max(d.abs, abs);
+        d.rel = std::max(d.rel, rel);
+        ++d.checked;
+        if (abs > 1e-6 + 1e-4 * std::fabs(fd) && d.first.empty()) {
+          char buf[200];
+          snprintf(buf, sizeof buf, "trial %u, element %lld: %.9g by differences, %.9g by autodiff",
+                   trial, (long long)i, fd, got);
+          d.first = buf;
+        }
+      }
+    }
+  }
+  bool ok = !diffs.empty();
+  for (const auto &[name, d] : diffs) {
+    os << "  parameter '" << name << "': " << d.checked
+       << " element(s), max abs diff " << llvm::format("%g", d.abs)
+       << ", max rel diff " << llvm::format("%g", d.rel)
+       << (d.first.empty() ? "" : "  MISMATCH (" + d.first + ")") << "\n";
+    ok &= d.first.empty();
+  }
+  if (diffs.empty())
+    os << "  no '<parameter>.grad' outputs (run --pass=autodiff)\n";
+  os << "gradcheck: " << (ok ? "PASS" : "FAIL") << "\n";
+  os.flush();
+  if (!ok)
+    diag.error({}, "autodiff's gradients differ from finite differences");
+  return ok;
+}
+
 bool cgc::runInterpretMode(const Graph &graph, const Graph *reference,
                            DiagnosticEngine &diag) {
+  if (GradCheck) {
+    if (!reference)
+      return fail(diag, "--gradcheck: no reference graph");
+    return gradCheck(*reference, graph, diag);
+  }
   if (CheckEquivalence) {
     if (!reference)
       return fail(diag, "--check-equivalence: no reference graph");

@@ -53,6 +53,15 @@ static cl::opt<bool> Report(
     "report",
     cl::desc("Say what became of every sync point (item, nonzero, "
              "masked_select) and every while without max_iterations"));
+static cl::opt<bool> Gradients(
+    "gradients",
+    cl::desc("Append the gradient of the loss with respect to every parameter "
+             "as an output '<parameter>.grad' (the autodiff pass)"));
+static cl::opt<bool> Train(
+    "train",
+    cl::desc("Compile a training step: the forward graph, its backward pass "
+             "(autodiff) and the update of the declared optimizer "
+             "(apply-optimizer), replayed step after step"));
 static cl::opt<int64_t> MaxLoopIterations(
     "max-loop-iterations",
     cl::desc("The device trip bound of a while without max_iterations "
@@ -211,6 +220,8 @@ static int compileMain(int argc, char **argv) {
   options.fuse = !NoFuse;
   options.allowTf32 = AllowTf32;
   options.report = Report;
+  options.gradients = Gradients;
+  options.train = Train;
   if (MaxLoopIterations < 1 || MaxLoopIterations > 2147483647) {
     diag.error({}, "--max-loop-iterations: " +
                        std::to_string(MaxLoopIterations) +

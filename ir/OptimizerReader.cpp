@@ -1,0 +1,93 @@
+//===- OptimizerReader.cpp - The JSON's "optimizer" declaration ------------===//
+//
+// Part of the JSON reader (ReaderContext.h): a training model's optimizer,
+// {"kind": "sgd", "lr": 0.1, "momentum": 0.9, "nesterov": false,
+//  "weight_decay": 0} or {"kind": "adam" | "adamw", "lr": 1e-3,
+//  "betas": [0.9, 0.999], "eps": 1e-8, "weight_decay": 0}. Every field but
+// "kind" and "lr" has PyTorch's default; each is checked where it stands.
+//
+//===----------------------------------------------------------------------===//
+#include "ir/Printer.h"
+#include "ir/ReaderContext.h"
+
+using namespace cgc;
+
+namespace {
+
+/// A number at \p key of \p j in [lo, hi) (hi excluded when open).
+bool readNumber(ReaderContext &ctx, const Json &j, const std::string &p,
+                const char *key, double lo, double hi, bool hiOpen,
+                double &out) {
+  if (!j.contains(key))
+    return true;
+  const Json &v = j[key];
+  double x = v.is_number() ? v.get<double>() : -1e300;
+  if (!v.is_number() || x < lo || x > hi || (hiOpen && x == hi)) {
+    ctx.error(p + "/" + key, std::string("optimizer: '") + key +
+                                 "' must be a number in [" + formatDouble(lo) +
+                                 ", " + formatDouble(hi) + (hiOpen ? ")" : "]"));
+    return false;
+  }
+  out = x;
+  return true;
+}
+
+} // namespace
+
+bool cgc::readOptimizer(ReaderContext &ctx, const Json &j, OptimizerDecl &out) {
+  const std::string p = "/optimizer";
+  if (!ctx.expectObject(j, p, "optimizer"))
+    return false;
+  std::string kind = j.contains("kind") && j["kind"].is_string()
+                         ? j["kind"].get<std::string>()
+                         : "";
+  using K = OptimizerDecl::Kind;
+  if (kind == "sgd")
+    out.kind = K::Sgd;
+  else if (kind == "adam" || kind == "adamw")
+    out.kind = kind == "adam" ? K::Adam : K::AdamW;
+  else {
+    ctx.error(p + (j.contains("kind") ? "/kind" : ""),
+              "optimizer: 'kind' must be \"sgd\", \"adam\" or \"adamw\"");
+    return false;
+  }
+  bool sgd = out.kind == K::Sgd;
+  if (sgd ? !ctx.checkFields(j, p, {"kind", "lr", "momentum", "nesterov", "weight_decay"},
+                             {"kind", "lr"}, "optimizer (sgd)")
+          : !ctx.checkFields(j, p, {"kind", "lr", "betas", "eps", "weight_decay"},
+                             {"kind", "lr"}, "optimizer (" + kind + ")"))
+    return false;
+  out.loc = ctx.at(p);
+  if (!readNumber(ctx, j, p, "lr", 0, 1e6, false, out.lr) ||
+      !readNumber(ctx, j, p, "momentum", 0, 1, true, out.momentum) ||
+      !readNumber(ctx, j, p, "weight_decay", 0, 1e6, false, out.weightDecay) ||
+      !readNumber(ctx, j, p, "eps", 0, 1, false, out.eps))
+    return false;
+  if (out.lr <= 0) {
+    ctx.error(p + "/lr", "optimizer: 'lr' must be positive");
+    return false;
+  }
+  if (j.contains("nesterov")) {
+    if (!j["nesterov"].is_boolean()) {
+      ctx.error(p + "/nesterov", "optimizer: 'nesterov' must be a boolean");
+      return false;
+    }
+    out.nesterov = j["nesterov"].get<bool>();
+    if (out.nesterov && out.momentum == 0) {
+      ctx.error(p + "/nesterov", "optimizer: nesterov needs a momentum above 0");
+      return false;
+    }
+  }
+  if (j.contains("betas")) {
+    const Json &b = j["betas"];
+    bool ok = b.is_array() && b.size() == 2 && b[0].is_number() && b[1].is_number();
+    double b1 = ok ? b[0].get<double>() : -1, b2 = ok ? b[1].get<double>() : -1;
+    if (!ok || b1 < 0 || b1 >= 1 || b2 < 0 || b2 >= 1) {
+      ctx.error(p + "/betas", "optimizer: 'betas' must be two numbers in [0, 1)");
+      return false;
+    }
+    out.beta1 = b1;
+    out.beta2 = b2;
+  }
+  return true;
+}

@@ -1,0 +1,218 @@
+//===- ApplyOptimizer.cpp - The declared optimizer's update, in the graph --===//
+//
+// Algorithm: after autodiff, for every parameter p with its `<p>.grad`
+// output g, in input order, append the update of the graph's declared
+// optimizer as IR ops, and make its results outputs that replace their
+// persistent targets for the next run:
+//   sgd:   d = g (+ wd p); with momentum mu: b' = mu b + d, d = b' (nesterov:
+//          d + mu b'); p' = p - lr d                       (PyTorch's SGD)
+//   adam:  g (+ wd p); adamw: p (1 - lr wd) first; t' = t + 1;
+//          m' = b1 m + (1 - b1) g; v' = b2 v + (1 - b2) g^2;
+//          p' = p - lr / (1 - b1^t') m' / (sqrt(v') / sqrt(1 - b2^t') + eps)
+// The hyperparameters are `optimizer_state` scalars named `optimizer.lr`,
+// `optimizer.momentum`, ..., initialized to the declared values, so the
+// caller can set them between replays (cgc_engine_state_write) without a
+// compile; a weight decay or momentum of 0 leaves its term out. Moments
+// are `optimizer_state` inputs `<p>.momentum_buffer`, `<p>.exp_avg` and
+// `<p>.exp_avg_sq` (zeros); Adam's step count is `optimizer.step`. Each
+// `rng_state` that dropouts read advances its offset by more than the
+// largest stream they draw (offset attr + elements, rounded up to 4), so
+// every replay draws fresh masks with no host work. The `.grad` outputs
+// are dropped (`cgc --gradients` keeps them, without an update).
+// Requires: a graph with an optimizer, after autodiff. Guarantees: one
+// `parameter_update` per float parameter, one `buffer_mutation` per state.
+//
+//===----------------------------------------------------------------------===//
+#include "passes/DerivativeRules.h"
+#include "passes/Pass.h"
+
+#include "llvm/ADT/StringMap.h"
+
+using namespace cgc;
+
+namespace {
+
+class ApplyOptimizerPass : public Pass {
+public:
+  llvm::StringRef name() const override { return "apply-optimizer"; }
+  llvm::StringRef summary() const override {
+    return "append the declared optimizer's update of every parameter "
+           "(after autodiff) and advance the dropout streams";
+  }
+  bool run(Graph &graph, PassContext &ctx) override;
+
+private:
+  Value *state(const std::string &name, const TensorType &type, double init);
+  Value *hyper(const char *name, double value);
+  void update(Value *target, Value *next, OutputKind kind);
+  Value *sgd(Value *p, Value *g);
+  Value *adam(Value *p, Value *g);
+  Value *adamStep();
+  void advanceStreams();
+
+  Graph *graph = nullptr;
+  GraphBuilder *builder = nullptr;
+  GradBuilder *gb = nullptr;
+  OptimizerDecl decl;
+  llvm::StringMap<Value *> hypers;
+  Value *step = nullptr; ///< Adam's t + 1, built once.
+  std::vector<GraphOutput> updates;
+};
+
+} // namespace
+
+/// A new optimizer_state input filled with \p init.
+Value *ApplyOptimizerPass::state(const std::string &name, const TensorType &type,
+                                 double init) {
+  Value *v = graph->addInput(name, type);
+  GraphInput &in = graph->input(graph->inputs().size() - 1);
+  in.kind = InputKind::OptimizerState;
+  in.init.source = init == 0 ? Initializer::Source::Zeros
+                             : Initializer::Source::Constant;
+  in.init.a = init;
+  in.loc = decl.loc;
+  return v;
+}
+
+Value *ApplyOptimizerPass::hyper(const char *name, double value) {
+  Value *&v = hypers[name];
+  if (!v)
+    v = state(std::string("optimizer.") + name, TensorType::scalar(DType::F32),
+              value);
+  return v;
+}
+
+void ApplyOptimizerPass::update(Value *target, Value *next, OutputKind kind) {
+  if (next)
+    updates.push_back({target->getName() + ".next", next, kind,
+                       target->getName(), decl.loc});
+}
+
+Value *ApplyOptimizerPass::sgd(Value *p, Value *g) {
+  Value *d = g;
+  if (decl.weightDecay > 0)
+    d = gb->add(d, gb->mul(hyper("weight_decay", decl.weightDecay), p));
+  if (decl.momentum > 0) {
+    Value *mu = hyper("momentum", decl.momentum);
+    Value *buffer = state(p->getName() + ".momentum_buffer", p->getType(), 0);
+    Value *next = gb->add(gb->mul(mu, buffer), d);
+    update(buffer, next, OutputKind::BufferMutation);
+    d = decl.nesterov ? gb->add(d, gb->mul(mu, next)) : next;
+  }
+  return gb->sub(p, gb->mul(hyper("lr", decl.lr), d));
+}
+
+Value *ApplyOptimizerPass::adamStep() {
+  if (!step) {
+    Value *t = state("optimizer.step", TensorType::scalar(DType::F32), 0);
+    step = gb->add(t, gb->fill(1.0, DType::F32));
+    update(t, step, OutputKind::BufferMutation);
+  }
+  return step;
+}
+
+Value *ApplyOptimizerPass::adam(Value *param, Value *g) {
+  Value *p = param, *lr = hyper("lr", decl.lr);
+  Value *one = gb->fill(1.0, DType::F32);
+  if (decl.weightDecay > 0) {
+    Value *wd = hyper("weight_decay", decl.weightDecay);
+    if (decl.kind == OptimizerDecl::Kind::AdamW)
+      p = gb->mul(p, gb->sub(one, gb->mul(lr, wd)));
+    else
+      g = gb->add(g, gb->mul(wd, p));
+  }
+  Value *b1 = hyper("beta1", decl.beta1), *b2 = hyper("beta2", decl.beta2);
+  Value *m = state(param->getName() + ".exp_avg", param->getType(), 0);
+  Value *v = state(param->getName() + ".exp_avg_sq", param->getType(), 0);
+  Value *m2 = gb->add(gb->mul(b1, m), gb->mul(gb->sub(one, b1), g));
+  Value *v2 = gb->add(gb->mul(b2, v), gb->mul(gb->sub(one, b2), gb->mul(g, g)));
+  update(m, m2, OutputKind::BufferMutation);
+  update(v, v2, OutputKind::BufferMutation);
+  Value *t = adamStep();
+  Value *bc1 = gb->sub(one, gb->op(OpKind::Pow, {b1, t}));
+  Value *bc2 = gb->sub(one, gb->op(OpKind::Pow, {b2, t}));
+  Value *denom = gb->add(gb->div(gb->op(OpKind::Sqrt, {v2}), gb->op(OpKind::Sqrt, {bc2})),
+                         hyper("eps", decl.eps));
+  return gb->sub(p, gb->mul(gb->div(lr, bc1), gb->div(m2, denom)));
+}
+
+void ApplyOptimizerPass::advanceStreams() {
+  llvm::DenseMap<Value *, int64_t> advance;
+  for (const auto &owned : graph->nodes()) {
+    const Node &n = *owned;
+    if (n.getOp() != OpKind::Dropout || n.numOperands() < 2 ||
+        !n.operand(1)->getType().isStatic() || n.operand(1)->getDef())
+      continue;
+    int64_t drawn = (n.result()->getType().numElements() + 3) / 4 * 4;
+    int64_t &a = advance[n.operand(1)];
+    a = std::max(a, n.intAttr("offset", 0) + drawn);
+  }
+  for (const GraphInput &in : graph->inputs()) {
+    auto it = advance.find(in.value);
+    if (in.kind != InputKind::RngState || it == advance.end())
+      continue;
+    Value *by = gb->op(OpKind::Constant, {},
+                       {{"dtype", DType::I64},
+                        {"shape", std::vector<Dim>{Dim::fixed(2)}},
+                        {"value", std::vector<double>{0.0, double(it->second)}}});
+    update(in.value, gb->add(in.value, by), OutputKind::BufferMutation);
+  }
+}
+
+bool ApplyOptimizerPass::run(Graph &g, PassContext &ctx) {
+  if (!g.optimizer) {
+    ctx.diag.error({}, "apply-optimizer: the graph declares no \"optimizer\"");
+    return false;
+  }
+  graph = &g;
+  decl = *g.optimizer;
+  hypers.clear();
+  step = nullptr;
+  updates.clear();
+  GraphBuilder b(g, ctx.diag);
+  b.setInsertionPointToEnd(g);
+  GradBuilder grads(b);
+  builder = &b;
+  gb = &grads;
+  llvm::StringMap<Value *> gradient;
+  std::vector<GraphOutput> kept;
+  for (const GraphOutput &o : g.outputs) {
+    llvm::StringRef name = o.name;
+    if (name.consume_back(".grad") && o.kind == OutputKind::Output)
+      gradient[name] = o.value;
+    else
+      kept.push_back(o);
+  }
+  std::vector<Value *> params;
+  for (const GraphInput &in : g.inputs())
+    if (in.kind == InputKind::Parameter && isFloat(in.value->getType().dtype))
+      params.push_back(in.value);
+  for (Value *p : params) {
+    Value *grad = gradient.lookup(p->getName());
+    if (p->getType().dtype != DType::F32) {
+      ctx.diag.error({}, "apply-optimizer: parameter '" + p->getName() +
+                             "' is " + dtypeName(p->getType().dtype).str() +
+                             "; only f32 parameters train yet");
+      return false;
+    }
+    if (!grad) {
+      ctx.diag.error({}, "apply-optimizer: parameter '" + p->getName() +
+                             "' has no gradient output (run autodiff first)");
+      return false;
+    }
+    grads.setBase(p->getName() + ".step");
+    update(p, decl.kind == OptimizerDecl::Kind::Sgd ? sgd(p, grad) : adam(p, grad),
+           OutputKind::ParameterUpdate);
+  }
+  grads.setBase("rng.advance");
+  advanceStreams();
+  if (grads.hasFailed())
+    return false;
+  kept.insert(kept.end(), updates.begin(), updates.end());
+  g.outputs = std::move(kept);
+  return true;
+}
+
+std::unique_ptr<Pass> cgc::createApplyOptimizerPass() {
+  return std::make_unique<ApplyOptimizerPass>();
+}

@@ -1,0 +1,160 @@
+//===- Autodiff.cpp - Reverse-mode gradients of the loss -----------------===//
+//
+// Algorithm: reverse mode over the top-level graph. The one `loss` output
+// (a float scalar) gets the adjoint 1; nodes are visited from the last to
+// the first, and each node whose result has an adjoint gives its operands
+// theirs by its rule (DerivativeRules.cpp), summed where a value has
+// several readers. Every float `parameter` input then gets an output
+// `<name>.grad` (zeros when the loss does not depend on it). The backward
+// ops are ordinary IR ops appended after the forward ones, so cse, dce and
+// the fusion passes treat them like the rest.
+// Saving versus recomputing: the backward ops read the forward values they
+// need (operands, and results where a rule is cheaper on them: exp, tanh,
+// sigmoid, sqrt, softmax, div); plan-memory keeps those alive. Nothing is
+// recomputed, except that cross_entropy's rule recomputes its softmax.
+// Requires: a verified graph with exactly one `loss` output, a float
+// scalar; no `if` or `while` that the loss depends on through a float
+// value (refused). Guarantees: the outputs so far, then one gradient output
+// per float parameter, in input order; an op without a rule on the path to
+// the loss is refused with a located error naming it.
+//
+//===----------------------------------------------------------------------===//
+#include "passes/DerivativeRules.h"
+#include "passes/Pass.h"
+
+using namespace cgc;
+
+namespace {
+
+class AutodiffPass : public Pass {
+public:
+  llvm::StringRef name() const override { return "autodiff"; }
+  llvm::StringRef summary() const override {
+    return "append the gradients of the loss with respect to every "
+           "parameter as outputs (reverse mode)";
+  }
+  bool run(Graph &graph, PassContext &ctx) override;
+
+private:
+  const GraphOutput *findLoss(const Graph &graph, DiagnosticEngine &diag);
+  bool backward(Graph &graph, const GraphOutput &loss, GradBuilder &gb,
+                DiagnosticEngine &diag);
+  void accumulate(Value *v, Value *g, GradBuilder &gb);
+  bool addGradientOutputs(Graph &graph, GraphBuilder &builder,
+                          DiagnosticEngine &diag);
+
+  llvm::DenseMap<const Value *, Value *> adjoint;
+};
+
+} // namespace
+
+const GraphOutput *AutodiffPass::findLoss(const Graph &graph,
+                                          DiagnosticEngine &diag) {
+  const GraphOutput *loss = nullptr;
+  for (const GraphOutput &o : graph.outputs) {
+    if (o.kind != OutputKind::Loss)
+      continue;
+    if (loss) {
+      diag.error(o.loc, "autodiff: output '" + o.name +
+                            "' is a second loss; the graph must have one");
+      return nullptr;
+    }
+    loss = &o;
+  }
+  if (!loss) {
+    diag.error({}, "autodiff: the graph has no output of kind \"loss\"");
+    return nullptr;
+  }
+  const TensorType &type = loss->value->getType();
+  if (type.rank() != 0 || !isFloat(type.dtype)) {
+    diag.error(loss->loc, "autodiff: the loss '" + loss->name +
+                              "' must be a float scalar, not " +
+                              typeToString(type, graph.dims()));
+    return nullptr;
+  }
+  return loss;
+}
+
+void AutodiffPass::accumulate(Value *v, Value *g, GradBuilder &gb) {
+  if (!g || !isFloat(v->getType().dtype))
+    return;
+  Value *&slot = adjoint[v];
+  slot = slot ? gb.add(slot, g) : g;
+}
+
+bool AutodiffPass::backward(Graph &graph, const GraphOutput &loss,
+                            GradBuilder &gb, DiagnosticEngine &diag) {
+  std::vector<Node *> forward;
+  for (const auto &owned : graph.nodes())
+    forward.push_back(owned.get());
+  gb.setBase(loss.name + ".seed");
+  adjoint[loss.value] = gb.fill(1.0, loss.value->getType().dtype);
+  for (Node *n : llvm::reverse(forward)) {
+    Value *g = nullptr;
+    for (unsigned r = 0; r < n->numResults() && !g; ++r)
+      g = adjoint.lookup(n->result(r));
+    if (!g)
+      continue;
+    std::string why;
+    std::vector<Value *> operands;
+    gb.setOrigin(*n);
+    if (n->numResults() != 1 || !operandAdjoints(*n, g, gb, operands, why)) {
+      diag.nodeError(*n, (why.empty() ? "no derivative rule for " +
+                                            mnemonic(n->getOp()).str() + " yet"
+                                      : why) +
+                             " (autodiff: the loss depends on it)");
+      return false;
+    }
+    for (unsigned i = 0; i < operands.size(); ++i)
+      accumulate(n->operand(i), operands[i], gb);
+    if (gb.hasFailed())
+      return false; // A rule's op failed its type rule (reported).
+  }
+  return true;
+}
+
+bool AutodiffPass::addGradientOutputs(Graph &graph, GraphBuilder &builder,
+                                      DiagnosticEngine &diag) {
+  for (const GraphInput &in : graph.inputs()) {
+    const TensorType &type = in.value->getType();
+    if (in.kind != InputKind::Parameter || !isFloat(type.dtype))
+      continue;
+    std::string name = in.value->getName() + ".grad";
+    for (const GraphOutput &o : graph.outputs)
+      if (o.name == name) {
+        diag.error(o.loc, "autodiff: output '" + name +
+                              "' exists already; gradients are named so");
+        return false;
+      }
+    Value *g = adjoint.lookup(in.value);
+    if (!g) {
+      Node *zeros = builder.create(
+          OpKind::Fill, name, {},
+          {{"dtype", type.dtype},
+           {"shape", std::vector<Dim>(type.dims.begin(), type.dims.end())},
+           {"value", 0.0}});
+      if (!zeros)
+        return false;
+      g = zeros->result();
+    }
+    graph.outputs.push_back({name, g, OutputKind::Output, "", in.loc});
+  }
+  return true;
+}
+
+bool AutodiffPass::run(Graph &graph, PassContext &ctx) {
+  adjoint.clear();
+  const GraphOutput *loss = findLoss(graph, ctx.diag);
+  if (!loss)
+    return false;
+  GraphBuilder builder(graph, ctx.diag);
+  builder.setInsertionPointToEnd(graph);
+  GradBuilder gb(builder);
+  GraphOutput seed = *loss; // graph.outputs grows below.
+  return backward(graph, seed, gb, ctx.diag) &&
+         addGradientOutputs(graph, builder, ctx.diag);
+}
+
+std::unique_ptr<Pass> cgc::createAutodiffPass() {
+  return std::make_unique<AutodiffPass>();
+}

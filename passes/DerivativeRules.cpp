@@ -1,0 +1,337 @@
+//===- DerivativeRules.cpp - Vector-Jacobian products of IR ops -----------===//
+//
+// One rule per op: given the adjoint g of a node's result y, the adjoints
+// of its operands, as IR ops that the later passes fuse like any other.
+// Rules read the forward values they need (operands, and y where cheaper:
+// exp, tanh, sigmoid, softmax read y); nothing is recomputed except what a
+// rule states. Broadcasting is undone by summing over the broadcast axes
+// (reduceTo). Ops without a rule are refused by name (docs/passes.md lists
+// the covered ones).
+//
+//===----------------------------------------------------------------------===//
+#include "passes/DerivativeRules.h"
+
+#include "ir/TypeRules.h"
+
+#include <cmath>
+#include <numeric>
+
+using namespace cgc;
+
+Value *GradBuilder::op(OpKind kind, std::vector<Value *> operands,
+                       const AttrMap &attrs) {
+  if (failed || llvm::is_contained(operands, nullptr))
+    return nullptr;
+  Node *n = b.create(kind, base, operands, attrs);
+  failed |= !n;
+  return n ? n->result() : nullptr;
+}
+
+Value *GradBuilder::fill(double value, DType dtype) {
+  return op(OpKind::Fill, {},
+            {{"dtype", dtype}, {"shape", std::vector<Dim>()}, {"value", value}});
+}
+
+Value *GradBuilder::scale(Value *x, double k) {
+  return x ? mul(x, fill(k, x->getType().dtype)) : nullptr;
+}
+
+Value *GradBuilder::reshape(Value *x, llvm::ArrayRef<Dim> dims) {
+  if (x && llvm::ArrayRef<Dim>(x->getType().dims) == dims)
+    return x;
+  return op(OpKind::Reshape, {x}, {{"shape", std::vector<Dim>(dims.begin(), dims.end())}});
+}
+
+Value *GradBuilder::sum(Value *x, std::vector<int64_t> axes, bool keepdim) {
+  if (axes.empty())
+    return x;
+  return op(OpKind::Sum, {x}, {{"axes", axes}, {"keepdim", keepdim}});
+}
+
+Value *GradBuilder::matmul(Value *x, Value *y, bool transposeA, bool transposeB) {
+  return op(OpKind::MatMul, {x, y},
+            {{"transpose_a", transposeA}, {"transpose_b", transposeB}});
+}
+
+Value *GradBuilder::reduceTo(Value *g, const TensorType &to) {
+  if (!g)
+    return nullptr;
+  const TensorType &from = g->getType();
+  unsigned extra = from.rank() - to.rank();
+  std::vector<int64_t> leading, ones;
+  for (unsigned d = 0; d < extra; ++d)
+    leading.push_back(d);
+  for (unsigned d = 0; d < to.rank(); ++d)
+    if (to.dims[d] == Dim::fixed(1) && from.dims[d + extra] != Dim::fixed(1))
+      ones.push_back(d + extra);
+  Value *r = sum(g, ones, /*keepdim=*/true);
+  r = sum(r, leading, /*keepdim=*/false);
+  return reshape(r, to.dims);
+}
+
+Value *GradBuilder::expandFrom(Value *g, const TensorType &in,
+                               llvm::ArrayRef<unsigned> axes, bool keepdim) {
+  if (!g)
+    return nullptr;
+  std::vector<Dim> kept(in.dims.begin(), in.dims.end());
+  for (unsigned a : axes)
+    kept[a] = Dim::fixed(1);
+  Value *r = keepdim ? g : reshape(g, kept);
+  return op(OpKind::BroadcastTo, {r},
+            {{"shape", std::vector<Dim>(in.dims.begin(), in.dims.end())}});
+}
+
+namespace {
+
+/// The rules, each filling `adj` (one entry per operand).
+struct Rules {
+  const Node &n;
+  Value *g;
+  GradBuilder &gb;
+  std::vector<Value *> &adj;
+
+  Value *x(unsigned i = 0) const { return n.operand(i); }
+  Value *y() const { return n.result(); }
+  DType dtype() const { return y()->getType().dtype; }
+  Value *k(double v) const { return gb.fill(v, dtype()); }
+  void set(unsigned i, Value *v) { adj[i] = gb.reduceTo(v, x(i)->getType()); }
+
+  bool binary();
+  Value *sign();
+  Value *geluSlope();
+  bool reduction();
+  bool product();
+  bool normalization();
+  bool loss();
+};
+
+/// y = a op b, broadcast: each operand's share, summed back to its shape.
+bool Rules::binary() {
+  Value *a = x(0), *b = x(1);
+  OpKind op = n.getOp();
+  if (op == OpKind::Add || op == OpKind::Sub) {
+    set(0, g);
+    set(1, op == OpKind::Add ? g : gb.neg(g));
+  } else if (op == OpKind::Mul) {
+    set(0, gb.mul(g, b));
+    set(1, gb.mul(g, a));
+  } else { // div: y = a / b, so db = -g y / b
+    set(0, gb.div(g, b));
+    set(1, gb.neg(gb.div(gb.mul(g, y()), b)));
+  }
+  return true;
+}
+
+/// d|a| = sign(a), 0 at 0.
+Value *Rules::sign() {
+  Value *a = x(), *zero = k(0);
+  auto indicator = [&](OpKind cmp) {
+    return gb.op(OpKind::Cast, {gb.op(cmp, {a, zero})}, {{"dtype", dtype()}});
+  };
+  return gb.sub(indicator(OpKind::Gt), indicator(OpKind::Lt));
+}
+
+/// d(a Phi(a)) = Phi(a) + a phi(a), with Phi the normal CDF.
+Value *Rules::geluSlope() {
+  Value *a = x();
+  Value *cdf = gb.scale(gb.add(k(1), gb.op(OpKind::Erf, {gb.scale(a, M_SQRT1_2)})), 0.5);
+  Value *pdf = gb.scale(gb.op(OpKind::Exp, {gb.scale(gb.mul(a, a), -0.5)}),
+                        0.5 * M_2_SQRTPI * M_SQRT1_2);
+  return gb.add(cdf, gb.mul(a, pdf));
+}
+
+bool Rules::reduction() {
+  const TensorType &in = x()->getType();
+  auto axes = reductionAxes(n, in.rank());
+  bool keepdim = n.boolAttr("keepdim", false);
+  if (n.getOp() == OpKind::Sum) {
+    adj[0] = gb.expandFrom(g, in, axes, keepdim);
+    return true;
+  }
+  if (n.getOp() == OpKind::Mean) {
+    int64_t count = 1;
+    for (unsigned a : axes) {
+      if (!in.dims[a].isStatic())
+        return false;
+      count *= in.dims[a].extent();
+    }
+    adj[0] = gb.expandFrom(gb.scale(g, 1.0 / double(count)), in, axes, keepdim);
+    return true;
+  }
+  return false;
+}
+
+bool Rules::product() {
+  Value *a = x(0), *b = x(1);
+  if (n.getOp() == OpKind::Linear) { // y = a w^T + bias
+    const TensorType &ta = a->getType();
+    if (ta.rank() != 2 || g->getType().rank() != 2)
+      return false;
+    adj[0] = gb.matmul(g, b, false, false);
+    adj[1] = gb.matmul(g, a, true, false);
+    if (n.numOperands() == 3)
+      adj[2] = gb.sum(g, {0}, false);
+    return true;
+  }
+  bool ta = n.boolAttr("transpose_a", false), tb = n.boolAttr("transpose_b", false);
+  if (a->getType().rank() != b->getType().rank())
+    return false; // Broadcast batches: not yet.
+  // y = A' B' with A' = ta ? a^T : a: dA' = g B'^T, dB' = A'^T g.
+  adj[0] = ta ? gb.matmul(b, g, tb, true) : gb.matmul(g, b, false, !tb);
+  adj[1] = tb ? gb.matmul(g, a, true, ta) : gb.matmul(a, g, !ta, false);
+  return true;
+}
+
+/// softmax: y (g - sum(g y)); log_softmax: g - exp(y) sum(g); both over
+/// the op's axis.
+bool Rules::normalization() {
+  const TensorType &in = x()->getType();
+  auto axis = normalizeAxis(n.intAttr("axis", -1), in.rank());
+  if (!axis)
+    return false;
+  std::vector<int64_t> ax = {int64_t(*axis)};
+  if (n.getOp() == OpKind::Softmax)
+    adj[0] = gb.mul(y(), gb.sub(g, gb.sum(gb.mul(g, y()), ax, true)));
+  else
+    adj[0] = gb.sub(g, gb.mul(gb.op(OpKind::Exp, {y()}), gb.sum(g, ax, true)));
+  return true;
+}
+
+bool Rules::loss() {
+  Value *p = x(0), *t = x(1);
+  std::string reduction = n.strAttr("reduction", "mean");
+  if (n.getOp() == OpKind::MseLoss) {
+    Value *d = gb.scale(gb.sub(p, t), 2.0);
+    if (reduction == "mean")
+      d = gb.scale(d, 1.0 / double(p->getType().numElements()));
+    Value *dp = gb.mul(d, g);
+    adj[0] = dp;
+    adj[1] = gb.neg(dp);
+    return true;
+  }
+  // cross_entropy: (softmax(l) - one_hot(t)) over the rows not ignored,
+  // divided by their count for a mean (0 when none is left).
+  const TensorType &lt = p->getType();
+  if (lt.rank() != 2 || !lt.dims[1].isStatic())
+    return false;
+  int64_t classes = lt.dims[1].extent();
+  DType it = t->getType().dtype;
+  Value *keep = gb.op(OpKind::Cast,
+                      {gb.op(OpKind::Ne, {t, gb.fill(double(n.intAttr("ignore_index", -100)), it)})},
+                      {{"dtype", dtype()}});
+  Value *onehot = gb.op(OpKind::OneHot, {t}, {{"num_classes", classes}, {"dtype", dtype()}});
+  Value *diff = gb.sub(gb.op(OpKind::Softmax, {p}), onehot);
+  Value *rowScale = keep;
+  if (reduction == "mean")
+    rowScale = gb.div(gb.mul(keep, g),
+                      gb.op(OpKind::Maximum, {gb.sum(keep, {0}, false), k(1)}));
+  else
+    rowScale = gb.mul(keep, g);
+  adj[0] = gb.mul(diff, gb.reshape(rowScale, {lt.dims[0], Dim::fixed(1)}));
+  return true;
+}
+
+} // namespace
+
+bool cgc::operandAdjoints(const Node &n, Value *g, GradBuilder &gb,
+                          std::vector<Value *> &adjoints, std::string &why) {
+  adjoints.assign(n.numOperands(), nullptr);
+  gb.setBase(n.getName() + ".bwd");
+  Rules r{n, g, gb, adjoints};
+  bool ok = false;
+  switch (n.getOp()) {
+  case OpKind::Neg: r.set(0, gb.neg(g)); return true;
+  case OpKind::Exp: r.set(0, gb.mul(g, r.y())); return true;
+  case OpKind::Log: r.set(0, gb.div(g, r.x())); return true;
+  case OpKind::Sqrt: r.set(0, gb.div(gb.scale(g, 0.5), r.y())); return true;
+  case OpKind::Rsqrt: // d(a^-1/2) = -y^3 / 2
+    r.set(0, gb.mul(gb.scale(g, -0.5), gb.mul(r.y(), gb.mul(r.y(), r.y()))));
+    return true;
+  case OpKind::Tanh:
+    r.set(0, gb.mul(g, gb.sub(r.k(1), gb.mul(r.y(), r.y()))));
+    return true;
+  case OpKind::Sigmoid:
+    r.set(0, gb.mul(g, gb.mul(r.y(), gb.sub(r.k(1), r.y()))));
+    return true;
+  case OpKind::Relu:
+    r.set(0, gb.where(gb.op(OpKind::Gt, {r.x(), r.k(0)}), g, r.k(0)));
+    return true;
+  case OpKind::Abs: r.set(0, gb.mul(g, r.sign())); return true;
+  case OpKind::Gelu: r.set(0, gb.mul(g, r.geluSlope())); return true;
+  case OpKind::Erf: // 2/sqrt(pi) exp(-a^2)
+    r.set(0, gb.mul(gb.scale(g, M_2_SQRTPI),
+                    gb.op(OpKind::Exp, {gb.neg(gb.mul(r.x(), r.x()))})));
+    return true;
+  case OpKind::Sin: r.set(0, gb.mul(g, gb.op(OpKind::Cos, {r.x()}))); return true;
+  case OpKind::Cos:
+    r.set(0, gb.neg(gb.mul(g, gb.op(OpKind::Sin, {r.x()}))));
+    return true;
+  case OpKind::Cast:
+    if (isFloat(r.x()->getType().dtype))
+      r.set(0, gb.op(OpKind::Cast, {g}, {{"dtype", r.x()->getType().dtype}}));
+    return true;
+  case OpKind::Add: case OpKind::Sub: case OpKind::Mul: case OpKind::Div:
+    return r.binary();
+  case OpKind::Where:
+    r.set(1, gb.where(r.x(0), g, r.k(0)));
+    r.set(2, gb.where(r.x(0), r.k(0), g));
+    return true;
+  case OpKind::Sum: case OpKind::Mean:
+    ok = r.reduction();
+    break;
+  case OpKind::MatMul: case OpKind::Linear:
+    ok = r.product();
+    break;
+  case OpKind::Softmax: case OpKind::LogSoftmax:
+    ok = r.normalization();
+    break;
+  case OpKind::Dropout: { // The same mask: dropout of g at the same offset.
+    std::vector<Value *> operands(n.getOperands().begin(), n.getOperands().end());
+    operands[0] = g;
+    adjoints[0] = gb.op(OpKind::Dropout, operands, n.attrs());
+    return true;
+  }
+  case OpKind::MseLoss: case OpKind::CrossEntropy:
+    ok = r.loss();
+    break;
+  case OpKind::Reshape:
+    adjoints[0] = gb.reshape(g, n.operand(0)->getType().dims);
+    ok = true;
+    break;
+  case OpKind::Transpose: {
+    std::vector<int64_t> perm = n.intsAttr("perm"), inverse(perm.size());
+    unsigned rank = n.operand(0)->getType().rank();
+    if (perm.empty())
+      for (unsigned i = 0; i < rank; ++i)
+        perm.push_back(rank - 1 - i);
+    inverse.resize(perm.size());
+    for (size_t i = 0; i < perm.size(); ++i)
+      inverse[perm[i]] = int64_t(i);
+    adjoints[0] = gb.op(OpKind::Transpose, {g}, {{"perm", inverse}});
+    ok = true;
+    break;
+  }
+  case OpKind::BroadcastTo:
+    adjoints[0] = gb.reduceTo(g, n.operand(0)->getType());
+    ok = true;
+    break;
+  case OpKind::GeluTanh: case OpKind::Pow: case OpKind::Maximum:
+  case OpKind::Minimum: case OpKind::Max: case OpKind::Min:
+  case OpKind::CumSum: case OpKind::Concat: case OpKind::Slice:
+  case OpKind::Gather: case OpKind::Embedding: case OpKind::LayerNorm:
+  case OpKind::If: case OpKind::While: case OpKind::Fusion:
+  case OpKind::ProductFusion: case OpKind::RowFusion:
+  case OpKind::NonZero: case OpKind::MaskedSelect: case OpKind::Item:
+    why = "no derivative rule for " + mnemonic(n.getOp()).str() + " yet";
+    return false;
+  case OpKind::LogicalNot: case OpKind::Eq: case OpKind::Ne: case OpKind::Lt:
+  case OpKind::Le: case OpKind::Gt: case OpKind::Ge: case OpKind::LogicalAnd:
+  case OpKind::LogicalOr: case OpKind::Constant: case OpKind::Fill:
+  case OpKind::Iota: case OpKind::ArgMax: case OpKind::OneHot:
+    return true; // Results that carry no gradient.
+  }
+  if (!ok && why.empty())
+    why = "no derivative rule for this form of " + mnemonic(n.getOp()).str() +
+          " yet";
+  return ok;
+}
