@@ -383,6 +383,41 @@ def sync_points_section(path):
     return w
 
 
+def training_section(path):
+    """Issue 14's workloads from a bench/training.py log."""
+    head, records, rel = read_log(path)
+    res = {}
+    for kind, kv in records:
+        if kind == "RESULT":
+            res.setdefault(kv["workload"], {})[kv["impl"]] = float(kv["us"])
+    checks = [dict(t.split("=", 1) for t in l.split()[1:] if "=" in t)
+              for l in open(path) if l.startswith("CHECK ")]
+    w = ["", "## Training steps: forward, backward and optimizer in one graph", "",
+         f"From `bench/training.py` ({head.get('gpu', '?')}, {head.get('date', '?')}, PyTorch "
+         f"{head.get('torch', '?')}; {head.get('method', '?')}; raw log `{rel}`). cgc compiles "
+         "the forward model with `cgc --train` (autodiff, SGD(lr 0.1), the dropout stream "
+         "advanced by the graph itself) and replays steps back to back with `cgc bench`; "
+         "PyTorch runs zero_grad, forward, backward and step.", "",
+         "| workload | cgc graph µs | cgc eager µs | PyTorch eager µs | torch.cuda.graph (whole step) µs "
+         "| torch.compile reduce-overhead µs | goal |", "|---|---|---|---|---|---|---|"]
+    goals = {"mlp_train_small": 25.0, "mlp_train_large": 640.0}
+    for wl, r in res.items():
+        cgc = r.get("cgc_graph")
+        goal = goals.get(wl)
+        cell = "-" if not goal or cgc is None else (
+            f"at most {goal:.0f} µs: **{'met' if cgc <= goal else 'not met'}**")
+        w.append(f"| {wl} | {fmt(cgc)} | {fmt(r.get('cgc_eager'))} | {fmt(r.get('torch_eager'))} | "
+                 f"{fmt(r.get('torch_graph'))} | {fmt(r.get('torch_compile_ro'))} | {cell} |")
+    if checks:
+        w += ["", "Without dropout, 10 steps of `cgc run --steps 10` against 10 PyTorch steps from "
+              "the same weights on the same batch (largest parameter difference):", "",
+              "| workload | optimizer | max abs diff | within 1e-4 |", "|---|---|---|---|"]
+        for c in checks:
+            w.append(f"| {c.get('workload')} | {c.get('optimizer')} | {c.get('max_param_diff')} | "
+                     f"{'yes' if c.get('ok') == '1' else 'NO'} |")
+    return w
+
+
 PROFILE_METRICS = [
     ("gpu__time_duration.sum", "ncu µs", 1e-3),
     ("dram__throughput.avg.pct_of_peak_sustained_elapsed", "DRAM % of peak", 1),
@@ -463,6 +498,7 @@ def main():
     ap.add_argument("--compile-times", help="a bench/compile_time.py log")
     ap.add_argument("--kernel-profile", help="a bench/profile_kernels.sh CSV")
     ap.add_argument("--sync-points", help="a bench/sync_points.py log")
+    ap.add_argument("--training", help="a bench/training.py log")
     args = ap.parse_args()
     head, res, raw, info, checks, algos = {}, {}, [], {}, {}, []
     with open(args.log) as f:
@@ -522,6 +558,8 @@ def main():
         w += compile_times_section(args.compile_times)
     if args.sync_points:
         w += sync_points_section(args.sync_points)
+    if args.training:
+        w += training_section(args.training)
     copy = [l for l in raw if "d2d_copy moved" in l]
     if copy:
         w += ["", "Ceiling: " + copy[0].lstrip("# ") + "."]

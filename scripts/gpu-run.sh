@@ -20,7 +20,8 @@
 #    off, CGC_SANITIZER_TOOLS picks tools); CGC_OP_MEMCHECK_FILTER narrows
 #    the op cases they cover (default: all); the soak test is left out.
 # 3. Runs the benchmarks (bench/run_bench.py run, bench/kernels.py,
-#    bench/sync_points.py, then bench/make_perf_md.py) unless CGC_BENCH=0.
+#    bench/sync_points.py, bench/training.py, then bench/make_perf_md.py)
+#    unless CGC_BENCH=0.
 # Artifacts (gtest XML, memcheck logs, bench log, perf.md) go to $OUT when it
 # is set (the device tool returns at most 8 files from there), else
 # DIR/gpu-results. Exit status: 0 only if every step passed.
@@ -178,10 +179,14 @@ if [ "${CGC_BENCH:-1}" != 0 ] && [ "$GPU_VISIBLE" -eq 1 ]; then
       slog="$RES/sync-points.log"
       PYTHONUNBUFFERED=1 python3 "$HERE/bench/sync_points.py" --cgc "$CGC" --log "$slog" \
         | grep -E '^(RESULT|CHECK|ERROR)' || status=1
+      echo "== training bench (bench/training.py)"
+      tlog="$RES/training.log"
+      PYTHONUNBUFFERED=1 python3 "$HERE/bench/training.py" --cgc "$CGC" --log "$tlog" \
+        | grep -E '^(RESULT|CHECK|ERROR)' || status=1
     fi
     if [ -n "$log" ]; then
       cp "$log" "$RES/" && python3 "$HERE/bench/make_perf_md.py" "$log" -o "$RES/perf.md" \
-        ${klog:+--kernels "$klog"} ${slog:+--sync-points "$slog"} && grep '^|' "$RES/perf.md"
+        ${klog:+--kernels "$klog"} ${slog:+--sync-points "$slog"} ${tlog:+--training "$tlog"} && grep '^|' "$RES/perf.md"
     fi
   else
     echo "gpu-run: no bench artifacts under $BUILD/bench, benchmarks skipped"

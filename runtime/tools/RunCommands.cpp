@@ -47,6 +47,7 @@ struct Options {
   bool overwrite = false, eager = false, printAlgorithms = false;
   int device = 0;
   long iters = 1000, warmup = 100, repeats = 5;
+  long steps = 1; ///< run: replays (a training step's updates carry over).
 };
 
 bool parseLong(const char *s, long &out) {
@@ -86,6 +87,12 @@ bool parseOptions(int argc, char **argv, bool bench, Options &o) {
       if (!(v = value("name or index")))
         return false;
       o.graph = v;
+    } else if (!bench && a == "--steps") {
+      if (!(v = value("integer")))
+        return false;
+      if (!parseLong(v, n) || n < 1)
+        return error("--steps needs a positive integer, not '" + std::string(v) + "'"), false;
+      o.steps = n;
     } else if (a == "--device" || (bench && (a == "--iters" ||
                                              a == "--warmup" ||
                                              a == "--repeats"))) {
@@ -457,10 +464,10 @@ int cgcRunMain(int argc, char **argv) {
             s.ctx, d.name.c_str(), padded.data(), padded.size(), nullptr))
       return runtimeError(st);
   }
-  cgc_status st = o.eager ? cgc_run_eager(s.ctx, graph, dims.data(),
-                                          dims.size(), nullptr)
-                          : cgc_run(s.ctx, graph, dims.data(), dims.size(),
-                                    nullptr);
+  cgc_status st = CGC_OK;
+  for (long step = 0; step < o.steps && !st; ++step)
+    st = o.eager ? cgc_run_eager(s.ctx, graph, dims.data(), dims.size(), nullptr)
+                 : cgc_run(s.ctx, graph, dims.data(), dims.size(), nullptr);
   if (st || (st = cgc_stream_synchronize(nullptr)) ||
       (st = printLoopTrips(s, m, "trips: ")))
     return runtimeError(st);

@@ -20,7 +20,7 @@ int main(int argc, char **argv) {
       "out.safetensors\n"
       "                  [--overwrite] [--eager] [--graph NAME|INDEX] "
       "[--device N]\n"
-      "                  [--print-algorithms]\n"
+      "                  [--print-algorithms] [--steps N]\n"
       "       cgc-rt bench model.cgc [--inputs in.safetensors] [--iters N]\n"
       "                  [--warmup W] [--repeats R]\n"
       "                  [--graph NAME|INDEX] [--device N] "
