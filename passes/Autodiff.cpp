@@ -11,7 +11,8 @@
 // Saving versus recomputing: the backward ops read the forward values they
 // need (operands, and results where a rule is cheaper on them: exp, tanh,
 // sigmoid, sqrt, softmax, div); plan-memory keeps those alive. Nothing is
-// recomputed, except that cross_entropy's rule recomputes its softmax.
+// recomputed, except that cross_entropy's rule recomputes its softmax and
+// layernorm's its mean and variance.
 // Requires: a verified graph with exactly one `loss` output, a float
 // scalar; no `if` or `while` that the loss depends on through a float
 // value (refused). Guarantees: the outputs so far, then one gradient output

@@ -102,6 +102,7 @@ struct Rules {
   bool reduction();
   bool product();
   bool normalization();
+  bool layerNorm();
   bool loss();
 };
 
@@ -197,6 +198,34 @@ bool Rules::normalization() {
   return true;
 }
 
+/// y = x^ w + b with x^ = (x - mean) rstd over dims axis..rank-1, the
+/// statistics recomputed from x: dx = rstd (g^ - mean(g^) - x^ mean(g^ x^))
+/// with g^ = g w; dw = sum of g x^ and db = sum of g over the leading dims.
+bool Rules::layerNorm() {
+  const TensorType &in = x()->getType();
+  auto axis = normalizeAxis(n.intAttr("axis", -1), in.rank());
+  if (!axis)
+    return false;
+  std::vector<int64_t> norm, leading;
+  for (unsigned d = 0; d < in.rank(); ++d)
+    (d < *axis ? leading : norm).push_back(d);
+  auto mean = [&](Value *v) {
+    return gb.op(OpKind::Mean, {v}, {{"axes", norm}, {"keepdim", true}});
+  };
+  Value *centered = gb.sub(x(), mean(x()));
+  Value *variance = mean(gb.mul(centered, centered));
+  Value *rstd = gb.op(OpKind::Rsqrt, {gb.add(variance, k(n.floatAttr("eps", 1e-5)))});
+  Value *normalized = gb.mul(centered, rstd);
+  Value *gHat = n.numOperands() > 1 ? gb.mul(g, x(1)) : g;
+  adj[0] = gb.mul(rstd, gb.sub(gb.sub(gHat, mean(gHat)),
+                               gb.mul(normalized, mean(gb.mul(gHat, normalized)))));
+  if (n.numOperands() > 1)
+    adj[1] = gb.sum(gb.mul(g, normalized), leading, false);
+  if (n.numOperands() > 2)
+    adj[2] = gb.sum(g, leading, false);
+  return true;
+}
+
 bool Rules::loss() {
   Value *p = x(0), *t = x(1);
   std::string reduction = n.strAttr("reduction", "mean");
@@ -285,6 +314,9 @@ bool cgc::operandAdjoints(const Node &n, Value *g, GradBuilder &gb,
   case OpKind::Softmax: case OpKind::LogSoftmax:
     ok = r.normalization();
     break;
+  case OpKind::LayerNorm:
+    ok = r.layerNorm();
+    break;
   case OpKind::Dropout: { // The same mask: dropout of g at the same offset.
     std::vector<Value *> operands(n.getOperands().begin(), n.getOperands().end());
     operands[0] = g;
@@ -318,7 +350,7 @@ bool cgc::operandAdjoints(const Node &n, Value *g, GradBuilder &gb,
   case OpKind::GeluTanh: case OpKind::Pow: case OpKind::Maximum:
   case OpKind::Minimum: case OpKind::Max: case OpKind::Min:
   case OpKind::CumSum: case OpKind::Concat: case OpKind::Slice:
-  case OpKind::Gather: case OpKind::Embedding: case OpKind::LayerNorm:
+  case OpKind::Gather: case OpKind::Embedding:
   case OpKind::If: case OpKind::While: case OpKind::Fusion:
   case OpKind::ProductFusion: case OpKind::RowFusion:
   case OpKind::NonZero: case OpKind::MaskedSelect: case OpKind::Item:
