@@ -94,6 +94,11 @@ struct OptimizerDecl {
   bool nesterov = false;   ///< SGD, with momentum.
   double weightDecay = 0;  ///< SGD and Adam: added to the gradient; AdamW: decoupled.
   double beta1 = 0.9, beta2 = 0.999, eps = 1e-8; ///< Adam, AdamW.
+  /// Leave parameters and state as they are when a gradient holds an
+  /// inf or NaN (mixed precision's skipped step).
+  bool skipNonFinite = false;
+  /// Update on every k-th replay with the mean of the k gradients.
+  int64_t accumulate = 1;
   Location loc;
 };
 

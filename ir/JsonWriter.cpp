@@ -139,6 +139,10 @@ static OJson optimizerJson(const OptimizerDecl &o) {
     break;
   }
   j["weight_decay"] = o.weightDecay;
+  if (o.skipNonFinite)
+    j["skip_nonfinite"] = true;
+  if (o.accumulate != 1)
+    j["accumulate"] = o.accumulate;
   return j;
 }
 

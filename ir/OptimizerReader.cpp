@@ -3,8 +3,9 @@
 // Part of the JSON reader (ReaderContext.h): a training model's optimizer,
 // {"kind": "sgd", "lr": 0.1, "momentum": 0.9, "nesterov": false,
 //  "weight_decay": 0} or {"kind": "adam" | "adamw", "lr": 1e-3,
-//  "betas": [0.9, 0.999], "eps": 1e-8, "weight_decay": 0}. Every field but
-// "kind" and "lr" has PyTorch's default; each is checked where it stands.
+//  "betas": [0.9, 0.999], "eps": 1e-8, "weight_decay": 0}, either with
+// "skip_nonfinite": true and "accumulate": k. Every field but "kind" and
+// "lr" has PyTorch's default; each is checked where it stands.
 //
 //===----------------------------------------------------------------------===//
 #include "ir/Printer.h"
@@ -52,11 +53,28 @@ bool cgc::readOptimizer(ReaderContext &ctx, const Json &j, OptimizerDecl &out) {
     return false;
   }
   bool sgd = out.kind == K::Sgd;
-  if (sgd ? !ctx.checkFields(j, p, {"kind", "lr", "momentum", "nesterov", "weight_decay"},
+  if (sgd ? !ctx.checkFields(j, p, {"kind", "lr", "momentum", "nesterov", "weight_decay",
+                                    "skip_nonfinite", "accumulate"},
                              {"kind", "lr"}, "optimizer (sgd)")
-          : !ctx.checkFields(j, p, {"kind", "lr", "betas", "eps", "weight_decay"},
+          : !ctx.checkFields(j, p, {"kind", "lr", "betas", "eps", "weight_decay",
+                                    "skip_nonfinite", "accumulate"},
                              {"kind", "lr"}, "optimizer (" + kind + ")"))
     return false;
+  if (j.contains("skip_nonfinite")) {
+    if (!j["skip_nonfinite"].is_boolean()) {
+      ctx.error(p + "/skip_nonfinite", "optimizer: 'skip_nonfinite' must be a boolean");
+      return false;
+    }
+    out.skipNonFinite = j["skip_nonfinite"].get<bool>();
+  }
+  if (j.contains("accumulate")) {
+    const Json &k = j["accumulate"];
+    if (!k.is_number_integer() || k.get<int64_t>() < 1 || k.get<int64_t>() > (1 << 20)) {
+      ctx.error(p + "/accumulate", "optimizer: 'accumulate' must be an integer in [1, 2^20]");
+      return false;
+    }
+    out.accumulate = k.get<int64_t>();
+  }
   out.loc = ctx.at(p);
   if (!readNumber(ctx, j, p, "lr", 0, 1e6, false, out.lr) ||
       !readNumber(ctx, j, p, "momentum", 0, 1, true, out.momentum) ||

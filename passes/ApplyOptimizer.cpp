@@ -19,6 +19,12 @@
 // largest stream they draw (offset attr + elements, rounded up to 4), so
 // every replay draws fresh masks with no host work. The `.grad` outputs
 // are dropped (`cgc --gradients` keeps them, without an update).
+// Training control, on the device with no host read: `accumulate: k` sums
+// the gradients in `<p>.grad_accum` and updates on every k-th replay (an
+// `optimizer.micro_step` counter) with their mean; `skip_nonfinite` keeps
+// parameters and optimizer state when a gradient holds an inf or NaN. Both
+// select the old values with `where`, which fuses into the update kernels
+// (a conditional node would add a node and a setter kernel per replay).
 // Requires: a graph with an optimizer, after autodiff. Guarantees: one
 // `parameter_update` per float parameter, one `buffer_mutation` per state.
 //
@@ -44,7 +50,9 @@ public:
 private:
   Value *state(const std::string &name, const TensorType &type, double init);
   Value *hyper(const char *name, double value);
-  void update(Value *target, Value *next, OutputKind kind);
+  void update(Value *target, Value *next, OutputKind kind, bool gated = true);
+  Value *accumulated(Value *p, Value *g);
+  Value *gate(llvm::ArrayRef<Value *> gradients);
   Value *sgd(Value *p, Value *g);
   Value *adam(Value *p, Value *g);
   Value *adamStep();
@@ -56,6 +64,8 @@ private:
   OptimizerDecl decl;
   llvm::StringMap<Value *> hypers;
   Value *step = nullptr; ///< Adam's t + 1, built once.
+  Value *isKth = nullptr; ///< accumulate: this replay updates.
+  Value *apply = nullptr; ///< Whether this replay updates (null: always).
   std::vector<GraphOutput> updates;
 };
 
@@ -82,10 +92,48 @@ Value *ApplyOptimizerPass::hyper(const char *name, double value) {
   return v;
 }
 
-void ApplyOptimizerPass::update(Value *target, Value *next, OutputKind kind) {
+/// \p next replaces \p target after the replay; a gated update keeps the
+/// old value on a replay that does not update.
+void ApplyOptimizerPass::update(Value *target, Value *next, OutputKind kind,
+                                bool gated) {
+  if (next && gated && apply)
+    next = gb->where(apply, next, target);
   if (next)
     updates.push_back({target->getName() + ".next", next, kind,
                        target->getName(), decl.loc});
+}
+
+/// accumulate = k: the mean of the k gradients summed in `<p>.grad_accum`,
+/// which restarts from 0 on the k-th replay.
+Value *ApplyOptimizerPass::accumulated(Value *p, Value *g) {
+  if (!isKth) {
+    Value *micro = state("optimizer.micro_step", TensorType::scalar(DType::F32), 0);
+    Value *next = gb->add(micro, gb->fill(1.0, DType::F32));
+    isKth = gb->op(OpKind::Ge, {next, gb->fill(double(decl.accumulate), DType::F32)});
+    update(micro, gb->where(isKth, gb->fill(0.0, DType::F32), next),
+           OutputKind::BufferMutation, /*gated=*/false);
+  }
+  Value *sum = state(p->getName() + ".grad_accum", p->getType(), 0);
+  Value *total = gb->add(sum, g);
+  update(sum, gb->where(isKth, gb->fill(0.0, DType::F32), total),
+         OutputKind::BufferMutation, /*gated=*/false);
+  return gb->scale(total, 1.0 / double(decl.accumulate));
+}
+
+/// Whether this replay updates: on the k-th replay of an accumulation, and
+/// only if every gradient is finite (sum(g * 0) is 0 exactly then).
+Value *ApplyOptimizerPass::gate(llvm::ArrayRef<Value *> gradients) {
+  Value *go = isKth;
+  if (decl.skipNonFinite) {
+    Value *poison = nullptr;
+    for (Value *g : gradients) {
+      Value *s = gb->op(OpKind::Sum, {gb->scale(g, 0.0)});
+      poison = poison ? gb->add(poison, s) : s;
+    }
+    Value *finite = gb->op(OpKind::Eq, {poison, gb->fill(0.0, DType::F32)});
+    go = go ? gb->op(OpKind::LogicalAnd, {go, finite}) : finite;
+  }
+  return go;
 }
 
 Value *ApplyOptimizerPass::sgd(Value *p, Value *g) {
@@ -155,7 +203,8 @@ void ApplyOptimizerPass::advanceStreams() {
                        {{"dtype", DType::I64},
                         {"shape", std::vector<Dim>{Dim::fixed(2)}},
                         {"value", std::vector<double>{0.0, double(it->second)}}});
-    update(in.value, gb->add(in.value, by), OutputKind::BufferMutation);
+    update(in.value, gb->add(in.value, by), OutputKind::BufferMutation,
+           /*gated=*/false);
   }
 }
 
@@ -183,10 +232,11 @@ bool ApplyOptimizerPass::run(Graph &g, PassContext &ctx) {
     else
       kept.push_back(o);
   }
-  std::vector<Value *> params;
+  std::vector<Value *> params, effective;
   for (const GraphInput &in : g.inputs())
     if (in.kind == InputKind::Parameter && isFloat(in.value->getType().dtype))
       params.push_back(in.value);
+  isKth = apply = nullptr;
   for (Value *p : params) {
     Value *grad = gradient.lookup(p->getName());
     if (p->getType().dtype != DType::F32) {
@@ -200,8 +250,16 @@ bool ApplyOptimizerPass::run(Graph &g, PassContext &ctx) {
                              "' has no gradient output (run autodiff first)");
       return false;
     }
+    grads.setBase(p->getName() + ".accumulate");
+    effective.push_back(decl.accumulate > 1 ? accumulated(p, grad) : grad);
+  }
+  grads.setBase("optimizer.gate");
+  apply = gate(effective);
+  for (size_t i = 0; i < params.size(); ++i) {
+    Value *p = params[i];
     grads.setBase(p->getName() + ".step");
-    update(p, decl.kind == OptimizerDecl::Kind::Sgd ? sgd(p, grad) : adam(p, grad),
+    update(p, decl.kind == OptimizerDecl::Kind::Sgd ? sgd(p, effective[i])
+                                                    : adam(p, effective[i]),
            OutputKind::ParameterUpdate);
   }
   grads.setBase("rng.advance");

@@ -11,7 +11,11 @@
 // merged group holds at most kMaxFusedOps ops (the bound on one kernel's
 // size, and so on NVRTC's time for it) and spans at most kMaxFusedSpan
 // positions of the node order (the bound on the acyclicity check). Each
-// check costs at most the span, so the pass is linear in the nodes.
+// check costs at most the span, so the pass is linear in the nodes. Two
+// groups can still feed each other once both are contracted (a check
+// sees the other groups uncontracted): a final pass over the contracted
+// graph (Kahn's algorithm) leaves out a group on a cycle until none is
+// left; it is linear per group dropped, and drops none in the usual case.
 // Operands from outside the group may broadcast. Splat constants and
 // fills read by a member are cloned into the body as scalar sources; the
 // originals go away when nothing else reads them. Each group with two or
@@ -65,6 +69,8 @@ public:
 private:
   bool fuseGraph(Graph &graph, PassContext &ctx);
   bool canMerge(Graph &graph, const NodeSet &merged) const;
+  static unsigned groupInCycle(const Graph &graph,
+                               const std::vector<NodeSet> &fused);
   Node *buildFusion(Graph &graph, const NodeSet &members, unsigned id,
                     GraphBuilder &builder, std::vector<Node *> &dead);
 
@@ -105,6 +111,66 @@ bool FuseElementwisePass::canMerge(Graph &graph, const NodeSet &merged) const {
     tainted.insert(n);
   }
   return true;
+}
+
+/// 1 + the index of a group of \p fused that is on a cycle of the graph
+/// with every group contracted to one node; 0 when it is acyclic. Kahn's
+/// algorithm over the contracted graph leaves the cycles and what they
+/// feed; walking back through unfinished predecessors from any of them
+/// must repeat a node, and the walk since that node is a cycle.
+unsigned FuseElementwisePass::groupInCycle(const Graph &graph,
+                                           const std::vector<NodeSet> &fused) {
+  llvm::DenseMap<const Node *, unsigned> id; // Groups: 0..F-1, nodes after.
+  for (unsigned g = 0; g < fused.size(); ++g)
+    for (Node *m : fused[g])
+      id[m] = g;
+  unsigned next = fused.size();
+  for (const auto &owned : graph.nodes())
+    if (!id.count(owned.get()))
+      id[owned.get()] = next++;
+  std::vector<unsigned> pending(next, 0);
+  std::vector<llvm::SmallVector<unsigned, 4>> users(next), feeders(next);
+  llvm::DenseSet<std::pair<unsigned, unsigned>> edges;
+  for (const auto &owned : graph.nodes()) {
+    unsigned to = id.lookup(owned.get());
+    for (Value *v : owned->getOperands()) {
+      Node *d = v->getDef();
+      if (!d || d->getParent() != &graph)
+        continue;
+      unsigned from = id.lookup(d);
+      if (from != to && edges.insert({from, to}).second) {
+        users[from].push_back(to);
+        feeders[to].push_back(from);
+        ++pending[to];
+      }
+    }
+  }
+  std::vector<unsigned> ready;
+  for (unsigned i = 0; i < next; ++i)
+    if (!pending[i])
+      ready.push_back(i);
+  while (!ready.empty()) {
+    unsigned i = ready.back();
+    ready.pop_back();
+    for (unsigned u : users[i])
+      if (!--pending[u])
+        ready.push_back(u);
+  }
+  unsigned at = 0;
+  while (at < next && !pending[at])
+    ++at;
+  if (at == next)
+    return 0;
+  std::vector<unsigned> walk, seenAt(next, ~0u);
+  while (seenAt[at] == ~0u) {
+    seenAt[at] = walk.size();
+    walk.push_back(at);
+    at = *llvm::find_if(feeders[at], [&](unsigned f) { return pending[f] != 0; });
+  }
+  for (unsigned k = seenAt[at]; k < walk.size(); ++k)
+    if (walk[k] < fused.size())
+      return walk[k] + 1;
+  llvm_unreachable("a cycle of single nodes in a graph in order");
 }
 
 bool FuseElementwisePass::fuseGraph(Graph &graph, PassContext &ctx) {
@@ -158,6 +224,10 @@ bool FuseElementwisePass::fuseGraph(Graph &graph, PassContext &ctx) {
           return isExternal(graph, g, m->result());
         }))
       fused.push_back(g); // A dead group is left to dce.
+  // Each group is acyclic with the rest as it stood when it grew, but two
+  // groups can still feed each other once both are contracted.
+  while (unsigned stuck = groupInCycle(graph, fused))
+    fused.erase(fused.begin() + (stuck - 1));
   GraphBuilder builder(graph, ctx.diag);
   std::vector<Node *> dead;
   for (const NodeSet &g : fused)

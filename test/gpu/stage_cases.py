@@ -360,6 +360,13 @@ def main():
     todo.append(("example_chain100_nofuse", os.path.join(ROOT, "examples/chain100.json"), None))
     todo.append(("example_mlp_train_small_grad", os.path.join(ROOT, "examples/mlp_train_small.json"), None))
     todo.append(("example_mlp_train_small_train", os.path.join(ROOT, "examples/mlp_train_small.json"), None))
+    # The same step with Adam, gradient accumulation and skipped steps.
+    control = load(os.path.join(ROOT, "examples/mlp_train_small.json"))
+    control["optimizer"] = {"kind": "adamw", "lr": 0.01, "weight_decay": 0.1,
+                            "accumulate": 2, "skip_nonfinite": True}
+    with open(os.path.join(own, "own_mlp_control_train.json"), "w") as f:
+        json.dump(control, f)
+    todo.append(("own_mlp_control_train", os.path.join(own, "own_mlp_control_train.json"), None))
     not_staged = []
     todo = [t for t in todo if args.filter in t[0] and t[0] not in {n["name"] for n in not_staged}]
     with ThreadPoolExecutor(args.jobs) as ex:
