@@ -76,6 +76,8 @@ bool cgc::readOptimizer(ReaderContext &ctx, const Json &j, OptimizerDecl &out) {
     out.accumulate = k.get<int64_t>();
   }
   out.loc = ctx.at(p);
+  if (out.kind == K::AdamW)
+    out.weightDecay = 0.01; // torch.optim.AdamW's default.
   if (!readNumber(ctx, j, p, "lr", 0, 1e6, false, out.lr) ||
       !readNumber(ctx, j, p, "momentum", 0, 1, true, out.momentum) ||
       !readNumber(ctx, j, p, "weight_decay", 0, 1e6, false, out.weightDecay) ||

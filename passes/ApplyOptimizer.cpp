@@ -189,9 +189,10 @@ void ApplyOptimizerPass::advanceStreams() {
   for (const auto &owned : graph->nodes()) {
     const Node &n = *owned;
     if (n.getOp() != OpKind::Dropout || n.numOperands() < 2 ||
-        !n.operand(1)->getType().isStatic() || n.operand(1)->getDef())
+        n.operand(1)->getDef())
       continue;
-    int64_t drawn = (n.result()->getType().numElements() + 3) / 4 * 4;
+    // The largest stream over the bounds of symbolic dims.
+    int64_t drawn = (n.result()->getType().maxElements(graph->dims()) + 3) / 4 * 4;
     int64_t &a = advance[n.operand(1)];
     a = std::max(a, n.intAttr("offset", 0) + drawn);
   }

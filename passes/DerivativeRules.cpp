@@ -175,11 +175,10 @@ bool Rules::product() {
     return true;
   }
   bool ta = n.boolAttr("transpose_a", false), tb = n.boolAttr("transpose_b", false);
-  if (a->getType().rank() != b->getType().rank())
-    return false; // Broadcast batches: not yet.
-  // y = A' B' with A' = ta ? a^T : a: dA' = g B'^T, dB' = A'^T g.
-  adj[0] = ta ? gb.matmul(b, g, tb, true) : gb.matmul(g, b, false, !tb);
-  adj[1] = tb ? gb.matmul(g, a, true, ta) : gb.matmul(a, g, !ta, false);
+  // y = A' B' with A' = ta ? a^T : a: dA' = g B'^T, dB' = A'^T g; batch
+  // dims that broadcast are summed back (set).
+  set(0, ta ? gb.matmul(b, g, tb, true) : gb.matmul(g, b, false, !tb));
+  set(1, tb ? gb.matmul(g, a, true, ta) : gb.matmul(a, g, !ta, false));
   return true;
 }
 
@@ -230,6 +229,8 @@ bool Rules::loss() {
   Value *p = x(0), *t = x(1);
   std::string reduction = n.strAttr("reduction", "mean");
   if (n.getOp() == OpKind::MseLoss) {
+    if (reduction == "mean" && !p->getType().isStatic())
+      return false; // The count would be a device value.
     Value *d = gb.scale(gb.sub(p, t), 2.0);
     if (reduction == "mean")
       d = gb.scale(d, 1.0 / double(p->getType().numElements()));

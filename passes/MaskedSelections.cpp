@@ -112,7 +112,7 @@ private:
 
   bool rewrite();
   bool rewriteRoot(Node &root);
-  bool boundedRows(Node &nonzero, int64_t count, RootRewrite &r);
+  bool boundedRows(Node &nonzero, Value *m, int64_t count, RootRewrite &r);
   Value *fullValue(Node &gather, const RootRewrite &r);
   Value *cloneOver(Node &n, const RootRewrite &r);
   Value *keptTarget(Node &crossEntropy, Value *target, const RootRewrite &r);
@@ -290,6 +290,12 @@ void SelectionRewriter::visit(Node &n) {
                                           : nullptr,
                     "only a nonzero of a rank-1 mask (row indices) is "
                     "rewritten");
+    if (n.attr("max_count") && !n.operand(0)->getType().dims[0].isStatic())
+      return refuse(&n,
+                    n.result()->hasUses() ? n.result()->uses()[0].user
+                                          : nullptr,
+                    "a max_count needs a mask of static length (bind its "
+                    "dim with --bind-dim)");
     selected[n.result()] = {&n, Shape::Indices};
     order.push_back(&n);
     return;
@@ -342,9 +348,8 @@ void SelectionRewriter::analyze() {
 /// The rows of a `nonzero(m, max_count = K)`: row j of the result gathers
 /// source row `#{i : cumsum(m)[i] <= j}`, the position of the (j+1)-th
 /// selected row (N past the last one).
-bool SelectionRewriter::boundedRows(Node &nonzero, int64_t count,
+bool SelectionRewriter::boundedRows(Node &nonzero, Value *m, int64_t count,
                                     RootRewrite &r) {
-  Value *m = nonzero.operand(0);
   std::string base = nonzero.getName();
   Dim n = m->getType().dims[0];
   Node *ones = builder.create(OpKind::Cast, base + ".ones", {m},
@@ -396,10 +401,19 @@ bool SelectionRewriter::rewriteRoot(Node &root) {
     return true;
   }
   const TensorType &mask = root.operand(0)->getType();
+  Value *selects = root.operand(0); // Nonzero elements, as a bool mask.
+  if (mask.dtype != DType::Bool) {
+    Value *zero = fill(mask.dtype, 0, root.getName() + ".zero");
+    selects = zero ? created(builder.create(OpKind::Ne, root.getName() + ".mask",
+                                            {selects, zero}))
+                   : nullptr;
+    if (!selects)
+      return false;
+  }
   int64_t maxCount = root.intAttr("max_count", INT64_MAX);
   if (mask.dims[0].isStatic() && maxCount < mask.dims[0].extent())
-    return boundedRows(root, maxCount, r);
-  r.mask = root.operand(0);
+    return boundedRows(root, selects, maxCount, r);
+  r.mask = selects;
   r.rows = mask.dims[0].isStatic() ? mask.dims[0].extent() : -1;
   return true;
 }
@@ -477,9 +491,9 @@ Value *SelectionRewriter::maskedReduction(Node &n, const Selection &s) {
   Value *kept = zero ? created(builder.create(OpKind::Where, base + ".kept",
                                               {mask, summed, zero}))
                      : nullptr;
-  AttrMap attrs;
+  AttrMap attrs; // Elements: every axis of x (the end gives a scalar).
   for (const char *key : {"axes", "keepdim"})
-    if (const Attribute *a = n.attr(key))
+    if (const Attribute *a = n.attr(key); a && s.shape == Shape::Rows)
       attrs[key] = *a;
   Value *total = kept ? created(builder.create(OpKind::Sum, base + ".total",
                                                {kept}, attrs))
