@@ -17,12 +17,12 @@ Writes RESULT lines (us per run) and INFO lines (bytes, the kernel count of
 each artifact) to --log (default bench/results/kernels-<gpu>-<date>.log);
 bench/make_perf_md.py --kernels LOG renders them in docs/perf.md.
 """
-import argparse, datetime, json, os, subprocess, sys, tempfile
+import argparse, json, os, subprocess, sys, tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
-from run_bench import time_events, capture  # noqa: E402
+from run_bench import BenchLog, time_events, capture  # noqa: E402
 
 DT = {"f32": 4, "bf16": 2, "i64": 8}
 
@@ -126,22 +126,9 @@ def main():
     import torch.nn.functional as F
     torch.backends.cuda.matmul.allow_tf32 = False
     only = set(filter(None, args.only.split(",")))
-    gpu = torch.cuda.get_device_name()
-    date = datetime.date.today().isoformat()
-    log_path = args.log or os.path.join(HERE, "results", f"kernels-{gpu.replace(' ', '-')}-{date}.log")
-    os.makedirs(os.path.dirname(log_path), exist_ok=True)
     out_dir = args.out or tempfile.mkdtemp(prefix="cgc-kernels-")
-    lines = []
-
-    def say(line):
-        print(line, flush=True)
-        lines.append(line)
-
-    say(f"# gpu: {gpu}")
-    say(f"# date: {date}")
-    say(f"# torch: {torch.__version__}")
-    say(f"# command: bench/kernels.py {' '.join(sys.argv[1:])}")
-    say(f"# method: CUDA events around {args.iters} back-to-back runs, median of 5 repeats after warm-up")
+    say = BenchLog(torch, "kernels", args.log,
+                   f"CUDA events around {args.iters} back-to-back runs, median of 5 repeats after warm-up")
     status = 0
     for name, m, build, nbytes in workloads():
         if only and name not in only:
@@ -190,9 +177,7 @@ def main():
         say(f"RESULT workload={name} impl=copy us={us:.3f} samples=" + ",".join(f"{s:.3f}" for s in samples))
         del tensors, eager, src_t, dst_t, g
         torch.cuda.empty_cache()
-    with open(log_path, "w") as f:
-        f.write("\n".join(lines) + "\n")
-    print(f"kernels: wrote {log_path}")
+    say.write()
     return status
 
 

@@ -175,6 +175,33 @@ def ensure_artifact(args, name, out):
         return None
 
 
+class BenchLog:
+    """The log of one bench script: `# gpu/date/torch/command/method` header
+    lines, then RESULT/CHECK/INFO lines, each printed as it comes; write()
+    saves them to `path`, or bench/results/<prefix>-<gpu>-<date>.log."""
+
+    def __init__(self, torch, prefix, path, method):
+        gpu = torch.cuda.get_device_name()
+        date = datetime.date.today().isoformat()
+        self.prefix = prefix
+        self.path = path or os.path.join(HERE, "results", f"{prefix}-{gpu.replace(' ', '-')}-{date}.log")
+        self.lines = []
+        script = os.path.relpath(os.path.abspath(sys.argv[0]), ROOT)
+        for key, value in (("gpu", gpu), ("date", date), ("torch", torch.__version__),
+                           ("command", f"{script} {' '.join(sys.argv[1:])}"), ("method", method)):
+            self(f"# {key}: {value}")
+
+    def __call__(self, line):
+        print(line, flush=True)
+        self.lines.append(line)
+
+    def write(self):
+        os.makedirs(os.path.dirname(self.path), exist_ok=True)
+        with open(self.path, "w") as f:
+            f.write("\n".join(self.lines) + "\n")
+        print(f"{self.prefix}: wrote {self.path}")
+
+
 def time_events(fn, iters, warmup, repeats=5):
     import torch
     for _ in range(warmup):

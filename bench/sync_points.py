@@ -33,7 +33,7 @@ inputs). Writes RESULT/CHECK/INFO lines to --log (default
 bench/results/sync-points-<gpu>-<date>.log); bench/make_perf_md.py
 --sync-points LOG renders them in docs/perf.md.
 """
-import argparse, datetime, json, os, struct, subprocess, sys, tempfile
+import argparse, json, os, struct, subprocess, sys, tempfile
 
 import numpy as np
 
@@ -41,7 +41,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "models"))
-from run_bench import time_events, capture  # noqa: E402
+from run_bench import BenchLog, time_events, capture  # noqa: E402
 from gen_sync_models import masked_lm, power_iter  # noqa: E402
 
 ST = {np.float32: "F32", np.int64: "I64", np.int32: "I32", np.bool_: "BOOL"}
@@ -319,23 +319,10 @@ def main():
     import torch.nn.functional as F
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
-    gpu = torch.cuda.get_device_name()
-    date = datetime.date.today().isoformat()
-    log_path = args.log or os.path.join(HERE, "results", f"sync-points-{gpu.replace(' ', '-')}-{date}.log")
-    os.makedirs(os.path.dirname(log_path), exist_ok=True)
     out_dir = args.out or tempfile.mkdtemp(prefix="cgc-sync-")
-    lines = []
-
-    def say(line):
-        print(line, flush=True)
-        lines.append(line)
-
-    say(f"# gpu: {gpu}")
-    say(f"# date: {date}")
-    say(f"# torch: {torch.__version__}")
-    say(f"# command: bench/sync_points.py {' '.join(sys.argv[1:])}")
-    say(f"# method: CUDA events around {args.iters} back-to-back runs (power_iter: {max(args.iters // 4, 10)}), "
-        "median of 5 repeats after warm-up; f32 without TF32")
+    say = BenchLog(torch, "sync-points", args.log,
+                   f"CUDA events around {args.iters} back-to-back runs (power_iter: "
+                   f"{max(args.iters // 4, 10)}), median of 5 repeats after warm-up; f32 without TF32")
     r = Runner(args, out_dir, say)
     only = set(filter(None, args.only.split(",")))
     if not only or "branch_infer" in only:
@@ -344,9 +331,7 @@ def main():
         power_iteration(torch, r, args.iters)
     if not only or "masked_lm" in only:
         masked_lm_loss(torch, F, r, args.iters)
-    with open(log_path, "w") as f:
-        f.write("\n".join(lines) + "\n")
-    print(f"sync_points: wrote {log_path}")
+    say.write()
     return r.status
 
 

@@ -20,14 +20,14 @@ Writes RESULT/CHECK lines to --log (default
 bench/results/training-<gpu>-<date>.log); bench/make_perf_md.py --training
 LOG renders them in docs/perf.md.
 """
-import argparse, copy, datetime, json, os, subprocess, sys, tempfile
+import argparse, json, os, subprocess, sys, tempfile
 
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
-from run_bench import time_events, capture  # noqa: E402
+from run_bench import BenchLog, time_events, capture  # noqa: E402
 from sync_points import write_safetensors, read_safetensors  # noqa: E402
 
 STEPS, TOLERANCE = 10, 1e-4
@@ -193,23 +193,10 @@ def main():
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
     torch.manual_seed(0)
-    gpu = torch.cuda.get_device_name()
-    date = datetime.date.today().isoformat()
-    log_path = args.log or os.path.join(HERE, "results", f"training-{gpu.replace(' ', '-')}-{date}.log")
-    os.makedirs(os.path.dirname(log_path), exist_ok=True)
     out_dir = args.out or tempfile.mkdtemp(prefix="cgc-train-")
-    lines = []
-
-    def say(line):
-        print(line, flush=True)
-        lines.append(line)
-
-    say(f"# gpu: {gpu}")
-    say(f"# date: {date}")
-    say(f"# torch: {torch.__version__}")
-    say(f"# command: bench/training.py {' '.join(sys.argv[1:])}")
-    say(f"# method: CUDA events around {args.iters} back-to-back steps (large: {args.iters // 10}), "
-        "median of 5 repeats after warm-up; f32 without TF32")
+    say = BenchLog(torch, "training", args.log,
+                   f"CUDA events around {args.iters} back-to-back steps (large: {args.iters // 10}), "
+                   "median of 5 repeats after warm-up; f32 without TF32")
     b = Bench(args, out_dir, say)
     sgd = {"kind": "sgd", "lr": 0.1}
     for name, batch, dims, iters in (("mlp_train_small", 32, (128, 256, 16), args.iters),
@@ -220,9 +207,7 @@ def main():
         timing_peers(torch, b, name, batch, dims, iters)
         for optimizer in (sgd, {"kind": "adam", "lr": 0.001}):
             check_steps(torch, b, name, batch, dims, optimizer)
-    with open(log_path, "w") as f:
-        f.write("\n".join(lines) + "\n")
-    print(f"training: wrote {log_path}")
+    say.write()
     return b.status
 
 

@@ -68,6 +68,17 @@ size_t dtypeSize(const std::string &dtype) {
   return 0;
 }
 
+std::vector<const NodeDesc *> whileNodes(const Manifest &m) {
+  std::vector<const NodeDesc *> out;
+  for (const auto *graphs : {&m.graphs, &m.bodies})
+    for (const GraphDesc &g : *graphs)
+      for (const NodeDesc &n : g.nodes)
+        if (n.kind == NodeDesc::Kind::Conditional &&
+            n.condition == NodeDesc::Condition::While)
+          out.push_back(&n);
+  return out;
+}
+
 bool findGraphForDims(const Manifest &m, const std::vector<int64_t> &dims,
                       size_t &index, std::string &error) {
   std::string sizes, compiled;

@@ -257,6 +257,10 @@ uint64_t fnv1a64(const uint8_t *data, size_t size,
 bool findGraphForDims(const Manifest &m, const std::vector<int64_t> &dims,
                       size_t &index, std::string &error);
 
+/// Every `while` node of \p m, top-level graphs first, then bodies (each
+/// names its IR loop and trip counter).
+std::vector<const NodeDesc *> whileNodes(const Manifest &m);
+
 /// Size in bytes of one element of a manifest dtype, or 0 if unknown.
 size_t dtypeSize(const std::string &dtype);
 

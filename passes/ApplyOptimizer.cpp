@@ -59,8 +59,7 @@ private:
   void advanceStreams();
 
   Graph *graph = nullptr;
-  GraphBuilder *builder = nullptr;
-  GradBuilder *gb = nullptr;
+  ValueBuilder *gb = nullptr;
   OptimizerDecl decl;
   llvm::StringMap<Value *> hypers;
   Value *step = nullptr; ///< Adam's t + 1, built once.
@@ -221,8 +220,7 @@ bool ApplyOptimizerPass::run(Graph &g, PassContext &ctx) {
   updates.clear();
   GraphBuilder b(g, ctx.diag);
   b.setInsertionPointToEnd(g);
-  GradBuilder grads(b);
-  builder = &b;
+  ValueBuilder grads(b);
   gb = &grads;
   llvm::StringMap<Value *> gradient;
   std::vector<GraphOutput> kept;

@@ -38,9 +38,9 @@ public:
 
 private:
   const GraphOutput *findLoss(const Graph &graph, DiagnosticEngine &diag);
-  bool backward(Graph &graph, const GraphOutput &loss, GradBuilder &gb,
+  bool backward(Graph &graph, const GraphOutput &loss, ValueBuilder &gb,
                 DiagnosticEngine &diag);
-  void accumulate(Value *v, Value *g, GradBuilder &gb);
+  void accumulate(Value *v, Value *g, ValueBuilder &gb);
   bool addGradientOutputs(Graph &graph, GraphBuilder &builder,
                           DiagnosticEngine &diag);
 
@@ -76,7 +76,7 @@ const GraphOutput *AutodiffPass::findLoss(const Graph &graph,
   return loss;
 }
 
-void AutodiffPass::accumulate(Value *v, Value *g, GradBuilder &gb) {
+void AutodiffPass::accumulate(Value *v, Value *g, ValueBuilder &gb) {
   if (!g || !isFloat(v->getType().dtype))
     return;
   Value *&slot = adjoint[v];
@@ -84,7 +84,7 @@ void AutodiffPass::accumulate(Value *v, Value *g, GradBuilder &gb) {
 }
 
 bool AutodiffPass::backward(Graph &graph, const GraphOutput &loss,
-                            GradBuilder &gb, DiagnosticEngine &diag) {
+                            ValueBuilder &gb, DiagnosticEngine &diag) {
   std::vector<Node *> forward;
   for (const auto &owned : graph.nodes())
     forward.push_back(owned.get());
@@ -150,7 +150,7 @@ bool AutodiffPass::run(Graph &graph, PassContext &ctx) {
     return false;
   GraphBuilder builder(graph, ctx.diag);
   builder.setInsertionPointToEnd(graph);
-  GradBuilder gb(builder);
+  ValueBuilder gb(builder);
   GraphOutput seed = *loss; // graph.outputs grows below.
   return backward(graph, seed, gb, ctx.diag) &&
          addGradientOutputs(graph, builder, ctx.diag);

@@ -18,76 +18,13 @@
 
 using namespace cgc;
 
-Value *GradBuilder::op(OpKind kind, std::vector<Value *> operands,
-                       const AttrMap &attrs) {
-  if (failed || llvm::is_contained(operands, nullptr))
-    return nullptr;
-  Node *n = b.create(kind, base, operands, attrs);
-  failed |= !n;
-  return n ? n->result() : nullptr;
-}
-
-Value *GradBuilder::fill(double value, DType dtype) {
-  return op(OpKind::Fill, {},
-            {{"dtype", dtype}, {"shape", std::vector<Dim>()}, {"value", value}});
-}
-
-Value *GradBuilder::scale(Value *x, double k) {
-  return x ? mul(x, fill(k, x->getType().dtype)) : nullptr;
-}
-
-Value *GradBuilder::reshape(Value *x, llvm::ArrayRef<Dim> dims) {
-  if (x && llvm::ArrayRef<Dim>(x->getType().dims) == dims)
-    return x;
-  return op(OpKind::Reshape, {x}, {{"shape", std::vector<Dim>(dims.begin(), dims.end())}});
-}
-
-Value *GradBuilder::sum(Value *x, std::vector<int64_t> axes, bool keepdim) {
-  if (axes.empty())
-    return x;
-  return op(OpKind::Sum, {x}, {{"axes", axes}, {"keepdim", keepdim}});
-}
-
-Value *GradBuilder::matmul(Value *x, Value *y, bool transposeA, bool transposeB) {
-  return op(OpKind::MatMul, {x, y},
-            {{"transpose_a", transposeA}, {"transpose_b", transposeB}});
-}
-
-Value *GradBuilder::reduceTo(Value *g, const TensorType &to) {
-  if (!g)
-    return nullptr;
-  const TensorType &from = g->getType();
-  unsigned extra = from.rank() - to.rank();
-  std::vector<int64_t> leading, ones;
-  for (unsigned d = 0; d < extra; ++d)
-    leading.push_back(d);
-  for (unsigned d = 0; d < to.rank(); ++d)
-    if (to.dims[d] == Dim::fixed(1) && from.dims[d + extra] != Dim::fixed(1))
-      ones.push_back(d + extra);
-  Value *r = sum(g, ones, /*keepdim=*/true);
-  r = sum(r, leading, /*keepdim=*/false);
-  return reshape(r, to.dims);
-}
-
-Value *GradBuilder::expandFrom(Value *g, const TensorType &in,
-                               llvm::ArrayRef<unsigned> axes, bool keepdim) {
-  if (!g)
-    return nullptr;
-  std::vector<Dim> kept(in.dims.begin(), in.dims.end());
-  for (unsigned a : axes)
-    kept[a] = Dim::fixed(1);
-  Value *r = keepdim ? g : reshape(g, kept);
-  return op(OpKind::BroadcastTo, {r},
-            {{"shape", std::vector<Dim>(in.dims.begin(), in.dims.end())}});
-}
-
 namespace {
 
 /// The rules, each filling `adj` (one entry per operand).
 struct Rules {
   const Node &n;
   Value *g;
-  GradBuilder &gb;
+  ValueBuilder &gb;
   std::vector<Value *> &adj;
 
   Value *x(unsigned i = 0) const { return n.operand(i); }
@@ -263,7 +200,7 @@ bool Rules::loss() {
 
 } // namespace
 
-bool cgc::operandAdjoints(const Node &n, Value *g, GradBuilder &gb,
+bool cgc::operandAdjoints(const Node &n, Value *g, ValueBuilder &gb,
                           std::vector<Value *> &adjoints, std::string &why) {
   adjoints.assign(n.numOperands(), nullptr);
   gb.setBase(n.getName() + ".bwd");

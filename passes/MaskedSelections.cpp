@@ -36,7 +36,7 @@
 //===----------------------------------------------------------------------===//
 #include "passes/MaskedSelections.h"
 
-#include "ir/Builder.h"
+#include "passes/ValueBuilder.h"
 #include "ir/TypeRules.h"
 
 #include "llvm/ADT/DenseSet.h"
@@ -96,7 +96,7 @@ bool isFloatMean(const Node &n) {
 class SelectionRewriter {
 public:
   SelectionRewriter(Graph &graph, PassContext &ctx)
-      : graph(graph), ctx(ctx), builder(graph, ctx.diag) {}
+      : graph(graph), ctx(ctx), builder(graph, ctx.diag), vb(builder) {}
   bool run();
 
 private:
@@ -120,17 +120,10 @@ private:
   Value *maskedReduction(Node &n, const Selection &s);
   void report(const Node &root, const RootRewrite &r);
 
-  Value *created(Node *n) { return n ? n->result() : nullptr; }
-  Value *fill(DType dtype, double value, const std::string &name) {
-    return created(builder.create(OpKind::Fill, name, {},
-                                  {{"dtype", dtype},
-                                   {"shape", std::vector<Dim>()},
-                                   {"value", value}}));
-  }
-
   Graph &graph;
   PassContext &ctx;
   GraphBuilder builder;
+  ValueBuilder vb;
   llvm::DenseMap<const Value *, Selection> selected;
   std::vector<Node *> order; ///< Roots, propagating nodes and ends.
   llvm::DenseSet<const Node *> ends;
@@ -284,16 +277,14 @@ void SelectionRewriter::visit(Node &n) {
   }
   if (n.getOp() == OpKind::NonZero) {
     roots.push_back(&n);
+    const Node *reader =
+        n.result()->hasUses() ? n.result()->uses()[0].user : nullptr;
     if (n.operand(0)->getType().rank() != 1)
-      return refuse(&n,
-                    n.result()->hasUses() ? n.result()->uses()[0].user
-                                          : nullptr,
+      return refuse(&n, reader,
                     "only a nonzero of a rank-1 mask (row indices) is "
                     "rewritten");
     if (n.attr("max_count") && !n.operand(0)->getType().dims[0].isStatic())
-      return refuse(&n,
-                    n.result()->hasUses() ? n.result()->uses()[0].user
-                                          : nullptr,
+      return refuse(&n, reader,
                     "a max_count needs a mask of static length (bind its "
                     "dim with --bind-dim)");
     selected[n.result()] = {&n, Shape::Indices};
@@ -350,43 +341,25 @@ void SelectionRewriter::analyze() {
 /// selected row (N past the last one).
 bool SelectionRewriter::boundedRows(Node &nonzero, Value *m, int64_t count,
                                     RootRewrite &r) {
-  std::string base = nonzero.getName();
   Dim n = m->getType().dims[0];
-  Node *ones = builder.create(OpKind::Cast, base + ".ones", {m},
-                              {{"dtype", DType::I32}});
-  Node *running = ones ? builder.create(OpKind::CumSum, base + ".running",
-                                        {ones->result()}, {{"axis", int64_t(0)}})
-                       : nullptr;
-  Node *row = running ? builder.create(OpKind::Reshape, base + ".running_row",
-                                       {running->result()},
-                                       {{"shape", std::vector<Dim>{Dim::fixed(1), n}}})
-                      : nullptr;
-  Node *slots = row ? builder.create(OpKind::Iota, base + ".slots", {},
-                                     {{"dtype", DType::I32},
-                                      {"shape", std::vector<Dim>{Dim::fixed(count),
-                                                                 Dim::fixed(1)}},
-                                      {"axis", int64_t(0)}})
-                    : nullptr;
-  Node *before = slots ? builder.create(OpKind::Le, base + ".before",
-                                        {row->result(), slots->result()})
-                       : nullptr;
-  Node *counted = before ? builder.create(OpKind::Cast, base + ".before_i32",
-                                          {before->result()},
-                                          {{"dtype", DType::I32}})
-                         : nullptr;
-  Node *index = counted ? builder.create(OpKind::Sum, base + ".rows",
-                                         {counted->result()},
-                                         {{"axes", std::vector<int64_t>{1}}})
-                        : nullptr;
-  Value *limit = index ? fill(DType::I32, double(n.extent()), base + ".limit")
-                       : nullptr;
-  Node *valid = limit ? builder.create(OpKind::Lt, base + ".valid",
-                                       {index->result(), limit})
-                      : nullptr;
+  vb.setBase(nonzero.getName());
+  Value *ones = vb.op(OpKind::Cast, {m}, {{"dtype", DType::I32}}, "ones");
+  Value *running = vb.op(OpKind::CumSum, {ones}, {{"axis", int64_t(0)}}, "running");
+  Value *row = vb.reshape(running, {Dim::fixed(1), n}, "running_row");
+  Value *slots = vb.op(OpKind::Iota, {},
+                       {{"dtype", DType::I32},
+                        {"shape", std::vector<Dim>{Dim::fixed(count), Dim::fixed(1)}},
+                        {"axis", int64_t(0)}},
+                       "slots");
+  Value *before = vb.op(OpKind::Le, {row, slots}, {}, "before");
+  Value *counted = vb.op(OpKind::Cast, {before}, {{"dtype", DType::I32}}, "before_i32");
+  Value *index = vb.op(OpKind::Sum, {counted}, {{"axes", std::vector<int64_t>{1}}}, "rows");
+  Value *limit = vb.fill(double(n.extent()), DType::I32, "limit");
+  Value *valid = vb.op(OpKind::Lt, {index, limit}, {}, "valid");
   if (!valid)
     return false;
-  r.rowIndex = index->result();
-  r.mask = valid->result();
+  r.rowIndex = index;
+  r.mask = valid;
   r.rows = count;
   return true;
 }
@@ -403,10 +376,8 @@ bool SelectionRewriter::rewriteRoot(Node &root) {
   const TensorType &mask = root.operand(0)->getType();
   Value *selects = root.operand(0); // Nonzero elements, as a bool mask.
   if (mask.dtype != DType::Bool) {
-    Value *zero = fill(mask.dtype, 0, root.getName() + ".zero");
-    selects = zero ? created(builder.create(OpKind::Ne, root.getName() + ".mask",
-                                            {selects, zero}))
-                   : nullptr;
+    vb.setBase(root.getName());
+    selects = vb.op(OpKind::Ne, {selects, vb.fill(0, mask.dtype, "zero")}, {}, "mask");
     if (!selects)
       return false;
   }
@@ -422,30 +393,25 @@ bool SelectionRewriter::rewriteRoot(Node &root) {
 /// itself, or its K gathered rows; [M, 1, ...] for indices of shape [n, 1].
 Value *SelectionRewriter::fullValue(Node &gather, const RootRewrite &r) {
   Value *data = gather.operand(0);
-  std::string base = gather.getName();
+  vb.setBase(gather.getName());
   if (r.rowIndex)
-    data = created(builder.create(OpKind::Gather, base + ".fixed",
-                                  {data, r.rowIndex}, {{"axis", int64_t(0)}}));
+    data = vb.op(OpKind::Gather, {data, r.rowIndex}, {{"axis", int64_t(0)}}, "fixed");
   if (!data || gather.operand(1)->getType().rank() == 1)
     return data;
   const auto &rowDims = data->getType().dims;
   std::vector<Dim> dims = {rowDims[0], Dim::fixed(1)};
   dims.insert(dims.end(), rowDims.begin() + 1, rowDims.end());
-  return created(builder.create(OpKind::Reshape, base + ".column", {data},
-                                {{"shape", dims}}));
+  return vb.reshape(data, dims, "column");
 }
 
 /// The target of a cross_entropy over all rows: the selected rows' targets,
 /// ignore_index elsewhere.
 Value *SelectionRewriter::keptTarget(Node &crossEntropy, Value *target,
                                      const RootRewrite &r) {
-  std::string base = crossEntropy.getName();
-  Value *ignored = fill(target->getType().dtype,
-                        double(crossEntropy.intAttr("ignore_index", -100)),
-                        base + ".ignored");
-  return ignored ? created(builder.create(OpKind::Where, base + ".target",
-                                          {r.mask, target, ignored}))
-                 : nullptr;
+  vb.setBase(crossEntropy.getName());
+  Value *ignored = vb.fill(double(crossEntropy.intAttr("ignore_index", -100)),
+                           target->getType().dtype, "ignored");
+  return vb.op(OpKind::Where, {r.mask, target, ignored}, {}, "target");
 }
 
 Value *SelectionRewriter::cloneOver(Node &n, const RootRewrite &r) {
@@ -454,9 +420,7 @@ Value *SelectionRewriter::cloneOver(Node &n, const RootRewrite &r) {
     operands.push_back(isSelected(v) ? full.lookup(v) : v);
   if (n.getOp() == OpKind::CrossEntropy)
     operands[1] = keptTarget(n, operands[1], r);
-  if (llvm::is_contained(operands, nullptr))
-    return nullptr;
-  return created(builder.clone(n, operands));
+  return vb.clone(n, operands);
 }
 
 /// The mask of selection \p s, shaped to broadcast over a fixed-shape value
@@ -467,61 +431,48 @@ Value *SelectionRewriter::maskFor(const Selection &s, unsigned rank) {
     return mask;
   std::vector<Dim> dims(rank, Dim::fixed(1));
   dims[0] = mask->getType().dims[0];
-  return created(builder.create(OpKind::Reshape, mask->getName() + ".rows",
-                                {mask}, {{"shape", dims}}));
+  vb.setBase(mask->getName());
+  return vb.reshape(mask, dims, "rows");
 }
 
 /// `sum(where(mask, y, 0))` with \p n's axes, divided for a mean by the
 /// count of selected elements; means sum and divide in f32.
 Value *SelectionRewriter::maskedReduction(Node &n, const Selection &s) {
-  Value *y = full.lookup(n.operand(0));
   const TensorType &in = n.operand(0)->getType();
   DType dtype = n.result()->getType().dtype;
   bool mean = n.getOp() == OpKind::Mean;
-  std::string base = n.getName();
-  auto toF32 = [&](Value *v, const std::string &name) -> Value * {
+  auto toF32 = [&](Value *v, const char *suffix) -> Value * {
     if (!v || v->getType().dtype == DType::F32)
       return v;
-    return created(builder.create(OpKind::Cast, name, {v},
-                                  {{"dtype", DType::F32}}));
+    return vb.op(OpKind::Cast, {v}, {{"dtype", DType::F32}}, suffix);
   };
-  Value *summed = mean ? toF32(y, base + ".f32") : y;
+  vb.setBase(n.getName());
+  Value *y = full.lookup(n.operand(0));
+  Value *summed = mean ? toF32(y, "f32") : y;
   Value *mask = summed ? maskFor(s, summed->getType().rank()) : nullptr;
-  Value *zero = mask ? fill(summed->getType().dtype, 0, base + ".zero") : nullptr;
-  Value *kept = zero ? created(builder.create(OpKind::Where, base + ".kept",
-                                              {mask, summed, zero}))
-                     : nullptr;
+  vb.setBase(n.getName());
+  Value *zero = summed ? vb.fill(0, summed->getType().dtype, "zero") : nullptr;
+  Value *kept = vb.op(OpKind::Where, {mask, summed, zero}, {}, "kept");
   AttrMap attrs; // Elements: every axis of x (the end gives a scalar).
   for (const char *key : {"axes", "keepdim"})
     if (const Attribute *a = n.attr(key); a && s.shape == Shape::Rows)
       attrs[key] = *a;
-  Value *total = kept ? created(builder.create(OpKind::Sum, base + ".total",
-                                               {kept}, attrs))
-                      : nullptr;
+  Value *total = vb.op(OpKind::Sum, {kept}, attrs, "total");
   if (!total || !mean)
     return total;
-  Value *ones = toF32(rewrites[s.root].mask, base + ".ones");
-  Value *count = ones ? created(builder.create(OpKind::Sum, base + ".count",
-                                               {ones}))
-                      : nullptr;
+  Value *count = vb.op(OpKind::Sum, {toF32(rewrites[s.root].mask, "ones")}, {}, "count");
   int64_t perRow = 1;
   for (unsigned axis : reductionAxes(n, in.rank()))
     if (axis != 0)
       perRow *= in.dims[axis].extent();
-  if (count && perRow != 1) {
-    Value *extent = fill(DType::F32, double(perRow), base + ".per_row");
-    count = extent ? created(builder.create(OpKind::Mul, base + ".elements",
-                                            {count, extent}))
-                   : nullptr;
-  }
-  Value *quotient = count ? created(builder.create(OpKind::Div, base + ".mean",
-                                                   {total, count}))
-                          : nullptr;
+  if (perRow != 1)
+    count = vb.op(OpKind::Mul, {count, vb.fill(double(perRow), DType::F32, "per_row")},
+                  {}, "elements");
+  Value *quotient = vb.op(OpKind::Div, {total, count}, {}, "mean");
   if (!quotient || dtype == DType::F32)
     return quotient;
-  return created(builder.create(OpKind::Cast,
-                                base + ".mean_" + dtypeName(dtype).str(),
-                                {quotient}, {{"dtype", dtype}}));
+  return vb.op(OpKind::Cast, {quotient}, {{"dtype", dtype}},
+               "mean_" + dtypeName(dtype).str());
 }
 
 void SelectionRewriter::report(const Node &root, const RootRewrite &r) {

@@ -115,19 +115,6 @@ cgc_status cgc_stream_synchronize(void *stream) {
   return CGC_OK;
 }
 
-/// The `while` node named \p loop, in any graph or body of \p m.
-static const cgc::format::NodeDesc *findLoop(const cgc::format::Manifest &m,
-                                             const char *loop) {
-  for (const auto *graphs : {&m.graphs, &m.bodies})
-    for (const cgc::format::GraphDesc &g : *graphs)
-      for (const cgc::format::NodeDesc &n : g.nodes)
-        if (n.kind == cgc::format::NodeDesc::Kind::Conditional &&
-            n.condition == cgc::format::NodeDesc::Condition::While &&
-            n.loop == loop)
-          return &n;
-  return nullptr;
-}
-
 static cgc_status copyTensor(cgc_context ctx, const char *name, void *host,
                              size_t bytes, void *stream, bool toDevice) {
   if (!ctx || !name || (!host && bytes))
@@ -171,7 +158,11 @@ cgc_status cgc_context_loop_trips(cgc_context ctx, const char *loop,
                                   uint32_t *trips, void *stream) {
   if (!ctx || !loop || !trips)
     return fail(CGC_ERROR_INVALID_ARGUMENT, "null argument");
-  const cgc::format::NodeDesc *found = findLoop(ctx->engine->artifact.manifest, loop);
+  const cgc::format::NodeDesc *found = nullptr;
+  for (const cgc::format::NodeDesc *n :
+       cgc::format::whileNodes(ctx->engine->artifact.manifest))
+    if (!found && n->loop == loop)
+      found = n;
   if (!found)
     return fail(CGC_ERROR_NOT_FOUND,
                 std::string("no while named '") + loop + "'");

@@ -376,18 +376,13 @@ bool writeBenchInputs(Session &s, const Artifact &art, const std::string &path) 
 /// Prints how many trips each `while` ran in the last run, one line each:
 /// "<prefix>NAME=N".
 cgc_status printLoopTrips(Session &s, const Manifest &m, const char *prefix) {
-  for (const auto *graphs : {&m.graphs, &m.bodies})
-    for (const GraphDesc &g : *graphs)
-      for (const NodeDesc &n : g.nodes) {
-        if (n.kind != NodeDesc::Kind::Conditional ||
-            n.condition != NodeDesc::Condition::While)
-          continue;
-        uint32_t trips = 0;
-        if (cgc_status st = cgc_context_loop_trips(s.ctx, n.loop.c_str(),
-                                                   &trips, nullptr))
-          return st;
-        std::printf("%s%s=%u\n", prefix, n.loop.c_str(), trips);
-      }
+  for (const NodeDesc *n : whileNodes(m)) {
+    uint32_t trips = 0;
+    if (cgc_status st =
+            cgc_context_loop_trips(s.ctx, n->loop.c_str(), &trips, nullptr))
+      return st;
+    std::printf("%s%s=%u\n", prefix, n->loop.c_str(), trips);
+  }
   return CGC_OK;
 }
 

@@ -85,6 +85,13 @@ static Limits limits() {
   return l;
 }
 
+/// limits() with floats kept in double (gradient checks).
+static Limits exactLimits() {
+  Limits l = limits();
+  l.exactFloats = true;
+  return l;
+}
+
 bool cgc::interpretModeRequested() {
   return Interpret || CheckEquivalence || GradCheck;
 }
@@ -309,10 +316,8 @@ struct GradDifference {
 /// The loss of \p g (its `loss` output) on \p inputs, in double.
 static bool lossOf(const Graph &g, const std::map<std::string, Tensor> &inputs,
                    double &loss, RunError &error) {
-  Limits exact = limits();
-  exact.exactFloats = true;
   NamedTensors out;
-  if (!runGraph(g, inputs, out, error, exact))
+  if (!runGraph(g, inputs, out, error, exactLimits()))
     return false;
   for (const GraphOutput &o : g.outputs)
     if (o.kind == OutputKind::Loss)
@@ -336,11 +341,9 @@ static bool gradCheck(const Graph &before, const Graph &after,
     if (!randomInputs(before, seed, inputs, error, limits(), boolDensity(trial)))
       return fail(diag, error);
     randomParameters(before, seed, inputs);
-    Limits exact = limits();
-    exact.exactFloats = true;
     NamedTensors grads;
     RunError runError;
-    if (!runGraph(after, inputs, grads, runError, exact))
+    if (!runGraph(after, inputs, grads, runError, exactLimits()))
       return failRun(diag, "gradcheck (the gradients), trial " + std::to_string(trial),
                      runError);
     for (const auto &[name, grad] : grads) {

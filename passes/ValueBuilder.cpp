@@ -1,0 +1,79 @@
+//===- ValueBuilder.cpp - IR ops one value at a time, null after a failure ===//
+#include "passes/ValueBuilder.h"
+
+using namespace cgc;
+
+Value *ValueBuilder::op(OpKind kind, std::vector<Value *> operands,
+                        const AttrMap &attrs, llvm::StringRef suffix) {
+  if (failed || llvm::is_contained(operands, nullptr))
+    return nullptr;
+  Node *n = b.create(kind, suffix.empty() ? base : base + "." + suffix.str(),
+                     operands, attrs);
+  failed |= !n;
+  return n ? n->result() : nullptr;
+}
+
+Value *ValueBuilder::clone(const Node &node, llvm::ArrayRef<Value *> operands) {
+  if (failed || llvm::is_contained(operands, nullptr))
+    return nullptr;
+  Node *n = b.clone(node, operands);
+  failed |= !n;
+  return n ? n->result() : nullptr;
+}
+
+Value *ValueBuilder::fill(double value, DType dtype, llvm::StringRef suffix) {
+  return op(OpKind::Fill, {},
+            {{"dtype", dtype}, {"shape", std::vector<Dim>()}, {"value", value}},
+            suffix);
+}
+
+Value *ValueBuilder::scale(Value *x, double k) {
+  return x ? mul(x, fill(k, x->getType().dtype)) : nullptr;
+}
+
+Value *ValueBuilder::reshape(Value *x, llvm::ArrayRef<Dim> dims,
+                             llvm::StringRef suffix) {
+  if (x && llvm::ArrayRef<Dim>(x->getType().dims) == dims)
+    return x;
+  return op(OpKind::Reshape, {x},
+            {{"shape", std::vector<Dim>(dims.begin(), dims.end())}}, suffix);
+}
+
+Value *ValueBuilder::sum(Value *x, std::vector<int64_t> axes, bool keepdim) {
+  if (axes.empty())
+    return x;
+  return op(OpKind::Sum, {x}, {{"axes", axes}, {"keepdim", keepdim}});
+}
+
+Value *ValueBuilder::matmul(Value *x, Value *y, bool transposeA, bool transposeB) {
+  return op(OpKind::MatMul, {x, y},
+            {{"transpose_a", transposeA}, {"transpose_b", transposeB}});
+}
+
+Value *ValueBuilder::reduceTo(Value *g, const TensorType &to) {
+  if (!g)
+    return nullptr;
+  const TensorType &from = g->getType();
+  unsigned extra = from.rank() - to.rank();
+  std::vector<int64_t> leading, ones;
+  for (unsigned d = 0; d < extra; ++d)
+    leading.push_back(d);
+  for (unsigned d = 0; d < to.rank(); ++d)
+    if (to.dims[d] == Dim::fixed(1) && from.dims[d + extra] != Dim::fixed(1))
+      ones.push_back(d + extra);
+  Value *r = sum(g, ones, /*keepdim=*/true);
+  r = sum(r, leading, /*keepdim=*/false);
+  return reshape(r, to.dims);
+}
+
+Value *ValueBuilder::expandFrom(Value *g, const TensorType &in,
+                               llvm::ArrayRef<unsigned> axes, bool keepdim) {
+  if (!g)
+    return nullptr;
+  std::vector<Dim> kept(in.dims.begin(), in.dims.end());
+  for (unsigned a : axes)
+    kept[a] = Dim::fixed(1);
+  Value *r = keepdim ? g : reshape(g, kept);
+  return op(OpKind::BroadcastTo, {r},
+            {{"shape", std::vector<Dim>(in.dims.begin(), in.dims.end())}});
+}

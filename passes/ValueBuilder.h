@@ -1,0 +1,60 @@
+//===- ValueBuilder.h - IR ops one value at a time -------------*- C++ -*-===//
+//
+// Used by the passes that build chains of ops (autodiff's rules,
+// apply-optimizer, remove-sync-points' selections): a failed type rule
+// turns every later value into null instead of a check per op.
+//
+//===----------------------------------------------------------------------===//
+#ifndef CGC_PASSES_VALUEBUILDER_H
+#define CGC_PASSES_VALUEBUILDER_H
+
+#include "ir/Builder.h"
+
+#include <string>
+#include <vector>
+
+namespace cgc {
+
+/// Builds IR ops at a GraphBuilder's insertion point, one value at a time,
+/// each named `<base>` or `<base>.<suffix>` (made unique). Every helper
+/// returns null once anything failed (the builder reported it), and takes
+/// null operands, so a chain of ops checks once at its end.
+class ValueBuilder {
+public:
+  explicit ValueBuilder(GraphBuilder &builder) : b(builder) {}
+
+  Value *op(OpKind kind, std::vector<Value *> operands,
+            const AttrMap &attrs = {}, llvm::StringRef suffix = "");
+  Value *clone(const Node &node, llvm::ArrayRef<Value *> operands);
+  Value *fill(double value, DType dtype, llvm::StringRef suffix = "");
+  Value *add(Value *x, Value *y) { return op(OpKind::Add, {x, y}); }
+  Value *sub(Value *x, Value *y) { return op(OpKind::Sub, {x, y}); }
+  Value *mul(Value *x, Value *y) { return op(OpKind::Mul, {x, y}); }
+  Value *div(Value *x, Value *y) { return op(OpKind::Div, {x, y}); }
+  Value *neg(Value *x) { return op(OpKind::Neg, {x}); }
+  Value *scale(Value *x, double k);
+  Value *where(Value *c, Value *x, Value *y) { return op(OpKind::Where, {c, x, y}); }
+  Value *reshape(Value *x, llvm::ArrayRef<Dim> dims, llvm::StringRef suffix = "");
+  Value *sum(Value *x, std::vector<int64_t> axes, bool keepdim);
+  Value *matmul(Value *x, Value *y, bool transposeA, bool transposeB);
+  /// \p g (of a broadcast result) summed back to \p to's shape.
+  Value *reduceTo(Value *g, const TensorType &to);
+  /// \p g (the adjoint of a reduction over \p axes of \p in, with
+  /// \p keepdim) broadcast back to \p in's shape.
+  Value *expandFrom(Value *g, const TensorType &in,
+                    llvm::ArrayRef<unsigned> axes, bool keepdim);
+
+  void setBase(std::string name) { base = std::move(name); }
+  void setOrigin(const Node &n) { b.setOrigin(n); }
+  void setInsertionPoint(Node &n) { b.setInsertionPoint(n); }
+  bool hasFailed() const { return failed; }
+
+private:
+  GraphBuilder &b;
+  std::string base;
+  bool failed = false;
+};
+
+} // namespace cgc
+
+#endif
