@@ -33,7 +33,7 @@ inputs). Writes RESULT/CHECK/INFO lines to --log (default
 bench/results/sync-points-<gpu>-<date>.log); bench/make_perf_md.py
 --sync-points LOG renders them in docs/perf.md.
 """
-import argparse, json, os, struct, subprocess, sys, tempfile
+import argparse, json, os, sys, tempfile
 
 import numpy as np
 
@@ -42,38 +42,10 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "models"))
 from run_bench import BenchLog, time_events, capture  # noqa: E402
+from cgc_tool import Runner  # noqa: E402
 from gen_sync_models import masked_lm, power_iter  # noqa: E402
 
-ST = {np.float32: "F32", np.int64: "I64", np.int32: "I32", np.bool_: "BOOL"}
-NP = {"F32": np.float32, "I64": np.int64, "I32": np.int32, "BOOL": np.bool_}
 TOKENS, HIDDEN, VOCAB, MAX_COUNT = 8 * 512, 768, 30522, 768
-
-
-def write_safetensors(path, tensors):
-    header, off, blobs = {}, 0, []
-    for name, arr in tensors.items():
-        arr = np.ascontiguousarray(arr)
-        data = arr.tobytes()
-        header[name] = {"dtype": ST[arr.dtype.type], "shape": list(arr.shape),
-                        "data_offsets": [off, off + len(data)]}
-        off += len(data)
-        blobs.append(data)
-    h = json.dumps(header, separators=(",", ":")).encode()
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(h)) + h + b"".join(blobs))
-
-
-def read_safetensors(path):
-    with open(path, "rb") as f:
-        data = f.read()
-    (n,) = struct.unpack("<Q", data[:8])
-    header = json.loads(data[8:8 + n])
-    out = {}
-    for name, e in header.items():
-        if name != "__metadata__":
-            b, end = e["data_offsets"]
-            out[name] = np.frombuffer(data[8 + n + b:8 + n + end], NP[e["dtype"]]).reshape(e["shape"])
-    return out
 
 
 def weights_as_inputs(m):
@@ -83,68 +55,6 @@ def weights_as_inputs(m):
         i.pop("kind", None)
         i.pop("init", None)
     return m
-
-
-class Runner:
-    def __init__(self, args, out_dir, say):
-        self.args, self.out_dir, self.say = args, out_dir, say
-        self.status = 0
-
-    def compile(self, name, m):
-        src, art = (os.path.join(self.out_dir, name + e) for e in (".json", ".cgc"))
-        with open(src, "w") as f:
-            json.dump(m, f)
-        r = subprocess.run([self.args.cgc, src, "-o", art, "--report"], capture_output=True, text=True)
-        for line in r.stderr.strip().splitlines():
-            if "note:" in line or "wrote" in line:
-                self.say("# " + line.split(self.out_dir + "/")[-1])
-        if r.returncode:
-            self.fail(f"ERROR workload={name} impl=cgc compile rc={r.returncode} {r.stderr.strip()[-300:]}")
-            return None
-        return art
-
-    def fail(self, line):
-        self.say(line)
-        self.status = 1
-
-    def bench(self, workload, impl, art, inputs, iters):
-        """cgc bench on the inputs: RESULT lines for graph and eager; the
-        trips of its loops."""
-        path = os.path.join(self.out_dir, f"{workload}-{impl}.in.safetensors")
-        write_safetensors(path, inputs)
-        b = subprocess.run([self.args.cgc, "bench", art, "--inputs", path, "--iters", str(iters),
-                            "--warmup", str(max(iters // 10, 3)), "--repeats", "5"],
-                           capture_output=True, text=True)
-        kv = dict(t.split("=", 1) for t in b.stdout.split() if "=" in t)
-        if b.returncode or "graph_us_per_run" not in kv:
-            self.fail(f"ERROR workload={workload} impl={impl} bench rc={b.returncode} {b.stderr.strip()[-300:]}")
-            return {}
-        trips = " ".join(f"{k}={v}" for k, v in kv.items() if "_trips_" in k)
-        for mode in ("graph", "eager"):
-            self.say(f"RESULT workload={workload} impl={impl}_{mode} us={kv[mode + '_us_per_run']} "
-                     f"samples={kv[mode + '_us_samples']} {trips}".rstrip())
-        return kv
-
-    def run(self, workload, impl, art, inputs):
-        """cgc run on the inputs: its outputs."""
-        src = os.path.join(self.out_dir, f"{workload}-{impl}.run.in.safetensors")
-        dst = os.path.join(self.out_dir, f"{workload}-{impl}.run.out.safetensors")
-        write_safetensors(src, inputs)
-        r = subprocess.run([self.args.cgc, "run", art, "--inputs", src, "--outputs", dst, "--overwrite"],
-                           capture_output=True, text=True)
-        if r.returncode:
-            self.fail(f"ERROR workload={workload} impl={impl} run rc={r.returncode} {r.stderr.strip()[-300:]}")
-            return None
-        return read_safetensors(dst)
-
-    def check(self, workload, impl, got, want, rtol, extra=""):
-        got, want = np.asarray(got, np.float64), np.asarray(want, np.float64)
-        diff = float(np.max(np.abs(got - want))) if got.size else 0.0
-        ok = got.shape == want.shape and np.allclose(got, want, rtol=rtol, atol=rtol)
-        self.say(f"CHECK workload={workload} impl={impl} max_abs_diff={diff:.3g} rtol={rtol} "
-                 f"ok={int(ok)} {extra}".rstrip())
-        if not ok:
-            self.status = 1
 
 
 def timed(torch, fn, iters, graph=True):
@@ -323,7 +233,7 @@ def main():
     say = BenchLog(torch, "sync-points", args.log,
                    f"CUDA events around {args.iters} back-to-back runs (power_iter: "
                    f"{max(args.iters // 4, 10)}), median of 5 repeats after warm-up; f32 without TF32")
-    r = Runner(args, out_dir, say)
+    r = Runner(args.cgc, out_dir, say)
     only = set(filter(None, args.only.split(",")))
     if not only or "branch_infer" in only:
         branch_infer(torch, F, r, args.iters)

@@ -20,7 +20,7 @@ Writes RESULT/CHECK lines to --log (default
 bench/results/training-<gpu>-<date>.log); bench/make_perf_md.py --training
 LOG renders them in docs/perf.md.
 """
-import argparse, json, os, subprocess, sys, tempfile
+import argparse, json, os, sys, tempfile
 
 import numpy as np
 
@@ -28,9 +28,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 from run_bench import BenchLog, time_events, capture  # noqa: E402
-from sync_points import write_safetensors, read_safetensors  # noqa: E402
+from cgc_tool import Runner  # noqa: E402
 
 STEPS, TOLERANCE = 10, 1e-4
+TRAIN = ("--train",)  # cgc's flags: a whole training step
 
 
 def mlp(batch, dims, optimizer, dropout=True):
@@ -71,47 +72,6 @@ def torch_model(torch, dims, p_drop):
     return nn.Sequential(*layers).cuda()
 
 
-class Bench:
-    def __init__(self, args, out_dir, say):
-        self.args, self.out_dir, self.say, self.status = args, out_dir, say, 0
-
-    def compile(self, name, m):
-        src, art = (os.path.join(self.out_dir, name + e) for e in (".json", ".cgc"))
-        with open(src, "w") as f:
-            json.dump(m, f)
-        r = subprocess.run([self.args.cgc, src, "--train", "-o", art], capture_output=True, text=True)
-        self.say("# " + (r.stderr.strip().splitlines() or ["?"])[-1].split(self.out_dir + "/")[-1])
-        if r.returncode:
-            self.fail(f"ERROR workload={name} impl=cgc compile {r.stderr.strip()[-300:]}")
-            return None
-        return art
-
-    def fail(self, line):
-        self.say(line)
-        self.status = 1
-
-    def timing(self, workload, art, iters):
-        b = subprocess.run([self.args.cgc, "bench", art, "--iters", str(iters), "--warmup",
-                            str(max(iters // 10, 5)), "--repeats", "5"], capture_output=True, text=True)
-        kv = dict(t.split("=", 1) for t in b.stdout.split() if "=" in t)
-        if b.returncode or "graph_us_per_run" not in kv:
-            return self.fail(f"ERROR workload={workload} impl=cgc bench {b.stderr.strip()[-300:]}")
-        for mode in ("graph", "eager"):
-            self.say(f"RESULT workload={workload} impl=cgc_{mode} us={kv[mode + '_us_per_run']} "
-                     f"samples={kv[mode + '_us_samples']}")
-
-    def steps(self, workload, art, tensors, steps):
-        src = os.path.join(self.out_dir, workload + ".in.safetensors")
-        dst = os.path.join(self.out_dir, workload + ".out.safetensors")
-        write_safetensors(src, tensors)
-        r = subprocess.run([self.args.cgc, "run", art, "--inputs", src, "--outputs", dst,
-                            "--overwrite", "--steps", str(steps)], capture_output=True, text=True)
-        if r.returncode:
-            self.fail(f"ERROR workload={workload} impl=cgc run {r.stderr.strip()[-300:]}")
-            return None
-        return read_safetensors(dst)
-
-
 def torch_step(torch, model, opt, x, target):
     def step():
         opt.zero_grad(set_to_none=False)
@@ -149,7 +109,7 @@ def timing_peers(torch, b, name, batch, dims, iters):
 def check_steps(torch, b, name, batch, dims, optimizer):
     """STEPS steps without dropout, cgc against PyTorch from the same weights."""
     m = mlp(batch, dims, optimizer, dropout=False)
-    art = b.compile(f"{name}_{optimizer['kind']}_nodrop", m)
+    art = b.compile(f"{name}_{optimizer['kind']}_nodrop", m, TRAIN)
     if not art:
         return
     rng = np.random.default_rng(3)
@@ -158,7 +118,7 @@ def check_steps(torch, b, name, batch, dims, optimizer):
     for layer, (i, o) in (("fc1", (dims[0], dims[1])), ("fc2", (dims[1], dims[2]))):
         t[layer + ".w"] = rng.uniform(-i ** -0.5, i ** -0.5, (o, i)).astype(np.float32)
         t[layer + ".b"] = rng.uniform(-i ** -0.5, i ** -0.5, o).astype(np.float32)
-    got = b.steps(f"{name}_{optimizer['kind']}", art, t, STEPS)
+    got = b.run(name, optimizer["kind"], art, t, STEPS)
     model = torch_model(torch, dims, False)
     with torch.no_grad():
         for k, layer in (("fc1", model[0]), ("fc2", model[1])):
@@ -197,13 +157,13 @@ def main():
     say = BenchLog(torch, "training", args.log,
                    f"CUDA events around {args.iters} back-to-back steps (large: {args.iters // 10}), "
                    "median of 5 repeats after warm-up; f32 without TF32")
-    b = Bench(args, out_dir, say)
+    b = Runner(args.cgc, out_dir, say)
     sgd = {"kind": "sgd", "lr": 0.1}
     for name, batch, dims, iters in (("mlp_train_small", 32, (128, 256, 16), args.iters),
                                      ("mlp_train_large", 640, (4096, 2048, 1024), max(args.iters // 10, 10))):
-        art = b.compile(name, mlp(batch, dims, sgd))
+        art = b.compile(name, mlp(batch, dims, sgd), TRAIN)
         if art:
-            b.timing(name, art, iters)
+            b.bench(name, "cgc", art, None, iters)
         timing_peers(torch, b, name, batch, dims, iters)
         for optimizer in (sgd, {"kind": "adam", "lr": 0.001}):
             check_steps(torch, b, name, batch, dims, optimizer)
