@@ -5,7 +5,8 @@
 // thread per element (or per 16-byte vector) in a grid-stride loop;
 // row-wise kernels take a shape class from passes/ReductionRule.h
 // (RowEmitter.cpp) or run one block per output row (ReduceEmitter.cpp);
-// small matrix products run a warp per output column (ProductEmitter.cpp).
+// small matrix products run a warp per output column (ProductEmitter.cpp)
+// or 32x32 tiles per block (TiledProductEmitter.cpp).
 //
 //===----------------------------------------------------------------------===//
 #ifndef CGC_CODEGEN_EMITTERS_H

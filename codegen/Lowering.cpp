@@ -88,18 +88,21 @@ static std::string sanitize(llvm::StringRef text) {
 
 /// Chooses the emitter by op family; false when codegen does not handle
 /// the family yet (a located error follows).
-static bool emitKernel(const Node &node, Kernel &kernel) {
+static bool emitKernel(const Node &node, ProductPolicy products,
+                       Kernel &kernel) {
   switch (node.info().family) {
   case Elementwise: case Source:
     emitPointwise(node, kernel);
     return true;
   case Fused:
     if (node.getOp() == OpKind::ProductFusion)
-      emitProduct(productParts(node), kernel);
+      emitProductKernel(productParts(node), products, kernel);
     else
       emitPointwise(node, kernel);
     return true;
-  case MatMul: emitProduct(productParts(node), kernel); return true;
+  case MatMul:
+    emitProductKernel(productParts(node), products, kernel);
+    return true;
   case Random: emitPointwise(node, kernel); return true;
   case Reduction: case Scan: emitReduction(node, kernel); return true;
   case Normalization: emitNormalization(node, kernel); return true;
@@ -242,7 +245,7 @@ void Lowerer::lowerNode(const Node &node, StepGraph &out) {
       : node.getOp() == OpKind::ProductFusion
           ? "product_" + sanitize(node.getName())
           : sanitize(mnemonic(node.getOp())) + "_" + sanitize(node.getName()));
-  if (!emitKernel(node, kernel)) {
+  if (!emitKernel(node, program.productPolicy, kernel)) {
     diag.nodeError(node, "'" + mnemonic(node.getOp()) +
                              "' is not supported by codegen yet");
     ok = false;

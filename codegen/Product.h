@@ -39,8 +39,15 @@ inline bool isProductNode(const Node &node) {
   return node.info().has(MatMul) || node.getOp() == OpKind::ProductFusion;
 }
 
-/// The generated kernel of a product whose strategy is Generated.
+/// The generated kernel of a product whose strategy is Generated: a warp
+/// per output column (ProductEmitter.cpp).
 void emitProduct(const ProductParts &parts, Kernel &kernel);
+/// The generated kernel of a product whose strategy is Tiled
+/// (TiledProductEmitter.cpp).
+void emitTiledProduct(const ProductParts &parts, Kernel &kernel);
+/// The kernel of a product that \p policy does not give to cuBLASLt.
+void emitProductKernel(const ProductParts &parts, ProductPolicy policy,
+                       Kernel &kernel);
 
 } // namespace cgc
 

@@ -258,3 +258,14 @@ void cgc::emitProduct(const ProductParts &parts, Kernel &kernel) {
   kernel.grid[0] = uint32_t((p.n + WarpsPerBlock - 1) / WarpsPerBlock);
   kernel.source = kernelSignature(kernel, Block) + body + "}\n";
 }
+
+void cgc::emitProductKernel(const ProductParts &parts, ProductPolicy policy,
+                            Kernel &kernel) {
+  switch (productStrategy(parts.problem, policy)) {
+  case ProductStrategy::Generated: return emitProduct(parts, kernel);
+  case ProductStrategy::Tiled: return emitTiledProduct(parts, kernel);
+  case ProductStrategy::Library:
+    llvm_unreachable("cuBLASLt runs this product (ProductLowering.cpp)");
+  }
+  llvm_unreachable("a ProductStrategy value");
+}

@@ -9,6 +9,7 @@
 //   - Library (cuBLASLt): bias, residual (the beta * C input), relu and
 //     gelu_tanh, the forms cuBLASLt's epilogues compute. The erf-form gelu
 //     stays outside and fuse-elementwise puts it in the next kernel.
+//   - Tiled: bias, residual, relu, gelu, gelu_tanh.
 //   - Generated: bias, residual, relu, gelu, gelu_tanh; and, before the
 //     product, the layernorm over the last axis that produces its first
 //     operand, when that layernorm has no other user and

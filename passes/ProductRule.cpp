@@ -81,18 +81,32 @@ static bool fewRowsWin(const ProductProblem &p) {
                       weight <= kGeneratedHalfProductSmallWeight);
 }
 
+/// Whether the tiled kernel can run \p p: one batch, f32, a contraction.
+static bool tileable(const ProductProblem &p) {
+  return p.batch.empty() && p.dtype == DType::F32 && p.k > 0 &&
+         p.m <= int64_t(65535) * 32; // grid.y
+
+}
+
 ProductStrategy cgc::productStrategy(const ProductProblem &p,
                                      ProductPolicy policy) {
   // An empty contraction reads no weight at all: only the epilogue runs.
   bool small = p.batch.empty() && p.m <= kGeneratedProductMaxRows;
-  bool generated = small && p.k == 0; // cuBLASLt cannot run k = 0
+  if (small && p.k == 0)
+    return ProductStrategy::Generated; // cuBLASLt cannot run k = 0
+  uint64_t macs = uint64_t(p.m) * uint64_t(p.n) * uint64_t(p.k);
   switch (policy) {
   case ProductPolicy::CostRule:
-    generated |= small && p.transB && !p.transA && fewRowsWin(p);
-    break;
-  case ProductPolicy::LibraryOnly: break;
+    if (small && p.transB && !p.transA && fewRowsWin(p))
+      return ProductStrategy::Generated;
+    if (tileable(p) && macs <= kTiledProductMaxMacs)
+      return ProductStrategy::Tiled;
+    return ProductStrategy::Library;
+  case ProductPolicy::LibraryOnly: return ProductStrategy::Library;
+  case ProductPolicy::TiledWherePossible:
+    return tileable(p) ? ProductStrategy::Tiled : ProductStrategy::Library;
   }
-  return generated ? ProductStrategy::Generated : ProductStrategy::Library;
+  llvm_unreachable("a ProductPolicy value");
 }
 
 bool cgc::fusesInputLayerNorm(const ProductProblem &p, ProductPolicy policy) {

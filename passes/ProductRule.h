@@ -37,14 +37,18 @@ ProductProblem productProblem(const Node &product);
 const Node &productOf(const Node &node);
 
 /// Who decides how products run: the cost rule below, or the user asking
-/// for cuBLASLt everywhere it can run (`cgc --library-products`, also how
-/// the rule's thresholds are measured).
-enum class ProductPolicy { CostRule, LibraryOnly };
+/// for cuBLASLt everywhere it can run (`cgc --library-products`), or for the
+/// tiled kernel everywhere it can run (`cgc --tiled-products`); the last
+/// two are how the rule's thresholds are measured (bench/product_rule.py).
+enum class ProductPolicy { CostRule, LibraryOnly, TiledWherePossible };
 
 enum class ProductStrategy {
   /// cgc's own kernel: a warp per output column reads each weight row once
   /// with 16-byte loads and keeps the few rows of A in registers.
   Generated,
+  /// cgc's own tiled kernel: 32x32 output tiles through shared memory,
+  /// any transpose of either operand.
+  Tiled,
   /// One cuBLASLt call (tensor cores, tuned tiles) with its epilogue.
   Library,
 };
@@ -63,9 +67,15 @@ enum class ProductStrategy {
 ///     up to 4 rows when the weight is at most 1 MiB (256^2 bf16, 4 rows:
 ///     2.3 against 3.5 us); cuBLASLt beyond (4096^2 bf16, 4 rows: 14.8
 ///     against 10.3 us; 16 rows: 43.8 against 9.7).
+/// Products of one batch in f32 that do at most kTiledProductMaxMacs
+/// multiply-adds run as the tiled kernel: there a cuBLASLt call costs more
+/// than the work (mlp_train_small's backward products, m256 n32 k16 and
+/// the like, took 12-16 us each under cuBLASLt on an H100); the threshold
+/// is measured by bench/product_rule.py (docs/passes.md).
 constexpr int64_t kGeneratedProductMaxRows = 16;
 constexpr int64_t kGeneratedHalfProductMaxRows = 4;
 constexpr uint64_t kGeneratedHalfProductSmallWeight = 1 << 20;
+constexpr uint64_t kTiledProductMaxMacs = uint64_t(1) << 22;
 ProductStrategy productStrategy(const ProductProblem &p,
                                 ProductPolicy policy = ProductPolicy::CostRule);
 

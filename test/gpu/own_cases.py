@@ -296,7 +296,8 @@ def row_cases(put):
 
 def product_cases(put):
     """matmul and linear at M, N, K among 1, 2, 3, 17, 64, 255, 1000, 4097:
-    generated kernels (M <= 16) and cuBLASLt (larger), every epilogue,
+    generated kernels (M <= 16), the tiled kernel (small f32) and cuBLASLt
+    (larger), every epilogue,
     batched, broadcast and transposed matmuls, f32/f16/bf16. Shapes stay
     small enough that the staged inputs fit the carried folder."""
     def chain(ops, last, n_features, dt):
@@ -396,5 +397,15 @@ def product_cases(put):
     matmul("bcast_mixed", [2, 1, 17, 3], [4, 3, 64], "f32")
     matmul("bcast_mixed", [2, 1, 17, 3], [4, 3, 64], "bf16")
     matmul("vector", [1, 1000], [1000, 1], "f32")
+    # The tiled kernel (f32, one batch, at most 2^22 multiply-adds): every
+    # transpose, sizes off the 32-grid of its tiles, each epilogue.
+    for ta in (False, True):
+        for tb in (False, True):
+            a = [70, 33] if ta else [33, 70]
+            b = [45, 70] if tb else [70, 45]
+            tag = "tiled_" + ("t" if ta else "n") + ("t" if tb else "n")
+            matmul(tag, a, b, "f32", ta=ta, tb=tb, ops=("bias", "gelu"))
+    matmul("tiled_k1", [65, 1], [1, 31], "f32", ops=("residual", "relu"))
+    linear("tiled", 100, 37, 129, "f32", ["residual", "gelu_tanh"])
 
 

@@ -49,6 +49,11 @@ static cl::opt<bool> LibraryProducts(
     "library-products",
     cl::desc("Run every matrix product cuBLASLt can run with cuBLASLt, "
              "not only those the cost rule gives it"));
+static cl::opt<bool> TiledProducts(
+    "tiled-products",
+    cl::desc("Run every f32 matrix product of one batch with cgc's tiled "
+             "kernel, not only those the cost rule gives it (how "
+             "bench/product_rule.py measures the rule)"));
 static cl::opt<bool> Report(
     "report",
     cl::desc("Say what became of every sync point (item, nonzero, "
@@ -172,7 +177,7 @@ static int compileMain(int argc, char **argv) {
   if (!cl::ParseCommandLineOptions(argc, argv,
                               "cgc: ahead-of-time CUDA graph compiler\n\n"
                               "  cgc model.json [-o model.cgc] [--arch=sm_90] [--no-fuse] [--allow-tf32]\n"
-                              "      [--library-products]\n"
+                              "      [--library-products | --tiled-products]\n"
                               "      [--bind-dim NAME=V1,V2,...]\n"
                               "  cgc model.json --emit=cuda|dot\n"
                               "  cgc --dump-artifact model.cgc\n"
@@ -229,8 +234,15 @@ static int compileMain(int argc, char **argv) {
     return 2;
   }
   options.maxLoopIterations = MaxLoopIterations;
+  if (LibraryProducts && TiledProducts) {
+    llvm::errs() << "cgc: --library-products and --tiled-products exclude "
+                    "each other\n";
+    return 2;
+  }
   if (LibraryProducts)
     options.productPolicy = ProductPolicy::LibraryOnly;
+  if (TiledProducts)
+    options.productPolicy = ProductPolicy::TiledWherePossible;
   if (!parseBindDims(options))
     return 2;
   int status = 0;

@@ -1,0 +1,87 @@
+//===- TiledProductEmitter.cpp - The generated kernel of a small 2-D product ===//
+//
+// For f32 products of one batch whose work is too small for a library call
+// to pay (ProductRule.h): out[m, n] = sum_k A(m, k) B(k, n), then the
+// epilogue. Each block of 256 threads computes a 32x32 tile of the result:
+// per 32-wide step of k it stages the A and B tiles in shared memory (rows
+// padded to 33 floats, so both the coalesced loads of either layout and the
+// reads below are free of bank conflicts), then thread (tx, ty) adds
+// A[ty + 8i][kk] * B[kk][tx] for its four rows i. A transposed operand
+// only changes which index of the tile the lanes walk: loads always run
+// along the stored row. Grid: ceil(n / 32) x ceil(m / 32) blocks.
+//
+//===----------------------------------------------------------------------===//
+#include "codegen/CudaText.h"
+#include "codegen/Emitters.h"
+#include "codegen/Product.h"
+
+using namespace cgc;
+
+static const unsigned Block = 256;
+static const int64_t Tile = 32;
+
+static std::string lit(int64_t v) { return std::to_string(v) + "LL"; }
+
+/// Stages the 32x32 tile of A (rows row0.., k k0..) into As[m][k], four
+/// elements per thread, the lanes along A's stored rows.
+static std::string loadA(const ProductProblem &p, const std::string &a) {
+  std::string M = lit(p.m), K = lit(p.k);
+  if (!p.transA) // a[m, k]: lanes along k
+    return "      { const long long m = row0 + r, k = k0 + tx;\n"
+           "        As[r][tx] = m < " + M + " && k < " + K + " ? (float)cgc_ld(" + a +
+           ", m * " + K + " + k) : 0.0f; }\n";
+  return "      { const long long k = k0 + r, m = row0 + tx;\n" // a[k, m]: lanes along m
+         "        As[tx][r] = m < " + M + " && k < " + K + " ? (float)cgc_ld(" + a +
+         ", k * " + M + " + m) : 0.0f; }\n";
+}
+
+/// Stages the tile of B (k k0.., columns col0..) into Bs[k][n].
+static std::string loadB(const ProductProblem &p, const std::string &b) {
+  std::string N = lit(p.n), K = lit(p.k);
+  if (!p.transB) // b[k, n]: lanes along n
+    return "      { const long long k = k0 + r, n = col0 + tx;\n"
+           "        Bs[r][tx] = n < " + N + " && k < " + K + " ? (float)cgc_ld(" + b +
+           ", k * " + N + " + n) : 0.0f; }\n";
+  return "      { const long long n = col0 + r, k = k0 + tx;\n" // b[n, k]: lanes along k
+         "        Bs[tx][r] = n < " + N + " && k < " + K + " ? (float)cgc_ld(" + b +
+         ", n * " + K + " + k) : 0.0f; }\n";
+}
+
+void cgc::emitTiledProduct(const ProductParts &parts, Kernel &kernel) {
+  const ProductProblem &p = parts.problem;
+  std::string a = addParam(kernel, parts.a, false);
+  std::string b = addParam(kernel, parts.b, false);
+  std::string bias = parts.bias ? addParam(kernel, parts.bias, false) : "";
+  std::string res = parts.residual ? addParam(kernel, parts.residual, false) : "";
+  std::string out = addParam(kernel, parts.result, true);
+  std::string N = lit(p.n);
+  std::string body =
+      "  __shared__ float As[32][33], Bs[32][33];\n"
+      "  const int tx = threadIdx.x & 31, ty = threadIdx.x >> 5;\n"
+      "  const long long row0 = (long long)blockIdx.y * 32, col0 = (long long)blockIdx.x * 32;\n"
+      "  float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};\n" +
+      std::string(kWaitForProducers) +
+      "  for (long long k0 = 0; k0 < " + lit(p.k) + "; k0 += 32) {\n"
+      "#pragma unroll\n    for (int r = ty; r < 32; r += 8) {\n" +
+      loadA(p, a) + loadB(p, b) +
+      "    }\n    __syncthreads();\n"
+      "#pragma unroll 8\n    for (int kk = 0; kk < 32; ++kk) {\n"
+      "      const float bv = Bs[kk][tx];\n"
+      "#pragma unroll\n      for (int i = 0; i < 4; ++i) acc[i] += As[ty + 8 * i][kk] * bv;\n"
+      "    }\n    __syncthreads();\n  }\n"
+      "  const long long n = col0 + tx;\n"
+      "  if (n >= " + N + ") return;\n"
+      "#pragma unroll\n  for (int i = 0; i < 4; ++i) {\n"
+      "    const long long m = row0 + ty + 8 * i;\n"
+      "    if (m >= " + lit(p.m) + ") break;\n"
+      "    float v = acc[i];\n" +
+      (bias.empty() ? "" : "    v += cgc_ld(" + bias + ", n);\n") +
+      (res.empty() ? "" : "    v += cgc_ld(" + res + ", m * " + N + " + n);\n") +
+      "    cgc_st(" + out + ", m * " + N + " + n, " +
+      (parts.activation ? elementwiseExpr(*parts.activation, {"v"}) : "v") + ");\n"
+      "  }\n";
+  kernel.block[0] = Block;
+  kernel.grid[0] = uint32_t((p.n + Tile - 1) / Tile);
+  kernel.grid[1] = uint32_t((p.m + Tile - 1) / Tile);
+  kernel.source = kernelSignature(kernel, Block) + body + "}\n";
+}
