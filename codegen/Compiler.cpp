@@ -48,6 +48,11 @@ static std::string graphName(const std::map<std::string, int64_t> &dims) {
 /// Checks the bound dims against the model's declarations.
 static bool checkBindings(const Graph &model, const CompileOptions &options,
                           DiagnosticEngine &diag) {
+  if (options.train && !options.bindDims.empty()) {
+    diag.error({}, "--bind-dim with --train is not supported yet (a "
+                   "training artifact holds its train and eval graphs)");
+    return false;
+  }
   for (const auto &[name, values] : options.bindDims) {
     auto index = model.dims().lookup(name);
     if (!index || model.dims().get(*index).dataDependent) {
@@ -108,6 +113,91 @@ static PlanLayout sharedLayout(const Graph &model,
   return layout;
 }
 
+/// Runs the pipeline on \p unit, lowers it into \p out and makes the next
+/// graph's constants follow its state.
+static bool lowerUnit(CompiledGraph &unit, const CompileOptions &options,
+                      PlanLayout &layout, Compilation &out,
+                      DiagnosticEngine &diag) {
+  PassContext ctx{diag, unit.dims};
+  ctx.layout = layout;
+  ctx.productPolicy = options.productPolicy;
+  if (!runDefaultPipeline(*unit.ir, options, ctx))
+    return false;
+  PhaseTimer timer(options.times, "lower graph '" + unit.name + "'");
+  if (!lowerGraph(*unit.ir, *ctx.memoryPlan, unit.name, out.program, diag))
+    return false;
+  out.program.graphs.back().dims = unit.dims;
+  layout.persistentBase = ctx.memoryPlan->persistentSize;
+  unit.plan = std::move(ctx.memoryPlan);
+  out.graphs.push_back(std::move(unit));
+  return true;
+}
+
+/// Gives \p eval (the forward graph) the inputs and outputs of \p train, in
+/// its order, so both graphs share every slot and state tensor: the inputs
+/// apply-optimizer added join it, and each update becomes its target
+/// itself (eval leaves the state as it is).
+static bool matchTrainingSignature(Graph &eval, const Graph &train,
+                                   DiagnosticEngine &diag) {
+  for (size_t i = 0; i < train.inputs().size(); ++i) {
+    const GraphInput &in = train.inputs()[i];
+    if (i < eval.inputs().size()) {
+      if (eval.inputs()[i].value->getName() != in.value->getName())
+        break;
+      continue;
+    }
+    GraphInput copy = in;
+    copy.value = eval.addInput(in.value->getName(), in.value->getType());
+    eval.input(i) = copy;
+  }
+  std::vector<GraphOutput> outputs;
+  for (const GraphOutput &o : train.outputs) {
+    bool update = o.kind == OutputKind::ParameterUpdate ||
+                  o.kind == OutputKind::BufferMutation;
+    const GraphOutput *same = nullptr;
+    for (const GraphOutput &e : eval.outputs)
+      if (e.name == o.name)
+        same = &e;
+    GraphOutput copy = update ? o : same ? *same : GraphOutput();
+    if (update)
+      copy.value = eval.lookupValue(o.target);
+    if (!copy.value || eval.inputs().size() != train.inputs().size()) {
+      diag.error(o.loc, "cgc --train: the eval graph cannot share output '" +
+                            o.name + "' and the inputs of the train graph");
+      return false;
+    }
+    outputs.push_back(copy);
+  }
+  eval.outputs = std::move(outputs);
+  return true;
+}
+
+/// `cgc --train`: graph "train" (forward, backward, update) and graph
+/// "eval" (the forward graph with dropout off), over one state.
+static bool lowerTraining(Graph &model, const CompileOptions &options,
+                          Compilation &out, DiagnosticEngine &diag) {
+  std::unique_ptr<Graph> forward = model.clone();
+  PlanLayout layout;
+  CompiledGraph train;
+  train.name = "train";
+  train.ir = &model;
+  if (!lowerUnit(train, options, layout, out, diag))
+    return false;
+  PassManager pm;
+  PassContext ctx{diag, {}};
+  if (!pm.addPipeline("eval-mode", diag) ||
+      !pm.run(*forward, ctx, llvm::nulls()) ||
+      !matchTrainingSignature(*forward, model, diag))
+    return false;
+  CompiledGraph eval;
+  eval.name = "eval";
+  eval.owned = std::move(forward);
+  eval.ir = eval.owned.get();
+  CompileOptions inference = options;
+  inference.train = inference.gradients = false;
+  return lowerUnit(eval, inference, layout, out, diag);
+}
+
 bool cgc::lowerModel(Graph &model, const CompileOptions &options,
                      Compilation &out, DiagnosticEngine &diag) {
   if (!checkBindings(model, options, diag))
@@ -116,6 +206,8 @@ bool cgc::lowerModel(Graph &model, const CompileOptions &options,
   out.program.allowTf32 = options.allowTf32;
   out.program.productPolicy = options.productPolicy;
   out.program.multiprocessors = multiprocessorsOf(options.arch);
+  if (options.train)
+    return lowerTraining(model, options, out, diag);
   PlanLayout layout = shared ? sharedLayout(model, options) : PlanLayout();
   for (const auto &dims : specializations(options)) {
     CompiledGraph unit;
@@ -127,18 +219,8 @@ bool cgc::lowerModel(Graph &model, const CompileOptions &options,
     } else {
       unit.ir = &model;
     }
-    PassContext ctx{diag, dims};
-    ctx.layout = layout;
-    ctx.productPolicy = options.productPolicy;
-    if (!runDefaultPipeline(*unit.ir, options, ctx))
+    if (!lowerUnit(unit, options, layout, out, diag))
       return false;
-    PhaseTimer timer(options.times, "lower graph '" + unit.name + "'");
-    if (!lowerGraph(*unit.ir, *ctx.memoryPlan, unit.name, out.program, diag))
-      return false;
-    out.program.graphs.back().dims = dims;
-    layout.persistentBase = ctx.memoryPlan->persistentSize;
-    unit.plan = std::move(ctx.memoryPlan);
-    out.graphs.push_back(std::move(unit));
   }
   return true;
 }

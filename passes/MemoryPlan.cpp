@@ -197,6 +197,8 @@ bool Planner::claimOutputs() {
       }
       unsigned buffer = bufferOf(target->value);
       plan.outputBuffer.push_back(buffer);
+      if (v == target->value)
+        continue; // The state stays as it is (an eval graph's updates).
       if (updateInPlace(v, target->value))
         claimed[v] = buffer;
       else

@@ -15,7 +15,9 @@
 
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <fstream>
 
 using namespace cgctest;
@@ -190,6 +192,69 @@ TEST(StagedCases, MultiGraphAnyOrder) {
   int64_t wrong = 16;
   EXPECT_EQ(cgc_run(l.ctx, 0, &wrong, 1, nullptr), CGC_ERROR_INVALID_ARGUMENT)
       << "graph B=8 refuses B=16";
+}
+
+
+/// Runs graph \p graph of \p l and compares outputs \p names with \p ref
+/// (|got - ref| <= 1e-4 |ref| + 1e-4 max|ref|: f32 sums in another order).
+static std::string runAndCompareNamed(Loaded &l, size_t graph,
+                                      const TensorMap &ref,
+                                      const std::vector<std::string> &names) {
+  cgc_status st = cgc_run(l.ctx, graph, nullptr, 0, nullptr);
+  if (st != CGC_OK || (st = cgc_stream_synchronize(nullptr)) != CGC_OK)
+    return fmtStatus(st);
+  for (const std::string &name : names) {
+    const TensorData &want = ref.at(name);
+    std::vector<uint8_t> got(want.bytes.size());
+    st = cgc_context_read_output(l.ctx, name.c_str(), got.data(), got.size(), nullptr);
+    if (st != CGC_OK)
+      return name + ": " + fmtStatus(st);
+    std::vector<double> w = decode("f32", want.bytes.data(), want.bytes.size());
+    double largest = 0;
+    for (double v : w)
+      largest = std::max(largest, std::abs(v));
+    OutSpec spec{name, "f32", "close", 1e-4, 1e-4 * std::max(largest, 1.0)};
+    std::string problem = compareOutput(spec, decode("f32", got.data(), got.size()), w);
+    if (!problem.empty())
+      return name + ": " + problem;
+  }
+  return "";
+}
+
+/// examples/mlp_train_small.json compiled with --train (staged in
+/// DIR/train_eval): graphs "train" and "eval" share the parameters. On one
+/// context, eval gives the forward pass with dropout off and leaves the
+/// state alone; train gives one step; eval then runs on the trained
+/// parameters. Each is checked against the interpreter.
+TEST(StagedCases, TrainAndEvalGraphsShareTheParameters) {
+  CGC_REQUIRE_GPU();
+  std::string dir = staged().dir + "/train_eval/";
+  Loaded l;
+  ASSERT_EQ(l.open(dir + "model.cgc"), "");
+  ASSERT_EQ(cgc_engine_num_graphs(l.engine), 2u);
+  size_t train = 9, eval = 9;
+  ASSERT_EQ(cgc_engine_find_graph(l.engine, "train", &train), CGC_OK);
+  ASSERT_EQ(cgc_engine_find_graph(l.engine, "eval", &eval), CGC_OK);
+  TensorMap in, refEval, refTrain, refAfter;
+  ASSERT_TRUE(readTensors(dir + "in.safetensors", in));
+  ASSERT_TRUE(readTensors(dir + "ref.eval.safetensors", refEval));
+  ASSERT_TRUE(readTensors(dir + "ref.train.safetensors", refTrain));
+  ASSERT_TRUE(readTensors(dir + "ref.after.safetensors", refAfter));
+  ASSERT_EQ(l.feed(in), "");
+  auto state = [&](const char *name, size_t bytes) {
+    std::vector<uint8_t> now(bytes);
+    EXPECT_EQ(cgc_engine_state_read(l.engine, name, now.data(), bytes), CGC_OK);
+    return now;
+  };
+  std::vector<uint8_t> w0 = state("fc1.w", 256 * 128 * 4), rng0 = state("rng", 16);
+  EXPECT_EQ(runAndCompareNamed(l, eval, refEval, {"loss", "pred"}), "");
+  EXPECT_EQ(state("fc1.w", w0.size()), w0) << "eval leaves the parameters";
+  EXPECT_EQ(state("rng", 16), rng0) << "eval draws no dropout mask";
+  EXPECT_EQ(runAndCompareNamed(l, train, refTrain,
+                               {"loss", "pred", "fc1.w.next", "fc1.b.next",
+                                "fc2.w.next", "fc2.b.next"}),
+            "");
+  EXPECT_EQ(runAndCompareNamed(l, eval, refAfter, {"loss", "pred"}), "");
 }
 
 } // namespace

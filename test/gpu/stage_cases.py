@@ -253,6 +253,57 @@ def stage_multigraph(args):
     return None
 
 
+def read_safetensors(path):
+    """{name: (dtype, shape, flat float64 values)} of an f32/i64 file."""
+    with open(path, "rb") as f:
+        n = struct.unpack("<Q", f.read(8))[0]
+        header = json.loads(f.read(n))
+        data = f.read()
+    out = {}
+    for name, h in header.items():
+        if name == "__metadata__":
+            continue
+        lo, hi = h["data_offsets"]
+        dt = {"F32": "f32", "I64": "i64"}[h["dtype"]]
+        out[name] = (dt, h["shape"], np.frombuffer(data[lo:hi], dtype=NP[dt]).astype(np.float64))
+    return out
+
+
+def stage_train_eval(args):
+    """DIR/train_eval: examples/mlp_train_small.json compiled with --train
+    (graphs train and eval over one state); in.safetensors (inputs and
+    state), ref.eval (the forward pass with dropout off), ref.train (one
+    step), in.after (the inputs with the trained parameters and advanced
+    rng) and ref.after (eval on those): eval, train, eval on one context
+    must give ref.eval, ref.train, ref.after."""
+    cdir = os.path.join(args.out, "train_eval")
+    os.makedirs(cdir, exist_ok=True)
+    src = os.path.join(ROOT, "examples/mlp_train_small.json")
+    rc, msg = run([args.cgc, src, "--train", "-o", os.path.join(cdir, "model.cgc")])
+    if rc != 0:
+        return "cgc --train: " + msg[-600:]
+    g = load(src)
+    inp = os.path.join(cdir, "in.safetensors")
+    # State from the model's initializers (the inputs hold x and target only).
+    write_safetensors(inp, random_inputs(g, np.random.default_rng(11), {}))
+    def interpret(inputs, ref, passes):
+        return run([args.cgc_opt, src, "--interpret", "--inputs", inputs, "--outputs",
+                    os.path.join(cdir, ref), "--overwrite", "--passes=" + passes])
+    for ref, passes in (("ref.eval.safetensors", "eval-mode"),
+                        ("ref.train.safetensors", "autodiff,apply-optimizer")):
+        rc, msg = interpret(inp, ref, passes)
+        if rc != 0:
+            return "cgc-opt --interpret: " + msg[-600:]
+    after = read_safetensors(inp)
+    for name, t in read_safetensors(os.path.join(cdir, "ref.train.safetensors")).items():
+        if name.endswith(".next"):
+            after[name[:-5]] = t
+    write_safetensors(os.path.join(cdir, "in.after.safetensors"), after)
+    rc, msg = interpret(os.path.join(cdir, "in.after.safetensors"), "ref.after.safetensors",
+                        "eval-mode")
+    return None if rc == 0 else "cgc-opt --interpret: " + msg[-600:]
+
+
 # ------------------------------------------------------------------ main --
 def run(cmd):
     r = subprocess.run(cmd, capture_output=True, text=True)
@@ -376,6 +427,10 @@ def main():
         problem = stage_multigraph(args)
         if problem:
             results.append(("failure", "multigraph", problem))
+    if not args.filter or args.filter in "train_eval":
+        problem = stage_train_eval(args)
+        if problem:
+            results.append(("failure", "train_eval", problem))
     unsupported = [{"name": r[1], "reason": r[2]} for r in results if r[0] == "unsupported"]
     failures = [{"name": r[1], "error": r[2]} for r in results if r[0] == "failure"]
     with open(os.path.join(args.out, "cases.json"), "w") as f:
