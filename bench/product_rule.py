@@ -12,7 +12,16 @@ repeats after warm-up) and prints one line per case:
 
 The raw lines go to bench/results/product-rule-<GPU>-<date>.log; docs cite it.
 
-Usage: product_rule.py --cgc BIN [--out DIR]
+With --tiled it measures the tiled kernel's threshold instead: for each
+f32 matmul (M, N, K, transposes) it compiles matmul(a, b) with
+--tiled-products and with --library-products, times both the same way and
+prints
+
+  tiled M=.. N=.. K=.. ta=0|1 tb=0|1 macs=.. tiled_us=.. library_us=.. rule=tiled|library
+
+into bench/results/product-tiled-<GPU>-<date>.log.
+
+Usage: product_rule.py --cgc BIN [--out DIR] [--tiled]
 """
 import argparse, datetime, json, os, re, subprocess, sys, tempfile
 
@@ -31,8 +40,31 @@ def model(m, n, k, dt):
             "outputs": ["y"]}
 
 
+def matmul_model(m, n, k, ta, tb):
+    init = lambda seed: {"dist": "uniform", "low": -0.1, "high": 0.1, "seed": seed}
+    return {"format_version": 1, "name": f"tiled_{m}x{n}x{k}",
+            "inputs": [{"name": "a", "dtype": "f32", "shape": [k, m] if ta else [m, k]},
+                       {"name": "b", "kind": "parameter", "dtype": "f32",
+                        "shape": [n, k] if tb else [k, n], "init": init(1)}],
+            "nodes": [{"name": "y", "op": "matmul", "inputs": ["a", "b"],
+                       "attrs": {"transpose_a": ta, "transpose_b": tb}}],
+            "outputs": ["y"]}
+
+
+# mlp_train_small's products (forward TN, backward NN/TN), squares, and
+# shapes of about 2^22 and 2^24 multiply-adds of every aspect.
+TILED_SHAPES = [(32, 256, 128, 0, 1), (32, 16, 256, 0, 1), (32, 256, 16, 0, 0),
+                (16, 256, 32, 1, 0), (256, 128, 32, 1, 0),
+                (64, 64, 64, 0, 0), (128, 128, 128, 0, 0), (160, 160, 160, 0, 0),
+                (256, 256, 256, 0, 0), (512, 512, 512, 0, 0),
+                (64, 64, 1024, 0, 0), (32, 32, 4096, 0, 0), (128, 128, 256, 1, 0),
+                (512, 512, 16, 0, 1), (1024, 1024, 4, 0, 0), (256, 256, 64, 0, 1),
+                (256, 256, 128, 0, 0), (512, 512, 64, 1, 0), (128, 128, 1024, 0, 0),
+                (64, 64, 4096, 0, 1), (640, 128, 32, 1, 0)]
+
+
 def bench(cgc, path, flags):
-    art = path + ("_lib" if flags else "") + ".cgc"
+    art = path + "_" + (flags[0].strip("-") if flags else "rule") + ".cgc"
     subprocess.run([cgc, path, "-o", art] + flags, check=True, stdout=subprocess.DEVNULL)
     out = subprocess.run([cgc, "bench", art, "--iters", "500", "--repeats", "5"],
                          check=True, capture_output=True, text=True).stdout
@@ -43,11 +75,14 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--cgc", required=True)
     ap.add_argument("--out", default=os.path.join(HERE, "results"))
+    ap.add_argument("--tiled", action="store_true")
     args = ap.parse_args()
     gpu = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"],
                          capture_output=True, text=True).stdout.strip().splitlines()[0]
-    lines = [f"# product rule, {gpu}, {datetime.date.today()}, cgc bench graph replays"]
     work = tempfile.mkdtemp(prefix="cgc-rule-")
+    if args.tiled:
+        return tiled(args, gpu, work)
+    lines = [f"# product rule, {gpu}, {datetime.date.today()}, cgc bench graph replays"]
     for n, k in ((256, 256), (4096, 4096)):
         for dt in ("f32", "bf16"):
             for m in (1, 4, 16, 32):
@@ -63,6 +98,25 @@ def main():
                 lines.append(line)
     os.makedirs(args.out, exist_ok=True)
     name = f"product-rule-{gpu.replace(' ', '-')}-{datetime.date.today()}.log"
+    with open(os.path.join(args.out, name), "w") as f:
+        f.write("\n".join(lines) + "\n")
+
+
+def tiled(args, gpu, work):
+    lines = [f"# tiled product threshold, {gpu}, {datetime.date.today()}, cgc bench graph replays"]
+    for m, n, k, ta, tb in TILED_SHAPES:
+        path = os.path.join(work, f"t_{m}_{n}_{k}_{ta}{tb}.json")
+        with open(path, "w") as f:
+            json.dump(matmul_model(m, n, k, bool(ta), bool(tb)), f)
+        tiled_us = bench(args.cgc, path, ["--tiled-products"])
+        lib_us = bench(args.cgc, path, ["--library-products"])
+        macs = m * n * k
+        line = (f"tiled M={m} N={n} K={k} ta={ta} tb={tb} macs={macs} tiled_us={tiled_us:.2f} "
+                f"library_us={lib_us:.2f} rule={'tiled' if macs <= 1 << 22 else 'library'}")
+        print(line, flush=True)
+        lines.append(line)
+    os.makedirs(args.out, exist_ok=True)
+    name = f"product-tiled-{gpu.replace(' ', '-')}-{datetime.date.today()}.log"
     with open(os.path.join(args.out, name), "w") as f:
         f.write("\n".join(lines) + "\n")
 

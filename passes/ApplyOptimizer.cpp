@@ -22,9 +22,12 @@
 // Training control, on the device with no host read: `accumulate: k` sums
 // the gradients in `<p>.grad_accum` and updates on every k-th replay (an
 // `optimizer.micro_step` counter) with their mean; `skip_nonfinite` keeps
-// parameters and optimizer state when a gradient holds an inf or NaN. Both
-// select the old values with `where`, which fuses into the update kernels
-// (a conditional node would add a node and a setter kernel per replay).
+// parameters and optimizer state when a gradient holds an inf or NaN. With
+// either, the update of every parameter and its optimizer state is built
+// inside the `then` arm of one `if` (`optimizer.update`) on that device
+// bool, whose `else` arm passes the state through: codegen makes it a
+// conditional node, so a replay that does not update reads no parameter,
+// and plan-memory writes the arm's results over the state in place.
 // Requires: a graph with an optimizer, after autodiff. Guarantees: one
 // `parameter_update` per float parameter, one `buffer_mutation` per state.
 //
@@ -57,6 +60,9 @@ private:
   Value *adam(Value *p, Value *g);
   Value *adamStep();
   void advanceStreams();
+  void openGatedUpdate(Value *condition);
+  void closeGatedUpdate(GraphBuilder &b);
+  Value *local(Value *v);
 
   Graph *graph = nullptr;
   ValueBuilder *gb = nullptr;
@@ -66,6 +72,15 @@ private:
   Value *isKth = nullptr; ///< accumulate: this replay updates.
   Value *apply = nullptr; ///< Whether this replay updates (null: always).
   std::vector<GraphOutput> updates;
+  /// The gated update: the `if`, its arms' inputs for outer values, and
+  /// the (target, next value in the then arm, kind) of each gated update.
+  Node *gated = nullptr;
+  llvm::DenseMap<Value *, std::pair<Value *, Value *>> armInputs;
+  struct GatedUpdate {
+    Value *target, *next;
+    OutputKind kind;
+  };
+  std::vector<GatedUpdate> gatedUpdates;
 };
 
 } // namespace
@@ -83,23 +98,69 @@ Value *ApplyOptimizerPass::state(const std::string &name, const TensorType &type
   return v;
 }
 
+/// Hyperparameter \p name as state, read where the update is built.
 Value *ApplyOptimizerPass::hyper(const char *name, double value) {
   Value *&v = hypers[name];
   if (!v)
     v = state(std::string("optimizer.") + name, TensorType::scalar(DType::F32),
               value);
-  return v;
+  return local(v);
 }
 
-/// \p next replaces \p target after the replay; a gated update keeps the
-/// old value on a replay that does not update.
+/// \p next replaces \p target after the replay; a gated update (computed
+/// in the then arm of the gated `if`) keeps the old value on a replay that
+/// does not update.
 void ApplyOptimizerPass::update(Value *target, Value *next, OutputKind kind,
-                                bool gated) {
-  if (next && gated && apply)
-    next = gb->where(apply, next, target);
-  if (next)
+                                bool isGated) {
+  if (next && isGated && gated)
+    gatedUpdates.push_back({target, next, kind});
+  else if (next)
     updates.push_back({target->getName() + ".next", next, kind,
                        target->getName(), decl.loc});
+}
+
+/// The value that stands for outer value \p v where the update is being
+/// built: v itself, or the then arm's input that the gated `if` passes it
+/// to (added on first use, to both arms).
+Value *ApplyOptimizerPass::local(Value *v) {
+  if (!gated || !v)
+    return v;
+  auto it = armInputs.find(v);
+  if (it != armInputs.end())
+    return it->second.first;
+  gated->addOperand(v);
+  Value *then = gated->region(0).addInput(v->getName(), v->getType());
+  Value *otherwise = gated->region(1).addInput(v->getName(), v->getType());
+  armInputs[v] = {then, otherwise};
+  return then;
+}
+
+/// Starts the gated `if` on \p condition; the updates built next go into
+/// its then arm.
+void ApplyOptimizerPass::openGatedUpdate(Value *condition) {
+  GraphBuilder &b = gb->builder();
+  gated = b.createWithRegions(OpKind::If, "optimizer.update", {condition});
+  b.setInsertionPointToEnd(gated->region(0));
+}
+
+/// Ends the gated `if`: the then arm yields the next values, the else arm
+/// the current ones, and the if's results become the updates.
+void ApplyOptimizerPass::closeGatedUpdate(GraphBuilder &b) {
+  std::vector<std::string> names;
+  for (const GatedUpdate &u : gatedUpdates) {
+    local(u.target);
+    Value *old = armInputs[u.target].second;
+    gated->region(0).outputs.push_back({u.next->getName(), u.next});
+    gated->region(1).outputs.push_back({old->getName(), old});
+    names.push_back(u.target->getName() + ".updated");
+  }
+  b.setInsertionPointToEnd(*graph);
+  if (!b.addResults(*gated, names))
+    return gb->fail();
+  for (size_t k = 0; k < gatedUpdates.size(); ++k)
+    updates.push_back({gatedUpdates[k].target->getName() + ".next",
+                       gated->result(k), gatedUpdates[k].kind,
+                       gatedUpdates[k].target->getName(), decl.loc});
 }
 
 /// accumulate = k: the mean of the k gradients summed in `<p>.grad_accum`,
@@ -135,14 +196,14 @@ Value *ApplyOptimizerPass::gate(llvm::ArrayRef<Value *> gradients) {
   return go;
 }
 
-Value *ApplyOptimizerPass::sgd(Value *p, Value *g) {
-  Value *d = g;
+Value *ApplyOptimizerPass::sgd(Value *param, Value *g) {
+  Value *p = local(param), *d = local(g);
   if (decl.weightDecay > 0)
     d = gb->add(d, gb->mul(hyper("weight_decay", decl.weightDecay), p));
   if (decl.momentum > 0) {
     Value *mu = hyper("momentum", decl.momentum);
-    Value *buffer = state(p->getName() + ".momentum_buffer", p->getType(), 0);
-    Value *next = gb->add(gb->mul(mu, buffer), d);
+    Value *buffer = state(param->getName() + ".momentum_buffer", param->getType(), 0);
+    Value *next = gb->add(gb->mul(mu, local(buffer)), d);
     update(buffer, next, OutputKind::BufferMutation);
     d = decl.nesterov ? gb->add(d, gb->mul(mu, next)) : next;
   }
@@ -152,14 +213,14 @@ Value *ApplyOptimizerPass::sgd(Value *p, Value *g) {
 Value *ApplyOptimizerPass::adamStep() {
   if (!step) {
     Value *t = state("optimizer.step", TensorType::scalar(DType::F32), 0);
-    step = gb->add(t, gb->fill(1.0, DType::F32));
+    step = gb->add(local(t), gb->fill(1.0, DType::F32));
     update(t, step, OutputKind::BufferMutation);
   }
   return step;
 }
 
-Value *ApplyOptimizerPass::adam(Value *param, Value *g) {
-  Value *p = param, *lr = hyper("lr", decl.lr);
+Value *ApplyOptimizerPass::adam(Value *param, Value *grad) {
+  Value *p = local(param), *g = local(grad), *lr = hyper("lr", decl.lr);
   Value *one = gb->fill(1.0, DType::F32);
   if (decl.weightDecay > 0) {
     Value *wd = hyper("weight_decay", decl.weightDecay);
@@ -171,8 +232,8 @@ Value *ApplyOptimizerPass::adam(Value *param, Value *g) {
   Value *b1 = hyper("beta1", decl.beta1), *b2 = hyper("beta2", decl.beta2);
   Value *m = state(param->getName() + ".exp_avg", param->getType(), 0);
   Value *v = state(param->getName() + ".exp_avg_sq", param->getType(), 0);
-  Value *m2 = gb->add(gb->mul(b1, m), gb->mul(gb->sub(one, b1), g));
-  Value *v2 = gb->add(gb->mul(b2, v), gb->mul(gb->sub(one, b2), gb->mul(g, g)));
+  Value *m2 = gb->add(gb->mul(b1, local(m)), gb->mul(gb->sub(one, b1), g));
+  Value *v2 = gb->add(gb->mul(b2, local(v)), gb->mul(gb->sub(one, b2), gb->mul(g, g)));
   update(m, m2, OutputKind::BufferMutation);
   update(v, v2, OutputKind::BufferMutation);
   Value *t = adamStep();
@@ -218,6 +279,9 @@ bool ApplyOptimizerPass::run(Graph &g, PassContext &ctx) {
   hypers.clear();
   step = nullptr;
   updates.clear();
+  gated = nullptr;
+  armInputs.clear();
+  gatedUpdates.clear();
   GraphBuilder b(g, ctx.diag);
   b.setInsertionPointToEnd(g);
   ValueBuilder grads(b);
@@ -254,6 +318,8 @@ bool ApplyOptimizerPass::run(Graph &g, PassContext &ctx) {
   }
   grads.setBase("optimizer.gate");
   apply = gate(effective);
+  if (apply)
+    openGatedUpdate(apply);
   for (size_t i = 0; i < params.size(); ++i) {
     Value *p = params[i];
     grads.setBase(p->getName() + ".step");
@@ -261,6 +327,8 @@ bool ApplyOptimizerPass::run(Graph &g, PassContext &ctx) {
                                                     : adam(p, effective[i]),
            OutputKind::ParameterUpdate);
   }
+  if (gated && !grads.hasFailed())
+    closeGatedUpdate(b);
   grads.setBase("rng.advance");
   advanceStreams();
   if (grads.hasFailed())

@@ -123,6 +123,8 @@ private:
 
   bool claimOutputs();
   bool updateInPlace(Value *v, Value *target) const;
+  bool ifUpdatesInPlace(const Node &n, const Value *v,
+                        const Value *target) const;
   bool takeOperand(Node &n, Value *r, llvm::DenseSet<unsigned> &taken);
   void planGraph(Graph &graph);
   void planResult(Node &n, Value *r, llvm::DenseSet<unsigned> &taken);
@@ -133,6 +135,8 @@ private:
   void planIf(Node &n);
   unsigned carriedSlot(Node &n, unsigned k);
   bool bodyMayWriteSlot(const Graph &body, unsigned k, Value *v) const;
+  bool mayWriteOver(const Graph &region, const Value *old, unsigned k,
+                    Value *v) const;
   void planWhile(Node &n);
   void resolveCopies();
   void place();
@@ -153,6 +157,8 @@ bool Planner::updateInPlace(Value *v, Value *target) const {
       isConstantData(*def) || def->getOp() == OpKind::Reshape ||
       valueBytes(v) != valueBytes(target))
     return false;
+  if (def->getOp() == OpKind::If)
+    return ifUpdatesInPlace(*def, v, target);
   int at = live.span(def).start;
   for (const Use &u : target->uses()) {
     int user = live.span(u.user).end;
@@ -160,6 +166,39 @@ bool Planner::updateInPlace(Value *v, Value *target) const {
       return false;
     if (user == at && !(isPointwise(*def) &&
                         target->getType().dims == v->getType().dims))
+      return false;
+  }
+  return true;
+}
+
+/// An `if` result \p v that updates \p target (apply-optimizer's gated
+/// update) goes straight into the target's storage when nothing else reads
+/// the target from the `if` on, the `if` takes it as one operand, and each
+/// arm either passes that operand through (the state stays as it is: no
+/// copy) or computes its output where it may write over it.
+bool Planner::ifUpdatesInPlace(const Node &n, const Value *v,
+                               const Value *target) const {
+  int operand = -1;
+  for (const Use &u : target->uses()) {
+    if (u.user != &n) {
+      if (live.span(u.user).end >= live.span(&n).start)
+        return false;
+      continue;
+    }
+    if (operand >= 0 || u.operandIndex == 0)
+      return false;
+    operand = int(u.operandIndex);
+  }
+  if (operand < 0)
+    return false;
+  unsigned k = 0;
+  while (n.result(k) != v)
+    ++k;
+  for (unsigned r = 0; r < n.numRegions(); ++r) {
+    const Graph &arm = n.region(r);
+    const Value *old = arm.inputs()[operand - 1].value;
+    Value *out = arm.outputs[k].value;
+    if (out != old && !mayWriteOver(arm, old, k, out))
       return false;
   }
   return true;
@@ -317,6 +356,9 @@ unsigned Planner::resultBuffer(Value *r) {
 /// Lets \p region compute its output \p v straight into \p buffer, or
 /// copies it there at the region's end.
 bool Planner::claimInto(const Graph &region, Value *v, unsigned buffer) {
+  auto own = plan.bufferOf.find(v);
+  if (own != plan.bufferOf.end() && own->second == buffer)
+    return true; // Passed through in its own buffer (an update left as is).
   Node *def = v->getDef();
   if (def && def->getParent() == &region && !claimed.count(v) &&
       !isConstantData(*def)) {
@@ -372,13 +414,21 @@ unsigned Planner::carriedSlot(Node &n, unsigned k) {
 /// into the slot: nothing reads the old value after \p v is computed.
 bool Planner::bodyMayWriteSlot(const Graph &body, unsigned k,
                                Value *v) const {
+  return mayWriteOver(body, body.inputs()[k].value, k, v);
+}
+
+/// Whether \p region may compute its output \p k, \p v, in the buffer of
+/// its input \p old: v is its own value, no other output is old, and
+/// nothing reads old after v is computed (v's node itself only when it
+/// reads old element by element).
+bool Planner::mayWriteOver(const Graph &region, const Value *old, unsigned k,
+                           Value *v) const {
   const Node *def = v->getDef();
-  const Value *old = body.inputs()[k].value;
-  if (!def || def->getParent() != &body || claimed.count(v) ||
+  if (!def || def->getParent() != &region || claimed.count(v) ||
       isConstantData(*def) || def->getOp() == OpKind::Reshape)
     return false;
-  for (unsigned j = 0; j < body.outputs.size(); ++j)
-    if (j != k && body.outputs[j].value == old)
+  for (unsigned j = 0; j < region.outputs.size(); ++j)
+    if (j != k && region.outputs[j].value == old)
       return false; // The old value is copied into slot j at the end.
   int at = live.span(def).start;
   for (const Use &u : old->uses()) {

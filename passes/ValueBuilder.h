@@ -48,6 +48,9 @@ public:
   void setOrigin(const Node &n) { b.setOrigin(n); }
   void setInsertionPoint(Node &n) { b.setInsertionPoint(n); }
   bool hasFailed() const { return failed; }
+  /// Marks the chain failed (after the builder reported why).
+  void fail() { failed = true; }
+  GraphBuilder &builder() { return b; }
 
 private:
   GraphBuilder &b;
