@@ -213,11 +213,16 @@ void ManifestBuilder::addKernels(fmt::Manifest &m) const {
       d.sources.push_back({n.getName(), mnemonic(n.getOp()).str(),
                            n.getSourceLoc()});
     };
-    if (k.node->info().has(Fused))
-      for (const auto &n : k.node->region(0).nodes())
-        addSource(*n);
-    else
-      addSource(*k.node);
+    std::vector<const Node *> nodes = k.batched;
+    if (nodes.empty())
+      nodes.push_back(k.node);
+    for (const Node *node : nodes) {
+      if (node->info().has(Fused))
+        for (const auto &n : node->region(0).nodes())
+          addSource(*n);
+      else
+        addSource(*node);
+    }
     m.kernels.push_back(std::move(d));
   }
 }

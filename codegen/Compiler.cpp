@@ -205,6 +205,7 @@ bool cgc::lowerModel(Graph &model, const CompileOptions &options,
   bool shared = !options.bindDims.empty();
   out.program.allowTf32 = options.allowTf32;
   out.program.productPolicy = options.productPolicy;
+  out.program.batchKernels = options.fuse;
   out.program.multiprocessors = multiprocessorsOf(options.arch);
   if (options.train)
     return lowerTraining(model, options, out, diag);

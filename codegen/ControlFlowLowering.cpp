@@ -89,6 +89,7 @@ Step Lowerer::conditionalStep(const Node &n, unsigned handle,
 }
 
 unsigned Lowerer::addBody(StepGraph body) {
+  batchPointwiseKernels(body, program);
   planEdges(body, program);
   // Programmatic edges inside conditional bodies are not measured yet:
   // bodies use full dependencies only.

@@ -88,7 +88,7 @@ static std::string sanitize(llvm::StringRef text) {
 
 /// Chooses the emitter by op family; false when codegen does not handle
 /// the family yet (a located error follows).
-static bool emitKernel(const Node &node, ProductPolicy products,
+static bool emitKernel(const Node &node, const Program &program,
                        Kernel &kernel) {
   switch (node.info().family) {
   case Elementwise: case Source:
@@ -96,12 +96,14 @@ static bool emitKernel(const Node &node, ProductPolicy products,
     return true;
   case Fused:
     if (node.getOp() == OpKind::ProductFusion)
-      emitProductKernel(productParts(node), products, kernel);
+      emitProductKernel(productParts(node), program.productPolicy,
+                        program.multiprocessors, kernel);
     else
       emitPointwise(node, kernel);
     return true;
   case MatMul:
-    emitProductKernel(productParts(node), products, kernel);
+    emitProductKernel(productParts(node), program.productPolicy,
+                        program.multiprocessors, kernel);
     return true;
   case Random: emitPointwise(node, kernel); return true;
   case Reduction: case Scan: emitReduction(node, kernel); return true;
@@ -245,7 +247,7 @@ void Lowerer::lowerNode(const Node &node, StepGraph &out) {
       : node.getOp() == OpKind::ProductFusion
           ? "product_" + sanitize(node.getName())
           : sanitize(mnemonic(node.getOp())) + "_" + sanitize(node.getName()));
-  if (!emitKernel(node, program.productPolicy, kernel)) {
+  if (!emitKernel(node, program, kernel)) {
     diag.nodeError(node, "'" + mnemonic(node.getOp()) +
                              "' is not supported by codegen yet");
     ok = false;
@@ -311,6 +313,7 @@ bool Lowerer::lowerTopLevel(const Graph &g, StepGraph &out) {
   handles = 0;
   lowerNodes(g, out);
   out.handles = handles;
+  batchPointwiseKernels(out, program);
   planEdges(out, program);
   return ok;
 }
@@ -323,6 +326,7 @@ bool cgc::lowerGraph(const Graph &graph, const MemoryPlan &plan,
   if (!Lowerer(plan, program, diag).lowerTopLevel(graph, top))
     return false;
   program.graphs.push_back(std::move(top));
+  dropUnusedKernels(program);
   return true;
 }
 

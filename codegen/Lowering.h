@@ -78,6 +78,11 @@ private:
 
 /// Derives the edges of \p graph from its steps' byte ranges (GraphPlan.cpp).
 void planEdges(StepGraph &graph, const Program &program);
+/// Merges independent small pointwise kernels of \p graph into one
+/// (KernelBatching.cpp); before planEdges.
+void batchPointwiseKernels(StepGraph &graph, Program &program);
+/// Drops the kernels no step launches (the members of batches).
+void dropUnusedKernels(Program &program);
 
 } // namespace cgc
 

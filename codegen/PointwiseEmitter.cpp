@@ -384,19 +384,19 @@ void cgc::emitPointwise(const Node &node, Kernel &kernel) {
   kernel.block[0] = block;
   kernel.grid[0] = gridFor(n / width, block);
   if (width == 1) {
-    kernel.source = kernelOpening(kernel, block) +
-                    scalarLoop(node, parts, iter, kernel) + "  }\n}\n";
+    kernel.gridStrideBody = scalarLoop(node, parts, iter, kernel) + "  }\n";
+    kernel.source = kernelOpening(kernel, block) + kernel.gridStrideBody + "}\n";
     return;
   }
   // Vector indices fit 32 bits for every tensor below 2^32 vectors: the
   // row and column reads then divide 32-bit numbers by constants.
   VectorIndex q{"q", n / width < (int64_t(1) << 32) ? "(unsigned)q" : "q"};
   VectorBody text = *vectorBody(node, parts, iter, width, q, "v", kernel, VarMap());
-  kernel.source =
-      kernelOpening(kernel, block) + gridStrideLoop("q", n / width, block) +
-      text.loads +
+  kernel.gridStrideBody =
+      gridStrideLoop("q", n / width, block) + text.loads +
       (parts.ops.size() > kMaxUnrolledBodyOps ? "#pragma unroll 1\n"
                                               : "#pragma unroll\n") +
       "    for (int k = 0; k < " + std::to_string(width) + "; ++k) {\n" +
-      text.body + "    }\n" + text.stores + "  }\n}\n";
+      text.body + "    }\n" + text.stores + "  }\n";
+  kernel.source = kernelOpening(kernel, block) + kernel.gridStrideBody + "}\n";
 }

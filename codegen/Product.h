@@ -44,10 +44,12 @@ inline bool isProductNode(const Node &node) {
 void emitProduct(const ProductParts &parts, Kernel &kernel);
 /// The generated kernel of a product whose strategy is Tiled
 /// (TiledProductEmitter.cpp).
-void emitTiledProduct(const ProductParts &parts, Kernel &kernel);
-/// The kernel of a product that \p policy does not give to cuBLASLt.
+void emitTiledProduct(const ProductParts &parts, unsigned multiprocessors,
+                      Kernel &kernel);
+/// The kernel of a product that \p policy does not give to cuBLASLt, for a
+/// GPU of \p multiprocessors SMs.
 void emitProductKernel(const ProductParts &parts, ProductPolicy policy,
-                       Kernel &kernel);
+                       unsigned multiprocessors, Kernel &kernel);
 
 } // namespace cgc
 

@@ -260,10 +260,11 @@ void cgc::emitProduct(const ProductParts &parts, Kernel &kernel) {
 }
 
 void cgc::emitProductKernel(const ProductParts &parts, ProductPolicy policy,
-                            Kernel &kernel) {
+                            unsigned multiprocessors, Kernel &kernel) {
   switch (productStrategy(parts.problem, policy)) {
   case ProductStrategy::Generated: return emitProduct(parts, kernel);
-  case ProductStrategy::Tiled: return emitTiledProduct(parts, kernel);
+  case ProductStrategy::Tiled:
+    return emitTiledProduct(parts, multiprocessors, kernel);
   case ProductStrategy::Library:
     llvm_unreachable("cuBLASLt runs this product (ProductLowering.cpp)");
   }

@@ -46,6 +46,12 @@ struct Kernel {
   uint32_t grid[3] = {1, 1, 1};
   uint32_t block[3] = {1, 1, 1};
   uint32_t sharedMem = 0;
+  /// A pointwise kernel's grid-stride body (after the wait for producers,
+  /// before the closing brace), which KernelBatching.cpp may merge into a
+  /// batch; empty for other kernels.
+  std::string gridStrideBody;
+  /// A batch: the nodes of its members (node is the first).
+  std::vector<const Node *> batched;
 };
 
 /// One cuBLASLt call: the call in cuBLASLt's column-major terms (its
@@ -112,6 +118,9 @@ struct Program {
   /// f32 library products may use TF32 tensor cores (`cgc --allow-tf32`).
   bool allowTf32 = false;
   ProductPolicy productPolicy = ProductPolicy::CostRule;
+  /// Independent small pointwise kernels run as one (KernelBatching.cpp);
+  /// off with `cgc --no-fuse`, which keeps one kernel per op.
+  bool batchKernels = true;
   /// The target's multiprocessors (multiprocessorsOf): grid-stride
   /// kernels launch one wave of them.
   unsigned multiprocessors = 132;

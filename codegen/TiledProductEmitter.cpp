@@ -2,13 +2,14 @@
 //
 // For f32 products of one batch whose work is too small for a library call
 // to pay (ProductRule.h): out[m, n] = sum_k A(m, k) B(k, n), then the
-// epilogue. Each block of 256 threads computes a 32x32 tile of the result:
-// per 32-wide step of k it stages the A and B tiles in shared memory (rows
-// padded to 33 floats, so both the coalesced loads of either layout and the
-// reads below are free of bank conflicts), then thread (tx, ty) adds
-// A[ty + 8i][kk] * B[kk][tx] for its four rows i. A transposed operand
-// only changes which index of the tile the lanes walk: loads always run
-// along the stored row. Grid: ceil(n / 32) x ceil(m / 32) blocks.
+// epilogue. Each block of 256 threads computes a T x T tile of the result
+// (T = 32, or 16 when 32-wide tiles would leave SMs idle): per T-wide step
+// of k it stages the A and B tiles in shared memory (rows padded to T + 1
+// floats, so both the coalesced loads of either layout and the reads below
+// are free of bank conflicts), then thread (tx, ty) adds
+// A[ty + (256 / T) i][kk] * B[kk][tx] for its T^2 / 256 rows i. A
+// transposed operand only changes which index of the tile the lanes walk:
+// loads always run along the stored row. Grid: ceil(n / T) x ceil(m / T).
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/CudaText.h"
@@ -18,7 +19,6 @@
 using namespace cgc;
 
 static const unsigned Block = 256;
-static const int64_t Tile = 32;
 
 static std::string lit(int64_t v) { return std::to_string(v) + "LL"; }
 
@@ -47,8 +47,18 @@ static std::string loadB(const ProductProblem &p, const std::string &b) {
          ", n * " + K + " + k) : 0.0f; }\n";
 }
 
-void cgc::emitTiledProduct(const ProductParts &parts, Kernel &kernel) {
+/// 32, unless fewer 32-wide tiles than \p multiprocessors cover the result.
+static int64_t tileSize(const ProductProblem &p, unsigned multiprocessors) {
+  int64_t tiles = ((p.m + 31) / 32) * ((p.n + 31) / 32);
+  return tiles < int64_t(multiprocessors) ? 16 : 32;
+}
+
+void cgc::emitTiledProduct(const ProductParts &parts, unsigned multiprocessors,
+                           Kernel &kernel) {
   const ProductProblem &p = parts.problem;
+  const int64_t tile = tileSize(p, multiprocessors);
+  const std::string T = std::to_string(tile), Rows = std::to_string(Block / tile),
+                    PerThread = std::to_string(tile * tile / Block);
   std::string a = addParam(kernel, parts.a, false);
   std::string b = addParam(kernel, parts.b, false);
   std::string bias = parts.bias ? addParam(kernel, parts.bias, false) : "";
@@ -56,23 +66,23 @@ void cgc::emitTiledProduct(const ProductParts &parts, Kernel &kernel) {
   std::string out = addParam(kernel, parts.result, true);
   std::string N = lit(p.n);
   std::string body =
-      "  __shared__ float As[32][33], Bs[32][33];\n"
-      "  const int tx = threadIdx.x & 31, ty = threadIdx.x >> 5;\n"
-      "  const long long row0 = (long long)blockIdx.y * 32, col0 = (long long)blockIdx.x * 32;\n"
-      "  float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};\n" +
+      "  __shared__ float As[" + T + "][" + T + " + 1], Bs[" + T + "][" + T + " + 1];\n"
+      "  const int tx = threadIdx.x % " + T + ", ty = threadIdx.x / " + T + ";\n"
+      "  const long long row0 = (long long)blockIdx.y * " + T + ", col0 = (long long)blockIdx.x * " + T + ";\n"
+      "  float acc[" + PerThread + "] = {};\n" +
       std::string(kWaitForProducers) +
-      "  for (long long k0 = 0; k0 < " + lit(p.k) + "; k0 += 32) {\n"
-      "#pragma unroll\n    for (int r = ty; r < 32; r += 8) {\n" +
+      "  for (long long k0 = 0; k0 < " + lit(p.k) + "; k0 += " + T + ") {\n"
+      "#pragma unroll\n    for (int r = ty; r < " + T + "; r += " + Rows + ") {\n" +
       loadA(p, a) + loadB(p, b) +
       "    }\n    __syncthreads();\n"
-      "#pragma unroll 8\n    for (int kk = 0; kk < 32; ++kk) {\n"
+      "#pragma unroll 8\n    for (int kk = 0; kk < " + T + "; ++kk) {\n"
       "      const float bv = Bs[kk][tx];\n"
-      "#pragma unroll\n      for (int i = 0; i < 4; ++i) acc[i] += As[ty + 8 * i][kk] * bv;\n"
+      "#pragma unroll\n      for (int i = 0; i < " + PerThread + "; ++i) acc[i] += As[ty + " + Rows + " * i][kk] * bv;\n"
       "    }\n    __syncthreads();\n  }\n"
       "  const long long n = col0 + tx;\n"
       "  if (n >= " + N + ") return;\n"
-      "#pragma unroll\n  for (int i = 0; i < 4; ++i) {\n"
-      "    const long long m = row0 + ty + 8 * i;\n"
+      "#pragma unroll\n  for (int i = 0; i < " + PerThread + "; ++i) {\n"
+      "    const long long m = row0 + ty + " + Rows + " * i;\n"
       "    if (m >= " + lit(p.m) + ") break;\n"
       "    float v = acc[i];\n" +
       (bias.empty() ? "" : "    v += cgc_ld(" + bias + ", n);\n") +
@@ -81,7 +91,7 @@ void cgc::emitTiledProduct(const ProductParts &parts, Kernel &kernel) {
       (parts.activation ? elementwiseExpr(*parts.activation, {"v"}) : "v") + ");\n"
       "  }\n";
   kernel.block[0] = Block;
-  kernel.grid[0] = uint32_t((p.n + Tile - 1) / Tile);
-  kernel.grid[1] = uint32_t((p.m + Tile - 1) / Tile);
+  kernel.grid[0] = uint32_t((p.n + tile - 1) / tile);
+  kernel.grid[1] = uint32_t((p.m + tile - 1) / tile);
   kernel.source = kernelSignature(kernel, Block) + body + "}\n";
 }

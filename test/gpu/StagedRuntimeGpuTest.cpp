@@ -71,14 +71,14 @@ std::string runBound(Loaded &l, const Case &c, const TensorMap &in,
 
 } // namespace
 
-/// A cuBLASLt product (the staged case own_linear_lib_f32_64x255x17_relu):
+/// A cuBLASLt product (the staged case own_linear_lib_f32_255x1000x64_relu):
 /// the algorithm chosen at load is described, read back and pinned before
 /// any context exists (and refused after); a context then runs with its
 /// input and output bound to caller buffers, rebound to new buffers with
 /// new inputs, graph and eager, each checked against the interpreter.
 TEST(StagedCases, ProductBindingAndPinnedAlgorithm) {
   CGC_REQUIRE_GPU();
-  const std::string name = "own_linear_lib_f32_64x255x17_relu";
+  const std::string name = "own_linear_lib_f32_255x1000x64_relu";
   const Case *c = findCase(name);
   ASSERT_NE(c, nullptr) << name << " is not staged";
   ASSERT_GE(c->replays, 2);
