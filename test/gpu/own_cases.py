@@ -406,6 +406,9 @@ def product_cases(put):
             tag = "tiled_" + ("t" if ta else "n") + ("t" if tb else "n")
             matmul(tag, a, b, "f32", ta=ta, tb=tb, ops=("bias", "gelu"))
     matmul("tiled_k1", [65, 1], [1, 31], "f32", ops=("residual", "relu"))
+    # Enough 32-wide tiles to fill the SMs: 32-wide tiles (else 16-wide).
+    matmul("tiled_wide_nn", [400, 20], [20, 370], "f32", ops=("bias",))
+    matmul("tiled_wide_tt", [20, 400], [370, 20], "f32", ta=True, tb=True)
     linear("tiled", 100, 37, 129, "f32", ["residual", "gelu_tanh"])
 
 
