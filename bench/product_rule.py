@@ -17,7 +17,7 @@ f32 matmul (M, N, K, transposes) it compiles matmul(a, b) with
 --tiled-products and with --library-products, times both the same way and
 prints
 
-  tiled M=.. N=.. K=.. ta=0|1 tb=0|1 macs=.. tiled_us=.. library_us=.. rule=tiled|library
+  tiled M=.. N=.. K=.. ta=0|1 tb=0|1 macs=.. tiled_us=.. library_us=..
 
 into bench/results/product-tiled-<GPU>-<date>.log.
 
@@ -112,7 +112,7 @@ def tiled(args, gpu, work):
         lib_us = bench(args.cgc, path, ["--library-products"])
         macs = m * n * k
         line = (f"tiled M={m} N={n} K={k} ta={ta} tb={tb} macs={macs} tiled_us={tiled_us:.2f} "
-                f"library_us={lib_us:.2f} rule={'tiled' if macs <= 1 << 22 else 'library'}")
+                f"library_us={lib_us:.2f}")
         print(line, flush=True)
         lines.append(line)
     os.makedirs(args.out, exist_ok=True)

@@ -88,18 +88,26 @@ static bool tileable(const ProductProblem &p) {
 
 }
 
+/// The measured rule of ProductRule.h.
+static bool tiledWins(const ProductProblem &p) {
+  uint64_t outputs = uint64_t(p.m) * uint64_t(p.n);
+  uint64_t macs = outputs * uint64_t(p.k);
+  return p.k <= kTiledProductMaxK && outputs <= kTiledProductMaxOutputs &&
+         macs <= kTiledProductMaxMacs &&
+         (p.k <= kTiledProductShortK || macs <= kTiledProductLongKMaxMacs);
+}
+
 ProductStrategy cgc::productStrategy(const ProductProblem &p,
                                      ProductPolicy policy) {
   // An empty contraction reads no weight at all: only the epilogue runs.
   bool small = p.batch.empty() && p.m <= kGeneratedProductMaxRows;
   if (small && p.k == 0)
     return ProductStrategy::Generated; // cuBLASLt cannot run k = 0
-  uint64_t macs = uint64_t(p.m) * uint64_t(p.n) * uint64_t(p.k);
   switch (policy) {
   case ProductPolicy::CostRule:
     if (small && p.transB && !p.transA && fewRowsWin(p))
       return ProductStrategy::Generated;
-    if (tileable(p) && macs <= kTiledProductMaxMacs)
+    if (tileable(p) && tiledWins(p))
       return ProductStrategy::Tiled;
     return ProductStrategy::Library;
   case ProductPolicy::LibraryOnly: return ProductStrategy::Library;

@@ -67,15 +67,24 @@ enum class ProductStrategy {
 ///     up to 4 rows when the weight is at most 1 MiB (256^2 bf16, 4 rows:
 ///     2.3 against 3.5 us); cuBLASLt beyond (4096^2 bf16, 4 rows: 14.8
 ///     against 10.3 us; 16 rows: 43.8 against 9.7).
-/// Products of one batch in f32 that do at most kTiledProductMaxMacs
-/// multiply-adds run as the tiled kernel: there a cuBLASLt call costs more
-/// than the work (mlp_train_small's backward products, m256 n32 k16 and
-/// the like, took 12-16 us each under cuBLASLt on an H100); the threshold
-/// is measured by bench/product_rule.py (docs/passes.md).
+/// Products of one batch in f32 with a short contraction, few outputs and
+/// little work run as the tiled kernel, where a cuBLASLt call costs more
+/// than the work. Measured on an H100 by `bench/product_rule.py --tiled`
+/// (bench/results/product-tiled-NVIDIA-H100-80GB-HBM3-2026-11-24.log, one
+/// product per graph replay): mlp_train_small's products 2.2-5.3 us
+/// against 3.1-13.6 under cuBLASLt (m256 n128 k32 TN: 2.7 against 10.0);
+/// 128^3 even (5.2 / 5.3). cuBLASLt wins once the block's serial k loop
+/// grows (128x128x256: 8.6 against 6.5; 64x64x1024: 28.0 against 12.8),
+/// the outputs many (512x512x16: 4.2 against 3.5; 1024x1024x4: 8.4
+/// against 4.4) or the work large (256x256x128: 5.9 against 5.3). So:
+/// k <= 256, m n <= 2^17, m n k <= 2^22, and k <= 128 unless m n k <= 2^20.
 constexpr int64_t kGeneratedProductMaxRows = 16;
 constexpr int64_t kGeneratedHalfProductMaxRows = 4;
 constexpr uint64_t kGeneratedHalfProductSmallWeight = 1 << 20;
 constexpr uint64_t kTiledProductMaxMacs = uint64_t(1) << 22;
+constexpr uint64_t kTiledProductLongKMaxMacs = uint64_t(1) << 20;
+constexpr int64_t kTiledProductMaxK = 256, kTiledProductShortK = 128;
+constexpr uint64_t kTiledProductMaxOutputs = uint64_t(1) << 17;
 ProductStrategy productStrategy(const ProductProblem &p,
                                 ProductPolicy policy = ProductPolicy::CostRule);
 
