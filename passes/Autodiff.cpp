@@ -13,11 +13,18 @@
 // sigmoid, sqrt, softmax, div); plan-memory keeps those alive. Nothing is
 // recomputed, except that cross_entropy's rule recomputes its softmax and
 // layernorm's its mean and variance.
+// An `if` differentiates through its explicit operands: its adjoint is an
+// `if` on the same predicate (`<if>.bwd`) that takes the operands and the
+// adjoints of the results, and whose arms recompute their forward arm and
+// run reverse mode over it, yielding the adjoints of the float operands
+// (zeros for those an arm does not read). Its arms' forward values are
+// recomputed, not saved: the taken arm is known on the device only.
 // Requires: a verified graph with exactly one `loss` output, a float
-// scalar; no `if` or `while` that the loss depends on through a float
-// value (refused). Guarantees: the outputs so far, then one gradient output
-// per float parameter, in input order; an op without a rule on the path to
-// the loss is refused with a located error naming it.
+// scalar; no `while` that the loss depends on, and no control flow nested
+// in a differentiated `if` arm (refused: reverse mode through a loop needs
+// every trip's values). Guarantees: the outputs so far, then one gradient
+// output per float parameter, in input order; an op without a rule on the
+// path to the loss is refused with a located error naming it.
 //
 //===----------------------------------------------------------------------===//
 #include "passes/DerivativeRules.h"
@@ -40,6 +47,11 @@ private:
   const GraphOutput *findLoss(const Graph &graph, DiagnosticEngine &diag);
   bool backward(Graph &graph, const GraphOutput &loss, ValueBuilder &gb,
                 DiagnosticEngine &diag);
+  bool reverse(llvm::ArrayRef<Node *> nodes, ValueBuilder &gb,
+               DiagnosticEngine &diag);
+  bool ifAdjoints(Node &n, ValueBuilder &gb, DiagnosticEngine &diag);
+  bool differentiateArm(const Graph &forward, Graph &arm, Node &n,
+                        ValueBuilder &gb, DiagnosticEngine &diag);
   void accumulate(Value *v, Value *g, ValueBuilder &gb);
   bool addGradientOutputs(Graph &graph, GraphBuilder &builder,
                           DiagnosticEngine &diag);
@@ -90,16 +102,32 @@ bool AutodiffPass::backward(Graph &graph, const GraphOutput &loss,
     forward.push_back(owned.get());
   gb.setBase(loss.name + ".seed");
   adjoint[loss.value] = gb.fill(1.0, loss.value->getType().dtype);
-  for (Node *n : llvm::reverse(forward)) {
+  return reverse(forward, gb, diag);
+}
+
+/// Visits \p nodes from the last to the first, giving the operands of each
+/// node whose results have adjoints theirs.
+bool AutodiffPass::reverse(llvm::ArrayRef<Node *> nodes, ValueBuilder &gb,
+                           DiagnosticEngine &diag) {
+  for (Node *n : llvm::reverse(nodes)) {
     Value *g = nullptr;
     for (unsigned r = 0; r < n->numResults() && !g; ++r)
       g = adjoint.lookup(n->result(r));
     if (!g)
       continue;
+    gb.setOrigin(*n);
+    if (n->getOp() == OpKind::If) {
+      if (!ifAdjoints(*n, gb, diag))
+        return false;
+      continue;
+    }
     std::string why;
     std::vector<Value *> operands;
-    gb.setOrigin(*n);
-    if (n->numResults() != 1 || !operandAdjoints(*n, g, gb, operands, why)) {
+    if (n->getOp() == OpKind::While)
+      why = "reverse mode through a while needs every trip's values; not "
+            "supported yet";
+    if (n->numResults() != 1 || !why.empty() ||
+        !operandAdjoints(*n, g, gb, operands, why)) {
       diag.nodeError(*n, (why.empty() ? "no derivative rule for " +
                                             mnemonic(n->getOp()).str() + " yet"
                                       : why) +
@@ -112,6 +140,97 @@ bool AutodiffPass::backward(Graph &graph, const GraphOutput &loss,
       return false; // A rule's op failed its type rule (reported).
   }
   return true;
+}
+
+/// The adjoint of `if` \p n: an `if` on its predicate over its operands and
+/// its results' adjoints, each arm differentiating its forward arm.
+bool AutodiffPass::ifAdjoints(Node &n, ValueBuilder &gb,
+                              DiagnosticEngine &diag) {
+  GraphBuilder &b = gb.builder();
+  Graph &outer = *n.getParent();
+  std::vector<Value *> operands(n.getOperands().begin(), n.getOperands().end());
+  for (unsigned r = 0; r < n.numResults(); ++r) {
+    Value *v = n.result(r);
+    if (!isFloat(v->getType().dtype))
+      continue;
+    Value *g = adjoint.lookup(v);
+    if (!g) {
+      gb.setBase(v->getName() + ".adj");
+      g = gb.zeros(v->getType());
+    }
+    operands.push_back(g);
+  }
+  Node *bwd = b.createWithRegions(OpKind::If, n.getName() + ".bwd", operands);
+  if (!bwd)
+    return false;
+  for (unsigned r = 0; r < 2; ++r)
+    if (!differentiateArm(n.region(r), bwd->region(r), n, gb, diag))
+      return false;
+  b.setInsertionPointToEnd(outer);
+  std::vector<std::string> names;
+  std::vector<unsigned> differentiated;
+  for (unsigned i = 1; i < n.numOperands(); ++i)
+    if (isFloat(n.operand(i)->getType().dtype)) {
+      names.push_back(n.operand(i)->getName() + ".adj");
+      differentiated.push_back(i);
+    }
+  if (!b.addResults(*bwd, names))
+    return false;
+  for (unsigned k = 0; k < differentiated.size(); ++k)
+    accumulate(n.operand(differentiated[k]), bwd->result(k), gb);
+  return !gb.hasFailed();
+}
+
+/// Fills \p arm (an arm of n's adjoint `if`): its inputs mirror the
+/// adjoint's operands, it recomputes \p forward, runs reverse mode from
+/// the float results' adjoints and yields the float operands' adjoints.
+bool AutodiffPass::differentiateArm(const Graph &forward, Graph &arm, Node &n,
+                                    ValueBuilder &gb, DiagnosticEngine &diag) {
+  GraphBuilder &b = gb.builder();
+  llvm::DenseMap<Value *, Value *> mapped;
+  for (const GraphInput &in : forward.inputs())
+    mapped[in.value] = arm.addInput(in.value->getName(), in.value->getType());
+  auto saved = std::move(adjoint);
+  adjoint.clear();
+  b.setInsertionPointToEnd(arm);
+  std::vector<Node *> recomputed;
+  for (const auto &owned : forward.nodes()) {
+    if (owned->numRegions()) {
+      diag.nodeError(*owned, "control flow nested in a differentiated `if` "
+                             "arm is not supported yet (autodiff: the loss "
+                             "depends on it)");
+      return false;
+    }
+    std::vector<Value *> ops;
+    for (Value *v : owned->getOperands())
+      ops.push_back(mapped.lookup(v));
+    Node *copy = b.clone(*owned, ops);
+    if (!copy)
+      return false;
+    mapped[owned->result()] = copy->result();
+    recomputed.push_back(copy);
+  }
+  for (unsigned r = 0; r < n.numResults(); ++r) {
+    const Value *v = n.result(r);
+    if (!isFloat(v->getType().dtype))
+      continue;
+    Value *seed = arm.addInput(v->getName() + ".adj", v->getType());
+    accumulate(mapped.lookup(forward.outputs[r].value), seed, gb);
+  }
+  bool ok = reverse(recomputed, gb, diag);
+  for (unsigned i = 0; ok && i < forward.inputs().size(); ++i) {
+    Value *in = mapped.lookup(forward.inputs()[i].value);
+    if (!isFloat(in->getType().dtype))
+      continue;
+    Value *g = adjoint.lookup(in);
+    if (!g) {
+      gb.setBase(in->getName() + ".zero");
+      g = gb.zeros(in->getType());
+    }
+    arm.outputs.push_back({g ? g->getName() : "", g});
+  }
+  adjoint = std::move(saved);
+  return ok && !gb.hasFailed();
 }
 
 bool AutodiffPass::addGradientOutputs(Graph &graph, GraphBuilder &builder,

@@ -27,6 +27,13 @@ Value *ValueBuilder::fill(double value, DType dtype, llvm::StringRef suffix) {
             suffix);
 }
 
+Value *ValueBuilder::zeros(const TensorType &type) {
+  return op(OpKind::Fill, {},
+            {{"dtype", type.dtype},
+             {"shape", std::vector<Dim>(type.dims.begin(), type.dims.end())},
+             {"value", 0.0}});
+}
+
 Value *ValueBuilder::scale(Value *x, double k) {
   return x ? mul(x, fill(k, x->getType().dtype)) : nullptr;
 }

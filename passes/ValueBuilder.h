@@ -27,6 +27,8 @@ public:
             const AttrMap &attrs = {}, llvm::StringRef suffix = "");
   Value *clone(const Node &node, llvm::ArrayRef<Value *> operands);
   Value *fill(double value, DType dtype, llvm::StringRef suffix = "");
+  /// Zeros of \p type (static or symbolic dims).
+  Value *zeros(const TensorType &type);
   Value *add(Value *x, Value *y) { return op(OpKind::Add, {x, y}); }
   Value *sub(Value *x, Value *y) { return op(OpKind::Sub, {x, y}); }
   Value *mul(Value *x, Value *y) { return op(OpKind::Mul, {x, y}); }
