@@ -133,8 +133,8 @@ bool ManifestBuilder::addInputs(fmt::Manifest &m,
     const GraphInput &in = model.inputs()[i];
     const Storage &s = first.storageOf(planned.inputs()[i].value);
     if (!isPersistent(in.kind)) {
-      m.inputs.push_back(tensorDesc(in.value->getName(), "user_input",
-                                    in.value, s));
+      m.inputs.push_back(tensorDesc(in.value->getName(),
+                                    inputKindName(in.kind), in.value, s));
       continue;
     }
     fmt::TensorDesc t = tensorDesc(in.value->getName(),

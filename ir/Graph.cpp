@@ -17,6 +17,7 @@ llvm::StringRef cgc::inputKindName(InputKind kind) {
   case InputKind::Buffer: return "buffer";
   case InputKind::RngState: return "rng_state";
   case InputKind::OptimizerState: return "optimizer_state";
+  case InputKind::DimSize: return "dim_size";
   }
   llvm_unreachable("invalid InputKind");
 }

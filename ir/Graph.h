@@ -63,16 +63,21 @@ private:
 };
 
 /// Signature kinds in the spirit of torch.export.
+/// DimSize: the real extent of a symbolic dim in a padded graph (an i64[]
+/// the runtime writes before every replay; pad-dynamic-shapes adds it).
 enum class InputKind : uint8_t {
-  UserInput, Parameter, Buffer, RngState, OptimizerState
+  UserInput, Parameter, Buffer, RngState, OptimizerState, DimSize
 };
 enum class OutputKind : uint8_t {
   Output, Loss, ParameterUpdate, BufferMutation
 };
 llvm::StringRef inputKindName(InputKind kind);
 llvm::StringRef outputKindName(OutputKind kind);
-/// True for inputs that live across runs (everything but user inputs).
-inline bool isPersistent(InputKind kind) { return kind != InputKind::UserInput; }
+/// True for inputs that live across runs (everything but user inputs and
+/// dim sizes).
+inline bool isPersistent(InputKind kind) {
+  return kind != InputKind::UserInput && kind != InputKind::DimSize;
+}
 
 /// How a parameter gets its initial value.
 struct Initializer {

@@ -157,7 +157,7 @@ bool GraphReader::readDims(const Json &j, Graph &g) {
 static llvm::Optional<InputKind> parseInputKind(llvm::StringRef s) {
   for (InputKind k : {InputKind::UserInput, InputKind::Parameter,
                       InputKind::Buffer, InputKind::RngState,
-                      InputKind::OptimizerState})
+                      InputKind::OptimizerState, InputKind::DimSize})
     if (inputKindName(k) == s)
       return k;
   return llvm::None;

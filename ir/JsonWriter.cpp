@@ -7,6 +7,7 @@
 #include "ir/Printer.h"
 
 #include "llvm/Support/ErrorHandling.h"
+#include <cmath>
 #include <nlohmann/json.hpp>
 
 using namespace cgc;
@@ -16,12 +17,25 @@ namespace {
 struct AttrJson {
   const DimTable &dims;
   OJson operator()(int64_t v) const { return v; }
-  OJson operator()(double v) const { return v; }
+  /// JSON numbers cannot spell infinities and NaN: strings do.
+  static OJson number(double v) {
+    if (std::isnan(v))
+      return "nan";
+    if (std::isinf(v))
+      return v > 0 ? "inf" : "-inf";
+    return v;
+  }
+  OJson operator()(double v) const { return number(v); }
   OJson operator()(bool v) const { return v; }
   OJson operator()(const std::string &v) const { return v; }
   OJson operator()(DType v) const { return dtypeName(v).str(); }
   OJson operator()(const std::vector<int64_t> &v) const { return v; }
-  OJson operator()(const std::vector<double> &v) const { return v; }
+  OJson operator()(const std::vector<double> &v) const {
+    OJson out = OJson::array();
+    for (double x : v)
+      out.push_back(number(x));
+    return out;
+  }
   OJson operator()(const std::vector<Dim> &v) const {
     OJson out = OJson::array();
     for (Dim d : v)

@@ -14,6 +14,8 @@
 
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/StringMap.h"
+#include <cmath>
+#include <limits>
 #include <set>
 
 using namespace cgc;
@@ -262,9 +264,26 @@ bool NodeReader::readAttr(const NodeSpec &spec, const AttrSpec &attr,
   auto allInts = [&] {
     return j.is_array() && llvm::all_of(j, isInt64);
   };
-  auto allNumbers = [&] {
-    return j.is_array() &&
-           llvm::all_of(j, [](const Json &e) { return e.is_number(); });
+  // Floats are JSON numbers, or "inf", "-inf" and "nan" (which JSON
+  // numbers cannot spell).
+  auto number = [](const Json &e, double &out) {
+    if (e.is_number())
+      return out = e.get<double>(), true;
+    if (!e.is_string())
+      return false;
+    const std::string &s = e.get_ref<const std::string &>();
+    double inf = std::numeric_limits<double>::infinity();
+    if (s == "inf" || s == "-inf" || s == "nan")
+      return out = s == "nan" ? std::nan("") : s == "inf" ? inf : -inf, true;
+    return false;
+  };
+  auto numbers = [&](std::vector<double> &out) {
+    if (!j.is_array())
+      return false;
+    for (const Json &e : j)
+      if (!number(e, out.emplace_back()))
+        return false;
+    return true;
   };
   switch (attr.kind) {
   case AttrKind::Int:
@@ -273,12 +292,14 @@ bool NodeReader::readAttr(const NodeSpec &spec, const AttrSpec &attr,
       return true;
     }
     break;
-  case AttrKind::Float:
-    if (j.is_number()) {
-      node.setAttr(key, j.get<double>());
+  case AttrKind::Float: {
+    double v;
+    if (number(j, v)) {
+      node.setAttr(key, v);
       return true;
     }
     break;
+  }
   case AttrKind::Bool:
     if (j.is_boolean()) {
       node.setAttr(key, j.get<bool>());
@@ -297,12 +318,14 @@ bool NodeReader::readAttr(const NodeSpec &spec, const AttrSpec &attr,
       return true;
     }
     break;
-  case AttrKind::Floats:
-    if (allNumbers()) {
-      node.setAttr(key, j.get<std::vector<double>>());
+  case AttrKind::Floats: {
+    std::vector<double> v;
+    if (numbers(v)) {
+      node.setAttr(key, v);
       return true;
     }
     break;
+  }
   case AttrKind::DType: {
     DType d;
     if (!ctx.readDType(j, p, what(spec) + ": attribute '" + key + "'", d))
@@ -318,16 +341,14 @@ bool NodeReader::readAttr(const NodeSpec &spec, const AttrSpec &attr,
     node.setAttr(key, dims);
     return true;
   }
-  case AttrKind::Values:
-    if (j.is_number()) {
-      node.setAttr(key, std::vector<double>{j.get<double>()});
-      return true;
-    }
-    if (allNumbers()) {
-      node.setAttr(key, j.get<std::vector<double>>());
+  case AttrKind::Values: {
+    std::vector<double> v(1);
+    if (number(j, v[0]) || (v.clear(), numbers(v))) {
+      node.setAttr(key, v);
       return true;
     }
     break;
+  }
   }
   ctx.error(p, what(spec) + ": attribute '" + key + "' must be " +
                    attrKindName(attr.kind).str() + ", got " +

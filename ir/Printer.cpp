@@ -9,11 +9,16 @@
 #include "ir/Printer.h"
 
 #include "llvm/Support/ErrorHandling.h"
+#include <cmath>
 #include <nlohmann/json.hpp>
 
 using namespace cgc;
 
 std::string cgc::formatDouble(double value) {
+  if (std::isnan(value))
+    return "nan";
+  if (std::isinf(value))
+    return value > 0 ? "inf" : "-inf";
   return nlohmann::json(value).dump();
 }
 

@@ -235,8 +235,9 @@ TEST(StagedCases, TrainAndEvalGraphsShareTheParameters) {
   size_t train = 9, eval = 9;
   ASSERT_EQ(cgc_engine_find_graph(l.engine, "train", &train), CGC_OK);
   ASSERT_EQ(cgc_engine_find_graph(l.engine, "eval", &eval), CGC_OK);
-  TensorMap in, refEval, refTrain, refAfter;
+  TensorMap in, refEval, refTrain, refAfter, refTrain2;
   ASSERT_TRUE(readTensors(dir + "in.safetensors", in));
+  ASSERT_TRUE(readTensors(dir + "ref.train2.safetensors", refTrain2));
   ASSERT_TRUE(readTensors(dir + "ref.eval.safetensors", refEval));
   ASSERT_TRUE(readTensors(dir + "ref.train.safetensors", refTrain));
   ASSERT_TRUE(readTensors(dir + "ref.after.safetensors", refAfter));
@@ -255,6 +256,53 @@ TEST(StagedCases, TrainAndEvalGraphsShareTheParameters) {
                                 "fc2.w.next", "fc2.b.next"}),
             "");
   EXPECT_EQ(runAndCompareNamed(l, eval, refAfter, {"loss", "pred"}), "");
+  // The second step draws its masks at the offset the first advanced to.
+  EXPECT_EQ(runAndCompareNamed(l, train, refTrain2,
+                               {"loss", "pred", "fc1.w.next", "fc2.b.next"}),
+            "");
+}
+
+/// Every replay of a training step draws fresh dropout masks with no host
+/// work: the graph advances the rng offset by 8704 (mlp_train_small's two
+/// streams) per replay, consecutive masks of `pred` (p = 0.1) differ, and
+/// over 50 replays the dropped fraction is 0.1 within 0.02 (25600 draws:
+/// about 10 standard deviations).
+TEST(StagedCases, DropoutMasksAdvanceEveryReplay) {
+  CGC_REQUIRE_GPU();
+  std::string dir = staged().dir + "/train_eval/";
+  Loaded l;
+  ASSERT_EQ(l.open(dir + "model.cgc"), "");
+  size_t train = 9;
+  ASSERT_EQ(cgc_engine_find_graph(l.engine, "train", &train), CGC_OK);
+  TensorMap in;
+  ASSERT_TRUE(readTensors(dir + "in.safetensors", in));
+  ASSERT_EQ(l.feed(in), "");
+  std::vector<float> previous;
+  size_t dropped = 0, total = 0, same = 0;
+  const int replays = 50;
+  for (int r = 0; r < replays; ++r) {
+    ASSERT_EQ(cgc_run(l.ctx, train, nullptr, 0, nullptr), CGC_OK) << cgc_last_error();
+    std::vector<float> pred(32 * 16);
+    ASSERT_EQ(cgc_context_read_output(l.ctx, "pred", pred.data(),
+                                      pred.size() * 4, nullptr),
+              CGC_OK);
+    for (float v : pred)
+      dropped += v == 0.0f;
+    total += pred.size();
+    if (!previous.empty()) {
+      size_t samePattern = 0;
+      for (size_t i = 0; i < pred.size(); ++i)
+        samePattern += (pred[i] == 0.0f) == (previous[i] == 0.0f);
+      same += samePattern == pred.size();
+    }
+    previous = pred;
+  }
+  int64_t rng[2] = {-1, -1};
+  ASSERT_EQ(cgc_engine_state_read(l.engine, "rng", rng, sizeof rng), CGC_OK);
+  EXPECT_EQ(rng[1], int64_t(8704) * replays) << "the offset advances per replay";
+  EXPECT_EQ(same, 0u) << "some replays drew the same mask as the one before";
+  double rate = double(dropped) / double(total);
+  EXPECT_NEAR(rate, 0.1, 0.02) << dropped << " of " << total << " dropped";
 }
 
 } // namespace

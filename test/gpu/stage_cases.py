@@ -279,8 +279,9 @@ def stage_train_eval(args):
     (graphs train and eval over one state); in.safetensors (inputs and
     state), ref.eval (the forward pass with dropout off), ref.train (one
     step), in.after (the inputs with the trained parameters and advanced
-    rng) and ref.after (eval on those): eval, train, eval on one context
-    must give ref.eval, ref.train, ref.after."""
+    rng), ref.after (eval on those) and ref.train2 (a second step, its
+    dropout masks at the advanced offset): eval, train, eval, train on one
+    context must give ref.eval, ref.train, ref.after, ref.train2."""
     cdir = os.path.join(args.out, "train_eval")
     os.makedirs(cdir, exist_ok=True)
     src = os.path.join(ROOT, "examples/mlp_train_small.json")
@@ -304,9 +305,12 @@ def stage_train_eval(args):
         if name.endswith(".next"):
             after[name[:-5]] = t
     write_safetensors(os.path.join(cdir, "in.after.safetensors"), after)
-    rc, msg = interpret(os.path.join(cdir, "in.after.safetensors"), "ref.after.safetensors",
-                        "eval-mode")
-    return None if rc == 0 else "cgc-opt --interpret: " + msg[-600:]
+    for ref, passes in (("ref.after.safetensors", "eval-mode"),
+                        ("ref.train2.safetensors", "autodiff,apply-optimizer")):
+        rc, msg = interpret(os.path.join(cdir, "in.after.safetensors"), ref, passes)
+        if rc != 0:
+            return "cgc-opt --interpret: " + msg[-600:]
+    return None
 
 
 # ------------------------------------------------------------------ main --

@@ -1,0 +1,383 @@
+//===- PadDynamicShapes.cpp - Symbolic dims as masked bucket extents -------===//
+//
+// Algorithm: a graph whose symbolic dims will be bound to a bucket's extent
+// (shape-infer with the bucket's bindings, after this pass) keeps the real
+// extent of each dim D in a new i64[] input `dim.D` of kind `dim_size`,
+// which the runtime writes before every replay. Every tensor then holds its
+// real elements at the front of each symbolic axis and padding behind
+// them, whatever its values (the caller's buffer beyond the real rows).
+// Ops that keep element positions (elementwise, movement along other axes,
+// products over static contractions, cumsum) carry the padding along and
+// never mix it into real elements. Every op that would mix it in reads a
+// masked operand instead, built from `iota < dim.D` along the axis:
+//   - sum, mean (then divided by the real count), max, min and argmax over
+//     a symbolic axis: padding becomes 0, -inf or +inf (the neutral value);
+//   - softmax and log_softmax over a symbolic axis: padding becomes -inf;
+//   - matmul contracting a symbolic K: both operands' padding becomes 0;
+//   - mse_loss (mean, sum): the masked sum of squares over the real count;
+//   - cross_entropy (mean, sum) over symbolic rows: padded rows take the
+//     ignore_index (-100 when unset) and their logits 0;
+//   - gather, embedding and one_hot: padded indices become 0 (in range).
+// Refused with a located error, saying why: layernorm over a symbolic axis
+// (its weight would be symbolic), a reshape that moves a symbolic axis, dropout of a tensor padded after axis 0 (its masks would
+// differ from the unpadded tensor's), control flow and sync points over
+// padded tensors, and inputs or outputs with a symbolic dim after axis 0
+// (the caller's real rows would not be one contiguous prefix).
+// Requires: a verified graph, before shape-infer binds its dims.
+// Guarantees: for every real extent within the bound, the real elements of
+// every output equal those of the unpadded graph.
+//
+//===----------------------------------------------------------------------===//
+#include "passes/Pass.h"
+#include "passes/ValueBuilder.h"
+
+#include "ir/TypeRules.h"
+
+#include <limits>
+#include <map>
+
+using namespace cgc;
+
+namespace {
+
+class PadDynamicShapesPass : public Pass {
+public:
+  llvm::StringRef name() const override { return "pad-dynamic-shapes"; }
+  llvm::StringRef summary() const override {
+    return "keep the real extent of every symbolic dim on the device and "
+           "mask the ops that would read padding";
+  }
+  bool run(Graph &graph, PassContext &ctx) override;
+
+private:
+  bool padded(Dim d) const {
+    return !d.isStatic() && !g->dims().get(d.symbolIndex()).dataDependent;
+  }
+  bool anyPadded(const TensorType &t) const;
+  bool anyPaddedAxis(const TensorType &t, llvm::ArrayRef<unsigned> axes) const;
+  bool checkBoundary(DiagnosticEngine &diag);
+  Value *validAlong(Dim d, unsigned axis, unsigned rank);
+  Value *validMask(const TensorType &t, llvm::ArrayRef<unsigned> axes);
+  Value *masked(Value *x, llvm::ArrayRef<unsigned> axes, double neutral);
+  Value *realCount(const TensorType &t, llvm::ArrayRef<unsigned> axes,
+                   DType dtype);
+  bool rewrite(Node &n, std::string &why);
+  bool rewriteReduction(Node &n);
+  bool rewriteMseLoss(Node &n);
+  void rewriteCrossEntropy(Node &n);
+  bool reshapeKeepsAxes(const Node &n) const;
+
+  Graph *g = nullptr;
+  ValueBuilder *gb = nullptr;
+  std::map<unsigned, Value *> dimInputs; ///< By symbol index.
+  std::vector<Node *> replaced;
+};
+
+} // namespace
+
+bool PadDynamicShapesPass::anyPadded(const TensorType &t) const {
+  return llvm::any_of(t.dims, [&](Dim d) { return padded(d); });
+}
+
+bool PadDynamicShapesPass::anyPaddedAxis(const TensorType &t,
+                                         llvm::ArrayRef<unsigned> axes) const {
+  return llvm::any_of(axes, [&](unsigned a) { return padded(t.dims[a]); });
+}
+
+/// The lowest (or highest) value of \p dtype, as a double.
+static double lowest(DType dtype, bool highest) {
+  double inf = std::numeric_limits<double>::infinity();
+  switch (dtype) {
+  case DType::F32: case DType::F16: case DType::BF16: return highest ? inf : -inf;
+  case DType::I32: return highest ? 2147483647.0 : -2147483648.0;
+  case DType::I64: return highest ? 9223372036854775807.0 : -9223372036854775808.0;
+  case DType::Bool: return highest ? 1.0 : 0.0;
+  }
+  llvm_unreachable("a DType value");
+}
+
+/// Inputs and outputs hold their real rows as one prefix: a symbolic dim
+/// only at axis 0.
+bool PadDynamicShapesPass::checkBoundary(DiagnosticEngine &diag) {
+  bool ok = true;
+  auto check = [&](const TensorType &t, Location at, const std::string &what) {
+    for (unsigned a = 1; a < t.rank(); ++a)
+      if (padded(t.dims[a])) {
+        diag.error(at, what + " has the symbolic dim '" +
+                           g->dims().get(t.dims[a].symbolIndex()).name +
+                           "' at axis " + std::to_string(a) +
+                           "; padded shapes take symbolic dims at axis 0 "
+                           "only (the real rows must be one prefix)");
+        ok = false;
+        return;
+      }
+  };
+  for (const GraphInput &in : g->inputs())
+    check(in.value->getType(), in.loc, "input '" + in.value->getName() + "'");
+  for (const GraphOutput &o : g->outputs)
+    check(o.value->getType(), o.loc, "output '" + o.name + "'");
+  return ok;
+}
+
+/// bool[1, .., D, .., 1] (D at \p axis): whether an index along it is real.
+Value *PadDynamicShapesPass::validAlong(Dim d, unsigned axis, unsigned rank) {
+  Value *index = gb->op(OpKind::Iota, {},
+                        {{"dtype", DType::I64},
+                         {"shape", std::vector<Dim>{d}},
+                         {"axis", int64_t(0)}});
+  Value *valid = gb->op(OpKind::Lt, {index, dimInputs.at(d.symbolIndex())});
+  std::vector<Dim> shape(rank, Dim::fixed(1));
+  shape[axis] = d;
+  return rank == 1 ? valid : gb->reshape(valid, shape);
+}
+
+/// Whether an element of \p t is real along every padded axis of \p axes
+/// (null when none is padded).
+Value *PadDynamicShapesPass::validMask(const TensorType &t,
+                                       llvm::ArrayRef<unsigned> axes) {
+  Value *mask = nullptr;
+  for (unsigned a : axes) {
+    if (!padded(t.dims[a]))
+      continue;
+    Value *m = validAlong(t.dims[a], a, t.rank());
+    mask = mask ? gb->op(OpKind::LogicalAnd, {mask, m}) : m;
+  }
+  return mask;
+}
+
+/// \p x with its padding along \p axes replaced by \p neutral.
+Value *PadDynamicShapesPass::masked(Value *x, llvm::ArrayRef<unsigned> axes,
+                                    double neutral) {
+  Value *mask = validMask(x->getType(), axes);
+  if (!mask)
+    return x;
+  return gb->where(mask, x, gb->fill(neutral, x->getType().dtype));
+}
+
+/// The real number of elements of \p t along \p axes, as a \p dtype scalar.
+Value *PadDynamicShapesPass::realCount(const TensorType &t,
+                                       llvm::ArrayRef<unsigned> axes,
+                                       DType dtype) {
+  double fixed = 1;
+  Value *count = nullptr;
+  for (unsigned a : axes) {
+    if (!padded(t.dims[a])) {
+      fixed *= double(t.dims[a].extent());
+      continue;
+    }
+    Value *n = gb->op(OpKind::Cast, {dimInputs.at(t.dims[a].symbolIndex())},
+                      {{"dtype", dtype}});
+    count = count ? gb->mul(count, n) : n;
+  }
+  Value *k = gb->fill(fixed, dtype);
+  return count ? gb->mul(count, k) : k;
+}
+
+bool PadDynamicShapesPass::rewriteReduction(Node &n) {
+  const TensorType &in = n.operand(0)->getType();
+  llvm::SmallVector<unsigned, 4> axes;
+  if (n.getOp() == OpKind::ArgMax)
+    axes.push_back(*normalizeAxis(n.intAttr("axis", 0), in.rank()));
+  else
+    axes = reductionAxes(n, in.rank());
+  if (!anyPaddedAxis(in, axes))
+    return false;
+  switch (n.getOp()) {
+  case OpKind::Sum: n.setOperand(0, masked(n.operand(0), axes, 0.0)); return true;
+  case OpKind::Max: case OpKind::ArgMax:
+    n.setOperand(0, masked(n.operand(0), axes, lowest(in.dtype, false)));
+    return true;
+  case OpKind::Min:
+    n.setOperand(0, masked(n.operand(0), axes, lowest(in.dtype, true)));
+    return true;
+  case OpKind::Mean: {
+    Value *sum = gb->op(OpKind::Sum, {masked(n.operand(0), axes, 0.0)}, n.attrs());
+    Value *mean = gb->div(sum, realCount(in, axes, n.result()->getType().dtype));
+    if (!mean)
+      return true;
+    g->replaceAllUsesWith(n.result(), mean);
+    replaced.push_back(&n);
+    return true;
+  }
+  default:
+    llvm_unreachable("a reduction");
+  }
+}
+
+bool PadDynamicShapesPass::rewriteMseLoss(Node &n) {
+  std::string reduction = n.strAttr("reduction", "mean");
+  const TensorType &t = n.operand(0)->getType();
+  std::vector<unsigned> all(t.rank());
+  for (unsigned a = 0; a < t.rank(); ++a)
+    all[a] = a;
+  if (reduction == "none" || !anyPaddedAxis(t, all))
+    return false;
+  Value *d = gb->sub(n.operand(0), n.operand(1));
+  Value *sum = gb->op(OpKind::Sum, {masked(gb->mul(d, d), all, 0.0)});
+  Value *loss = reduction == "sum" ? sum : gb->div(sum, realCount(t, all, t.dtype));
+  if (loss) {
+    g->replaceAllUsesWith(n.result(), loss);
+    replaced.push_back(&n);
+  }
+  return true;
+}
+
+void PadDynamicShapesPass::rewriteCrossEntropy(Node &n) {
+  if (n.strAttr("reduction", "mean") == "none")
+    return;
+  int64_t ignore = n.intAttr("ignore_index", -100);
+  n.setAttr("ignore_index", ignore);
+  n.setOperand(0, masked(n.operand(0), {0}, 0.0));
+  n.setOperand(1, masked(n.operand(1), {0}, double(ignore)));
+}
+
+/// A reshape keeps every padded axis where it was: the dims up to the last
+/// symbolic one are the same before and after.
+bool PadDynamicShapesPass::reshapeKeepsAxes(const Node &n) const {
+  const TensorType &in = n.operand(0)->getType(), &out = n.result()->getType();
+  unsigned last = 0;
+  bool any = false;
+  for (unsigned a = 0; a < in.rank(); ++a)
+    if (padded(in.dims[a]))
+      last = a, any = true;
+  if (!any)
+    return true;
+  if (out.rank() <= last)
+    return false;
+  for (unsigned a = 0; a <= last; ++a)
+    if (in.dims[a] != out.dims[a])
+      return false;
+  return true;
+}
+
+/// Masks what \p n would read of the padding; false with \p why when it
+/// cannot.
+bool PadDynamicShapesPass::rewrite(Node &n, std::string &why) {
+  bool paddedOperand = false;
+  for (Value *v : n.getOperands())
+    paddedOperand |= anyPadded(v->getType());
+  if (!paddedOperand)
+    return true;
+  gb->setInsertionPoint(n);
+  gb->setOrigin(n);
+  gb->setBase(n.getName() + ".pad");
+  const TensorType &x = n.operand(0)->getType();
+  switch (n.info().family) {
+  case Elementwise: case Source: case Scan: return true;
+  case Reduction:
+    rewriteReduction(n);
+    return true;
+  case MatMul: {
+    if (n.getOp() == OpKind::Linear)
+      return true; // Its contraction is the weight's static k.
+    const TensorType &b = n.operand(1)->getType();
+    unsigned ka = n.boolAttr("transpose_a", false) ? x.rank() - 2 : x.rank() - 1;
+    unsigned kb = n.boolAttr("transpose_b", false) ? b.rank() - 1 : b.rank() - 2;
+    if (padded(x.dims[ka]) || padded(b.dims[kb])) {
+      n.setOperand(0, masked(n.operand(0), {ka}, 0.0));
+      n.setOperand(1, masked(n.operand(1), {kb}, 0.0));
+    }
+    return true;
+  }
+  case Normalization: {
+    unsigned axis = *normalizeAxis(n.intAttr("axis", -1), x.rank());
+    if (n.getOp() == OpKind::LayerNorm) {
+      for (unsigned a = axis; a < x.rank(); ++a)
+        if (padded(x.dims[a]))
+          return why = "layernorm over a symbolic axis (its weight and bias "
+                       "would have a symbolic shape)",
+                 false;
+      return true;
+    }
+    n.setOperand(0, masked(n.operand(0), {axis}, lowest(x.dtype, false)));
+    return true;
+  }
+  case Loss:
+    if (n.getOp() == OpKind::MseLoss) {
+      rewriteMseLoss(n);
+      return true;
+    }
+    if (padded(x.dims[1]))
+      return why = "cross_entropy over a symbolic number of classes", false;
+    rewriteCrossEntropy(n);
+    return true;
+  case Movement:
+    switch (n.getOp()) {
+    case OpKind::Gather: case OpKind::Embedding: {
+      Value *idx = n.operand(1);
+      std::vector<unsigned> all(idx->getType().rank());
+      for (unsigned a = 0; a < all.size(); ++a)
+        all[a] = a;
+      n.setOperand(1, masked(idx, all, 0.0));
+      return true;
+    }
+    case OpKind::OneHot: {
+      std::vector<unsigned> all(x.rank());
+      for (unsigned a = 0; a < all.size(); ++a)
+        all[a] = a;
+      n.setOperand(0, masked(n.operand(0), all, 0.0));
+      return true;
+    }
+    case OpKind::Reshape:
+      if (!reshapeKeepsAxes(n))
+        return why = "a reshape that moves a symbolic axis (the padding "
+                     "would interleave with real elements)",
+               false;
+      return true;
+    default:
+      return true; // transpose, broadcast_to, slice and concat (of
+                   // static dims: their type rules)
+    }
+  case Random:
+    for (unsigned a = 1; a < x.rank(); ++a)
+      if (padded(x.dims[a]))
+        return why = "dropout of a tensor with a symbolic dim after axis 0 "
+                     "(its masks would differ from the unpadded tensor's)",
+               false;
+    return true;
+  case SyncPoint: case ControlFlow: case Fused:
+    why = mnemonic(n.getOp()).str() + " of a tensor with a symbolic dim";
+    return false;
+  }
+  llvm_unreachable("an op family");
+}
+
+bool PadDynamicShapesPass::run(Graph &graph, PassContext &ctx) {
+  g = &graph;
+  dimInputs.clear();
+  replaced.clear();
+  std::vector<unsigned> used;
+  for (unsigned i = 0; i < graph.dims().size(); ++i)
+    if (!graph.dims().get(i).dataDependent)
+      used.push_back(i);
+  if (used.empty())
+    return true;
+  if (!checkBoundary(ctx.diag))
+    return false;
+  for (unsigned i : used) {
+    Value *v = graph.addInput("dim." + graph.dims().get(i).name,
+                              TensorType::scalar(DType::I64));
+    graph.input(graph.inputs().size() - 1).kind = InputKind::DimSize;
+    dimInputs[i] = v;
+  }
+  GraphBuilder builder(graph, ctx.diag);
+  ValueBuilder values(builder);
+  gb = &values;
+  std::vector<Node *> nodes;
+  for (const auto &n : graph.nodes())
+    nodes.push_back(n.get());
+  bool ok = true;
+  for (Node *n : nodes) {
+    std::string why;
+    if (!rewrite(*n, why)) {
+      ctx.diag.nodeError(*n, "cannot pad: " + why);
+      ok = false;
+    }
+  }
+  graph.erase(replaced);
+  return ok && !values.hasFailed();
+}
+
+std::unique_ptr<Pass> cgc::createPadDynamicShapesPass() {
+  return std::make_unique<PadDynamicShapesPass>();
+}

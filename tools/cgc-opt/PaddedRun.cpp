@@ -1,0 +1,103 @@
+//===- PaddedRun.cpp - Running a padded graph on real-sized inputs --------===//
+//
+// --check-equivalence of pad-dynamic-shapes: the graph before the pass
+// runs at the real sizes; the padded graph runs at each symbolic dim's
+// bucket (the smallest that holds the real extent, as the runtime picks)
+// with the real extents in its `dim_size` inputs and its inputs padded
+// with poison (NaN, or an out-of-range index), so any padding that leaks
+// into a real element shows; its outputs are then cut to the real shapes.
+//
+//===----------------------------------------------------------------------===//
+#include "PaddedRun.h"
+
+#include <cmath>
+
+using namespace cgc;
+using namespace cgc::interp;
+
+bool cgc::isPaddedGraph(const Graph &g) {
+  return llvm::any_of(g.inputs(), [](const GraphInput &in) {
+    return in.kind == InputKind::DimSize;
+  });
+}
+
+/// The smallest bucket of \p d holding \p real (its max without buckets).
+static int64_t bucketOf(const SymbolicDim &d, int64_t real) {
+  for (int64_t b : d.buckets)
+    if (b >= real)
+      return b;
+  return d.max;
+}
+
+/// \p from's elements at the front of every axis of a \p shape tensor,
+/// the rest poison.
+static Tensor padTo(const Tensor &from, const Shape &shape) {
+  Tensor out(from.dtype, shape);
+  double poison = isFloat(from.dtype) ? std::nan("")
+                  : from.dtype == DType::Bool ? 1.0 : double(1 << 30);
+  std::fill(out.data.begin(), out.data.end(), poison);
+  Shape inner = stridesOf(from.shape), outer = stridesOf(shape);
+  for (int64_t i = 0; i < from.numel(); ++i) {
+    int64_t at = 0;
+    for (unsigned a = 0; a < from.rank(); ++a)
+      at += (i / inner[a]) % from.shape[a] * outer[a];
+    out.data[at] = from.data[i];
+  }
+  return out;
+}
+
+bool cgc::paddedInputs(const Graph &before, const Graph &after,
+                       const std::map<std::string, Tensor> &real,
+                       std::map<std::string, Tensor> &padded,
+                       std::map<std::string, std::pair<int64_t, int64_t>> &sizes,
+                       std::string &error) {
+  const DimTable &dims = before.dims();
+  std::map<unsigned, int64_t> extent;
+  for (const GraphInput &in : before.inputs()) {
+    auto it = real.find(in.value->getName());
+    if (it == real.end())
+      continue;
+    const TensorType &t = in.value->getType();
+    for (unsigned a = 0; a < t.rank(); ++a)
+      if (!t.dims[a].isStatic())
+        extent[t.dims[a].symbolIndex()] = it->second.shape[a];
+  }
+  for (const auto &[index, value] : extent)
+    sizes[dims.get(index).name] = {value, bucketOf(dims.get(index), value)};
+  for (const GraphInput &in : after.inputs()) {
+    const std::string &name = in.value->getName();
+    if (in.kind == InputKind::DimSize) {
+      auto size = sizes.find(name.substr(4)); // "dim.<D>"
+      if (size == sizes.end())
+        return error = "no real extent for '" + name + "'", false;
+      Tensor t(DType::I64, {});
+      t.data[0] = double(size->second.first);
+      padded[name] = t;
+      continue;
+    }
+    auto it = real.find(name);
+    if (it == real.end())
+      continue;
+    const TensorType &t = in.value->getType();
+    Shape shape = it->second.shape;
+    for (unsigned a = 0; a < t.rank(); ++a)
+      if (!t.dims[a].isStatic())
+        shape[a] = sizes[dims.get(t.dims[a].symbolIndex()).name].second;
+    padded[name] = shape == it->second.shape ? it->second : padTo(it->second, shape);
+  }
+  return true;
+}
+
+Tensor cgc::realPart(const Tensor &padded, const Shape &shape) {
+  if (padded.shape == shape || padded.rank() != shape.size())
+    return padded;
+  Tensor out(padded.dtype, shape);
+  Shape inner = stridesOf(shape), outer = stridesOf(padded.shape);
+  for (int64_t i = 0; i < out.numel(); ++i) {
+    int64_t at = 0;
+    for (unsigned a = 0; a < out.rank(); ++a)
+      at += (i / inner[a]) % shape[a] * outer[a];
+    out.data[i] = padded.data[at];
+  }
+  return out;
+}
