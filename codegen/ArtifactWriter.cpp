@@ -116,12 +116,19 @@ bool ManifestBuilder::sharesSlots() const {
   return true;
 }
 
+/// Bound dims range over their values; padded ones over their declared
+/// bounds (any size up to the largest bucket runs).
 void ManifestBuilder::addDims(fmt::Manifest &m) const {
-  for (const auto &[name, values] : options.bindDims) {
+  for (const auto &[name, values] : compilation.bindDims) {
     fmt::DimDesc d;
     d.name = name;
     d.min = *std::min_element(values.begin(), values.end());
     d.max = *std::max_element(values.begin(), values.end());
+    if (compilation.padded) {
+      const SymbolicDim &sym = model.dims().get(*model.dims().lookup(name));
+      d.min = sym.min;
+      d.max = sym.max;
+    }
     m.dims.push_back(d);
   }
 }
@@ -297,6 +304,7 @@ fmt::GraphDesc ManifestBuilder::graphDesc(const StepGraph &g) const {
   d.name = g.name;
   d.handles = g.handles;
   d.dimValues.assign(g.dims.begin(), g.dims.end());
+  d.padded = g.padded;
   for (const Step &step : g.steps)
     d.nodes.push_back(nodeDesc(step));
   d.edges.assign(g.edges.begin(), g.edges.end());

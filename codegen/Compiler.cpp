@@ -198,17 +198,49 @@ static bool lowerTraining(Graph &model, const CompileOptions &options,
   return lowerUnit(eval, inference, layout, out, diag);
 }
 
-bool cgc::lowerModel(Graph &model, const CompileOptions &options,
-                     Compilation &out, DiagnosticEngine &diag) {
-  if (!checkBindings(model, options, diag))
+/// A model with symbolic dims and no `--bind-dim`: pad-dynamic-shapes
+/// runs on it once, and \p options binds every symbolic dim to each of its
+/// buckets (its max without buckets), one graph per combination.
+static bool padModel(Graph &model, CompileOptions &options,
+                     DiagnosticEngine &diag) {
+  PassManager pm;
+  PassContext ctx{diag, {}};
+  if (!pm.addPipeline("pad-dynamic-shapes", diag) ||
+      !pm.run(model, ctx, llvm::nulls()))
     return false;
+  for (unsigned i = 0; i < model.dims().size(); ++i) {
+    const SymbolicDim &d = model.dims().get(i);
+    if (d.dataDependent)
+      continue;
+    options.bindDims[d.name] =
+        d.buckets.empty() ? std::vector<int64_t>{d.max} : d.buckets;
+  }
+  return true;
+}
+
+static bool hasSymbolicDims(const Graph &model) {
+  for (unsigned i = 0; i < model.dims().size(); ++i)
+    if (!model.dims().get(i).dataDependent)
+      return true;
+  return false;
+}
+
+bool cgc::lowerModel(Graph &model, const CompileOptions &requested,
+                     Compilation &out, DiagnosticEngine &diag) {
+  if (!checkBindings(model, requested, diag))
+    return false;
+  out.program.allowTf32 = requested.allowTf32;
+  out.program.productPolicy = requested.productPolicy;
+  out.program.batchKernels = requested.fuse;
+  out.program.multiprocessors = multiprocessorsOf(requested.arch);
+  if (requested.train)
+    return lowerTraining(model, requested, out, diag);
+  CompileOptions options = requested;
+  out.padded = options.bindDims.empty() && hasSymbolicDims(model);
+  if (out.padded && !padModel(model, options, diag))
+    return false;
+  out.bindDims = options.bindDims;
   bool shared = !options.bindDims.empty();
-  out.program.allowTf32 = options.allowTf32;
-  out.program.productPolicy = options.productPolicy;
-  out.program.batchKernels = options.fuse;
-  out.program.multiprocessors = multiprocessorsOf(options.arch);
-  if (options.train)
-    return lowerTraining(model, options, out, diag);
   PlanLayout layout = shared ? sharedLayout(model, options) : PlanLayout();
   for (const auto &dims : specializations(options)) {
     CompiledGraph unit;
@@ -222,6 +254,7 @@ bool cgc::lowerModel(Graph &model, const CompileOptions &options,
     }
     if (!lowerUnit(unit, options, layout, out, diag))
       return false;
+    out.program.graphs.back().padded = out.padded;
   }
   return true;
 }

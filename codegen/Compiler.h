@@ -95,6 +95,11 @@ struct CompiledGraph {
 struct Compilation {
   std::vector<CompiledGraph> graphs;
   Program program;
+  /// The dims the graphs are specialized to: `--bind-dim`'s values, or
+  /// each symbolic dim's buckets when the model is padded.
+  std::map<std::string, std::vector<int64_t>> bindDims;
+  /// pad-dynamic-shapes ran: graphs are buckets, real sizes on the device.
+  bool padded = false;
 };
 
 struct CompileResult {

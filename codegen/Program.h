@@ -100,6 +100,8 @@ struct StepGraph {
   /// Top-level graphs of a multi-graph artifact: the dims they are
   /// specialized to.
   std::map<std::string, int64_t> dims;
+  /// Top-level graphs of a padded artifact: dims are buckets.
+  bool padded = false;
   unsigned handles = 0; ///< Top level: conditional handles of the tree.
   std::vector<Step> steps;
   std::vector<std::pair<unsigned, unsigned>> edges; ///< Sorted (from, to).

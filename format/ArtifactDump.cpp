@@ -133,7 +133,7 @@ void dumpGraph(std::ostringstream &os, const Manifest &m, const GraphDesc &g,
   if (g.handles)
     os << ", " << g.handles << " conditional handles";
   for (const auto &[name, value] : g.dimValues)
-    os << ", " << name << "=" << value;
+    os << ", " << name << (g.padded ? "<=" : "=") << value;
   os << "\n";
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     os << "  n" << i << " ";

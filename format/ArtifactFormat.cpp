@@ -88,7 +88,8 @@ bool findGraphForDims(const Manifest &m, const std::vector<int64_t> &dims,
     bool match = true;
     for (const auto &[name, value] : m.graphs[g].dimValues)
       for (size_t d = 0; d < m.dims.size() && d < dims.size(); ++d)
-        match &= m.dims[d].name != name || dims[d] == value;
+        match &= m.dims[d].name != name ||
+                 (m.graphs[g].padded ? dims[d] <= value : dims[d] == value);
     if (match) {
       index = g;
       return true;

@@ -155,8 +155,12 @@ struct GraphDesc {
   /// and all bodies below it).
   uint32_t handles = 0;
   /// Top level: the dim values this graph is specialized to (one graph per
-  /// `--bind-dim` value); a run must give exactly these.
+  /// `--bind-dim` value); a run must give exactly these, unless padded.
   std::vector<std::pair<std::string, int64_t>> dimValues;
+  /// Top level: the dim values are buckets (pad-dynamic-shapes): a run may
+  /// give any value up to each, whose real value the runtime writes into
+  /// the `dim_size` input `dim.<name>` before the launch.
+  bool padded = false;
   std::vector<NodeDesc> nodes;
   std::vector<std::pair<uint32_t, uint32_t>> edges; ///< (from, to).
   /// Per edge (or empty: none): the edge joins two kernels and may use
@@ -252,7 +256,8 @@ uint64_t fnv1a64(const uint8_t *data, size_t size,
                  uint64_t seed = 0xcbf29ce484222325ull);
 
 /// The first top-level graph that runs \p dims (one value per manifest
-/// dim, in order): one with no dim value for a dim, or the same value.
+/// dim, in order): one with no dim value for a dim, or the same value (a
+/// padded graph: a value up to its own).
 /// Returns false, with the graphs there are in \p error, when none does.
 bool findGraphForDims(const Manifest &m, const std::vector<int64_t> &dims,
                       size_t &index, std::string &error);

@@ -412,6 +412,11 @@ bool readGraphHeader(Reader &r, const json &j, const std::string &p,
       return false;
     g.dimValues.emplace_back(it.key(), v);
   }
+  if (j.contains("padded")) {
+    if (!j["padded"].is_boolean())
+      return r.fail(p + ".padded", "expected a boolean");
+    g.padded = j["padded"].get<bool>();
+  }
   return true;
 }
 

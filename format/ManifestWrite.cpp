@@ -161,6 +161,8 @@ json graphToJson(const GraphDesc &g, bool topLevel) {
   for (const auto &[name, value] : g.dimValues)
     dims[name] = value;
   j["dim_values"] = dims;
+  if (g.padded)
+    j["padded"] = true;
   return j;
 }
 

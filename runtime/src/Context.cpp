@@ -220,6 +220,10 @@ cgc_status createContext(std::unique_ptr<cgc_context_s> &ctx, void *arena,
   for (const auto &d : m.dims)
     ctx->dims.push_back(d.max);
   ctx->scratchDims = ctx->dims;
+  for (size_t i = 0; i < m.inputs.size(); ++i)
+    for (size_t d = 0; d < m.dims.size(); ++d)
+      if (m.inputs[i].kind == "dim_size" && m.inputs[i].name == "dim." + m.dims[d].name)
+        ctx->dimSizeInputs.push_back({i, d});
   if (arena) {
     if (reinterpret_cast<uintptr_t>(arena) % 256)
       return fail(CGC_ERROR_INVALID_ARGUMENT, "caller arena not 256-aligned");

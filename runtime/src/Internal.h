@@ -160,6 +160,9 @@ struct cgc_context_s {
   std::vector<cgc::rt::TensorView> views;  ///< Inputs, then outputs.
   std::vector<int64_t> dims;               ///< Dims of the last run.
   std::vector<int64_t> scratchDims;        ///< Preallocated for cgc_run.
+  /// Padded artifacts: (manifest input index, dim index) of each
+  /// `dim_size` input, written with the run's dims before every launch.
+  std::vector<std::pair<size_t, size_t>> dimSizeInputs;
   /// Per manifest product: this context's matmul descriptor (its own bias
   /// address); and the stream product calls are captured on, made lazily.
   std::vector<cublasLtMatmulDesc_t> productDescs;

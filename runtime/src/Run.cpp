@@ -51,10 +51,10 @@ cgc_status prepareRun(cgc_context ctx, size_t index, const int64_t *dims,
     if (v < dimDescs[d].min || v > dimDescs[d].max)
       return fail(CGC_ERROR_INVALID_ARGUMENT,
                   "dim '" + dimDescs[d].name + "' out of range");
-    if (v != boundValue(bound, d, v))
+    if (gd.padded ? v > boundValue(bound, d, v) : v != boundValue(bound, d, v))
       return fail(CGC_ERROR_INVALID_ARGUMENT,
                   "graph '" + gd.name + "' is compiled for " +
-                      dimDescs[d].name + "=" +
+                      dimDescs[d].name + (gd.padded ? "<=" : "=") +
                       std::to_string(boundValue(bound, d, v)) + ", not " +
                       std::to_string(v) +
                       " (cgc_engine_select_graph finds the graph for a size)");
@@ -83,6 +83,22 @@ cgc_status prepareRun(cgc_context ctx, size_t index, const int64_t *dims,
         int32_t d = view.dimOfAxis[a];
         view.shape[a] = d < 0 ? view.desc->shape[a] : ctx->dims[size_t(d)];
       }
+  }
+  return CGC_OK;
+}
+
+/// A padded graph reads the real dims from its `dim_size` inputs: each is
+/// written on \p stream ahead of the launch (a stream memory operation: no
+/// copy from host memory, so the next call may change the values at once).
+cgc_status writeDimSizes(cgc_context ctx, size_t index, CUstream stream) {
+  if (!ctx->graphs[index].desc->padded)
+    return CGC_OK;
+  const auto &inputs = ctx->engine->artifact.manifest.inputs;
+  for (const auto &[input, dim] : ctx->dimSizeInputs) {
+    const auto &t = inputs[input];
+    CUdeviceptr at = ctx->address(t.region, t.offset, t.name);
+    CGC_CHECK_CU(*ctx->engine->drv,
+                 cuStreamWriteValue64(stream, at, cuuint64_t(ctx->dims[dim]), 0));
   }
   return CGC_OK;
 }
@@ -119,6 +135,8 @@ cgc_status cgc_run(cgc_context ctx, size_t graph_index, const int64_t *dims,
                    size_t n_dims, void *stream) {
   if (cgc_status s = prepareRun(ctx, graph_index, dims, n_dims))
     return s;
+  if (cgc_status s = writeDimSizes(ctx, graph_index, static_cast<CUstream>(stream)))
+    return s;
   CGC_CHECK_CU(*ctx->engine->drv,
                cuGraphLaunch(ctx->trees[graph_index].exec,
                              static_cast<CUstream>(stream)));
@@ -128,6 +146,8 @@ cgc_status cgc_run(cgc_context ctx, size_t graph_index, const int64_t *dims,
 cgc_status cgc_run_eager(cgc_context ctx, size_t graph_index,
                          const int64_t *dims, size_t n_dims, void *stream) {
   if (cgc_status s = prepareRun(ctx, graph_index, dims, n_dims))
+    return s;
+  if (cgc_status s = writeDimSizes(ctx, graph_index, static_cast<CUstream>(stream)))
     return s;
   return runGraphEager(*ctx, uint32_t(graph_index), uint32_t(graph_index),
                        static_cast<CUstream>(stream));

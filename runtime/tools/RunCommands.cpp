@@ -44,6 +44,9 @@ int runtimeError(cgc_status s) {
 
 struct Options {
   std::string model, inputs, outputs, graph;
+  /// bench --dims B=5,S=100: the dim values to run (padded artifacts: any
+  /// size up to the largest bucket; the graph is the smallest that fits).
+  std::vector<std::pair<std::string, int64_t>> dims;
   bool overwrite = false, eager = false, printAlgorithms = false;
   int device = 0;
   long iters = 1000, warmup = 100, repeats = 5;
@@ -83,6 +86,19 @@ bool parseOptions(int argc, char **argv, bool bench, Options &o) {
       o.eager = true;
     } else if (a == "--print-algorithms") {
       o.printAlgorithms = true;
+    } else if (bench && a == "--dims") {
+      if (!(v = value("NAME=V,...")))
+        return false;
+      std::string list = v;
+      for (size_t at = 0; at < list.size();) {
+        size_t end = std::min(list.find(',', at), list.size());
+        std::string item = list.substr(at, end - at);
+        size_t eq = item.find('=');
+        if (eq == std::string::npos || !parseLong(item.c_str() + eq + 1, n))
+          return error("--dims takes NAME=V,..., not '" + list + "'"), false;
+        o.dims.push_back({item.substr(0, eq), n});
+        at = end + 1;
+      }
     } else if (a == "--graph") {
       if (!(v = value("name or index")))
         return false;
@@ -414,6 +430,8 @@ int cgcRunMain(int argc, char **argv) {
   for (size_t k = 0; k < m.dims.size(); ++k)
     dims[k] = m.dims[k].max;
   for (const TensorDesc &d : m.inputs) {
+    if (d.kind == "dim_size")
+      continue; // cgc_run writes the real dims there.
     auto it = inputs.find(d.name);
     if (it == inputs.end())
       return error("input '" + d.name + "' is missing from " + o.inputs);
@@ -451,6 +469,8 @@ int cgcRunMain(int argc, char **argv) {
             s.engine, t->name.c_str(), inputs[t->name].bytes.data(), t->bytes))
       return runtimeError(st);
   for (const TensorDesc &d : m.inputs) {
+    if (d.kind == "dim_size")
+      continue;
     const TensorData &t = inputs[d.name];
     std::vector<uint8_t> padded(d.bytes, 0);
     copyPadded(t.bytes.data(), padded.data(), t.shape, d.shape,
@@ -508,6 +528,23 @@ int cgcBenchMain(int argc, char **argv) {
     return runtimeError(st);
   if (!o.inputs.empty() && !writeBenchInputs(s, art, o.inputs))
     return 1;
+  const Manifest &m = art.manifest;
+  std::vector<int64_t> dims;
+  if (!o.dims.empty()) {
+    for (const auto &d : m.dims)
+      dims.push_back(d.max);
+    for (const auto &[name, value] : o.dims) {
+      size_t k = 0;
+      while (k < m.dims.size() && m.dims[k].name != name)
+        ++k;
+      if (k == m.dims.size())
+        return error("--dims: the artifact has no dim '" + name + "'");
+      dims[k] = value;
+    }
+    std::string err;
+    if (o.graph.empty() && !findGraphForDims(m, dims, graph, err))
+      return error(err);
+  }
   Timer timer;
   if (!timer.create())
     return error(std::string("cannot create a stream or events: ") +
@@ -521,8 +558,8 @@ int cgcBenchMain(int argc, char **argv) {
   int rc = 0;
   for (bool eager : {false, true}) {
     auto launch = [&] {
-      return eager ? cgc_run_eager(s.ctx, graph, nullptr, 0, stream)
-                   : cgc_run(s.ctx, graph, nullptr, 0, stream);
+      return eager ? cgc_run_eager(s.ctx, graph, dims.data(), dims.size(), stream)
+                   : cgc_run(s.ctx, graph, dims.data(), dims.size(), stream);
     };
     cgc_status st = CGC_OK;
     for (long i = 0; i < o.warmup && !st; ++i)

@@ -90,8 +90,9 @@ def write_safetensors(path, tensors):
 
 # ------------------------------------------------------------- the model --
 def load(path):
+    """A model file; lines starting with // (lit test comments) skipped."""
     with open(path) as f:
-        return json.load(f)
+        return json.loads("".join(l for l in f if not l.lstrip().startswith("//")))
 
 
 def out_names(g):
@@ -313,6 +314,44 @@ def stage_train_eval(args):
     return None
 
 
+# Padded artifacts (pad-dynamic-shapes: one graph per bucket, any size up
+# to the largest): the sizes each is run at, every bucket edge, one past
+# it, 1 and the largest bound.
+PADDED_MODELS = {"dynamic_batch": ("examples/dynamic_batch.json",
+                                   [1, 5, 8, 9, 16, 17, 31, 32, 33, 63, 64]),
+                 "masks": ("test/passes/pad-dynamic-shapes/masks.json",
+                           [1, 3, 4, 5, 11, 12, 13, 23, 24])}
+
+
+def stage_padded(args):
+    """DIR/padded/<model>.cgc (compiled padded), with in.<model>.B<k> and
+    ref.<model>.B<k> (the interpreter on the unpadded model at that size)
+    for each size of PADDED_MODELS, and sizes.txt: "<model> <k> <k> ..."."""
+    cdir = os.path.join(args.out, "padded")
+    os.makedirs(cdir, exist_ok=True)
+    lines = []
+    for name, (src, sizes) in PADDED_MODELS.items():
+        g = load(os.path.join(ROOT, src))
+        src = os.path.join(cdir, name + ".json")  # without lit's comments
+        with open(src, "w") as f:
+            json.dump(g, f)
+        rc, msg = run([args.cgc, src, "-o", os.path.join(cdir, name + ".cgc")])
+        if rc != 0:
+            return "cgc (padded " + name + "): " + msg[-600:]
+        rng = np.random.default_rng(zlib.crc32(name.encode()))
+        for b in sizes:
+            inp = os.path.join(cdir, f"in.{name}.B{b}.safetensors")
+            write_safetensors(inp, random_inputs(g, rng, {"B": b}))
+            rc, msg = run([args.cgc_opt, src, "--interpret", "--inputs", inp, "--outputs",
+                           os.path.join(cdir, f"ref.{name}.B{b}.safetensors"), "--overwrite"])
+            if rc != 0:
+                return "cgc-opt --interpret: " + msg[-600:]
+        lines.append(name + " " + " ".join(map(str, sizes)))
+    with open(os.path.join(cdir, "sizes.txt"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+    return None
+
+
 # ------------------------------------------------------------------ main --
 def run(cmd):
     r = subprocess.run(cmd, capture_output=True, text=True)
@@ -436,6 +475,10 @@ def main():
         problem = stage_multigraph(args)
         if problem:
             results.append(("failure", "multigraph", problem))
+    if not args.filter or args.filter in "padded":
+        problem = stage_padded(args)
+        if problem:
+            results.append(("failure", "padded", problem))
     if not args.filter or args.filter in "train_eval":
         problem = stage_train_eval(args)
         if problem:
