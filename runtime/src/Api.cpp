@@ -123,6 +123,11 @@ static cgc_status copyTensor(cgc_context ctx, const char *name, void *host,
   if (!v)
     return fail(CGC_ERROR_NOT_FOUND,
                 std::string("no input or output named '") + name + "'");
+  if (toDevice && v->desc->kind == "dim_size")
+    return fail(CGC_ERROR_INVALID_ARGUMENT,
+                std::string("'") + name +
+                    "' holds a real dim size, which cgc_run writes from its "
+                    "dims argument");
   if (bytes > v->desc->bytes)
     return fail(CGC_ERROR_INVALID_ARGUMENT,
                 "copy of " + std::to_string(bytes) + " bytes exceeds '" +

@@ -224,6 +224,7 @@ cgc_status createContext(std::unique_ptr<cgc_context_s> &ctx, void *arena,
     for (size_t d = 0; d < m.dims.size(); ++d)
       if (m.inputs[i].kind == "dim_size" && m.inputs[i].name == "dim." + m.dims[d].name)
         ctx->dimSizeInputs.push_back({i, d});
+  ctx->writtenDims.assign(m.dims.size(), -1);
   if (arena) {
     if (reinterpret_cast<uintptr_t>(arena) % 256)
       return fail(CGC_ERROR_INVALID_ARGUMENT, "caller arena not 256-aligned");

@@ -163,6 +163,8 @@ struct cgc_context_s {
   /// Padded artifacts: (manifest input index, dim index) of each
   /// `dim_size` input, written with the run's dims before every launch.
   std::vector<std::pair<size_t, size_t>> dimSizeInputs;
+  /// The dims the dim_size inputs hold (-1: not written yet).
+  std::vector<int64_t> writtenDims;
   /// Per manifest product: this context's matmul descriptor (its own bias
   /// address); and the stream product calls are captured on, made lazily.
   std::vector<cublasLtMatmulDesc_t> productDescs;

@@ -116,7 +116,9 @@ cgc_status cgc_engine_find_graph(cgc_engine engine, const char *name,
                                  size_t *index);
 /* The first graph that runs these dim values (one per engine dim, in
  * order): an artifact compiled with `--bind-dim B=8,16,64` has one graph per
- * value. CGC_ERROR_NOT_FOUND, naming the graphs, when none does. */
+ * value; a padded artifact (a model with symbolic dims compiled without
+ * --bind-dim) one per bucket, and the first is the smallest bucket that
+ * holds every value. CGC_ERROR_NOT_FOUND, naming the graphs, when none does. */
 cgc_status cgc_engine_select_graph(cgc_engine engine, const int64_t *dims,
                                    size_t n_dims, size_t *index);
 size_t cgc_engine_num_tensors(cgc_engine engine, cgc_tensor_role role);
@@ -183,8 +185,13 @@ void cgc_context_destroy(cgc_context ctx);
 /* Replays graph graph_index on stream (a CUstream/cudaStream_t, NULL for the
  * legacy default stream). dims holds one value per engine dim in order
  * (n_dims == 0: the values the graph is compiled for, else each dim at its
- * maximum); a graph compiled for a dim value refuses any other. Conditional
- * nodes (`if`, `while`) decide on the device. Asynchronous. */
+ * maximum); a graph compiled for a dim value refuses any other, and a
+ * padded graph takes any value up to its bucket: the real dims go to its
+ * `dim_size` inputs on the stream before the launch (only when they
+ * changed since the last run of the context), and outputs hold their real
+ * rows first (views report the real shapes). Nothing is captured,
+ * instantiated or compiled. Conditional nodes (`if`, `while`) decide on
+ * the device. Asynchronous. */
 cgc_status cgc_run(cgc_context ctx, size_t graph_index, const int64_t *dims,
                    size_t n_dims, void *stream);
 /* Same work, launched node by node in a topological order (cuLaunchKernel,
@@ -214,7 +221,9 @@ cgc_status cgc_context_bind(cgc_context ctx, const char *name,
                             void *device_ptr);
 
 /* Convenience copies between host memory and a named input/output's
- * current storage, ordered on stream and synchronous (they wait for it). */
+ * current storage, ordered on stream and synchronous (they wait for it). A
+ * copy may be shorter than the tensor (a padded input's real rows); the
+ * `dim_size` inputs of a padded artifact are refused (cgc_run writes them). */
 cgc_status cgc_context_write_input(cgc_context ctx, const char *name,
                                    const void *host_src, size_t bytes,
                                    void *stream);
