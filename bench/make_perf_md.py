@@ -418,6 +418,37 @@ def training_section(path):
     return w
 
 
+def dynamic_shapes_section(path):
+    """Issue 13's dynamic_batch from a bench/dynamic_shapes.py log."""
+    head, records, rel = read_log(path)
+    rows = {}
+    for kind, kv in records:
+        if kind == "RESULT":
+            rows.setdefault(int(kv["B"]), {})[kv["impl"]] = kv
+    checks = [l for l in open(path) if l.startswith("CHECK ")]
+    passed = sum(" ok=1" in l for l in checks)
+    w = ["", "## Dynamic shapes: one padded compile for every batch size", "",
+         f"From `bench/dynamic_shapes.py` ({head.get('gpu', '?')}, {head.get('date', '?')}, PyTorch "
+         f"{head.get('torch', '?')}; {head.get('method', '?')}; raw log `{rel}`). "
+         "examples/dynamic_batch.json (B in [1, 64], buckets 8, 16, 32, 64) compiled once "
+         "(pad-dynamic-shapes: one graph per bucket) and run at each B with `cgc bench --dims`; "
+         "the static column is the same model compiled with `--bind-dim B=<bucket>`. PyTorch's "
+         f"per-shape graph is recorded at each B. {passed} of {len(checks)} output checks "
+         "against PyTorch pass.", "",
+         "| B | bucket | cgc padded µs | cgc static at bucket µs | ratio (goal <= 1.1) | PyTorch eager µs "
+         "| torch.cuda.graph per shape µs | torch.compile reduce-overhead µs | its first call at B, ms |",
+         "|---|---|---|---|---|---|---|---|---|"]
+    for b in sorted(rows):
+        r = rows[b]
+        pad, st = r.get("cgc_padded", {}), r.get("cgc_static_bucket", {})
+        ro = r.get("torch_compile_ro", {})
+        w.append(f"| {b} | {pad.get('bucket', '-')} | {pad.get('us', '-')} | {st.get('us', '-')} | "
+                 f"{st.get('ratio', '-')} | {r.get('torch_eager', {}).get('us', '-')} | "
+                 f"{r.get('torch_graph_per_shape', {}).get('us', '-')} | {ro.get('us', '-')} | "
+                 f"{ro.get('first_call_ms', '-')} |")
+    return w
+
+
 PROFILE_METRICS = [
     ("gpu__time_duration.sum", "ncu µs", 1e-3),
     ("dram__throughput.avg.pct_of_peak_sustained_elapsed", "DRAM % of peak", 1),
@@ -499,6 +530,7 @@ def main():
     ap.add_argument("--kernel-profile", help="a bench/profile_kernels.sh CSV")
     ap.add_argument("--sync-points", help="a bench/sync_points.py log")
     ap.add_argument("--training", help="a bench/training.py log")
+    ap.add_argument("--dynamic-shapes", help="a bench/dynamic_shapes.py log")
     args = ap.parse_args()
     head, res, raw, info, checks, algos = {}, {}, [], {}, {}, []
     with open(args.log) as f:
@@ -560,6 +592,8 @@ def main():
         w += sync_points_section(args.sync_points)
     if args.training:
         w += training_section(args.training)
+    if args.dynamic_shapes:
+        w += dynamic_shapes_section(args.dynamic_shapes)
     copy = [l for l in raw if "d2d_copy moved" in l]
     if copy:
         w += ["", "Ceiling: " + copy[0].lstrip("# ") + "."]
