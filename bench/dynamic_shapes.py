@@ -14,6 +14,10 @@ PyTorch eager at b, a torch.cuda.graph recorded at b (one recording per
 shape), and torch.compile(mode="reduce-overhead") with its first call at
 each new size (compile and recording included) timed apart. f32 without
 TF32. Checks the padded artifact's output at every size against PyTorch.
+Then examples/encoder_small.json (one transformer encoder layer, B in
+[1, 16] with buckets 4, 16 and a padded sequence S in [16, 128] with
+buckets 32, 64, 128) the same way at a few (B, S), against the same layer
+in PyTorch with the same weights.
 Writes RESULT/CHECK lines to --log (default
 bench/results/dynamic-shapes-<gpu>-<date>.log).
 """
@@ -29,6 +33,8 @@ from cgc_tool import Runner  # noqa: E402
 
 SIZES = [1, 5, 8, 13, 16, 31, 32, 47, 64]
 BUCKETS = [8, 16, 32, 64]
+ENCODER_SIZES = [(1, 16), (4, 32), (3, 50), (8, 64), (16, 100), (16, 128)]
+ENCODER_BUCKETS = {"B": [4, 16], "S": [32, 64, 128]}
 
 
 def bench_dims(runner, art, dims, iters):
@@ -109,8 +115,80 @@ def main():
         ro_us, _ = time_events(lambda: compiled(x), args.iters, 50)
         log(f"RESULT workload=dynamic_batch B={b} impl=torch_compile_ro us={ro_us:.3f} "
             f"first_call_ms={first_ms:.1f}")
+    encoder(torch, runner, log, rng, args.iters)
     log.write()
     return runner.status
+
+
+def encoder(torch, runner, log, rng, iters):
+    """encoder_small at ENCODER_SIZES: padded cgc, static cgc at the
+    buckets, PyTorch eager, per-shape graph, torch.compile reduce-overhead."""
+    F = torch.nn.functional
+    with open(os.path.join(ROOT, "examples/encoder_small.json")) as f:
+        model = json.load(f)
+    padded = runner.compile("encoder_small", model, flags=())
+    if not padded:
+        return
+    weights = {}
+    for i in model["inputs"]:
+        if i.get("kind") == "parameter":
+            init = i["init"]
+            if init["dist"] == "uniform":
+                v = rng.uniform(init["low"], init["high"], i["shape"])
+            else:
+                v = np.full(i["shape"], 1.0 if init["dist"] == "ones" else 0.0)
+            weights[i["name"]] = v.astype(np.float32)
+    P = {k: torch.tensor(v, device="cuda") for k, v in weights.items()}
+
+    def layer(tokens):
+        b, s = tokens.shape
+        x = F.embedding(tokens, P["embed"])
+        a = F.layer_norm(x, (64,), P["ln1.w"], P["ln1.b"])
+        q, k, v = (F.linear(a, P[n + ".w"], P[n + ".b"]).view(b, s, 4, 16).transpose(1, 2)
+                   for n in "qkv")
+        p = torch.softmax(q @ k.transpose(-1, -2) * 0.25, dim=-1)
+        c = (p @ v).transpose(1, 2).reshape(b, s, 64)
+        h = x + F.linear(c, P["o.w"], P["o.b"])
+        m = F.layer_norm(h, (64,), P["ln2.w"], P["ln2.b"])
+        out = h + F.linear(F.gelu(F.linear(m, P["fc1.w"], P["fc1.b"])), P["fc2.w"], P["fc2.b"])
+        return out, out.mean(1)
+
+    compiled = torch.compile(layer, mode="reduce-overhead")
+    static = {}
+    for b, s in ENCODER_SIZES:
+        bb = next(k for k in ENCODER_BUCKETS["B"] if k >= b)
+        sb = next(k for k in ENCODER_BUCKETS["S"] if k >= s)
+        if (bb, sb) not in static:
+            static[(bb, sb)] = runner.compile(f"encoder_small_B{bb}_S{sb}", model,
+                                              flags=("--bind-dim", f"B={bb}", "--bind-dim", f"S={sb}"))
+        us, _ = bench_dims(runner, padded, f"B={b},S={s}", iters)
+        st_us, _ = bench_dims(runner, static[(bb, sb)], f"B={bb},S={sb}", iters) if static[(bb, sb)] else (None, None)
+        if us is None or st_us is None:
+            continue
+        tag = f"workload=encoder_small B={b} S={s}"
+        log(f"RESULT {tag} impl=cgc_padded bucket={bb}x{sb} us={us:.3f}")
+        log(f"RESULT {tag} impl=cgc_static_bucket bucket={bb}x{sb} us={st_us:.3f} ratio={us / st_us:.3f}")
+        tokens = torch.tensor(rng.integers(0, 1000, (b, s)), dtype=torch.int64, device="cuda")
+        want_out, want_pooled = layer(tokens)
+        got = runner.run(f"encoder_small_B{b}_S{s}", "cgc_padded", padded,
+                         {"tokens": tokens.cpu().numpy(), **weights})
+        if got is not None:
+            runner.check(f"encoder_small_B{b}_S{s}", "cgc_padded", got["out"], want_out.cpu().numpy(), 1e-4)
+            runner.check(f"encoder_small_B{b}_S{s}", "cgc_padded_pooled", got["pooled"],
+                         want_pooled.cpu().numpy(), 1e-4)
+        eager_us, _ = time_events(lambda: layer(tokens), iters, 50)
+        log(f"RESULT {tag} impl=torch_eager us={eager_us:.3f}")
+        static_tokens = tokens.clone()
+        graph = capture(torch, lambda: layer(static_tokens))
+        graph_us, _ = time_events(graph.replay, iters, 50)
+        log(f"RESULT {tag} impl=torch_graph_per_shape us={graph_us:.3f}")
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        compiled(tokens)
+        torch.cuda.synchronize()
+        first_ms = (time.perf_counter() - t0) * 1000
+        ro_us, _ = time_events(lambda: compiled(tokens), iters, 50)
+        log(f"RESULT {tag} impl=torch_compile_ro us={ro_us:.3f} first_call_ms={first_ms:.1f}")
 
 
 if __name__ == "__main__":

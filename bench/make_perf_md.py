@@ -419,30 +419,35 @@ def training_section(path):
 
 
 def dynamic_shapes_section(path):
-    """Issue 13's dynamic_batch from a bench/dynamic_shapes.py log."""
+    """Issue 13's dynamic_batch and encoder_small from a bench/dynamic_shapes.py log."""
     head, records, rel = read_log(path)
     rows = {}
     for kind, kv in records:
         if kind == "RESULT":
-            rows.setdefault(int(kv["B"]), {})[kv["impl"]] = kv
+            key = (kv["workload"], int(kv["B"]), int(kv.get("S", 0)))
+            rows.setdefault(key, {})[kv["impl"]] = kv
     checks = [l for l in open(path) if l.startswith("CHECK ")]
     passed = sum(" ok=1" in l for l in checks)
-    w = ["", "## Dynamic shapes: one padded compile for every batch size", "",
+    w = ["", "## Dynamic shapes: one padded compile for every size", "",
          f"From `bench/dynamic_shapes.py` ({head.get('gpu', '?')}, {head.get('date', '?')}, PyTorch "
-         f"{head.get('torch', '?')}; {head.get('method', '?')}; raw log `{rel}`). "
-         "examples/dynamic_batch.json (B in [1, 64], buckets 8, 16, 32, 64) compiled once "
-         "(pad-dynamic-shapes: one graph per bucket) and run at each B with `cgc bench --dims`; "
-         "the static column is the same model compiled with `--bind-dim B=<bucket>`. PyTorch's "
-         f"per-shape graph is recorded at each B. {passed} of {len(checks)} output checks "
-         "against PyTorch pass.", "",
-         "| B | bucket | cgc padded µs | cgc static at bucket µs | ratio (goal <= 1.1) | PyTorch eager µs "
-         "| torch.cuda.graph per shape µs | torch.compile reduce-overhead µs | its first call at B, ms |",
-         "|---|---|---|---|---|---|---|---|---|"]
-    for b in sorted(rows):
-        r = rows[b]
+         f"{head.get('torch', '?')}; {head.get('method', '?')}; raw log `{rel}`). Each model is "
+         "compiled once (pad-dynamic-shapes: one graph per bucket) and run at each size with "
+         "`cgc bench --dims`; the static column is the same model compiled with `--bind-dim` at "
+         "the bucket. PyTorch's per-shape graph is recorded at each size. examples/dynamic_batch.json: "
+         "B in [1, 64], buckets 8, 16, 32, 64; examples/encoder_small.json: one transformer encoder "
+         "layer, B in [1, 16] (buckets 4, 16), sequence S in [16, 128] (buckets 32, 64, 128). "
+         f"{passed} of {len(checks)} output checks against PyTorch (same weights) pass.", "",
+         "| model | size | bucket | cgc padded µs | cgc static at bucket µs | ratio (goal <= 1.1) "
+         "| PyTorch eager µs | torch.cuda.graph per shape µs | torch.compile reduce-overhead µs "
+         "| its first call at the size, ms |",
+         "|---|---|---|---|---|---|---|---|---|---|"]
+    for key in sorted(rows):
+        wl, b, s_ = key
+        r = rows[key]
         pad, st = r.get("cgc_padded", {}), r.get("cgc_static_bucket", {})
         ro = r.get("torch_compile_ro", {})
-        w.append(f"| {b} | {pad.get('bucket', '-')} | {pad.get('us', '-')} | {st.get('us', '-')} | "
+        size = f"B={b}" + (f", S={s_}" if s_ else "")
+        w.append(f"| {wl} | {size} | {pad.get('bucket', '-')} | {pad.get('us', '-')} | {st.get('us', '-')} | "
                  f"{st.get('ratio', '-')} | {r.get('torch_eager', {}).get('us', '-')} | "
                  f"{r.get('torch_graph_per_shape', {}).get('us', '-')} | {ro.get('us', '-')} | "
                  f"{ro.get('first_call_ms', '-')} |")

@@ -21,8 +21,9 @@
 // Refused with a located error, saying why: layernorm over a symbolic axis
 // (its weight would be symbolic), a reshape that moves a symbolic axis, dropout of a tensor padded after axis 0 (its masks would
 // differ from the unpadded tensor's), control flow and sync points over
-// padded tensors, and inputs or outputs with a symbolic dim after axis 0
-// (the caller's real rows would not be one contiguous prefix).
+// padded tensors, and inputs or outputs with symbolic dims at two axes
+// after axis 0 (the runtime moves a caller's packed real elements into the
+// padded layout, and back, with one 2-D copy).
 // Requires: a verified graph, before shape-infer binds its dims.
 // Guarantees: for every real extent within the bound, the real elements of
 // every output equal those of the unpadded graph.
@@ -96,21 +97,25 @@ static double lowest(DType dtype, bool highest) {
   llvm_unreachable("a DType value");
 }
 
-/// Inputs and outputs hold their real rows as one prefix: a symbolic dim
-/// only at axis 0.
+/// The runtime moves an input or output between the caller's packed real
+/// elements and the padded slot with one 2-D copy: a symbolic dim at axis
+/// 0 and at most one more axis.
 bool PadDynamicShapesPass::checkBoundary(DiagnosticEngine &diag) {
   bool ok = true;
   auto check = [&](const TensorType &t, Location at, const std::string &what) {
+    std::vector<unsigned> inner;
     for (unsigned a = 1; a < t.rank(); ++a)
-      if (padded(t.dims[a])) {
-        diag.error(at, what + " has the symbolic dim '" +
-                           g->dims().get(t.dims[a].symbolIndex()).name +
-                           "' at axis " + std::to_string(a) +
-                           "; padded shapes take symbolic dims at axis 0 "
-                           "only (the real rows must be one prefix)");
-        ok = false;
-        return;
-      }
+      if (padded(t.dims[a]))
+        inner.push_back(a);
+    if (inner.size() < 2)
+      return;
+    diag.error(at, what + " has symbolic dims at axes " +
+                       std::to_string(inner[0]) + " and " +
+                       std::to_string(inner[1]) +
+                       "; padded inputs and outputs take a symbolic dim "
+                       "at axis 0 and at most one more (the runtime copies "
+                       "their real elements with one 2-D copy)");
+    ok = false;
   };
   for (const GraphInput &in : g->inputs())
     check(in.value->getType(), in.loc, "input '" + in.value->getName() + "'");

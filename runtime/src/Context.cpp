@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 #include "Nodes.h"
 
+#include <algorithm>
 #include <cstring>
 #include <functional>
 #include <memory>
@@ -43,6 +44,9 @@ cgc_context_s::~cgc_context_s() {
     drv.cuStreamDestroy(captureStream);
   if (ownsArena && arena)
     drv.cuMemFree(arena);
+  for (const TensorView &v : views)
+    if (v.ownPacked)
+      drv.cuMemFree(v.ownPacked);
 }
 
 TensorView *cgc_context_s::findView(const char *name) {
@@ -225,6 +229,16 @@ cgc_status createContext(std::unique_ptr<cgc_context_s> &ctx, void *arena,
       if (m.inputs[i].kind == "dim_size" && m.inputs[i].name == "dim." + m.dims[d].name)
         ctx->dimSizeInputs.push_back({i, d});
   ctx->writtenDims.assign(m.dims.size(), -1);
+  bool padded = std::any_of(m.graphs.begin(), m.graphs.end(),
+                            [](const GraphDesc &g) { return g.padded; });
+  for (TensorView &v : ctx->views)
+    for (size_t a = 1; padded && a < v.dimOfAxis.size(); ++a)
+      if (v.dimOfAxis[a] >= 0 && v.packedAxis < 0) {
+        v.packedAxis = int32_t(a);
+        if (v.desc->bytes)
+          CGC_CHECK_CU(*e.drv, cuMemAlloc(&v.ownPacked, v.desc->bytes));
+        v.packed = v.ownPacked;
+      }
   if (arena) {
     if (reinterpret_cast<uintptr_t>(arena) % 256)
       return fail(CGC_ERROR_INVALID_ARGUMENT, "caller arena not 256-aligned");

@@ -152,42 +152,6 @@ bool selectGraph(const Artifact &a, const std::string &g, size_t &index) {
   return error("no graph '" + g + "' in the artifact"), false;
 }
 
-/// Copies between a dense tensor of shape \p real and the row-major buffer
-/// of the larger static shape \p full (same rank); \p toFull picks the way.
-void copyPadded(const uint8_t *src, uint8_t *dst,
-                const std::vector<int64_t> &real,
-                const std::vector<int64_t> &full, size_t elem, bool toFull) {
-  size_t rank = real.size();
-  if (rank == 0) {
-    std::memcpy(dst, src, elem);
-    return;
-  }
-  for (int64_t d : real)
-    if (d == 0)
-      return;
-  std::vector<int64_t> idx(rank, 0);
-  size_t row = size_t(real[rank - 1]) * elem;
-  while (true) {
-    size_t realOff = 0, fullOff = 0;
-    for (size_t a = 0; a < rank; ++a) {
-      realOff = realOff * size_t(real[a]) + size_t(idx[a]);
-      fullOff = fullOff * size_t(full[a]) + size_t(idx[a]);
-    }
-    if (toFull)
-      std::memcpy(dst + fullOff * elem, src + realOff * elem, row);
-    else
-      std::memcpy(dst + realOff * elem, src + fullOff * elem, row);
-    size_t a = rank - 1;
-    while (a-- > 0) {
-      if (++idx[a] < real[a])
-        break;
-      idx[a] = 0;
-    }
-    if (a == size_t(-1))
-      return;
-  }
-}
-
 /// Checks \p t against input \p d and records the dims it determines.
 bool matchInput(const Manifest &m, const TensorDesc &d, const TensorData &t,
                 std::vector<int64_t> &dims, std::vector<bool> &known) {
@@ -473,12 +437,11 @@ int cgcRunMain(int argc, char **argv) {
   for (const TensorDesc &d : m.inputs) {
     if (d.kind == "dim_size")
       continue;
+    // The real elements, contiguous: a padded artifact's graphs read them
+    // from the front (or its runtime moves them into the padded layout).
     const TensorData &t = inputs[d.name];
-    std::vector<uint8_t> padded(d.bytes, 0);
-    copyPadded(t.bytes.data(), padded.data(), t.shape, d.shape,
-               dtypeSize(d.dtype), /*toFull=*/true);
     if (cgc_status st = cgc_context_write_input(
-            s.ctx, d.name.c_str(), padded.data(), padded.size(), nullptr))
+            s.ctx, d.name.c_str(), t.bytes.data(), t.bytes.size(), nullptr))
       return runtimeError(st);
   }
   cgc_status st = CGC_OK;
@@ -491,10 +454,7 @@ int cgcRunMain(int argc, char **argv) {
   TensorMap outputs;
   for (const TensorDesc &d : m.outputs) {
     cgc_tensor view;
-    std::vector<uint8_t> full(d.bytes);
-    if ((st = cgc_context_output(s.ctx, d.name.c_str(), &view)) ||
-        (st = cgc_context_read_output(s.ctx, d.name.c_str(), full.data(),
-                                      full.size(), nullptr)))
+    if ((st = cgc_context_output(s.ctx, d.name.c_str(), &view)))
       return runtimeError(st);
     TensorData &out = outputs[d.name];
     out.dtype = toSafetensorsDtype(d.dtype);
@@ -503,8 +463,10 @@ int cgcRunMain(int argc, char **argv) {
     for (int64_t x : out.shape)
       numel *= size_t(x);
     out.bytes.assign(numel * dtypeSize(d.dtype), 0);
-    copyPadded(full.data(), out.bytes.data(), out.shape, d.shape,
-               dtypeSize(d.dtype), /*toFull=*/false);
+    if (!out.bytes.empty() &&
+        (st = cgc_context_read_output(s.ctx, d.name.c_str(), out.bytes.data(),
+                                      out.bytes.size(), nullptr)))
+      return runtimeError(st);
   }
   if (!writeSafetensors(o.outputs, outputs, err, o.overwrite))
     return error(err);

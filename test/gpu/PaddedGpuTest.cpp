@@ -23,28 +23,48 @@ using namespace cgctest;
 
 namespace {
 
-/// "model k k k" lines of DIR/padded/sizes.txt.
-std::vector<std::pair<std::string, std::vector<int64_t>>> paddedModels() {
-  std::vector<std::pair<std::string, std::vector<int64_t>>> out;
+using Sizes = std::vector<std::vector<int64_t>>;
+
+/// "model v,v v,v ..." lines of DIR/padded/sizes.txt: per size, the dim
+/// values in the manifest's order.
+std::vector<std::pair<std::string, Sizes>> paddedModels() {
+  std::vector<std::pair<std::string, Sizes>> out;
   std::ifstream in(staged().dir + "/padded/sizes.txt");
   std::string line;
   while (std::getline(in, line)) {
     std::istringstream words(line);
-    std::string name;
+    std::string name, size;
     words >> name;
-    std::vector<int64_t> sizes;
-    for (int64_t b; words >> b;)
-      sizes.push_back(b);
+    Sizes sizes;
+    while (words >> size) {
+      std::vector<int64_t> dims;
+      std::istringstream values(size);
+      for (std::string v; std::getline(values, v, ',');)
+        dims.push_back(std::stoll(v));
+      sizes.push_back(dims);
+    }
     out.push_back({name, sizes});
   }
   return out;
 }
 
-/// Runs \p l at B = \p b on its inputs \p in; compares with \p ref.
-std::string runAtSize(Loaded &l, int64_t b, const TensorMap &in,
-                      const TensorMap &ref) {
+/// "B1_S16" for dims {1, 16} of dims named B and S.
+std::string sizeTag(cgc_engine engine, const std::vector<int64_t> &dims) {
+  std::string tag;
+  for (size_t d = 0; d < dims.size(); ++d) {
+    const char *name = nullptr;
+    int64_t min = 0, max = 0;
+    cgc_engine_dim_info(engine, d, &name, &min, &max);
+    tag += (d ? "_" : "") + std::string(name) + std::to_string(dims[d]);
+  }
+  return tag;
+}
+
+/// Runs \p l at \p dims on its inputs \p in; compares with \p ref.
+std::string runAtSize(Loaded &l, const std::vector<int64_t> &dims,
+                      const TensorMap &in, const TensorMap &ref) {
   size_t graph = 99;
-  if (cgc_status s = cgc_engine_select_graph(l.engine, &b, 1, &graph))
+  if (cgc_status s = cgc_engine_select_graph(l.engine, dims.data(), dims.size(), &graph))
     return "select: " + fmtStatus(s);
   // Padding is poison (NaN floats, index -1) behind the real rows.
   for (const cgc_tensor_info &t : l.tensors(CGC_ROLE_INPUT)) {
@@ -65,7 +85,7 @@ std::string runAtSize(Loaded &l, int64_t b, const TensorMap &in,
         cudaMemset(view.data, 0xFF, want.bytes.size()) != cudaSuccess)
       return name + ": cannot poison";
   }
-  if (cgc_status s = cgc_run(l.ctx, graph, &b, 1, nullptr))
+  if (cgc_status s = cgc_run(l.ctx, graph, dims.data(), dims.size(), nullptr))
     return "run: " + fmtStatus(s);
   if (cgc_status s = cgc_stream_synchronize(nullptr))
     return "sync: " + fmtStatus(s);
@@ -76,9 +96,8 @@ std::string runAtSize(Loaded &l, int64_t b, const TensorMap &in,
       return name + ": " + fmtStatus(s);
     cgc_tensor view;
     cgc_context_output(l.ctx, name.c_str(), &view);
-    if (!want.shape.empty() && view.shape[0] != want.shape[0])
-      return name + ": the view has " + std::to_string(view.shape[0]) +
-             " rows, the run " + std::to_string(want.shape[0]);
+    if (std::vector<int64_t>(view.shape, view.shape + view.ndim) != want.shape)
+      return name + ": the view's shape is not the run's";
     std::vector<double> w = decode(want.dtype, want.bytes.data(), want.bytes.size());
     double largest = 1;
     for (double v : w)
@@ -97,28 +116,30 @@ std::string runAtSize(Loaded &l, int64_t b, const TensorMap &in,
 TEST(PaddedCases, EverySizeUpToTheBoundOnOneContext) {
   CGC_REQUIRE_GPU();
   auto models = paddedModels();
-  ASSERT_EQ(models.size(), 2u) << "padded/sizes.txt is not staged";
+  ASSERT_EQ(models.size(), 3u) << "padded/sizes.txt is not staged";
   for (const auto &[model, sizes] : models) {
     SCOPED_TRACE(model);
     Loaded l;
     ASSERT_EQ(l.open(staged().dir + "/padded/" + model + ".cgc"), "");
     // Largest first, then the rest from the smallest (every bucket is
     // entered from a larger one's graph and from a smaller one's).
-    std::vector<int64_t> order{sizes.back()};
+    Sizes order{sizes.back()};
     order.insert(order.end(), sizes.begin(), sizes.end() - 1);
-    for (int64_t b : order) {
-      SCOPED_TRACE("B=" + std::to_string(b));
+    for (const std::vector<int64_t> &dims : order) {
+      std::string tag = sizeTag(l.engine, dims);
+      SCOPED_TRACE(tag);
       TensorMap in, ref;
-      std::string tag = model + ".B" + std::to_string(b);
-      ASSERT_TRUE(readTensors(staged().dir + "/padded/in." + tag + ".safetensors", in));
-      ASSERT_TRUE(readTensors(staged().dir + "/padded/ref." + tag + ".safetensors", ref));
-      EXPECT_EQ(runAtSize(l, b, in, ref), "");
+      ASSERT_TRUE(readTensors(staged().dir + "/padded/in." + model + "." + tag + ".safetensors", in));
+      ASSERT_TRUE(readTensors(staged().dir + "/padded/ref." + model + "." + tag + ".safetensors", ref));
+      EXPECT_EQ(runAtSize(l, dims, in, ref), "");
     }
-    int64_t over = sizes.back() + 1;
+    std::vector<int64_t> over = sizes.back();
+    over[0] += 1;
     size_t graph = 0;
-    EXPECT_EQ(cgc_engine_select_graph(l.engine, &over, 1, &graph),
+    EXPECT_EQ(cgc_engine_select_graph(l.engine, over.data(), over.size(), &graph),
               CGC_ERROR_NOT_FOUND);
-    EXPECT_EQ(cgc_run(l.ctx, 0, &over, 1, nullptr), CGC_ERROR_INVALID_ARGUMENT);
+    EXPECT_EQ(cgc_run(l.ctx, 0, over.data(), over.size(), nullptr),
+              CGC_ERROR_INVALID_ARGUMENT);
     EXPECT_NE(std::string(cgc_last_error()).find("out of range"),
               std::string::npos)
         << cgc_last_error();

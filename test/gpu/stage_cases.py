@@ -317,16 +317,29 @@ def stage_train_eval(args):
 # Padded artifacts (pad-dynamic-shapes: one graph per bucket, any size up
 # to the largest): the sizes each is run at, every bucket edge, one past
 # it, 1 and the largest bound.
-PADDED_MODELS = {"dynamic_batch": ("examples/dynamic_batch.json",
-                                   [1, 5, 8, 9, 16, 17, 31, 32, 33, 63, 64]),
-                 "masks": ("test/passes/pad-dynamic-shapes/masks.json",
-                           [1, 3, 4, 5, 11, 12, 13, 23, 24])}
+PADDED_MODELS = {
+    "dynamic_batch": ("examples/dynamic_batch.json",
+                      [{"B": b} for b in (1, 5, 8, 9, 16, 17, 31, 32, 33, 63, 64)]),
+    "masks": ("test/passes/pad-dynamic-shapes/masks.json",
+              [{"B": b} for b in (1, 3, 4, 5, 11, 12, 13, 23, 24)]),
+    # A padded sequence at axis 1 of the inputs and outputs (packed by the
+    # runtime), attention's softmax and its product over the sequence.
+    "encoder_small": ("examples/encoder_small.json",
+                      [{"B": b, "S": s} for b, s in ((1, 16), (3, 31), (4, 32), (5, 33),
+                                                     (16, 64), (7, 65), (2, 100), (16, 128))]),
+}
+
+
+def size_tag(dims):
+    """B1_S16: dims in name order (the manifest's)."""
+    return "_".join(f"{k}{v}" for k, v in sorted(dims.items()))
 
 
 def stage_padded(args):
-    """DIR/padded/<model>.cgc (compiled padded), with in.<model>.B<k> and
-    ref.<model>.B<k> (the interpreter on the unpadded model at that size)
-    for each size of PADDED_MODELS, and sizes.txt: "<model> <k> <k> ..."."""
+    """DIR/padded/<model>.cgc (compiled padded), with in.<model>.<tag> and
+    ref.<model>.<tag> (the interpreter on the unpadded model at that size,
+    tag as size_tag) for each size of PADDED_MODELS, and sizes.txt lines
+    "<model> <v,v..> <v,v..> ...", each size's dim values in name order."""
     cdir = os.path.join(args.out, "padded")
     os.makedirs(cdir, exist_ok=True)
     lines = []
@@ -339,14 +352,16 @@ def stage_padded(args):
         if rc != 0:
             return "cgc (padded " + name + "): " + msg[-600:]
         rng = np.random.default_rng(zlib.crc32(name.encode()))
-        for b in sizes:
-            inp = os.path.join(cdir, f"in.{name}.B{b}.safetensors")
-            write_safetensors(inp, random_inputs(g, rng, {"B": b}))
+        for dims in sizes:
+            tag = size_tag(dims)
+            inp = os.path.join(cdir, f"in.{name}.{tag}.safetensors")
+            write_safetensors(inp, random_inputs(g, rng, dims))
             rc, msg = run([args.cgc_opt, src, "--interpret", "--inputs", inp, "--outputs",
-                           os.path.join(cdir, f"ref.{name}.B{b}.safetensors"), "--overwrite"])
+                           os.path.join(cdir, f"ref.{name}.{tag}.safetensors"), "--overwrite"])
             if rc != 0:
                 return "cgc-opt --interpret: " + msg[-600:]
-        lines.append(name + " " + " ".join(map(str, sizes)))
+        lines.append(name + " " + " ".join(
+            ",".join(str(v) for _, v in sorted(d.items())) for d in sizes))
     with open(os.path.join(cdir, "sizes.txt"), "w") as f:
         f.write("\n".join(lines) + "\n")
     return None
