@@ -195,7 +195,10 @@ static bool lowerTraining(Graph &model, const CompileOptions &options,
   eval.ir = eval.owned.get();
   CompileOptions inference = options;
   inference.train = inference.gradients = false;
-  return lowerUnit(eval, inference, layout, out, diag);
+  if (!lowerUnit(eval, inference, layout, out, diag))
+    return false;
+  dropUnusedKernels(out.program);
+  return true;
 }
 
 /// A model with symbolic dims and no `--bind-dim`: pad-dynamic-shapes
@@ -256,6 +259,7 @@ bool cgc::lowerModel(Graph &model, const CompileOptions &requested,
       return false;
     out.program.graphs.back().padded = out.padded;
   }
+  dropUnusedKernels(out.program);
   return true;
 }
 

@@ -326,7 +326,6 @@ bool cgc::lowerGraph(const Graph &graph, const MemoryPlan &plan,
   if (!Lowerer(plan, program, diag).lowerTopLevel(graph, top))
     return false;
   program.graphs.push_back(std::move(top));
-  dropUnusedKernels(program);
   return true;
 }
 

@@ -81,8 +81,7 @@ void planEdges(StepGraph &graph, const Program &program);
 /// Merges independent small pointwise kernels of \p graph into one
 /// (KernelBatching.cpp); before planEdges.
 void batchPointwiseKernels(StepGraph &graph, Program &program);
-/// Drops the kernels no step launches (the members of batches).
-void dropUnusedKernels(Program &program);
+
 
 } // namespace cgc
 

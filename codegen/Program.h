@@ -145,6 +145,12 @@ bool lowerGraph(const Graph &graph, const MemoryPlan &plan,
                 const std::string &name, Program &program,
                 DiagnosticEngine &diag);
 
+/// Drops the kernels no step launches (the members of batches,
+/// KernelBatching.cpp), once every graph of the program is lowered (a
+/// later graph may share a function that a batch of an earlier one
+/// absorbed).
+void dropUnusedKernels(Program &program);
+
 /// The NVRTC translation unit: prelude plus every kernel. \p kernelLines
 /// receives each kernel's first line (1-based) in the text.
 std::string programSource(const Program &program,

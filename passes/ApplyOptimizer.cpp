@@ -60,6 +60,9 @@ private:
   Value *adam(Value *p, Value *g);
   Value *adamStep();
   void advanceStreams();
+  void streamsOf(const Graph &g,
+                 const llvm::DenseMap<const Value *, Value *> &outer,
+                 llvm::DenseMap<Value *, int64_t> &advance);
   void openGatedUpdate(Value *condition);
   void closeGatedUpdate(GraphBuilder &b);
   Value *local(Value *v);
@@ -244,18 +247,39 @@ Value *ApplyOptimizerPass::adam(Value *param, Value *grad) {
   return gb->sub(p, gb->mul(gb->div(lr, bc1), gb->div(m2, denom)));
 }
 
+/// Each top-level input that the dropouts of \p g (regions included) read
+/// as their stream, with the largest stream they draw (offset + elements,
+/// over the bounds of symbolic dims, rounded up to 4); \p outer maps the
+/// values of \p g to the top-level inputs they are.
+void ApplyOptimizerPass::streamsOf(
+    const Graph &g, const llvm::DenseMap<const Value *, Value *> &outer,
+    llvm::DenseMap<Value *, int64_t> &advance) {
+  for (const auto &owned : g.nodes()) {
+    const Node &n = *owned;
+    if (n.getOp() == OpKind::Dropout && n.numOperands() >= 2)
+      if (Value *stream = outer.lookup(n.operand(1))) {
+        int64_t drawn = (n.result()->getType().maxElements(graph->dims()) + 3) / 4 * 4;
+        int64_t &a = advance[stream];
+        a = std::max(a, n.intAttr("offset", 0) + drawn);
+      }
+    unsigned first = n.getOp() == OpKind::If ? 1 : 0; // if: the predicate
+    for (unsigned r = 0; r < n.numRegions(); ++r) {
+      const Graph &region = n.region(r);
+      llvm::DenseMap<const Value *, Value *> inner;
+      for (unsigned i = 0; i < region.inputs().size() && first + i < n.numOperands(); ++i)
+        if (Value *v = outer.lookup(n.operand(first + i)))
+          inner[region.inputs()[i].value] = v;
+      streamsOf(region, inner, advance);
+    }
+  }
+}
+
 void ApplyOptimizerPass::advanceStreams() {
   llvm::DenseMap<Value *, int64_t> advance;
-  for (const auto &owned : graph->nodes()) {
-    const Node &n = *owned;
-    if (n.getOp() != OpKind::Dropout || n.numOperands() < 2 ||
-        n.operand(1)->getDef())
-      continue;
-    // The largest stream over the bounds of symbolic dims.
-    int64_t drawn = (n.result()->getType().maxElements(graph->dims()) + 3) / 4 * 4;
-    int64_t &a = advance[n.operand(1)];
-    a = std::max(a, n.intAttr("offset", 0) + drawn);
-  }
+  llvm::DenseMap<const Value *, Value *> top;
+  for (const GraphInput &in : graph->inputs())
+    top[in.value] = in.value;
+  streamsOf(*graph, top, advance);
   for (const GraphInput &in : graph->inputs()) {
     auto it = advance.find(in.value);
     if (in.kind != InputKind::RngState || it == advance.end())

@@ -196,8 +196,16 @@ bool PadDynamicShapesPass::rewriteReduction(Node &n) {
     n.setOperand(0, masked(n.operand(0), axes, lowest(in.dtype, true)));
     return true;
   case OpKind::Mean: {
-    Value *sum = gb->op(OpKind::Sum, {masked(n.operand(0), axes, 0.0)}, n.attrs());
-    Value *mean = gb->div(sum, realCount(in, axes, n.result()->getType().dtype));
+    // Summed and divided in f32 (a half sum could overflow before the
+    // division), as the unpadded mean computes.
+    DType dtype = n.result()->getType().dtype;
+    Value *x = masked(n.operand(0), axes, 0.0);
+    if (dtype != DType::F32)
+      x = gb->op(OpKind::Cast, {x}, {{"dtype", DType::F32}});
+    Value *sum = gb->op(OpKind::Sum, {x}, n.attrs());
+    Value *mean = gb->div(sum, realCount(in, axes, DType::F32));
+    if (mean && dtype != DType::F32)
+      mean = gb->op(OpKind::Cast, {mean}, {{"dtype", dtype}});
     if (!mean)
       return true;
     g->replaceAllUsesWith(n.result(), mean);
@@ -218,8 +226,13 @@ bool PadDynamicShapesPass::rewriteMseLoss(Node &n) {
   if (reduction == "none" || !anyPaddedAxis(t, all))
     return false;
   Value *d = gb->sub(n.operand(0), n.operand(1));
-  Value *sum = gb->op(OpKind::Sum, {masked(gb->mul(d, d), all, 0.0)});
-  Value *loss = reduction == "sum" ? sum : gb->div(sum, realCount(t, all, t.dtype));
+  Value *sq = masked(gb->mul(d, d), all, 0.0);
+  if (t.dtype != DType::F32) // Summed in f32, as mse_loss computes.
+    sq = gb->op(OpKind::Cast, {sq}, {{"dtype", DType::F32}});
+  Value *sum = gb->op(OpKind::Sum, {sq});
+  Value *loss = reduction == "sum" ? sum : gb->div(sum, realCount(t, all, DType::F32));
+  if (loss && t.dtype != DType::F32)
+    loss = gb->op(OpKind::Cast, {loss}, {{"dtype", t.dtype}});
   if (loss) {
     g->replaceAllUsesWith(n.result(), loss);
     replaced.push_back(&n);
@@ -273,9 +286,15 @@ bool PadDynamicShapesPass::rewrite(Node &n, std::string &why) {
     rewriteReduction(n);
     return true;
   case MatMul: {
-    if (n.getOp() == OpKind::Linear)
-      return true; // Its contraction is the weight's static k.
     const TensorType &b = n.operand(1)->getType();
+    if (n.getOp() == OpKind::Linear) { // x[..., K] and weight[N, K]
+      unsigned k = x.rank() - 1;
+      if (padded(x.dims[k]) || padded(b.dims[1])) {
+        n.setOperand(0, masked(n.operand(0), {k}, 0.0));
+        n.setOperand(1, masked(n.operand(1), {1}, 0.0));
+      }
+      return true;
+    }
     unsigned ka = n.boolAttr("transpose_a", false) ? x.rank() - 2 : x.rank() - 1;
     unsigned kb = n.boolAttr("transpose_b", false) ? b.rank() - 1 : b.rank() - 2;
     if (padded(x.dims[ka]) || padded(b.dims[kb])) {
@@ -309,6 +328,11 @@ bool PadDynamicShapesPass::rewrite(Node &n, std::string &why) {
   case Movement:
     switch (n.getOp()) {
     case OpKind::Gather: case OpKind::Embedding: {
+      if (n.getOp() == OpKind::Gather &&
+          padded(x.dims[*normalizeAxis(n.intAttr("axis", 0), x.rank())]))
+        return why = "gather along a symbolic axis (negative and "
+                     "out-of-range indices would read padding)",
+               false;
       Value *idx = n.operand(1);
       std::vector<unsigned> all(idx->getType().rank());
       for (unsigned a = 0; a < all.size(); ++a)
@@ -360,8 +384,14 @@ bool PadDynamicShapesPass::run(Graph &graph, PassContext &ctx) {
   if (!checkBoundary(ctx.diag))
     return false;
   for (unsigned i : used) {
-    Value *v = graph.addInput("dim." + graph.dims().get(i).name,
-                              TensorType::scalar(DType::I64));
+    std::string name = "dim." + graph.dims().get(i).name;
+    if (graph.lookupValue(name)) {
+      ctx.diag.error({}, "pad-dynamic-shapes: the graph already has a value "
+                         "named '" + name + "', which holds the real extent "
+                         "of dim '" + graph.dims().get(i).name + "'");
+      return false;
+    }
+    Value *v = graph.addInput(name, TensorType::scalar(DType::I64));
     graph.input(graph.inputs().size() - 1).kind = InputKind::DimSize;
     dimInputs[i] = v;
   }

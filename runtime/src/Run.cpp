@@ -136,7 +136,7 @@ cgc_status copyPacked(cgc_context ctx, size_t index, CUstream stream,
 cgc_status writeDimSizes(cgc_context ctx, size_t index, CUstream stream) {
   if (!ctx->graphs[index].desc->padded || ctx->writtenDims == ctx->dims)
     return CGC_OK;
-  ctx->writtenDims = ctx->dims; // Same size: no allocation after the first.
+  std::fill(ctx->writtenDims.begin(), ctx->writtenDims.end(), -1);
   const auto &inputs = ctx->engine->artifact.manifest.inputs;
   for (const auto &[input, dim] : ctx->dimSizeInputs) {
     const auto &t = inputs[input];
@@ -144,6 +144,7 @@ cgc_status writeDimSizes(cgc_context ctx, size_t index, CUstream stream) {
     CGC_CHECK_CU(*ctx->engine->drv,
                  cuStreamWriteValue64(stream, at, cuuint64_t(ctx->dims[dim]), 0));
   }
+  ctx->writtenDims = ctx->dims; // Same size: no allocation.
   return CGC_OK;
 }
 
@@ -223,6 +224,10 @@ cgc_status cgc_context_bind(cgc_context ctx, const char *name,
   if (!view)
     return fail(CGC_ERROR_NOT_FOUND,
                 std::string("no input or output named '") + name + "'");
+  if (view->desc->kind == "dim_size")
+    return fail(CGC_ERROR_INVALID_ARGUMENT,
+                std::string("'") + name + "' holds a real dim size, which "
+                "cgc_run writes; it cannot be bound");
   if (reinterpret_cast<uintptr_t>(device_ptr) % 16)
     return fail(CGC_ERROR_INVALID_ARGUMENT,
                 std::string("pointer bound to '") + name +

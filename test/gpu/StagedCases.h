@@ -68,6 +68,9 @@ bool readInputSet(const std::string &dir, int k, TensorMap &in,
 struct Loaded {
   cgc_engine engine = nullptr;
   cgc_context ctx = nullptr;
+  /// The dim values of the inputs feed() wrote (each dim's maximum unless
+  /// an input was smaller), which runAndCompare runs.
+  std::vector<int64_t> dims;
   ~Loaded() {
     cgc_context_destroy(ctx);
     cgc_engine_destroy(engine);

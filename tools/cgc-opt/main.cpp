@@ -104,6 +104,7 @@ static bool processChunk(uint32_t bufferId, llvm::StringRef baseDir,
       Program program;
       if (!lowerGraph(*graph, *ctx.memoryPlan, "main", program, diag))
         return false;
+      dropUnusedKernels(program);
       printGraphPlan(program, os);
     }
     if (!PrintIR)
