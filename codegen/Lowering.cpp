@@ -305,9 +305,10 @@ bool Lowerer::lowerTopLevel(const Graph &g, StepGraph &out) {
     if (!in.value->getType().isStatic()) {
       diag.error(in.loc, "input '" + in.value->getName() + "' has symbolic type " +
                              typeToString(in.value->getType(), g.dims()) +
-                             "; symbolic dims are not supported by codegen "
-                             "yet (compile one graph per size with "
-                             "--bind-dim)");
+                             "; codegen takes static shapes (cgc compiles a "
+                             "model with symbolic dims into one padded graph "
+                             "per bucket, or one graph per --bind-dim value; "
+                             "--train does neither yet)");
       ok = false;
     }
   handles = 0;
