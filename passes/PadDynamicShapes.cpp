@@ -17,7 +17,9 @@
 //   - mse_loss (mean, sum): the masked sum of squares over the real count;
 //   - cross_entropy (mean, sum) over symbolic rows: padded rows take the
 //     ignore_index (-100 when unset) and their logits 0;
-//   - gather, embedding and one_hot: padded indices become 0 (in range).
+// Indices in the padding of gather, embedding and one_hot need no mask:
+// whatever they hold reads 0 or some row (out-of-range indices give 0),
+// which lands in the padding of the result.
 // Refused with a located error, saying why: layernorm over a symbolic axis
 // (its weight would be symbolic), a reshape that moves a symbolic axis, dropout of a tensor padded after axis 0 (its masks would
 // differ from the unpadded tensor's), control flow and sync points over
@@ -327,26 +329,12 @@ bool PadDynamicShapesPass::rewrite(Node &n, std::string &why) {
     return true;
   case Movement:
     switch (n.getOp()) {
-    case OpKind::Gather: case OpKind::Embedding: {
-      if (n.getOp() == OpKind::Gather &&
-          padded(x.dims[*normalizeAxis(n.intAttr("axis", 0), x.rank())]))
+    case OpKind::Gather:
+      if (padded(x.dims[*normalizeAxis(n.intAttr("axis", 0), x.rank())]))
         return why = "gather along a symbolic axis (negative and "
                      "out-of-range indices would read padding)",
                false;
-      Value *idx = n.operand(1);
-      std::vector<unsigned> all(idx->getType().rank());
-      for (unsigned a = 0; a < all.size(); ++a)
-        all[a] = a;
-      n.setOperand(1, masked(idx, all, 0.0));
-      return true;
-    }
-    case OpKind::OneHot: {
-      std::vector<unsigned> all(x.rank());
-      for (unsigned a = 0; a < all.size(); ++a)
-        all[a] = a;
-      n.setOperand(0, masked(n.operand(0), all, 0.0));
-      return true;
-    }
+      return true; // Indices in the padding read 0 or a row: padding.
     case OpKind::Reshape:
       if (!reshapeKeepsAxes(n))
         return why = "a reshape that moves a symbolic axis (the padding "
@@ -354,7 +342,8 @@ bool PadDynamicShapesPass::rewrite(Node &n, std::string &why) {
                false;
       return true;
     default:
-      return true; // transpose, broadcast_to, slice and concat (of
+      return true; // embedding and one_hot (their padded indices give
+                   // padding), transpose, broadcast_to, slice and concat (of
                    // static dims: their type rules)
     }
   case Random:
