@@ -73,6 +73,8 @@ private:
   Graph *g = nullptr;
   ValueBuilder *gb = nullptr;
   std::map<unsigned, Value *> dimInputs; ///< By symbol index.
+  /// bool[D] `iota < dim.D` per symbol index, built once at the top.
+  std::map<unsigned, Value *> validIndices;
   std::vector<Node *> replaced;
 };
 
@@ -128,11 +130,7 @@ bool PadDynamicShapesPass::checkBoundary(DiagnosticEngine &diag) {
 
 /// bool[1, .., D, .., 1] (D at \p axis): whether an index along it is real.
 Value *PadDynamicShapesPass::validAlong(Dim d, unsigned axis, unsigned rank) {
-  Value *index = gb->op(OpKind::Iota, {},
-                        {{"dtype", DType::I64},
-                         {"shape", std::vector<Dim>{d}},
-                         {"axis", int64_t(0)}});
-  Value *valid = gb->op(OpKind::Lt, {index, dimInputs.at(d.symbolIndex())});
+  Value *valid = validIndices.at(d.symbolIndex());
   std::vector<Dim> shape(rank, Dim::fixed(1));
   shape[axis] = d;
   return rank == 1 ? valid : gb->reshape(valid, shape);
@@ -387,6 +385,26 @@ bool PadDynamicShapesPass::run(Graph &graph, PassContext &ctx) {
   GraphBuilder builder(graph, ctx.diag);
   ValueBuilder values(builder);
   gb = &values;
+  // Every dim's `iota < dim.D` first, the iotas together, then the
+  // comparisons: kernel batching runs each group as one kernel (dce drops
+  // those no mask reads).
+  validIndices.clear();
+  if (!graph.nodes().empty())
+    gb->setInsertionPoint(*graph.nodes().front());
+  else
+    builder.setInsertionPointToEnd(graph);
+  std::map<unsigned, Value *> iotas;
+  for (unsigned i : used) {
+    gb->setBase("dim." + graph.dims().get(i).name + ".index");
+    iotas[i] = gb->op(OpKind::Iota, {},
+                      {{"dtype", DType::I64},
+                       {"shape", std::vector<Dim>{Dim::symbol(i)}},
+                       {"axis", int64_t(0)}});
+  }
+  for (unsigned i : used) {
+    gb->setBase("dim." + graph.dims().get(i).name + ".valid");
+    validIndices[i] = gb->op(OpKind::Lt, {iotas[i], dimInputs[i]});
+  }
   std::vector<Node *> nodes;
   for (const auto &n : graph.nodes())
     nodes.push_back(n.get());
