@@ -2,7 +2,7 @@
 """What the bench scripts share to drive the `cgc` tool: safetensors files
 (F32, I64, I32, BOOL) and a Runner that compiles models, times them with
 `cgc bench` and runs them with `cgc run`, writing RESULT/CHECK/ERROR lines
-through the script's BenchLog (run_bench.py)."""
+through the script's BenchLog (torch_timing.py)."""
 import json, os, struct, subprocess
 
 import numpy as np

@@ -22,7 +22,7 @@ import argparse, json, os, subprocess, sys, tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
-from run_bench import BenchLog, time_events, capture  # noqa: E402
+from torch_timing import BenchLog, time_events, capture  # noqa: E402
 
 DT = {"f32": 4, "bf16": 2, "i64": 8}
 

@@ -96,9 +96,14 @@ def main():
                         f"library_us={lib_us:.2f} rule={kind}")
                 print(line, flush=True)
                 lines.append(line)
-    os.makedirs(args.out, exist_ok=True)
-    name = f"product-rule-{gpu.replace(' ', '-')}-{datetime.date.today()}.log"
-    with open(os.path.join(args.out, name), "w") as f:
+    write_log(args.out, "product-rule", gpu, lines)
+
+
+def write_log(out, prefix, gpu, lines):
+    """bench/results/<prefix>-<gpu>-<date>.log (or under `out`)."""
+    os.makedirs(out, exist_ok=True)
+    name = f"{prefix}-{gpu.replace(' ', '-')}-{datetime.date.today()}.log"
+    with open(os.path.join(out, name), "w") as f:
         f.write("\n".join(lines) + "\n")
 
 
@@ -115,10 +120,7 @@ def tiled(args, gpu, work):
                 f"library_us={lib_us:.2f}")
         print(line, flush=True)
         lines.append(line)
-    os.makedirs(args.out, exist_ok=True)
-    name = f"product-tiled-{gpu.replace(' ', '-')}-{datetime.date.today()}.log"
-    with open(os.path.join(args.out, name), "w") as f:
-        f.write("\n".join(lines) + "\n")
+    write_log(args.out, "product-tiled", gpu, lines)
 
 
 if __name__ == "__main__":

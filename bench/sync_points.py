@@ -41,7 +41,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "models"))
-from run_bench import BenchLog, time_events, capture  # noqa: E402
+from torch_timing import BenchLog, time_events, capture  # noqa: E402
 from cgc_tool import Runner  # noqa: E402
 from gen_sync_models import masked_lm, power_iter  # noqa: E402
 

@@ -27,7 +27,7 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
-from run_bench import BenchLog, time_events, capture  # noqa: E402
+from torch_timing import BenchLog, time_events, capture  # noqa: E402
 from cgc_tool import Runner  # noqa: E402
 
 STEPS, TOLERANCE = 10, 1e-4
