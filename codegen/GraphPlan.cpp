@@ -39,7 +39,7 @@ static bool setsWhatItReads(const Step &a, const Step &b) {
   return false;
 }
 
-static bool conflict(const Step &a, const Step &b) {
+bool cgc::stepsConflict(const Step &a, const Step &b) {
   return overlaps(a.writes, b.reads) || overlaps(a.reads, b.writes) ||
          overlaps(a.writes, b.writes) || setsWhatItReads(a, b);
 }
@@ -62,7 +62,7 @@ void cgc::planEdges(StepGraph &graph, const Program &program) {
   for (size_t j = 0; j < n; ++j) {
     // Latest dependencies first: an earlier one they reach is redundant.
     for (size_t i = j; i-- > 0;) {
-      if (reach[j].test(i) || !conflict(graph.steps[i], graph.steps[j]))
+      if (reach[j].test(i) || !stepsConflict(graph.steps[i], graph.steps[j]))
         continue;
       graph.edges.push_back({unsigned(i), unsigned(j)});
       reach[j].set(i);

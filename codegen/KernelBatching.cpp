@@ -20,24 +20,10 @@
 #include "codegen/CudaText.h"
 #include "codegen/Lowering.h"
 
+#include <algorithm>
 #include <cctype>
 
 using namespace cgc;
-
-static bool overlaps(const std::vector<ByteRange> &a,
-                     const std::vector<ByteRange> &b) {
-  for (const ByteRange &x : a)
-    for (const ByteRange &y : b)
-      if (x.region == y.region && x.begin < y.end && y.begin < x.end)
-        return true;
-  return false;
-}
-
-/// Whether \p s and \p t must keep their order.
-static bool conflicts(const Step &s, const Step &t) {
-  return overlaps(s.writes, t.reads) || overlaps(s.writes, t.writes) ||
-         overlaps(s.reads, t.writes);
-}
 
 /// At most this many kernels, and parameters, in one batch.
 static const size_t kMaxMembers = 16, kMaxParams = 256;
@@ -145,7 +131,7 @@ void cgc::batchPointwiseKernels(StepGraph &graph, Program &program) {
     const Step &s = graph.steps[i];
     bool ordered = false;
     for (unsigned m : batch)
-      ordered |= conflicts(graph.steps[m], s);
+      ordered |= stepsConflict(graph.steps[m], s); // members touch no handle
     if (ordered)
       close();
     if (!batchable(s, program))

@@ -78,6 +78,9 @@ private:
 
 /// Derives the edges of \p graph from its steps' byte ranges (GraphPlan.cpp).
 void planEdges(StepGraph &graph, const Program &program);
+/// Whether \p a and \p b must keep their order: one writes bytes the other
+/// reads or writes, or \p a sets a conditional handle \p b reads.
+bool stepsConflict(const Step &a, const Step &b);
 /// Merges independent small pointwise kernels of \p graph into one
 /// (KernelBatching.cpp); before planEdges.
 void batchPointwiseKernels(StepGraph &graph, Program &program);

@@ -22,29 +22,34 @@ static const unsigned Block = 256;
 
 static std::string lit(int64_t v) { return std::to_string(v) + "LL"; }
 
-/// Stages the 32x32 tile of A (rows row0.., k k0..) into As[m][k], four
-/// elements per thread, the lanes along A's stored rows.
-static std::string loadA(const ProductProblem &p, const std::string &a) {
-  std::string M = lit(p.m), K = lit(p.k);
-  if (!p.transA) // a[m, k]: lanes along k
-    return "      { const long long m = row0 + r, k = k0 + tx;\n"
-           "        As[r][tx] = m < " + M + " && k < " + K + " ? (float)cgc_ld(" + a +
-           ", m * " + K + " + k) : 0.0f; }\n";
-  return "      { const long long k = k0 + r, m = row0 + tx;\n" // a[k, m]: lanes along m
-         "        As[tx][r] = m < " + M + " && k < " + K + " ? (float)cgc_ld(" + a +
-         ", k * " + M + " + m) : 0.0f; }\n";
+/// Stages a tile of an operand stored row-major as [outer, inner] into
+/// shared[r][tx] (\p outerFirst: the tile's first index is the stored
+/// row's) or shared[tx][r], T^2 / 256 elements per thread: thread row r
+/// walks the stored rows from \p outerBase, lane tx the row itself from
+/// \p innerBase, so loads are coalesced in either layout. Out of range: 0.
+static std::string loadTile(const char *shared, const std::string &ptr,
+                            const char *outer, const char *outerBase,
+                            int64_t outerExtent, const char *inner,
+                            const char *innerBase, int64_t innerExtent,
+                            bool outerFirst) {
+  std::string o = outer, i = inner, I = lit(innerExtent);
+  return "      { const long long " + o + " = " + outerBase + " + r, " + i + " = " +
+         innerBase + " + tx;\n"
+         "        " + shared + (outerFirst ? "[r][tx]" : "[tx][r]") + " = " + o + " < " +
+         lit(outerExtent) + " && " + i + " < " + I + " ? (float)cgc_ld(" + ptr + ", " + o +
+         " * " + I + " + " + i + ") : 0.0f; }\n";
 }
 
-/// Stages the tile of B (k k0.., columns col0..) into Bs[k][n].
+/// A's tile (rows row0.., k from k0) into As[m][k]: a[m, k], or a[k, m].
+static std::string loadA(const ProductProblem &p, const std::string &a) {
+  return p.transA ? loadTile("As", a, "k", "k0", p.k, "m", "row0", p.m, false)
+                  : loadTile("As", a, "m", "row0", p.m, "k", "k0", p.k, true);
+}
+
+/// B's tile (k from k0, columns col0..) into Bs[k][n]: b[k, n], or b[n, k].
 static std::string loadB(const ProductProblem &p, const std::string &b) {
-  std::string N = lit(p.n), K = lit(p.k);
-  if (!p.transB) // b[k, n]: lanes along n
-    return "      { const long long k = k0 + r, n = col0 + tx;\n"
-           "        Bs[r][tx] = n < " + N + " && k < " + K + " ? (float)cgc_ld(" + b +
-           ", k * " + N + " + n) : 0.0f; }\n";
-  return "      { const long long n = col0 + r, k = k0 + tx;\n" // b[n, k]: lanes along k
-         "        Bs[tx][r] = n < " + N + " && k < " + K + " ? (float)cgc_ld(" + b +
-         ", n * " + K + " + k) : 0.0f; }\n";
+  return p.transB ? loadTile("Bs", b, "n", "col0", p.n, "k", "k0", p.k, false)
+                  : loadTile("Bs", b, "k", "k0", p.k, "n", "col0", p.n, true);
 }
 
 /// 32, unless fewer 32-wide tiles than \p multiprocessors cover the result.

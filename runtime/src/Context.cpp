@@ -136,6 +136,31 @@ cgc_status buildTree(cgc_context_s &ctx, uint32_t index) {
   return CGC_OK;
 }
 
+/// A padded artifact: the address of each `dim_size` input, and a packed
+/// buffer (with its padded slot's address) for each input or output with
+/// a symbolic dim after axis 0. After the arena is set.
+cgc_status setUpPadding(cgc_context_s &ctx) {
+  const auto &m = ctx.engine->artifact.manifest;
+  ctx.writtenDims.assign(m.dims.size(), -1);
+  if (std::none_of(m.graphs.begin(), m.graphs.end(),
+                   [](const GraphDesc &g) { return g.padded; }))
+    return CGC_OK;
+  for (const auto &t : m.inputs)
+    for (size_t d = 0; d < m.dims.size(); ++d)
+      if (t.kind == "dim_size" && t.name == "dim." + m.dims[d].name)
+        ctx.dimSizeInputs.push_back({ctx.address(t.region, t.offset, ""), d});
+  for (TensorView &v : ctx.views)
+    for (size_t a = 1; a < v.dimOfAxis.size() && v.packedAxis < 0; ++a)
+      if (v.dimOfAxis[a] >= 0) {
+        v.packedAxis = int32_t(a);
+        v.slot = ctx.address(v.desc->region, v.desc->offset, "");
+        if (v.desc->bytes)
+          CGC_CHECK_CU(*ctx.engine->drv, cuMemAlloc(&v.ownPacked, v.desc->bytes));
+        v.packed = v.ownPacked;
+      }
+  return CGC_OK;
+}
+
 /// Gives every manifest graph and body its state and its tree.
 void assignTrees(cgc_context_s &ctx) {
   const auto &m = ctx.engine->artifact.manifest;
@@ -224,21 +249,6 @@ cgc_status createContext(std::unique_ptr<cgc_context_s> &ctx, void *arena,
   for (const auto &d : m.dims)
     ctx->dims.push_back(d.max);
   ctx->scratchDims = ctx->dims;
-  for (size_t i = 0; i < m.inputs.size(); ++i)
-    for (size_t d = 0; d < m.dims.size(); ++d)
-      if (m.inputs[i].kind == "dim_size" && m.inputs[i].name == "dim." + m.dims[d].name)
-        ctx->dimSizeInputs.push_back({i, d});
-  ctx->writtenDims.assign(m.dims.size(), -1);
-  bool padded = std::any_of(m.graphs.begin(), m.graphs.end(),
-                            [](const GraphDesc &g) { return g.padded; });
-  for (TensorView &v : ctx->views)
-    for (size_t a = 1; padded && a < v.dimOfAxis.size(); ++a)
-      if (v.dimOfAxis[a] >= 0 && v.packedAxis < 0) {
-        v.packedAxis = int32_t(a);
-        if (v.desc->bytes)
-          CGC_CHECK_CU(*e.drv, cuMemAlloc(&v.ownPacked, v.desc->bytes));
-        v.packed = v.ownPacked;
-      }
   if (arena) {
     if (reinterpret_cast<uintptr_t>(arena) % 256)
       return fail(CGC_ERROR_INVALID_ARGUMENT, "caller arena not 256-aligned");
@@ -253,6 +263,8 @@ cgc_status createContext(std::unique_ptr<cgc_context_s> &ctx, void *arena,
     ctx->ownsArena = true;
     CGC_CHECK_CU(*e.drv, cuMemsetD8(ctx->arena, 0, m.arenaSize));
   }
+  if (cgc_status s = setUpPadding(*ctx))
+    return s;
   if (cgc_status s = createProductDescs(*ctx))
     return s;
   assignTrees(*ctx);

@@ -152,6 +152,7 @@ struct TensorView {
   /// and copied to or from the graph's padded slot around each run.
   int32_t packedAxis = -1;
   CUdeviceptr packed = 0, ownPacked = 0;
+  CUdeviceptr slot = 0; ///< Packed: the padded slot the graphs read.
 };
 
 } // namespace rt
@@ -166,9 +167,9 @@ struct cgc_context_s {
   std::vector<cgc::rt::TensorView> views;  ///< Inputs, then outputs.
   std::vector<int64_t> dims;               ///< Dims of the last run.
   std::vector<int64_t> scratchDims;        ///< Preallocated for cgc_run.
-  /// Padded artifacts: (manifest input index, dim index) of each
-  /// `dim_size` input, written with the run's dims before every launch.
-  std::vector<std::pair<size_t, size_t>> dimSizeInputs;
+  /// Padded artifacts: (address, dim index) of each `dim_size` input,
+  /// written with the run's dims before a launch when they changed.
+  std::vector<std::pair<CUdeviceptr, size_t>> dimSizeInputs;
   /// The dims the dim_size inputs hold (-1: not written yet).
   std::vector<int64_t> writtenDims;
   /// Per manifest product: this context's matmul descriptor (its own bias

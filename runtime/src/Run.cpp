@@ -100,7 +100,9 @@ cgc_status copyPacked(cgc_context ctx, size_t index, CUstream stream,
     return CGC_OK;
   const TreeState &tree = ctx->trees[index];
   size_t inputs = ctx->engine->artifact.manifest.inputs.size();
-  for (size_t i = toPadded ? 0 : inputs; i < (toPadded ? inputs : ctx->views.size()); ++i) {
+  size_t begin = toPadded ? 0 : inputs; // views: inputs, then outputs
+  size_t end = toPadded ? inputs : ctx->views.size();
+  for (size_t i = begin; i < end; ++i) {
     const TensorView &v = ctx->views[i];
     if (v.packedAxis < 0 || !v.packed)
       continue;
@@ -114,12 +116,11 @@ cgc_status copyPacked(cgc_context ctx, size_t index, CUstream stream,
     uint64_t pitch = uint64_t(boundValue(tree, size_t(v.dimOfAxis[a]), v.shape[a])) * inner;
     if (!width || !rows)
       continue;
-    CUdeviceptr slot = ctx->address(v.desc->region, v.desc->offset, "");
     CUDA_MEMCPY2D copy{};
     copy.srcMemoryType = copy.dstMemoryType = CU_MEMORYTYPE_DEVICE;
-    copy.srcDevice = toPadded ? v.packed : slot;
+    copy.srcDevice = toPadded ? v.packed : v.slot;
     copy.srcPitch = toPadded ? width : pitch;
-    copy.dstDevice = toPadded ? slot : v.packed;
+    copy.dstDevice = toPadded ? v.slot : v.packed;
     copy.dstPitch = toPadded ? pitch : width;
     copy.WidthInBytes = width;
     copy.Height = rows;
@@ -137,13 +138,9 @@ cgc_status writeDimSizes(cgc_context ctx, size_t index, CUstream stream) {
   if (!ctx->graphs[index].desc->padded || ctx->writtenDims == ctx->dims)
     return CGC_OK;
   std::fill(ctx->writtenDims.begin(), ctx->writtenDims.end(), -1);
-  const auto &inputs = ctx->engine->artifact.manifest.inputs;
-  for (const auto &[input, dim] : ctx->dimSizeInputs) {
-    const auto &t = inputs[input];
-    CUdeviceptr at = ctx->address(t.region, t.offset, t.name);
+  for (const auto &[at, dim] : ctx->dimSizeInputs)
     CGC_CHECK_CU(*ctx->engine->drv,
                  cuStreamWriteValue64(stream, at, cuuint64_t(ctx->dims[dim]), 0));
-  }
   ctx->writtenDims = ctx->dims; // Same size: no allocation.
   return CGC_OK;
 }

@@ -196,28 +196,16 @@ TEST(StagedCases, MultiGraphAnyOrder) {
 
 
 /// Runs graph \p graph of \p l and compares outputs \p names with \p ref
-/// (|got - ref| <= 1e-4 |ref| + 1e-4 max|ref|: f32 sums in another order).
+/// (Loaded::readAndCompare).
 static std::string runAndCompareNamed(Loaded &l, size_t graph,
                                       const TensorMap &ref,
                                       const std::vector<std::string> &names) {
   cgc_status st = cgc_run(l.ctx, graph, nullptr, 0, nullptr);
   if (st != CGC_OK || (st = cgc_stream_synchronize(nullptr)) != CGC_OK)
     return fmtStatus(st);
-  for (const std::string &name : names) {
-    const TensorData &want = ref.at(name);
-    std::vector<uint8_t> got(want.bytes.size());
-    st = cgc_context_read_output(l.ctx, name.c_str(), got.data(), got.size(), nullptr);
-    if (st != CGC_OK)
-      return name + ": " + fmtStatus(st);
-    std::vector<double> w = decode("f32", want.bytes.data(), want.bytes.size());
-    double largest = 0;
-    for (double v : w)
-      largest = std::max(largest, std::abs(v));
-    OutSpec spec{name, "f32", "close", 1e-4, 1e-4 * std::max(largest, 1.0)};
-    std::string problem = compareOutput(spec, decode("f32", got.data(), got.size()), w);
-    if (!problem.empty())
-      return name + ": " + problem;
-  }
+  for (const std::string &name : names)
+    if (std::string problem = l.readAndCompare(name, ref.at(name)); !problem.empty())
+      return problem;
   return "";
 }
 

@@ -89,27 +89,9 @@ std::string runAtSize(Loaded &l, const std::vector<int64_t> &dims,
     return "run: " + fmtStatus(s);
   if (cgc_status s = cgc_stream_synchronize(nullptr))
     return "sync: " + fmtStatus(s);
-  for (const auto &[name, want] : ref) {
-    std::vector<uint8_t> got(want.bytes.size());
-    if (cgc_status s = cgc_context_read_output(l.ctx, name.c_str(), got.data(),
-                                               got.size(), nullptr))
-      return name + ": " + fmtStatus(s);
-    cgc_tensor view;
-    cgc_context_output(l.ctx, name.c_str(), &view);
-    if (std::vector<int64_t>(view.shape, view.shape + view.ndim) != want.shape)
-      return name + ": the view's shape is not the run's";
-    std::vector<double> w = decode(want.dtype, want.bytes.data(), want.bytes.size());
-    double largest = 1;
-    for (double v : w)
-      largest = std::isfinite(v) ? std::max(largest, std::abs(v)) : largest;
-    bool exact = want.dtype == "I64" || want.dtype == "I32" || want.dtype == "BOOL";
-    OutSpec spec{name, want.dtype, exact ? "exact" : "close", exact ? 0 : 1e-4,
-                 exact ? 0 : 1e-4 * largest};
-    std::string problem =
-        compareOutput(spec, decode(want.dtype, got.data(), got.size()), w);
-    if (!problem.empty())
-      return name + ": " + problem;
-  }
+  for (const auto &[name, want] : ref)
+    if (std::string problem = l.readAndCompare(name, want); !problem.empty())
+      return problem;
   return "";
 }
 

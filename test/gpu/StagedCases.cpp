@@ -5,6 +5,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -232,6 +233,28 @@ std::string Loaded::feed(const TensorMap &in) {
   if (cudaDeviceSynchronize() != cudaSuccess)
     return "cudaDeviceSynchronize failed";
   return "";
+}
+
+std::string Loaded::readAndCompare(const std::string &name,
+                                   const TensorData &want) {
+  std::vector<uint8_t> got(want.bytes.size());
+  if (cgc_status s = cgc_context_read_output(ctx, name.c_str(), got.data(),
+                                             got.size(), nullptr))
+    return name + ": " + fmtStatus(s);
+  cgc_tensor view;
+  if (cgc_status s = cgc_context_output(ctx, name.c_str(), &view))
+    return name + ": " + fmtStatus(s);
+  if (std::vector<int64_t>(view.shape, view.shape + view.ndim) != want.shape)
+    return name + ": the view's shape is not the run's";
+  std::vector<double> w = decode(want.dtype, want.bytes.data(), want.bytes.size());
+  double largest = 1;
+  for (double v : w)
+    largest = std::isfinite(v) ? std::max(largest, std::abs(v)) : largest;
+  bool exact = want.dtype == "I64" || want.dtype == "I32" || want.dtype == "BOOL";
+  OutSpec spec{name, want.dtype, exact ? "exact" : "close", exact ? 0 : 1e-4,
+               exact ? 0 : 1e-4 * largest};
+  std::string problem = compareOutput(spec, decode(want.dtype, got.data(), got.size()), w);
+  return problem.empty() ? "" : name + ": " + problem;
 }
 
 std::string Loaded::runAndCompare(bool eager, const Case &c, const TensorMap &ref) {

@@ -81,6 +81,11 @@ struct Loaded {
   std::string feed(const TensorMap &in);
   /// Runs (graph or eager), compares every output of \p c with \p ref.
   std::string runAndCompare(bool eager, const Case &c, const TensorMap &ref);
+  /// Reads output \p name after a run (its view must have \p want's
+  /// shape) and compares it with \p want: ints and bools exactly, floats
+  /// within 1e-4 relative plus 1e-4 of max(1, max|want|) (sums in another
+  /// order than the interpreter's).
+  std::string readAndCompare(const std::string &name, const TensorData &want);
 };
 
 } // namespace cgctest

@@ -29,6 +29,17 @@ static int64_t bucketOf(const SymbolicDim &d, int64_t real) {
   return d.max;
 }
 
+/// For each element of a \p front tensor, its flat index in a tensor of
+/// the larger \p padded shape that holds it at the front of every axis.
+static std::vector<int64_t> frontIndices(const Shape &front, const Shape &padded) {
+  Shape inner = stridesOf(front), outer = stridesOf(padded);
+  std::vector<int64_t> at(size_t(numElements(front)), 0);
+  for (int64_t i = 0; i < int64_t(at.size()); ++i)
+    for (size_t a = 0; a < front.size(); ++a)
+      at[size_t(i)] += (i / inner[a]) % front[a] * outer[a];
+  return at;
+}
+
 /// \p from's elements at the front of every axis of a \p shape tensor,
 /// the rest poison.
 static Tensor padTo(const Tensor &from, const Shape &shape) {
@@ -36,13 +47,9 @@ static Tensor padTo(const Tensor &from, const Shape &shape) {
   double poison = isFloat(from.dtype) ? std::nan("")
                   : from.dtype == DType::Bool ? 1.0 : double(1 << 30);
   std::fill(out.data.begin(), out.data.end(), poison);
-  Shape inner = stridesOf(from.shape), outer = stridesOf(shape);
-  for (int64_t i = 0; i < from.numel(); ++i) {
-    int64_t at = 0;
-    for (unsigned a = 0; a < from.rank(); ++a)
-      at += (i / inner[a]) % from.shape[a] * outer[a];
-    out.data[at] = from.data[i];
-  }
+  std::vector<int64_t> at = frontIndices(from.shape, shape);
+  for (size_t i = 0; i < at.size(); ++i)
+    out.data[at[i]] = from.data[i];
   return out;
 }
 
@@ -92,12 +99,8 @@ Tensor cgc::realPart(const Tensor &padded, const Shape &shape) {
   if (padded.shape == shape || padded.rank() != shape.size())
     return padded;
   Tensor out(padded.dtype, shape);
-  Shape inner = stridesOf(shape), outer = stridesOf(padded.shape);
-  for (int64_t i = 0; i < out.numel(); ++i) {
-    int64_t at = 0;
-    for (unsigned a = 0; a < out.rank(); ++a)
-      at += (i / inner[a]) % shape[a] * outer[a];
-    out.data[i] = padded.data[at];
-  }
+  std::vector<int64_t> at = frontIndices(shape, padded.shape);
+  for (size_t i = 0; i < at.size(); ++i)
+    out.data[i] = padded.data[at[i]];
   return out;
 }
