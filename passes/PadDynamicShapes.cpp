@@ -20,8 +20,9 @@
 // Indices in the padding of gather, embedding and one_hot need no mask:
 // whatever they hold reads 0 or some row (out-of-range indices give 0),
 // which lands in the padding of the result.
-// Refused with a located error, saying why: layernorm over a symbolic axis
-// (its weight would be symbolic), a reshape that moves a symbolic axis, dropout of a tensor padded after axis 0 (its masks would
+//   - layernorm normalizing over a symbolic axis: written out as its masked
+//     mean and variance over the real count (in f32), then the affine map;
+// Refused with a located error, saying why: a reshape that moves a symbolic axis, dropout of a tensor padded after axis 0 (its masks would
 // differ from the unpadded tensor's), control flow and sync points over
 // padded tensors, and inputs or outputs with symbolic dims at two axes
 // after axis 0 (the runtime moves a caller's packed real elements into the
@@ -68,6 +69,7 @@ private:
   bool rewriteReduction(Node &n);
   bool rewriteMseLoss(Node &n);
   void rewriteCrossEntropy(Node &n);
+  void rewriteLayerNorm(Node &n, unsigned axis);
   bool reshapeKeepsAxes(const Node &n) const;
 
   Graph *g = nullptr;
@@ -249,6 +251,38 @@ void PadDynamicShapesPass::rewriteCrossEntropy(Node &n) {
   n.setOperand(1, masked(n.operand(1), {0}, double(ignore)));
 }
 
+/// y = (x - mean) * rsqrt(var + eps) * weight + bias over the axes from
+/// \p axis on, the mean and variance over the real elements only.
+void PadDynamicShapesPass::rewriteLayerNorm(Node &n, unsigned axis) {
+  const TensorType &t = n.operand(0)->getType();
+  auto f32 = [&](Value *v) {
+    return v->getType().dtype == DType::F32
+               ? v : gb->op(OpKind::Cast, {v}, {{"dtype", DType::F32}});
+  };
+  std::vector<unsigned> axes;
+  std::vector<int64_t> sumAxes;
+  for (unsigned a = axis; a < t.rank(); ++a)
+    axes.push_back(a), sumAxes.push_back(a);
+  Value *count = realCount(t, axes, DType::F32);
+  Value *x = f32(n.operand(0));
+  Value *mean = gb->div(gb->sum(masked(x, axes, 0.0), sumAxes, true), count);
+  Value *d = gb->sub(x, mean);
+  Value *var = gb->div(gb->sum(masked(gb->mul(d, d), axes, 0.0), sumAxes, true),
+                       count);
+  Value *eps = gb->fill(n.floatAttr("eps", 1e-5), DType::F32);
+  Value *y = gb->mul(d, gb->op(OpKind::Rsqrt, {gb->add(var, eps)}));
+  if (n.numOperands() > 1)
+    y = gb->mul(y, f32(n.operand(1)));
+  if (n.numOperands() > 2)
+    y = gb->add(y, f32(n.operand(2)));
+  if (y && t.dtype != DType::F32)
+    y = gb->op(OpKind::Cast, {y}, {{"dtype", t.dtype}});
+  if (!y)
+    return;
+  g->replaceAllUsesWith(n.result(), y);
+  replaced.push_back(&n);
+}
+
 /// A reshape keeps every padded axis where it was: the dims up to the last
 /// symbolic one are the same before and after.
 bool PadDynamicShapesPass::reshapeKeepsAxes(const Node &n) const {
@@ -308,9 +342,7 @@ bool PadDynamicShapesPass::rewrite(Node &n, std::string &why) {
     if (n.getOp() == OpKind::LayerNorm) {
       for (unsigned a = axis; a < x.rank(); ++a)
         if (padded(x.dims[a]))
-          return why = "layernorm over a symbolic axis (its weight and bias "
-                       "would have a symbolic shape)",
-                 false;
+          return rewriteLayerNorm(n, axis), true;
       return true;
     }
     n.setOperand(0, masked(n.operand(0), {axis}, lowest(x.dtype, false)));

@@ -183,4 +183,11 @@ cgc_status cgc_context_loop_trips(cgc_context ctx, const char *loop,
   return CGC_OK;
 }
 
+cgc_status cgc_context_counters(cgc_context ctx, cgc_counters *out) {
+  if (!ctx || !out)
+    return fail(CGC_ERROR_INVALID_ARGUMENT, "null argument");
+  *out = ctx->counters;
+  return CGC_OK;
+}
+
 } // extern "C"

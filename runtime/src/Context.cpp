@@ -128,10 +128,12 @@ cgc_status buildTree(cgc_context_s &ctx, uint32_t index) {
   tree.dims = ctx.dims;
   CUgraph graph = nullptr;
   CGC_CHECK_CU(drv, cuGraphCreate(&graph, 0));
+  ++ctx.counters.graphs_created;
   ctx.graphs[index].graph = graph;
   if (cgc_status s = buildGraph(ctx, index, index, graph))
     return s;
   CGC_CHECK_CU(drv, cuGraphInstantiateWithFlags(&tree.exec, graph, 0));
+  ++ctx.counters.graphs_instantiated;
   CGC_CHECK_CU(drv, cuGraphUpload(tree.exec, nullptr));
   return CGC_OK;
 }

@@ -176,6 +176,7 @@ struct cgc_context_s {
   /// address); and the stream product calls are captured on, made lazily.
   std::vector<cublasLtMatmulDesc_t> productDescs;
   CUstream captureStream = nullptr;
+  cgc_counters counters{};
 
   ~cgc_context_s();
   cgc::rt::TensorView *findView(const char *name);

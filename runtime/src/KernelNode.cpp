@@ -101,6 +101,7 @@ cgc_status refreshKernelNode(const NodeSite &site) {
   CUDA_KERNEL_NODE_PARAMS kp = nodeParams(site);
   CGC_CHECK_CU(site.drv(), cuGraphExecKernelNodeSetParams(
                                site.tree.exec, site.state().node, &kp));
+  ++site.ctx.counters.node_updates;
   return CGC_OK;
 }
 

@@ -39,6 +39,7 @@ cgc_status refreshMemcpyNode(const NodeSite &site) {
   CGC_CHECK_CU(site.drv(), cuGraphExecMemcpyNodeSetParams(
                                site.tree.exec, site.state().node, &p,
                                site.ctx.engine->cuContext));
+  ++site.ctx.counters.node_updates;
   return CGC_OK;
 }
 

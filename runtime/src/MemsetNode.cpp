@@ -38,6 +38,7 @@ cgc_status refreshMemsetNode(const NodeSite &site) {
   CGC_CHECK_CU(site.drv(), cuGraphExecMemsetNodeSetParams(
                                site.tree.exec, site.state().node, &p,
                                site.ctx.engine->cuContext));
+  ++site.ctx.counters.node_updates;
   return CGC_OK;
 }
 

@@ -70,6 +70,7 @@ static cgc_status capture(const NodeSite &site, CUgraph &graph) {
     CGC_CHECK_CU(drv, cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
   CGC_CHECK_CU(drv, cuStreamBeginCapture(stream,
                                          CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
+  ++site.ctx.counters.captures;
   cgc_status s = matmul(site, stream);
   graph = nullptr;
   CUresult r = drv.cuStreamEndCapture(stream, &graph); // Ends it in any case.
@@ -114,6 +115,7 @@ cgc_status refreshProductNode(const NodeSite &site) {
   CUresult r = drv.cuGraphExecChildGraphNodeSetParams(
       site.tree.exec, site.state().node, fresh);
   drv.cuGraphDestroy(fresh);
+  ++site.ctx.counters.node_updates;
   if (r != CUDA_SUCCESS)
     return fail(CGC_ERROR_DRIVER,
                 productLabel(*site.ctx.engine, site.desc().product) +

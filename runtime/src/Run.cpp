@@ -142,6 +142,7 @@ cgc_status writeDimSizes(cgc_context ctx, size_t index, CUstream stream) {
     CGC_CHECK_CU(*ctx->engine->drv,
                  cuStreamWriteValue64(stream, at, cuuint64_t(ctx->dims[dim]), 0));
   ctx->writtenDims = ctx->dims; // Same size: no allocation.
+  ++ctx->counters.dim_writes;
   return CGC_OK;
 }
 
@@ -185,6 +186,7 @@ cgc_status cgc_run(cgc_context ctx, size_t graph_index, const int64_t *dims,
     return st;
   CGC_CHECK_CU(*ctx->engine->drv,
                cuGraphLaunch(ctx->trees[graph_index].exec, s));
+  ++ctx->counters.launches;
   return copyPacked(ctx, graph_index, s, /*toPadded=*/false);
 }
 

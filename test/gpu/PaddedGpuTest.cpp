@@ -6,7 +6,9 @@
 // each time writing only the real rows behind which the input slots hold
 // poison (NaN, index -1), and compares the real rows of every output with
 // the interpreter on the unpadded model. A size above the largest bound
-// is refused.
+// is refused. The context's driver counters prove that no size, new or
+// not, creates, instantiates, captures or updates anything: each run adds
+// one launch, and one write of the real dims when they changed.
 //
 //===----------------------------------------------------------------------===//
 #include "GpuTestUtil.h"
@@ -98,7 +100,7 @@ std::string runAtSize(Loaded &l, const std::vector<int64_t> &dims,
 TEST(PaddedCases, EverySizeUpToTheBoundOnOneContext) {
   CGC_REQUIRE_GPU();
   auto models = paddedModels();
-  ASSERT_EQ(models.size(), 3u) << "padded/sizes.txt is not staged";
+  ASSERT_EQ(models.size(), 4u) << "padded/sizes.txt is not staged";
   for (const auto &[model, sizes] : models) {
     SCOPED_TRACE(model);
     Loaded l;
@@ -107,6 +109,9 @@ TEST(PaddedCases, EverySizeUpToTheBoundOnOneContext) {
     // entered from a larger one's graph and from a smaller one's).
     Sizes order{sizes.back()};
     order.insert(order.end(), sizes.begin(), sizes.end() - 1);
+    cgc_counters before{}, after{};
+    ASSERT_EQ(cgc_context_counters(l.ctx, &before), CGC_OK);
+    EXPECT_GT(before.graphs_instantiated, 0u);
     for (const std::vector<int64_t> &dims : order) {
       std::string tag = sizeTag(l.engine, dims);
       SCOPED_TRACE(tag);
@@ -115,6 +120,14 @@ TEST(PaddedCases, EverySizeUpToTheBoundOnOneContext) {
       ASSERT_TRUE(readTensors(staged().dir + "/padded/ref." + model + "." + tag + ".safetensors", ref));
       EXPECT_EQ(runAtSize(l, dims, in, ref), "");
     }
+    ASSERT_EQ(cgc_context_counters(l.ctx, &after), CGC_OK);
+    EXPECT_EQ(after.graphs_created, before.graphs_created);
+    EXPECT_EQ(after.graphs_instantiated, before.graphs_instantiated);
+    EXPECT_EQ(after.captures, before.captures);
+    EXPECT_EQ(after.node_updates, before.node_updates);
+    EXPECT_EQ(after.launches - before.launches, order.size());
+    EXPECT_EQ(after.dim_writes - before.dim_writes, order.size())
+        << "every staged size differs from the one before it";
     std::vector<int64_t> over = sizes.back();
     over[0] += 1;
     size_t graph = 0;

@@ -322,6 +322,9 @@ PADDED_MODELS = {
                       [{"B": b} for b in (1, 5, 8, 9, 16, 17, 31, 32, 33, 63, 64)]),
     "masks": ("test/passes/pad-dynamic-shapes/masks.json",
               [{"B": b} for b in (1, 3, 4, 5, 11, 12, 13, 23, 24)]),
+    # layernorm over a padded axis, written out as masked sums.
+    "layernorm": ("test/passes/pad-dynamic-shapes/layernorm.json",
+                  [{"B": b, "S": s} for b, s in ((1, 1), (2, 4), (3, 5), (4, 9), (6, 12))]),
     # A padded sequence at axis 1 of the inputs and outputs (packed by the
     # runtime), attention's softmax and its product over the sequence.
     "encoder_small": ("examples/encoder_small.json",

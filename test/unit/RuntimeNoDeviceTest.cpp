@@ -21,6 +21,8 @@ TEST(RuntimeBasics, AbiAndMessages) {
             CGC_ERROR_INVALID_ARGUMENT);
   cgc_engine_destroy(nullptr);
   cgc_context_destroy(nullptr);
+  cgc_counters counters;
+  EXPECT_EQ(cgc_context_counters(nullptr, &counters), CGC_ERROR_INVALID_ARGUMENT);
 }
 
 TEST(RuntimeBasics, LoadFailsCleanly) {

@@ -91,6 +91,18 @@ typedef struct cgc_tensor_info {
   size_t bytes;
 } cgc_tensor_info;
 
+/* What a context has done with the driver since it was created: graph
+ * objects made, captures, node updates, and per-run work (see
+ * cgc_context_counters). */
+typedef struct cgc_counters {
+  uint64_t graphs_created;      /* cuGraphCreate: one per top-level graph */
+  uint64_t graphs_instantiated; /* cuGraphInstantiate */
+  uint64_t captures;            /* stream captures of cuBLASLt calls */
+  uint64_t node_updates;        /* cuGraphExec*SetParams (cgc_context_bind) */
+  uint64_t launches;            /* cuGraphLaunch (cgc_run) */
+  uint64_t dim_writes;          /* runs that wrote new real dims first */
+} cgc_counters;
+
 typedef struct cgc_engine_s *cgc_engine;
 typedef struct cgc_context_s *cgc_context;
 
@@ -246,6 +258,11 @@ cgc_status cgc_stream_synchronize(void *stream);
  * that the last run did not take keeps the count of an earlier run. */
 cgc_status cgc_context_loop_trips(cgc_context ctx, const char *loop,
                                   uint32_t *trips, void *stream);
+
+/* The counts of ctx's driver work so far. A replay at any size within the
+ * bounds adds a launch (and, when the dims changed, a dim write), never a
+ * graph, an instantiation or a capture. */
+cgc_status cgc_context_counters(cgc_context ctx, cgc_counters *out);
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -154,6 +154,9 @@ public:
     return Status::from(
         cgc_context_loop_trips(handle, loop.c_str(), &trips, stream));
   }
+  Status counters(cgc_counters &out) const {
+    return Status::from(cgc_context_counters(handle, &out));
+  }
 
 private:
   explicit Context(cgc_context c) : handle(c) {}
