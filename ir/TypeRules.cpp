@@ -323,11 +323,17 @@ bool TypeChecker::slice(Types &out) {
                   llvm::Twine(axes[i]));
     if (steps[i] <= 0)
       return fail("attribute 'steps' must be positive");
-    if (!in.dims[*axis].isStatic())
-      return fail("slicing symbolic dim " +
-                  dimToString(in.dims[*axis], table) + " is not supported");
-    SliceRange range =
-        sliceRange(starts[i], ends[i], steps[i], in.dims[*axis].extent());
+    // A symbolic dim is sliced within its smallest extent only: the slice
+    // is then static and holds the same elements at every extent (all
+    // real when the dim is padded).
+    Dim dim = in.dims[*axis];
+    int64_t extent = dim.isStatic() ? dim.extent() : table.get(dim.symbolIndex()).min;
+    if (!dim.isStatic() && (starts[i] < 0 || ends[i] < 0 || ends[i] > extent))
+      return fail("slicing symbolic dim " + dimToString(dim, table) +
+                  " takes 0 <= start and end <= its min " +
+                  llvm::Twine(extent) + ", got start " + llvm::Twine(starts[i]) +
+                  " and end " + llvm::Twine(ends[i]));
+    SliceRange range = sliceRange(starts[i], ends[i], steps[i], extent);
     shape[*axis] = Dim::fixed(range.extent);
   }
   out.push_back(TensorType(in.dtype, shape));
