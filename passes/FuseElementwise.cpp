@@ -16,9 +16,14 @@
 // sees the other groups uncontracted): a final pass over the contracted
 // graph (Kahn's algorithm) leaves out a group on a cycle until none is
 // left; it is linear per group dropped, and drops none in the usual case.
+// A group of rank-0 ops (a count cast to float, a scale; no dropout) whose
+// values only the joining node reads also joins a node of any shape: the kernel
+// recomputes it per element, which costs less than a kernel of its own.
 // Operands from outside the group may broadcast. Splat constants and
-// fills read by a member are cloned into the body as scalar sources; the
-// originals go away when nothing else reads them. Each group with two or
+// fills read by a member are cloned into the body as scalar sources, and
+// iotas as sources computed from the element's coordinates (a group of
+// one op reading an iota fuses with it); the originals go away when
+// nothing else reads them. Each group with two or
 // more ops becomes one `fusion` node (FusionBuilder.h) whose body holds
 // copies of the original ops (same names, attributes and locations);
 // results used outside the group or returned become fusion results; a
@@ -69,6 +74,8 @@ public:
 private:
   bool fuseGraph(Graph &graph, PassContext &ctx);
   bool canMerge(Graph &graph, const NodeSet &merged) const;
+  bool joinsAsScalars(const Graph &graph, const NodeSet &group,
+                      const Node &user) const;
   static unsigned groupInCycle(const Graph &graph,
                                const std::vector<NodeSet> &fused);
   Node *buildFusion(Graph &graph, const NodeSet &members, unsigned id,
@@ -81,6 +88,33 @@ private:
   unsigned nextId = 0; ///< Fusion names are unique across nesting.
 };
 } // namespace
+
+/// Whether \p group is rank-0 ops that only \p user (or the group) reads,
+/// while \p user is not rank 0.
+bool FuseElementwisePass::joinsAsScalars(const Graph &graph,
+                                         const NodeSet &group,
+                                         const Node &user) const {
+  if (user.result()->getType().rank() == 0)
+    return false;
+  return llvm::all_of(group, [&](Node *m) {
+    // A dropout draws per element of the fusion: never one of them.
+    return m->result()->getType().rank() == 0 && m->getOp() != OpKind::Dropout &&
+           !graph.isOutput(m->result()) &&
+           llvm::all_of(m->result()->uses(), [&](const Use &u) {
+             return u.user == &user || group.count(u.user);
+           });
+  });
+}
+
+/// The ops a group's kernel computes: its members and the iotas they read.
+static size_t fusedOps(const NodeSet &group) {
+  llvm::SmallPtrSet<Node *, 4> iotas;
+  for (Node *m : group)
+    for (Value *v : m->getOperands())
+      if (Node *d = v->getDef(); d && isIotaSource(*d))
+        iotas.insert(d);
+  return group.size() + iotas.size();
+}
 
 bool FuseElementwisePass::canMerge(Graph &graph, const NodeSet &merged) const {
   // Nodes outside `merged` that depend on it; none may feed a member.
@@ -187,9 +221,12 @@ bool FuseElementwisePass::fuseGraph(Graph &graph, PassContext &ctx) {
     llvm::SmallVector<unsigned, 4> producers;
     for (Value *v : n->getOperands()) {
       auto it = v->getDef() ? groupOf.find(v->getDef()) : groupOf.end();
-      if (it != groupOf.end() && !llvm::is_contained(producers, it->second) &&
-          groups[it->second][0]->result()->getType().dims ==
-              n->result()->getType().dims)
+      if (it == groupOf.end() || llvm::is_contained(producers, it->second))
+        continue;
+      // The last member has the group's shape (scalars join before it).
+      const NodeSet &group = groups[it->second];
+      if (group.back()->result()->getType().dims == n->result()->getType().dims ||
+          joinsAsScalars(graph, group, *n))
         producers.push_back(it->second);
     }
     // Join as many producer groups as stay legal, in operand order.
@@ -220,7 +257,7 @@ bool FuseElementwisePass::fuseGraph(Graph &graph, PassContext &ctx) {
   }
   std::vector<NodeSet> fused;
   for (const NodeSet &g : groups)
-    if (g.size() >= 2 && llvm::any_of(g, [&](Node *m) {
+    if (fusedOps(g) >= 2 && llvm::any_of(g, [&](Node *m) {
           return isExternal(graph, g, m->result());
         }))
       fused.push_back(g); // A dead group is left to dce.

@@ -25,6 +25,10 @@ bool cgc::isSplatSource(const Node &n) {
   return n.numResults() == 1 && splatConstant(n.result()).hasValue();
 }
 
+bool cgc::isIotaSource(const Node &n) {
+  return n.getOp() == OpKind::Iota && n.result()->getType().isStatic();
+}
+
 bool cgc::isExternal(const Graph &graph, const NodeSet &members,
                      const Value *v) {
   return graph.isOutput(v) || llvm::any_of(v->uses(), [&](const Use &u) {
@@ -49,7 +53,8 @@ Node *cgc::buildFusionNode(Graph &graph, const NodeSet &members, OpKind kind,
     if (it != mapped.end())
       return it->second;
     Node *def = v->getDef();
-    if (def && isSplatSource(*def)) {
+    if (def && (isSplatSource(*def) ||
+                (kind == OpKind::Fusion && isIotaSource(*def)))) {
       Node *clone = builder.clone(*def, {});
       clonedSources.push_back(def);
       return mapped[v] = clone ? clone->result() : nullptr;

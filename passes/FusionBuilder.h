@@ -35,12 +35,16 @@ bool readsRngFrom(const Node &n, const NodeSet &members);
 
 /// True for a constant or fill that carries one value for every element.
 bool isSplatSource(const Node &n);
+/// True for an iota of a static shape: a pointwise kernel computes it from
+/// the element's coordinates, so each fusion reading it holds its own copy.
+bool isIotaSource(const Node &n);
 /// Whether the value of a group member is read outside the group or
 /// returned: it becomes a result of the fusion.
 bool isExternal(const Graph &graph, const NodeSet &members, const Value *v);
 /// Replaces \p members (in node order) by one \p kind node named \p name,
-/// created at the end of \p graph; the members and the splat sources left
-/// with no reader join \p dead (each source once: \p erasedSources).
+/// created at the end of \p graph; the members and the splat sources (and,
+/// in a `fusion`, iotas) left with no reader join \p dead (each source
+/// once: \p erasedSources).
 /// Null after an error.
 Node *buildFusionNode(Graph &graph, const NodeSet &members, OpKind kind,
                       const std::string &name, GraphBuilder &builder,

@@ -5,8 +5,8 @@ padded batch and sequence (issue 13's encoder-shaped model).
 tokens[B, S] -> embedding(1000, 64) -> x; x + attention(layernorm(x))
 (4 heads of 16, softmax over the padded sequence) -> h; h + MLP(64, 128,
 GELU)(layernorm(h)) -> out[B, S, 64]; pooled[B, 64] = mean of out over
-the sequence. B in [1, 16] (buckets 4, 16), S in [16, 128] (buckets 32,
-64, 128).
+the sequence. B in [1, 64] (buckets 4, 16, 64), S in [16, 512] (buckets
+32, 64, 128, 256, 512).
 
 Usage: gen_encoder.py [OUT]
 """
@@ -70,8 +70,9 @@ def model():
     node("pooled", "mean", [out], axes=[1])
     return {"format_version": 1, "name": "encoder_small",
             "doc": __doc__.split("\n\n")[1].replace("\n", " "),
-            "dims": [{"name": "B", "min": 1, "max": 16, "buckets": [4, 16]},
-                     {"name": "S", "min": 16, "max": 128, "buckets": [32, 64, 128]}],
+            "dims": [{"name": "B", "min": 1, "max": 64, "buckets": [4, 16, 64]},
+                     {"name": "S", "min": 16, "max": 512,
+                      "buckets": [32, 64, 128, 256, 512]}],
             "inputs": inputs, "nodes": n, "outputs": ["out", "pooled"]}
 
 

@@ -329,7 +329,9 @@ PADDED_MODELS = {
     # runtime), attention's softmax and its product over the sequence.
     "encoder_small": ("examples/encoder_small.json",
                       [{"B": b, "S": s} for b, s in ((1, 16), (3, 31), (4, 32), (5, 33),
-                                                     (16, 64), (7, 65), (2, 100), (16, 128))]),
+                                                     (16, 64), (7, 65), (2, 100), (16, 128),
+                                                     (17, 129), (40, 256), (9, 257),
+                                                     (64, 512))]),
 }
 
 
