@@ -48,10 +48,12 @@ def dims_arg(dims):
     return ",".join(f"{k}={v}" for k, v in sorted(dims.items()))
 
 
-def bench_dims(runner, art, dims, iters):
-    """cgc bench --dims: the graph µs (None after an ERROR line)."""
+def bench_dims(runner, art, dims, iters, alternate=None):
+    """cgc bench --dims (every other replay at `alternate`, when given): the
+    graph µs (None after an ERROR line)."""
+    extra = ["--alternate-dims", dims_arg(alternate)] if alternate else []
     b = subprocess.run([runner.cgc, "bench", art, "--dims", dims_arg(dims), "--iters", str(iters),
-                        "--warmup", str(iters // 10), "--repeats", "5"],
+                        "--warmup", str(iters // 10), "--repeats", "5"] + extra,
                        capture_output=True, text=True)
     kv = dict(t.split("=", 1) for t in b.stdout.split() if "=" in t)
     if b.returncode or "graph_us_per_run" not in kv:
@@ -127,9 +129,31 @@ def torch_peers(torch, log, tag, fn, compiled, x, iters):
     log(f"RESULT {tag} impl=torch_compile_ro us={ro_us:.3f} first_call_ms={first_ms:.1f}")
 
 
+def neighbour(dims, bucket, lows):
+    """A size next to `dims` in the same bucket (its first dim one less,
+    or one more), or None."""
+    name = sorted(dims)[0]
+    lower = {**dims, name: dims[name] - 1}
+    if lower[name] >= lows[name] and lower[name] > bucket[name] // 2:
+        return lower
+    higher = {**dims, name: dims[name] + 1}
+    return higher if higher[name] <= bucket[name] else None
+
+
+def static_compile(runner, static, name, model, dims):
+    """The model compiled with --bind-dim at `dims` (cached by size)."""
+    key = dims_arg(dims)
+    if key not in static:
+        flags = [a for k, v in sorted(dims.items()) for a in ("--bind-dim", f"{k}={v}")]
+        static[key] = runner.compile(f"{name}_{key.replace(',', '_')}", model, flags=flags)
+    return static[key]
+
+
 def measure(torch, runner, log, name, make, rng, iters):
     """One model at every size: cgc padded against cgc static at the
-    bucket, checked against PyTorch, then PyTorch's peers."""
+    bucket (the goal) and at the size itself (what padding costs), and at
+    a new size every replay (what writing the real dims costs), checked
+    against PyTorch, then PyTorch's peers."""
     spec = MODELS[name]
     with open(os.path.join(ROOT, "examples", name + ".json")) as f:
         model = json.load(f)
@@ -142,14 +166,16 @@ def measure(torch, runner, log, name, make, rng, iters):
     fn, inputs, input_name = make(torch, {k: torch.tensor(v, device="cuda") for k, v in weights.items()}, rng)
     compiled = torch.compile(fn, mode="reduce-overhead")
     static = {}
+    lows = {d["name"]: d["min"] for d in model["dims"]}
     for dims in spec["sizes"]:
         bucket = {k: next(v for v in spec["buckets"][k] if v >= dims[k]) for k in dims}
-        key = dims_arg(bucket)
-        if key not in static:
-            flags = [a for k, v in sorted(bucket.items()) for a in ("--bind-dim", f"{k}={v}")]
-            static[key] = runner.compile(f"{name}_{key.replace(',', '_')}", model, flags=flags)
+        at_bucket = static_compile(runner, static, name, model, bucket)
+        exact = static_compile(runner, static, name, model, dims)
         us = bench_dims(runner, padded, dims, iters)
-        static_us = bench_dims(runner, static[key], bucket, iters) if static[key] else None
+        static_us = bench_dims(runner, at_bucket, bucket, iters) if at_bucket else None
+        exact_us = bench_dims(runner, exact, dims, iters) if exact else None
+        other = neighbour(dims, bucket, lows)
+        new_size_us = bench_dims(runner, padded, dims, iters, other) if other else None
         if us is None or static_us is None:
             continue
         tag = f"workload={name} " + " ".join(f"{k}={v}" for k, v in sorted(dims.items()))
@@ -157,6 +183,12 @@ def measure(torch, runner, log, name, make, rng, iters):
         log(f"RESULT {tag} impl=cgc_padded bucket={shown} us={us:.3f}")
         log(f"RESULT {tag} impl=cgc_static_bucket bucket={shown} us={static_us:.3f} "
             f"ratio={us / static_us:.3f}")
+        if exact_us is not None:
+            log(f"RESULT {tag} impl=cgc_static_exact us={exact_us:.3f} "
+                f"ratio={us / exact_us:.3f}")
+        if new_size_us is not None:
+            log(f"RESULT {tag} impl=cgc_padded_new_size_every_run alternate={dims_arg(other)} "
+                f"us={new_size_us:.3f} ratio={new_size_us / us:.3f}")
         x = inputs(dims)
         want = fn(x)
         check = f"{name}_{dims_arg(dims).replace(',', '_')}"

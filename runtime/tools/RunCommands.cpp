@@ -47,6 +47,9 @@ struct Options {
   /// bench --dims B=5,S=100: the dim values to run (padded artifacts: any
   /// size up to the largest bucket; the graph is the smallest that fits).
   std::vector<std::pair<std::string, int64_t>> dims;
+  /// bench --alternate-dims B=7: every other replay runs at these values
+  /// instead (the same graph), so each replay writes new real dims.
+  std::vector<std::pair<std::string, int64_t>> alternateDims;
   bool overwrite = false, eager = false, printAlgorithms = false;
   int device = 0;
   long iters = 1000, warmup = 100, repeats = 5;
@@ -57,6 +60,22 @@ bool parseLong(const char *s, long &out) {
   char *end = nullptr;
   out = std::strtol(s, &end, 10);
   return end && *end == 0 && out >= 0;
+}
+
+/// "B=5,S=100" into \p out; an error naming \p flag otherwise.
+bool parseDimList(const std::string &flag, const std::string &list,
+                  std::vector<std::pair<std::string, int64_t>> &out) {
+  for (size_t at = 0; at < list.size();) {
+    size_t end = std::min(list.find(',', at), list.size());
+    std::string item = list.substr(at, end - at);
+    size_t eq = item.find('=');
+    long n = 0;
+    if (eq == std::string::npos || !parseLong(item.c_str() + eq + 1, n))
+      return error(flag + " takes NAME=V,..., not '" + list + "'"), false;
+    out.push_back({item.substr(0, eq), n});
+    at = end + 1;
+  }
+  return true;
 }
 
 /// Parses argv[1..]; returns false after printing an error.
@@ -86,19 +105,10 @@ bool parseOptions(int argc, char **argv, bool bench, Options &o) {
       o.eager = true;
     } else if (a == "--print-algorithms") {
       o.printAlgorithms = true;
-    } else if (bench && a == "--dims") {
-      if (!(v = value("NAME=V,...")))
+    } else if (bench && (a == "--dims" || a == "--alternate-dims")) {
+      if (!(v = value("NAME=V,...")) ||
+          !parseDimList(a, v, a == "--dims" ? o.dims : o.alternateDims))
         return false;
-      std::string list = v;
-      for (size_t at = 0; at < list.size();) {
-        size_t end = std::min(list.find(',', at), list.size());
-        std::string item = list.substr(at, end - at);
-        size_t eq = item.find('=');
-        if (eq == std::string::npos || !parseLong(item.c_str() + eq + 1, n))
-          return error("--dims takes NAME=V,..., not '" + list + "'"), false;
-        o.dims.push_back({item.substr(0, eq), n});
-        at = end + 1;
-      }
     } else if (a == "--graph") {
       if (!(v = value("name or index")))
         return false;
@@ -473,6 +483,24 @@ int cgcRunMain(int argc, char **argv) {
   return 0;
 }
 
+/// Each dim's value: \p given by name, the rest at their maximum.
+bool dimValues(const Manifest &m,
+               const std::vector<std::pair<std::string, int64_t>> &given,
+               std::vector<int64_t> &dims, std::string &err) {
+  dims.clear();
+  for (const auto &d : m.dims)
+    dims.push_back(d.max);
+  for (const auto &[name, value] : given) {
+    size_t k = 0;
+    while (k < m.dims.size() && m.dims[k].name != name)
+      ++k;
+    if (k == m.dims.size())
+      return err = "--dims: the artifact has no dim '" + name + "'", false;
+    dims[k] = value;
+  }
+  return true;
+}
+
 int cgcBenchMain(int argc, char **argv) {
   Options o;
   if (!parseOptions(argc, argv, /*bench=*/true, o))
@@ -493,21 +521,21 @@ int cgcBenchMain(int argc, char **argv) {
   if (!o.inputs.empty() && !writeBenchInputs(s, art, o.inputs))
     return 1;
   const Manifest &m = art.manifest;
-  std::vector<int64_t> dims;
+  std::vector<int64_t> dims, other;
   if (!o.dims.empty()) {
-    for (const auto &d : m.dims)
-      dims.push_back(d.max);
-    for (const auto &[name, value] : o.dims) {
-      size_t k = 0;
-      while (k < m.dims.size() && m.dims[k].name != name)
-        ++k;
-      if (k == m.dims.size())
-        return error("--dims: the artifact has no dim '" + name + "'");
-      dims[k] = value;
-    }
     std::string err;
-    if (o.graph.empty() && !findGraphForDims(m, dims, graph, err))
+    if (!dimValues(m, o.dims, dims, err) ||
+        (o.graph.empty() && !findGraphForDims(m, dims, graph, err)))
       return error(err);
+  }
+  if (!o.alternateDims.empty()) {
+    std::string err;
+    size_t otherGraph = graph;
+    if (!dimValues(m, o.alternateDims, other, err) ||
+        !findGraphForDims(m, other, otherGraph, err))
+      return error(err);
+    if (otherGraph != graph || dims.empty())
+      return error("--alternate-dims must pick the graph --dims picks");
   }
   Timer timer;
   if (!timer.create())
@@ -521,9 +549,12 @@ int cgcBenchMain(int argc, char **argv) {
   std::printf("context_create_ms=%.3f\n", buildMs);
   int rc = 0;
   for (bool eager : {false, true}) {
+    bool flip = false;
     auto launch = [&] {
-      return eager ? cgc_run_eager(s.ctx, graph, dims.data(), dims.size(), stream)
-                   : cgc_run(s.ctx, graph, dims.data(), dims.size(), stream);
+      const std::vector<int64_t> &at = flip && !other.empty() ? other : dims;
+      flip = !flip;
+      return eager ? cgc_run_eager(s.ctx, graph, at.data(), at.size(), stream)
+                   : cgc_run(s.ctx, graph, at.data(), at.size(), stream);
     };
     cgc_status st = CGC_OK;
     for (long i = 0; i < o.warmup && !st; ++i)

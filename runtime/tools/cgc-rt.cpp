@@ -23,7 +23,8 @@ int main(int argc, char **argv) {
       "                  [--print-algorithms] [--steps N]\n"
       "       cgc-rt bench model.cgc [--inputs in.safetensors] [--iters N]\n"
       "                  [--warmup W] [--repeats R]\n"
-      "                  [--graph NAME|INDEX] [--dims NAME=V,...] [--device N] "
-      "[--print-algorithms]\n");
+      "                  [--graph NAME|INDEX] [--dims NAME=V,...] "
+      "[--alternate-dims NAME=V,...]\n"
+      "                  [--device N] [--print-algorithms]\n");
   return 2;
 }

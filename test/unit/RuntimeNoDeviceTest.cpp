@@ -50,6 +50,13 @@ TEST(RuntimeBasics, RunCommandArgumentErrors) {
   EXPECT_EQ(cgcBenchMain(4, badIters), 2);
   char *missing[] = {bench, model};
   EXPECT_EQ(cgcBenchMain(2, missing), 1);
+  char alternate[] = "--alternate-dims", noValue[] = "B";
+  char *badAlternate[] = {bench, model, alternate, noValue};
+  testing::internal::CaptureStderr();
+  EXPECT_EQ(cgcBenchMain(4, badAlternate), 2);
+  EXPECT_NE(testing::internal::GetCapturedStderr().find(
+                "--alternate-dims takes NAME=V,..., not 'B'"),
+            std::string::npos);
 }
 
 } // namespace
