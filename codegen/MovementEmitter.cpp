@@ -41,6 +41,32 @@ static std::string clampIndex(const std::string &expr, int64_t extent) {
          n + " ? " + n + " - 1 : j;\n";
 }
 
+/// pad_packed / pack_padded: a real element (each listed axis's coordinate
+/// below its real extent, read from the device) moves between its padded
+/// offset `i` and its offset in the real shape's row-major order; padding
+/// is left as it is.
+static std::string packedMove(const Node &node, const Shape &shape,
+                              const std::vector<std::string> &ps,
+                              const std::string &py) {
+  std::vector<std::string> real;
+  for (int64_t extent : shape)
+    real.push_back(std::to_string(extent) + "LL");
+  std::string body, inside;
+  std::vector<int64_t> axes = node.intsAttr("axes");
+  for (size_t k = 0; k < axes.size(); ++k) {
+    std::string r = "r" + std::to_string(axes[k]);
+    body += "    long long " + r + " = (long long)cgc_ld(" + ps[k + 1] + ", 0);\n";
+    real[size_t(axes[k])] = r;
+    inside += (k ? " && c" : "c") + std::to_string(axes[k]) + " < " + r;
+  }
+  std::string packed = "c0";
+  for (size_t d = 1; d < shape.size(); ++d)
+    packed = "(" + packed + ") * " + real[d] + " + c" + std::to_string(d);
+  bool pad = node.getOp() == OpKind::PadPacked;
+  return body + "    if (" + inside + ") cgc_st(" + py + ", " + (pad ? "i" : packed) +
+         ", cgc_ld(" + ps[0] + ", " + (pad ? packed : "i") + "));\n";
+}
+
 void cgc::emitMovement(const Node &node, Kernel &kernel) {
   const Value *result = node.result();
   Shape out = staticShape(result->getType());
@@ -124,6 +150,9 @@ void cgc::emitMovement(const Node &node, Kernel &kernel) {
             literal(0, dtype) + ");\n";
     break;
   }
+  case OpKind::PadPacked: case OpKind::PackPadded:
+    body += packedMove(node, out, ps, py);
+    break;
 #define CGC_MOVEMENT_OP(...)
 #define CGC_OP(Enum, ...) case OpKind::Enum:
 #include "ir/Ops.def"

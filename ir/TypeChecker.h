@@ -55,6 +55,7 @@ private:
   bool slice(Types &out);
   bool gather(Types &out);
   bool oneHot(Types &out);
+  bool packing(Types &out);
   bool normalization(Types &out);
   bool dropout(Types &out);
   bool loss(Types &out);

@@ -360,6 +360,27 @@ bool TypeChecker::gather(Types &out) {
   return true;
 }
 
+/// pad_packed and pack_padded keep the type; each listed axis (increasing)
+/// takes one i64[] real extent.
+bool TypeChecker::packing(Types &out) {
+  const TensorType &x = operandType(0);
+  std::vector<int64_t> axes = node.intsAttr("axes");
+  if (axes.size() + 1 != node.numOperands())
+    return fail("attribute 'axes' lists " + llvm::Twine(axes.size()) +
+                " axes, but " + llvm::Twine(node.numOperands() - 1) +
+                " real extents follow the tensor");
+  for (size_t k = 0; k < axes.size(); ++k) {
+    if (axes[k] < 0 || axes[k] >= int64_t(x.rank()) || (k && axes[k] <= axes[k - 1]))
+      return fail("attribute 'axes' must list increasing axes of " + str(x));
+    const TensorType &n = operandType(unsigned(k) + 1);
+    if (n.dtype != DType::I64 || n.rank() != 0)
+      return fail("operand #" + llvm::Twine(k + 1) + " (a real extent) is " +
+                  str(n) + ", expected i64[]");
+  }
+  out.push_back(x);
+  return true;
+}
+
 bool TypeChecker::oneHot(Types &out) {
   const TensorType &in = operandType(0);
   if (!isInteger(in.dtype))
@@ -461,6 +482,7 @@ bool TypeChecker::opRule(Types &out) {
   case OpKind::Slice: return slice(out);
   case OpKind::Gather: case OpKind::Embedding: return gather(out);
   case OpKind::OneHot: return oneHot(out);
+  case OpKind::PadPacked: case OpKind::PackPadded: return packing(out);
   case OpKind::If: return ifOp(out);
   case OpKind::While: return whileOp(out);
 #define CGC_MATMUL_OP(...)

@@ -110,3 +110,10 @@ llvm::Optional<unsigned> cgc::normalizeAxis(int64_t axis, unsigned rank) {
     return llvm::None;
   return unsigned(axis);
 }
+
+bool cgc::crossesPacked(const TensorType &t, const DimTable &table) {
+  for (unsigned a = 1; a < t.rank(); ++a)
+    if (!t.dims[a].isStatic() && !table.get(t.dims[a].symbolIndex()).dataDependent)
+      return true;
+  return false;
+}

@@ -120,6 +120,11 @@ std::string shapeToString(llvm::ArrayRef<Dim> dims, const DimTable &table);
 llvm::Optional<llvm::SmallVector<Dim, 4>>
 broadcastShapes(llvm::ArrayRef<Dim> lhs, llvm::ArrayRef<Dim> rhs);
 
+/// Whether a tensor of type \p t crosses the boundary of a padded graph
+/// packed (pad-dynamic-shapes): a dim after axis 0 is symbolic and not
+/// data-dependent, so its packed and padded layouts differ.
+bool crossesPacked(const TensorType &t, const DimTable &table);
+
 /// Normalizes a possibly negative axis; None when out of range.
 llvm::Optional<unsigned> normalizeAxis(int64_t axis, unsigned rank);
 

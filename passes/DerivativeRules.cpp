@@ -288,8 +288,8 @@ bool cgc::operandAdjoints(const Node &n, Value *g, ValueBuilder &gb,
   case OpKind::GeluTanh: case OpKind::Pow: case OpKind::Maximum:
   case OpKind::Minimum: case OpKind::Max: case OpKind::Min:
   case OpKind::CumSum: case OpKind::Concat: case OpKind::Slice:
-  case OpKind::Gather: case OpKind::Embedding:
-  case OpKind::If: case OpKind::While: case OpKind::Fusion:
+  case OpKind::Gather: case OpKind::Embedding: case OpKind::PadPacked:
+  case OpKind::PackPadded: case OpKind::If: case OpKind::While: case OpKind::Fusion:
   case OpKind::ProductFusion: case OpKind::RowFusion:
   case OpKind::NonZero: case OpKind::MaskedSelect: case OpKind::Item:
     why = "no derivative rule for " + mnemonic(n.getOp()).str() + " yet";

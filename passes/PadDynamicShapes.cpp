@@ -22,11 +22,17 @@
 // which lands in the padding of the result.
 //   - layernorm normalizing over a symbolic axis: written out as its masked
 //     mean and variance over the real count (in f32), then the affine map;
-// Refused with a located error, saying why: a reshape that moves a symbolic axis, dropout of a tensor padded after axis 0 (its masks would
+// The caller's tensors hold their real elements packed (contiguous in the
+// real shape's row-major order). Where that differs from the padded
+// layout, an input or output with a symbolic dim after axis 0, the graph
+// converts at its boundary: the input is read through a `pad_packed` of
+// it and the output returned through a `pack_padded`, kernels that read
+// the real extents on the device (axis 0 alone needs neither: its real
+// rows come first either way).
+// Refused with a located error, saying why: a reshape that moves a
+// symbolic axis, dropout of a tensor padded after axis 0 (its masks would
 // differ from the unpadded tensor's), control flow and sync points over
-// padded tensors, and inputs or outputs with symbolic dims at two axes
-// after axis 0 (the runtime moves a caller's packed real elements into the
-// padded layout, and back, with one 2-D copy).
+// padded tensors.
 // Requires: a verified graph, before shape-infer binds its dims.
 // Guarantees: for every real extent within the bound, the real elements of
 // every output equal those of the unpadded graph.
@@ -59,7 +65,8 @@ private:
   }
   bool anyPadded(const TensorType &t) const;
   bool anyPaddedAxis(const TensorType &t, llvm::ArrayRef<unsigned> axes) const;
-  bool checkBoundary(DiagnosticEngine &diag);
+  Value *convertLayout(Value *v, OpKind op);
+  void convertBoundary();
   Value *validAlong(Dim d, unsigned axis, unsigned rank);
   Value *validMask(const TensorType &t, llvm::ArrayRef<unsigned> axes);
   Value *masked(Value *x, llvm::ArrayRef<unsigned> axes, double neutral);
@@ -103,31 +110,40 @@ static double lowest(DType dtype, bool highest) {
   llvm_unreachable("a DType value");
 }
 
-/// The runtime moves an input or output between the caller's packed real
-/// elements and the padded slot with one 2-D copy: a symbolic dim at axis
-/// 0 and at most one more axis.
-bool PadDynamicShapesPass::checkBoundary(DiagnosticEngine &diag) {
-  bool ok = true;
-  auto check = [&](const TensorType &t, Location at, const std::string &what) {
-    std::vector<unsigned> inner;
-    for (unsigned a = 1; a < t.rank(); ++a)
-      if (padded(t.dims[a]))
-        inner.push_back(a);
-    if (inner.size() < 2)
-      return;
-    diag.error(at, what + " has symbolic dims at axes " +
-                       std::to_string(inner[0]) + " and " +
-                       std::to_string(inner[1]) +
-                       "; padded inputs and outputs take a symbolic dim "
-                       "at axis 0 and at most one more (the runtime copies "
-                       "their real elements with one 2-D copy)");
-    ok = false;
-  };
-  for (const GraphInput &in : g->inputs())
-    check(in.value->getType(), in.loc, "input '" + in.value->getName() + "'");
-  for (const GraphOutput &o : g->outputs)
-    check(o.value->getType(), o.loc, "output '" + o.name + "'");
-  return ok;
+/// \p op (pad_packed or pack_padded) of \p v over its padded axes.
+Value *PadDynamicShapesPass::convertLayout(Value *v, OpKind op) {
+  const TensorType &t = v->getType();
+  std::vector<Value *> operands{v};
+  std::vector<int64_t> axes;
+  for (unsigned a = 0; a < t.rank(); ++a)
+    if (padded(t.dims[a])) {
+      axes.push_back(a);
+      operands.push_back(dimInputs.at(t.dims[a].symbolIndex()));
+    }
+  return gb->op(op, operands, {{"axes", axes}});
+}
+
+/// Inputs read through pad_packed (after the masks' iotas, at the top),
+/// outputs returned through pack_padded (at the end).
+void PadDynamicShapesPass::convertBoundary() {
+  for (const GraphInput &in : g->inputs()) {
+    Value *v = in.value;
+    if (in.kind == InputKind::DimSize || !crossesPacked(v->getType(), g->dims()) ||
+        !v->hasUses())
+      continue;
+    llvm::SmallVector<Use, 4> uses(v->uses().begin(), v->uses().end());
+    gb->setBase(v->getName() + ".padded");
+    Value *p = convertLayout(v, OpKind::PadPacked);
+    for (const Use &u : uses)
+      u.user->setOperand(u.operandIndex, p);
+  }
+  gb->builder().setInsertionPointToEnd(*g);
+  for (GraphOutput &o : g->outputs)
+    if (crossesPacked(o.value->getType(), g->dims()) && o.value->getDef()) {
+      // (A returned input is packed already.)
+      gb->setBase(o.name + ".packed");
+      o.value = convertLayout(o.value, OpKind::PackPadded);
+    }
 }
 
 /// bool[1, .., D, .., 1] (D at \p axis): whether an index along it is real.
@@ -400,8 +416,6 @@ bool PadDynamicShapesPass::run(Graph &graph, PassContext &ctx) {
       used.push_back(i);
   if (used.empty())
     return true;
-  if (!checkBoundary(ctx.diag))
-    return false;
   for (unsigned i : used) {
     std::string name = "dim." + graph.dims().get(i).name;
     if (graph.lookupValue(name)) {
@@ -437,6 +451,7 @@ bool PadDynamicShapesPass::run(Graph &graph, PassContext &ctx) {
     gb->setBase("dim." + graph.dims().get(i).name + ".valid");
     validIndices[i] = gb->op(OpKind::Lt, {iotas[i], dimInputs[i]});
   }
+  convertBoundary();
   std::vector<Node *> nodes;
   for (const auto &n : graph.nodes())
     nodes.push_back(n.get());

@@ -3,7 +3,11 @@
 // Data movement copies elements without rounding changes. gather is
 // numpy.take(data, indices, axis): a negative index wraps once, an index
 // still out of range gives 0. embedding is gather on axis 0. one_hot gives
-// an all-zero row for an index outside [0, num_classes).
+// an all-zero row for an index outside [0, num_classes). pad_packed and
+// pack_padded move the real elements between the packed layout and the
+// padded one; what they leave unspecified (the padding, or the packed
+// tensor past its real elements) they fill with poison (NaN, an index
+// past any extent, true), so a leak into real elements shows.
 //
 //===----------------------------------------------------------------------===//
 #include "ir/interpreter/Kernels.h"
@@ -12,6 +16,7 @@
 
 #include "llvm/Support/ErrorHandling.h"
 #include <algorithm>
+#include <cmath>
 
 using namespace cgc;
 using namespace cgc::interp;
@@ -105,6 +110,48 @@ static Tensor gather(const Tensor &data, const Tensor &idx, unsigned axis) {
   return out;
 }
 
+/// The packed tensor's index of each real element of the padded \p x (-1
+/// for padding): its coordinates in row-major order of the real shape.
+static std::vector<int64_t> packedIndices(const Node &node, const Operands &in) {
+  const Tensor &x = *in[0];
+  Shape real = x.shape;
+  std::vector<int64_t> axes = node.intsAttr("axes");
+  for (size_t k = 0; k < axes.size(); ++k) {
+    int64_t n = toInt64(in[k + 1]->data[0]);
+    if (n < 0 || n > x.shape[size_t(axes[k])])
+      fail("real extent " + std::to_string(n) + " of axis " +
+           std::to_string(axes[k]) + " is outside [0, " +
+           std::to_string(x.shape[size_t(axes[k])]) + "]");
+    real[size_t(axes[k])] = n;
+  }
+  std::vector<int64_t> at(size_t(x.numel()), -1);
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    Shape c = coords(i, x.shape);
+    int64_t flat = 0;
+    bool inside = true;
+    for (size_t d = 0; d < c.size(); ++d) {
+      inside &= c[d] < real[d];
+      flat = flat * real[d] + c[d];
+    }
+    at[size_t(i)] = inside ? flat : -1;
+  }
+  return at;
+}
+
+static Tensor packing(const Node &node, const Operands &in) {
+  const Tensor &x = *in[0];
+  Tensor out(x.dtype, x.shape);
+  double poison = isFloat(x.dtype) ? std::nan("")
+                  : x.dtype == DType::Bool ? 1.0 : double(int64_t(1) << 30);
+  std::fill(out.data.begin(), out.data.end(), poison);
+  std::vector<int64_t> at = packedIndices(node, in);
+  bool pad = node.getOp() == OpKind::PadPacked;
+  for (size_t i = 0; i < at.size(); ++i)
+    if (at[i] >= 0)
+      pad ? out.data[i] = x.data[size_t(at[i])] : out.data[size_t(at[i])] = x.data[i];
+  return out;
+}
+
 static Tensor oneHot(const Node &node, const Tensor &idx) {
   int64_t classes = node.intAttr("num_classes", 0);
   Shape shape = idx.shape;
@@ -152,6 +199,8 @@ Tensor interp::evalMovement(const Node &node, const Operands &in,
     return gather(x, *in[1], 0);
   case OpKind::OneHot:
     return oneHot(node, x);
+  case OpKind::PadPacked: case OpKind::PackPadded:
+    return packing(node, in);
 #define CGC_MOVEMENT_OP(...)
 #define CGC_OP(Enum, ...) case OpKind::Enum:
 #include "ir/Ops.def"

@@ -87,6 +87,8 @@ static int64_t indexBound(const Node &n, unsigned k, const DimEnv &env) {
     return k == 1 ? env.resolve(data.dims[0]) : -1;
   case OpKind::OneHot:
     return n.intAttr("num_classes", 1);
+  case OpKind::PadPacked: case OpKind::PackPadded: // Real extents: [0, dim].
+    return k == 0 ? -1 : env.resolve(data.dims[size_t(n.intsAttr("axes")[k - 1])]) + 1;
   case OpKind::Transpose: case OpKind::Reshape: case OpKind::BroadcastTo:
   case OpKind::Concat: case OpKind::Slice:
     return -1;
@@ -101,7 +103,7 @@ static int64_t indexBound(const Node &n, unsigned k, const DimEnv &env) {
 /// Whether operand #\p k of the movement op \p n is copied into its result.
 static bool movesData(const Node &n, unsigned k) {
   switch (n.getOp()) {
-  case OpKind::Gather:
+  case OpKind::Gather: case OpKind::PadPacked: case OpKind::PackPadded:
     return k == 0;
   case OpKind::Embedding: case OpKind::OneHot:
     return false;

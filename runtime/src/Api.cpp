@@ -136,9 +136,7 @@ static cgc_status copyTensor(cgc_context ctx, const char *name, void *host,
   if (cgc_status s = ctx->engine->makeCurrent())
     return s;
   CUstream st = static_cast<CUstream>(stream);
-  CUdeviceptr dev = v->packedAxis >= 0
-                        ? v->packed
-                        : ctx->address(v->desc->region, v->desc->offset, v->desc->name);
+  CUdeviceptr dev = ctx->address(v->desc->region, v->desc->offset, v->desc->name);
   if (toDevice)
     CGC_CHECK_CU(drv, cuMemcpyHtoDAsync(dev, host, bytes, st));
   else

@@ -44,9 +44,6 @@ cgc_context_s::~cgc_context_s() {
     drv.cuStreamDestroy(captureStream);
   if (ownsArena && arena)
     drv.cuMemFree(arena);
-  for (const TensorView &v : views)
-    if (v.ownPacked)
-      drv.cuMemFree(v.ownPacked);
 }
 
 TensorView *cgc_context_s::findView(const char *name) {
@@ -138,9 +135,8 @@ cgc_status buildTree(cgc_context_s &ctx, uint32_t index) {
   return CGC_OK;
 }
 
-/// A padded artifact: the address of each `dim_size` input, and a packed
-/// buffer (with its padded slot's address) for each input or output with
-/// a symbolic dim after axis 0. After the arena is set.
+/// A padded artifact: the address of each `dim_size` input. After the
+/// arena is set.
 cgc_status setUpPadding(cgc_context_s &ctx) {
   const auto &m = ctx.engine->artifact.manifest;
   ctx.writtenDims.assign(m.dims.size(), -1);
@@ -151,15 +147,6 @@ cgc_status setUpPadding(cgc_context_s &ctx) {
     for (size_t d = 0; d < m.dims.size(); ++d)
       if (t.kind == "dim_size" && t.name == "dim." + m.dims[d].name)
         ctx.dimSizeInputs.push_back({ctx.address(t.region, t.offset, ""), d});
-  for (TensorView &v : ctx.views)
-    for (size_t a = 1; a < v.dimOfAxis.size() && v.packedAxis < 0; ++a)
-      if (v.dimOfAxis[a] >= 0) {
-        v.packedAxis = int32_t(a);
-        v.slot = ctx.address(v.desc->region, v.desc->offset, "");
-        if (v.desc->bytes)
-          CGC_CHECK_CU(*ctx.engine->drv, cuMemAlloc(&v.ownPacked, v.desc->bytes));
-        v.packed = v.ownPacked;
-      }
   return CGC_OK;
 }
 

@@ -38,7 +38,6 @@ namespace rt {
   X(cuMemcpyHtoDAsync)                                                         \
   X(cuMemcpyDtoHAsync)                                                         \
   X(cuMemcpyDtoDAsync)                                                         \
-  X(cuMemcpy2DAsync)                                                           \
   X(cuMemsetD8)                                                                \
   X(cuMemsetD8Async)                                                           \
   X(cuMemsetD32Async)                                                          \

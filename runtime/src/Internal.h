@@ -146,13 +146,6 @@ struct TensorView {
   /// Per axis: the manifest dim it follows, or -1 (resolved at creation so
   /// runs compare no names).
   std::vector<int32_t> dimOfAxis;
-  /// Padded artifacts: an input or output with a symbolic dim after axis 0
-  /// (at `packedAxis`) is held packed, its real elements contiguous, in
-  /// `packed` (the context's `ownPacked` or the caller's bound pointer),
-  /// and copied to or from the graph's padded slot around each run.
-  int32_t packedAxis = -1;
-  CUdeviceptr packed = 0, ownPacked = 0;
-  CUdeviceptr slot = 0; ///< Packed: the padded slot the graphs read.
 };
 
 } // namespace rt

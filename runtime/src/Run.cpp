@@ -83,48 +83,10 @@ cgc_status prepareRun(cgc_context ctx, size_t index, const int64_t *dims,
         int32_t d = view.dimOfAxis[a];
         view.shape[a] = d < 0 ? view.desc->shape[a] : ctx->dims[size_t(d)];
       }
-      if (view.packedAxis >= 0) // Packed: contiguous at the real shape.
-        for (size_t a = view.shape.size(); a-- > 1;)
-          view.strides[a - 1] = view.strides[a] * view.shape[a];
+      // Contiguous at the real shape (a padded graph's boundary is packed).
+      for (size_t a = view.shape.size(); a-- > 1;)
+        view.strides[a - 1] = view.strides[a] * view.shape[a];
     }
-  }
-  return CGC_OK;
-}
-
-/// Copies the packed inputs into the padded slots of graph \p index
-/// (\p toPadded), or its padded outputs out to their packed storage: one
-/// 2-D copy each, a row per index of the axes before the packed axis.
-cgc_status copyPacked(cgc_context ctx, size_t index, CUstream stream,
-                      bool toPadded) {
-  if (!ctx->graphs[index].desc->padded)
-    return CGC_OK;
-  const TreeState &tree = ctx->trees[index];
-  size_t inputs = ctx->engine->artifact.manifest.inputs.size();
-  size_t begin = toPadded ? 0 : inputs; // views: inputs, then outputs
-  size_t end = toPadded ? inputs : ctx->views.size();
-  for (size_t i = begin; i < end; ++i) {
-    const TensorView &v = ctx->views[i];
-    if (v.packedAxis < 0 || !v.packed)
-      continue;
-    size_t a = size_t(v.packedAxis);
-    uint64_t inner = cgc::format::dtypeSize(v.desc->dtype), rows = 1;
-    for (size_t k = a + 1; k < v.shape.size(); ++k)
-      inner *= uint64_t(v.shape[k]);
-    for (size_t k = 0; k < a; ++k)
-      rows *= uint64_t(v.shape[k]);
-    uint64_t width = uint64_t(v.shape[a]) * inner;
-    uint64_t pitch = uint64_t(boundValue(tree, size_t(v.dimOfAxis[a]), v.shape[a])) * inner;
-    if (!width || !rows)
-      continue;
-    CUDA_MEMCPY2D copy{};
-    copy.srcMemoryType = copy.dstMemoryType = CU_MEMORYTYPE_DEVICE;
-    copy.srcDevice = toPadded ? v.packed : v.slot;
-    copy.srcPitch = toPadded ? width : pitch;
-    copy.dstDevice = toPadded ? v.slot : v.packed;
-    copy.dstPitch = toPadded ? pitch : width;
-    copy.WidthInBytes = width;
-    copy.Height = rows;
-    CGC_CHECK_CU(*ctx->engine->drv, cuMemcpy2DAsync(&copy, stream));
   }
   return CGC_OK;
 }
@@ -158,8 +120,7 @@ cgc_status viewOf(cgc_context ctx, const char *name, bool output,
     if (v.desc->name != name)
       continue;
     desc->data = reinterpret_cast<void *>(
-        v.packedAxis >= 0 ? v.packed
-                          : ctx->address(v.desc->region, v.desc->offset, v.desc->name));
+        ctx->address(v.desc->region, v.desc->offset, v.desc->name));
     desc->dtype = dtypeCode(v.desc->dtype);
     desc->ndim = static_cast<int32_t>(v.shape.size());
     desc->shape = v.shape.data();
@@ -182,12 +143,10 @@ cgc_status cgc_run(cgc_context ctx, size_t graph_index, const int64_t *dims,
   CUstream s = static_cast<CUstream>(stream);
   if (cgc_status st = writeDimSizes(ctx, graph_index, s))
     return st;
-  if (cgc_status st = copyPacked(ctx, graph_index, s, /*toPadded=*/true))
-    return st;
   CGC_CHECK_CU(*ctx->engine->drv,
                cuGraphLaunch(ctx->trees[graph_index].exec, s));
   ++ctx->counters.launches;
-  return copyPacked(ctx, graph_index, s, /*toPadded=*/false);
+  return CGC_OK;
 }
 
 cgc_status cgc_run_eager(cgc_context ctx, size_t graph_index,
@@ -197,12 +156,7 @@ cgc_status cgc_run_eager(cgc_context ctx, size_t graph_index,
   CUstream s = static_cast<CUstream>(stream);
   if (cgc_status st = writeDimSizes(ctx, graph_index, s))
     return st;
-  if (cgc_status st = copyPacked(ctx, graph_index, s, /*toPadded=*/true))
-    return st;
-  if (cgc_status st = runGraphEager(*ctx, uint32_t(graph_index),
-                                    uint32_t(graph_index), s))
-    return st;
-  return copyPacked(ctx, graph_index, s, /*toPadded=*/false);
+  return runGraphEager(*ctx, uint32_t(graph_index), uint32_t(graph_index), s);
 }
 
 cgc_status cgc_context_input(cgc_context ctx, const char *name,
@@ -233,11 +187,6 @@ cgc_status cgc_context_bind(cgc_context ctx, const char *name,
                     "' is not 16-byte aligned");
   if (cgc_status s = ctx->engine->makeCurrent())
     return s;
-  if (view->packedAxis >= 0) { // The graph reads its padded slot: no node changes.
-    view->packed = device_ptr ? reinterpret_cast<CUdeviceptr>(device_ptr)
-                              : view->ownPacked;
-    return CGC_OK;
-  }
   CUdeviceptr previous = view->bound;
   view->bound = reinterpret_cast<CUdeviceptr>(device_ptr);
   if (cgc_status s = refreshBoundNodes(*ctx, view->desc->name)) {

@@ -6,6 +6,8 @@
 // with the real extents in its `dim_size` inputs and its inputs padded
 // with poison (NaN, or an out-of-range index), so any padding that leaks
 // into a real element shows; its outputs are then cut to the real shapes.
+// Inputs and outputs with a symbolic dim after axis 0 cross the padded
+// graph's boundary packed: the real elements first, poison behind them.
 //
 //===----------------------------------------------------------------------===//
 #include "PaddedRun.h"
@@ -40,13 +42,17 @@ static std::vector<int64_t> frontIndices(const Shape &front, const Shape &padded
   return at;
 }
 
-/// \p from's elements at the front of every axis of a \p shape tensor,
-/// the rest poison.
-static Tensor padTo(const Tensor &from, const Shape &shape) {
+/// \p from's elements at the front of every axis of a \p shape tensor (or,
+/// \p packed, at the front of its flat elements), the rest poison.
+static Tensor padTo(const Tensor &from, const Shape &shape, bool packed) {
   Tensor out(from.dtype, shape);
   double poison = isFloat(from.dtype) ? std::nan("")
                   : from.dtype == DType::Bool ? 1.0 : double(1 << 30);
   std::fill(out.data.begin(), out.data.end(), poison);
+  if (packed) {
+    std::copy(from.data.begin(), from.data.end(), out.data.begin());
+    return out;
+  }
   std::vector<int64_t> at = frontIndices(from.shape, shape);
   for (size_t i = 0; i < at.size(); ++i)
     out.data[at[i]] = from.data[i];
@@ -90,15 +96,21 @@ bool cgc::paddedInputs(const Graph &before, const Graph &after,
     for (unsigned a = 0; a < t.rank(); ++a)
       if (!t.dims[a].isStatic())
         shape[a] = sizes[dims.get(t.dims[a].symbolIndex()).name].second;
-    padded[name] = shape == it->second.shape ? it->second : padTo(it->second, shape);
+    padded[name] = shape == it->second.shape
+                       ? it->second
+                       : padTo(it->second, shape, crossesPacked(t, dims));
   }
   return true;
 }
 
-Tensor cgc::realPart(const Tensor &padded, const Shape &shape) {
+Tensor cgc::realPart(const Tensor &padded, const Shape &shape, bool packed) {
   if (padded.shape == shape || padded.rank() != shape.size())
     return padded;
   Tensor out(padded.dtype, shape);
+  if (packed) {
+    std::copy(padded.data.begin(), padded.data.begin() + out.numel(), out.data.begin());
+    return out;
+  }
   std::vector<int64_t> at = frontIndices(shape, padded.shape);
   for (size_t i = 0; i < at.size(); ++i)
     out.data[i] = padded.data[at[i]];

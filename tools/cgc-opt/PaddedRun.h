@@ -25,7 +25,7 @@ bool paddedInputs(const Graph &before, const Graph &after,
 
 /// The front \p shape of \p padded along every axis.
 interp::Tensor realPart(const interp::Tensor &padded,
-                        const interp::Shape &shape);
+                        const interp::Shape &shape, bool packed);
 
 } // namespace cgc
 

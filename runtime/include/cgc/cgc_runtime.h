@@ -202,11 +202,11 @@ void cgc_context_destroy(cgc_context ctx);
  * maximum); a graph compiled for a dim value refuses any other, and a
  * padded graph takes any value up to its bucket: the real dims go to its
  * `dim_size` inputs on the stream before the launch (only when they
- * changed since the last run of the context); inputs and outputs whose only
- * symbolic axis is 0 hold their real rows first in their slot, those with a
- * symbolic axis after 0 are held packed in a buffer of the context and
- * moved to and from the padded slot with one 2-D copy around the launch
- * (views report the real shapes). Nothing is captured,
+ * changed since the last run of the context); inputs and outputs hold
+ * their real elements packed at the front of their storage, contiguous in
+ * the real shape (the graph moves those with a symbolic axis after 0 to and
+ * from its padded layout itself; views report the real shapes and
+ * strides). Nothing is captured,
  * instantiated or compiled. Conditional nodes (`if`, `while`) decide on
  * the device. Asynchronous. */
 cgc_status cgc_run(cgc_context ctx, size_t graph_index, const int64_t *dims,
@@ -219,9 +219,8 @@ cgc_status cgc_run_eager(cgc_context ctx, size_t graph_index,
                          const int64_t *dims, size_t n_dims, void *stream);
 
 /* Zero-copy views of the current storage of a graph input / output: the
- * context's arena slice, or the caller's pointer after cgc_context_bind, or
- * (a packed tensor of a padded artifact) the context's packed buffer.
- * Output shapes are the real shapes of the last run's dims. */
+ * context's arena slice, or the caller's pointer after cgc_context_bind.
+ * Shapes are the real shapes of the last run's dims, strides contiguous. */
 cgc_status cgc_context_input(cgc_context ctx, const char *name,
                              cgc_tensor *desc);
 cgc_status cgc_context_output(cgc_context ctx, const char *name,
@@ -234,16 +233,15 @@ cgc_status cgc_context_output(cgc_context ctx, const char *name,
  * (256 recommended) and hold the tensor's full (maximum) size. NULL restores
  * the arena storage. Not to be called while a run of ctx is enqueued on a
  * stream that has not finished with the old pointer (cudaGraphExec semantics:
- * only later launches see the change). For a packed tensor of a padded
- * artifact no node changes: the pointer replaces the packed buffer. The
- * `dim_size` inputs cannot be bound. */
+ * only later launches see the change). The `dim_size` inputs cannot be
+ * bound. */
 cgc_status cgc_context_bind(cgc_context ctx, const char *name,
                             void *device_ptr);
 
 /* Convenience copies between host memory and a named input/output's
  * current storage, ordered on stream and synchronous (they wait for it). A
- * copy may be shorter than the tensor (a padded input's real rows, or its
- * packed real elements); the `dim_size` inputs of a padded artifact are
+ * copy may be shorter than the tensor (a padded artifact's real elements,
+ * packed); the `dim_size` inputs of a padded artifact are
  * refused (cgc_run writes them). */
 cgc_status cgc_context_write_input(cgc_context ctx, const char *name,
                                    const void *host_src, size_t bytes,
