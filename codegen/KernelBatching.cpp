@@ -1,7 +1,7 @@
 //===- KernelBatching.cpp - Independent small pointwise kernels as one ------===//
 //
-// Algorithm: in each step graph, in program order, gather the pointwise
-// kernels (grid-stride bodies, Kernel::gridStrideBody) that launch at most
+// Algorithm: in each step graph, in program order, gather the pointwise and
+// movement kernels (grid-stride bodies, Kernel::gridStrideBody) that launch at most
 // one wave each and that no step between them orders. A candidate joins
 // the open batch when it conflicts with no member (reads what a member
 // writes, or writes what a member reads or writes); a step that conflicts

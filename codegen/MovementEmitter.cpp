@@ -2,7 +2,7 @@
 //
 // One thread per output element: decompose the linear index into output
 // coordinates (static strides baked in), compute the source offset for the
-// op, load and store. Indices read from tensors (gather, embedding) wrap
+// op, load and store (a grid-stride body: kernel batching may merge it). Indices read from tensors (gather, embedding) wrap
 // negatives once and clamp into range so a bad index never faults.
 //
 //===----------------------------------------------------------------------===//
@@ -167,7 +167,7 @@ void cgc::emitMovement(const Node &node, Kernel &kernel) {
   const unsigned block = 256;
   kernel.block[0] = block;
   kernel.grid[0] = gridFor(n, block);
-  kernel.source = kernelOpening(kernel, block) +
-                  gridStrideLoop("i", n, block) + coordDecls(out, "i", "c") +
-                  body + "  }\n}\n";
+  kernel.gridStrideBody = gridStrideLoop("i", n, block) +
+                          coordDecls(out, "i", "c") + body + "  }\n";
+  kernel.source = kernelOpening(kernel, block) + kernel.gridStrideBody + "}\n";
 }
