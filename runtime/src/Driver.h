@@ -67,7 +67,7 @@ namespace rt {
   X(cuStreamCreate)                                                            \
   X(cuStreamDestroy)                                                           \
   X(cuStreamSynchronize)                                                       \
-  X(cuStreamWriteValue64)                                                      \
+  X(cuStreamBatchMemOp)                                                        \
   X(cuStreamBeginCapture)                                                      \
   X(cuStreamEndCapture)                                                        \
   X(cuEventCreate)                                                             \

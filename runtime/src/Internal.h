@@ -163,6 +163,9 @@ struct cgc_context_s {
   /// Padded artifacts: (address, dim index) of each `dim_size` input,
   /// written with the run's dims before a launch when they changed.
   std::vector<std::pair<CUdeviceptr, size_t>> dimSizeInputs;
+  /// One 64-bit stream write per dim_size input (addresses set at
+  /// creation; cgc_run fills in the values).
+  std::vector<CUstreamBatchMemOpParams> dimWrites;
   /// The dims the dim_size inputs hold (-1: not written yet).
   std::vector<int64_t> writtenDims;
   /// Per manifest product: this context's matmul descriptor (its own bias

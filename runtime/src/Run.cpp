@@ -91,18 +91,20 @@ cgc_status prepareRun(cgc_context ctx, size_t index, const int64_t *dims,
   return CGC_OK;
 }
 
-/// A padded graph reads the real dims from its `dim_size` inputs: each that
-/// changed is written on \p stream ahead of the launch (a stream memory
-/// operation, about 1.7 us of GPU time on an H100: no copy from host
-/// memory, so the next call may change the values at once); replays at the
-/// same size write nothing.
+/// A padded graph reads the real dims from its `dim_size` inputs: when the
+/// dims changed, all are written on \p stream ahead of the launch by one
+/// batch of stream memory operations (about 1.8 us of GPU time on an
+/// H100, however many dims; no copy from host memory, so the next call
+/// may change the values at once); replays at the same size write nothing.
 cgc_status writeDimSizes(cgc_context ctx, size_t index, CUstream stream) {
   if (!ctx->graphs[index].desc->padded || ctx->writtenDims == ctx->dims)
     return CGC_OK;
   std::fill(ctx->writtenDims.begin(), ctx->writtenDims.end(), -1);
-  for (const auto &[at, dim] : ctx->dimSizeInputs)
-    CGC_CHECK_CU(*ctx->engine->drv,
-                 cuStreamWriteValue64(stream, at, cuuint64_t(ctx->dims[dim]), 0));
+  std::vector<CUstreamBatchMemOpParams> &ops = ctx->dimWrites;
+  for (size_t k = 0; k < ops.size(); ++k)
+    ops[k].writeValue.value64 = cuuint64_t(ctx->dims[ctx->dimSizeInputs[k].second]);
+  CGC_CHECK_CU(*ctx->engine->drv,
+               cuStreamBatchMemOp(stream, unsigned(ops.size()), ops.data(), 0));
   ctx->writtenDims = ctx->dims; // Same size: no allocation.
   ++ctx->counters.dim_writes;
   return CGC_OK;
