@@ -3,39 +3,12 @@
 (F32, I64, I32, BOOL) and a Runner that compiles models, times them with
 `cgc bench` and runs them with `cgc run`, writing RESULT/CHECK/ERROR lines
 through the script's BenchLog (torch_timing.py)."""
-import json, os, struct, subprocess
+import json, os, subprocess, sys
 
 import numpy as np
 
-ST = {np.float32: "F32", np.int64: "I64", np.int32: "I32", np.bool_: "BOOL"}
-NP = {"F32": np.float32, "I64": np.int64, "I32": np.int32, "BOOL": np.bool_}
-
-
-def write_safetensors(path, tensors):
-    header, off, blobs = {}, 0, []
-    for name, arr in tensors.items():
-        arr = np.ascontiguousarray(arr)
-        data = arr.tobytes()
-        header[name] = {"dtype": ST[arr.dtype.type], "shape": list(arr.shape),
-                        "data_offsets": [off, off + len(data)]}
-        off += len(data)
-        blobs.append(data)
-    h = json.dumps(header, separators=(",", ":")).encode()
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(h)) + h + b"".join(blobs))
-
-
-def read_safetensors(path):
-    with open(path, "rb") as f:
-        data = f.read()
-    (n,) = struct.unpack("<Q", data[:8])
-    header = json.loads(data[8:8 + n])
-    out = {}
-    for name, e in header.items():
-        if name != "__metadata__":
-            b, end = e["data_offsets"]
-            out[name] = np.frombuffer(data[8 + n + b:8 + n + end], NP[e["dtype"]]).reshape(e["shape"])
-    return out
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+from cgc.safetensors import write_safetensors, read_safetensors  # noqa: E402,F401
 
 
 class Runner:

@@ -14,7 +14,9 @@
 #    that fails to stage fails the run.
 # 1. Runs every GPU gtest binary with XML output, prints run/passed/failed/
 #    skipped, fails if any failed, or if nvidia-smi sees a GPU but a test was
-#    skipped or none ran.
+#    skipped or none ran; then the ONNX node tests staged in DIR/onnx-cases
+#    (test/onnx/gpu_node_tests.py: compiled with cgc, run with cgc run),
+#    failing if any is wrong or none was staged.
 # 2. Reruns them under compute-sanitizer --tool memcheck, racecheck and
 #    synccheck where it exists (says so if not; CGC_SANITIZER=0 turns it
 #    off, CGC_SANITIZER_TOOLS picks tools); CGC_OP_MEMCHECK_FILTER narrows
@@ -91,6 +93,18 @@ echo "gpu-run: tests run=$RUN passed=$PASSED failed=$FAILED skipped=$SKIPPED gpu
 [ "$FAILED" -eq 0 ] || status=1
 if [ "$GPU_VISIBLE" -eq 1 ] && { [ "$SKIPPED" -ne 0 ] || [ "$RUN" -eq 0 ]; }; then
   echo "gpu-run: error: a GPU is visible but GPU tests were skipped or none ran" >&2
+  status=1
+fi
+
+# ---- 1b. ONNX's node tests, compiled and run on the GPU (staged by
+# stage-gpu.sh where onnx is installed)
+if [ -d "$BUILD/onnx-cases" ]; then
+  echo "== ONNX node tests on the GPU"
+  python3 "$HERE/test/onnx/gpu_node_tests.py" --cgc "$BUILD/bin/cgc" \
+    --stage "$BUILD/onnx-cases" >"$RES/onnx-gpu.log" 2>&1 || status=1
+  grep -vE '^  refused' "$RES/onnx-gpu.log" | head -20
+elif [ "$GPU_VISIBLE" -eq 1 ]; then
+  echo "gpu-run: error: no ONNX node tests staged (stage-gpu.sh stages them with onnx installed)" >&2
   status=1
 fi
 

@@ -21,6 +21,10 @@ fi
 # FileCheck suite (LLVM 14's copy is used when present).
 python3 -c "import numpy" 2>/dev/null ||
   python3 -m pip install -q numpy || python3 -m pip install -q --break-system-packages numpy
+# The ONNX importer (python/cgc) reads models with onnx; its 1.22 wheel also
+# holds the backend node tests the importer is checked against.
+python3 -c "import onnx" 2>/dev/null ||
+  python3 -m pip install -q onnx==1.22.0 || python3 -m pip install -q --break-system-packages onnx==1.22.0
 if [ ! -f /usr/lib/llvm-14/build/utils/lit/lit.py ] && ! command -v lit >/dev/null; then
   python3 -m pip install -q lit || python3 -m pip install -q --break-system-packages lit
 fi

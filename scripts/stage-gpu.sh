@@ -6,6 +6,8 @@
 # and bench artifacts are staged on the GPU machine by gpu-run.sh (their
 # inputs and weights would not fit the carried folder). Then, there:
 #   scripts/gpu-run.sh STAGE_DIR
+# ONNX's node tests that pass through the interpreter are staged here (the
+# GPU machine has no onnx): STAGE_DIR/onnx-cases, for gpu-run.sh.
 # CGC_STAGE_HERE=1 also stages the cases and bench artifacts here.
 set -eu
 BUILD=${1:?usage: stage-gpu.sh BUILD_DIR [STAGE_DIR]}
@@ -16,6 +18,12 @@ mkdir -p "$STAGE/bin" "$STAGE/test/gpu"
 cp "$BUILD/tools/cgc" "$BUILD/tools/cgc-opt" "$STAGE/bin/"
 cp "$BUILD/runtime/cgc-rt" "$STAGE/bin/" 2>/dev/null || true
 cp "$BUILD"/test/gpu/*_tests "$STAGE/test/gpu/"
+if python3 -c "import onnx" 2>/dev/null; then
+  python3 "$ROOT/test/onnx/node_tests.py" --cgc-opt "$BUILD/tools/cgc-opt" \
+    --stage "$STAGE/onnx-cases" | head -1
+else
+  echo "stage-gpu: onnx is not installed: no ONNX node tests staged (scripts/setup.sh installs it)"
+fi
 if [ "${CGC_STAGE_HERE:-0}" = 1 ]; then
   python3 "$ROOT/test/gpu/stage_cases.py" --cgc "$STAGE/bin/cgc" \
     --cgc-opt "$STAGE/bin/cgc-opt" --out "$STAGE/gpu-cases" || rc=$?

@@ -20,3 +20,10 @@ config.substitutions.append(("%python", config.python_executable))
 config.substitutions.append(("%examples", os.path.join(config.cgc_src_root, "examples")))
 if config.has_cuda_device:
     config.available_features.add("cuda")
+# The ONNX importer's tests need the onnx package (scripts/setup.sh).
+import subprocess
+if subprocess.run([config.python_executable, "-c", "import onnx"],
+                  capture_output=True).returncode == 0:
+    config.available_features.add("onnx")
+config.environment["PYTHONPATH"] = os.pathsep.join(
+    [os.path.join(config.cgc_src_root, "python"), os.environ.get("PYTHONPATH", "")])

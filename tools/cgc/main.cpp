@@ -2,6 +2,7 @@
 //
 //   cgc model.json                 verify the model and print a summary
 //   cgc model.json -o model.cgc    compile it into an artifact
+//   cgc model.onnx -o model.cgc    import an ONNX model (python/cgc), then compile
 //   cgc model.json --emit=cuda     print the generated CUDA program
 //   cgc model.json --emit=dot      print the CUDA graph as Graphviz
 //   cgc --dump-artifact model.cgc  verify an artifact and print its manifest
@@ -17,12 +18,15 @@
 #include "ir/JsonReader.h"
 #include "ir/Verifier.h"
 #include "support/ToolSupport.h"
+#include "OnnxImport.h"
 #ifdef CGC_HAVE_RUN_COMMANDS
 #include "RunCommands.h"
 #endif
 
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/ScopeExit.h"
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/InitLLVM.h"
 #include <cstring>
@@ -30,7 +34,7 @@
 using namespace cgc;
 namespace cl = llvm::cl;
 
-static cl::opt<std::string> InputFile(cl::Positional, cl::desc("<model.json>"));
+static cl::opt<std::string> InputFile(cl::Positional, cl::desc("<model.json | model.onnx>"));
 static cl::opt<std::string> OutputFile("o", cl::desc("Write the compiled artifact here"),
                                        cl::value_desc("model.cgc"));
 static cl::opt<std::string> Arch("arch", cl::desc("Target GPU architecture"),
@@ -212,9 +216,23 @@ static int compileMain(int argc, char **argv) {
   DiagnosticEngine diag(llvm::errs(), ErrorLimit);
   PhaseTimes times;
   std::unique_ptr<Graph> graph;
+  std::string modelPath = InputFile, importDir;
+  auto removeImport = llvm::make_scope_exit([&] {
+    if (!importDir.empty())
+      llvm::sys::fs::remove_directories(importDir);
+  });
+  if (isOnnxModel(InputFile)) {
+    PhaseTimer timer(&times, "import ONNX");
+    std::string error;
+    if (!importOnnx(InputFile, modelPath, importDir, error)) {
+      if (!error.empty())
+        llvm::errs() << InputFile << ": error: " << error << "\n";
+      return 1;
+    }
+  }
   {
     PhaseTimer timer(&times, "read and verify");
-    graph = readGraphFile(InputFile, diag, ReadOptions());
+    graph = readGraphFile(modelPath, diag, ReadOptions());
     if (!graph || !verifyGraph(*graph, diag))
       return 1;
   }

@@ -1,0 +1,55 @@
+#!/usr/bin/env python3
+"""Writes the small ONNX models the importer's lit tests read (into the
+directory given): one the importer maps, and one for each kind of
+refusal."""
+import os
+import sys
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+
+def save(directory, name, nodes, inputs, outputs, initializers=(), opset=20):
+    graph = helper.make_graph(nodes, name, inputs, outputs, list(initializers))
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    onnx.save(model, os.path.join(directory, name + ".onnx"))
+
+
+def tensor(name, elem, shape):
+    return helper.make_tensor_value_info(name, elem, shape)
+
+
+def main(directory):
+    os.makedirs(directory, exist_ok=True)
+    rng = np.random.default_rng(0)
+    w = numpy_helper.from_array(rng.standard_normal((64, 32)).astype(np.float32), "w")
+    b = numpy_helper.from_array(np.zeros(32, np.float32), "b")
+    shape = numpy_helper.from_array(np.array([0, 4, 8], np.int64), "shape")
+    save(directory, "mlp", [helper.make_node("MatMul", ["x", "w"], ["h"]),
+                            helper.make_node("Add", ["h", "b"], ["a"]),
+                            helper.make_node("Gelu", ["a"], ["g"]),
+                            helper.make_node("Reshape", ["g", "shape"], ["y"]),
+                            helper.make_node("Softmax", ["y"], ["p"], axis=-1)],
+         [tensor("x", TensorProto.FLOAT, [2, 64])], [tensor("p", TensorProto.FLOAT, [2, 4, 8])],
+         [w, b, shape])
+    save(directory, "topk", [helper.make_node("TopK", ["x", "k"], ["v", "i"])],
+         [tensor("x", TensorProto.FLOAT, [4]), tensor("k", TensorProto.INT64, [1])],
+         [tensor("v", TensorProto.FLOAT, [2]), tensor("i", TensorProto.INT64, [2])])
+    save(directory, "double", [helper.make_node("Relu", ["x"], ["y"])],
+         [tensor("x", TensorProto.DOUBLE, [3])], [tensor("y", TensorProto.DOUBLE, [3])])
+    save(directory, "shape_input", [helper.make_node("Reshape", ["x", "s"], ["y"])],
+         [tensor("x", TensorProto.FLOAT, [6]), tensor("s", TensorProto.INT64, [2])],
+         [tensor("y", TensorProto.FLOAT, [2, 3])])
+    save(directory, "dynamic", [helper.make_node("Relu", ["x"], ["y"])],
+         [tensor("x", TensorProto.FLOAT, ["N", 3])], [tensor("y", TensorProto.FLOAT, ["N", 3])])
+    save(directory, "domain", [helper.make_node("Foo", ["x"], ["y"], domain="com.example")],
+         [tensor("x", TensorProto.FLOAT, [3])], [tensor("y", TensorProto.FLOAT, [3])])
+    save(directory, "last_index", [helper.make_node("ArgMax", ["x"], ["y"], select_last_index=1)],
+         [tensor("x", TensorProto.FLOAT, [3])], [tensor("y", TensorProto.INT64, [1])])
+    with open(os.path.join(directory, "garbage.onnx"), "wb") as f:
+        f.write(b"\x08not an onnx model")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
