@@ -16,7 +16,8 @@
 #    skipped, fails if any failed, or if nvidia-smi sees a GPU but a test was
 #    skipped or none ran; then the ONNX node tests staged in DIR/onnx-cases
 #    (test/onnx/gpu_node_tests.py: compiled with cgc, run with cgc run),
-#    failing if any is wrong or none was staged.
+#    failing if any is wrong or none was staged; then cgc.export of
+#    nn.Modules against PyTorch (test/python/torch_export_gpu.py).
 # 2. Reruns them under compute-sanitizer --tool memcheck, racecheck and
 #    synccheck where it exists (says so if not; CGC_SANITIZER=0 turns it
 #    off, CGC_SANITIZER_TOOLS picks tools); CGC_OP_MEMCHECK_FILTER narrows
@@ -107,6 +108,16 @@ elif [ "$GPU_VISIBLE" -eq 1 ]; then
   echo "gpu-run: error: no ONNX node tests staged (stage-gpu.sh stages them with onnx installed)" >&2
   status=1
 fi
+
+# ---- 1c. cgc.export of ordinary nn.Modules against PyTorch (PyTorch is
+# on this machine only)
+echo "== cgc.export against PyTorch (test/python/torch_export_gpu.py)"
+python3 "$HERE/test/python/torch_export_gpu.py" --cgc "$BUILD/bin/cgc" \
+  --work "$RES/export" >"$RES/export.log" 2>&1
+rc=$?
+grep -E '^(OK|FAIL|skipped)' "$RES/export.log"
+rm -rf "$RES/export"
+if [ $rc -ne 0 ] && { [ $rc -ne 77 ] || [ "$GPU_VISIBLE" -eq 1 ]; }; then status=1; fi
 
 # ---- 2. compute-sanitizer: memcheck, racecheck, synccheck
 # Each tool reruns the GPU tests (the soak test excepted: 10^6 replays).

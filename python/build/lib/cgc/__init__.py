@@ -1,0 +1,23 @@
+"""cgc from Python: PyTorch modules and ONNX models into cgc's JSON IR
+(docs/python.md, docs/onnx.md).
+
+    import cgc
+    cgc.export(module.eval(), (x,), "model.json")    # torch.export, + model.safetensors
+    ir, weights = cgc.from_onnx("model.onnx")        # the JSON IR and its weights
+    cgc.write_ir(ir, weights, "model.json")           # then: cgc model.json -o model.cgc
+"""
+from .onnx_import import onnx_to_ir, write_ir  # noqa: F401
+from .onnx_types import RefusedError  # noqa: F401
+
+
+def from_onnx(path_or_model, **options):
+    """(ir, weights) of an ONNX model (a path or a ModelProto)."""
+    import onnx
+    model = onnx.load(path_or_model) if isinstance(path_or_model, str) else path_or_model
+    return onnx_to_ir(model, **options)
+
+
+def export(module, example_args, path, dynamic_shapes=None, example_kwargs=None):
+    """Exports a torch module with torch.export into the IR at `path`."""
+    from .torch_export import export as torch_export
+    return torch_export(module, example_args, path, dynamic_shapes, example_kwargs)

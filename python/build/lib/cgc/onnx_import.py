@@ -1,0 +1,339 @@
+"""ONNX models into cgc's JSON IR (docs/onnx.md).
+
+Each ONNX node becomes the cgc ops that compute it (ops.py maps them, by
+operator name); what has no mapping is refused by name, never skipped.
+Shapes must be static: the model's inputs are read at their declared
+shapes (or the shapes of example inputs), and operands that decide a shape
+or an axis (Reshape's shape, Slice's starts, a reduction's axes, ...) must
+be constants: initializers, Constant nodes, or inputs given as constants
+(`constants`, which the conformance harness uses for the ONNX node tests
+whose shape operands are graph inputs). Initializers of more than
+`inline_limit` elements become parameters read from a safetensors file
+beside the IR; smaller ones are inline constants.
+
+    ir, weights = onnx_to_ir(model)            # the IR as a dict, weights
+    write_ir(ir, weights, "model.json")        # + model.safetensors
+"""
+import json
+import os
+import re
+
+import numpy as np
+
+from . import ops
+from .onnx_types import NUMPY, RefusedError, cgc_dtype, dtype_of_array
+from .safetensors import write_safetensors
+
+
+def json_number(v, dtype):
+    """A constant's element as the IR writes it (non-finite floats as
+    the strings "inf", "-inf", "nan")."""
+    if dtype == "bool":
+        return int(v)
+    if isinstance(v, float) and not np.isfinite(v):
+        return "nan" if np.isnan(v) else ("inf" if v > 0 else "-inf")
+    return v
+
+
+# Operators folded into constants when every operand is known at compile
+# time (shape arithmetic: what sizes a Reshape, a ConstantOfShape or a
+# Slice), by ONNX's reference evaluator.
+FOLDED = {"Shape", "Size", "Gather", "Slice", "Concat", "Unsqueeze", "Squeeze", "Cast",
+          "Add", "Sub", "Mul", "Div", "Equal", "Where", "Range", "Reshape", "ConstantOfShape",
+          "ReduceProd", "Max", "Min", "Abs", "Neg", "Expand", "Identity", "Less", "Greater",
+          "Not", "And", "Or", "Sqrt", "CastLike", "Mod", "Floor", "Ceil", "Tile"}
+
+BOOL_RESULTS = {"eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_not"}
+
+
+def result_dtype(op, inputs, attrs, types):
+    """The dtype of a cgc op's result, for the ops the rules build."""
+    if op in BOOL_RESULTS:
+        return "bool"
+    if op == "cast" or op == "one_hot":
+        return attrs.get("dtype", "f32")
+    if op == "argmax":
+        return "i64"
+    if op == "where":
+        return types.get(inputs[1], (None,))[0]
+    return types[inputs[0]][0]
+
+
+class Graph:
+    """The IR being built: inputs, nodes, and what each ONNX value is."""
+
+    def __init__(self, inline_limit):
+        self.inputs, self.nodes, self.weights = [], [], {}
+        self.names = set()
+        self.value = {}   # ONNX name -> cgc value name
+        self.type = {}    # cgc value name -> (dtype, shape list)
+        self.known = {}   # cgc value name -> ndarray, for values known at compile time
+        self.inline_limit = inline_limit
+        self.loc = None
+
+    def fresh(self, base):
+        base = re.sub(r"[^A-Za-z0-9_.:/-]", "_", base or "v")[:200] or "v"
+        name, k = base, 1
+        while name in self.names:
+            name, k = f"{base}_{k}", k + 1
+        self.names.add(name)
+        return name
+
+    def op(self, op, inputs, attrs=None, dtype=None, shape=None, name=None):
+        """Appends a cgc node; returns its value name. `dtype`/`shape`
+        record its type when the importer needs it later."""
+        out = self.fresh(name or op)
+        node = {"name": out, "op": op, "inputs": list(inputs)}
+        if attrs:
+            node["attrs"] = attrs
+        if self.loc:
+            node["loc"] = self.loc
+        self.nodes.append(node)
+        if dtype is None and inputs and inputs[0] in self.type:
+            dtype = result_dtype(op, inputs, attrs or {}, self.type)
+        if dtype is not None:
+            self.type[out] = (dtype, list(shape) if shape is not None else None)
+        return out
+
+    def constant(self, array, name="const"):
+        """A value holding `array` (an inline constant, or a parameter read
+        from the weights file when large)."""
+        array = np.asarray(array)
+        dtype = dtype_of_array(array, f"constant '{name}'")
+        if array.size > self.inline_limit:
+            out = self.fresh(name)
+            self.inputs.append({"name": out, "kind": "parameter", "dtype": dtype,
+                                "shape": list(array.shape), "weight": out})
+            self.weights[out] = array
+        else:
+            values = [json_number(v, dtype) for v in array.reshape(-1).tolist()]
+            attrs = {"dtype": dtype, "shape": list(array.shape),
+                     "value": values[0] if array.size == 1 else values}
+            out = self.op("constant", [], attrs, dtype, array.shape, name=name)
+        self.type[out] = (dtype, list(array.shape))
+        self.known[out] = array
+        return out
+
+    def scalar(self, value, dtype):
+        return self.constant(np.array(value, dtype=NUMPY[dtype]), "scalar")
+
+    def dtype(self, v):
+        return self.type[v][0]
+
+    def shape(self, v):
+        shape = self.type[v][1]
+        if shape is None:
+            raise RefusedError(f"the shape of '{v}' is not known")
+        return shape
+
+
+class Importer:
+    """One ONNX graph into a Graph."""
+
+    def __init__(self, model, constants, inline_limit, input_shapes):
+        import onnx
+        from onnx import numpy_helper, shape_inference
+        self.onnx, self.numpy_helper = onnx, numpy_helper
+        model = self.with_shapes(self.with_constants(model, constants or {}), input_shapes or {})
+        try:
+            self.model = shape_inference.infer_shapes(model, strict_mode=False, data_prop=True)
+        except Exception:  # noqa: BLE001 - an unknown domain: shapes from the model
+            self.model = model
+        self.g = Graph(inline_limit)
+        self.constants = constants or {}
+        self.input_shapes = input_shapes or {}
+        self.opset = next((o.version for o in self.model.opset_import
+                           if o.domain in ("", "ai.onnx")), 1)
+        self.value_types = {}
+        for vi in list(self.model.graph.value_info) + list(self.model.graph.input) + \
+                list(self.model.graph.output):
+            self.value_types[vi.name] = vi.type
+
+    def fold(self, node, ins):
+        """Evaluates `node` at compile time when it computes shapes from
+        known values only; True when it did."""
+        if node.op_type not in FOLDED or not ins or \
+                any(v is not None and v not in self.g.known for v in ins):
+            return False
+        from onnx.reference import ReferenceEvaluator
+        feeds = {n: self.g.known[v] for n, v in zip(node.input, ins) if n}
+        try:
+            results = ReferenceEvaluator(self.single_node_model(node, feeds)).run(None, feeds)
+        except Exception:  # noqa: BLE001 - left to the operator's rule
+            return False
+        for name, array in zip(node.output, results):
+            if name:
+                self.g.value[name] = self.g.constant(np.asarray(array), name)
+        return True
+
+    def single_node_model(self, node, feeds):
+        helper = self.onnx.helper
+        inputs = [helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(a.dtype), a.shape)
+                  for n, a in feeds.items()]
+        outputs = [helper.make_empty_tensor_value_info(n) for n in node.output if n]
+        graph = helper.make_graph([node], "fold", inputs, outputs)
+        return helper.make_model(graph, opset_imports=list(self.model.opset_import))
+
+    def with_shapes(self, model, shapes):
+        """`model` with the inputs in `shapes` at those static shapes, and
+        its outputs' shapes left to shape inference."""
+        if not shapes:
+            return model
+        model = self.onnx.ModelProto.FromString(model.SerializeToString())
+        for vi in model.graph.input:
+            if vi.name in shapes:
+                dims = vi.type.tensor_type.shape.dim
+                del dims[:]
+                for d in shapes[vi.name]:
+                    dims.add().dim_value = int(d)
+        for vi in model.graph.output:
+            vi.type.tensor_type.ClearField("shape")
+        del model.graph.value_info[:]
+        return model
+
+    def with_constants(self, model, constants):
+        """`model` with the inputs in `constants` as initializers (so shape
+        inference sees them)."""
+        if not constants:
+            return model
+        model = self.onnx.ModelProto.FromString(model.SerializeToString())
+        kept = [vi for vi in model.graph.input if vi.name not in constants]
+        del model.graph.input[:]
+        model.graph.input.extend(kept)
+        for name, array in constants.items():
+            model.graph.initializer.append(self.numpy_helper.from_array(np.asarray(array), name))
+        return model
+
+    def onnx_type(self, name, what):
+        t = self.value_types.get(name)
+        if t is None or not t.HasField("tensor_type"):
+            raise RefusedError(f"{what} '{name}' is not a tensor of known type")
+        tt = t.tensor_type
+        dtype = cgc_dtype(tt.elem_type, f"{what} '{name}'")
+        if name in self.input_shapes:
+            return dtype, list(self.input_shapes[name])
+        if not tt.HasField("shape"):
+            raise RefusedError(f"{what} '{name}' has no shape")
+        shape = []
+        for d in tt.shape.dim:
+            if not d.HasField("dim_value"):
+                raise RefusedError(f"{what} '{name}' has a dynamic dim "
+                                   f"'{d.dim_param or '?'}'; give its shape")
+            shape.append(d.dim_value)
+        return dtype, shape
+
+    def run(self):
+        graph = self.model.graph
+        initializers = {t.name: t for t in graph.initializer}
+        for t in graph.initializer:
+            array = self.numpy_helper.to_array(t)
+            self.g.value[t.name] = self.g.constant(array, t.name)
+        for vi in graph.input:
+            if vi.name in initializers:
+                continue
+            if vi.name in self.constants:
+                self.g.value[vi.name] = self.g.constant(self.constants[vi.name], vi.name)
+                continue
+            dtype, shape = self.onnx_type(vi.name, "input")
+            name = self.g.fresh(vi.name)
+            self.g.inputs.append({"name": name, "dtype": dtype, "shape": shape})
+            self.g.type[name] = (dtype, shape)
+            self.g.value[vi.name] = name
+        for k, node in enumerate(graph.node):
+            self.import_node(node, k)
+        outputs = []
+        for vi in graph.output:
+            if vi.name not in self.g.value:
+                raise RefusedError(f"output '{vi.name}' is not computed by the graph")
+            outputs.append({"name": self.output_name(vi.name), "value": self.g.value[vi.name]})
+        return outputs
+
+    def output_name(self, onnx_name):
+        return re.sub(r"[^A-Za-z0-9_.:/-]", "_", onnx_name)[:256]
+
+    def import_node(self, node, index):
+        label = f"node '{node.name or node.op_type + '_' + str(index)}' ({node.op_type})"
+        if node.domain not in ("", "ai.onnx"):
+            raise RefusedError(f"{label}: operators of domain '{node.domain}' have no cgc mapping")
+        rule = ops.RULES.get(node.op_type)
+        if rule is None:
+            raise RefusedError(f"{label}: the ONNX operator {node.op_type} has no cgc mapping")
+        self.g.loc = None
+        ins = [self.g.value.get(n) if n else None for n in node.input]
+        for n, v in zip(node.input, ins):
+            if n and v is None:
+                raise RefusedError(f"{label}: operand '{n}' is not defined before it")
+        attrs = {a.name: self.onnx.helper.get_attribute_value(a) for a in node.attribute}
+        if self.fold(node, ins):
+            return
+        try:
+            outs = rule(Context(self, node, label), ins, attrs)
+        except RefusedError as e:
+            raise RefusedError(f"{label}: {e}") from None
+        for name, v in zip(node.output, outs):
+            if name:
+                self.g.value[name] = v
+        for name in node.output[len(outs):]:
+            if name:
+                raise RefusedError(f"{label}: output '{name}' is not computed by cgc's mapping")
+        for name in node.output:  # Types from ONNX's shape inference.
+            v = self.g.value.get(name) if name else None
+            if v and self.g.type.get(v, (None, None))[1] is None and name in self.value_types:
+                self.g.type[v] = self.onnx_type(name, "value")
+
+
+class Context:
+    """What a mapping rule sees: the graph, the node and the ONNX types."""
+
+    def __init__(self, importer, node, label):
+        self.importer, self.node, self.label = importer, node, label
+        self.g = importer.g
+        self.opset = importer.opset
+
+    def out_type(self, k=0):
+        return self.importer.onnx_type(self.node.output[k], "result")
+
+    def known(self, v, what):
+        """The compile-time value of operand `v`."""
+        if v not in self.g.known:
+            raise RefusedError(f"{what} must be a constant (an initializer or a Constant "
+                               "node): cgc compiles static shapes")
+        return self.g.known[v]
+
+    def op(self, op, inputs, attrs=None, k=0, typed=True):
+        """The node's k-th result as cgc op `op` (typed from ONNX)."""
+        dtype, shape = self.out_type(k) if typed else (None, None)
+        name = self.node.output[k] if k < len(self.node.output) else self.node.op_type
+        return self.g.op(op, inputs, attrs, dtype, shape, name=name)
+
+
+def onnx_to_ir(model, name=None, constants=None, inline_limit=1024, input_shapes=None):
+    """(ir dict, weights dict) for the ONNX ModelProto `model`; raises
+    RefusedError saying what it cannot express. `constants` maps graph
+    input names to arrays taken as constants; `input_shapes` gives the
+    shapes of inputs with dynamic dims."""
+    imp = Importer(model, constants, inline_limit, input_shapes)
+    outputs = imp.run()
+    g = imp.g
+    ir_outputs, seen = [], set()
+    for o in outputs:
+        out = o["name"]
+        while out in seen:
+            out += "_"
+        seen.add(out)
+        ir_outputs.append(o["value"] if out == o["value"] else {"name": out, "value": o["value"]})
+    ir = {"format_version": 1,
+          "name": re.sub(r"[^A-Za-z0-9_.:/-]", "_", name or model.graph.name or "onnx")[:256] or "onnx",
+          "inputs": g.inputs, "nodes": g.nodes, "outputs": ir_outputs}
+    return ir, dict(g.weights)
+
+
+def write_ir(ir, weights, path):
+    """Writes `ir` as JSON to `path` (and `weights` beside it)."""
+    if weights:
+        wpath = os.path.splitext(path)[0] + ".safetensors"
+        write_safetensors(wpath, weights)
+        ir = dict(ir, weights_file=os.path.basename(wpath))
+    with open(path, "w") as f:
+        json.dump(ir, f, indent=1)
+        f.write("\n")
