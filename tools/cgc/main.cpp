@@ -183,6 +183,7 @@ static int compileMain(int argc, char **argv) {
                               "  cgc model.json [-o model.cgc] [--arch=sm_90] [--no-fuse] [--allow-tf32]\n"
                               "      [--library-products | --tiled-products]\n"
                               "      [--bind-dim NAME=V1,V2,...]\n"
+                              "  cgc model.onnx -o model.cgc   (ONNX: python/cgc imports it)\n"
                               "  cgc model.json --emit=cuda|dot\n"
                               "  cgc --dump-artifact model.cgc\n"
                               "  cgc run model.cgc --inputs in.safetensors "
