@@ -118,6 +118,16 @@ rc=$?
 grep -E '^(OK|FAIL|skipped)' "$RES/export.log"
 rm -rf "$RES/export"
 if [ $rc -ne 0 ] && { [ $rc -ne 77 ] || [ "$GPU_VISIBLE" -eq 1 ]; }; then status=1; fi
+# cgc.compile / cgc.load on torch tensors, and the time of a call from
+# Python against PyTorch (test/python/runtime_gpu.py)
+echo "== cgc from Python (test/python/runtime_gpu.py)"
+RUNTIME_LIB=$BUILD/lib/libcgc_runtime.so
+[ -f "$RUNTIME_LIB" ] || RUNTIME_LIB=$BUILD/runtime/libcgc_runtime.so
+CGC_RUNTIME_LIB=$RUNTIME_LIB python3 "$HERE/test/python/runtime_gpu.py" --cgc "$BUILD/bin/cgc" \
+  --log "$RES/python.log" >"$RES/python.out" 2>&1
+rc=$?
+grep -E '^(CHECK|RESULT|ERROR|skipped)' "$RES/python.out"
+if [ $rc -ne 0 ] && { [ $rc -ne 77 ] || [ "$GPU_VISIBLE" -eq 1 ]; }; then status=1; fi
 
 # ---- 2. compute-sanitizer: memcheck, racecheck, synccheck
 # Each tool reruns the GPU tests (the soak test excepted: 10^6 replays).

@@ -17,6 +17,7 @@ rm -rf "$STAGE"
 mkdir -p "$STAGE/bin" "$STAGE/test/gpu"
 cp "$BUILD/tools/cgc" "$BUILD/tools/cgc-opt" "$STAGE/bin/"
 cp "$BUILD/runtime/cgc-rt" "$STAGE/bin/" 2>/dev/null || true
+mkdir -p "$STAGE/lib" && cp "$BUILD/runtime/libcgc_runtime.so" "$STAGE/lib/"
 cp "$BUILD"/test/gpu/*_tests "$STAGE/test/gpu/"
 if python3 -c "import onnx" 2>/dev/null; then
   python3 "$ROOT/test/onnx/node_tests.py" --cgc-opt "$BUILD/tools/cgc-opt" \

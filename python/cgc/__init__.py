@@ -21,3 +21,15 @@ def export(module, example_args, path, dynamic_shapes=None, example_kwargs=None)
     """Exports a torch module with torch.export into the IR at `path`."""
     from .torch_export import export as torch_export
     return torch_export(module, example_args, path, dynamic_shapes, example_kwargs)
+
+
+def load(path, device=None):
+    """A callable running the artifact at `path` on torch CUDA tensors."""
+    from .runtime import load as runtime_load
+    return runtime_load(path, device)
+
+
+def compile(module, example_args, path=None, dynamic_shapes=None, cgc=None, flags=()):  # noqa: A001
+    """cgc.export + the `cgc` tool + cgc.load: a callable on torch tensors."""
+    from .runtime import compile as runtime_compile
+    return runtime_compile(module, example_args, path, dynamic_shapes, cgc, flags)

@@ -312,6 +312,20 @@ cgc_status cgc_engine_tensor_info(cgc_engine e, cgc_tensor_role role,
   return CGC_OK;
 }
 
+cgc_status cgc_engine_tensor_dim(cgc_engine e, cgc_tensor_role role,
+                                 size_t index, size_t axis, int64_t *dim) {
+  const auto *list = e ? tensorList(e, role) : nullptr;
+  if (!list || !dim || index >= list->size() || axis >= (*list)[index].shape.size())
+    return fail(CGC_ERROR_INVALID_ARGUMENT, "bad engine, role, index or axis");
+  const TensorDesc &t = (*list)[index];
+  *dim = -1;
+  const auto &dims = e->artifact.manifest.dims;
+  for (size_t d = 0; d < dims.size() && axis < t.shapeDims.size(); ++d)
+    if (!t.shapeDims[axis].empty() && dims[d].name == t.shapeDims[axis])
+      *dim = int64_t(d);
+  return CGC_OK;
+}
+
 size_t cgc_engine_arena_size(cgc_engine e) {
   return e ? e->artifact.manifest.arenaSize : 0;
 }

@@ -137,6 +137,10 @@ cgc_status cgc_engine_select_graph(cgc_engine engine, const int64_t *dims,
 size_t cgc_engine_num_tensors(cgc_engine engine, cgc_tensor_role role);
 cgc_status cgc_engine_tensor_info(cgc_engine engine, cgc_tensor_role role,
                                   size_t index, cgc_tensor_info *info);
+/* The engine dim (an index for cgc_engine_dim_info) that axis `axis` of a
+ * tensor follows, or -1 for a static axis. */
+cgc_status cgc_engine_tensor_dim(cgc_engine engine, cgc_tensor_role role,
+                                 size_t index, size_t axis, int64_t *dim);
 size_t cgc_engine_arena_size(cgc_engine engine);
 size_t cgc_engine_num_dims(cgc_engine engine);
 /* Name and range of the dims passed to cgc_run, in order. */

@@ -1,0 +1,151 @@
+#!/usr/bin/env python3
+"""cgc.compile and cgc.load on the GPU machine: modules compiled and called
+on torch CUDA tensors (no copies: the caller's pointers are bound to the
+graph) against the modules themselves; the clear errors of a bad call; and
+the time of a call from Python against PyTorch eager, torch.cuda.graph and
+torch.compile (CUDA events around N back-to-back calls, median of 5, after
+warm-up), written as RESULT lines to --log.
+
+Usage: runtime_gpu.py --cgc PATH [--log FILE] [--iters N]
+Exit status 1 if a result is wrong or an error is not raised; 77 without
+PyTorch or a GPU.
+"""
+import argparse, os, sys, time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
+sys.path.insert(0, HERE)
+from torch_export_gpu import models  # noqa: E402
+
+
+def timed(torch, fn, iters):
+    for _ in range(max(iters // 10, 10)):
+        fn()
+    samples = []
+    for _ in range(5):
+        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        for _ in range(iters):
+            fn()
+        stop.record()
+        stop.synchronize()
+        samples.append(start.elapsed_time(stop) * 1000 / iters)
+    return sorted(samples)[2]
+
+
+def graphed(torch, module, x):
+    g, static_x = torch.cuda.CUDAGraph(), x.clone()
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s), torch.no_grad():
+        for _ in range(3):
+            module(static_x)
+    torch.cuda.current_stream().wait_stream(s)
+    with torch.cuda.graph(g), torch.no_grad():
+        module(static_x)
+    return g.replay
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--cgc", required=True)
+    ap.add_argument("--log")
+    ap.add_argument("--iters", type=int, default=1000)
+    args = ap.parse_args()
+    try:
+        import torch
+        if not torch.cuda.is_available():
+            raise ImportError
+    except ImportError:
+        print("skipped: no PyTorch with a CUDA device")
+        return 77
+    import cgc
+    bad, lines = 0, []
+    say = lambda line: (print(line), lines.append(line))  # noqa: E731
+
+    class Tiny(torch.nn.Module):
+        def forward(self, x):
+            return x + 1
+
+    cases = [(n, m, a, d) for n, m, a, d in models(torch)]
+    cases.append(("tiny", Tiny(), (torch.randn(16),), None))
+    for name, module, example, dynamic in cases:
+        module = module.cuda().eval()
+        example = tuple(t.cuda() for t in example)
+        t0 = time.perf_counter()
+        fn = cgc.compile(module, example, dynamic_shapes=dynamic, cgc=args.cgc)
+        compile_s = time.perf_counter() - t0
+        with torch.no_grad():
+            want = module(*example)
+        got = fn(*example).clone()
+        again = fn(*example, fresh_outputs=True)
+        torch.cuda.synchronize()
+        if not torch.equal(got, again):
+            say(f"CHECK workload={name} impl=cgc_compile_fresh_outputs ok=0")
+            bad += 1
+        diff = (got.float() - want.float()).abs().max().item()
+        tol = 1e-4 * want.float().abs().max().item() + 1e-5
+        ok = got.shape == want.shape and diff <= 2 * tol
+        bad += not ok
+        say(f"CHECK workload={name} impl=cgc_compile max_abs_diff={diff:.3g} ok={int(ok)}")
+        say(f"RESULT workload={name} impl=cgc_compile cold_compile_s={compile_s:.2f}")
+        if dynamic:
+            for b in (1, 5, 32):
+                x = torch.randn(b, example[0].shape[1], device="cuda")
+                with torch.no_grad():
+                    w = module(x)
+                g = fn(x)
+                torch.cuda.synchronize()
+                d = (g - w).abs().max().item()
+                ok = g.shape == w.shape and d <= 2 * (1e-4 * w.abs().max().item() + 1e-5)
+                bad += not ok
+                say(f"CHECK workload={name}_B{b} impl=cgc_compile max_abs_diff={d:.3g} ok={int(ok)}")
+            continue
+        if name == "embedding_pool":
+            continue
+        x = example[0]
+        with torch.no_grad():
+            eager = timed(torch, lambda: module(x), args.iters)
+            replay = graphed(torch, module, x)
+            graph = timed(torch, replay, args.iters)
+        ours = timed(torch, lambda: fn(x), args.iters)
+        fresh = timed(torch, lambda: fn(x, fresh_outputs=True), args.iters)
+        say(f"RESULT workload={name} impl=cgc_callable us={ours:.2f}")
+        say(f"RESULT workload={name} impl=cgc_callable_fresh_outputs us={fresh:.2f}")
+        say(f"RESULT workload={name} impl=torch_eager us={eager:.2f}")
+        say(f"RESULT workload={name} impl=torch_cuda_graph us={graph:.2f}")
+        try:
+            comp = torch.compile(module, mode="reduce-overhead")
+            t0 = time.perf_counter()
+            with torch.no_grad():
+                comp(x)
+                torch.cuda.synchronize()
+            say(f"RESULT workload={name} impl=torch_compile_ro cold_compile_s={time.perf_counter() - t0:.2f}")
+            with torch.no_grad():
+                say(f"RESULT workload={name} impl=torch_compile_ro us={timed(torch, lambda: comp(x), args.iters):.2f}")
+        except Exception as e:  # noqa: BLE001 - a peer that fails is reported
+            say(f"ERROR workload={name} impl=torch_compile_ro {type(e).__name__}: {e}")
+    # The errors a bad call gets.
+    fn = cgc.compile(Tiny().cuda(), (torch.randn(16, device="cuda"),), cgc=args.cgc)
+    for what, call, kind in [
+            ("cpu tensor", lambda: fn(torch.randn(16)), TypeError),
+            ("dtype", lambda: fn(torch.randn(16, device="cuda", dtype=torch.float16)), TypeError),
+            ("shape", lambda: fn(torch.randn(15, device="cuda")), ValueError),
+            ("non-contiguous", lambda: fn(torch.randn(32, device="cuda")[::2]), ValueError),
+            ("count", lambda: fn(), TypeError)]:
+        try:
+            call()
+            say(f"CHECK error={what} raised=0 ok=0")
+            bad += 1
+        except kind as e:
+            say(f"CHECK error={what} raised={type(e).__name__} ok=1 message={str(e)!r}")
+    if args.log:
+        with open(args.log, "w") as f:
+            f.write(f"# cgc from Python, {torch.cuda.get_device_name()}, torch {torch.__version__}; "
+                    f"CUDA events around {args.iters} back-to-back calls, median of 5 after warm-up\n")
+            f.write("\n".join(lines) + "\n")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
