@@ -23,6 +23,9 @@ TEST(RuntimeBasics, AbiAndMessages) {
   cgc_context_destroy(nullptr);
   cgc_counters counters;
   EXPECT_EQ(cgc_context_counters(nullptr, &counters), CGC_ERROR_INVALID_ARGUMENT);
+  int64_t dim = 0;
+  EXPECT_EQ(cgc_engine_tensor_dim(nullptr, CGC_ROLE_INPUT, 0, 0, &dim),
+            CGC_ERROR_INVALID_ARGUMENT);
 }
 
 TEST(RuntimeBasics, LoadFailsCleanly) {
