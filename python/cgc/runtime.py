@@ -21,7 +21,7 @@ import ctypes
 import os
 
 CGC_DTYPES = {0: "float32", 1: "float16", 2: "bfloat16", 3: "int32", 4: "int64", 5: "bool"}
-ROLE_INPUT, ROLE_OUTPUT = 0, 1
+ROLE_INPUT, ROLE_OUTPUT, ROLE_STATE = 0, 1, 2
 
 
 class _TensorInfo(ctypes.Structure):
@@ -61,6 +61,8 @@ def _declare(lib):
     lib.cgc_context_output.argtypes = [p, ctypes.c_char_p, p]
     lib.cgc_context_input.argtypes = [p, ctypes.c_char_p, p]
     lib.cgc_run.argtypes = [p, sz, ctypes.POINTER(i64), sz, p]
+    lib.cgc_engine_state_read.argtypes = [p, ctypes.c_char_p, p, sz]
+    lib.cgc_engine_state_write.argtypes = [p, ctypes.c_char_p, p, sz]
     return lib
 
 
@@ -90,8 +92,10 @@ class Artifact:
             self.dims.append((name.value.decode(), lo.value, hi.value))
         self.inputs = [t for t in self._tensors(ROLE_INPUT) if t["kind"] == "user_input"]
         self.outputs = self._tensors(ROLE_OUTPUT)
+        self.states = {t["name"]: t for t in self._tensors(ROLE_STATE)}
         self.bound, self.buffers = {}, {}
         self.last_dims, self.graph, self.views = None, 0, None
+        self.last_args, self.last_ptrs, self.results = None, None, None
         self.dim_values = (ctypes.c_int64 * max(len(self.dims), 1))()
 
     def _check(self, status, what):
@@ -154,6 +158,12 @@ class Artifact:
 
     def __call__(self, *args, fresh_outputs=False):
         torch = self.torch
+        if not fresh_outputs and self._same_call(args):  # Checked, bound and viewed before.
+            self._check(self.lib.cgc_run(self.ctx, self.graph, self.dim_values, len(self.dims),
+                                         torch.cuda.current_stream(self.device).cuda_stream),
+                        "run")
+            return self.results
+        self.last_args, self.last_ptrs = None, None
         if len(args) != len(self.inputs):
             raise TypeError(f"expected {len(self.inputs)} inputs "
                             f"({', '.join(t['name'] for t in self.inputs)}), got {len(args)}")
@@ -191,7 +201,20 @@ class Artifact:
         stream = torch.cuda.current_stream(self.device).cuda_stream
         self._check(self.lib.cgc_run(self.ctx, self.graph, self.dim_values, len(values),
                                      ctypes.c_void_p(stream)), "run")
-        return results[0] if len(results) == 1 else tuple(results)
+        results = results[0] if len(results) == 1 else tuple(results)
+        if not fresh_outputs and all(list(x.shape) == spec["shape"]
+                                     for spec, x in zip(self.inputs, args)):
+            self.last_args, self.results = args, results
+            self.last_ptrs = [x.data_ptr() for x in args]
+        return results
+
+    def _same_call(self, args):
+        """Whether `args` are the very tensors of the last call, at the same
+        addresses (their checks, bindings and output views still hold)."""
+        last = self.last_args
+        return (last is not None and len(args) == len(last)
+                and all(a is b for a, b in zip(args, last))
+                and all(a.data_ptr() == p for a, p in zip(args, self.last_ptrs)))
 
     @staticmethod
     def _real(flat, spec, values):
@@ -208,6 +231,37 @@ class Artifact:
         if key not in self.buffers:
             self.buffers[key] = self._context_view(spec, role)
         return self.buffers[key]
+
+    def state(self, name):
+        """A CPU torch tensor copy of persistent state `name` (a parameter,
+        buffer or optimizer or RNG state), after the work on the stream."""
+        spec = self._state_spec(name)
+        torch = self.torch
+        torch.cuda.current_stream(self.device).synchronize()
+        out = torch.empty(spec["shape"], dtype=spec["dtype"])
+        self._check(self.lib.cgc_engine_state_read(self.engine, name.encode(),
+                                                   ctypes.c_void_p(out.data_ptr()), spec["bytes"]),
+                    f"read state '{name}'")
+        return out
+
+    def set_state(self, name, value):
+        """Writes `value` (a tensor of the state's dtype and shape) into
+        persistent state `name` for the calls that follow."""
+        spec = self._state_spec(name)
+        value = value.detach().to("cpu").contiguous()
+        if value.dtype != spec["dtype"] or list(value.shape) != spec["shape"]:
+            raise ValueError(f"state '{name}' is {spec['dtype']}{spec['shape']}, got "
+                             f"{value.dtype}{list(value.shape)}")
+        self.torch.cuda.current_stream(self.device).synchronize()
+        self._check(self.lib.cgc_engine_state_write(self.engine, name.encode(),
+                                                    ctypes.c_void_p(value.data_ptr()),
+                                                    spec["bytes"]), f"write state '{name}'")
+
+    def _state_spec(self, name):
+        if name not in self.states:
+            raise KeyError(f"no state named '{name}' (the artifact has: "
+                           f"{', '.join(sorted(self.states))})")
+        return self.states[name]
 
     def _context_view(self, spec, role):
         """The context's own buffer of input or output `spec`, flat, as a

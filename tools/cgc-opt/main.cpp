@@ -15,6 +15,8 @@
 
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/Path.h"
 
@@ -30,6 +32,10 @@ static cl::list<std::string> PassList("pass", cl::desc("Run this pass (repeatabl
 static cl::opt<std::string> Pipeline("passes", cl::desc("Run these passes, comma-separated"),
                                      cl::value_desc("a,b,c"));
 static cl::opt<bool> ListPasses("list-passes", cl::desc("Print every pass name and exit"));
+static cl::opt<bool> ListOps("list-ops",
+                             cl::desc("Print every op (from ir/Ops.def) and exit; with "
+                                      "--emit=json, the ops, their operand counts and "
+                                      "attributes, and the dtypes"));
 static cl::opt<bool> PrintIR("print-ir", cl::desc("Print the text IR (the default)"));
 static cl::opt<std::string> Emit("emit", cl::desc("Output form: text or json"),
                                  cl::init("text"));
@@ -163,10 +169,38 @@ static std::vector<std::string> splitChunks(llvm::StringRef text) {
   return chunks;
 }
 
+/// --list-ops: the op table as text (names) or JSON, for the Python
+/// package (it keeps no list of its own).
+static int listOps() {
+  if (Emit != "json") {
+    for (unsigned k = 0; k < NumOpKinds; ++k)
+      llvm::outs() << mnemonic(OpKind(k)) << "\n";
+    return 0;
+  }
+  llvm::json::Array ops, dtypes;
+  for (unsigned k = 0; k < NumOpKinds; ++k) {
+    const OpInfo &info = opInfo(OpKind(k));
+    ops.push_back(llvm::json::Object{{"name", info.mnemonic},
+                                     {"min_operands", info.minOperands},
+                                     {"max_operands", info.maxOperands},
+                                     {"attrs", info.attrSchema},
+                                     {"regions", info.regionNames}});
+  }
+#define CGC_DTYPE(Enum, ...) dtypes.push_back(dtypeName(DType::Enum));
+#include "format/DTypes.def"
+  llvm::outs() << llvm::formatv("{0:2}", llvm::json::Value(llvm::json::Object{
+                                             {"ops", std::move(ops)},
+                                             {"dtypes", std::move(dtypes)}}))
+               << "\n";
+  return 0;
+}
+
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   if (!cl::ParseCommandLineOptions(argc, argv, "cgc-opt: run cgc passes over JSON IR\n", &llvm::errs()))
     return 2;
+  if (ListOps)
+    return listOps();
   if (ListPasses) {
     for (const std::string &name : registeredPassNames())
       llvm::outs() << name << "\n";

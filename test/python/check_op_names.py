@@ -1,0 +1,50 @@
+#!/usr/bin/env python3
+"""The Python package keeps no list of cgc's ops or dtypes: every op name
+its rules build and every dtype it writes must be in the compiler's table
+(`cgc-opt --list-ops --emit=json`, generated from ir/Ops.def). Prints the
+names it checked; exit status 1 naming any unknown one.
+
+Usage: check_op_names.py TABLE.json
+"""
+import json, os, re, sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PACKAGE = os.path.join(HERE, "..", "..", "python", "cgc")
+sys.path.insert(0, os.path.join(PACKAGE, ".."))
+
+
+def used_ops():
+    """Op names in the rules' sources: the first string argument of every
+    op(...) call, and the values of the one-to-one tables."""
+    names = set()
+    for f in ("ops.py", "torch_export.py", "onnx_import.py"):
+        text = open(os.path.join(PACKAGE, f)).read()
+        names.update(re.findall(r'\bop\(\s*"([a-z_0-9]+)"', text))
+    from cgc import ops, torch_export
+    names.update(ops.UNARY.values())
+    names.update(ops.BINARY.values())
+    names.update(v for k, v in re.findall(r'"([a-z_]+)": "([a-z_]+)"',
+                                          open(os.path.join(PACKAGE, "torch_export.py")).read())
+                 if not k.startswith("torch"))
+    return names
+
+
+def used_dtypes():
+    from cgc import onnx_types, torch_export
+    return set(onnx_types.DTYPES.values()) | set(torch_export.DTYPE.values())
+
+
+def main():
+    table = json.load(open(sys.argv[1]))
+    ops = {o["name"] for o in table["ops"]}
+    dtypes = set(table["dtypes"])
+    bad = sorted(used_ops() - ops) + sorted(used_dtypes() - dtypes)
+    print(f"checked {len(used_ops())} op names and {len(used_dtypes())} dtypes against "
+          f"the compiler's {len(ops)} ops and {len(dtypes)} dtypes")
+    for name in bad:
+        print(f"error: '{name}' is not in the compiler's table")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
