@@ -99,7 +99,8 @@ static uint64_t slotBytes(const TensorType &type, const DimTable &table,
   return n * dtypeSize(type.dtype);
 }
 
-/// The shared slot sizes: user inputs, then outputs, in order.
+/// The shared slot sizes: user inputs, then outputs, in order (an update
+/// takes its state's slot, as plan-memory numbers them).
 static PlanLayout sharedLayout(const Graph &model,
                                const CompileOptions &options) {
   PlanLayout layout;
@@ -108,8 +109,9 @@ static PlanLayout sharedLayout(const Graph &model,
       layout.slotBytes.push_back(
           slotBytes(in.value->getType(), model.dims(), options));
   for (const GraphOutput &o : model.outputs)
-    layout.slotBytes.push_back(
-        slotBytes(o.value->getType(), model.dims(), options));
+    if (!updatesState(o.kind))
+      layout.slotBytes.push_back(
+          slotBytes(o.value->getType(), model.dims(), options));
   return layout;
 }
 
@@ -152,8 +154,7 @@ static bool matchTrainingSignature(Graph &eval, const Graph &train,
   }
   std::vector<GraphOutput> outputs;
   for (const GraphOutput &o : train.outputs) {
-    bool update = o.kind == OutputKind::ParameterUpdate ||
-                  o.kind == OutputKind::BufferMutation;
+    bool update = updatesState(o.kind);
     const GraphOutput *same = nullptr;
     for (const GraphOutput &e : eval.outputs)
       if (e.name == o.name)

@@ -73,6 +73,11 @@ enum class OutputKind : uint8_t {
 };
 llvm::StringRef inputKindName(InputKind kind);
 llvm::StringRef outputKindName(OutputKind kind);
+/// True for outputs that replace a persistent input (they take its slot,
+/// not one of their own).
+inline bool updatesState(OutputKind kind) {
+  return kind == OutputKind::ParameterUpdate || kind == OutputKind::BufferMutation;
+}
 /// True for inputs that live across runs (everything but user inputs and
 /// dim sizes).
 inline bool isPersistent(InputKind kind) {

@@ -211,9 +211,7 @@ bool Planner::claimOutputs() {
     slot += !isPersistent(in.kind);
   for (const GraphOutput &o : g.outputs) {
     Value *v = o.value;
-    bool update = o.kind == OutputKind::ParameterUpdate ||
-                  o.kind == OutputKind::BufferMutation;
-    if (update) {
+    if (updatesState(o.kind)) {
       // Both would write the target's one storage: the result would depend
       // on which write lands last.
       auto [first, inserted] = updaters.try_emplace(o.target, &o);
