@@ -115,6 +115,9 @@ class Graph:
         return out
 
     def scalar(self, value, dtype):
+        if dtype == "bf16":  # NumPy has no bfloat16: an f32 constant, cast
+            f32 = self.constant(np.array(value, dtype=np.float32), "scalar")
+            return self.op("cast", [f32], {"dtype": "bf16"}, "bf16", [])
         return self.constant(np.array(value, dtype=NUMPY[dtype]), "scalar")
 
     def dtype(self, v):

@@ -331,7 +331,7 @@ def log_softmax(ctx, ins, attrs):
 def hardmax(ctx, ins, attrs):
     x = ins[0]
     rank = len(shape(ctx, x))
-    axis = int(attrs.get("axis", -1))
+    axis = softmax_axis(ctx, x, attrs)
     if axis % rank != rank - 1:
         raise RefusedError("Hardmax over an axis other than the last")
     idx = ctx.g.op("argmax", [x], {"axis": axis})
@@ -470,10 +470,12 @@ def arg_reduce(negate):
         if attrs.get("select_last_index", 0):
             raise RefusedError("select_last_index = 1 (cgc's argmax takes the first)")
         x = ins[0]
-        if negate:
-            if dtype(ctx, x) not in ("f32", "f16", "bf16", "i32", "i64"):
-                raise RefusedError(f"ArgMin of {dtype(ctx, x)}")
-            x = ctx.g.op("neg", [x])
+        if negate:  # argmin x = argmax of -x, or of -x - 1 for integers (no overflow)
+            dt = dtype(ctx, x)
+            if dt not in ("f32", "f16", "bf16", "i32", "i64"):
+                raise RefusedError(f"ArgMin of {dt}")
+            x = ctx.g.op("neg", [x]) if dt in ("f32", "f16", "bf16") else \
+                ctx.g.op("sub", [const(ctx, -1, x), x])
         return [ctx.op("argmax", [x], {"axis": int(attrs.get("axis", 0)),
                                        "keepdim": bool(attrs.get("keepdims", 1))})]
     return fn
@@ -624,7 +626,7 @@ def split(ctx, ins, attrs):
     else:
         n = int(attrs.get("num_outputs", len(ctx.node.output)))
         chunk = -(-s[axis] // n)
-        sizes = [min(chunk, s[axis] - k * chunk) for k in range(n)]
+        sizes = [max(0, min(chunk, s[axis] - k * chunk)) for k in range(n)]
     outs, begin = [], 0
     for k, size in enumerate(sizes):
         outs.append(ctx.op("slice", [x], {"starts": [begin], "ends": [begin + size],

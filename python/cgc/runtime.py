@@ -1,7 +1,7 @@
 """Running cgc artifacts on torch CUDA tensors, without copies: the C ABI of
 the runtime (runtime/include/cgc/cgc_runtime.h) through ctypes, from
-libcgc_runtime.so ($CGC_RUNTIME_LIB, or beside the cgc that compiled the
-artifact: ../lib or ../runtime of its directory).
+libcgc_runtime.so ($CGC_RUNTIME_LIB, else beside this package, else the
+source tree's build/runtime).
 
     fn = cgc.load("model.cgc")      # one engine and one context
     y = fn(x)                       # x: a contiguous CUDA tensor
@@ -93,7 +93,7 @@ class Artifact:
         self.inputs = [t for t in self._tensors(ROLE_INPUT) if t["kind"] == "user_input"]
         self.outputs = self._tensors(ROLE_OUTPUT)
         self.states = {t["name"]: t for t in self._tensors(ROLE_STATE)}
-        self.bound, self.buffers = {}, {}
+        self.bound, self.buffers, self.output_ranges = {}, {}, []
         self.last_dims, self.graph, self.views = None, 0, None
         self.last_args, self.last_ptrs, self.results = None, None, None
         self.dim_values = (ctypes.c_int64 * max(len(self.dims), 1))()
@@ -178,7 +178,7 @@ class Artifact:
                         "pick a graph")
             self.graph, self.last_dims, self.views = graph.value, key, None
         for spec, x in zip(self.inputs, args):
-            if list(x.shape) == spec["shape"]:
+            if list(x.shape) == spec["shape"] and not self._in_outputs(x):
                 self._bind(spec["name"], x.data_ptr())
             else:  # Smaller than the bucket the graph reads: into the context's slot.
                 self._bind(spec["name"], None)
@@ -202,11 +202,18 @@ class Artifact:
         self._check(self.lib.cgc_run(self.ctx, self.graph, self.dim_values, len(values),
                                      ctypes.c_void_p(stream)), "run")
         results = results[0] if len(results) == 1 else tuple(results)
-        if not fresh_outputs and all(list(x.shape) == spec["shape"]
+        if not fresh_outputs and all(list(x.shape) == spec["shape"] and not self._in_outputs(x)
                                      for spec, x in zip(self.inputs, args)):
             self.last_args, self.results = args, results
             self.last_ptrs = [x.data_ptr() for x in args]
         return results
+
+    def _in_outputs(self, x):
+        """Whether `x` lies in one of the context's output buffers (an
+        earlier result fed back): bound, the graph would read its input
+        where it writes its output, so it is copied instead."""
+        p = x.data_ptr()
+        return any(lo <= p < hi for lo, hi in self.output_ranges)
 
     def _same_call(self, args):
         """Whether `args` are the very tensors of the last call, at the same
@@ -274,15 +281,23 @@ class Artifact:
         count = 1
         for n in spec["shape"]:
             count *= n
+        typestr = ("<i2" if spec["dtype"] == torch.bfloat16
+                   else torch.empty(0, dtype=spec["dtype"]).numpy().dtype.str)
         holder = type("Buffer", (), {"__cuda_array_interface__": {
-            "shape": (count,), "typestr": torch.empty(0, dtype=spec["dtype"]).numpy().dtype.str
-            if spec["dtype"] != torch.bfloat16 else "<u2", "data": (ptr, False), "version": 2}})()
+            "shape": (count,), "typestr": typestr, "data": (ptr, False), "version": 2}})()
+        holder.owner = self  # The context's memory lives as long as a view of it.
         flat = torch.as_tensor(holder, device=self.device)
+        flat._cgc_owner = holder
+        self.output_ranges.append((ptr, ptr + spec["bytes"]))
         return flat.view(spec["dtype"]) if spec["dtype"] == torch.bfloat16 else flat
 
     def __del__(self):
         lib = getattr(self, "lib", None)
         if lib is not None:
+            try:  # Launches on torch's streams may still use the context.
+                self.torch.cuda.synchronize(self.device)
+            except Exception:  # noqa: BLE001 - interpreter shutdown
+                pass
             if self.ctx:
                 lib.cgc_context_destroy(self.ctx)
             if self.engine:
@@ -297,15 +312,19 @@ def load(path, device=None):
 def compile(module, example_args, path=None, dynamic_shapes=None, cgc=None, flags=()):  # noqa: A001
     """Exports `module` (cgc.export), compiles it with the `cgc` tool and
     loads the artifact: a callable on torch CUDA tensors."""
+    import shutil
     import subprocess
     import tempfile
     from .torch_export import export
     work = tempfile.mkdtemp(prefix="cgc-compile-")
-    ir_path = os.path.join(work, "model.json")
-    export(module, example_args, ir_path, dynamic_shapes=dynamic_shapes)
-    art = path or os.path.join(work, "model.cgc")
-    tool = cgc or os.environ.get("CGC", "cgc")
-    r = subprocess.run([tool, ir_path, "-o", art, *flags], capture_output=True, text=True)
-    if r.returncode:
-        raise CgcError(r.stderr.strip())
-    return load(art)
+    try:
+        ir_path = os.path.join(work, "model.json")
+        export(module, example_args, ir_path, dynamic_shapes=dynamic_shapes)
+        art = path or os.path.join(work, "model.cgc")
+        tool = cgc or os.environ.get("CGC", "cgc")
+        r = subprocess.run([tool, ir_path, "-o", art, *flags], capture_output=True, text=True)
+        if r.returncode:
+            raise CgcError(r.stderr.strip())
+        return load(art)  # (the engine holds the artifact's bytes)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)

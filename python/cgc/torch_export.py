@@ -139,6 +139,13 @@ class Exporter:
         self.inputs.append(entry)
         self.value[n.name] = name
 
+    def as_dtype(self, a, dtype):
+        """An fx argument as a cgc value of `dtype` (cast, or a constant)."""
+        if not hasattr(a, "op"):
+            return self.scalar(a, dtype)
+        v = self.value[a.name]
+        return v if self.dtype(a) == dtype else self.op("cast", [v], {"dtype": dtype})
+
     def operand(self, a, like=None):
         """The cgc value of an fx argument: a node, or a Python number made
         a constant of `like`'s dtype."""
@@ -159,7 +166,8 @@ class Exporter:
             self.value[n.name] = v
             return
         overload = str(target).replace("aten.", "", 1) if hasattr(target, "_schema") else key
-        rule = ATEN.get(overload) or ATEN.get(overload.split(".")[0])
+        base, _, variant = overload.partition(".")
+        rule = ATEN.get(overload) or (ATEN.get(base) if variant in PLAIN_OVERLOADS else None)
         where = f" ({self.loc})" if self.loc else ""
         if rule is None:
             raise RefusedError(f"node '{n.name}': the ATen op {overload} has no cgc mapping{where}")
@@ -196,6 +204,11 @@ def source_line(n):
 # ---- the ATen ops
 
 ATEN = {}
+# Overloads a rule registered under the base name takes; any other (such
+# as div.Tensor_mode, whose rounding the rule would drop) must be listed
+# by its full name, or it is refused.
+PLAIN_OVERLOADS = {"default", "Tensor", "Scalar", "int", "dim", "dim_IntList", "self",
+                   "Tensor_Scalar", "Tensor_Tensor", "Scalar_Tensor", "using_ints", "vec"}
 
 
 def aten(*names):
@@ -216,16 +229,34 @@ for _aten, _cgc in {"relu": "relu", "tanh": "tanh", "sigmoid": "sigmoid", "exp":
     ATEN[_aten] = unary(_cgc)
 
 
+COMPARISONS = {"eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or"}
+
+
 def binary(op):
+    """PyTorch's type promotion: arithmetic computes in the result's dtype
+    (int / int divides as floats), comparisons in their operands' promoted
+    dtype; Python numbers take that dtype."""
     def fn(e, n):
         a, b = n.args[:2]
-        like = a if hasattr(a, "op") else b
-        x, y = e.operand(a, like), e.operand(b, like)
+        if op in COMPARISONS:
+            dtypes = [e.dtype(v) for v in (a, b) if hasattr(v, "op")]
+            compute = "f32" if any(isinstance(v, float) for v in (a, b)) and \
+                all(d in ("i32", "i64", "bool") for d in dtypes) else promote(dtypes)
+        else:
+            compute = e.dtype(n)
+        x, y = (e.as_dtype(v, compute) for v in (a, b))
         alpha = n.kwargs.get("alpha", 1)
         if alpha != 1:
-            y = e.op("mul", [y, e.scalar(alpha, e.dtype(like))])
+            y = e.op("mul", [y, e.scalar(alpha, compute)])
         return e.op(op, [x, y], name=n.name)
     return fn
+
+
+def promote(dtypes):
+    for d in ("f32", "bf16", "f16", "i64", "i32", "bool"):
+        if d in dtypes:
+            return d
+    return "f32"
 
 
 for _aten, _cgc in {"add": "add", "sub": "sub", "mul": "mul", "div": "div", "pow": "pow",
@@ -325,7 +356,7 @@ def layer_norm(e, n):
     x, normalized = n.args[0], n.args[1]
     w = n.args[2] if len(n.args) > 2 else None
     b = n.args[3] if len(n.args) > 3 else None
-    eps = n.args[4] if len(n.args) > 4 else 1e-5
+    eps = n.args[4] if len(n.args) > 4 else n.kwargs.get("eps", 1e-5)
     operands = [e.operand(x)]
     if w is not None:
         operands.append(e.operand(w))
