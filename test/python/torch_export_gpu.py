@@ -58,10 +58,15 @@ def models(torch):
         def forward(self, tokens):
             return torch.log_softmax(self.head(self.emb(tokens).mean(dim=1)), dim=-1)
 
+    class IntDivision(nn.Module):  # PyTorch's promotion: int / int is float
+        def forward(self, x):
+            return x / 3 + x * 0.5 + (x > 2.5).float()
+
     gen = torch.Generator().manual_seed(0)
     yield "mlp", MLP(), (torch.randn(8, 64, generator=gen),), None
     yield "encoder_layer", EncoderLayer(), (torch.randn(2, 16, 64, generator=gen),), None
     yield "embedding_pool", Pool(), (torch.randint(0, 100, (4, 12), generator=gen),), None
+    yield "int_division", IntDivision(), (torch.randint(-50, 50, (16,), generator=gen),), None
     batch = torch.export.Dim("B", min=1, max=32)
     yield "mlp_dynamic_batch", MLP(), (torch.randn(5, 64, generator=gen),), ({0: batch},)
 
