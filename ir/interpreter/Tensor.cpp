@@ -146,6 +146,8 @@ std::string interp::formatTensor(const Tensor &tensor, size_t limit) {
       os << "nan";
     else if (std::isinf(v))
       os << (v > 0 ? "inf" : "-inf");
+    else if (!isFloat(tensor.dtype)) // Every digit of an integer.
+      os << (v >= 0x1p63 ? INT64_MAX : int64_t(v));
     else
       os << v;
   }
