@@ -1,7 +1,7 @@
 """ONNX models into cgc's JSON IR (docs/onnx.md).
 
-Each ONNX node becomes the cgc ops that compute it (ops.py maps them, by
-operator name); what has no mapping is refused by name, never skipped.
+Each ONNX node becomes the cgc ops that compute it (the rules of
+ops_elementwise.py and ops_tensor.py, by operator name); what has no mapping is refused by name, never skipped.
 Shapes must be static: the model's inputs are read at their declared
 shapes (or the shapes of example inputs), and operands that decide a shape
 or an axis (Reshape's shape, Slice's starts, a reduction's axes, ...) must
@@ -16,23 +16,13 @@ beside the IR; smaller ones are inline constants.
 """
 import json
 import os
-import re
 
 import numpy as np
 
 from . import ops
 from .onnx_types import NUMPY, RefusedError, cgc_dtype, dtype_of_array
+from .ir_builder import IRBuilder, json_number, safe_name
 from .safetensors import write_safetensors
-
-
-def json_number(v, dtype):
-    """A constant's element as the IR writes it (non-finite floats as
-    the strings "inf", "-inf", "nan")."""
-    if dtype == "bool":
-        return int(v)
-    if isinstance(v, float) and not np.isfinite(v):
-        return "nan" if np.isnan(v) else ("inf" if v > 0 else "-inf")
-    return v
 
 
 # Operators folded into constants when every operand is known at compile
@@ -59,36 +49,21 @@ def result_dtype(op, inputs, attrs, types):
     return types[inputs[0]][0]
 
 
-class Graph:
-    """The IR being built: inputs, nodes, and what each ONNX value is."""
+class Graph(IRBuilder):
+    """The IR being built, and what each ONNX value is."""
 
     def __init__(self, inline_limit):
-        self.inputs, self.nodes, self.weights = [], [], {}
-        self.names = set()
+        super().__init__()
+        self.weights = {}
         self.value = {}   # ONNX name -> cgc value name
         self.type = {}    # cgc value name -> (dtype, shape list)
         self.known = {}   # cgc value name -> ndarray, for values known at compile time
         self.inline_limit = inline_limit
-        self.loc = None
-
-    def fresh(self, base):
-        base = re.sub(r"[^A-Za-z0-9_.:/-]", "_", base or "v")[:200] or "v"
-        name, k = base, 1
-        while name in self.names:
-            name, k = f"{base}_{k}", k + 1
-        self.names.add(name)
-        return name
 
     def op(self, op, inputs, attrs=None, dtype=None, shape=None, name=None):
         """Appends a cgc node; returns its value name. `dtype`/`shape`
         record its type when the importer needs it later."""
-        out = self.fresh(name or op)
-        node = {"name": out, "op": op, "inputs": list(inputs)}
-        if attrs:
-            node["attrs"] = attrs
-        if self.loc:
-            node["loc"] = self.loc
-        self.nodes.append(node)
+        out = self.node(op, inputs, attrs, name)
         if dtype is None and inputs and inputs[0] in self.type:
             dtype = result_dtype(op, inputs, attrs or {}, self.type)
         if dtype is not None:
@@ -252,7 +227,7 @@ class Importer:
         return outputs
 
     def output_name(self, onnx_name):
-        return re.sub(r"[^A-Za-z0-9_.:/-]", "_", onnx_name)[:256]
+        return safe_name(onnx_name)
 
     def import_node(self, node, index):
         label = f"node '{node.name or node.op_type + '_' + str(index)}' ({node.op_type})"
@@ -326,7 +301,7 @@ def onnx_to_ir(model, name=None, constants=None, inline_limit=1024, input_shapes
         seen.add(out)
         ir_outputs.append(o["value"] if out == o["value"] else {"name": out, "value": o["value"]})
     ir = {"format_version": 1,
-          "name": re.sub(r"[^A-Za-z0-9_.:/-]", "_", name or model.graph.name or "onnx")[:256] or "onnx",
+          "name": safe_name(name or model.graph.name or "onnx"),
           "inputs": g.inputs, "nodes": g.nodes, "outputs": ir_outputs}
     return ir, dict(g.weights)
 

@@ -15,8 +15,7 @@ import json
 import os
 import re
 
-import numpy as np
-
+from .ir_builder import IRBuilder, json_number, safe_name
 from .onnx_types import RefusedError
 from .safetensors import write_safetensors
 
@@ -24,47 +23,19 @@ DTYPE = {"torch.float32": "f32", "torch.float16": "f16", "torch.bfloat16": "bf16
          "torch.int32": "i32", "torch.int64": "i64", "torch.bool": "bool"}
 
 
-def safe(name):
-    return re.sub(r"[^A-Za-z0-9_.:/-]", "_", name)[:256] or "v"
-
-
-class Exporter:
+class Exporter(IRBuilder):
     def __init__(self, ep):
+        super().__init__()
         self.ep = ep
-        self.inputs, self.nodes, self.weights, self.dims = [], [], {}, {}
+        self.weights, self.dims = {}, {}
         self.value = {}   # fx node name -> cgc value name
-        self.names = set()
-        self.loc = None
-
-    # -- building
-
-    def fresh(self, base):
-        base, name, k = safe(base), safe(base), 1
-        while name in self.names:
-            name, k = f"{base}_{k}", k + 1
-        self.names.add(name)
-        return name
 
     def op(self, op, inputs, attrs=None, name=None):
-        out = self.fresh(name or op)
-        node = {"name": out, "op": op, "inputs": list(inputs)}
-        if attrs:
-            node["attrs"] = attrs
-        if self.loc:
-            node["loc"] = self.loc
-        self.nodes.append(node)
-        return out
+        return self.node(op, inputs, attrs, name)
 
     def scalar(self, value, dtype):
-        if dtype == "bool":
-            value = int(bool(value))
-        elif dtype in ("i32", "i64"):
-            value = int(value)
-        else:
-            value = float(value)
-            if not np.isfinite(value):
-                value = "nan" if np.isnan(value) else ("inf" if value > 0 else "-inf")
-        return self.op("constant", [], {"dtype": dtype, "shape": [], "value": value}, "scalar")
+        return self.op("constant", [], {"dtype": dtype, "shape": [],
+                                        "value": json_number(value, dtype)}, "scalar")
 
     # -- types
 
@@ -190,7 +161,7 @@ class Exporter:
                 raise RefusedError(f"output '{spec.arg.name}' mutates state "
                                    f"({spec.kind.name.lower()}); export in eval mode")
             v = self.value[a.name]
-            name = safe(a.name)
+            name = safe_name(a.name)
             out.append(v if v == name else {"name": name, "value": v})
         return out
 
@@ -459,7 +430,7 @@ def export(module, example_args, path, dynamic_shapes=None, example_kwargs=None)
     ep = decompose(ep, torch)
     ex = Exporter(ep)
     outputs = ex.run()
-    ir = {"format_version": 1, "name": safe(type(module).__name__),
+    ir = {"format_version": 1, "name": safe_name(type(module).__name__),
           "inputs": ex.inputs, "nodes": ex.nodes, "outputs": outputs}
     if ex.dims:
         ir["dims"] = list(ex.dims.values())

@@ -1,0 +1,53 @@
+"""The JSON IR, built one node at a time: what the ONNX importer and the
+torch.export exporter share (unique names, node records with their
+source location, and the IR's spelling of numbers)."""
+import re
+
+import numpy as np
+
+
+def safe_name(name):
+    """`name` with the characters IR names cannot hold replaced by `_`."""
+    return re.sub(r"[^A-Za-z0-9_.:/-]", "_", name or "v")[:256] or "v"
+
+
+def json_number(v, dtype):
+    """An element as the IR writes it (bools as 0/1, non-finite floats as
+    the strings "inf", "-inf", "nan")."""
+    if dtype == "bool":
+        return int(bool(v))
+    if dtype in ("i32", "i64"):
+        return int(v)
+    v = float(v)
+    if not np.isfinite(v):
+        return "nan" if np.isnan(v) else ("inf" if v > 0 else "-inf")
+    return v
+
+
+class IRBuilder:
+    """Inputs and nodes of one graph, names made unique; `loc` stamps the
+    nodes built while it is set."""
+
+    def __init__(self):
+        self.inputs, self.nodes = [], []
+        self.names = set()
+        self.loc = None
+
+    def fresh(self, base):
+        base = safe_name(base)[:200]
+        name, k = base, 1
+        while name in self.names:
+            name, k = f"{base}_{k}", k + 1
+        self.names.add(name)
+        return name
+
+    def node(self, op, inputs, attrs=None, name=None):
+        """Appends a node; returns its value name."""
+        out = self.fresh(name or op)
+        record = {"name": out, "op": op, "inputs": list(inputs)}
+        if attrs:
+            record["attrs"] = attrs
+        if self.loc:
+            record["loc"] = self.loc
+        self.nodes.append(record)
+        return out

@@ -1,0 +1,266 @@
+"""ONNX's elementwise operators and activations, as cgc's elementwise ops
+(so that fusion sees them). Registered into onnx_rules.RULES."""
+import numpy as np
+
+from .onnx_rules import RULES, const, dtype, need_float, rule
+from .onnx_types import RefusedError, cgc_dtype
+
+# ---- elementwise
+
+UNARY = {"Abs": "abs", "Neg": "neg", "Exp": "exp", "Log": "log", "Sqrt": "sqrt",
+         "Tanh": "tanh", "Sigmoid": "sigmoid", "Relu": "relu", "Erf": "erf", "Sin": "sin",
+         "Cos": "cos", "Not": "logical_not"}
+BINARY = {"Add": "add", "Sub": "sub", "Mul": "mul", "Div": "div", "Pow": "pow",
+          "Equal": "eq", "Less": "lt", "LessOrEqual": "le", "Greater": "gt",
+          "GreaterOrEqual": "ge", "And": "logical_and", "Or": "logical_or", "Xor": "ne"}
+
+
+def unary(op):
+    return lambda ctx, ins, attrs: [ctx.op(op, [ins[0]])]
+
+
+def binary(op):
+    def fn(ctx, ins, attrs):
+        a, b = ins
+        if op == "pow":
+            need_float(ctx, a, "the base")
+            if dtype(ctx, b) != dtype(ctx, a):
+                b = ctx.g.op("cast", [b], {"dtype": dtype(ctx, a)}, dtype(ctx, a), None)
+        return [ctx.op(op, [a, b])]
+    return fn
+
+
+for _onnx, _cgc in UNARY.items():
+    RULES[_onnx] = unary(_cgc)
+for _onnx, _cgc in BINARY.items():
+    RULES[_onnx] = binary(_cgc)
+
+
+@rule("Identity")
+def identity(ctx, ins, attrs):
+    return [ins[0]]
+
+
+@rule("Reciprocal")
+def reciprocal(ctx, ins, attrs):
+    return [ctx.op("div", [const(ctx, 1, ins[0]), ins[0]])]
+
+
+@rule("CastLike")
+def cast_like(ctx, ins, attrs):
+    if attrs.get("saturate", 1) != 1:
+        raise RefusedError("CastLike with saturate set")
+    return [ctx.op("cast", [ins[0]], {"dtype": dtype(ctx, ins[1])})]
+
+
+@rule("Mod")
+def mod(ctx, ins, attrs):
+    """fmod = 1: the remainder of truncated division (C's fmod); fmod = 0
+    (integers): the remainder takes the divisor's sign (Python's %)."""
+    a, b = ins
+    dt = dtype(ctx, a)
+    if dt in ("i32", "i64"):
+        q = ctx.g.op("div", [a, b])
+    elif attrs.get("fmod", 0):
+        q = ctx.g.op("cast", [ctx.g.op("cast", [ctx.g.op("div", [a, b])], {"dtype": "i64"})],
+                     {"dtype": dt})  # truncated toward zero
+    else:
+        raise RefusedError("Mod of floats with fmod = 0")
+    r = ctx.g.op("sub", [a, ctx.g.op("mul", [q, b])])
+    if attrs.get("fmod", 0):
+        return [r]
+    zero = const(ctx, 0, a)
+    differ = ctx.g.op("ne", [ctx.g.op("lt", [r, zero]), ctx.g.op("lt", [b, zero])])
+    fix = ctx.g.op("logical_and", [ctx.g.op("ne", [r, zero]), differ])
+    return [ctx.op("where", [fix, ctx.g.op("add", [r, b]), r])]
+
+
+@rule("Where")
+def where(ctx, ins, attrs):
+    return [ctx.op("where", ins)]
+
+
+@rule("Cast")
+def cast(ctx, ins, attrs):
+    if attrs.get("saturate", 1) != 1 or attrs.get("round_mode", "up") != "up":
+        raise RefusedError("Cast with saturate or round_mode set")
+    return [ctx.op("cast", [ins[0]], {"dtype": cgc_dtype(attrs["to"], "the target")})]
+
+
+def chain(ctx, op, ins):
+    acc = ins[0]
+    for v in ins[1:]:
+        acc = ctx.g.op(op, [acc, v])
+    return acc
+
+
+@rule("Max")
+def maximum(ctx, ins, attrs):
+    return [chain(ctx, "maximum", ins)]
+
+
+@rule("Min")
+def minimum(ctx, ins, attrs):
+    return [chain(ctx, "minimum", ins)]
+
+
+@rule("Sum")
+def sum_(ctx, ins, attrs):
+    return [chain(ctx, "add", ins)]
+
+
+@rule("Mean")
+def mean(ctx, ins, attrs):
+    if len(ins) == 1:
+        return [ins[0]]
+    return [ctx.op("div", [chain(ctx, "add", ins), const(ctx, len(ins), ins[0])])]
+
+
+# Activations written with cgc's elementwise ops.
+
+def alpha(attrs, default):
+    return float(attrs.get("alpha", default))
+
+
+@rule("LeakyRelu")
+def leaky_relu(ctx, ins, attrs):
+    x = ins[0]
+    neg = ctx.g.op("lt", [x, const(ctx, 0, x)])
+    return [ctx.op("where", [neg, ctx.g.op("mul", [x, const(ctx, alpha(attrs, 0.01), x)]), x])]
+
+
+@rule("PRelu")
+def prelu(ctx, ins, attrs):
+    x, slope = ins
+    neg = ctx.g.op("lt", [x, const(ctx, 0, x)])
+    return [ctx.op("where", [neg, ctx.g.op("mul", [x, slope]), x])]
+
+
+def expm1_scaled(ctx, x, a):
+    e = ctx.g.op("sub", [ctx.g.op("exp", [x]), const(ctx, 1, x)])
+    return ctx.g.op("mul", [e, const(ctx, a, x)])
+
+
+@rule("Elu")
+def elu(ctx, ins, attrs):
+    x = ins[0]
+    neg = ctx.g.op("lt", [x, const(ctx, 0, x)])
+    return [ctx.op("where", [neg, expm1_scaled(ctx, x, alpha(attrs, 1.0)), x])]
+
+
+@rule("Selu")
+def selu(ctx, ins, attrs):
+    x = ins[0]
+    a = alpha(attrs, 1.67326319217681884765625)
+    gamma = float(attrs.get("gamma", 1.05070102214813232421875))
+    pos = ctx.g.op("gt", [x, const(ctx, 0, x)])
+    y = ctx.g.op("where", [pos, x, expm1_scaled(ctx, x, a)])
+    return [ctx.op("mul", [y, const(ctx, gamma, x)])]
+
+
+@rule("Celu")
+def celu(ctx, ins, attrs):
+    x = ins[0]
+    a = alpha(attrs, 1.0)
+    scaled = ctx.g.op("div", [x, const(ctx, a, x)])
+    neg = ctx.g.op("minimum", [const(ctx, 0, x), expm1_scaled(ctx, scaled, a)])
+    return [ctx.op("add", [ctx.g.op("maximum", [const(ctx, 0, x), x]), neg])]
+
+
+@rule("ThresholdedRelu")
+def thresholded_relu(ctx, ins, attrs):
+    x = ins[0]
+    above = ctx.g.op("gt", [x, const(ctx, alpha(attrs, 1.0), x)])
+    return [ctx.op("where", [above, x, const(ctx, 0, x)])]
+
+
+def clamp01(ctx, y, like):
+    lo = ctx.g.op("maximum", [y, const(ctx, 0, like)])
+    return lo, const(ctx, 1, like)
+
+
+@rule("HardSigmoid")
+def hard_sigmoid(ctx, ins, attrs):
+    x = ins[0]
+    y = ctx.g.op("add", [ctx.g.op("mul", [x, const(ctx, alpha(attrs, 0.2), x)]),
+                         const(ctx, float(attrs.get("beta", 0.5)), x)])
+    lo, one = clamp01(ctx, y, x)
+    return [ctx.op("minimum", [lo, one])]
+
+
+@rule("HardSwish")
+def hard_swish(ctx, ins, attrs):
+    x = ins[0]
+    y = ctx.g.op("add", [ctx.g.op("mul", [x, const(ctx, 1 / 6, x)]), const(ctx, 0.5, x)])
+    lo, one = clamp01(ctx, y, x)
+    return [ctx.op("mul", [x, ctx.g.op("minimum", [lo, one])])]
+
+
+@rule("Softplus")
+def softplus(ctx, ins, attrs):
+    x = ins[0]
+    return [ctx.op("log", [ctx.g.op("add", [ctx.g.op("exp", [x]), const(ctx, 1, x)])])]
+
+
+@rule("Softsign")
+def softsign(ctx, ins, attrs):
+    x = ins[0]
+    return [ctx.op("div", [x, ctx.g.op("add", [ctx.g.op("abs", [x]), const(ctx, 1, x)])])]
+
+
+@rule("Mish")
+def mish(ctx, ins, attrs):
+    x = ins[0]
+    sp = ctx.g.op("log", [ctx.g.op("add", [ctx.g.op("exp", [x]), const(ctx, 1, x)])])
+    return [ctx.op("mul", [x, ctx.g.op("tanh", [sp])])]
+
+
+@rule("Sign")
+def sign(ctx, ins, attrs):
+    x = ins[0]
+    zero = const(ctx, 0, x)
+    pos = ctx.g.op("gt", [x, zero])
+    neg = ctx.g.op("lt", [x, zero])
+    inner = ctx.g.op("where", [neg, const(ctx, -1, x), zero])
+    return [ctx.op("where", [pos, const(ctx, 1, x), inner])]
+
+
+@rule("Gelu")
+def gelu(ctx, ins, attrs):
+    approximate = attrs.get("approximate", b"none")
+    approximate = approximate.decode() if isinstance(approximate, bytes) else approximate
+    return [ctx.op("gelu_tanh" if approximate == "tanh" else "gelu", [ins[0]])]
+
+
+@rule("IsNaN")
+def is_nan(ctx, ins, attrs):
+    return [ctx.op("ne", [ins[0], ins[0]])]
+
+
+@rule("IsInf")
+def is_inf(ctx, ins, attrs):
+    x = ins[0]
+    pos, neg = attrs.get("detect_positive", 1), attrs.get("detect_negative", 1)
+    inf = const(ctx, np.inf, x)
+    if pos and neg:
+        return [ctx.op("eq", [ctx.g.op("abs", [x]), inf])]
+    if pos:
+        return [ctx.op("eq", [x, inf])]
+    if neg:
+        return [ctx.op("eq", [x, const(ctx, -np.inf, x)])]
+    return [ctx.op("lt", [x, x])]  # detects nothing: all false
+
+
+@rule("Clip")
+def clip(ctx, ins, attrs):
+    x = ins[0]
+    lo = ins[1] if len(ins) > 1 and ins[1] is not None else (
+        const(ctx, attrs["min"], x) if "min" in attrs else None)
+    hi = ins[2] if len(ins) > 2 and ins[2] is not None else (
+        const(ctx, attrs["max"], x) if "max" in attrs else None)
+    y = x
+    if lo is not None:
+        y = ctx.g.op("maximum", [y, lo])
+    if hi is not None:
+        y = ctx.g.op("minimum", [y, hi])
+    return [y]

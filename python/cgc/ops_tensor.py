@@ -1,0 +1,414 @@
+"""ONNX's normalizations, reductions, products, movement and sources, as
+cgc ops. Registered into onnx_rules.RULES."""
+import numpy as np
+
+from .onnx_rules import RULES, const, dtype, ints_operand, need_float, rule, shape
+from .onnx_types import RefusedError
+
+# ---- normalizations and reductions
+
+def softmax_axis(ctx, x, attrs):
+    axis = int(attrs.get("axis", -1 if ctx.opset >= 13 else 1))
+    rank = len(shape(ctx, x))
+    if ctx.opset < 13 and axis % max(rank, 1) != rank - 1:
+        raise RefusedError("softmax over a coerced 2-D view (opset < 13, axis not last)")
+    return axis
+
+
+@rule("Softmax")
+def softmax(ctx, ins, attrs):
+    need_float(ctx, ins[0])
+    return [ctx.op("softmax", [ins[0]], {"axis": softmax_axis(ctx, ins[0], attrs)})]
+
+
+@rule("LogSoftmax")
+def log_softmax(ctx, ins, attrs):
+    need_float(ctx, ins[0])
+    return [ctx.op("log_softmax", [ins[0]], {"axis": softmax_axis(ctx, ins[0], attrs)})]
+
+
+@rule("Hardmax")
+def hardmax(ctx, ins, attrs):
+    x = ins[0]
+    rank = len(shape(ctx, x))
+    axis = softmax_axis(ctx, x, attrs)
+    if axis % rank != rank - 1:
+        raise RefusedError("Hardmax over an axis other than the last")
+    idx = ctx.g.op("argmax", [x], {"axis": axis})
+    return [ctx.op("one_hot", [idx], {"num_classes": shape(ctx, x)[-1], "dtype": dtype(ctx, x)})]
+
+
+def normalized_stats(ctx, x, axis, eps):
+    """mean and 1/sqrt(var + eps) over the axes from `axis` (kept as 1s)."""
+    rank = len(shape(ctx, x))
+    axes = list(range(axis % rank, rank))
+    mean = ctx.g.op("mean", [x], {"axes": axes, "keepdim": True})
+    d = ctx.g.op("sub", [x, mean])
+    var = ctx.g.op("mean", [ctx.g.op("mul", [d, d])], {"axes": axes, "keepdim": True})
+    inv = ctx.g.op("rsqrt", [ctx.g.op("add", [var, const(ctx, eps, x)])])
+    return mean, inv
+
+
+@rule("LayerNormalization")
+def layer_norm(ctx, ins, attrs):
+    if len(ctx.node.output) > 1 and any(ctx.node.output[1:]):
+        return layer_norm_with_stats(ctx, ins, attrs)
+    operands = [v for v in ins if v is not None]
+    x = operands[0]
+    axis = int(attrs.get("axis", -1))
+    normalized = shape(ctx, x)[axis:]
+    for k in range(1, len(operands)):  # scale and bias broadcast in ONNX
+        if shape(ctx, operands[k]) != normalized:
+            operands[k] = ctx.g.op("broadcast_to", [operands[k]], {"shape": normalized},
+                                   dtype(ctx, operands[k]), normalized)
+    return [ctx.op("layernorm", operands, {"axis": axis, "eps": float(attrs.get("epsilon", 1e-5))})]
+
+
+def layer_norm_with_stats(ctx, ins, attrs):
+    """LayerNormalization that also returns its Mean and InvStdDev: written
+    out (in the input's dtype; stash_type 1 with f32 inputs)."""
+    x = ins[0]
+    need_float(ctx, x)
+    if dtype(ctx, x) != "f32":
+        raise RefusedError("Mean and InvStdDev of a non-f32 LayerNormalization")
+    mean, inv = normalized_stats(ctx, x, int(attrs.get("axis", -1)),
+                                 float(attrs.get("epsilon", 1e-5)))
+    y = ctx.g.op("mul", [ctx.g.op("sub", [x, mean]), inv])
+    if len(ins) > 1 and ins[1] is not None:
+        y = ctx.g.op("mul", [y, ins[1]])
+    if len(ins) > 2 and ins[2] is not None:
+        y = ctx.g.op("add", [y, ins[2]])
+    return [y, mean, inv][:len(ctx.node.output)]
+
+
+@rule("RMSNormalization")
+def rms_norm(ctx, ins, attrs):
+    x = ins[0]
+    need_float(ctx, x)
+    rank = len(shape(ctx, x))
+    axes = list(range(int(attrs.get("axis", -1)) % rank, rank))
+    ms = ctx.g.op("mean", [ctx.g.op("mul", [x, x])], {"axes": axes, "keepdim": True})
+    inv = ctx.g.op("rsqrt", [ctx.g.op("add", [ms, const(ctx, float(attrs.get("epsilon", 1e-5)), x)])])
+    y = ctx.g.op("mul", [x, inv])
+    return [ctx.op("mul", [y, ins[1]])]
+
+
+@rule("LpNormalization")
+def lp_norm(ctx, ins, attrs):
+    x = ins[0]
+    need_float(ctx, x)
+    axis, p = int(attrs.get("axis", -1)), int(attrs.get("p", 2))
+    if p == 1:
+        norm = ctx.g.op("sum", [ctx.g.op("abs", [x])], {"axes": [axis], "keepdim": True})
+    elif p == 2:
+        norm = ctx.g.op("sqrt", [ctx.g.op("sum", [ctx.g.op("mul", [x, x])],
+                                          {"axes": [axis], "keepdim": True})])
+    else:
+        raise RefusedError(f"LpNormalization with p = {p}")
+    zero = const(ctx, 0, x)
+    return [ctx.op("where", [ctx.g.op("eq", [norm, zero]), zero, ctx.g.op("div", [x, norm])])]
+
+
+@rule("Trilu")
+def trilu(ctx, ins, attrs):
+    """Keeps the elements with col - row >= k (upper) or <= k (lower)."""
+    x = ins[0]
+    s = shape(ctx, x)
+    k = ints_operand(ctx, ins[1], "the k operand")[0] if len(ins) > 1 and ins[1] is not None else 0
+    rows = ctx.g.op("iota", [], {"dtype": "i64", "shape": s[-2:], "axis": 0}, "i64", s[-2:])
+    cols = ctx.g.op("iota", [], {"dtype": "i64", "shape": s[-2:], "axis": 1}, "i64", s[-2:])
+    diff = ctx.g.op("sub", [cols, rows])
+    keep = ctx.g.op("ge" if attrs.get("upper", 1) else "le", [diff, ctx.g.scalar(k, "i64")])
+    return [ctx.op("where", [keep, x, const(ctx, 0, x)])]
+
+
+def reduce_axes(ctx, ins, attrs, rank):
+    """The axes of a Reduce* node (from its operand or, before opset 18,
+    its attribute); None when it reduces nothing (noop_with_empty_axes)."""
+    if len(ins) > 1 and ins[1] is not None:
+        axes = ints_operand(ctx, ins[1], "the axes operand")
+    else:
+        axes = [int(a) for a in attrs.get("axes", [])]
+    if not axes:
+        return None if attrs.get("noop_with_empty_axes", 0) else list(range(rank))
+    return [a % rank if rank else 0 for a in axes]
+
+
+def reduction(op, pre=None, post=None):
+    def fn(ctx, ins, attrs):
+        x = ins[0]
+        rank = len(shape(ctx, x))
+        axes = reduce_axes(ctx, ins, attrs, rank)
+        if pre:
+            x = pre(ctx, x)
+        if axes is None:
+            y = x
+        else:
+            y = ctx.g.op(op, [x], {"axes": sorted(set(axes)),
+                                   "keepdim": bool(attrs.get("keepdims", 1))})
+        if post:
+            y = post(ctx, y)
+        return [y]
+    return fn
+
+
+RULES["ReduceSum"] = reduction("sum")
+RULES["ReduceMean"] = reduction("mean")
+RULES["ReduceMax"] = reduction("max")
+RULES["ReduceMin"] = reduction("min")
+RULES["ReduceSumSquare"] = reduction("sum", pre=lambda ctx, x: ctx.g.op("mul", [x, x]))
+RULES["ReduceL1"] = reduction("sum", pre=lambda ctx, x: ctx.g.op("abs", [x]))
+RULES["ReduceL2"] = reduction("sum", pre=lambda ctx, x: ctx.g.op("mul", [x, x]),
+                              post=lambda ctx, y: ctx.g.op("sqrt", [y]))
+RULES["ReduceLogSum"] = reduction("sum", post=lambda ctx, y: ctx.g.op("log", [y]))
+RULES["ReduceLogSumExp"] = reduction("sum", pre=lambda ctx, x: ctx.g.op("exp", [x]),
+                                     post=lambda ctx, y: ctx.g.op("log", [y]))
+
+
+def arg_reduce(negate):
+    def fn(ctx, ins, attrs):
+        if attrs.get("select_last_index", 0):
+            raise RefusedError("select_last_index = 1 (cgc's argmax takes the first)")
+        x = ins[0]
+        if negate:  # argmin x = argmax of -x, or of -x - 1 for integers (no overflow)
+            dt = dtype(ctx, x)
+            if dt not in ("f32", "f16", "bf16", "i32", "i64"):
+                raise RefusedError(f"ArgMin of {dt}")
+            x = ctx.g.op("neg", [x]) if dt in ("f32", "f16", "bf16") else \
+                ctx.g.op("sub", [const(ctx, -1, x), x])
+        return [ctx.op("argmax", [x], {"axis": int(attrs.get("axis", 0)),
+                                       "keepdim": bool(attrs.get("keepdims", 1))})]
+    return fn
+
+
+RULES["ArgMax"] = arg_reduce(False)
+RULES["ArgMin"] = arg_reduce(True)
+
+
+@rule("CumSum")
+def cumsum(ctx, ins, attrs):
+    if attrs.get("exclusive", 0) or attrs.get("reverse", 0):
+        raise RefusedError("an exclusive or reversed CumSum")
+    axis = ints_operand(ctx, ins[1], "the axis operand")[0]
+    return [ctx.op("cumsum", [ins[0]], {"axis": axis})]
+
+
+# ---- products
+
+def as_matrix_operand(ctx, v, front):
+    """A rank-1 operand of MatMul as a matrix ([1, K] in front, [K, 1] behind)."""
+    s = shape(ctx, v)
+    new = [1, s[0]] if front else [s[0], 1]
+    return ctx.g.op("reshape", [v], {"shape": new}, dtype(ctx, v), new)
+
+
+@rule("MatMul")
+def matmul(ctx, ins, attrs):
+    a, b = ins
+    need_float(ctx, a)
+    ra, rb = len(shape(ctx, a)), len(shape(ctx, b))
+    if ra >= 2 and rb >= 2:
+        return [ctx.op("matmul", [a, b])]
+    a2 = as_matrix_operand(ctx, a, True) if ra == 1 else a
+    b2 = as_matrix_operand(ctx, b, False) if rb == 1 else b
+    prod = ctx.g.op("matmul", [a2, b2])
+    return [ctx.op("reshape", [prod], {"shape": ctx.out_type()[1]})]
+
+
+@rule("Gemm")
+def gemm(ctx, ins, attrs):
+    a, b = ins[0], ins[1]
+    need_float(ctx, a)
+    y = ctx.g.op("matmul", [a, b], {"transpose_a": bool(attrs.get("transA", 0)),
+                                    "transpose_b": bool(attrs.get("transB", 0))})
+    if float(attrs.get("alpha", 1.0)) != 1.0:
+        y = ctx.g.op("mul", [y, const(ctx, float(attrs["alpha"]), a)])
+    if len(ins) > 2 and ins[2] is not None:
+        c = ins[2]
+        if float(attrs.get("beta", 1.0)) != 1.0:
+            c = ctx.g.op("mul", [c, const(ctx, float(attrs["beta"]), a)])
+        return [ctx.op("add", [y, c])]
+    return [y]
+
+
+# ---- movement
+
+@rule("Transpose")
+def transpose(ctx, ins, attrs):
+    rank = len(shape(ctx, ins[0]))
+    perm = [int(p) for p in attrs.get("perm", list(range(rank))[::-1])]
+    return [ctx.op("transpose", [ins[0]], {"perm": perm})]
+
+
+def reshape_to(ctx, x):
+    return [ctx.op("reshape", [x], {"shape": ctx.out_type()[1]})]
+
+
+@rule("Reshape")
+def reshape(ctx, ins, attrs):
+    """ONNX's shape: 0 copies the input's dim (unless allowzero), -1 takes
+    what is left."""
+    x = ins[0]
+    target = ints_operand(ctx, ins[1], "the shape operand")
+    s = shape(ctx, x)
+    if not attrs.get("allowzero", 0):
+        target = [s[k] if t == 0 else t for k, t in enumerate(target)]
+    if -1 in target:
+        known = int(np.prod([t for t in target if t != -1]))
+        target[target.index(-1)] = int(np.prod(s)) // max(known, 1)
+    out = ctx.g.op("reshape", [x], {"shape": target}, dtype(ctx, x), target,
+                   name=ctx.node.output[0])
+    return [out]
+
+
+@rule("Flatten", "Squeeze", "Unsqueeze")
+def flatten(ctx, ins, attrs):
+    for v in ins[1:]:
+        if v is not None:
+            ctx.known(v, "the axes operand")
+    return reshape_to(ctx, ins[0])
+
+
+@rule("Expand")
+def expand(ctx, ins, attrs):
+    """Bidirectional broadcasting of the input's shape and the operand."""
+    x = ins[0]
+    target = ints_operand(ctx, ins[1], "the shape operand")
+    out = list(np.broadcast_shapes(tuple(shape(ctx, x)), tuple(target)))
+    return [ctx.g.op("broadcast_to", [x], {"shape": out}, dtype(ctx, x), out,
+                     name=ctx.node.output[0])]
+
+
+@rule("Concat")
+def concat(ctx, ins, attrs):
+    return [ctx.op("concat", [v for v in ins if v is not None], {"axis": int(attrs["axis"])})]
+
+
+@rule("Slice")
+def slice_(ctx, ins, attrs):
+    x = ins[0]
+    rank = len(shape(ctx, x))
+    if ctx.opset < 10:
+        starts, ends = list(attrs["starts"]), list(attrs["ends"])
+        axes = list(attrs.get("axes", range(len(starts))))
+        steps = [1] * len(starts)
+    else:
+        starts = ints_operand(ctx, ins[1], "the starts operand")
+        ends = ints_operand(ctx, ins[2], "the ends operand")
+        axes = (ints_operand(ctx, ins[3], "the axes operand")
+                if len(ins) > 3 and ins[3] is not None else list(range(len(starts))))
+        steps = (ints_operand(ctx, ins[4], "the steps operand")
+                 if len(ins) > 4 and ins[4] is not None else [1] * len(starts))
+    if any(s <= 0 for s in steps):
+        raise RefusedError("a Slice with a negative step (cgc's slice takes steps > 0)")
+    big = 2 ** 62
+    clamp = lambda v: max(-big, min(big, int(v)))  # noqa: E731
+    return [ctx.op("slice", [x], {"starts": [clamp(s) for s in starts],
+                                  "ends": [clamp(e) for e in ends],
+                                  "axes": [int(a) % rank for a in axes],
+                                  "steps": steps})]
+
+
+@rule("Gather")
+def gather(ctx, ins, attrs):
+    return [ctx.op("gather", [ins[0], ins[1]], {"axis": int(attrs.get("axis", 0))})]
+
+
+@rule("Split")
+def split(ctx, ins, attrs):
+    x = ins[0]
+    s = shape(ctx, x)
+    axis = int(attrs.get("axis", 0)) % len(s)
+    if len(ins) > 1 and ins[1] is not None:
+        sizes = ints_operand(ctx, ins[1], "the split operand")
+    elif "split" in attrs:
+        sizes = [int(v) for v in attrs["split"]]
+    else:
+        n = int(attrs.get("num_outputs", len(ctx.node.output)))
+        chunk = -(-s[axis] // n)
+        sizes = [max(0, min(chunk, s[axis] - k * chunk)) for k in range(n)]
+    outs, begin = [], 0
+    for k, size in enumerate(sizes):
+        outs.append(ctx.op("slice", [x], {"starts": [begin], "ends": [begin + size],
+                                          "axes": [axis]}, k=k))
+        begin += size
+    return outs
+
+
+@rule("Dropout")
+def dropout(ctx, ins, attrs):
+    if len(ins) > 2 and ins[2] is not None and bool(np.asarray(ctx.known(ins[2], "training_mode")).reshape(-1)[0]):
+        raise RefusedError("Dropout in training mode (cgc's dropout draws its own masks)")
+    outs = [ins[0]]
+    if len(ctx.node.output) > 1 and ctx.node.output[1]:
+        outs.append(ctx.op("fill", [], {"dtype": "bool", "shape": ctx.out_type(1)[1],
+                                        "value": 1.0}, k=1))
+    return outs
+
+
+# ---- sources
+
+@rule("Constant")
+def constant(ctx, ins, attrs):
+    import onnx
+    if "value" in attrs:
+        array = onnx.numpy_helper.to_array(attrs["value"])
+    elif "value_float" in attrs:
+        array = np.array(attrs["value_float"], np.float32)
+    elif "value_int" in attrs:
+        array = np.array(attrs["value_int"], np.int64)
+    elif "value_floats" in attrs:
+        array = np.array(attrs["value_floats"], np.float32)
+    elif "value_ints" in attrs:
+        array = np.array(attrs["value_ints"], np.int64)
+    else:
+        raise RefusedError("a Constant of strings or a sparse tensor")
+    return [ctx.g.constant(array, ctx.node.output[0])]
+
+
+@rule("ConstantOfShape")
+def constant_of_shape(ctx, ins, attrs):
+    import onnx
+    dims = ints_operand(ctx, ins[0], "the shape operand")
+    value = onnx.numpy_helper.to_array(attrs["value"]) if "value" in attrs else np.zeros(1, np.float32)
+    return [ctx.g.constant(np.full(dims, value.reshape(-1)[0], value.dtype), ctx.node.output[0])]
+
+
+@rule("Shape")
+def shape_op(ctx, ins, attrs):
+    s = shape(ctx, ins[0])
+    start, end = int(attrs.get("start", 0)), attrs.get("end")
+    return [ctx.g.constant(np.array(s[start:None if end is None else int(end)], np.int64),
+                           ctx.node.output[0])]
+
+
+@rule("Size")
+def size(ctx, ins, attrs):
+    return [ctx.g.constant(np.array(int(np.prod(shape(ctx, ins[0]))), np.int64), ctx.node.output[0])]
+
+
+@rule("Range")
+def range_(ctx, ins, attrs):
+    start, limit, delta = (np.asarray(ctx.known(v, "a Range operand")).reshape(-1)[0] for v in ins)
+    array = np.arange(start, limit, delta).astype(np.asarray(ctx.known(ins[0], "start")).dtype)
+    return [ctx.g.constant(array, ctx.node.output[0])]
+
+
+@rule("OneHot")
+def one_hot(ctx, ins, attrs):
+    indices, depth, values = ins
+    n = int(np.asarray(ctx.known(depth, "the depth operand")).reshape(-1)[0])
+    rank = len(shape(ctx, indices))
+    if int(attrs.get("axis", -1)) % (rank + 1) != rank:
+        raise RefusedError("OneHot along an axis other than the last")
+    off_on = np.asarray(ctx.known(values, "the values operand")).reshape(-1)
+    idx = indices
+    if dtype(ctx, indices) not in ("i32", "i64"):
+        idx = ctx.g.op("cast", [indices], {"dtype": "i64"}, "i64", shape(ctx, indices))
+    wrapped = ctx.g.op("where", [ctx.g.op("lt", [idx, const(ctx, 0, idx)]),
+                                 ctx.g.op("add", [idx, const(ctx, n, idx)]), idx])
+    out_dtype = ctx.out_type()[0]
+    hot = ctx.g.op("one_hot", [wrapped], {"num_classes": n, "dtype": out_dtype})
+    off = ctx.g.scalar(off_on[0], out_dtype)
+    on = ctx.g.scalar(off_on[1], out_dtype)
+    return [ctx.op("where", [ctx.g.op("cast", [hot], {"dtype": "bool"}), on, off])]
