@@ -65,6 +65,7 @@ private:
   }
   bool anyPadded(const TensorType &t) const;
   bool anyPaddedAxis(const TensorType &t, llvm::ArrayRef<unsigned> axes) const;
+  bool countKnown(const TensorType &t, llvm::ArrayRef<unsigned> axes) const;
   Value *convertLayout(Value *v, OpKind op);
   void convertBoundary();
   Value *validAlong(Dim d, unsigned axis, unsigned rank);
@@ -96,6 +97,15 @@ bool PadDynamicShapesPass::anyPadded(const TensorType &t) const {
 bool PadDynamicShapesPass::anyPaddedAxis(const TensorType &t,
                                          llvm::ArrayRef<unsigned> axes) const {
   return llvm::any_of(axes, [&](unsigned a) { return padded(t.dims[a]); });
+}
+
+/// Whether realCount can count \p axes: each static or padded (a
+/// data-dependent dim's count lives elsewhere).
+bool PadDynamicShapesPass::countKnown(const TensorType &t,
+                                      llvm::ArrayRef<unsigned> axes) const {
+  return llvm::all_of(axes, [&](unsigned a) {
+    return t.dims[a].isStatic() || padded(t.dims[a]);
+  });
 }
 
 /// The lowest (or highest) value of \p dtype, as a double.
@@ -333,6 +343,12 @@ bool PadDynamicShapesPass::rewrite(Node &n, std::string &why) {
   switch (n.info().family) {
   case Elementwise: case Source: case Scan: return true;
   case Reduction:
+    if (n.getOp() == OpKind::Mean &&
+        !countKnown(x, reductionAxes(n, x.rank())) &&
+        anyPaddedAxis(x, reductionAxes(n, x.rank())))
+      return why = "a mean over a padded dim and a data-dependent one (the "
+                   "data-dependent dim's count is not known to this pass)",
+             false;
     rewriteReduction(n);
     return true;
   case MatMul: {
@@ -356,16 +372,26 @@ bool PadDynamicShapesPass::rewrite(Node &n, std::string &why) {
   case Normalization: {
     unsigned axis = *normalizeAxis(n.intAttr("axis", -1), x.rank());
     if (n.getOp() == OpKind::LayerNorm) {
+      std::vector<unsigned> axes;
       for (unsigned a = axis; a < x.rank(); ++a)
-        if (padded(x.dims[a]))
-          return rewriteLayerNorm(n, axis), true;
-      return true;
+        axes.push_back(a);
+      if (!anyPaddedAxis(x, axes))
+        return true;
+      if (!countKnown(x, axes))
+        return why = "layernorm over a padded dim and a data-dependent one",
+               false;
+      return rewriteLayerNorm(n, axis), true;
     }
     n.setOperand(0, masked(n.operand(0), {axis}, lowest(x.dtype, false)));
     return true;
   }
   case Loss:
     if (n.getOp() == OpKind::MseLoss) {
+      std::vector<unsigned> all(x.rank());
+      for (unsigned a = 0; a < x.rank(); ++a)
+        all[a] = a;
+      if (!countKnown(x, all) && anyPaddedAxis(x, all))
+        return why = "mse_loss over a padded dim and a data-dependent one", false;
       rewriteMseLoss(n);
       return true;
     }

@@ -62,8 +62,13 @@ def mod(ctx, ins, attrs):
     if dt in ("i32", "i64"):
         q = ctx.g.op("div", [a, b])
     elif attrs.get("fmod", 0):
-        q = ctx.g.op("cast", [ctx.g.op("cast", [ctx.g.op("div", [a, b])], {"dtype": "i64"})],
-                     {"dtype": dt})  # truncated toward zero
+        # Truncated toward zero: through i64 where the quotient can have a
+        # fraction (below 2^mantissa bits), as it is where it cannot.
+        q = ctx.g.op("div", [a, b])
+        exact = {"f32": 2.0 ** 23, "f16": 2.0 ** 10, "bf16": 2.0 ** 7}[dt]
+        small = ctx.g.op("lt", [ctx.g.op("abs", [q]), const(ctx, exact, a)])
+        trunc = ctx.g.op("cast", [ctx.g.op("cast", [q], {"dtype": "i64"})], {"dtype": dt})
+        q = ctx.g.op("where", [small, trunc, q])
     else:
         raise RefusedError("Mod of floats with fmod = 0")
     r = ctx.g.op("sub", [a, ctx.g.op("mul", [q, b])])
