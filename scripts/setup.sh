@@ -24,7 +24,9 @@ python3 -c "import numpy" 2>/dev/null ||
 # The ONNX importer (python/cgc) reads models with onnx; its 1.22 wheel also
 # holds the backend node tests the importer is checked against.
 python3 -c "import onnx" 2>/dev/null ||
-  python3 -m pip install -q onnx==1.22.0 || python3 -m pip install -q --break-system-packages onnx==1.22.0
+  python3 -m pip install -q onnx==1.22.0 ||
+  python3 -m pip install -q --break-system-packages onnx==1.22.0 ||
+  echo "setup: warning: onnx 1.22.0 could not be installed; the ONNX tests will report skipped"
 if [ ! -f /usr/lib/llvm-14/build/utils/lit/lit.py ] && ! command -v lit >/dev/null; then
   python3 -m pip install -q lit || python3 -m pip install -q --break-system-packages lit
 fi
