@@ -24,6 +24,18 @@ def json_number(v, dtype):
     return v
 
 
+def registrar(table):
+    """A decorator `@register(name, ...)` that files the function it
+    decorates in `table` under each name (the operator rule tables)."""
+    def register(*names):
+        def add(fn):
+            for name in names:
+                table[name] = fn
+            return fn
+        return add
+    return register
+
+
 class IRBuilder:
     """Inputs and nodes of one graph, names made unique; `loc` stamps the
     nodes built while it is set."""

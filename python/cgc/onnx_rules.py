@@ -2,17 +2,11 @@
 the decorator that fills it, and the helpers every rule uses."""
 import numpy as np
 
+from .ir_builder import registrar
 from .onnx_types import RefusedError
 
 RULES = {}
-
-
-def rule(*names):
-    def register(fn):
-        for n in names:
-            RULES[n] = fn
-        return fn
-    return register
+rule = registrar(RULES)
 
 
 def dtype(ctx, v):

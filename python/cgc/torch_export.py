@@ -15,7 +15,7 @@ import json
 import os
 import re
 
-from .ir_builder import IRBuilder, json_number, safe_name
+from .ir_builder import IRBuilder, json_number, registrar, safe_name
 from .onnx_types import RefusedError
 from .safetensors import write_safetensors
 
@@ -182,12 +182,7 @@ PLAIN_OVERLOADS = {"default", "Tensor", "Scalar", "int", "dim", "dim_IntList", "
                    "Tensor_Scalar", "Tensor_Tensor", "Scalar_Tensor", "using_ints", "vec"}
 
 
-def aten(*names):
-    def register(fn):
-        for name in names:
-            ATEN[name] = fn
-        return fn
-    return register
+aten = registrar(ATEN)
 
 
 def unary(op):

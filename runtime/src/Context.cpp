@@ -145,14 +145,13 @@ cgc_status setUpPadding(cgc_context_s &ctx) {
     return CGC_OK;
   for (const auto &t : m.inputs)
     for (size_t d = 0; d < m.dims.size(); ++d)
-      if (t.kind == "dim_size" && t.name == "dim." + m.dims[d].name)
-        ctx.dimSizeInputs.push_back({ctx.address(t.region, t.offset, ""), d});
-  ctx.dimWrites.assign(ctx.dimSizeInputs.size(), CUstreamBatchMemOpParams{});
-  for (size_t k = 0; k < ctx.dimWrites.size(); ++k) {
-    auto &w = ctx.dimWrites[k].writeValue;
-    w.operation = CU_STREAM_MEM_OP_WRITE_VALUE_64;
-    w.address = ctx.dimSizeInputs[k].first;
-  }
+      if (t.kind == "dim_size" && t.name == "dim." + m.dims[d].name) {
+        CUstreamBatchMemOpParams op{};
+        op.writeValue.operation = CU_STREAM_MEM_OP_WRITE_VALUE_64;
+        op.writeValue.address = ctx.address(t.region, t.offset, "");
+        ctx.dimWrites.push_back(op);
+        ctx.dimWriteDims.push_back(d);
+      }
   return CGC_OK;
 }
 

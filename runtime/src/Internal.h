@@ -160,12 +160,11 @@ struct cgc_context_s {
   std::vector<cgc::rt::TensorView> views;  ///< Inputs, then outputs.
   std::vector<int64_t> dims;               ///< Dims of the last run.
   std::vector<int64_t> scratchDims;        ///< Preallocated for cgc_run.
-  /// Padded artifacts: (address, dim index) of each `dim_size` input,
-  /// written with the run's dims before a launch when they changed.
-  std::vector<std::pair<CUdeviceptr, size_t>> dimSizeInputs;
-  /// One 64-bit stream write per dim_size input (addresses set at
-  /// creation; cgc_run fills in the values).
+  /// Padded artifacts: one 64-bit stream write per `dim_size` input (its
+  /// address set at creation; cgc_run fills in the value of dim
+  /// `dimWriteDims[k]` when the dims changed).
   std::vector<CUstreamBatchMemOpParams> dimWrites;
+  std::vector<size_t> dimWriteDims;
   /// The dims the dim_size inputs hold (-1: not written yet).
   std::vector<int64_t> writtenDims;
   /// Per manifest product: this context's matmul descriptor (its own bias

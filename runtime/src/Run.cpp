@@ -102,7 +102,7 @@ cgc_status writeDimSizes(cgc_context ctx, size_t index, CUstream stream) {
   std::fill(ctx->writtenDims.begin(), ctx->writtenDims.end(), -1);
   std::vector<CUstreamBatchMemOpParams> &ops = ctx->dimWrites;
   for (size_t k = 0; k < ops.size(); ++k)
-    ops[k].writeValue.value64 = cuuint64_t(ctx->dims[ctx->dimSizeInputs[k].second]);
+    ops[k].writeValue.value64 = cuuint64_t(ctx->dims[ctx->dimWriteDims[k]]);
   CGC_CHECK_CU(*ctx->engine->drv,
                cuStreamBatchMemOp(stream, unsigned(ops.size()), ops.data(), 0));
   ctx->writtenDims = ctx->dims; // Same size: no allocation.

@@ -18,35 +18,21 @@ os.environ.setdefault("TORCHINDUCTOR_FORCE_DISABLE_CACHES", "1")
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
 sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "..", "..", "bench"))
 from torch_export_gpu import models  # noqa: E402
+from torch_timing import capture, time_events  # noqa: E402
 
 
 def timed(torch, fn, iters):
-    for _ in range(max(iters // 10, 10)):
-        fn()
-    samples = []
-    for _ in range(5):
-        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        for _ in range(iters):
-            fn()
-        stop.record()
-        stop.synchronize()
-        samples.append(start.elapsed_time(stop) * 1000 / iters)
-    return sorted(samples)[2]
+    """µs per call: the bench scripts' CUDA-event timing (median of 5)."""
+    return time_events(fn, iters, max(iters // 10, 10))[0]
 
 
 def graphed(torch, module, x):
-    g, static_x = torch.cuda.CUDAGraph(), x.clone()
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s), torch.no_grad():
-        for _ in range(3):
-            module(static_x)
-    torch.cuda.current_stream().wait_stream(s)
-    with torch.cuda.graph(g), torch.no_grad():
-        module(static_x)
-    return g.replay
+    """A torch.cuda.graph replay of `module` on a copy of `x`."""
+    static_x = x.clone()
+    with torch.no_grad():
+        return capture(torch, lambda: module(static_x)).replay
 
 
 def main():
