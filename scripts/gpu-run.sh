@@ -16,8 +16,10 @@
 #    skipped, fails if any failed, or if nvidia-smi sees a GPU but a test was
 #    skipped or none ran; then the ONNX node tests staged in DIR/onnx-cases
 #    (test/onnx/gpu_node_tests.py: compiled with cgc, run with cgc run),
-#    failing if any is wrong or none was staged; then cgc.export of
-#    nn.Modules against PyTorch (test/python/torch_export_gpu.py).
+#    failing if any is wrong or none was staged; then, with the Python
+#    package's wheel (DIR/dist) installed, cgc.export of nn.Modules against
+#    PyTorch and cgc.compile from Python against PyTorch
+#    (test/python/torch_export_gpu.py, runtime_gpu.py).
 # 2. Reruns them under compute-sanitizer --tool memcheck, racecheck and
 #    synccheck where it exists (says so if not; CGC_SANITIZER=0 turns it
 #    off, CGC_SANITIZER_TOOLS picks tools); CGC_OP_MEMCHECK_FILTER narrows
@@ -109,24 +111,37 @@ elif [ "$GPU_VISIBLE" -eq 1 ]; then
   status=1
 fi
 
-# ---- 1c. cgc.export of ordinary nn.Modules against PyTorch (PyTorch is
-# on this machine only)
+# ---- 1c. The Python package: the wheel stage-gpu.sh staged (DIR/dist),
+# installed into a folder of its own (else DIR/python, a build's staged
+# package), then cgc.export of ordinary nn.Modules against PyTorch (PyTorch
+# is on this machine only) and cgc.compile / cgc.load on torch tensors
+PKG=$BUILD/python
+if ls "$BUILD"/dist/cgc-*.whl >/dev/null 2>&1; then
+  PKG=$(mktemp -d)
+  python3 -m pip install -q --no-deps --target "$PKG" "$BUILD"/dist/cgc-*.whl || status=1
+  echo "== the wheel $(basename "$BUILD"/dist/cgc-*.whl), installed"
+elif [ "$GPU_VISIBLE" -eq 1 ]; then
+  echo "gpu-run: error: no wheel staged in $BUILD/dist (stage-gpu.sh makes it)" >&2
+  status=1
+fi
 echo "== cgc.export against PyTorch (test/python/torch_export_gpu.py)"
-python3 "$HERE/test/python/torch_export_gpu.py" --cgc "$BUILD/bin/cgc" \
+PYTHONPATH=$PKG python3 "$HERE/test/python/torch_export_gpu.py" --cgc "$BUILD/bin/cgc" \
   --work "$RES/export" >"$RES/export.log" 2>&1
 rc=$?
 grep -E '^(OK|FAIL|skipped)' "$RES/export.log"
 rm -rf "$RES/export"
 if [ $rc -ne 0 ] && { [ $rc -ne 77 ] || [ "$GPU_VISIBLE" -eq 1 ]; }; then status=1; fi
-# cgc.compile / cgc.load on torch tensors, and the time of a call from
-# Python against PyTorch (test/python/runtime_gpu.py)
+# The time of a call from Python against PyTorch (test/python/runtime_gpu.py)
 echo "== cgc from Python (test/python/runtime_gpu.py)"
-RUNTIME_LIB=$BUILD/lib/libcgc_runtime.so
-[ -f "$RUNTIME_LIB" ] || RUNTIME_LIB=$BUILD/runtime/libcgc_runtime.so
-CGC_RUNTIME_LIB=$RUNTIME_LIB python3 "$HERE/test/python/runtime_gpu.py" --cgc "$BUILD/bin/cgc" \
+PYTHONPATH=$PKG python3 "$HERE/test/python/runtime_gpu.py" --cgc "$BUILD/bin/cgc" \
   --log "$RES/python.log" >"$RES/python.out" 2>&1
 rc=$?
 grep -E '^(CHECK|RESULT|ERROR|skipped)' "$RES/python.out"
+if [ $rc -ne 0 ] && { [ $rc -ne 77 ] || [ "$GPU_VISIBLE" -eq 1 ]; }; then status=1; fi
+# The README's example, pasted as is, with the installed wheel's driver.
+echo "== the README's PyTorch example (test/python/readme_example_gpu.py)"
+PYTHONPATH=$PKG python3 "$HERE/test/python/readme_example_gpu.py" "$HERE/README.md" 2>&1 | tail -5
+rc=${PIPESTATUS[0]}
 if [ $rc -ne 0 ] && { [ $rc -ne 77 ] || [ "$GPU_VISIBLE" -eq 1 ]; }; then status=1; fi
 
 # ---- 2. compute-sanitizer: memcheck, racecheck, synccheck

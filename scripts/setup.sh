@@ -27,6 +27,12 @@ python3 -c "import onnx" 2>/dev/null ||
   python3 -m pip install -q onnx==1.22.0 ||
   python3 -m pip install -q --break-system-packages onnx==1.22.0 ||
   echo "setup: warning: onnx 1.22.0 could not be installed; the ONNX tests will report skipped"
+# The Python package's binding of the runtime is built with nanobind; its
+# wheel is packed with setuptools and wheel.
+for module in nanobind==3.1.0 wheel setuptools; do
+  python3 -c "import ${module%%==*}" 2>/dev/null ||
+    python3 -m pip install -q "$module" || python3 -m pip install -q --break-system-packages "$module"
+done
 if [ ! -f /usr/lib/llvm-14/build/utils/lit/lit.py ] && ! command -v lit >/dev/null; then
   python3 -m pip install -q lit || python3 -m pip install -q --break-system-packages lit
 fi

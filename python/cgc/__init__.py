@@ -29,6 +29,12 @@ def load(path, device=None):
     return runtime_load(path, device)
 
 
+def compile_file(source, output, flags=(), cgc=None):
+    """The `cgc` driver on an IR or ONNX file: writes the artifact `output`."""
+    from .runtime import compile_file as runtime_compile_file
+    return runtime_compile_file(source, output, flags, cgc)
+
+
 def compile(module, example_args, path=None, dynamic_shapes=None, cgc=None, flags=()):  # noqa: A001
     """cgc.export + the `cgc` tool + cgc.load: a callable on torch tensors."""
     from .runtime import compile as runtime_compile

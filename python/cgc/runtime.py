@@ -1,7 +1,6 @@
-"""Running cgc artifacts on torch CUDA tensors, without copies: the C ABI of
-the runtime (runtime/include/cgc/cgc_runtime.h) through ctypes, from
-libcgc_runtime.so ($CGC_RUNTIME_LIB, else beside this package, else the
-source tree's build/runtime).
+"""Running cgc artifacts on torch CUDA tensors, without copies, through the
+runtime's Python extension (cgc._native, python/native/Runner.cpp, over the
+C ABI of runtime/include/cgc/cgc_runtime.h).
 
     fn = cgc.load("model.cgc")      # one engine and one context
     y = fn(x)                       # x: a contiguous CUDA tensor
@@ -16,112 +15,50 @@ are views of the context's own buffers, valid until the next call (as
 torch.cuda.graph's are: clone what you keep); `fresh_outputs=True` makes
 new tensors and binds them instead (each new pointer updates the graph's
 nodes, which costs more per call).
+
+The extension's __call__ does the common call (full-size inputs at the
+size of the last call) itself; this module's `_slow_call` does the rest
+and tells the extension what to repeat (Runner.remember).
 """
-import ctypes
 import os
+
+from . import _native
 
 CGC_DTYPES = {0: "float32", 1: "float16", 2: "bfloat16", 3: "int32", 4: "int64", 5: "bool"}
 ROLE_INPUT, ROLE_OUTPUT, ROLE_STATE = 0, 1, 2
+CgcError = _native.CgcError
 
 
-class _TensorInfo(ctypes.Structure):
-    _fields_ = [("name", ctypes.c_char_p), ("kind", ctypes.c_char_p), ("dtype", ctypes.c_int32),
-                ("ndim", ctypes.c_int32), ("shape", ctypes.POINTER(ctypes.c_int64)),
-                ("bytes", ctypes.c_size_t)]
-
-
-def _library():
-    candidates = [os.environ.get("CGC_RUNTIME_LIB")]
-    here = os.path.dirname(os.path.abspath(__file__))
-    candidates += [os.path.join(here, "libcgc_runtime.so"),
-                   os.path.join(here, "..", "..", "build", "runtime", "libcgc_runtime.so")]
-    for path in candidates:
-        if path and os.path.exists(path):
-            return _declare(ctypes.CDLL(path))
-    raise OSError("cannot find libcgc_runtime.so: set CGC_RUNTIME_LIB")
-
-
-def _declare(lib):
-    p, i64, sz = ctypes.c_void_p, ctypes.c_int64, ctypes.c_size_t
-    lib.cgc_last_error.restype = ctypes.c_char_p
-    lib.cgc_engine_load_file.argtypes = [ctypes.c_char_p, ctypes.c_int, ctypes.POINTER(p)]
-    lib.cgc_engine_destroy.argtypes = [p]
-    lib.cgc_context_create.argtypes = [p, p, sz, ctypes.POINTER(p)]
-    lib.cgc_context_destroy.argtypes = [p]
-    lib.cgc_engine_num_tensors.argtypes = [p, ctypes.c_int]
-    lib.cgc_engine_num_tensors.restype = sz
-    lib.cgc_engine_tensor_info.argtypes = [p, ctypes.c_int, sz, ctypes.POINTER(_TensorInfo)]
-    lib.cgc_engine_tensor_dim.argtypes = [p, ctypes.c_int, sz, sz, ctypes.POINTER(i64)]
-    lib.cgc_engine_num_dims.argtypes = [p]
-    lib.cgc_engine_num_dims.restype = sz
-    lib.cgc_engine_dim_info.argtypes = [p, sz, ctypes.POINTER(ctypes.c_char_p),
-                                        ctypes.POINTER(i64), ctypes.POINTER(i64)]
-    lib.cgc_engine_select_graph.argtypes = [p, ctypes.POINTER(i64), sz, ctypes.POINTER(sz)]
-    lib.cgc_context_bind.argtypes = [p, ctypes.c_char_p, p]
-    lib.cgc_context_output.argtypes = [p, ctypes.c_char_p, p]
-    lib.cgc_context_input.argtypes = [p, ctypes.c_char_p, p]
-    lib.cgc_run.argtypes = [p, sz, ctypes.POINTER(i64), sz, p]
-    lib.cgc_engine_state_read.argtypes = [p, ctypes.c_char_p, p, sz]
-    lib.cgc_engine_state_write.argtypes = [p, ctypes.c_char_p, p, sz]
-    return lib
-
-
-class CgcError(RuntimeError):
-    """A call of the runtime failed; the message is the runtime's."""
-
-
-class Artifact:
+class Artifact(_native.Runner):
     """A loaded artifact with one context: call it on torch CUDA tensors."""
 
     def __init__(self, path, device=None):
         import torch
         self.torch = torch
-        self.lib = _library()
-        self.device = torch.device("cuda", device if device is not None else torch.cuda.current_device())
         torch.cuda.init()
-        self.engine, self.ctx = ctypes.c_void_p(), ctypes.c_void_p()
-        self._check(self.lib.cgc_engine_load_file(os.fsencode(path), self.device.index,
-                                                  ctypes.byref(self.engine)), f"load {path}")
-        self._check(self.lib.cgc_context_create(self.engine, None, 0, ctypes.byref(self.ctx)),
-                    "create a context")
-        self.dims = []
-        for d in range(self.lib.cgc_engine_num_dims(self.engine)):
-            name, lo, hi = ctypes.c_char_p(), ctypes.c_int64(), ctypes.c_int64()
-            self.lib.cgc_engine_dim_info(self.engine, d, ctypes.byref(name), ctypes.byref(lo),
-                                         ctypes.byref(hi))
-            self.dims.append((name.value.decode(), lo.value, hi.value))
+        index = device if device is not None else torch.cuda.current_device()
+        self.device = torch.device("cuda", index)
+        super().__init__(os.fspath(path), index)
+        self.dim_bounds = self.dims()
         self.inputs = [t for t in self._tensors(ROLE_INPUT) if t["kind"] == "user_input"]
         self.outputs = self._tensors(ROLE_OUTPUT)
         self.states = {t["name"]: t for t in self._tensors(ROLE_STATE)}
-        self.bound, self.buffers, self.output_ranges = {}, {}, []
+        self.buffers, self.output_ranges = {}, []
         self.last_dims, self.graph, self.views = None, 0, None
-        self.last_args, self.last_ptrs, self.results = None, None, None
-        self.dim_values = (ctypes.c_int64 * max(len(self.dims), 1))()
-
-    def _check(self, status, what):
-        if status != 0:
-            raise CgcError(f"cgc: cannot {what}: {self.lib.cgc_last_error().decode()}")
+        raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+        self._stream = raw_stream or (lambda i: torch.cuda.current_stream(i).cuda_stream)
+        self.configure([(t["name"], t["dtype"], t["shape"]) for t in self.inputs],
+                       torch.Tensor, self._stream)
 
     def _tensors(self, role):
-        out = []
-        for k in range(self.lib.cgc_engine_num_tensors(self.engine, role)):
-            info = _TensorInfo()
-            self._check(self.lib.cgc_engine_tensor_info(self.engine, role, k, ctypes.byref(info)),
-                        "read the manifest")
-            axes = []
-            for a in range(info.ndim):
-                dim = ctypes.c_int64()
-                self.lib.cgc_engine_tensor_dim(self.engine, role, k, a, ctypes.byref(dim))
-                axes.append(dim.value)
-            out.append({"name": info.name.decode(), "kind": info.kind.decode(),
-                        "dtype": getattr(self.torch, CGC_DTYPES[info.dtype]),
-                        "shape": [info.shape[a] for a in range(info.ndim)], "dims": axes,
-                        "bytes": info.bytes})
+        out = self.tensors(role)
+        for t in out:
+            t["dtype"] = getattr(self.torch, CGC_DTYPES[t["dtype"]])
         return out
 
     def _dims_of(self, args):
-        values = [hi for _, _, hi in self.dims]
-        seen = [False] * len(self.dims)
+        values = [hi for _, _, hi in self.dim_bounds]
+        seen = [False] * len(self.dim_bounds)
         for spec, x in zip(self.inputs, args):
             name = spec["name"]
             if not isinstance(x, self.torch.Tensor):
@@ -140,7 +77,7 @@ class Artifact:
                     raise ValueError(f"input '{name}' has shape {list(x.shape)}, expected "
                                      f"{spec['shape']}")
                 if d >= 0:
-                    dname, lo, hi = self.dims[d]
+                    dname, lo, hi = self.dim_bounds[d]
                     if not lo <= n <= hi:
                         raise ValueError(f"input '{name}': dim {dname} = {n} is outside "
                                          f"[{lo}, {hi}]")
@@ -150,62 +87,41 @@ class Artifact:
                     values[d], seen[d] = n, True
         return values
 
-    def _bind(self, name, ptr):
-        if self.bound.get(name) != ptr:
-            self._check(self.lib.cgc_context_bind(self.ctx, name.encode(), ctypes.c_void_p(ptr)),
-                        f"bind '{name}'")
-            self.bound[name] = ptr
-
-    def __call__(self, *args, fresh_outputs=False):
-        torch = self.torch
-        if not fresh_outputs and self._same_call(args):  # Checked, bound and viewed before.
-            self._check(self.lib.cgc_run(self.ctx, self.graph, self.dim_values, len(self.dims),
-                                         torch.cuda.current_stream(self.device).cuda_stream),
-                        "run")
-            return self.results
-        self.last_args, self.last_ptrs = None, None
+    def _slow_call(self, *args, fresh_outputs=False):
+        """A call the extension's fast path did not take: checks (raising
+        on a wrong input), picks the graph, binds or copies, replays."""
+        self.forget()
         if len(args) != len(self.inputs):
             raise TypeError(f"expected {len(self.inputs)} inputs "
                             f"({', '.join(t['name'] for t in self.inputs)}), got {len(args)}")
         values = self._dims_of(args)
-        key = tuple(values)
-        if key != self.last_dims:  # A new size: its graph and its output views.
-            for d, v in enumerate(values):
-                self.dim_values[d] = v
-            graph = ctypes.c_size_t()
-            self._check(self.lib.cgc_engine_select_graph(self.engine, self.dim_values,
-                                                         len(values), ctypes.byref(graph)),
-                        "pick a graph")
-            self.graph, self.last_dims, self.views = graph.value, key, None
-        for spec, x in zip(self.inputs, args):
-            if list(x.shape) == spec["shape"] and not self._in_outputs(x):
-                self._bind(spec["name"], x.data_ptr())
+        if tuple(values) != self.last_dims:  # A new size: its graph and its output views.
+            self.graph, self.last_dims, self.views = self.select_graph(values), tuple(values), None
+        full = [list(x.shape) == spec["shape"] and not self._in_outputs(x)
+                for spec, x in zip(self.inputs, args)]
+        for spec, x, bind in zip(self.inputs, args, full):
+            if bind:
+                self.bind(spec["name"], x.data_ptr())
             else:  # Smaller than the bucket the graph reads: into the context's slot.
-                self._bind(spec["name"], None)
+                self.bind(spec["name"], 0)
                 self._buffer(spec, "input")[:x.numel()].copy_(x.view(-1))
         if fresh_outputs:
             results = []
             for spec in self.outputs:
-                buf = torch.empty(spec["shape"], dtype=spec["dtype"], device=self.device)
-                self._bind(spec["name"], buf.data_ptr())
+                buf = self.torch.empty(spec["shape"], dtype=spec["dtype"], device=self.device)
+                self.bind(spec["name"], buf.data_ptr())
                 results.append(self._real(buf.view(-1), spec, values))
         else:
+            for spec in self.outputs:
+                self.bind(spec["name"], 0)
             if self.views is None:
-                for spec in self.outputs:
-                    self._bind(spec["name"], None)
                 self.views = [self._real(self._buffer(spec, "output"), spec, values)
                               for spec in self.outputs]
-            for spec in self.outputs:
-                self._bind(spec["name"], None)
             results = self.views
-        stream = torch.cuda.current_stream(self.device).cuda_stream
-        self._check(self.lib.cgc_run(self.ctx, self.graph, self.dim_values, len(values),
-                                     ctypes.c_void_p(stream)), "run")
+        self.run(self.graph, values, self._stream(self.device.index))
         results = results[0] if len(results) == 1 else tuple(results)
-        if not fresh_outputs and all(list(x.shape) == spec["shape"] and not self._in_outputs(x)
-                                     for spec, x in zip(self.inputs, args)):
-            self.last_args, self.results = args, results
-            self.last_ptrs = [x.data_ptr() for x in args]
+        if not fresh_outputs and all(full):
+            self.remember(self.graph, values, results, self.output_ranges)
         return results
 
     def _in_outputs(self, x):
@@ -214,14 +130,6 @@ class Artifact:
         where it writes its output, so it is copied instead."""
         p = x.data_ptr()
         return any(lo <= p < hi for lo, hi in self.output_ranges)
-
-    def _same_call(self, args):
-        """Whether `args` are the very tensors of the last call, at the same
-        addresses (their checks, bindings and output views still hold)."""
-        last = self.last_args
-        return (last is not None and len(args) == len(last)
-                and all(a is b for a, b in zip(args, last))
-                and all(a.data_ptr() == p for a, p in zip(args, self.last_ptrs)))
 
     @staticmethod
     def _real(flat, spec, values):
@@ -246,9 +154,7 @@ class Artifact:
         torch = self.torch
         torch.cuda.current_stream(self.device).synchronize()
         out = torch.empty(spec["shape"], dtype=spec["dtype"])
-        self._check(self.lib.cgc_engine_state_read(self.engine, name.encode(),
-                                                   ctypes.c_void_p(out.data_ptr()), spec["bytes"]),
-                    f"read state '{name}'")
+        self.state_read(name, out.data_ptr(), spec["bytes"])
         return out
 
     def set_state(self, name, value):
@@ -260,9 +166,7 @@ class Artifact:
             raise ValueError(f"state '{name}' is {spec['dtype']}{spec['shape']}, got "
                              f"{value.dtype}{list(value.shape)}")
         self.torch.cuda.current_stream(self.device).synchronize()
-        self._check(self.lib.cgc_engine_state_write(self.engine, name.encode(),
-                                                    ctypes.c_void_p(value.data_ptr()),
-                                                    spec["bytes"]), f"write state '{name}'")
+        self.state_write(name, value.data_ptr(), spec["bytes"])
 
     def _state_spec(self, name):
         if name not in self.states:
@@ -274,10 +178,7 @@ class Artifact:
         """The context's own buffer of input or output `spec`, flat, as a
         torch tensor."""
         torch = self.torch
-        view = (ctypes.c_byte * 64)()  # a cgc_tensor: its data pointer first
-        fn = self.lib.cgc_context_output if role == "output" else self.lib.cgc_context_input
-        self._check(fn(self.ctx, spec["name"].encode(), view), f"view '{spec['name']}'")
-        ptr = ctypes.c_void_p.from_buffer(view).value
+        ptr = self.context_buffer(spec["name"], role == "output")
         count = 1
         for n in spec["shape"]:
             count *= n
@@ -292,16 +193,10 @@ class Artifact:
         return flat.view(spec["dtype"]) if spec["dtype"] == torch.bfloat16 else flat
 
     def __del__(self):
-        lib = getattr(self, "lib", None)
-        if lib is not None:
-            try:  # Launches on torch's streams may still use the context.
-                self.torch.cuda.synchronize(self.device)
-            except Exception:  # noqa: BLE001 - interpreter shutdown
-                pass
-            if self.ctx:
-                lib.cgc_context_destroy(self.ctx)
-            if self.engine:
-                lib.cgc_engine_destroy(self.engine)
+        try:  # Launches on torch's streams may still use the context.
+            self.torch.cuda.synchronize(self.device)
+        except Exception:  # noqa: BLE001 - interpreter shutdown
+            pass
 
 
 def load(path, device=None):
@@ -309,22 +204,35 @@ def load(path, device=None):
     return Artifact(path, device)
 
 
+def compiler():
+    """The `cgc` driver: $CGC, else the one a wheel bundles (cgc/bin/cgc),
+    else `cgc` on the PATH."""
+    bundled = os.path.join(os.path.dirname(os.path.abspath(__file__)), "bin", "cgc")
+    return os.environ.get("CGC") or (bundled if os.path.exists(bundled) else "cgc")
+
+
+def compile_file(source, output, flags=(), cgc=None):
+    """Compiles an IR (.json) or ONNX (.onnx) file into the artifact at
+    `output` with the `cgc` driver; raises CgcError with its diagnostics."""
+    import subprocess
+    r = subprocess.run([cgc or compiler(), os.fspath(source), "-o", os.fspath(output), *flags],
+                       capture_output=True, text=True)
+    if r.returncode:
+        raise CgcError(r.stderr.strip())
+    return output
+
+
 def compile(module, example_args, path=None, dynamic_shapes=None, cgc=None, flags=()):  # noqa: A001
-    """Exports `module` (cgc.export), compiles it with the `cgc` tool and
+    """Exports `module` (cgc.export), compiles it with the `cgc` driver and
     loads the artifact: a callable on torch CUDA tensors."""
     import shutil
-    import subprocess
     import tempfile
     from .torch_export import export
     work = tempfile.mkdtemp(prefix="cgc-compile-")
     try:
         ir_path = os.path.join(work, "model.json")
         export(module, example_args, ir_path, dynamic_shapes=dynamic_shapes)
-        art = path or os.path.join(work, "model.cgc")
-        tool = cgc or os.environ.get("CGC", "cgc")
-        r = subprocess.run([tool, ir_path, "-o", art, *flags], capture_output=True, text=True)
-        if r.returncode:
-            raise CgcError(r.stderr.strip())
+        art = compile_file(ir_path, path or os.path.join(work, "model.cgc"), flags, cgc)
         return load(art)  # (the engine holds the artifact's bytes)
     finally:
         shutil.rmtree(work, ignore_errors=True)

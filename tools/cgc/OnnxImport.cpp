@@ -15,6 +15,22 @@ bool cgc::isOnnxModel(const std::string &path) {
   return llvm::StringRef(path).endswith(".onnx");
 }
 
+// The directory that holds the importer's package `cgc`: beside this
+// driver's bin/ when a wheel bundles it (site-packages/cgc/bin/cgc), else
+// the source tree's python/.
+static std::string importerPackageParent() {
+  static int anchor;
+  llvm::SmallString<256> dir(llvm::sys::fs::getMainExecutable(nullptr, &anchor));
+  llvm::sys::path::remove_filename(dir); // .../cgc/bin
+  llvm::sys::path::remove_filename(dir); // .../cgc
+  llvm::SmallString<256> cli(dir);
+  llvm::sys::path::append(cli, "onnx_cli.py");
+  if (!llvm::sys::fs::exists(cli))
+    return CGC_PYTHON_DIR;
+  llvm::sys::path::remove_filename(dir);
+  return dir.str().str();
+}
+
 bool cgc::importOnnx(const std::string &onnxPath, std::string &jsonPath,
                      std::string &dir, std::string &error) {
   const char *python = std::getenv("CGC_PYTHON");
@@ -31,7 +47,7 @@ bool cgc::importOnnx(const std::string &onnxPath, std::string &jsonPath,
   llvm::sys::path::append(json, "model.json");
   jsonPath = json.str().str();
   // The importer's package, ahead of whatever PYTHONPATH holds.
-  std::string path = CGC_PYTHON_DIR;
+  std::string path = importerPackageParent();
   if (const char *old = std::getenv("PYTHONPATH"))
     path += std::string(":") + old;
   setenv("PYTHONPATH", path.c_str(), 1);

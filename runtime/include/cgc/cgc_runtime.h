@@ -235,10 +235,9 @@ cgc_status cgc_context_output(cgc_context ctx, const char *name,
  * place in the instantiated graphs; a matrix product's cuBLASLt call is
  * captured again at the new address and its child graph updated). device_ptr must be 16-byte aligned
  * (256 recommended) and hold the tensor's full (maximum) size. NULL restores
- * the arena storage. Not to be called while a run of ctx is enqueued on a
- * stream that has not finished with the old pointer (cudaGraphExec semantics:
- * only later launches see the change). The `dim_size` inputs cannot be
- * bound. */
+ * the arena storage. As with cuGraphExec*SetParams, only later runs see the
+ * change: runs already enqueued keep the old pointer, which must stay valid
+ * until they finish. The `dim_size` inputs cannot be bound. */
 cgc_status cgc_context_bind(cgc_context ctx, const char *name,
                             void *device_ptr);
 

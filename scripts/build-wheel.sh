@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# build-wheel.sh BUILD_DIR [DIST_DIR] : packs the package the build stages
+# (BUILD_DIR/python/cgc: the Python modules and the runtime's extension
+# cgc._native) and the `cgc` driver (as cgc/bin/cgc) into a wheel in
+# DIST_DIR (default BUILD_DIR/dist); prints its path.
+#   pip install BUILD_DIR/dist/cgc-*.whl
+# The driver links NVRTC (libnvrtc.so.13: the CUDA Toolkit, or PyPI's
+# nvidia-cuda-nvrtc wheel); the extension loads the CUDA driver, and
+# cuBLASLt for artifacts with matrix products, when it runs. CGC_DRIVER
+# overrides the driver's path (a runtime-only build has none: the wheel then
+# only loads and calls artifacts).
+set -euo pipefail
+BUILD=$(cd "${1:?usage: build-wheel.sh BUILD_DIR [DIST_DIR]}" && pwd)
+DIST=${2:-$BUILD/dist}
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+PY=${CGC_PYTHON:-python3}
+ls "$BUILD"/python/cgc/_native*.so >/dev/null 2>&1 ||
+  { echo "build-wheel: no $BUILD/python/cgc/_native*.so: build with nanobind installed" >&2; exit 1; }
+stage=$(mktemp -d)
+trap 'rm -rf "$stage"' EXIT
+cp "$ROOT/python/pyproject.toml" "$ROOT/python/setup.py" "$stage/"
+cp -r "$BUILD/python/cgc" "$stage/cgc"
+rm -rf "$stage/cgc/__pycache__"
+driver=${CGC_DRIVER:-$BUILD/tools/cgc}
+if [ -x "$driver" ]; then
+  mkdir -p "$stage/cgc/bin" && cp "$driver" "$stage/cgc/bin/cgc"
+fi
+mkdir -p "$DIST"
+rm -f "$DIST"/cgc-*.whl
+"$PY" -m pip wheel --no-deps --no-build-isolation -q -w "$DIST" "$stage" >&2
+# The tags of the Python the extension is built for (not of the one that
+# packed it): _native.cpython-312-*.so is cp312-cp312, _native.abi3.so
+# (a stable-ABI build: Python 3.12 or later, CMake 3.26 or later) cp312-abi3.
+native=$(basename "$BUILD"/python/cgc/_native*.so)
+case "$native" in
+  _native.abi3.so) tags=(--python-tag cp312 --abi-tag abi3) ;;
+  _native.cpython-*) v=${native#_native.cpython-}; v=${v%%-*}; tags=(--python-tag "cp$v" --abi-tag "cp$v") ;;
+  *) echo "build-wheel: cannot tell the Python of $native" >&2; exit 1 ;;
+esac
+"$PY" -m wheel tags --remove "${tags[@]}" "$DIST"/cgc-*.whl >/dev/null
+ls "$DIST"/cgc-*.whl
