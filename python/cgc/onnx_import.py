@@ -20,6 +20,7 @@ import os
 import numpy as np
 
 from . import ops
+from .onnx_functions import expand_functions
 from .onnx_types import NUMPY, RefusedError, cgc_dtype, dtype_of_array
 from .ir_builder import IRBuilder, json_number, safe_name
 from .safetensors import write_safetensors
@@ -113,10 +114,13 @@ class Importer:
         from onnx import numpy_helper, shape_inference
         self.onnx, self.numpy_helper = onnx, numpy_helper
         model = self.with_shapes(self.with_constants(model, constants or {}), input_shapes or {})
-        try:
-            self.model = shape_inference.infer_shapes(model, strict_mode=False, data_prop=True)
-        except Exception:  # noqa: BLE001 - an unknown domain: shapes from the model
-            self.model = model
+
+        def infer(m):
+            try:
+                return shape_inference.infer_shapes(m, strict_mode=False, data_prop=True)
+            except Exception:  # noqa: BLE001 - an unknown domain: shapes from the model
+                return m
+        self.model = expand_functions(infer(model), lambda op: op in ops.RULES, infer)
         self.g = Graph(inline_limit)
         self.constants = constants or {}
         self.input_shapes = input_shapes or {}

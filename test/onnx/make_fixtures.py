@@ -47,6 +47,14 @@ def main(directory):
          [tensor("x", TensorProto.FLOAT, [3])], [tensor("y", TensorProto.FLOAT, [3])])
     save(directory, "last_index", [helper.make_node("ArgMax", ["x"], ["y"], select_last_index=1)],
          [tensor("x", TensorProto.FLOAT, [3])], [tensor("y", TensorProto.INT64, [1])])
+    # Operators ONNX defines as functions: expanded into their bodies.
+    save(directory, "mvn", [helper.make_node("MeanVarianceNormalization", ["x"], ["y"])],
+         [tensor("x", TensorProto.FLOAT, [2, 3, 4, 4])], [tensor("y", TensorProto.FLOAT, [2, 3, 4, 4])])
+    save(directory, "bernoulli", [helper.make_node("Bernoulli", ["x"], ["y"])],
+         [tensor("x", TensorProto.FLOAT, [4])], [tensor("y", TensorProto.FLOAT, [4])])
+    pads = numpy_helper.from_array(np.array([3, 0], np.int64), "pads")
+    save(directory, "reflect", [helper.make_node("Pad", ["x", "pads"], ["y"], mode="reflect")],
+         [tensor("x", TensorProto.FLOAT, [3])], [tensor("y", TensorProto.FLOAT, [6])], [pads])
     with open(os.path.join(directory, "garbage.onnx"), "wb") as f:
         f.write(b"\x08not an onnx model")
 

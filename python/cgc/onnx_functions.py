@@ -1,0 +1,119 @@
+"""ONNX operators that ONNX itself defines as functions of other operators
+(Attention, NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss, ...):
+where cgc has no rule for one, the node is replaced by its function body
+before import, so that each of the body's operators maps by its own rule.
+
+The body is the schema's function for the model's opset (the newest
+function version not above it), a context-dependent one built from the
+node's attributes and its inputs' types where ONNX has that. Its inputs
+and outputs are renamed to the node's, its internal values get a prefix
+unique in the graph, attribute references take the node's attributes
+(else the function's or the operator's defaults), and its nodes are named after the expanded node (refusals name both).
+Expansion repeats (a body may hold other functions) with shape inference
+between rounds, until no node is left to expand.
+"""
+import copy
+
+MAX_ROUNDS = 8
+
+
+def expand_functions(model, has_rule, infer):
+    """`model` with every function operator that `has_rule` rejects
+    replaced by its body; `infer` runs shape inference on a model."""
+    import onnx
+    opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 1)
+    for round_ in range(MAX_ROUNDS):
+        types = value_types(model)
+        nodes, changed = [], False
+        for k, node in enumerate(model.graph.node):
+            body = None
+            if node.domain in ("", "ai.onnx") and not has_rule(node.op_type):
+                body = function_body(onnx, node, opset, types)
+            if body is None:
+                nodes.append(node)
+                continue
+            nodes.extend(inline(node, body, f"{node.op_type}_{round_}_{k}__"))
+            changed = True
+        if not changed:
+            return model
+        model = copy.deepcopy(model)
+        del model.graph.node[:]
+        model.graph.node.extend(nodes)
+        model = infer(model)
+    return model
+
+
+def value_types(model):
+    """The TypeProto of every value the model's shape inference typed."""
+    import onnx
+    types = {vi.name: vi.type for vi in list(model.graph.value_info) + list(model.graph.input)
+             + list(model.graph.output)}
+    for t in model.graph.initializer:
+        types[t.name] = onnx.helper.make_tensor_type_proto(t.data_type, list(t.dims))
+    return types
+
+
+def function_body(onnx, node, opset, types):
+    """The FunctionProto that defines `node` at `opset`, or None (no such
+    schema or function, or an input of unknown type)."""
+    try:
+        schema = onnx.defs.get_schema(node.op_type, opset, "")
+    except onnx.defs.SchemaError:
+        return None
+    plain = [v for v in schema.function_opset_versions if v <= opset]
+    if plain:
+        text = schema.get_function_with_opset_version(max(plain))
+    else:
+        dependent = [v for v in schema.context_dependent_function_opset_versions if v <= opset]
+        if not dependent:
+            return None
+        if any(name and name not in types for name in node.input):
+            return None
+        input_types = [types[name].SerializeToString() if name else
+                       onnx.TypeProto().SerializeToString() for name in node.input]
+        text = schema.get_context_dependent_function_with_opset_version(
+            max(dependent), node.SerializeToString(), input_types)
+    body = onnx.FunctionProto()
+    body.ParseFromString(text)
+    for name, attr in schema.attributes.items():  # the operator's defaults, for the body
+        default = attr.default_value
+        if default.type and all(a.name != name for a in body.attribute_proto):
+            default = copy.deepcopy(default)
+            default.name = name
+            body.attribute_proto.append(default)
+    return body
+
+
+def inline(node, body, prefix):
+    """The body's nodes, wired to `node`'s inputs and outputs."""
+    names = {formal: (node.input[k] if k < len(node.input) else "")
+             for k, formal in enumerate(body.input)}
+    for k, formal in enumerate(body.output):
+        if k < len(node.output) and node.output[k]:
+            names[formal] = node.output[k]
+    attributes = {a.name: a for a in body.attribute_proto}  # the function's defaults
+    attributes.update((a.name, a) for a in node.attribute)
+
+    def rename(name):
+        if name in names:
+            return names[name]
+        return prefix + name if name else ""
+
+    owner = node.name or node.op_type
+    out = []
+    for k, part in enumerate(body.node):
+        new = copy.deepcopy(part)
+        del new.input[:], new.output[:], new.attribute[:]
+        new.input.extend(rename(n) for n in part.input)
+        new.output.extend(rename(n) for n in part.output)
+        for a in part.attribute:
+            if a.ref_attr_name:
+                if a.ref_attr_name in attributes:
+                    given = copy.deepcopy(attributes[a.ref_attr_name])
+                    given.name = a.name
+                    new.attribute.append(given)
+            else:
+                new.attribute.append(copy.deepcopy(a))
+        new.name = f"{owner}/{part.name or part.op_type + '_' + str(k)}"
+        out.append(new)
+    return out

@@ -1,0 +1,134 @@
+"""ONNX operators that cgc writes out from several of its ops:
+GatherElements (a one-hot choice along the axis) and Pad (constant borders
+concatenated, or one gather by constant indices for the edge, reflect and
+wrap modes). Registered into onnx_rules.RULES."""
+import numpy as np
+
+from .onnx_rules import const, dtype, ints_operand, rule, shape
+from .onnx_types import RefusedError
+
+
+@rule("GatherElements")
+def gather_elements(ctx, ins, attrs):
+    """out[p] = data[p with p[axis] replaced by indices[p]]: each output
+    position's candidates (data along `axis`) broadcast to indices.shape +
+    [n], the index's one-hot picks one, a sum over the candidates keeps it
+    (exactly: the others are zeros). O(indices.size * n) work."""
+    data, indices = ins
+    ds, ks = shape(ctx, data), shape(ctx, indices)
+    rank = len(ds)
+    axis = int(attrs.get("axis", 0)) % rank
+    kind = dtype(ctx, data)
+    if kind == "bool":
+        raise RefusedError("GatherElements of bools")
+    n = ds[axis]
+    cut = [a for a in range(rank) if a != axis and ks[a] != ds[a]]
+    if cut:  # the index's extent on every other axis
+        ds = [ks[a] if a in cut else ds[a] for a in range(rank)]
+        data = ctx.g.op("slice", [data], {"starts": [0] * len(cut), "ends": [ks[a] for a in cut],
+                                          "axes": cut}, kind, ds)
+    perm = [a for a in range(rank) if a != axis] + [axis]
+    moved = ctx.g.op("transpose", [data], {"perm": perm}, kind, [ds[a] for a in perm])
+    lifted = [1 if a == axis else ks[a] for a in range(rank)] + [n]
+    candidates = ctx.g.op("broadcast_to", [ctx.g.op("reshape", [moved], {"shape": lifted},
+                                                    kind, lifted)],
+                          {"shape": ks + [n]}, kind, ks + [n])
+    index = indices
+    if dtype(ctx, indices) != "i64":
+        index = ctx.g.op("cast", [indices], {"dtype": "i64"}, "i64", ks)
+    wrapped = ctx.g.op("where", [ctx.g.op("lt", [index, const(ctx, 0, index)]),
+                                 ctx.g.op("add", [index, const(ctx, n, index)]), index],
+                       None, "i64", ks)
+    hot = ctx.g.op("one_hot", [wrapped], {"num_classes": n, "dtype": "bool"}, "bool", ks + [n])
+    picked = ctx.g.op("where", [hot, candidates, const(ctx, 0, data)], None, kind, ks + [n])
+    return [ctx.op("sum", [picked], {"axes": [rank], "keepdim": False})]
+
+
+PAD_MODES = ("constant", "edge", "reflect", "wrap")
+
+
+@rule("Pad")
+def pad(ctx, ins, attrs):
+    x = ins[0]
+    s = list(shape(ctx, x))
+    rank = len(s)
+    mode = attrs.get("mode", b"constant")
+    mode = mode.decode() if isinstance(mode, bytes) else mode
+    if mode not in PAD_MODES:
+        raise RefusedError(f"Pad mode '{mode}'")
+    if ctx.opset < 11:
+        pads, value = [int(p) for p in attrs["pads"]], float(attrs.get("value", 0.0))
+    else:
+        pads = ints_operand(ctx, ins[1], "the pads operand")
+        value = 0.0
+        if len(ins) > 2 and ins[2] is not None:  # a number, or a value the graph computes
+            value = (np.asarray(ctx.g.known[ins[2]]).reshape(-1)[0] if ins[2] in ctx.g.known
+                     else ins[2])
+    axes = list(range(rank))
+    if len(ins) > 3 and ins[3] is not None:
+        axes = [a % rank for a in ints_operand(ctx, ins[3], "the axes operand")]
+    y = x
+    for axis, before, after in zip(axes, pads[:len(axes)], pads[len(axes):]):
+        y = crop(ctx, y, s, axis, max(-before, 0), max(-after, 0))
+        before, after = max(before, 0), max(after, 0)
+        if before or after:
+            y = pad_axis(ctx, y, s, axis, before, after, mode, value)
+    return [y]
+
+
+def crop(ctx, y, s, axis, front, back):
+    """`y` without `front` and `back` elements on `axis` (negative pads)."""
+    if not front and not back:
+        return y
+    y = ctx.g.op("slice", [y], {"starts": [front], "ends": [s[axis] - back], "axes": [axis]},
+                 dtype(ctx, y), s[:axis] + [s[axis] - front - back] + s[axis + 1:])
+    s[axis] -= front + back
+    return y
+
+
+def pad_axis(ctx, y, s, axis, before, after, mode, value):
+    """`y` padded on `axis`; updates `s` to the padded shape."""
+    n, kind = s[axis], dtype(ctx, y)
+    padded = s[:axis] + [n + before + after] + s[axis + 1:]
+    if mode == "constant":
+        parts = []
+        for width in (before, None, after):
+            if width is None:
+                parts.append(y)
+            elif width:
+                parts.append(border(ctx, kind, s[:axis] + [width] + s[axis + 1:], value))
+        out = ctx.g.op("concat", parts, {"axis": axis}, kind, padded)
+    else:
+        index = border_indices(n, before, after, mode)
+        out = ctx.g.op("gather", [y, ctx.g.constant(index, "pad_index")], {"axis": axis},
+                       kind, padded)
+    s[axis] += before + after
+    return out
+
+
+def border(ctx, kind, border_shape, value):
+    """A constant border: `value` (a number, or a one-element value of the
+    graph) at every position of `border_shape`."""
+    if not isinstance(value, str):
+        return ctx.g.op("fill", [], {"dtype": kind, "shape": border_shape, "value": float(value)},
+                        kind, border_shape)
+    ones = [1] * len(border_shape)
+    one = ctx.g.op("reshape", [value], {"shape": ones}, kind, ones)
+    return ctx.g.op("broadcast_to", [one], {"shape": border_shape}, kind, border_shape)
+
+
+def border_indices(n, before, after, mode):
+    """The source index of every padded position along an axis of `n`."""
+    if n == 0 or (mode == "reflect" and (before >= n or after >= n)) or \
+            (mode == "wrap" and (before > n or after > n)):
+        raise RefusedError(f"Pad mode '{mode}' wider than the axis ({before}, {after} of {n})")
+    positions = np.arange(-before, n + after)
+    if mode == "edge":
+        index = np.clip(positions, 0, n - 1)
+    elif mode == "reflect":
+        period = 2 * (n - 1) if n > 1 else 1
+        index = np.abs(positions) % period
+        index = np.where(index >= n, period - index, index)
+    else:  # wrap
+        index = positions % n
+    return index.astype(np.int64)
