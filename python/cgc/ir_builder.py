@@ -11,6 +11,13 @@ def safe_name(name):
     return re.sub(r"[^A-Za-z0-9_.:/-]", "_", name or "v")[:256] or "v"
 
 
+def is_dim_name(text):
+    """Whether `text` can name a symbolic dim: an identifier (the IR's
+    names allow more, but an expression of dims such as `2*s77` must not
+    pass for one)."""
+    return re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", text) is not None
+
+
 def json_number(v, dtype):
     """An element as the IR writes it (bools as 0/1, non-finite floats as
     the strings "inf", "-inf", "nan")."""

@@ -17,14 +17,15 @@ def used_ops():
     """Op names in the rules' sources: the first string argument of every
     op(...) call, and the values of the one-to-one tables."""
     names = set()
-    for f in ("ops_elementwise.py", "ops_tensor.py", "torch_export.py", "onnx_import.py"):
+    for f in ("ops_elementwise.py", "ops_tensor.py", "torch_export.py", "aten_rules.py",
+              "onnx_import.py"):
         text = open(os.path.join(PACKAGE, f)).read()
         names.update(re.findall(r'\bop\(\s*"([a-z_0-9]+)"', text))
     from cgc import ops, torch_export
     names.update(ops.UNARY.values())
     names.update(ops.BINARY.values())
     names.update(v for k, v in re.findall(r'"([a-z_]+)": "([a-z_]+)"',
-                                          open(os.path.join(PACKAGE, "torch_export.py")).read())
+                                          open(os.path.join(PACKAGE, "aten_rules.py")).read())
                  if not k.startswith("torch"))
     return names
 

@@ -3,9 +3,10 @@
 there, not on the CPU machine): each module is exported, compiled with
 `cgc` and run with `cgc run` on random inputs, and its outputs compared
 with the module's own (f32, rtol 1e-4 + atol 1e-5 of the largest output).
-Prints one line per model; a module using torch.sort must be refused by
-name with its source line. Exit status 1 if any is wrong or fails to
-export or compile, 77 without PyTorch.
+The modules are export_models.py's. Prints one line per model; each of
+export_models.refusals must be refused with its text and source line.
+Exit status 1 if any is wrong or fails to export or compile, 77 without
+PyTorch.
 
 Usage: torch_export_gpu.py --cgc PATH [--work DIR]
 """
@@ -14,61 +15,8 @@ import argparse, os, subprocess, sys, tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
-
-
-def models(torch):
-    nn = torch.nn
-
-    class MLP(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.fc1, self.fc2 = nn.Linear(64, 256), nn.Linear(256, 64)
-            self.ln = nn.LayerNorm(64)
-
-        def forward(self, x):
-            return self.ln(x + self.fc2(nn.functional.gelu(self.fc1(x))))
-
-    class EncoderLayer(nn.Module):
-        def __init__(self, d=64, heads=4):
-            super().__init__()
-            self.heads, self.d = heads, d
-            self.qkv, self.out = nn.Linear(d, 3 * d), nn.Linear(d, d)
-            self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
-            self.ff = nn.Sequential(nn.Linear(d, 4 * d), nn.GELU(), nn.Linear(4 * d, d))
-            self.drop = nn.Dropout(0.1)
-
-        def forward(self, x):
-            b, s, d = x.shape
-            h = self.ln1(x)
-            q, k, v = self.qkv(h).split(d, dim=-1)
-            split = lambda t: t.view(b, s, self.heads, d // self.heads).transpose(1, 2)  # noqa: E731
-            q, k, v = split(q), split(k), split(v)
-            att = torch.softmax(q @ k.transpose(-2, -1) / (d // self.heads) ** 0.5, dim=-1)
-            ctx = (self.drop(att) @ v).transpose(1, 2).reshape(b, s, d)
-            x = x + self.out(ctx)
-            return x + self.ff(self.ln2(x))
-
-    class Pool(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.emb = nn.Embedding(100, 32)
-            self.head = nn.Linear(32, 10)
-
-        def forward(self, tokens):
-            return torch.log_softmax(self.head(self.emb(tokens).mean(dim=1)), dim=-1)
-
-    class IntDivision(nn.Module):  # PyTorch's promotion: int / int is float
-        def forward(self, x):
-            return x / 3 + x * 0.5 + (x > 2.5).float()
-
-    gen = torch.Generator().manual_seed(0)
-    yield "mlp", MLP(), (torch.randn(8, 64, generator=gen),), None
-    yield "encoder_layer", EncoderLayer(), (torch.randn(2, 16, 64, generator=gen),), None
-    yield "embedding_pool", Pool(), (torch.randint(0, 100, (4, 12), generator=gen),), None
-    yield "int_division", IntDivision(), (torch.randint(-50, 50, (16,), generator=gen),), None
-    batch = torch.export.Dim("B", min=1, max=32)
-    yield "mlp_dynamic_batch", MLP(), (torch.randn(5, 64, generator=gen),), ({0: batch},)
+sys.path.append(os.path.join(HERE, "..", "..", "python"))  # unless `cgc` is installed
+from export_models import models, refusals  # noqa: E402  (this folder: the script's)
 
 
 def main():
@@ -127,19 +75,17 @@ def main():
                   f"{diff if diff is not None else 'shape ' + str(None if g is None else g.shape)} "
                   f"(tol {tol:.2g}; {nodes} IR nodes{', dims ' + str(ir.get('dims')) if ir.get('dims') else ''})")
             bad += 0 if ok else 1
-    # An op with no mapping is refused by name, with the user's line.
-    class Sorts(torch.nn.Module):
-        def forward(self, x):
-            return torch.sort(x).values
-
-    try:
-        cgc.export(Sorts(), (torch.randn(4),), os.path.join(work, "sorts.json"))
-        print("FAIL refusal: torch.sort was exported")
-        bad += 1
-    except cgc.RefusedError as e:
-        ok = "has no cgc mapping" in str(e) and "torch_export_gpu.py:" in str(e)
-        print(f"{'OK' if ok else 'FAIL'} refusal: {e}")
-        bad += 0 if ok else 1
+    # What cgc cannot express is refused by name, with the user's line.
+    for name, module, inputs, refusal in refusals(torch):
+        try:
+            cgc.export(module.eval(), inputs, os.path.join(work, name + ".json"))
+            print(f"FAIL refusal {name}: exported")
+            bad += 1
+        except cgc.RefusedError as e:
+            ok = refusal in str(e)
+            print(f"{'OK' if ok else 'FAIL'} refusal {name}: {e}"
+                  f"{'' if ok else f' (expected: {refusal})'}")
+            bad += 0 if ok else 1
     return 1 if bad else 0
 
 

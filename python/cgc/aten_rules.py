@@ -1,0 +1,248 @@
+"""The ATen rules of the torch.export way in: each ATen op of a program
+record (torch_record.py) as cgc ops, built on torch_export.py's Lowering
+(`e`) from a RecordNode (`n`); PyTorch's type promotion where operands
+differ. An op without a rule is refused by torch_export.py."""
+from .ir_builder import json_number, registrar
+from .onnx_types import RefusedError
+from .torch_record import RecordNode
+
+ATEN = {}
+# Overloads a rule registered under the base name takes; any other (such
+# as div.Tensor_mode, whose rounding the rule would drop) must be listed
+# by its full name, or it is refused.
+PLAIN_OVERLOADS = {"default", "Tensor", "Scalar", "int", "dim", "dim_IntList", "self",
+                   "Tensor_Scalar", "Tensor_Tensor", "Scalar_Tensor", "using_ints", "vec"}
+
+
+aten = registrar(ATEN)
+
+
+def unary(op):
+    return lambda e, n: e.op(op, [e.operand(n.args[0])], name=n.name)
+
+
+for _aten, _cgc in {"relu": "relu", "tanh": "tanh", "sigmoid": "sigmoid", "exp": "exp",
+                    "log": "log", "sqrt": "sqrt", "rsqrt": "rsqrt", "neg": "neg", "abs": "abs",
+                    "erf": "erf", "sin": "sin", "cos": "cos", "logical_not": "logical_not"}.items():
+    ATEN[_aten] = unary(_cgc)
+
+
+COMPARISONS = {"eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or"}
+
+
+def binary(op):
+    """PyTorch's type promotion: arithmetic computes in the result's dtype
+    (int / int divides as floats), comparisons in their operands' promoted
+    dtype; Python numbers take that dtype."""
+    def fn(e, n):
+        a, b = n.args[:2]
+        if op in COMPARISONS:
+            dtypes = [e.dtype(v) for v in (a, b) if isinstance(v, RecordNode)]
+            compute = "f32" if any(isinstance(v, float) for v in (a, b)) and \
+                all(d in ("i32", "i64", "bool") for d in dtypes) else promote(dtypes)
+        else:
+            compute = e.dtype(n)
+        x, y = (e.as_dtype(v, compute) for v in (a, b))
+        alpha = n.kwargs.get("alpha", 1)
+        if alpha != 1:
+            y = e.op("mul", [y, e.scalar(alpha, compute)])
+        return e.op(op, [x, y], name=n.name)
+    return fn
+
+
+def promote(dtypes):
+    for d in ("f32", "bf16", "f16", "i64", "i32", "bool"):
+        if d in dtypes:
+            return d
+    return "f32"
+
+
+for _aten, _cgc in {"add": "add", "sub": "sub", "mul": "mul", "div": "div", "pow": "pow",
+                    "maximum": "maximum", "minimum": "minimum", "eq": "eq", "ne": "ne",
+                    "lt": "lt", "le": "le", "gt": "gt", "ge": "ge",
+                    "logical_and": "logical_and", "logical_or": "logical_or"}.items():
+    ATEN[_aten] = binary(_cgc)
+
+
+@aten("rsub")
+def rsub(e, n):
+    a, b = n.args[:2]
+    return e.op("sub", [e.operand(b, a), e.operand(a)], name=n.name)
+
+
+@aten("gelu")
+def gelu(e, n):
+    tanh = n.kwargs.get("approximate", "none") == "tanh"
+    return e.op("gelu_tanh" if tanh else "gelu", [e.operand(n.args[0])], name=n.name)
+
+
+@aten("where.self")
+def where(e, n):
+    c, a, b = n.args
+    like = a if isinstance(a, RecordNode) else b
+    return e.op("where", [e.operand(c), e.operand(a, like), e.operand(b, like)], name=n.name)
+
+
+@aten("_to_copy", "to")
+def to_copy(e, n):
+    return e.op("cast", [e.operand(n.args[0])], {"dtype": e.dtype(n)}, name=n.name)
+
+
+@aten("clone", "alias", "detach", "contiguous", "lift_fresh_copy", "dropout")
+def identity(e, n):
+    if "dropout" in n.target and len(n.args) > 2 and n.args[2]:
+        raise RefusedError("dropout in training mode; export the module in eval mode")
+    return e.operand(n.args[0])
+
+
+@aten("_assert_tensor_metadata", "_assert_scalar", "sym_constrain_range_for_size")
+def assertion(e, n):
+    return None  # Checks of the export's own metadata: nothing to compute.
+
+
+@aten("linear")
+def linear(e, n):
+    return e.op("linear", [e.operand(a) for a in n.args if a is not None], name=n.name)
+
+
+@aten("mm", "bmm", "matmul")
+def matmul(e, n):
+    return e.op("matmul", [e.operand(n.args[0]), e.operand(n.args[1])], name=n.name)
+
+
+@aten("addmm")
+def addmm(e, n):
+    bias, a, b = n.args[:3]
+    beta, alpha = n.kwargs.get("beta", 1), n.kwargs.get("alpha", 1)
+    if beta != 1 or alpha != 1:
+        raise RefusedError("addmm with alpha or beta")
+    prod = e.op("matmul", [e.operand(a), e.operand(b)])
+    return e.op("add", [prod, e.operand(bias)], name=n.name)
+
+
+@aten("t", "permute", "transpose")
+def transpose(e, n):
+    rank = len(e.shape(n.args[0]))
+    name = n.target
+    if "permute" in name:
+        perm = [d % rank for d in n.args[1]]
+    else:
+        perm = list(range(rank))
+        if rank >= 2:
+            i, j = (n.args[1] % rank, n.args[2] % rank) if "transpose" in name else (0, 1)
+            perm[i], perm[j] = perm[j], perm[i]
+    return e.op("transpose", [e.operand(n.args[0])], {"perm": perm}, name=n.name)
+
+
+@aten("view", "_unsafe_view", "reshape", "unsqueeze", "squeeze", "flatten")
+def reshape(e, n):
+    return e.op("reshape", [e.operand(n.args[0])], {"shape": e.shape(n)}, name=n.name)
+
+
+@aten("expand")
+def expand(e, n):
+    return e.op("broadcast_to", [e.operand(n.args[0])], {"shape": e.shape(n)}, name=n.name)
+
+
+@aten("_softmax", "softmax")
+def softmax(e, n):
+    return e.op("softmax", [e.operand(n.args[0])], {"axis": int(n.args[1])}, name=n.name)
+
+
+@aten("_log_softmax", "log_softmax")
+def log_softmax(e, n):
+    return e.op("log_softmax", [e.operand(n.args[0])], {"axis": int(n.args[1])}, name=n.name)
+
+
+@aten("layer_norm", "native_layer_norm")
+def layer_norm(e, n):
+    x, normalized = n.args[0], n.args[1]
+    w = n.args[2] if len(n.args) > 2 else None
+    b = n.args[3] if len(n.args) > 3 else None
+    eps = n.args[4] if len(n.args) > 4 else n.kwargs.get("eps", 1e-5)
+    operands = [e.operand(x)]
+    if w is not None:
+        operands.append(e.operand(w))
+        if b is not None:
+            operands.append(e.operand(b))
+    elif b is not None:
+        raise RefusedError("a layer_norm with a bias and no weight")
+    y = e.op("layernorm", operands, {"axis": -len(normalized), "eps": float(eps)}, name=n.name)
+    if "native" in n.target:
+        return [y, None, None]  # its mean and rstd: refused if read (getitem of None)
+    return y
+
+
+def reduction(op):
+    def fn(e, n):
+        x = n.args[0]
+        rank = len(e.shape(x))
+        dims = n.args[1] if len(n.args) > 1 and n.args[1] is not None else list(range(rank))
+        keep = bool(n.args[2]) if len(n.args) > 2 else bool(n.kwargs.get("keepdim", False))
+        return e.op(op, [e.operand(x)], {"axes": sorted(d % rank for d in dims), "keepdim": keep},
+                    name=n.name)
+    return fn
+
+
+ATEN["mean"] = reduction("mean")
+ATEN["sum"] = reduction("sum")
+ATEN["amax"] = reduction("max")
+ATEN["amin"] = reduction("min")
+
+
+@aten("embedding")
+def embedding(e, n):
+    return e.op("embedding", [e.operand(n.args[0]), e.operand(n.args[1])], name=n.name)
+
+
+@aten("cat")
+def cat(e, n):
+    dim = n.args[1] if len(n.args) > 1 else 0
+    return e.op("concat", [e.operand(a) for a in n.args[0]], {"axis": int(dim)}, name=n.name)
+
+
+@aten("slice")
+def slice_(e, n):
+    x, dim = n.args[0], n.args[1] if len(n.args) > 1 else 0
+    start, end, step = (n.args[k] if len(n.args) > k and n.args[k] is not None else default
+                        for k, default in ((2, 0), (3, 2 ** 62), (4, 1)))
+    if not all(isinstance(v, int) for v in (start, end, step)):
+        raise RefusedError("a slice bound computed when the graph runs (from a symbolic size)")
+    return e.op("slice", [e.operand(x)], {"starts": [start], "ends": [min(end, 2 ** 62)],
+                                          "axes": [int(dim)], "steps": [step]}, name=n.name)
+
+
+@aten("split_with_sizes", "split")
+def split(e, n):
+    x, sizes = n.args[0], n.args[1]
+    dim = n.args[2] if len(n.args) > 2 else n.kwargs.get("dim", 0)
+    dim %= len(e.shape(x))
+    extent = e.shape(x)[dim]
+    if isinstance(sizes, int):
+        sizes = [min(sizes, extent - k) for k in range(0, extent, sizes)]
+    outs, begin = [], 0
+    for size in sizes:
+        outs.append(e.op("slice", [e.operand(x)], {"starts": [begin], "ends": [begin + size],
+                                                   "axes": [dim]}, name=n.name))
+        begin += size
+    return outs
+
+
+@aten("select")
+def select(e, n):
+    x, dim, index = n.args
+    rank = len(e.shape(x))
+    dim %= rank
+    extent = e.shape(x)[dim]
+    index = index % extent if isinstance(extent, int) else index
+    s = e.op("slice", [e.operand(x)], {"starts": [int(index)], "ends": [int(index) + 1],
+                                       "axes": [dim]})
+    return e.op("reshape", [s], {"shape": e.shape(n)}, name=n.name)
+
+
+@aten("full", "zeros", "ones", "scalar_tensor", "full_like", "zeros_like", "ones_like")
+def full(e, n):
+    name = n.target
+    value = 0 if "zeros" in name else 1 if "ones" in name else n.args[-1] if "full" in name else n.args[0]
+    return e.op("fill", [], {"dtype": e.dtype(n), "shape": e.shape(n),
+                             "value": json_number(value, "f32")}, name=n.name)

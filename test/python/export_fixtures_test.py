@@ -1,0 +1,137 @@
+#!/usr/bin/env python3
+"""cgc.export's lowering, checked without PyTorch: every fixture under
+export-fixtures/ (make_export_fixtures.py, from export_models.py) is a
+program record that cgc.torch_export.lower_record lowers to the IR; the
+reference interpreter (`cgc-opt --interpret`) runs the IR on each stored
+run's inputs, and every output must match PyTorch's (CPU) in dtype and
+shape, and in value within rtol 1e-5 + atol 1e-5 for f32 and exactly for
+any other dtype. The IR's dims must be the names of the module's
+torch.export.Dim objects. A refusal fixture must be refused (RefusedError)
+with its expected text, source line included. The lowering must not
+import torch. Prints one line per fixture; exit status 1 if any fails.
+
+Usage: PYTHONPATH=python export_fixtures_test.py --cgc-opt PATH [--fixtures DIR] [--work DIR]
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+from cgc.onnx_types import RefusedError
+from cgc.safetensors import read_safetensors, write_safetensors
+from cgc.torch_export import lower_record
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+RTOL = ATOL = 1e-5  # f32; other dtypes compare exactly
+
+
+def compare(got, want):
+    """(problem or "", max abs diff) of an interpreter output against PyTorch's."""
+    if got is None:
+        return "missing", None
+    if got.dtype != want.dtype or got.shape != want.shape:
+        return f"got {got.dtype}{list(got.shape)}, want {want.dtype}{list(want.shape)}", None
+    got64, want64 = got.astype(np.float64), want.astype(np.float64)
+    diff = float(np.nanmax(np.abs(got64 - want64), initial=0))
+    if want.dtype == np.float32:
+        close = np.isclose(got64, want64, rtol=RTOL, atol=ATOL, equal_nan=True)
+        if not close.all():
+            return (f"{int((~close).sum())} of {want.size} elements differ "
+                    f"(max abs diff {diff:.3g})"), diff
+    elif not np.array_equal(got, want):
+        return f"values differ (max abs diff {diff:.3g})", diff
+    return "", diff
+
+
+def interpret(cgc_opt, ir_path, feed, folder):
+    """The interpreter's outputs of the IR at `ir_path` on `feed`."""
+    inputs = os.path.join(folder, "in.safetensors")
+    outputs = os.path.join(folder, "out.safetensors")
+    write_safetensors(inputs, feed)
+    r = subprocess.run([cgc_opt, ir_path, "--interpret", "--inputs", inputs, "--outputs", outputs,
+                        "--overwrite"], capture_output=True, text=True, timeout=300)
+    if r.returncode:
+        raise RuntimeError(f"cgc-opt exit {r.returncode}: {r.stderr.strip()[-400:]}")
+    return read_safetensors(outputs)
+
+
+def check(name, fixture, cgc_opt, work):
+    """'' if the fixture passes, else what is wrong; and a summary."""
+    with open(os.path.join(fixture, "program.json")) as f:
+        record = json.load(f)
+    with open(os.path.join(fixture, "expect.json")) as f:
+        expect = json.load(f)
+    weights_path = os.path.join(fixture, "weights.safetensors")
+    weights = read_safetensors(weights_path) if os.path.exists(weights_path) else {}
+    folder = os.path.join(work, name)
+    os.makedirs(folder, exist_ok=True)
+    ir_path = os.path.join(folder, "model.json")
+    if "refusal" in expect:
+        try:
+            lower_record(record, weights, ir_path)
+        except RefusedError as e:
+            ok = expect["refusal"] in str(e)
+            problem = "" if ok else f"refused with: {e}; expected: {expect['refusal']}"
+            return problem, f"refused: {e}"
+        return f"lowered; expected the refusal: {expect['refusal']}", ""
+    ir = lower_record(record, weights, ir_path)
+    dims = [d["name"] for d in ir.get("dims", [])]
+    if dims != expect["dims"]:
+        return f"the IR's dims are {dims}, expected {expect['dims']}", ""
+    io = read_safetensors(os.path.join(fixture, "io.safetensors"))
+    record_inputs = [i["name"] for i in record["inputs"] if i["kind"] == "user_input"]
+    ir_inputs = [i["name"] for i in ir["inputs"] if i.get("kind", "user_input") == "user_input"]
+    record_outputs = [o["name"] for o in record["outputs"]]
+    ir_outputs = [o if isinstance(o, str) else o["name"] for o in ir["outputs"]]
+    if len(ir_inputs) != len(record_inputs) or len(ir_outputs) != len(record_outputs):
+        return (f"the IR has {len(ir_inputs)} user inputs and {len(ir_outputs)} outputs, the "
+                f"record {len(record_inputs)} and {len(record_outputs)}"), ""
+    runs = sorted({key.split(".", 1)[0] for key in io})
+    worst = 0.0
+    for run in runs:
+        feed = {ir_in: io[f"{run}.in.{rec_in}"] for ir_in, rec_in in zip(ir_inputs, record_inputs)}
+        got = interpret(cgc_opt, ir_path, feed, folder)
+        for ir_out, rec_out in zip(ir_outputs, record_outputs):
+            problem, diff = compare(got.get(ir_out), io[f"{run}.out.{rec_out}"])
+            if problem:
+                return f"{run} output '{rec_out}': {problem}", ""
+            worst = max(worst, diff)
+    shapes = "; ".join(f"{run} " + ", ".join(str(list(io[f"{run}.in.{rec_in}"].shape))
+                                             for rec_in in record_inputs) for run in runs)
+    return "", (f"{len(ir['nodes'])} IR nodes, {len(ir_outputs)} output(s) on {shapes}: "
+                f"max abs diff {worst:.3g}{', dims ' + ', '.join(dims) if dims else ''}")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--cgc-opt", required=True)
+    ap.add_argument("--fixtures", default=os.path.join(HERE, "export-fixtures"))
+    ap.add_argument("--work", help="keep the IR and the interpreter's files here")
+    args = ap.parse_args()
+    names = sorted(os.listdir(args.fixtures))
+    if not names:
+        print(f"FAIL: no fixtures in {args.fixtures}")
+        return 1
+    failed = 0
+    with tempfile.TemporaryDirectory(prefix="cgc-export-fixtures-") as scratch:
+        for name in names:
+            try:
+                problem, summary = check(name, os.path.join(args.fixtures, name), args.cgc_opt,
+                                         args.work or scratch)
+            except Exception as e:  # noqa: BLE001 - reported per fixture
+                problem = f"{type(e).__name__}: {e}"
+            print(f"FAIL {name}: {problem}" if problem else f"OK {name}: {summary}")
+            failed += bool(problem)
+    print(f"{len(names) - failed} of {len(names)} fixtures passed")
+    if "torch" in sys.modules:
+        print("FAIL: the lowering imported torch")
+        return 1
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

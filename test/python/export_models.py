@@ -1,0 +1,103 @@
+"""The nn.Modules cgc.export is checked on: torch_export_gpu.py and
+runtime_gpu.py compile them on the GPU machine, make_export_fixtures.py
+records them for export_fixtures_test.py (CI, no PyTorch). Importing this
+file needs no PyTorch; calling its functions does (they take `torch`)."""
+import inspect
+import os
+
+
+def models(torch, small=False):
+    """(name, module, example_args, dynamic_shapes) of every module cgc
+    exports, inputs drawn from a generator seeded 0. `small`: the sizes of
+    the committed fixtures, not those the GPU runs and benchmarks use."""
+    nn = torch.nn
+    d, hidden, seq, vocab, emb = (16, 32, 8, 20, 8) if small else (64, 256, 16, 100, 32)
+
+    class MLP(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc1, self.fc2 = nn.Linear(d, hidden), nn.Linear(hidden, d)
+            self.ln = nn.LayerNorm(d)
+
+        def forward(self, x):
+            return self.ln(x + self.fc2(nn.functional.gelu(self.fc1(x))))
+
+    class EncoderLayer(nn.Module):
+        def __init__(self, heads=4):
+            super().__init__()
+            self.heads = heads
+            self.qkv, self.out = nn.Linear(d, 3 * d), nn.Linear(d, d)
+            self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
+            self.ff = nn.Sequential(nn.Linear(d, 4 * d), nn.GELU(), nn.Linear(4 * d, d))
+            self.drop = nn.Dropout(0.1)
+
+        def forward(self, x):
+            b, s, d = x.shape
+            h = self.ln1(x)
+            q, k, v = self.qkv(h).split(d, dim=-1)
+            split = lambda t: t.view(b, s, self.heads, d // self.heads).transpose(1, 2)  # noqa: E731
+            q, k, v = split(q), split(k), split(v)
+            att = torch.softmax(q @ k.transpose(-2, -1) / (d // self.heads) ** 0.5, dim=-1)
+            ctx = (self.drop(att) @ v).transpose(1, 2).reshape(b, s, d)
+            x = x + self.out(ctx)
+            return x + self.ff(self.ln2(x))
+
+    class Pool(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.emb = nn.Embedding(vocab, emb)
+            self.head = nn.Linear(emb, 10)
+
+        def forward(self, tokens):
+            return torch.log_softmax(self.head(self.emb(tokens).mean(dim=1)), dim=-1)
+
+    class IntDivision(nn.Module):  # PyTorch's promotion: int / int is float
+        def forward(self, x):
+            return x / 3 + x * 0.5 + (x > 2.5).float()
+
+    gen = torch.Generator().manual_seed(0)
+    yield "mlp", MLP(), (torch.randn(8, d, generator=gen),), None
+    yield "encoder_layer", EncoderLayer(), (torch.randn(2, seq, d, generator=gen),), None
+    yield "embedding_pool", Pool(), (torch.randint(0, vocab, (4, 12), generator=gen),), None
+    yield "int_division", IntDivision(), (torch.randint(-50, 50, (16,), generator=gen),), None
+    batch = torch.export.Dim("batch", min=1, max=32)
+    yield "mlp_dynamic_batch", MLP(), (torch.randn(5, d, generator=gen),), ({0: batch},)
+
+
+def refusals(torch):
+    """(name, module, example_args, refusal) of every module cgc.export
+    must refuse: the error must hold `refusal`, which ends with the source
+    line of the op (the last line of the module's forward)."""
+    nn = torch.nn
+
+    class Sorts(nn.Module):  # an ATen op with no mapping
+        def forward(self, x):
+            return torch.sort(x).values
+
+    class FloorDivision(nn.Module):  # div has a rule, but not for a rounding mode
+        def forward(self, x):
+            return torch.div(x, 2, rounding_mode="floor")
+
+    class ScaledAddmm(nn.Module):  # a rule refuses what its op cannot express
+        def __init__(self):
+            super().__init__()
+            self.weight, self.bias = nn.Parameter(torch.ones(4, 4)), nn.Parameter(torch.ones(4))
+
+        def forward(self, x):
+            return torch.addmm(self.bias, x, self.weight, beta=0.5)
+
+    gen = torch.Generator().manual_seed(1)
+    x = torch.randn(3, 4, generator=gen)
+    yield "sort", Sorts(), (x,), refusal(Sorts, "node 'sort': the ATen op sort.default has no "
+                                                "cgc mapping")
+    yield "floor_division", FloorDivision(), (x,), refusal(
+        FloorDivision, "node 'div': the ATen op div.Tensor_mode has no cgc mapping")
+    yield "addmm_beta", ScaledAddmm(), (x,), refusal(
+        ScaledAddmm, "node 'addmm' (addmm.default): addmm with alpha or beta")
+
+
+def refusal(cls, text):
+    """`text` followed by ` (file:line)` of the last line of cls.forward."""
+    lines, first = inspect.getsourcelines(cls.forward)
+    where = os.path.basename(inspect.getsourcefile(cls.forward))
+    return f"{text} ({where}:{first + len(lines) - 1})"

@@ -1,0 +1,98 @@
+#!/usr/bin/env python3
+"""Writes test/python/export-fixtures/, what export_fixtures_test.py checks
+cgc.export's lowering on without PyTorch: each module of export_models.py
+(at the fixtures' small sizes) captured as a program record
+(cgc.torch_capture). For each, under export-fixtures/<name>/:
+
+  program.json          the record (python/cgc/torch_record.py)
+  weights.safetensors   its parameters' and buffers' values, by state_dict
+                        name (absent without any)
+  io.safetensors        inputs and PyTorch's outputs (CPU): run0.in.<input>,
+                        run0.out.<output>, by the record's names; a module
+                        with dynamic_shapes (its batch on axis 0 of float
+                        inputs) also runs at batch 3, as run1
+  expect.json           {"dims": the names of the module's Dims} or, for
+                        export_models.refusals, {"refusal": the text}
+
+Needs PyTorch (CPU). Rerun it after changing export_models.py or
+torch_capture.py and commit the folder: the output is the same on every
+run of one PyTorch version.
+
+Usage: PYTHONPATH=python make_export_fixtures.py [--out DIR]
+"""
+import argparse
+import json
+import os
+import shutil
+import sys
+
+import torch
+
+from cgc.safetensors import write_safetensors
+from cgc.torch_capture import capture
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from export_models import models, refusals  # noqa: E402
+
+SECOND_BATCH = 3
+
+
+def at_batch(example, batch):
+    """Inputs like `example` with `batch` rows, drawn from a generator seeded 1."""
+    gen = torch.Generator().manual_seed(1)
+    return tuple(torch.randn((batch,) + tuple(x.shape[1:]), generator=gen, dtype=x.dtype)
+                 for x in example)
+
+
+def run_io(record, module, runs):
+    """{runK.in.<input>, runK.out.<output>: array} of the module on each run's inputs."""
+    inputs = [i["name"] for i in record["inputs"] if i["kind"] == "user_input"]
+    outputs = [o["name"] for o in record["outputs"]]
+    io = {}
+    for k, args in enumerate(runs):
+        with torch.no_grad():
+            results = module(*args)
+        results = results if isinstance(results, tuple) else (results,)
+        io.update({f"run{k}.in.{name}": t.numpy() for name, t in zip(inputs, args)})
+        io.update({f"run{k}.out.{name}": t.numpy() for name, t in zip(outputs, results)})
+    return io
+
+
+def write_fixture(folder, record, weights, io, expect):
+    os.makedirs(folder)
+    with open(os.path.join(folder, "program.json"), "w") as f:
+        json.dump(record, f, indent=1, allow_nan=False)  # non-finite floats are tagged
+        f.write("\n")
+    if weights:
+        write_safetensors(os.path.join(folder, "weights.safetensors"), weights)
+    if io:
+        write_safetensors(os.path.join(folder, "io.safetensors"), io)
+    with open(os.path.join(folder, "expect.json"), "w") as f:
+        json.dump(expect, f, indent=1)
+        f.write("\n")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", default=os.path.join(HERE, "export-fixtures"))
+    args = ap.parse_args()
+    shutil.rmtree(args.out, ignore_errors=True)
+    torch.manual_seed(0)  # the modules' initial weights
+    for name, module, example, dynamic in models(torch, small=True):
+        module.eval()
+        record, weights = capture(module, example, dynamic)
+        runs = [example] + ([at_batch(example, SECOND_BATCH)] if dynamic else [])
+        dims = sorted({dim.__name__ for spec in dynamic or () for dim in spec.values()})
+        write_fixture(os.path.join(args.out, name), record, weights,
+                      run_io(record, module, runs), {"dims": dims})
+        print(f"{name}: {len(record['nodes'])} nodes, {len(runs)} runs")
+    for name, module, example, refusal in refusals(torch):
+        record, weights = capture(module.eval(), example)
+        write_fixture(os.path.join(args.out, name), record, weights, None, {"refusal": refusal})
+        print(f"{name}: {len(record['nodes'])} nodes, refused with: {refusal}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
