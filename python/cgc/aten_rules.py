@@ -95,6 +95,11 @@ def identity(e, n):
     return e.operand(n.args[0])
 
 
+@aten("native_dropout")
+def native_dropout(e, n):
+    raise RefusedError("dropout in training mode; export the module in eval mode")
+
+
 @aten("_assert_tensor_metadata", "_assert_scalar", "sym_constrain_range_for_size")
 def assertion(e, n):
     return None  # Checks of the export's own metadata: nothing to compute.

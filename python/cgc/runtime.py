@@ -23,8 +23,10 @@ and tells the extension what to repeat (Runner.remember).
 import os
 
 from . import _native
+from .torch_export import DTYPE as TORCH_TO_IR
 
-CGC_DTYPES = {0: "float32", 1: "float16", 2: "bfloat16", 3: "int32", 4: "int64", 5: "bool"}
+# The torch dtype of each IR dtype (the extension names them as the IR does).
+TORCH_DTYPES = {ir: name.split(".", 1)[1] for name, ir in TORCH_TO_IR.items()}
 ROLE_INPUT, ROLE_OUTPUT, ROLE_STATE = 0, 1, 2
 CgcError = _native.CgcError
 
@@ -53,7 +55,7 @@ class Artifact(_native.Runner):
     def _tensors(self, role):
         out = self.tensors(role)
         for t in out:
-            t["dtype"] = getattr(self.torch, CGC_DTYPES[t["dtype"]])
+            t["dtype"] = getattr(self.torch, TORCH_DTYPES[t["dtype"]])
         return out
 
     def _dims_of(self, args):

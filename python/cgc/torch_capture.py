@@ -117,11 +117,12 @@ def input_kind(kind):
 def program_record(ep, module_name, rename):
     """The JSON-serializable record of the decomposed program `ep`, torch's
     symbols renamed by `rename`."""
+    library = os.path.dirname(os.path.abspath(torch.__file__))
     nodes = [{"op": n.op, "name": n.name, "target": target_name(n),
               "args": encode(list(n.args), rename, n.name),
               "kwargs": {k: encode(v, rename, n.name) for k, v in n.kwargs.items()},
               "val": encode_val(n.meta.get("val"), rename, n.name),
-              "source": source_line(n)} for n in ep.graph.nodes]
+              "source": source_line(n, library)} for n in ep.graph.nodes]
     signature = ep.graph_signature
     return {"record_version": RECORD_VERSION, "module": module_name,
             "inputs": [{"name": s.arg.name, "kind": input_kind(s.kind), "target": s.target}
@@ -196,11 +197,17 @@ def bound(value):
     return int(value)
 
 
-def source_line(n):
-    """`file:line` of the innermost frame of the node's stack trace."""
+def source_line(n, library):
+    """`file:line` of the innermost frame of the node's stack trace that is
+    the user's: outside the `library` folder (torch's own package, whose
+    nn.Modules and functionals call the ops), else the innermost."""
     trace = n.meta.get("stack_trace") or ""
     frames = re.findall(r'File "([^"]+)", line (\d+)', trace)
-    return f"{os.path.basename(frames[-1][0])}:{frames[-1][1]}" if frames else None
+    if not frames:
+        return None
+    users = [f for f in frames if not os.path.abspath(f[0]).startswith(library + os.sep)]
+    path, line = (users or frames)[-1]
+    return f"{os.path.basename(path)}:{line}"
 
 
 # ---- the weights

@@ -44,6 +44,19 @@ void check(cgc_status status, const std::string &what) {
     throw CgcFailure("cgc: cannot " + what + ": " + cgc_last_error());
 }
 
+// The IR's name of a runtime dtype (docs/ir.md).
+const char *dtypeName(int32_t dtype) {
+  switch (static_cast<cgc_dtype>(dtype)) {
+  case CGC_DTYPE_F32: return "f32";
+  case CGC_DTYPE_F16: return "f16";
+  case CGC_DTYPE_BF16: return "bf16";
+  case CGC_DTYPE_I32: return "i32";
+  case CGC_DTYPE_I64: return "i64";
+  case CGC_DTYPE_BOOL: return "bool";
+  }
+  throw CgcFailure("cgc: the artifact has an unknown dtype " + std::to_string(dtype));
+}
+
 // One user input as the fast path checks it.
 struct InputSpec {
   std::string name;
@@ -88,7 +101,7 @@ public:
       nb::dict t;
       t["name"] = info.name;
       t["kind"] = info.kind;
-      t["dtype"] = info.dtype;
+      t["dtype"] = dtypeName(info.dtype);
       t["shape"] = shape;
       t["dims"] = dims;
       t["bytes"] = info.bytes;

@@ -17,8 +17,8 @@ def used_ops():
     """Op names in the rules' sources: the first string argument of every
     op(...) call, and the values of the one-to-one tables."""
     names = set()
-    for f in ("ops_elementwise.py", "ops_tensor.py", "torch_export.py", "aten_rules.py",
-              "onnx_import.py"):
+    for f in ("ops_elementwise.py", "ops_tensor.py", "ops_composite.py", "torch_export.py",
+              "aten_rules.py", "onnx_import.py"):
         text = open(os.path.join(PACKAGE, f)).read()
         names.update(re.findall(r'\bop\(\s*"([a-z_0-9]+)"', text))
     from cgc import ops, torch_export

@@ -65,9 +65,10 @@ def models(torch, small=False):
 
 
 def refusals(torch):
-    """(name, module, example_args, refusal) of every module cgc.export
-    must refuse: the error must hold `refusal`, which ends with the source
-    line of the op (the last line of the module's forward)."""
+    """(name, module, example_args, dynamic_shapes, refusal) of every module
+    cgc.export must refuse, in the mode it is exported in: the error must
+    hold `refusal`, which for an op ends with the op's source line (the
+    last line of the module's forward)."""
     nn = torch.nn
 
     class Sorts(nn.Module):  # an ATen op with no mapping
@@ -86,14 +87,55 @@ def refusals(torch):
         def forward(self, x):
             return torch.addmm(self.bias, x, self.weight, beta=0.5)
 
+    class BiasOnlyNorm(nn.Module):  # cgc's layernorm takes a weight before a bias
+        def __init__(self):
+            super().__init__()
+            self.bias = nn.Parameter(torch.zeros(4))
+
+        def forward(self, x):
+            return nn.functional.layer_norm(x, (4,), None, self.bias)
+
+    class Dropping(nn.Module):  # exported in training mode
+        def __init__(self):
+            super().__init__()
+            self.drop = nn.Dropout(0.5)
+
+        def forward(self, x):
+            return self.drop(x)
+
+    class Counting(nn.Module):  # mutates a buffer
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("calls", torch.zeros(1))
+
+        def forward(self, x):
+            self.calls.add_(1)
+            return x + self.calls
+
+    class Doubling(nn.Module):
+        def forward(self, x):
+            return x * 2
+
     gen = torch.Generator().manual_seed(1)
     x = torch.randn(3, 4, generator=gen)
-    yield "sort", Sorts(), (x,), refusal(Sorts, "node 'sort': the ATen op sort.default has no "
-                                                "cgc mapping")
-    yield "floor_division", FloorDivision(), (x,), refusal(
+    yield "sort", Sorts().eval(), (x,), None, refusal(
+        Sorts, "node 'sort': the ATen op sort.default has no cgc mapping")
+    yield "floor_division", FloorDivision().eval(), (x,), None, refusal(
         FloorDivision, "node 'div': the ATen op div.Tensor_mode has no cgc mapping")
-    yield "addmm_beta", ScaledAddmm(), (x,), refusal(
+    yield "addmm_beta", ScaledAddmm().eval(), (x,), None, refusal(
         ScaledAddmm, "node 'addmm' (addmm.default): addmm with alpha or beta")
+    yield "layer_norm_bias_only", BiasOnlyNorm().eval(), (x,), None, refusal(
+        BiasOnlyNorm, "node 'layer_norm' (layer_norm.default): a layer_norm with a bias and "
+        "no weight")
+    yield "train_dropout", Dropping().train(), (x,), None, refusal(
+        Dropping, "node 'native_dropout' (native_dropout.default): dropout in training mode; "
+        "export the module in eval mode")
+    yield "buffer_mutation", Counting().eval(), (x,), None, (
+        "output 'add' mutates state (buffer_mutation); export in eval mode")
+    yield "float64_input", Doubling().eval(), (x.double(),), None, (
+        "'x' has dtype torch.float64, which cgc has not")
+    yield "unbounded_dim", Doubling().eval(), (x,), ({0: torch.export.Dim("batch", min=2)},), (
+        "dim batch has no upper bound: give torch.export.Dim a max")
 
 
 def refusal(cls, text):

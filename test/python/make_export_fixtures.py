@@ -87,8 +87,8 @@ def main():
         write_fixture(os.path.join(args.out, name), record, weights,
                       run_io(record, module, runs), {"dims": dims})
         print(f"{name}: {len(record['nodes'])} nodes, {len(runs)} runs")
-    for name, module, example, refusal in refusals(torch):
-        record, weights = capture(module.eval(), example)
+    for name, module, example, dynamic, refusal in refusals(torch):
+        record, weights = capture(module, example, dynamic)
         write_fixture(os.path.join(args.out, name), record, weights, None, {"refusal": refusal})
         print(f"{name}: {len(record['nodes'])} nodes, refused with: {refusal}")
     return 0

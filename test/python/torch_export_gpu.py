@@ -76,9 +76,9 @@ def main():
                   f"(tol {tol:.2g}; {nodes} IR nodes{', dims ' + str(ir.get('dims')) if ir.get('dims') else ''})")
             bad += 0 if ok else 1
     # What cgc cannot express is refused by name, with the user's line.
-    for name, module, inputs, refusal in refusals(torch):
+    for name, module, inputs, dynamic, refusal in refusals(torch):
         try:
-            cgc.export(module.eval(), inputs, os.path.join(work, name + ".json"))
+            cgc.export(module, inputs, os.path.join(work, name + ".json"), dynamic_shapes=dynamic)
             print(f"FAIL refusal {name}: exported")
             bad += 1
         except cgc.RefusedError as e:
