@@ -19,8 +19,9 @@ from .onnx_types import RefusedError
 from .torch_record import RECORD_VERSION
 
 # The composites decomposition keeps: cgc has ops of its own for them, so
-# that fusion sees their elementwise neighbours.
-KEPT = ("linear", "layer_norm", "gelu", "_softmax", "_log_softmax")
+# that fusion sees their elementwise neighbours (and a batched matmul keeps
+# its batch dims, rather than folding them into one a dynamic dim cannot be).
+KEPT = ("linear", "layer_norm", "gelu", "_softmax", "_log_softmax", "matmul")
 TORCH_VALUES = (("dtype", torch.dtype), ("device", torch.device),
                 ("memory_format", torch.memory_format), ("layout", torch.layout))
 WEIGHT_KINDS = ("parameter", "buffer", "constant")

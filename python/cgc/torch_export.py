@@ -18,7 +18,7 @@ from .aten_rules import ATEN, PLAIN_OVERLOADS
 from .ir_builder import IRBuilder, is_dim_name, json_number, safe_name
 from .onnx_types import NUMPY, RefusedError
 from .safetensors import write_safetensors
-from .torch_record import RecordNode, TensorVal, read_nodes
+from .torch_record import RecordNode, Sym, TensorVal, read_nodes
 
 DTYPE = {"torch.float32": "f32", "torch.float16": "f16", "torch.bfloat16": "bf16",
          "torch.int32": "i32", "torch.int64": "i64", "torch.bool": "bool"}
@@ -63,6 +63,7 @@ class Lowering(IRBuilder):
         self.record, self.given_weights = record, weights
         self.weights, self.dims = {}, {}
         self.value = {}   # record node name (name#k: its k-th result) -> cgc value name
+        self.sizes = {}   # record node name -> the size it computes (no cgc value)
 
     def op(self, op, inputs, attrs=None, name=None):
         return self.node(op, inputs, attrs, name)
@@ -148,18 +149,29 @@ class Lowering(IRBuilder):
         """A node argument as a cgc value of `dtype` (cast, or a constant)."""
         if not isinstance(a, RecordNode):
             return self.scalar(a, dtype)
-        v = self.value[a.name]
+        v = self.value_of(a)
         return v if self.dtype(a) == dtype else self.op("cast", [v], {"dtype": dtype})
+
+    def value_of(self, a):
+        """The cgc value of node `a`; a size (a dim, known when the graph
+        runs) has none: the rules read sizes from the results' shapes."""
+        if a.name in self.sizes:
+            raise RefusedError(f"the size '{a.name}' ({self.sizes[a.name]}) is used as a tensor "
+                               "(cgc has no value for a dim)")
+        return self.value[a.name]
 
     def operand(self, a, like=None):
         """The cgc value of a node argument: a node, or a Python number made
         a constant of `like`'s dtype."""
         if isinstance(a, RecordNode):
-            return self.value[a.name]
+            return self.value_of(a)
         dtype = self.dtype(like) if like is not None else ("f32" if isinstance(a, float) else "i64")
         return self.scalar(a, dtype)
 
     def call(self, n):
+        if isinstance(n.val, Sym):  # A size (sym_size, or arithmetic on sizes): no IR value.
+            self.sizes[n.name] = n.val.expr
+            return
         if n.target == "getitem":
             base, index = n.args
             v = self.value.get(f"{base.name}#{index}")

@@ -62,6 +62,9 @@ def models(torch, small=False):
     yield "int_division", IntDivision(), (torch.randint(-50, 50, (16,), generator=gen),), None
     batch = torch.export.Dim("batch", min=1, max=32)
     yield "mlp_dynamic_batch", MLP(), (torch.randn(5, d, generator=gen),), ({0: batch},)
+    batch = torch.export.Dim("batch", min=1, max=16)  # reshaped with: view(b, s, heads, ...)
+    yield "encoder_dynamic_batch", EncoderLayer(), (torch.randn(5, seq, d, generator=gen),), \
+        ({0: batch},)
 
 
 def refusals(torch):
@@ -116,6 +119,10 @@ def refusals(torch):
         def forward(self, x):
             return x * 2
 
+    class SizeScaled(nn.Module):  # a dynamic dim's size as a number in the math
+        def forward(self, x):
+            return x * x.shape[0]
+
     gen = torch.Generator().manual_seed(1)
     x = torch.randn(3, 4, generator=gen)
     yield "sort", Sorts().eval(), (x,), None, refusal(
@@ -136,6 +143,9 @@ def refusals(torch):
         "'x' has dtype torch.float64, which cgc has not")
     yield "unbounded_dim", Doubling().eval(), (x,), ({0: torch.export.Dim("batch", min=2)},), (
         "dim batch has no upper bound: give torch.export.Dim a max")
+    yield "size_as_tensor", SizeScaled().eval(), (x,), \
+        ({0: torch.export.Dim("batch", min=2, max=8)},), refusal(
+            SizeScaled, "(batch) is used as a tensor (cgc has no value for a dim)")
 
 
 def refusal(cls, text):

@@ -34,6 +34,21 @@ def graphed(torch, module, x):
         return capture(torch, lambda: module(static_x)).replay
 
 
+def tiny_state(torch, cgc, tool):
+    """Writes a state tensor of the wrong shape (must raise ValueError)."""
+    class Biased(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.bias = torch.nn.Parameter(torch.zeros(16))
+
+        def forward(self, x):
+            return x + self.bias
+
+    fn = cgc.compile(Biased().cuda().eval(), (torch.randn(16, device="cuda"),), cgc=tool)
+    name = next(iter(fn.states))
+    fn.set_state(name, torch.zeros(3))
+
+
 def check_fast_path(torch, fn, module, x, say):
     """Calls that the extension's fast path takes: the same input again
     launches and updates nothing else; two inputs in turn are each bound
@@ -100,8 +115,9 @@ def main():
         say(f"CHECK workload={name} impl=cgc_compile max_abs_diff={diff:.3g} ok={int(ok)}")
         say(f"RESULT workload={name} impl=cgc_compile cold_compile_s={compile_s:.2f}")
         if dynamic:
-            for b in (1, 5, 32):
-                x = torch.randn(b, example[0].shape[1], device="cuda")
+            top = next(iter(dynamic[0].values())).max
+            for b in (1, 5, top):
+                x = torch.randn(b, *example[0].shape[1:], device="cuda")
                 with torch.no_grad():
                     w = module(x)
                 g = fn(x)
@@ -182,18 +198,43 @@ def main():
     # fast path is armed and must hand them to the checks).
     fn = cgc.compile(Tiny().cuda(), (torch.randn(16, device="cuda"),), cgc=args.cgc)
     fn(torch.randn(16, device="cuda"))
-    for what, call, kind in [
-            ("cpu tensor", lambda: fn(torch.randn(16)), TypeError),
-            ("dtype", lambda: fn(torch.randn(16, device="cuda", dtype=torch.float16)), TypeError),
-            ("shape", lambda: fn(torch.randn(15, device="cuda")), ValueError),
-            ("non-contiguous", lambda: fn(torch.randn(32, device="cuda")[::2]), ValueError),
-            ("count", lambda: fn(), TypeError)]:
+
+    class Pair(torch.nn.Module):
+        def forward(self, x, y):
+            return x + y
+
+    batch = torch.export.Dim("batch", min=1, max=32)
+    pair_x = torch.randn(4, 8, device="cuda")
+    pair = cgc.compile(Pair().cuda(), (pair_x, pair_x), dynamic_shapes=({0: batch}, {0: batch}),
+                       cgc=args.cgc)
+    pair(pair_x, pair_x)
+    for what, call, kind, text in [
+            ("cpu tensor", lambda: fn(torch.randn(16)), TypeError, "is on cpu"),
+            ("dtype", lambda: fn(torch.randn(16, device="cuda", dtype=torch.float16)), TypeError,
+             "has dtype torch.float16, expected torch.float32"),
+            ("shape", lambda: fn(torch.randn(15, device="cuda")), ValueError,
+             "has shape [15], expected [16]"),
+            ("non-contiguous", lambda: fn(torch.randn(32, device="cuda")[::2]), ValueError,
+             "is not contiguous"),
+            ("count", lambda: fn(), TypeError, "expected 1 inputs (x), got 0"),
+            ("not a tensor", lambda: fn([1.0] * 16), TypeError, "expected a torch.Tensor, got list"),
+            ("dim bounds", lambda: pair(torch.randn(40, 8, device="cuda"),
+                                        torch.randn(40, 8, device="cuda")), ValueError,
+             "dim batch = 40 is outside [1, 32]"),
+            ("dims disagree", lambda: pair(torch.randn(4, 8, device="cuda"),
+                                           torch.randn(5, 8, device="cuda")), ValueError,
+             "dim batch = 5, but 4 in an earlier input"),
+            ("state name", lambda: fn.state("nothing"), KeyError, "no state named 'nothing'"),
+            ("state shape", lambda: tiny_state(torch, cgc, args.cgc), ValueError,
+             "got torch.float32[3]")]:
         try:
             call()
             say(f"CHECK error={what} raised=0 ok=0")
             bad += 1
         except kind as e:
-            say(f"CHECK error={what} raised={type(e).__name__} ok=1 message={str(e)!r}")
+            ok = text in str(e)
+            bad += not ok
+            say(f"CHECK error={what} raised={type(e).__name__} ok={int(ok)} message={str(e)!r}")
     if args.log:
         with open(args.log, "w") as f:
             f.write(f"# cgc from Python, {torch.cuda.get_device_name()}, torch {torch.__version__}; "
