@@ -16,9 +16,10 @@ torch.cuda.graph's are: clone what you keep); `fresh_outputs=True` makes
 new tensors and binds them instead (each new pointer updates the graph's
 nodes, which costs more per call).
 
-The extension's __call__ does the common call (full-size inputs at the
-size of the last call) itself; this module's `_slow_call` does the rest
-and tells the extension what to repeat (Runner.remember).
+The extension's __call__ does every call at dim values an earlier call
+ran (binding full-size inputs, copying smaller ones on the stream) itself;
+this module's `_slow_call` does the rest and tells the extension what to
+repeat at those dims (Runner.remember).
 """
 import os
 
@@ -46,10 +47,11 @@ class Artifact(_native.Runner):
         self.outputs = self._tensors(ROLE_OUTPUT)
         self.states = {t["name"]: t for t in self._tensors(ROLE_STATE)}
         self.buffers, self.output_ranges = {}, []
-        self.last_dims, self.graph, self.views = None, 0, None
+        self.last_dims, self.graph, self.views = None, 0, {}
         raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
         self._stream = raw_stream or (lambda i: torch.cuda.current_stream(i).cuda_stream)
-        self.configure([(t["name"], t["dtype"], t["shape"]) for t in self.inputs],
+        self.configure([(t["name"], t["dtype"], t["shape"], t["dims"],
+                         t["bytes"] // max(_count(t["shape"]), 1)) for t in self.inputs],
                        torch.Tensor, self._stream)
 
     def _tensors(self, role):
@@ -91,14 +93,14 @@ class Artifact(_native.Runner):
 
     def _slow_call(self, *args, fresh_outputs=False):
         """A call the extension's fast path did not take: checks (raising
-        on a wrong input), picks the graph, binds or copies, replays."""
-        self.forget()
+        on a wrong input), picks the graph, binds or copies, replays, and
+        tells the extension what to repeat at these dims."""
         if len(args) != len(self.inputs):
             raise TypeError(f"expected {len(self.inputs)} inputs "
                             f"({', '.join(t['name'] for t in self.inputs)}), got {len(args)}")
         values = self._dims_of(args)
-        if tuple(values) != self.last_dims:  # A new size: its graph and its output views.
-            self.graph, self.last_dims, self.views = self.select_graph(values), tuple(values), None
+        if tuple(values) != self.last_dims:  # A new size: its graph.
+            self.graph, self.last_dims = self.select_graph(values), tuple(values)
         full = [list(x.shape) == spec["shape"] and not self._in_outputs(x)
                 for spec, x in zip(self.inputs, args)]
         for spec, x, bind in zip(self.inputs, args, full):
@@ -108,6 +110,7 @@ class Artifact(_native.Runner):
                 self.bind(spec["name"], 0)
                 self._buffer(spec, "input")[:x.numel()].copy_(x.view(-1))
         if fresh_outputs:
+            self.forget()  # The outputs are bound elsewhere: no remembered view holds.
             results = []
             for spec in self.outputs:
                 buf = self.torch.empty(spec["shape"], dtype=spec["dtype"], device=self.device)
@@ -116,13 +119,13 @@ class Artifact(_native.Runner):
         else:
             for spec in self.outputs:
                 self.bind(spec["name"], 0)
-            if self.views is None:
-                self.views = [self._real(self._buffer(spec, "output"), spec, values)
-                              for spec in self.outputs]
-            results = self.views
+            if self.last_dims not in self.views:
+                self.views[self.last_dims] = [self._real(self._buffer(spec, "output"), spec, values)
+                                              for spec in self.outputs]
+            results = self.views[self.last_dims]
         self.run(self.graph, values, self._stream(self.device.index))
         results = results[0] if len(results) == 1 else tuple(results)
-        if not fresh_outputs and all(full):
+        if not fresh_outputs:
             self.remember(self.graph, values, results, self.output_ranges)
         return results
 
@@ -137,10 +140,7 @@ class Artifact(_native.Runner):
     def _real(flat, spec, values):
         """The real part of an output's flat buffer (packed at its front)."""
         real = [values[d] if d >= 0 else n for n, d in zip(spec["shape"], spec["dims"])]
-        count = 1
-        for n in real:
-            count *= n
-        return flat[:count].view(real)
+        return flat[:_count(real)].view(real)
 
     def _buffer(self, spec, role):
         """The context's own buffer of `spec`, flat (made once)."""
@@ -172,8 +172,8 @@ class Artifact(_native.Runner):
 
     def _state_spec(self, name):
         if name not in self.states:
-            raise KeyError(f"no state named '{name}' (the artifact has: "
-                           f"{', '.join(sorted(self.states))})")
+            raise KeyError(f"no state named '{name}' (the artifact has "
+                           f"{', '.join(sorted(self.states)) or 'none'})")
         return self.states[name]
 
     def _context_view(self, spec, role):
@@ -181,9 +181,7 @@ class Artifact(_native.Runner):
         torch tensor."""
         torch = self.torch
         ptr = self.context_buffer(spec["name"], role == "output")
-        count = 1
-        for n in spec["shape"]:
-            count *= n
+        count = _count(spec["shape"])
         typestr = ("<i2" if spec["dtype"] == torch.bfloat16
                    else torch.empty(0, dtype=spec["dtype"]).numpy().dtype.str)
         holder = type("Buffer", (), {"__cuda_array_interface__": {
@@ -191,7 +189,8 @@ class Artifact(_native.Runner):
         holder.owner = self  # The context's memory lives as long as a view of it.
         flat = torch.as_tensor(holder, device=self.device)
         flat._cgc_owner = holder
-        self.output_ranges.append((ptr, ptr + spec["bytes"]))
+        if role == "output":
+            self.output_ranges.append((ptr, ptr + spec["bytes"]))
         return flat.view(spec["dtype"]) if spec["dtype"] == torch.bfloat16 else flat
 
     def __del__(self):
@@ -199,6 +198,13 @@ class Artifact(_native.Runner):
             self.torch.cuda.synchronize(self.device)
         except Exception:  # noqa: BLE001 - interpreter shutdown
             pass
+
+
+def _count(shape):
+    count = 1
+    for n in shape:
+        count *= n
+    return count
 
 
 def load(path, device=None):

@@ -5,16 +5,17 @@
 // and counters as methods, and a replay fast path as __call__.
 //
 // The fast path: when every argument is a tensor of its input's dtype, on
-// the artifact's device, contiguous, of the full (bucket) shape the graph
-// was last picked for, and outside the context's output buffers, __call__
-// binds the pointers that changed, replays the graph on torch's current
-// stream and returns the output views that the last slow call remembered.
-// Anything else (a first call, a new size, an input smaller than its
-// bucket, fresh outputs, a wrong argument) goes to the Python subclass's
-// `_slow_call`, which checks, explains errors, copies and picks graphs
-// (python/cgc/runtime.py). The fast path allocates nothing on the device
-// and calls no Python code but tensor attribute reads and torch's stream
-// getter.
+// the artifact's device, contiguous, with its dims within their bounds and
+// at values a slow call ran before, __call__ binds the full-size inputs'
+// pointers that changed, copies the smaller ones into the context's slots
+// (cgc_context_copy_input, on the stream: the graph reads whole buckets),
+// replays that graph on torch's current stream and returns the output views
+// that slow call remembered. Anything else (a first call, new dim values,
+// fresh outputs, a full-size input inside an output buffer, a wrong
+// argument) goes to the Python subclass's `_slow_call`, which checks,
+// explains errors, copies and picks graphs (python/cgc/runtime.py). The
+// fast path allocates nothing and calls no Python code but tensor attribute
+// reads and torch's stream getter.
 //
 //===----------------------------------------------------------------------===//
 #include "cgc/cgc_runtime.h"
@@ -25,6 +26,7 @@
 #include <nanobind/stl/vector.h>
 
 #include <cstdint>
+#include <map>
 #include <stdexcept>
 #include <string>
 #include <unordered_map>
@@ -60,9 +62,17 @@ const char *dtypeName(int32_t dtype) {
 // One user input as the fast path checks it.
 struct InputSpec {
   std::string name;
-  nb::object dtype;            // the torch dtype object (compared by identity)
-  std::vector<int64_t> shape;  // the full (bucket) shape
-  void *bound = nullptr;       // what cgc_context_bind last got
+  nb::object dtype;             // the torch dtype object (compared by identity)
+  std::vector<int64_t> shape;   // the full shape (every dim at its maximum)
+  std::vector<int64_t> dimOf;   // per axis: the engine dim it follows, or -1
+  size_t elementBytes = 0;
+  void *bound = nullptr;        // what cgc_context_bind last got
+};
+
+// What a call at one set of dim values repeats: its graph and its results.
+struct Remembered {
+  size_t graph = 0;
+  nb::object results;
 };
 
 class Runner {
@@ -182,69 +192,112 @@ public:
   // -- the fast path
 
   // What the fast path checks against: the user inputs (name, torch dtype,
-  // full shape), torch.Tensor, and torch's raw current-stream getter.
+  // full shape, engine dim per axis, element size), torch.Tensor, and
+  // torch's raw current-stream getter.
   void configure(nb::list inputs, nb::object tensorType, nb::object streamOf) {
     inputs_.clear();
     for (nb::handle spec : inputs) {
       nb::tuple t = nb::cast<nb::tuple>(spec);
       inputs_.push_back({nb::cast<std::string>(t[0]), nb::borrow(t[1]),
-                         nb::cast<std::vector<int64_t>>(t[2])});
+                         nb::cast<std::vector<int64_t>>(t[2]),
+                         nb::cast<std::vector<int64_t>>(t[3]), nb::cast<size_t>(t[4])});
+    }
+    bounds_.clear();
+    for (size_t d = 0, n = cgc_engine_num_dims(engine_); d < n; ++d) {
+      const char *name = nullptr;
+      int64_t lo = 0, hi = 0;
+      check(cgc_engine_dim_info(engine_, d, &name, &lo, &hi), "read the dims");
+      bounds_.push_back({lo, hi});
     }
     tensorType_ = tensorType;
     streamOf_ = streamOf;
   }
 
-  // The slow path's outcome for the fast path to repeat: the graph, the
-  // dims, the results to return, and the output buffers' address ranges.
+  // A slow call's outcome for the fast path to repeat at the same dims: the
+  // graph and the results; and the output buffers' address ranges.
   void remember(size_t graph, const std::vector<int64_t> &dims, nb::object results,
                 const std::vector<std::pair<uintptr_t, uintptr_t>> &outputRanges) {
-    graph_ = graph;
-    dims_ = dims;
-    results_ = results;
+    remembered_[dims] = {graph, results};
     outputRanges_ = outputRanges;
   }
-  void forget() { results_ = nb::object(); }
+  // Outputs bound elsewhere (fresh outputs): no remembered result holds.
+  void forget() { remembered_.clear(); }
 
   nb::object call(nb::handle self, nb::args args, nb::kwargs kwargs) {
-    if (!results_.is_valid() || kwargs.size() != 0 || args.size() != inputs_.size() ||
-        !fastArguments(args))
+    if (remembered_.empty() || kwargs.size() != 0 || args.size() != inputs_.size() ||
+        !readArguments(args))
       return self.attr("_slow_call")(*args, **kwargs);
-    for (size_t i = 0; i < inputs_.size(); ++i)
-      if (inputs_[i].bound != pending_[i])
-        bind(inputs_[i].name, reinterpret_cast<uintptr_t>(pending_[i]));
+    auto found = remembered_.find(dims_);
+    if (found == remembered_.end())
+      return self.attr("_slow_call")(*args, **kwargs);
     uintptr_t stream = nb::cast<uintptr_t>(streamOf_(device_));
-    run(graph_, dims_, stream);
-    return results_;
+    for (size_t i = 0; i < inputs_.size(); ++i) {
+      void *target = full_[i] ? pending_[i] : nullptr; // not full: into the own slot
+      if (inputs_[i].bound != target)
+        bind(inputs_[i].name, reinterpret_cast<uintptr_t>(target));
+      if (!full_[i])
+        check(cgc_context_copy_input(ctx_, inputs_[i].name.c_str(), pending_[i], bytes_[i],
+                                     reinterpret_cast<void *>(stream)),
+              "copy input '" + inputs_[i].name + "'");
+    }
+    run(found->second.graph, dims_, stream);
+    return found->second.results;
   }
 
 private:
-  // Whether every argument passes the fast path's checks; their pointers
-  // are left in pending_.
-  bool fastArguments(nb::args args) {
-    pending_.resize(inputs_.size());
-    for (size_t i = 0; i < inputs_.size(); ++i) {
+  // Whether every argument passes the fast path's checks (a tensor of its
+  // input's dtype, on the device, contiguous, each dim within its bounds
+  // and equal across inputs, a full-size one outside the output buffers).
+  // Leaves the dims in dims_, and per input its pointer, whether it is
+  // full-size (bound) and its bytes (else copied).
+  bool readArguments(nb::args args) {
+    size_t n = inputs_.size();
+    pending_.resize(n);
+    full_.resize(n);
+    bytes_.resize(n);
+    dims_.resize(bounds_.size());
+    seen_.assign(bounds_.size(), false);
+    for (size_t d = 0; d < bounds_.size(); ++d)
+      dims_[d] = bounds_[d].second;
+    for (size_t i = 0; i < n; ++i) {
       nb::handle x = args[i];
       const InputSpec &spec = inputs_[i];
-      if (PyObject_IsInstance(x.ptr(), tensorType_.ptr()) != 1 || !x.attr(sDtype_).is(spec.dtype) ||
-          nb::cast<int>(x.attr(sGetDevice_)()) != device_ ||
-          !nb::cast<bool>(x.attr(sIsContiguous_)()) || !fullShape(x, spec))
+      if (PyObject_IsInstance(x.ptr(), tensorType_.ptr()) != 1 ||
+          !x.attr(sDtype_).is(spec.dtype) || nb::cast<int>(x.attr(sGetDevice_)()) != device_ ||
+          !nb::cast<bool>(x.attr(sIsContiguous_)()) || !readShape(x, i))
         return false;
-      uintptr_t ptr = nb::cast<uintptr_t>(x.attr(sDataPtr_)());
+      pending_[i] = reinterpret_cast<void *>(nb::cast<uintptr_t>(x.attr(sDataPtr_)()));
+      uintptr_t ptr = reinterpret_cast<uintptr_t>(pending_[i]);
       for (auto [lo, hi] : outputRanges_)
-        if (lo <= ptr && ptr < hi)
+        if (full_[i] && lo <= ptr && ptr < hi)
           return false;
-      pending_[i] = reinterpret_cast<void *>(ptr);
     }
     return true;
   }
 
-  static bool fullShape(nb::handle x, const InputSpec &spec) {
+  // Input i's shape against its spec: sets full_[i], bytes_[i] and the dims
+  // it follows; false where the checks of the slow path would raise.
+  bool readShape(nb::handle x, size_t i) {
+    const InputSpec &spec = inputs_[i];
     nb::tuple shape = nb::cast<nb::tuple>(x.attr(sShape_));
     if (shape.size() != spec.shape.size())
       return false;
-    for (size_t a = 0; a < spec.shape.size(); ++a)
-      if (nb::cast<int64_t>(shape[a]) != spec.shape[a])
+    bool full = true;
+    size_t count = 1;
+    for (size_t a = 0; a < spec.shape.size(); ++a) {
+      int64_t extent = nb::cast<int64_t>(shape[a]);
+      int64_t d = spec.dimOf[a];
+      if (d < 0 ? extent != spec.shape[a]
+                : extent < bounds_[d].first || extent > bounds_[d].second ||
+                      (seen_[d] && dims_[d] != extent))
         return false;
+      if (d >= 0)
+        dims_[d] = extent, seen_[d] = true;
+      full = full && extent == spec.shape[a];
+      count *= static_cast<size_t>(extent);
+    }
+    full_[i] = full;
+    bytes_[i] = count * spec.elementBytes;
     return true;
   }
 
@@ -253,11 +306,15 @@ private:
   int device_;
   std::vector<InputSpec> inputs_;
   std::unordered_map<std::string, void *> bound_; // every name bound
-  std::vector<void *> pending_;
-  nb::object tensorType_, streamOf_, results_;
-  size_t graph_ = 0;
-  std::vector<int64_t> dims_;
+  std::vector<std::pair<int64_t, int64_t>> bounds_; // per engine dim: min, max
+  nb::object tensorType_, streamOf_;
+  std::map<std::vector<int64_t>, Remembered> remembered_; // by dim values
   std::vector<std::pair<uintptr_t, uintptr_t>> outputRanges_;
+  // The call being read (kept to allocate nothing per call).
+  std::vector<void *> pending_;
+  std::vector<bool> full_, seen_;
+  std::vector<size_t> bytes_;
+  std::vector<int64_t> dims_;
 
 public:
   // Interned attribute names (made at import, never freed).

@@ -115,14 +115,21 @@ cgc_status cgc_stream_synchronize(void *stream) {
   return CGC_OK;
 }
 
-static cgc_status copyTensor(cgc_context ctx, const char *name, void *host,
-                             size_t bytes, void *stream, bool toDevice) {
-  if (!ctx || !name || (!host && bytes))
+// Where a copy of `bytes` into (toDevice) or out of input/output `name`
+// goes: its current storage, after the checks every copy shares.
+static cgc_status copyTarget(cgc_context ctx, const char *name, const void *other,
+                             size_t bytes, bool toDevice, bool inputOnly,
+                             CUdeviceptr &dev) {
+  if (!ctx || !name || (!other && bytes))
     return fail(CGC_ERROR_INVALID_ARGUMENT, "null argument");
   TensorView *v = ctx->findView(name);
   if (!v)
     return fail(CGC_ERROR_NOT_FOUND,
                 std::string("no input or output named '") + name + "'");
+  size_t inputs = ctx->engine->artifact.manifest.inputs.size();
+  if (inputOnly && static_cast<size_t>(v - ctx->views.data()) >= inputs)
+    return fail(CGC_ERROR_INVALID_ARGUMENT,
+                std::string("'") + name + "' is an output, not an input");
   if (toDevice && v->desc->kind == "dim_size")
     return fail(CGC_ERROR_INVALID_ARGUMENT,
                 std::string("'") + name +
@@ -132,16 +139,36 @@ static cgc_status copyTensor(cgc_context ctx, const char *name, void *host,
     return fail(CGC_ERROR_INVALID_ARGUMENT,
                 "copy of " + std::to_string(bytes) + " bytes exceeds '" +
                     name + "' (" + std::to_string(v->desc->bytes) + " bytes)");
-  const Driver &drv = *ctx->engine->drv;
   if (cgc_status s = ctx->engine->makeCurrent())
     return s;
+  dev = ctx->address(v->desc->region, v->desc->offset, v->desc->name);
+  return CGC_OK;
+}
+
+static cgc_status copyTensor(cgc_context ctx, const char *name, void *host,
+                             size_t bytes, void *stream, bool toDevice) {
+  CUdeviceptr dev = 0;
+  if (cgc_status s = copyTarget(ctx, name, host, bytes, toDevice, false, dev))
+    return s;
+  const Driver &drv = *ctx->engine->drv;
   CUstream st = static_cast<CUstream>(stream);
-  CUdeviceptr dev = ctx->address(v->desc->region, v->desc->offset, v->desc->name);
   if (toDevice)
     CGC_CHECK_CU(drv, cuMemcpyHtoDAsync(dev, host, bytes, st));
   else
     CGC_CHECK_CU(drv, cuMemcpyDtoHAsync(host, dev, bytes, st));
   CGC_CHECK_CU(drv, cuStreamSynchronize(st));
+  return CGC_OK;
+}
+
+cgc_status cgc_context_copy_input(cgc_context ctx, const char *name,
+                                  const void *device_src, size_t bytes,
+                                  void *stream) {
+  CUdeviceptr dev = 0;
+  if (cgc_status s = copyTarget(ctx, name, device_src, bytes, true, true, dev))
+    return s;
+  CGC_CHECK_CU(*ctx->engine->drv,
+               cuMemcpyDtoDAsync(dev, reinterpret_cast<CUdeviceptr>(device_src), bytes,
+                                 static_cast<CUstream>(stream)));
   return CGC_OK;
 }
 

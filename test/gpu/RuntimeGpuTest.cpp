@@ -148,6 +148,25 @@ TEST_F(RuntimeGpu, BindCallerPointers) {
   cudaFree(dcopy);
 }
 
+// An input copied in from device memory on the stream (what a caller does
+// with a tensor smaller than the bucket): the run reads the copy.
+TEST_F(RuntimeGpu, CopyInputFromDevice) {
+  float *dx = nullptr;
+  ASSERT_EQ(cudaMalloc(reinterpret_cast<void **>(&dx), kMaxN * 4), cudaSuccess);
+  auto x = randomInput(35);
+  ASSERT_EQ(cudaMemcpy(dx, x.data(), kMaxN * 4, cudaMemcpyHostToDevice), cudaSuccess);
+  EXPECT_EQ(cgc_context_copy_input(ctx.get(), "y", dx, 4, nullptr),
+            CGC_ERROR_INVALID_ARGUMENT); // an output
+  EXPECT_EQ(cgc_context_copy_input(ctx.get(), "x", dx, size_t{1} << 40, nullptr),
+            CGC_ERROR_INVALID_ARGUMENT); // past the tensor (refused before any copy)
+  EXPECT_EQ(cgc_context_copy_input(ctx.get(), "nope", dx, 4, nullptr), CGC_ERROR_NOT_FOUND);
+  ASSERT_EQ(cgc_context_copy_input(ctx.get(), "x", dx, kMaxN * 4, nullptr), CGC_OK)
+      << cgc_last_error();
+  ASSERT_TRUE(ctx.run());
+  expectChain(x, read(ctx, "y_copy"));
+  cudaFree(dx);
+}
+
 TEST_F(RuntimeGpu, DynamicDimsAndOutputShape) {
   auto x = randomInput(40);
   ASSERT_TRUE(ctx.writeInput("x", x.data(), kMaxN * 4));

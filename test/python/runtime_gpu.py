@@ -49,6 +49,36 @@ def tiny_state(torch, cgc, tool):
     fn.set_state(name, torch.zeros(3))
 
 
+def check_sizes_fast_path(torch, fn, module, example, say):
+    """Calls at two sizes in turn, each run once before: every later call
+    takes the extension's fast path (Python's _slow_call is not called)
+    and matches the module."""
+    xs = [torch.randn(b, *example.shape[1:], device="cuda") for b in (5, 7)]
+    for x in xs:
+        fn(x)
+    slow = [0]
+    take = fn._slow_call
+
+    def counted(*args, **kwargs):
+        slow[0] += 1
+        return take(*args, **kwargs)
+    fn._slow_call = counted
+    worst = 0.0
+    try:
+        for k in range(6):
+            x = xs[k % 2]
+            got = fn(x).clone()
+            with torch.no_grad():
+                want = module(x)
+            tol = 1e-4 * want.abs().max().item() + 1e-5
+            worst = max(worst, (got - want).abs().max().item() / (2 * tol))
+    finally:
+        del fn._slow_call
+    ok = slow[0] == 0 and worst <= 1
+    say(f"CHECK sizes_fast_path slow_calls={slow[0]} worst_diff_over_tol={worst:.3g} ok={int(ok)}")
+    return not ok
+
+
 def check_fast_path(torch, fn, module, x, say):
     """Calls that the extension's fast path takes: the same input again
     launches and updates nothing else; two inputs in turn are each bound
@@ -126,6 +156,7 @@ def main():
                 ok = g.shape == w.shape and d <= 2 * (1e-4 * w.abs().max().item() + 1e-5)
                 bad += not ok
                 say(f"CHECK workload={name}_B{b} impl=cgc_compile max_abs_diff={d:.3g} ok={int(ok)}")
+            bad += check_sizes_fast_path(torch, fn, module, example[0], say)
             # A call below the largest size: copied into the context's slot.
             x = torch.randn(5, *example[0].shape[1:], device="cuda")
             with torch.no_grad():

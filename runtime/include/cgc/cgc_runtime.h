@@ -252,6 +252,15 @@ cgc_status cgc_context_write_input(cgc_context ctx, const char *name,
 cgc_status cgc_context_read_output(cgc_context ctx, const char *name,
                                    void *host_dst, size_t bytes, void *stream);
 cgc_status cgc_stream_synchronize(void *stream);
+/* Copies `bytes` of device memory at device_src to the front of input
+ * `name`'s current storage (an input smaller than the bucket its graph
+ * reads, packed: the caller's tensor cannot be bound since the graph reads
+ * the whole bucket), ordered on stream and asynchronous: device_src must
+ * stay valid until the copy ran. Allocates nothing; the `dim_size` inputs
+ * are refused. */
+cgc_status cgc_context_copy_input(cgc_context ctx, const char *name,
+                                  const void *device_src, size_t bytes,
+                                  void *stream);
 
 /* How many bodies the `while` named loop (its IR node name) ran in the last
  * run of ctx on stream (graph replay or eager), read from its device trip
