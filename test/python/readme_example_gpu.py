@@ -12,6 +12,8 @@ import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from cuda_torch import SKIPPED, cuda_torch  # noqa: E402
 
 
 def example(readme):
@@ -29,13 +31,9 @@ def example(readme):
 def main():
     readme = sys.argv[1] if len(sys.argv) > 1 else os.path.join(HERE, "..", "..", "README.md")
     code = example(readme)
-    try:
-        import torch
-        if not torch.cuda.is_available():
-            raise ImportError
-    except ImportError:
-        print("skipped: no PyTorch with a CUDA device")
-        return 77
+    torch = cuda_torch()
+    if torch is None:
+        return SKIPPED
     os.chdir(tempfile.mkdtemp(prefix="cgc-readme-"))
     try:
         exec(compile(code, "README.md (From PyTorch)", "exec"), {"__name__": "__main__"})

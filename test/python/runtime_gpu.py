@@ -18,8 +18,9 @@ os.environ.setdefault("TORCHINDUCTOR_FORCE_DISABLE_CACHES", "1")
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)  # `cgc` itself: the installed wheel, or PYTHONPATH=build/python
 sys.path.insert(0, os.path.join(HERE, "..", "..", "bench"))
-from torch_export_gpu import models  # noqa: E402
+from export_models import models  # noqa: E402
 from torch_timing import capture, time_events  # noqa: E402
+from cuda_torch import SKIPPED, cuda_torch  # noqa: E402
 
 
 def timed(torch, fn, iters):
@@ -107,13 +108,9 @@ def main():
     ap.add_argument("--log")
     ap.add_argument("--iters", type=int, default=1000)
     args = ap.parse_args()
-    try:
-        import torch
-        if not torch.cuda.is_available():
-            raise ImportError
-    except ImportError:
-        print("skipped: no PyTorch with a CUDA device")
-        return 77
+    torch = cuda_torch()
+    if torch is None:
+        return SKIPPED
     import cgc
     bad, lines = 0, []
     say = lambda line: (print(line), lines.append(line))  # noqa: E731
