@@ -118,7 +118,9 @@ fi
 PKG=$BUILD/python
 if ls "$BUILD"/dist/cgc-*.whl >/dev/null 2>&1; then
   PKG=$(mktemp -d)
-  python3 -m pip install -q --no-deps --target "$PKG" "$BUILD"/dist/cgc-*.whl || status=1
+  trap 'rm -rf "$PKG"' EXIT
+  python3 -m pip install -q --no-deps --disable-pip-version-check --target "$PKG" \
+    "$BUILD"/dist/cgc-*.whl || status=1
   echo "== the wheel $(basename "$BUILD"/dist/cgc-*.whl), installed"
 elif [ "$GPU_VISIBLE" -eq 1 ]; then
   echo "gpu-run: error: no wheel staged in $BUILD/dist (stage-gpu.sh makes it)" >&2

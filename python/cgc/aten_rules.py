@@ -213,6 +213,10 @@ def slice_(e, n):
                         for k, default in ((2, 0), (3, 2 ** 62), (4, 1)))
     if not all(isinstance(v, int) for v in (start, end, step)):
         raise RefusedError("a slice bound computed when the graph runs (from a symbolic size)")
+    extent = e.shape(x)[int(dim) % len(e.shape(x))]
+    if not isinstance(extent, int) and (start < 0 or end < 0):
+        raise RefusedError(f"a slice from the end of dynamic dim {extent} (cgc slices a dynamic "
+                           "dim from its start)")
     return e.op("slice", [e.operand(x)], {"starts": [start], "ends": [min(end, 2 ** 62)],
                                           "axes": [int(dim)], "steps": [step]}, name=n.name)
 
@@ -223,6 +227,8 @@ def split(e, n):
     dim = n.args[2] if len(n.args) > 2 else n.kwargs.get("dim", 0)
     dim %= len(e.shape(x))
     extent = e.shape(x)[dim]
+    if not isinstance(extent, int):
+        raise RefusedError(f"a split of dynamic dim {extent}")
     if isinstance(sizes, int):
         sizes = [min(sizes, extent - k) for k in range(0, extent, sizes)]
     outs, begin = [], 0
@@ -239,6 +245,9 @@ def select(e, n):
     rank = len(e.shape(x))
     dim %= rank
     extent = e.shape(x)[dim]
+    if not isinstance(extent, int) and index < 0:
+        raise RefusedError(f"an index from the end of dynamic dim {extent} (cgc indexes a "
+                           "dynamic dim from its start)")
     index = index % extent if isinstance(extent, int) else index
     s = e.op("slice", [e.operand(x)], {"starts": [int(index)], "ends": [int(index) + 1],
                                        "axes": [dim]})

@@ -24,6 +24,7 @@ def expand_functions(model, has_rule, infer):
     opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 1)
     for round_ in range(MAX_ROUNDS):
         types = value_types(model)
+        taken = value_names(model)
         nodes, changed = [], False
         for k, node in enumerate(model.graph.node):
             body = None
@@ -32,7 +33,10 @@ def expand_functions(model, has_rule, infer):
             if body is None:
                 nodes.append(node)
                 continue
-            nodes.extend(inline(node, body, f"{node.op_type}_{round_}_{k}__"))
+            prefix = f"{node.op_type}_{round_}_{k}__"
+            while any(name.startswith(prefix) for name in taken):
+                prefix += "_"
+            nodes.extend(inline(node, body, prefix))
             changed = True
         if not changed:
             return model
@@ -41,6 +45,16 @@ def expand_functions(model, has_rule, infer):
         model.graph.node.extend(nodes)
         model = infer(model)
     return model
+
+
+def value_names(model):
+    """Every value name the graph uses."""
+    names = {vi.name for vi in list(model.graph.input) + list(model.graph.output)}
+    names.update(t.name for t in model.graph.initializer)
+    for node in model.graph.node:
+        names.update(node.input)
+        names.update(node.output)
+    return names
 
 
 def value_types(model):
@@ -75,6 +89,8 @@ def function_body(onnx, node, opset, types):
             max(dependent), node.SerializeToString(), input_types)
     body = onnx.FunctionProto()
     body.ParseFromString(text)
+    if not body.node:  # ONNX could not build it (a missing attribute): left to refuse
+        return None
     for name, attr in schema.attributes.items():  # the operator's defaults, for the body
         default = attr.default_value
         if default.type and all(a.name != name for a in body.attribute_proto):

@@ -56,8 +56,9 @@ def pad(ctx, ins, attrs):
     mode = mode.decode() if isinstance(mode, bytes) else mode
     if mode not in PAD_MODES:
         raise RefusedError(f"Pad mode '{mode}'")
-    if ctx.opset < 11:
-        pads, value = [int(p) for p in attrs["pads"]], float(attrs.get("value", 0.0))
+    if ctx.opset < 11:  # attributes: `paddings` before opset 2, then `pads`
+        pads = [int(p) for p in attrs.get("pads", attrs.get("paddings", []))]
+        value = float(attrs.get("value", 0.0))
     else:
         pads = ints_operand(ctx, ins[1], "the pads operand")
         value = 0.0
@@ -118,10 +119,10 @@ def border(ctx, kind, border_shape, value):
 
 
 def border_indices(n, before, after, mode):
-    """The source index of every padded position along an axis of `n`."""
-    if n == 0 or (mode == "reflect" and (before >= n or after >= n)) or \
-            (mode == "wrap" and (before > n or after > n)):
-        raise RefusedError(f"Pad mode '{mode}' wider than the axis ({before}, {after} of {n})")
+    """The source index of every padded position along an axis of `n`
+    (any width: a reflection or a wrap repeats as numpy.pad's does)."""
+    if n == 0:
+        raise RefusedError(f"Pad mode '{mode}' of an empty axis")
     positions = np.arange(-before, n + after)
     if mode == "edge":
         index = np.clip(positions, 0, n - 1)

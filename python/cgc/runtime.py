@@ -42,27 +42,31 @@ class Artifact(_native.Runner):
         index = device if device is not None else torch.cuda.current_device()
         self.device = torch.device("cuda", index)
         super().__init__(os.fspath(path), index)
-        self.dim_bounds = self.dims()
-        self.inputs = [t for t in self._tensors(ROLE_INPUT) if t["kind"] == "user_input"]
-        self.outputs = self._tensors(ROLE_OUTPUT)
-        self.states = {t["name"]: t for t in self._tensors(ROLE_STATE)}
+        # What views of the context's buffers keep alive (not this object:
+        # it holds views, and torch's storage hides references from the GC).
+        self._owner = _Owner(self._loaded, torch, self.device)
+        self.dims = self._dims()  # (name, min, max) of each dim
+        self.inputs = [t for t in self._specs(ROLE_INPUT) if t["kind"] == "user_input"]
+        self.outputs = self._specs(ROLE_OUTPUT)
+        self.states = {t["name"]: t for t in self._specs(ROLE_STATE)}
         self.buffers, self.output_ranges = {}, []
-        self.last_dims, self.graph, self.views = None, 0, {}
+        self.last_dims, self.graph = None, 0
         raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
         self._stream = raw_stream or (lambda i: torch.cuda.current_stream(i).cuda_stream)
-        self.configure([(t["name"], t["dtype"], t["shape"], t["dims"],
-                         t["bytes"] // max(_count(t["shape"]), 1)) for t in self.inputs],
-                       torch.Tensor, self._stream)
+        self._configure([(t["name"], t["dtype"], t["shape"], t["dims"],
+                          torch.empty(0, dtype=t["dtype"]).element_size()) for t in self.inputs],
+                        torch.Tensor, self._stream)
 
-    def _tensors(self, role):
-        out = self.tensors(role)
+    def _specs(self, role):
+        """The manifest's tensors of `role`, their dtypes as torch's."""
+        out = self._tensors(role)
         for t in out:
             t["dtype"] = getattr(self.torch, TORCH_DTYPES[t["dtype"]])
         return out
 
     def _dims_of(self, args):
-        values = [hi for _, _, hi in self.dim_bounds]
-        seen = [False] * len(self.dim_bounds)
+        values = [hi for _, _, hi in self.dims]
+        seen = [False] * len(self.dims)
         for spec, x in zip(self.inputs, args):
             name = spec["name"]
             if not isinstance(x, self.torch.Tensor):
@@ -81,7 +85,7 @@ class Artifact(_native.Runner):
                     raise ValueError(f"input '{name}' has shape {list(x.shape)}, expected "
                                      f"{spec['shape']}")
                 if d >= 0:
-                    dname, lo, hi = self.dim_bounds[d]
+                    dname, lo, hi = self.dims[d]
                     if not lo <= n <= hi:
                         raise ValueError(f"input '{name}': dim {dname} = {n} is outside "
                                          f"[{lo}, {hi}]")
@@ -100,33 +104,30 @@ class Artifact(_native.Runner):
                             f"({', '.join(t['name'] for t in self.inputs)}), got {len(args)}")
         values = self._dims_of(args)
         if tuple(values) != self.last_dims:  # A new size: its graph.
-            self.graph, self.last_dims = self.select_graph(values), tuple(values)
-        full = [list(x.shape) == spec["shape"] and not self._in_outputs(x)
-                for spec, x in zip(self.inputs, args)]
-        for spec, x, bind in zip(self.inputs, args, full):
-            if bind:
-                self.bind(spec["name"], x.data_ptr())
+            self.graph, self.last_dims = self._select_graph(values), tuple(values)
+        for spec, x in zip(self.inputs, args):
+            if list(x.shape) == spec["shape"] and not self._in_outputs(x) and \
+                    x.data_ptr() % self._bind_alignment == 0:
+                self._bind(spec["name"], x.data_ptr())
             else:  # Smaller than the bucket the graph reads: into the context's slot.
-                self.bind(spec["name"], 0)
+                self._bind(spec["name"], 0)
                 self._buffer(spec, "input")[:x.numel()].copy_(x.view(-1))
         if fresh_outputs:
-            self.forget()  # The outputs are bound elsewhere: no remembered view holds.
+            self._forget()  # The outputs are bound elsewhere: no remembered view holds.
             results = []
             for spec in self.outputs:
                 buf = self.torch.empty(spec["shape"], dtype=spec["dtype"], device=self.device)
-                self.bind(spec["name"], buf.data_ptr())
+                self._bind(spec["name"], buf.data_ptr())
                 results.append(self._real(buf.view(-1), spec, values))
         else:
             for spec in self.outputs:
-                self.bind(spec["name"], 0)
-            if self.last_dims not in self.views:
-                self.views[self.last_dims] = [self._real(self._buffer(spec, "output"), spec, values)
-                                              for spec in self.outputs]
-            results = self.views[self.last_dims]
-        self.run(self.graph, values, self._stream(self.device.index))
+                self._bind(spec["name"], 0)
+            results = [self._real(self._buffer(spec, "output"), spec, values)
+                       for spec in self.outputs]
+        self._run(self.graph, values, self._stream(self.device.index))
         results = results[0] if len(results) == 1 else tuple(results)
         if not fresh_outputs:
-            self.remember(self.graph, values, results, self.output_ranges)
+            self._remember(self.graph, values, results, self.output_ranges)
         return results
 
     def _in_outputs(self, x):
@@ -156,7 +157,7 @@ class Artifact(_native.Runner):
         torch = self.torch
         torch.cuda.current_stream(self.device).synchronize()
         out = torch.empty(spec["shape"], dtype=spec["dtype"])
-        self.state_read(name, out.data_ptr(), spec["bytes"])
+        self._state_read(name, out.data_ptr(), spec["bytes"])
         return out
 
     def set_state(self, name, value):
@@ -168,7 +169,7 @@ class Artifact(_native.Runner):
             raise ValueError(f"state '{name}' is {spec['dtype']}{spec['shape']}, got "
                              f"{value.dtype}{list(value.shape)}")
         self.torch.cuda.current_stream(self.device).synchronize()
-        self.state_write(name, value.data_ptr(), spec["bytes"])
+        self._state_write(name, value.data_ptr(), spec["bytes"])
 
     def _state_spec(self, name):
         if name not in self.states:
@@ -180,21 +181,31 @@ class Artifact(_native.Runner):
         """The context's own buffer of input or output `spec`, flat, as a
         torch tensor."""
         torch = self.torch
-        ptr = self.context_buffer(spec["name"], role == "output")
+        ptr = self._context_buffer(spec["name"], role == "output")
         count = _count(spec["shape"])
         typestr = ("<i2" if spec["dtype"] == torch.bfloat16
                    else torch.empty(0, dtype=spec["dtype"]).numpy().dtype.str)
         holder = type("Buffer", (), {"__cuda_array_interface__": {
             "shape": (count,), "typestr": typestr, "data": (ptr, False), "version": 2}})()
-        holder.owner = self  # The context's memory lives as long as a view of it.
-        flat = torch.as_tensor(holder, device=self.device)
-        flat._cgc_owner = holder
+        holder.owner = self._owner  # The context's memory lives as long as a view of it.
+        flat = torch.as_tensor(holder, device=self.device)  # (its storage holds `holder`)
         if role == "output":
             self.output_ranges.append((ptr, ptr + spec["bytes"]))
         return flat.view(spec["dtype"]) if spec["dtype"] == torch.bfloat16 else flat
 
+
+
+class _Owner:
+    """Holds a loaded artifact's engine and context (cgc._native.Loaded) for
+    the callable and every view of the context's buffers; when the last of
+    them goes, waits for the device (launches on torch's streams may still
+    use the context) before letting them go."""
+
+    def __init__(self, loaded, torch, device):
+        self.loaded, self.torch, self.device = loaded, torch, device
+
     def __del__(self):
-        try:  # Launches on torch's streams may still use the context.
+        try:
             self.torch.cuda.synchronize(self.device)
         except Exception:  # noqa: BLE001 - interpreter shutdown
             pass
@@ -223,8 +234,10 @@ def compile_file(source, output, flags=(), cgc=None):
     """Compiles an IR (.json) or ONNX (.onnx) file into the artifact at
     `output` with the `cgc` driver; raises CgcError with its diagnostics."""
     import subprocess
+    import sys
+    env = dict(os.environ, CGC_PYTHON=sys.executable)  # an ONNX import runs in this Python
     r = subprocess.run([cgc or compiler(), os.fspath(source), "-o", os.fspath(output), *flags],
-                       capture_output=True, text=True)
+                       capture_output=True, text=True, env=env)
     if r.returncode:
         raise CgcError(r.stderr.strip())
     return output

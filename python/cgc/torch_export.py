@@ -205,9 +205,10 @@ class Lowering(IRBuilder):
             if spec["kind"] != "user_output":
                 raise RefusedError(f"output '{spec['name']}' mutates state ({spec['kind']}); "
                                    "export in eval mode")
-            if not isinstance(a, RecordNode):
-                raise RefusedError(f"output '{spec['name']}' is {a!r}, not a tensor")
-            v = self.value[a.name]
+            if not isinstance(a, RecordNode) or a.name in self.sizes:
+                what = self.sizes.get(a.name, a) if isinstance(a, RecordNode) else a
+                raise RefusedError(f"output '{spec['name']}' is {what!r}, not a tensor")
+            v = self.value_of(a)
             name = safe_name(a.name)
             out.append(v if v == name else {"name": name, "value": v})
         return out

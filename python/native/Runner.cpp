@@ -14,8 +14,9 @@
 // fresh outputs, a full-size input inside an output buffer, a wrong
 // argument) goes to the Python subclass's `_slow_call`, which checks,
 // explains errors, copies and picks graphs (python/cgc/runtime.py). The
-// fast path allocates nothing and calls no Python code but tensor attribute
-// reads and torch's stream getter.
+// fast path allocates nothing; it calls into Python only for each tensor's
+// dtype, shape, get_device(), is_contiguous() and data_ptr(), and for
+// torch's stream getter.
 //
 //===----------------------------------------------------------------------===//
 #include "cgc/cgc_runtime.h"
@@ -59,6 +60,9 @@ const char *dtypeName(int32_t dtype) {
   throw CgcFailure("cgc: the artifact has an unknown dtype " + std::to_string(dtype));
 }
 
+// cgc_context_bind's alignment: a less aligned input is copied instead.
+constexpr uintptr_t kBindAlignment = 16;
+
 // One user input as the fast path checks it.
 struct InputSpec {
   std::string name;
@@ -75,23 +79,47 @@ struct Remembered {
   nb::object results;
 };
 
-class Runner {
-public:
-  Runner(const std::string &path, int device) : device_(device) {
-    check(cgc_engine_load_file(path.c_str(), device, &engine_), "load " + path);
-    cgc_status made = cgc_context_create(engine_, nullptr, 0, &ctx_);
+// A loaded artifact's engine and context (Python: cgc._native.Loaded). The
+// Runner and every view of the context's buffers hold it, so that the
+// memory outlives whichever of them goes last.
+struct Loaded {
+  Loaded(const std::string &path, int device) {
+    check(cgc_engine_load_file(path.c_str(), device, &engine), "load " + path);
+    cgc_status made = cgc_context_create(engine, nullptr, 0, &ctx);
     if (made != CGC_OK) {
       std::string message = cgc_last_error();
-      cgc_engine_destroy(engine_);
+      cgc_engine_destroy(engine);
       throw CgcFailure("cgc: cannot create a context: " + message);
     }
   }
-  ~Runner() {
-    cgc_context_destroy(ctx_);
-    cgc_engine_destroy(engine_);
+  ~Loaded() {
+    cgc_context_destroy(ctx);
+    cgc_engine_destroy(engine);
+  }
+  Loaded(const Loaded &) = delete;
+  Loaded &operator=(const Loaded &) = delete;
+  cgc_engine engine = nullptr;
+  cgc_context ctx = nullptr;
+};
+
+class Runner {
+public:
+  Runner(const std::string &path, int device)
+      : loaded_(nb::cast(new Loaded(path, device), nb::rv_policy::take_ownership)),
+        engine_(nb::cast<Loaded &>(loaded_).engine), ctx_(nb::cast<Loaded &>(loaded_).ctx),
+        device_(device) {
+    for (size_t d = 0, n = cgc_engine_num_dims(engine_); d < n; ++d) {
+      const char *name = nullptr;
+      int64_t lo = 0, hi = 0;
+      check(cgc_engine_dim_info(engine_, d, &name, &lo, &hi), "read the dims");
+      dimNames_.push_back(name);
+      bounds_.push_back({lo, hi});
+    }
   }
   Runner(const Runner &) = delete;
   Runner &operator=(const Runner &) = delete;
+
+  nb::object loaded() const { return loaded_; }
 
   // -- the manifest
 
@@ -120,14 +148,11 @@ public:
     return out;
   }
 
+  // (name, min, max) of every engine dim, in order.
   nb::list dims() const {
     nb::list out;
-    for (size_t d = 0, n = cgc_engine_num_dims(engine_); d < n; ++d) {
-      const char *name = nullptr;
-      int64_t lo = 0, hi = 0;
-      check(cgc_engine_dim_info(engine_, d, &name, &lo, &hi), "read the dims");
-      out.append(nb::make_tuple(name, lo, hi));
-    }
+    for (size_t d = 0; d < bounds_.size(); ++d)
+      out.append(nb::make_tuple(dimNames_[d], bounds_[d].first, bounds_[d].second));
     return out;
   }
 
@@ -202,13 +227,6 @@ public:
                          nb::cast<std::vector<int64_t>>(t[2]),
                          nb::cast<std::vector<int64_t>>(t[3]), nb::cast<size_t>(t[4])});
     }
-    bounds_.clear();
-    for (size_t d = 0, n = cgc_engine_num_dims(engine_); d < n; ++d) {
-      const char *name = nullptr;
-      int64_t lo = 0, hi = 0;
-      check(cgc_engine_dim_info(engine_, d, &name, &lo, &hi), "read the dims");
-      bounds_.push_back({lo, hi});
-    }
     tensorType_ = tensorType;
     streamOf_ = streamOf;
   }
@@ -223,6 +241,8 @@ public:
   // Outputs bound elsewhere (fresh outputs): no remembered result holds.
   void forget() { remembered_.clear(); }
 
+  size_t bindAlignment() const { return kBindAlignment; }
+
   nb::object call(nb::handle self, nb::args args, nb::kwargs kwargs) {
     if (remembered_.empty() || kwargs.size() != 0 || args.size() != inputs_.size() ||
         !readArguments(args))
@@ -235,10 +255,12 @@ public:
       void *target = full_[i] ? pending_[i] : nullptr; // not full: into the own slot
       if (inputs_[i].bound != target)
         bind(inputs_[i].name, reinterpret_cast<uintptr_t>(target));
-      if (!full_[i])
-        check(cgc_context_copy_input(ctx_, inputs_[i].name.c_str(), pending_[i], bytes_[i],
-                                     reinterpret_cast<void *>(stream)),
-              "copy input '" + inputs_[i].name + "'");
+      if (!full_[i]) {
+        cgc_status copied = cgc_context_copy_input(ctx_, inputs_[i].name.c_str(), pending_[i],
+                                                   bytes_[i], reinterpret_cast<void *>(stream));
+        if (copied != CGC_OK) // (the message is built only on failure)
+          check(copied, "copy input '" + inputs_[i].name + "'");
+      }
     }
     run(found->second.graph, dims_, stream);
     return found->second.results;
@@ -266,8 +288,9 @@ private:
           !x.attr(sDtype_).is(spec.dtype) || nb::cast<int>(x.attr(sGetDevice_)()) != device_ ||
           !nb::cast<bool>(x.attr(sIsContiguous_)()) || !readShape(x, i))
         return false;
-      pending_[i] = reinterpret_cast<void *>(nb::cast<uintptr_t>(x.attr(sDataPtr_)()));
-      uintptr_t ptr = reinterpret_cast<uintptr_t>(pending_[i]);
+      uintptr_t ptr = nb::cast<uintptr_t>(x.attr(sDataPtr_)());
+      pending_[i] = reinterpret_cast<void *>(ptr);
+      full_[i] = full_[i] && ptr % kBindAlignment == 0; // else copied, as by the slow path
       for (auto [lo, hi] : outputRanges_)
         if (full_[i] && lo <= ptr && ptr < hi)
           return false;
@@ -301,9 +324,11 @@ private:
     return true;
   }
 
+  nb::object loaded_; // the Loaded that owns engine_ and ctx_
   cgc_engine engine_ = nullptr;
   cgc_context ctx_ = nullptr;
   int device_;
+  std::vector<std::string> dimNames_;
   std::vector<InputSpec> inputs_;
   std::unordered_map<std::string, void *> bound_; // every name bound
   std::vector<std::pair<int64_t, int64_t>> bounds_; // per engine dim: min, max
@@ -329,10 +354,6 @@ nb::handle Runner::sDtype_, Runner::sGetDevice_, Runner::sIsContiguous_, Runner:
 NB_MODULE(_native, m) {
   m.doc() = "cgc's runtime (cgc/cgc_runtime.h) for python/cgc/runtime.py";
   nb::exception<CgcFailure>(m, "CgcError", PyExc_RuntimeError);
-  // Output views (torch tensors) keep their Runner alive, and torch does
-  // not free every tensor before the interpreter exits: Runners still alive
-  // then are not leaks of this binding.
-  nb::set_leak_warnings(false);
   Runner::sDtype_ = nb::str("dtype").release();
   Runner::sGetDevice_ = nb::str("get_device").release();
   Runner::sIsContiguous_ = nb::str("is_contiguous").release();
@@ -344,21 +365,27 @@ NB_MODULE(_native, m) {
     check(cgc_device_count(&count), "count the CUDA devices");
     return count;
   });
+  nb::class_<Loaded>(m, "Loaded", "A loaded artifact's engine and context (opaque).");
+  // Underscored: the steps of runtime.py's slow path, not for callers (a
+  // bind from outside would break what the fast path remembers).
   nb::class_<Runner>(m, "Runner", nb::dynamic_attr())
       .def(nb::init<const std::string &, int>(), nb::arg("path"), nb::arg("device"))
-      .def("tensors", &Runner::tensors, nb::arg("role"))
-      .def("dims", &Runner::dims)
-      .def("select_graph", &Runner::selectGraph, nb::arg("dims"))
-      .def("bind", &Runner::bind, nb::arg("name"), nb::arg("ptr"))
-      .def("context_buffer", &Runner::contextBuffer, nb::arg("name"), nb::arg("output"))
-      .def("run", &Runner::run, nb::arg("graph"), nb::arg("dims"), nb::arg("stream"))
-      .def("state_read", &Runner::stateRead, nb::arg("name"), nb::arg("host"), nb::arg("bytes"))
-      .def("state_write", &Runner::stateWrite, nb::arg("name"), nb::arg("host"),
+      .def_prop_ro("_loaded", &Runner::loaded)
+      .def_prop_ro("_bind_alignment", &Runner::bindAlignment)
+      .def("_tensors", &Runner::tensors, nb::arg("role"))
+      .def("_dims", &Runner::dims)
+      .def("_select_graph", &Runner::selectGraph, nb::arg("dims"))
+      .def("_bind", &Runner::bind, nb::arg("name"), nb::arg("ptr"))
+      .def("_context_buffer", &Runner::contextBuffer, nb::arg("name"), nb::arg("output"))
+      .def("_run", &Runner::run, nb::arg("graph"), nb::arg("dims"), nb::arg("stream"))
+      .def("_state_read", &Runner::stateRead, nb::arg("name"), nb::arg("host"),
            nb::arg("bytes"))
+      .def("_state_write", &Runner::stateWrite, nb::arg("name"), nb::arg("host"),
+           nb::arg("bytes"))
+      .def("_configure", &Runner::configure)
+      .def("_remember", &Runner::remember)
+      .def("_forget", &Runner::forget)
       .def("counters", &Runner::counters)
-      .def("configure", &Runner::configure)
-      .def("remember", &Runner::remember)
-      .def("forget", &Runner::forget)
       .def("__call__", [](nb::pointer_and_handle<Runner> self, nb::args args,
                           nb::kwargs kwargs) { return self.p->call(self.h, args, kwargs); });
 }

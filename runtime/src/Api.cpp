@@ -1,7 +1,8 @@
 //===- Api.cpp - Status codes, errors, devices and copies ----------------===//
 //
 // The parts of the C ABI that belong to neither engine nor context: version,
-// status text, the thread-local last error, device count and host copies.
+// status text, the thread-local last error, device count and the copies to
+// and from a context's inputs and outputs (host copies, device-to-input).
 //
 //===----------------------------------------------------------------------===//
 #include "Internal.h"

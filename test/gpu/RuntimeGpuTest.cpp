@@ -164,6 +164,13 @@ TEST_F(RuntimeGpu, CopyInputFromDevice) {
       << cgc_last_error();
   ASSERT_TRUE(ctx.run());
   expectChain(x, read(ctx, "y_copy"));
+  // A shorter copy (the real rows of a smaller size) and a run at that size.
+  auto x2 = randomInput(36);
+  ASSERT_EQ(cudaMemcpy(dx, x2.data(), 100 * 4, cudaMemcpyHostToDevice), cudaSuccess);
+  ASSERT_EQ(cgc_context_copy_input(ctx.get(), "x", dx, 100 * 4, nullptr), CGC_OK)
+      << cgc_last_error();
+  ASSERT_TRUE(ctx.run(0, {100}));
+  expectChain(x2, read(ctx, "y_copy"), 100);
   cudaFree(dx);
 }
 

@@ -52,9 +52,14 @@ def main(directory):
          [tensor("x", TensorProto.FLOAT, [2, 3, 4, 4])], [tensor("y", TensorProto.FLOAT, [2, 3, 4, 4])])
     save(directory, "bernoulli", [helper.make_node("Bernoulli", ["x"], ["y"])],
          [tensor("x", TensorProto.FLOAT, [4])], [tensor("y", TensorProto.FLOAT, [4])])
-    pads = numpy_helper.from_array(np.array([3, 0], np.int64), "pads")
+    # Pad wider than its axis: the reflection repeats (as numpy.pad's).
+    pads = numpy_helper.from_array(np.array([4, 2], np.int64), "pads")
+    x = numpy_helper.from_array(np.array([1, 2, 3], np.float32), "x")
     save(directory, "reflect", [helper.make_node("Pad", ["x", "pads"], ["y"], mode="reflect")],
-         [tensor("x", TensorProto.FLOAT, [3])], [tensor("y", TensorProto.FLOAT, [6])], [pads])
+         [], [tensor("y", TensorProto.FLOAT, [9])], [pads, x])
+    save(directory, "pads_input", [helper.make_node("Pad", ["x", "p"], ["y"])],
+         [tensor("x", TensorProto.FLOAT, [3]), tensor("p", TensorProto.INT64, [2])],
+         [tensor("y", TensorProto.FLOAT, [5])])
     with open(os.path.join(directory, "garbage.onnx"), "wb") as f:
         f.write(b"\x08not an onnx model")
 

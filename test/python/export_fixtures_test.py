@@ -7,7 +7,8 @@ run's inputs, and every output must match PyTorch's (CPU) in dtype and
 shape, and in value within rtol 1e-5 + atol 1e-5 for f32 and exactly for
 any other dtype. The IR's dims must be the names of the module's
 torch.export.Dim objects. A refusal fixture must be refused (RefusedError)
-with its expected text, source line included. The lowering must not
+with its expected text (the source line included, for a refusal at an
+op). The lowering must not
 import torch. Prints one line per fixture; exit status 1 if any fails.
 
 Usage: PYTHONPATH=python export_fixtures_test.py --cgc-opt PATH [--fixtures DIR] [--work DIR]

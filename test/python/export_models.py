@@ -123,6 +123,10 @@ def refusals(torch):
         def forward(self, x):
             return x * x.shape[0]
 
+    class LastToken(nn.Module):  # an index from the end of a dynamic dim
+        def forward(self, x):
+            return x[:, -1]
+
     gen = torch.Generator().manual_seed(1)
     x = torch.randn(3, 4, generator=gen)
     yield "sort", Sorts().eval(), (x,), None, refusal(
@@ -146,6 +150,10 @@ def refusals(torch):
     yield "size_as_tensor", SizeScaled().eval(), (x,), \
         ({0: torch.export.Dim("batch", min=2, max=8)},), refusal(
             SizeScaled, "(batch) is used as a tensor (cgc has no value for a dim)")
+    yield "index_from_end", LastToken().eval(), (x,), \
+        ({1: torch.export.Dim("seq", min=2, max=8)},), refusal(
+            LastToken, "node 'select' (select.int): an index from the end of dynamic dim seq "
+            "(cgc indexes a dynamic dim from its start)")
 
 
 def refusal(cls, text):

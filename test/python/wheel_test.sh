@@ -12,8 +12,9 @@ ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 wheel=$(bash "$ROOT/scripts/build-wheel.sh" "$BUILD" "$work/dist")
-python3 -m venv --system-site-packages "$work/env"
-"$work/env/bin/python" -m pip install -q --no-deps "$wheel"
+PY=${CGC_PYTHON:-python3}  # the Python the extension is built for
+"$PY" -m venv --system-site-packages "$work/env"
+"$work/env/bin/python" -m pip install -q --no-deps --disable-pip-version-check "$wheel"
 cd "$work"
 env -u PYTHONPATH -u CGC "$work/env/bin/python" - "$ROOT" "$work" <<'PY'
 import os, sys

@@ -256,8 +256,11 @@ cgc_status cgc_stream_synchronize(void *stream);
  * `name`'s current storage (an input smaller than the bucket its graph
  * reads, packed: the caller's tensor cannot be bound since the graph reads
  * the whole bucket), ordered on stream and asynchronous: device_src must
- * stay valid until the copy ran. Allocates nothing; the `dim_size` inputs
- * are refused. */
+ * stay valid until the copy ran. The current storage is the arena slice,
+ * or, while `name` is bound, the caller's own memory, which the copy
+ * overwrites (cgc_context_bind(ctx, name, NULL) first to copy into the
+ * slice). Allocates nothing; outputs and the `dim_size` inputs are
+ * refused. */
 cgc_status cgc_context_copy_input(cgc_context ctx, const char *name,
                                   const void *device_src, size_t bytes,
                                   void *stream);
