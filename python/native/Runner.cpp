@@ -70,7 +70,6 @@ struct InputSpec {
   std::vector<int64_t> shape;   // the full shape (every dim at its maximum)
   std::vector<int64_t> dimOf;   // per axis: the engine dim it follows, or -1
   size_t elementBytes = 0;
-  void *bound = nullptr;        // what cgc_context_bind last got
 };
 
 // What a call at one set of dim values repeats: its graph and its results.
@@ -165,17 +164,16 @@ public:
   }
 
   // Binds `ptr` (0: the context's own slot) to input or output `name`, when
-  // it changed since the last bind of that name.
+  // it differs from what that name has (the context's slot at first).
   void bind(const std::string &name, uintptr_t ptr) {
     void *p = reinterpret_cast<void *>(ptr);
-    auto [it, fresh] = bound_.try_emplace(name, nullptr);
-    if (!fresh && it->second == p)
+    auto it = bound_.try_emplace(name, nullptr).first;
+    if (it->second == p)
       return;
-    check(cgc_context_bind(ctx_, name.c_str(), p), "bind '" + name + "'");
+    cgc_status bound = cgc_context_bind(ctx_, name.c_str(), p);
+    if (bound != CGC_OK) // (the message is built only on failure)
+      check(bound, "bind '" + name + "'");
     it->second = p;
-    for (InputSpec &in : inputs_)
-      if (in.name == name)
-        in.bound = p;
   }
 
   uintptr_t contextBuffer(const std::string &name, bool output) const {
@@ -253,8 +251,7 @@ public:
     uintptr_t stream = nb::cast<uintptr_t>(streamOf_(device_));
     for (size_t i = 0; i < inputs_.size(); ++i) {
       void *target = full_[i] ? pending_[i] : nullptr; // not full: into the own slot
-      if (inputs_[i].bound != target)
-        bind(inputs_[i].name, reinterpret_cast<uintptr_t>(target));
+      bind(inputs_[i].name, reinterpret_cast<uintptr_t>(target));
       if (!full_[i]) {
         cgc_status copied = cgc_context_copy_input(ctx_, inputs_[i].name.c_str(), pending_[i],
                                                    bytes_[i], reinterpret_cast<void *>(stream));
@@ -330,7 +327,7 @@ private:
   int device_;
   std::vector<std::string> dimNames_;
   std::vector<InputSpec> inputs_;
-  std::unordered_map<std::string, void *> bound_; // every name bound
+  std::unordered_map<std::string, void *> bound_; // what each name is bound to
   std::vector<std::pair<int64_t, int64_t>> bounds_; // per engine dim: min, max
   nb::object tensorType_, streamOf_;
   std::map<std::vector<int64_t>, Remembered> remembered_; // by dim values
