@@ -109,7 +109,8 @@ class Artifact(_native.Runner):
             if list(x.shape) == spec["shape"] and not self._in_outputs(x) and \
                     x.data_ptr() % self._bind_alignment == 0:
                 self._bind(spec["name"], x.data_ptr())
-            else:  # Smaller than the bucket the graph reads: into the context's slot.
+            else:  # Smaller than the bucket the graph reads, misaligned or an
+                # earlier output: copied into the context's slot.
                 self._bind(spec["name"], 0)
                 self._buffer(spec, "input")[:x.numel()].copy_(x.view(-1))
         if fresh_outputs:
