@@ -99,7 +99,7 @@ static Tensor gather(const Tensor &data, const Tensor &idx, unsigned axis) {
   int64_t n = data.shape[axis], count = idx.numel();
   for (int64_t o = 0; o < outer; ++o)
     for (int64_t j = 0; j < count; ++j) {
-      int64_t k = int64_t(idx.data[j]);
+      int64_t k = toInt64(idx.data[j]);
       if (k < 0)
         k += n;
       bool valid = k >= 0 && k < n;

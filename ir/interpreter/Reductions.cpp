@@ -61,8 +61,8 @@ Tensor interp::evalScan(const Node &node, const Operands &in) {
   for (int64_t i = 0; i < x.numel(); ++i) {
     bool first = (i / stride) % extent == 0;
     double prev = first ? 0 : out.data[i - stride];
-    out.data[i] = integer ? double(int64_t(uint64_t(int64_t(prev)) +
-                                           uint64_t(int64_t(x.data[i]))))
+    out.data[i] = integer ? double(int64_t(uint64_t(toInt64(prev)) +
+                                           uint64_t(toInt64(x.data[i]))))
                           : prev + x.data[i];
   }
   out.round();
