@@ -1,4 +1,4 @@
-//===- Accumulator.h - The accumulator of a sum, mean, max or min -*- C++ -*-===//
+//===- Accumulator.h - The accumulator of a reduction -------------*- C++ -*-===//
 //
 // Shared by the reduction emitters: the C type a reduction accumulates in
 // (float for every float dtype), its start value and how two combine.
@@ -21,6 +21,8 @@ struct Accumulator {
 inline Accumulator accumulatorOf(const Node &node, DType in) {
   Accumulator a{isFloat(in) ? "float" : in == DType::I64 ? "long long" : "int",
                 "0", "a + b"};
+  if (node.getOp() == OpKind::Prod)
+    return {a.type, "1", "a * b"};
   bool isMax = node.getOp() == OpKind::Max, isMin = node.getOp() == OpKind::Min;
   if (!isMax && !isMin)
     return a;

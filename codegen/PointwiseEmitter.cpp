@@ -46,6 +46,9 @@ std::string cgc::elementwiseExpr(const Node &n, llvm::ArrayRef<std::string> a) {
   case OpKind::Erf: return call("erff");
   case OpKind::Sin: return call("cgc_sin");
   case OpKind::Cos: return call("cgc_cos");
+  case OpKind::Floor: return call("floorf");
+  case OpKind::Ceil: return call("ceilf");
+  case OpKind::Round: return call("rintf"); // Ties to even, as the interpreter.
   case OpKind::LogicalNot: return "(!" + a[0] + ")";
   case OpKind::Add: return f ? bin("+") : call2("cgc_iadd");
   case OpKind::Sub: return f ? bin("-") : call2("cgc_isub");

@@ -17,7 +17,8 @@ bool cgc::isInnermostSoftmax(const Node &node) {
 bool cgc::isRowOp(const Node &node) {
   OpKind op = node.getOp();
   return isInnermostSoftmax(node) || op == OpKind::Sum || op == OpKind::Mean ||
-         op == OpKind::Max || op == OpKind::Min || op == OpKind::LayerNorm;
+         op == OpKind::Max || op == OpKind::Min || op == OpKind::Prod ||
+         op == OpKind::LayerNorm;
 }
 
 bool cgc::isPerElement(const Node &node) {

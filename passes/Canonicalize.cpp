@@ -88,7 +88,8 @@ static Value *elementwiseIdentity(Node &node) {
   case OpKind::Abs: case OpKind::Exp: case OpKind::Log: case OpKind::Sqrt:
   case OpKind::Rsqrt: case OpKind::Tanh: case OpKind::Sigmoid:
   case OpKind::Relu: case OpKind::Gelu: case OpKind::GeluTanh:
-  case OpKind::Erf: case OpKind::Sin: case OpKind::Cos:
+  case OpKind::Erf: case OpKind::Sin: case OpKind::Cos: case OpKind::Floor:
+  case OpKind::Ceil: case OpKind::Round:
   case OpKind::LogicalNot: case OpKind::Pow: case OpKind::Maximum:
   case OpKind::Minimum: case OpKind::Eq: case OpKind::Ne: case OpKind::Lt:
   case OpKind::Le: case OpKind::Gt: case OpKind::Ge: case OpKind::LogicalAnd:
@@ -166,6 +167,9 @@ static llvm::Optional<double> foldScalar(OpKind op, double a, double b) {
   case OpKind::Neg: return -a;
   case OpKind::Sqrt: return std::sqrt(a);
   case OpKind::Exp: return std::exp(a);
+  case OpKind::Floor: return std::floor(a);
+  case OpKind::Ceil: return std::ceil(a);
+  case OpKind::Round: return std::nearbyint(a);
   case OpKind::Abs: case OpKind::Log: case OpKind::Rsqrt: case OpKind::Tanh:
   case OpKind::Sigmoid: case OpKind::Relu: case OpKind::Gelu:
   case OpKind::GeluTanh: case OpKind::Erf: case OpKind::Sin:

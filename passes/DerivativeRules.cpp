@@ -286,7 +286,7 @@ bool cgc::operandAdjoints(const Node &n, Value *g, ValueBuilder &gb,
     ok = true;
     break;
   case OpKind::GeluTanh: case OpKind::Pow: case OpKind::Maximum:
-  case OpKind::Minimum: case OpKind::Max: case OpKind::Min:
+  case OpKind::Minimum: case OpKind::Max: case OpKind::Min: case OpKind::Prod:
   case OpKind::CumSum: case OpKind::Concat: case OpKind::Slice:
   case OpKind::Gather: case OpKind::Embedding: case OpKind::PadPacked:
   case OpKind::PackPadded: case OpKind::If: case OpKind::While: case OpKind::Fusion:
@@ -298,7 +298,8 @@ bool cgc::operandAdjoints(const Node &n, Value *g, ValueBuilder &gb,
   case OpKind::Le: case OpKind::Gt: case OpKind::Ge: case OpKind::LogicalAnd:
   case OpKind::LogicalOr: case OpKind::Constant: case OpKind::Fill:
   case OpKind::Iota: case OpKind::ArgMax: case OpKind::OneHot:
-    return true; // Results that carry no gradient.
+  case OpKind::Floor: case OpKind::Ceil: case OpKind::Round:
+    return true; // Results that carry no gradient (zero almost everywhere).
   }
   if (!ok && why.empty())
     why = "no derivative rule for this form of " + mnemonic(n.getOp()).str() +

@@ -217,6 +217,7 @@ bool PadDynamicShapesPass::rewriteReduction(Node &n) {
     return false;
   switch (n.getOp()) {
   case OpKind::Sum: n.setOperand(0, masked(n.operand(0), axes, 0.0)); return true;
+  case OpKind::Prod: n.setOperand(0, masked(n.operand(0), axes, 1.0)); return true;
   case OpKind::Max: case OpKind::ArgMax:
     n.setOperand(0, masked(n.operand(0), axes, lowest(in.dtype, false)));
     return true;

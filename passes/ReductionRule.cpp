@@ -13,7 +13,7 @@ using namespace cgc;
 llvm::Optional<ReducedRun> cgc::reducedRun(const Node &node) {
   OpKind op = node.getOp();
   if (op != OpKind::Sum && op != OpKind::Mean && op != OpKind::Max &&
-      op != OpKind::Min)
+      op != OpKind::Min && op != OpKind::Prod)
     return llvm::None;
   const TensorType &in = node.operand(0)->getType();
   if (!in.isStatic())

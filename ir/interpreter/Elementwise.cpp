@@ -57,6 +57,9 @@ static double scalarOp(OpKind op, double a, double b, DType dtype) {
   case OpKind::Erf: return std::erf(a);
   case OpKind::Sin: return std::sin(a);
   case OpKind::Cos: return std::cos(a);
+  case OpKind::Floor: return std::floor(a);
+  case OpKind::Ceil: return std::ceil(a);
+  case OpKind::Round: return std::nearbyint(a); // Ties to even.
   case OpKind::LogicalNot: return a == 0 ? 1 : 0;
   case OpKind::Add: return integer ? wrapped(bits(a) + bits(b), dtype) : a + b;
   case OpKind::Sub: return integer ? wrapped(bits(a) - bits(b), dtype) : a - b;

@@ -58,7 +58,8 @@ static void elementwiseDomain(OpKind op, unsigned k, Domain &dom) {
   case OpKind::Neg: case OpKind::Abs: case OpKind::Exp: case OpKind::Tanh:
   case OpKind::Sigmoid: case OpKind::Relu: case OpKind::Gelu:
   case OpKind::GeluTanh: case OpKind::Erf: case OpKind::Sin:
-  case OpKind::Cos: case OpKind::LogicalNot: case OpKind::Add:
+  case OpKind::Cos: case OpKind::Floor: case OpKind::Ceil: case OpKind::Round:
+  case OpKind::LogicalNot: case OpKind::Add:
   case OpKind::Sub: case OpKind::Mul: case OpKind::Maximum:
   case OpKind::Minimum: case OpKind::Eq: case OpKind::Ne: case OpKind::Lt:
   case OpKind::Le: case OpKind::Gt: case OpKind::Ge: case OpKind::LogicalAnd:

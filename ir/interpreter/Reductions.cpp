@@ -75,6 +75,7 @@ static double startValue(OpKind op, DType dtype) {
   case OpKind::Sum: case OpKind::Mean: case OpKind::ArgMax: return 0;
   case OpKind::Max: return lowest(dtype);
   case OpKind::Min: return highest(dtype);
+  case OpKind::Prod: return 1;
 #define CGC_REDUCTION_OP(...)
 #define CGC_OP(Enum, ...) case OpKind::Enum:
 #include "ir/Ops.def"
@@ -96,6 +97,9 @@ static void accumulate(OpKind op, double v, int64_t k, double &acc,
     return;
   case OpKind::Min:
     acc = std::isnan(acc) || std::isnan(v) ? NAN : std::min(acc, v);
+    return;
+  case OpKind::Prod:
+    acc *= v;
     return;
   case OpKind::ArgMax:
     if (k == 0 || (!std::isnan(best) && (std::isnan(v) || v > best))) {

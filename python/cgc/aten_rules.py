@@ -27,6 +27,18 @@ for _aten, _cgc in {"relu": "relu", "tanh": "tanh", "sigmoid": "sigmoid", "exp":
     ATEN[_aten] = unary(_cgc)
 
 
+def integral(op):
+    """floor, ceil and round: the identity on integer tensors, as in PyTorch."""
+    def fn(e, n):
+        x = e.operand(n.args[0])
+        return x if e.dtype(n.args[0]) in ("i32", "i64", "bool") else e.op(op, [x], name=n.name)
+    return fn
+
+
+for _aten in ("floor", "ceil", "round"):
+    ATEN[_aten] = integral(_aten)
+
+
 COMPARISONS = {"eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or"}
 
 
@@ -193,6 +205,19 @@ ATEN["mean"] = reduction("mean")
 ATEN["sum"] = reduction("sum")
 ATEN["amax"] = reduction("max")
 ATEN["amin"] = reduction("min")
+
+
+@aten("prod", "prod.dim_int")
+def prod(e, n):
+    """prod of a float tensor over all dims or one (cgc's prod is float)."""
+    x = n.args[0]
+    if e.dtype(n) != e.dtype(x) or e.dtype(x) not in ("f32", "f16", "bf16"):
+        raise RefusedError(f"prod of {e.dtype(x)} into {e.dtype(n)} (cgc's prod keeps a "
+                           "float dtype)")
+    rank = len(e.shape(x))
+    dims = [n.args[1] % rank] if len(n.args) > 1 and rank else list(range(rank))
+    keep = bool(n.args[2]) if len(n.args) > 2 else bool(n.kwargs.get("keepdim", False))
+    return e.op("prod", [e.operand(x)], {"axes": dims, "keepdim": keep}, name=n.name)
 
 
 @aten("embedding")

@@ -156,6 +156,7 @@ RULES["ReduceSum"] = reduction("sum")
 RULES["ReduceMean"] = reduction("mean")
 RULES["ReduceMax"] = reduction("max")
 RULES["ReduceMin"] = reduction("min")
+RULES["ReduceProd"] = reduction("prod")
 RULES["ReduceSumSquare"] = reduction("sum", pre=lambda ctx, x: ctx.g.op("mul", [x, x]))
 RULES["ReduceL1"] = reduction("sum", pre=lambda ctx, x: ctx.g.op("abs", [x]))
 RULES["ReduceL2"] = reduction("sum", pre=lambda ctx, x: ctx.g.op("mul", [x, x]),

@@ -191,6 +191,7 @@ def gen_unary():
             "gelu": (lambda x: x * 0.5 * (1 + np.vectorize(math.erf, otypes=[float])(x / math.sqrt(2))), None),
             "gelu_tanh": (lambda x: 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x ** 3))), None),
             "erf": (np.vectorize(math.erf, otypes=[float]), None), "sin": (np.sin, None), "cos": (np.cos, None),
+            "floor": (np.floor, None), "ceil": (np.ceil, None), "round": (np.round, None),
         }
         for op, (f, dom) in ops.items():
             for dt, shapes in (("f32", [(), (0,), (1,), (3, 4), (2, 1, 5)]), ("f16", [(3, 4)]), ("bf16", [(3, 4)])):
@@ -208,6 +209,12 @@ def gen_unary():
         one_op("exp_f16_overflow", "exp", [("x", "f16", round_to("f16", [0, 1, 10, 12, -20, 11.2]))],
                None, np.exp(round_to("f16", [0, 1, 10, 12, -20, 11.2])), "f16")
         one_op("relu_f32_specials", "relu", [("x", "f32", x)], None, np.where(np.isnan(x), x, np.where(x > 0, x, 0.0)), "f32")
+        # Ties go to even (np.round); NaN, infinities and -0 stay.
+        ties = [0.5, 1.5, 2.5, -0.5, -2.5, -0.0, 0.49999997, 8388609.0, np.nan, np.inf, -np.inf, 1e30]
+        for op, f in (("round", np.round), ("floor", np.floor), ("ceil", np.ceil)):
+            for dt in ("f32", "f16", "bf16"):
+                x = round_to(dt, ties)
+                one_op(f"{op}_{dt}_specials", op, [("x", dt, x)], None, f(x), dt)
 
 
 def gen_binary():
@@ -291,7 +298,7 @@ def gen_sources():
 
 
 def gen_reductions():
-    fs = {"sum": np.sum, "mean": np.mean, "max": np.max, "min": np.min}
+    fs = {"sum": np.sum, "mean": np.mean, "max": np.max, "min": np.min, "prod": np.prod}
     variants = [((3, 4), None, False), ((3, 4), [1], False), ((3, 4), [0], True), ((2, 3, 4), [0, 2], False),
                 ((2, 3, 4), [-1], True), ((), None, False), ((1, 5), [0], False)]
     with np.errstate(all="ignore"):
@@ -306,13 +313,20 @@ def gen_reductions():
                     if keep:
                         attrs["keepdim"] = True
                     one_op(f"{op}_{dt}_{i}", op, [("x", dt, x)], attrs, f(x, axis=ax, keepdims=keep), dt)
-            if op != "mean":
+            if op not in ("mean", "prod"):
                 x = rand((3, 5), "i64", -100, 100)
                 one_op(f"{op}_i64", op, [("x", "i64", x)], {"axes": [1]}, f(x, axis=1), "i64")
         x = np.zeros((0, 3))
         one_op("sum_empty", "sum", [("x", "f32", x)], {"axes": [0]}, np.zeros(3), "f32")
         one_op("mean_empty", "mean", [("x", "f32", x)], {"axes": [0]}, np.full(3, np.nan), "f32")
         one_op("max_empty", "max", [("x", "f32", x)], {"axes": [0]}, np.full(3, -np.inf), "f32")
+        one_op("prod_empty", "prod", [("x", "f32", x)], {"axes": [0]}, np.ones(3), "f32")
+        # Long rows, columns and one long row: the row, column and split
+        # reduction kernels multiply (factors near 1 keep the product finite).
+        for name, shape, axes in (("rows", (8, 1000), [1]), ("columns", (1000, 8), [0]),
+                                  ("long_row", (1, 65536), [1])):
+            x = rand(shape, "f32", 0.999, 1.001)
+            one_op(f"prod_f32_{name}", "prod", [("x", "f32", x)], {"axes": axes}, np.prod(x, axis=tuple(axes)), "f32")
         one_op("max_nan", "max", [("x", "f32", np.array([[1.0, np.nan], [2.0, 3.0]]))], {"axes": [1]},
                np.array([np.nan, 3.0]), "f32")
     x = np.array([[1.0, 3.0, 3.0, 2.0], [5.0, 1.0, 5.0, 5.0], [-1.0, -2.0, -3.0, -1.0]])

@@ -55,7 +55,13 @@ def models(torch, small=False):
         def forward(self, x):
             return x / 3 + x * 0.5 + (x > 2.5).float()
 
+    class RoundingProd(nn.Module):  # round takes ties to even, as cgc's round
+        def forward(self, x):
+            y = torch.floor(x * 2) + torch.ceil(x) * torch.round(x)
+            return y.view(4, 4) + x.view(4, 4).prod(dim=1, keepdim=True)
+
     gen = torch.Generator().manual_seed(0)
+    ties = torch.tensor([0.5, 1.5, 2.5, -0.5, -2.5, 3.5])
     yield "mlp", MLP(), (torch.randn(8, d, generator=gen),), None
     yield "encoder_layer", EncoderLayer(), (torch.randn(2, seq, d, generator=gen),), None
     yield "embedding_pool", Pool(), (torch.randint(0, vocab, (4, 12), generator=gen),), None
@@ -65,6 +71,7 @@ def models(torch, small=False):
     batch = torch.export.Dim("batch", min=1, max=16)  # reshaped with: view(b, s, heads, ...)
     yield "encoder_dynamic_batch", EncoderLayer(), (torch.randn(5, seq, d, generator=gen),), \
         ({0: batch},)
+    yield "rounding_prod", RoundingProd(), (torch.cat([3 * torch.randn(10, generator=gen), ties]),), None
 
 
 def refusals(torch):
