@@ -244,7 +244,8 @@ def compile_file(source, output, flags=(), cgc=None):
     return output
 
 
-def compile(module, example_args, path=None, dynamic_shapes=None, cgc=None, flags=()):  # noqa: A001
+def compile(module, example_args, path=None, dynamic_shapes=None, cgc=None, flags=(),  # noqa: A001
+            buckets=None):
     """Exports `module` (cgc.export), compiles it with the `cgc` driver and
     loads the artifact: a callable on torch CUDA tensors."""
     import shutil
@@ -253,7 +254,7 @@ def compile(module, example_args, path=None, dynamic_shapes=None, cgc=None, flag
     work = tempfile.mkdtemp(prefix="cgc-compile-")
     try:
         ir_path = os.path.join(work, "model.json")
-        export(module, example_args, ir_path, dynamic_shapes=dynamic_shapes)
+        export(module, example_args, ir_path, dynamic_shapes=dynamic_shapes, buckets=buckets)
         art = compile_file(ir_path, path or os.path.join(work, "model.cgc"), flags, cgc)
         return load(art)  # (the engine holds the artifact's bytes)
     finally:

@@ -25,20 +25,22 @@ DTYPE = {"torch.float32": "f32", "torch.float16": "f16", "torch.bfloat16": "bf16
 IR_KEYS = ("format_version", "name", "dims", "weights_file", "inputs", "nodes", "outputs")
 
 
-def export(module, example_args, path, dynamic_shapes=None, example_kwargs=None):
+def export(module, example_args, path, dynamic_shapes=None, example_kwargs=None, buckets=None):
     """Exports `module` on `example_args` with torch.export and writes the
     IR to `path` (and its weights beside it). Returns the IR dict."""
     from .torch_capture import capture
     record, weights = capture(module, example_args, dynamic_shapes, example_kwargs)
-    return lower_record(record, weights, path)
+    return lower_record(record, weights, path, buckets)
 
 
-def lower_record(record, weights, path):
+def lower_record(record, weights, path, buckets=None):
     """Writes the IR of a program record (torch_record.py) to `path`, and
     the values of the weights it reads (`weights`: NumPy arrays by
-    state_dict name) to a safetensors file beside it. Returns the IR dict."""
+    state_dict name) to a safetensors file beside it. `buckets`: extents
+    to compile each named dim for (set_buckets). Returns the IR dict."""
     lowering = Lowering(record, weights)
     outputs = lowering.run()
+    set_buckets(lowering.dims, buckets or {})
     ir = {"format_version": 1, "name": safe_name(record["module"]),
           "inputs": lowering.inputs, "nodes": lowering.nodes, "outputs": outputs}
     if lowering.dims:
@@ -52,6 +54,24 @@ def lower_record(record, weights, path):
         json.dump(ir, f, indent=1)
         f.write("\n")
     return ir
+
+
+def set_buckets(dims, buckets):
+    """Gives each dim named in `buckets` its bucket extents (docs/ir.md: a
+    call runs the graph of the smallest bucket that holds its size): sorted,
+    within the dim's [min, max], with max added when missing."""
+    for name, extents in buckets.items():
+        dim = dims.get(name)
+        if dim is None:
+            raise ValueError(f"buckets for '{name}': the export has no dim of that name "
+                             f"(its dims: {', '.join(dims) or 'none'})")
+        if any(isinstance(v, bool) or not isinstance(v, int) for v in extents):
+            raise ValueError(f"buckets for '{name}': {list(extents)} are not all integers")
+        outside = sorted(v for v in extents if not dim["min"] <= v <= dim["max"])
+        if outside:
+            raise ValueError(f"buckets for '{name}': {outside} outside the dim's range "
+                             f"[{dim['min']}, {dim['max']}]")
+        dim["buckets"] = sorted(set(extents) | {dim["max"]})
 
 
 class Lowering(IRBuilder):

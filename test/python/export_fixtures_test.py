@@ -60,6 +60,35 @@ def interpret(cgc_opt, ir_path, feed, folder):
     return read_safetensors(outputs)
 
 
+def check_buckets(record, weights, dims, cgc_opt, folder):
+    """'' if lowering with buckets gives each dim its sorted buckets (max
+    added), the padded graphs match the unpadded one on random sizes
+    (cgc-opt's --check-equivalence of pad-dynamic-shapes), and bad buckets
+    raise ValueError with their message."""
+    path = os.path.join(folder, "bucketed.json")
+    asked = {d["name"]: [d["min"] + (d["max"] - d["min"]) // 2, d["min"]] for d in dims}
+    ir = lower_record(record, weights, path, asked)
+    for d in ir["dims"]:
+        want = sorted(set(asked[d["name"]]) | {d["max"]})
+        if d.get("buckets") != want:
+            return f"dim {d['name']}: buckets {d.get('buckets')}, expected {want}"
+    r = subprocess.run([cgc_opt, path, "--pass=pad-dynamic-shapes", "--check-equivalence",
+                        "--trials=4"], capture_output=True, text=True, timeout=300)
+    if r.returncode or "check-equivalence: PASS" not in r.stdout:
+        return f"bucketed: {(r.stdout + r.stderr).strip()[-400:]}"
+    first = dims[0]
+    for bad, message in (({"nothing": [1]}, "buckets for 'nothing': the export has no dim"),
+                         ({first["name"]: [first["max"] + 1]}, "outside the dim's range"),
+                         ({first["name"]: [1.5]}, "are not all integers")):
+        try:
+            lower_record(record, weights, path, bad)
+            return f"buckets {bad} lowered; expected: {message}"
+        except ValueError as e:
+            if message not in str(e):
+                return f"buckets {bad} raised: {e}; expected: {message}"
+    return ""
+
+
 def check(name, fixture, cgc_opt, work):
     """'' if the fixture passes, else what is wrong; and a summary."""
     with open(os.path.join(fixture, "program.json")) as f:
@@ -101,6 +130,10 @@ def check(name, fixture, cgc_opt, work):
             if problem:
                 return f"{run} output '{rec_out}': {problem}", ""
             worst = max(worst, diff)
+    if dims:
+        problem = check_buckets(record, weights, ir["dims"], cgc_opt, folder)
+        if problem:
+            return problem, ""
     shapes = "; ".join(f"{run} " + ", ".join(str(list(io[f"{run}.in.{rec_in}"].shape))
                                              for rec_in in record_inputs) for run in runs)
     return "", (f"{len(ir['nodes'])} IR nodes, {len(ir_outputs)} output(s) on {shapes}: "

@@ -50,6 +50,34 @@ def tiny_state(torch, cgc, tool):
     fn.set_state(name, torch.zeros(3))
 
 
+def check_buckets(torch, cgc, args, name, module, example, dynamic, top, say):
+    """Compiled with power-of-two buckets up to `top`: a call at batch 5
+    runs the bucket-8 graph. Checks sizes 1, 5 and `top` against the
+    module and times batch 5; returns the number of failed checks."""
+    dim = next(iter(dynamic[0].values()))
+    buckets = [b for b in (1, 2, 4, 8, 16, 32, 64) if b < top] + [top]
+    t0 = time.perf_counter()
+    fn = cgc.compile(module, example, dynamic_shapes=dynamic, cgc=args.cgc,
+                     buckets={dim.__name__: buckets})
+    say(f"RESULT workload={name}_buckets impl=cgc_compile "
+        f"cold_compile_s={time.perf_counter() - t0:.2f} buckets={len(buckets)}")
+    bad = 0
+    for b in (1, 5, top):
+        x = torch.randn(b, *example[0].shape[1:], device="cuda")
+        with torch.no_grad():
+            w = module(x)
+        g = fn(x)
+        torch.cuda.synchronize()
+        d = (g - w).abs().max().item()
+        ok = g.shape == w.shape and d <= 2 * (1e-4 * w.abs().max().item() + 1e-5)
+        bad += not ok
+        say(f"CHECK workload={name}_buckets_B{b} impl=cgc_compile max_abs_diff={d:.3g} ok={int(ok)}")
+    x = torch.randn(5, *example[0].shape[1:], device="cuda")
+    say(f"RESULT workload={name}_buckets_B5 impl=cgc_callable "
+        f"us={timed(torch, lambda: fn(x), args.iters):.2f}")
+    return bad
+
+
 def check_sizes_fast_path(torch, fn, module, example, say):
     """Calls at two sizes in turn, each run once before: every later call
     takes the extension's fast path (Python's _slow_call is not called)
@@ -163,6 +191,7 @@ def main():
                     graph = timed(torch, graphed(torch, module, x), args.iters)
                 say(f"RESULT workload={name}_B{b} impl=cgc_callable us={timed(torch, lambda: fn(x), args.iters):.2f}")
                 say(f"RESULT workload={name}_B{b} impl=torch_cuda_graph us={graph:.2f}")
+            bad += check_buckets(torch, cgc, args, name, module, example, dynamic, top, say)
             continue
         if name in ("embedding_pool", "int_division", "rounding_prod"):
             continue
