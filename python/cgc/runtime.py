@@ -12,9 +12,8 @@ since the last call (cgc_context_bind: no copy; an input smaller than the
 bucket its graph reads is copied into the context's slot instead), picks
 the graph for the dims, and replays it on torch's current stream. Outputs
 are views of the context's own buffers, valid until the next call (as
-torch.cuda.graph's are: clone what you keep); `fresh_outputs=True` makes
-new tensors and binds them instead (each new pointer updates the graph's
-nodes, which costs more per call).
+torch.cuda.graph's are: clone what you keep); `fresh_outputs=True` returns
+clones of them (one device copy each, on the stream).
 
 The extension's __call__ does every call at dim values an earlier call
 ran (binding full-size inputs, copying smaller ones on the stream) itself;
@@ -113,22 +112,14 @@ class Artifact(_native.Runner):
                 # earlier output: copied into the context's slot.
                 self._bind(spec["name"], 0)
                 self._buffer(spec, "input")[:x.numel()].copy_(x.view(-1))
-        if fresh_outputs:
-            self._forget()  # The outputs are bound elsewhere: no remembered view holds.
-            results = []
-            for spec in self.outputs:
-                buf = self.torch.empty(spec["shape"], dtype=spec["dtype"], device=self.device)
-                self._bind(spec["name"], buf.data_ptr())
-                results.append(self._real(buf.view(-1), spec, values))
-        else:
-            for spec in self.outputs:
-                self._bind(spec["name"], 0)
-            results = [self._real(self._buffer(spec, "output"), spec, values)
-                       for spec in self.outputs]
+        results = [self._real(self._buffer(spec, "output"), spec, values)
+                   for spec in self.outputs]
         self._run(self.graph, values, self._stream(self.device.index))
         results = results[0] if len(results) == 1 else tuple(results)
-        if not fresh_outputs:
-            self._remember(self.graph, values, results, self.output_ranges)
+        self._remember(self.graph, values, results, self.output_ranges)
+        if fresh_outputs:  # Copies the next call cannot overwrite.
+            return results.clone() if len(self.outputs) == 1 else \
+                tuple(r.clone() for r in results)
         return results
 
     def _in_outputs(self, x):

@@ -10,13 +10,14 @@
 // pointers that changed, copies the smaller ones into the context's slots
 // (cgc_context_copy_input, on the stream: the graph reads whole buckets),
 // replays that graph on torch's current stream and returns the output views
-// that slow call remembered. Anything else (a first call, new dim values,
-// fresh outputs, a full-size input inside an output buffer, a wrong
-// argument) goes to the Python subclass's `_slow_call`, which checks,
-// explains errors, copies and picks graphs (python/cgc/runtime.py). The
-// fast path allocates nothing; it calls into Python only for each tensor's
-// dtype, shape, get_device(), is_contiguous() and data_ptr(), and for
-// torch's stream getter.
+// that slow call remembered (with fresh_outputs=True, their clones). Anything
+// else (a first call, new dim values, a full-size input inside an output
+// buffer, a wrong argument) goes to the Python subclass's `_slow_call`,
+// which checks, explains errors, copies and picks graphs
+// (python/cgc/runtime.py). The fast path allocates nothing but the clones
+// asked for; it calls into Python only for each tensor's dtype, shape,
+// get_device(), is_contiguous() and data_ptr(), for torch's stream getter
+// and for the clones.
 //
 //===----------------------------------------------------------------------===//
 #include "cgc/cgc_runtime.h"
@@ -236,13 +237,11 @@ public:
     remembered_[dims] = {graph, results};
     outputRanges_ = outputRanges;
   }
-  // Outputs bound elsewhere (fresh outputs): no remembered result holds.
-  void forget() { remembered_.clear(); }
-
   size_t bindAlignment() const { return kBindAlignment; }
 
   nb::object call(nb::handle self, nb::args args, nb::kwargs kwargs) {
-    if (remembered_.empty() || kwargs.size() != 0 || args.size() != inputs_.size() ||
+    bool fresh = false;
+    if (remembered_.empty() || !readFresh(kwargs, fresh) || args.size() != inputs_.size() ||
         !readArguments(args))
       return self.attr("_slow_call")(*args, **kwargs);
     auto found = remembered_.find(dims_);
@@ -260,10 +259,32 @@ public:
       }
     }
     run(found->second.graph, dims_, stream);
-    return found->second.results;
+    return fresh ? clones(found->second.results) : found->second.results;
   }
 
 private:
+  // Whether the keywords are none or fresh_outputs=<bool> (read into fresh).
+  static bool readFresh(nb::kwargs kwargs, bool &fresh) {
+    if (kwargs.size() == 0)
+      return true;
+    if (kwargs.size() != 1 || !kwargs.contains("fresh_outputs") ||
+        !PyBool_Check(kwargs["fresh_outputs"].ptr()))
+      return false;
+    fresh = nb::cast<bool>(kwargs["fresh_outputs"]);
+    return true;
+  }
+
+  // New tensors holding the results (one tensor, or a tuple of them),
+  // copied on torch's current stream: what the next call cannot overwrite.
+  static nb::object clones(nb::handle results) {
+    if (!nb::isinstance<nb::tuple>(results))
+      return results.attr("clone")();
+    nb::list copies;
+    for (nb::handle r : results)
+      copies.append(r.attr("clone")());
+    return nb::tuple(copies);
+  }
+
   // Whether every argument passes the fast path's checks (a tensor of its
   // input's dtype, on the device, contiguous, each dim within its bounds
   // and equal across inputs, a full-size one outside the output buffers).
@@ -381,7 +402,6 @@ NB_MODULE(_native, m) {
            nb::arg("bytes"))
       .def("_configure", &Runner::configure)
       .def("_remember", &Runner::remember)
-      .def("_forget", &Runner::forget)
       .def("counters", &Runner::counters)
       .def("__call__", [](nb::pointer_and_handle<Runner> self, nb::args args,
                           nb::kwargs kwargs) { return self.p->call(self.h, args, kwargs); });
