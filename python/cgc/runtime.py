@@ -8,8 +8,9 @@ C ABI of runtime/include/cgc/cgc_runtime.h).
 A call checks every input (a CUDA tensor of the artifact's dtype, on its
 device, contiguous, of its shape or, for a symbolic dim, any extent within
 the bounds), binds the caller's pointers to the graph where they changed
-since the last call (cgc_context_bind: no copy; an input smaller than the
-bucket its graph reads is copied into the context's slot instead), picks
+since the last call (cgc_context_bind: no copy, for an input of the size
+its graph reads, its bucket's; a smaller input is copied into the
+context's slot instead), picks
 the graph for the dims, and replays it on torch's current stream. Outputs
 are views of the context's own buffers, valid until the next call (as
 torch.cuda.graph's are: clone what you keep); `fresh_outputs=True` returns
@@ -104,8 +105,10 @@ class Artifact(_native.Runner):
         values = self._dims_of(args)
         if tuple(values) != self.last_dims:  # A new size: its graph.
             self.graph, self.last_dims = self._select_graph(values), tuple(values)
+        extents = self._graph_extents(self.graph)  # the size of each dim it reads
         for spec, x in zip(self.inputs, args):
-            if list(x.shape) == spec["shape"] and not self._in_outputs(x) and \
+            read = [n if d < 0 else extents[d] for n, d in zip(spec["shape"], spec["dims"])]
+            if list(x.shape) == read and not self._in_outputs(x) and \
                     x.data_ptr() % self._bind_alignment == 0:
                 self._bind(spec["name"], x.data_ptr())
             else:  # Smaller than the bucket the graph reads, misaligned or an

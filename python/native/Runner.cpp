@@ -6,9 +6,10 @@
 //
 // The fast path: when every argument is a tensor of its input's dtype, on
 // the artifact's device, contiguous, with its dims within their bounds and
-// at values a slow call ran before, __call__ binds the full-size inputs'
-// pointers that changed, copies the smaller ones into the context's slots
-// (cgc_context_copy_input, on the stream: the graph reads whole buckets),
+// at values a slow call ran before, __call__ binds the pointers that changed
+// of the inputs whose size is their graph's (at its buckets), copies the
+// smaller ones into the context's slots (cgc_context_copy_input, on the
+// stream: the graph reads whole buckets),
 // replays that graph on torch's current stream and returns the output views
 // that slow call remembered (with fresh_outputs=True, their clones). Anything
 // else (a first call, new dim values, a full-size input inside an output
@@ -73,9 +74,11 @@ struct InputSpec {
   size_t elementBytes = 0;
 };
 
-// What a call at one set of dim values repeats: its graph and its results.
+// What a call at one set of dim values repeats: its graph, the extent the
+// graph reads in each engine dim (its buckets) and its results.
 struct Remembered {
   size_t graph = 0;
+  std::vector<int64_t> extents;
   nb::object results;
 };
 
@@ -234,8 +237,20 @@ public:
   // graph and the results; and the output buffers' address ranges.
   void remember(size_t graph, const std::vector<int64_t> &dims, nb::object results,
                 const std::vector<std::pair<uintptr_t, uintptr_t>> &outputRanges) {
-    remembered_[dims] = {graph, results};
+    remembered_[dims] = {graph, graphExtents(graph), results};
     outputRanges_ = outputRanges;
+  }
+
+  // Per engine dim, the extent the graph reads: its bucket (or bound
+  // value), else the dim's maximum (cgc_engine_graph_dim).
+  std::vector<int64_t> graphExtents(size_t graph) const {
+    std::vector<int64_t> extents(bounds_.size());
+    for (size_t d = 0; d < bounds_.size(); ++d) {
+      check(cgc_engine_graph_dim(engine_, graph, d, &extents[d]), "read a graph's dims");
+      if (extents[d] < 0)
+        extents[d] = bounds_[d].second;
+    }
+    return extents;
   }
   size_t bindAlignment() const { return kBindAlignment; }
 
@@ -245,7 +260,7 @@ public:
         !readArguments(args))
       return self.attr("_slow_call")(*args, **kwargs);
     auto found = remembered_.find(dims_);
-    if (found == remembered_.end())
+    if (found == remembered_.end() || !readBindable(found->second.extents))
       return self.attr("_slow_call")(*args, **kwargs);
     uintptr_t stream = nb::cast<uintptr_t>(streamOf_(device_));
     for (size_t i = 0; i < inputs_.size(); ++i) {
@@ -287,13 +302,13 @@ private:
 
   // Whether every argument passes the fast path's checks (a tensor of its
   // input's dtype, on the device, contiguous, each dim within its bounds
-  // and equal across inputs, a full-size one outside the output buffers).
-  // Leaves the dims in dims_, and per input its pointer, whether it is
-  // full-size (bound) and its bytes (else copied).
+  // and equal across inputs). Leaves the dims in dims_, and per input its
+  // pointer, shape and bytes.
   bool readArguments(nb::args args) {
     size_t n = inputs_.size();
     pending_.resize(n);
     full_.resize(n);
+    shape_.resize(n);
     bytes_.resize(n);
     dims_.resize(bounds_.size());
     seen_.assign(bounds_.size(), false);
@@ -306,24 +321,37 @@ private:
           !x.attr(sDtype_).is(spec.dtype) || nb::cast<int>(x.attr(sGetDevice_)()) != device_ ||
           !nb::cast<bool>(x.attr(sIsContiguous_)()) || !readShape(x, i))
         return false;
-      uintptr_t ptr = nb::cast<uintptr_t>(x.attr(sDataPtr_)());
-      pending_[i] = reinterpret_cast<void *>(ptr);
-      full_[i] = full_[i] && ptr % kBindAlignment == 0; // else copied, as by the slow path
+      pending_[i] = reinterpret_cast<void *>(nb::cast<uintptr_t>(x.attr(sDataPtr_)()));
+    }
+    return true;
+  }
+
+  // Per input, whether it is bound (its size is the graph's at \p extents
+  // and it is aligned; else copied, as by the slow path) into full_; false
+  // for a bound one inside an output buffer (the slow path copies it).
+  bool readBindable(const std::vector<int64_t> &extents) {
+    for (size_t i = 0; i < inputs_.size(); ++i) {
+      const InputSpec &spec = inputs_[i];
+      uintptr_t ptr = reinterpret_cast<uintptr_t>(pending_[i]);
+      bool full = ptr % kBindAlignment == 0;
+      for (size_t a = 0; a < spec.shape.size(); ++a)
+        full = full && (spec.dimOf[a] < 0 || shape_[i][a] == extents[spec.dimOf[a]]);
+      full_[i] = full;
       for (auto [lo, hi] : outputRanges_)
-        if (full_[i] && lo <= ptr && ptr < hi)
+        if (full && lo <= ptr && ptr < hi)
           return false;
     }
     return true;
   }
 
-  // Input i's shape against its spec: sets full_[i], bytes_[i] and the dims
-  // it follows; false where the checks of the slow path would raise.
+  // Input i's shape against its spec: sets shape_[i], bytes_[i] and the
+  // dims it follows; false where the checks of the slow path would raise.
   bool readShape(nb::handle x, size_t i) {
     const InputSpec &spec = inputs_[i];
     nb::tuple shape = nb::cast<nb::tuple>(x.attr(sShape_));
     if (shape.size() != spec.shape.size())
       return false;
-    bool full = true;
+    shape_[i].resize(spec.shape.size()); // (allocates on an input's first call only)
     size_t count = 1;
     for (size_t a = 0; a < spec.shape.size(); ++a) {
       int64_t extent = nb::cast<int64_t>(shape[a]);
@@ -334,10 +362,9 @@ private:
         return false;
       if (d >= 0)
         dims_[d] = extent, seen_[d] = true;
-      full = full && extent == spec.shape[a];
+      shape_[i][a] = extent;
       count *= static_cast<size_t>(extent);
     }
-    full_[i] = full;
     bytes_[i] = count * spec.elementBytes;
     return true;
   }
@@ -356,6 +383,7 @@ private:
   // The call being read (kept to allocate nothing per call).
   std::vector<void *> pending_;
   std::vector<bool> full_, seen_;
+  std::vector<std::vector<int64_t>> shape_;
   std::vector<size_t> bytes_;
   std::vector<int64_t> dims_;
 
@@ -402,6 +430,7 @@ NB_MODULE(_native, m) {
            nb::arg("bytes"))
       .def("_configure", &Runner::configure)
       .def("_remember", &Runner::remember)
+      .def("_graph_extents", &Runner::graphExtents, nb::arg("graph"))
       .def("counters", &Runner::counters)
       .def("__call__", [](nb::pointer_and_handle<Runner> self, nb::args args,
                           nb::kwargs kwargs) { return self.p->call(self.h, args, kwargs); });

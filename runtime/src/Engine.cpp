@@ -334,6 +334,19 @@ size_t cgc_engine_num_dims(cgc_engine e) {
   return e ? e->artifact.manifest.dims.size() : 0;
 }
 
+cgc_status cgc_engine_graph_dim(cgc_engine e, size_t graph, size_t dim,
+                                int64_t *extent) {
+  if (!e || !extent || graph >= e->artifact.manifest.graphs.size() ||
+      dim >= e->artifact.manifest.dims.size())
+    return fail(CGC_ERROR_INVALID_ARGUMENT, "bad engine, graph or dim index");
+  const auto &m = e->artifact.manifest;
+  *extent = -1;
+  for (const auto &[name, value] : m.graphs[graph].dimValues)
+    if (name == m.dims[dim].name)
+      *extent = value;
+  return CGC_OK;
+}
+
 cgc_status cgc_engine_dim_info(cgc_engine e, size_t index, const char **name,
                                int64_t *min, int64_t *max) {
   if (!e || index >= e->artifact.manifest.dims.size())

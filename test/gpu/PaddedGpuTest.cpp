@@ -8,7 +8,10 @@
 // the interpreter on the unpadded model. A size above the largest bound
 // is refused. The context's driver counters prove that no size, new or
 // not, creates, instantiates, captures or updates anything: each run adds
-// one launch, and one write of the real dims when they changed.
+// one launch, and one write of the real dims when they changed. At each
+// staged size that is its graph's bucket in every dim
+// (cgc_engine_graph_dim), inputs bound to buffers of exactly their real
+// size give the same results (run under memcheck, an over-read fails).
 //
 //===----------------------------------------------------------------------===//
 #include "GpuTestUtil.h"
@@ -95,6 +98,81 @@ std::string runAtSize(Loaded &l, const std::vector<int64_t> &dims,
     if (std::string problem = l.readAndCompare(name, want); !problem.empty())
       return problem;
   return "";
+}
+
+/// Whether \p dims are the extents of \p graph in every dim.
+bool atBuckets(cgc_engine engine, size_t graph, const std::vector<int64_t> &dims) {
+  for (size_t d = 0; d < dims.size(); ++d) {
+    int64_t extent = -2;
+    if (cgc_engine_graph_dim(engine, graph, d, &extent) != CGC_OK || extent != dims[d])
+      return false;
+  }
+  return true;
+}
+
+/// Runs \p l at \p dims with each input of \p in bound to a buffer of
+/// exactly its bytes; compares with \p ref; unbinds and frees.
+std::string runBoundAtSize(Loaded &l, size_t graph, const std::vector<int64_t> &dims,
+                           const TensorMap &in, const TensorMap &ref) {
+  std::vector<std::pair<std::string, void *>> bound;
+  std::string problem;
+  for (const auto &[name, t] : in) {
+    void *p = nullptr;
+    if (t.bytes.empty())
+      continue;
+    if (cudaMalloc(&p, t.bytes.size()) != cudaSuccess ||
+        cudaMemcpy(p, t.bytes.data(), t.bytes.size(), cudaMemcpyHostToDevice) != cudaSuccess) {
+      problem = name + ": cannot allocate";
+      break;
+    }
+    bound.push_back({name, p});
+    if (cgc_status s = cgc_context_bind(l.ctx, name.c_str(), p)) {
+      problem = name + ": bind: " + fmtStatus(s);
+      break;
+    }
+  }
+  if (problem.empty()) {
+    if (cgc_status s = cgc_run(l.ctx, graph, dims.data(), dims.size(), nullptr))
+      problem = "run: " + fmtStatus(s);
+    else if (cgc_status s = cgc_stream_synchronize(nullptr))
+      problem = "sync: " + fmtStatus(s);
+    for (const auto &[name, want] : ref)
+      if (problem.empty())
+        problem = l.readAndCompare(name, want);
+  }
+  for (const auto &[name, p] : bound) {
+    cgc_context_bind(l.ctx, name.c_str(), nullptr);
+    cudaFree(p);
+  }
+  return problem;
+}
+
+TEST(PaddedCases, InputsBoundAtTheirBucketsSize) {
+  CGC_REQUIRE_GPU();
+  auto models = paddedModels();
+  ASSERT_EQ(models.size(), 4u) << "padded/sizes.txt is not staged";
+  for (const auto &[model, sizes] : models) {
+    SCOPED_TRACE(model);
+    Loaded l;
+    ASSERT_EQ(l.open(staged().dir + "/padded/" + model + ".cgc"), "");
+    int atBucket = 0;
+    for (const std::vector<int64_t> &dims : sizes) {
+      size_t graph = 0;
+      ASSERT_EQ(cgc_engine_select_graph(l.engine, dims.data(), dims.size(), &graph), CGC_OK);
+      if (!atBuckets(l.engine, graph, dims))
+        continue;
+      std::string tag = sizeTag(l.engine, dims);
+      SCOPED_TRACE(tag);
+      TensorMap in, ref;
+      ASSERT_TRUE(readTensors(staged().dir + "/padded/in." + model + "." + tag + ".safetensors", in));
+      ASSERT_TRUE(readTensors(staged().dir + "/padded/ref." + model + "." + tag + ".safetensors", ref));
+      EXPECT_EQ(runBoundAtSize(l, graph, dims, in, ref), "");
+      ++atBucket;
+    }
+    EXPECT_GT(atBucket, 0) << "no staged size is at its graph's buckets";
+  }
+  int64_t extent = 0;
+  EXPECT_EQ(cgc_engine_graph_dim(nullptr, 0, 0, &extent), CGC_ERROR_INVALID_ARGUMENT);
 }
 
 TEST(PaddedCases, EverySizeUpToTheBoundOnOneContext) {

@@ -75,6 +75,28 @@ def check_buckets(torch, cgc, args, name, module, example, dynamic, top, say):
     x = torch.randn(5, *example[0].shape[1:], device="cuda")
     say(f"RESULT workload={name}_buckets_B5 impl=cgc_callable "
         f"us={timed(torch, lambda: fn(x), args.iters):.2f}")
+    # At a bucket's exact size the input is bound, not copied: two tensors
+    # in turn rebind the graph's nodes (node updates), and match the module.
+    xs = [torch.randn(8, *example[0].shape[1:], device="cuda") for _ in range(2)]
+    for x8 in xs:
+        fn(x8)
+    before = fn.counters()["node_updates"]
+    worst = 0.0
+    for x8 in xs:
+        with torch.no_grad():
+            w = module(x8)
+        worst = max(worst, (fn(x8) - w).abs().max().item() / (1e-4 * w.abs().max().item() + 1e-5))
+    ok = fn.counters()["node_updates"] > before and worst <= 2
+    bad += not ok
+    say(f"CHECK workload={name}_buckets_B8 bound_at_bucket_size=1 "
+        f"node_updates={fn.counters()['node_updates'] - before} worst_diff_over_tol={worst:.3g} ok={int(ok)}")
+    turn = [0]
+
+    def in_turn():
+        turn[0] ^= 1
+        fn(xs[turn[0]])
+    say(f"RESULT workload={name}_buckets_B8 impl=cgc_callable_new_input "
+        f"us={timed(torch, in_turn, args.iters):.2f}")
     return bad
 
 

@@ -146,6 +146,14 @@ size_t cgc_engine_num_dims(cgc_engine engine);
 /* Name and range of the dims passed to cgc_run, in order. */
 cgc_status cgc_engine_dim_info(cgc_engine engine, size_t index,
                                const char **name, int64_t *min, int64_t *max);
+/* The extent graph `graph` is compiled for in dim `dim`: its bucket (a
+ * padded graph, which runs any value up to it) or its `--bind-dim` value;
+ * -1 where the graph is not specialized to the dim (it runs any value up
+ * to the dim's max). A graph reads no more of an input than the input's
+ * size at these extents, so a caller's input buffer of that size can be
+ * bound for its runs (cgc_context_bind). */
+cgc_status cgc_engine_graph_dim(cgc_engine engine, size_t graph, size_t dim,
+                                int64_t *extent);
 
 /* Matrix products: library calls that cuBLASLt runs. An artifact with
  * products loads cuBLASLt (libcublasLt.so.<the major version of the cuBLAS
@@ -234,7 +242,9 @@ cgc_status cgc_context_output(cgc_context ctx, const char *name,
  * caller's device_ptr instead (kernel, memset and memcpy nodes are updated in
  * place in the instantiated graphs; a matrix product's cuBLASLt call is
  * captured again at the new address and its child graph updated). device_ptr must be 16-byte aligned
- * (256 recommended) and hold the tensor's full (maximum) size. NULL restores
+ * (256 recommended) and hold the tensor's full (maximum) size, or, for an
+ * input, its size at the dim extents (cgc_engine_graph_dim) of every graph
+ * run while it is bound. NULL restores
  * the arena storage. As with cuGraphExec*SetParams, only later runs see the
  * change: runs already enqueued keep the old pointer, which must stay valid
  * until they finish. The `dim_size` inputs cannot be bound. */

@@ -60,6 +60,11 @@ public:
     return Status::from(
         cgc_engine_select_graph(handle, dims.data(), dims.size(), &index));
   }
+  /// The extent \p graph is compiled for in \p dim, or -1 (see
+  /// cgc_engine_graph_dim).
+  Status graphDim(size_t graph, size_t dim, int64_t &extent) const {
+    return Status::from(cgc_engine_graph_dim(handle, graph, dim, &extent));
+  }
   /// Matrix products run by cuBLASLt (see cgc_engine_num_products).
   size_t numProducts() const { return cgc_engine_num_products(handle); }
   Status describeProduct(size_t index, std::string &line) const {
