@@ -9,6 +9,8 @@
 
 #include "ir/Graph.h"
 
+#include "llvm/Support/ErrorHandling.h"
+
 #include <string>
 
 namespace cgc {
@@ -18,22 +20,30 @@ struct Accumulator {
   std::string type, init, combine;
 };
 
+/// The accumulator of a sum, mean, prod, max or min over \p in elements
+/// (argmax has its own kernel).
 inline Accumulator accumulatorOf(const Node &node, DType in) {
-  Accumulator a{isFloat(in) ? "float" : in == DType::I64 ? "long long" : "int",
-                "0", "a + b"};
-  if (node.getOp() == OpKind::Prod)
-    return {a.type, "1", "a * b"};
-  bool isMax = node.getOp() == OpKind::Max, isMin = node.getOp() == OpKind::Min;
-  if (!isMax && !isMin)
-    return a;
-  a.combine = isMax ? "cgc_max(a, b)" : "cgc_min(a, b)";
-  if (isFloat(in))
-    a.init = isMax ? "-CGC_INF" : "CGC_INF";
-  else if (in == DType::I64)
-    a.init = isMax ? "(-0x7fffffffffffffffLL - 1)" : "0x7fffffffffffffffLL";
-  else
-    a.init = isMax ? "(-0x7fffffff - 1)" : "0x7fffffff";
-  return a;
+  bool wide = in == DType::I64;
+  std::string type = isFloat(in) ? "float" : wide ? "long long" : "int";
+  std::string lowest = isFloat(in) ? "-CGC_INF"
+                       : wide      ? "(-0x7fffffffffffffffLL - 1)"
+                                   : "(-0x7fffffff - 1)";
+  std::string highest = isFloat(in) ? "CGC_INF"
+                        : wide      ? "0x7fffffffffffffffLL"
+                                    : "0x7fffffff";
+  switch (node.getOp()) {
+  case OpKind::Sum: case OpKind::Mean: return {type, "0", "a + b"};
+  case OpKind::Prod: return {type, "1", "a * b"};
+  case OpKind::Max: return {type, lowest, "cgc_max(a, b)"};
+  case OpKind::Min: return {type, highest, "cgc_min(a, b)"};
+  case OpKind::ArgMax:
+    break;
+#define CGC_REDUCTION_OP(...)
+#define CGC_OP(Enum, ...) case OpKind::Enum:
+#include "ir/Ops.def"
+    break;
+  }
+  llvm_unreachable("not a sum, mean, prod, max or min");
 }
 
 /// `acc = combine(acc, VALUE);` as a statement.

@@ -20,7 +20,7 @@ namespace cgc {
 enum OpFamily : uint8_t {
   Elementwise,   ///< One result element from the same-index operands.
   Source,        ///< No operands; the result comes from attributes.
-  Reduction,     ///< sum, mean, max, min, argmax over axes.
+  Reduction,     ///< sum, mean, max, min, prod, argmax over axes.
   Scan,          ///< cumsum: running sums along one axis.
   Normalization, ///< softmax, log_softmax, layernorm: row-wise.
   Loss,          ///< mse_loss, cross_entropy.

@@ -230,8 +230,8 @@ bool TypeChecker::rowFusionBody() {
     return refuse(*parts.others.front(), "a row_fusion holds one row op");
   if (!parts.root)
     return fail("region 'body' of row_fusion must hold one row op (sum, "
-                "mean, max or min, softmax or log_softmax over the last "
-                "axis, layernorm)");
+                "mean, max, min or prod, softmax or log_softmax over the "
+                "last axis, layernorm)");
   const Node &root = *parts.root;
   for (unsigned i = 1; i < root.numOperands(); ++i)
     if (!isBodyInput(body, root.operand(i)))

@@ -18,7 +18,7 @@ namespace cgc {
 /// softmax or log_softmax over the innermost axis.
 bool isInnermostSoftmax(const Node &node);
 
-/// An op a row_fusion may hold as its row op: sum, mean, max or min,
+/// An op a row_fusion may hold as its row op: sum, mean, max, min or prod,
 /// softmax or log_softmax over the innermost axis, layernorm.
 bool isRowOp(const Node &node);
 

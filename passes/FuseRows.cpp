@@ -1,7 +1,7 @@
 //===- FuseRows.cpp - Fold elementwise ops into the row ops around them ----===//
 //
 // Algorithm: for each row op that runs as one row kernel reading its input
-// once (rowReadOnce: a sum, mean, max or min over trailing dims that does
+// once (rowReadOnce: a sum, mean, max, min or prod over trailing dims that does
 // not split, softmax or log_softmax over the innermost axis and layernorm,
 // the last three with rows that fit registers), in node order, regions of
 // `if` and `while` first:

@@ -242,7 +242,7 @@ Verdict SelectionRewriter::classifyRows(const Node &n) const {
                                                     : end();
   }
   if (op == OpKind::Sum || op == OpKind::Mean || op == OpKind::Max ||
-      op == OpKind::Min)
+      op == OpKind::Min || op == OpKind::Prod)
     return reduction(n, Shape::Rows);
   if (n.info().has(Elementwise))
     return elementwise(n, Shape::Rows);

@@ -31,7 +31,7 @@
 
 namespace cgc {
 
-/// A sum, mean, max or min of a static tensor whose reduced dims form one
+/// A sum, mean, max, min or prod of a static tensor whose reduced dims form one
 /// run, viewed as [outer, length, inner] reduced over the middle: rows
 /// when inner = 1, columns otherwise.
 struct ReducedRun {
@@ -55,7 +55,7 @@ struct ReductionSplit {
   unsigned partialBytes = 0; ///< Per partial (the accumulator's size).
 };
 
-/// How \p node (a sum, mean, max or min over the trailing dims of a
+/// How \p node (a sum, mean, max, min or prod over the trailing dims of a
 /// static tensor) splits; chunks = 0 for every other node.
 ReductionSplit reductionSplit(const Node &node);
 
@@ -108,15 +108,15 @@ struct ColumnSplit {
 constexpr int64_t kColumnTargetBlocks = 264;
 constexpr int64_t kColumnMinChunkRows = 64;
 
-/// How \p node (a sum, mean, max or min) reduces columns; chunks = 0 when
+/// How \p node (a sum, mean, max, min or prod) reduces columns; chunks = 0 when
 /// it reduces rows or other dims.
 ColumnSplit columnSplit(const Node &node);
 
-/// The schedule of row op \p node (static): a sum, mean, max or min with
+/// The schedule of row op \p node (static): a sum, mean, max, min or prod with
 /// a reducedRun, softmax or log_softmax over the innermost axis, layernorm.
 RowSchedule rowScheduleOf(const Node &node);
 /// Whether \p node runs as one row kernel that reads each input element
-/// once: a sum, mean, max or min over trailing dims that does not split,
+/// once: a sum, mean, max, min or prod over trailing dims that does not split,
 /// or softmax, log_softmax (innermost axis) or layernorm whose rows fit
 /// registers. fuse-rows folds a prologue only into these.
 bool rowReadOnce(const Node &node);

@@ -17,11 +17,12 @@ def from_onnx(path_or_model, **options):
     return onnx_to_ir(model, **options)
 
 
-def export(module, example_args, path, dynamic_shapes=None, example_kwargs=None, buckets=None):
+def export(module, example_args, path, dynamic_shapes=None, example_kwargs=None, *, buckets=None):
     """Exports a torch module with torch.export into the IR at `path`;
     `buckets` ({dim name: [extents]}) compiles a dynamic dim per bucket."""
     from .torch_export import export as torch_export
-    return torch_export(module, example_args, path, dynamic_shapes, example_kwargs, buckets)
+    return torch_export(module, example_args, path, dynamic_shapes, example_kwargs,
+                        buckets=buckets)
 
 
 def load(path, device=None):
@@ -37,7 +38,8 @@ def compile_file(source, output, flags=(), cgc=None):
 
 
 def compile(module, example_args, path=None, dynamic_shapes=None, cgc=None, flags=(),  # noqa: A001
-            buckets=None):
+            *, buckets=None):
     """cgc.export + the `cgc` tool + cgc.load: a callable on torch tensors."""
     from .runtime import compile as runtime_compile
-    return runtime_compile(module, example_args, path, dynamic_shapes, cgc, flags, buckets)
+    return runtime_compile(module, example_args, path, dynamic_shapes, cgc, flags,
+                           buckets=buckets)

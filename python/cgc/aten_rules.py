@@ -27,7 +27,7 @@ for _aten, _cgc in {"relu": "relu", "tanh": "tanh", "sigmoid": "sigmoid", "exp":
     ATEN[_aten] = unary(_cgc)
 
 
-def integral(op):
+def identity_on_integers(op):
     """floor, ceil and round: the identity on integer tensors, as in PyTorch."""
     def fn(e, n):
         x = e.operand(n.args[0])
@@ -36,7 +36,7 @@ def integral(op):
 
 
 for _aten in ("floor", "ceil", "round"):
-    ATEN[_aten] = integral(_aten)
+    ATEN[_aten] = identity_on_integers(_aten)
 
 
 COMPARISONS = {"eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or"}

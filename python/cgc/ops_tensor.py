@@ -156,7 +156,14 @@ RULES["ReduceSum"] = reduction("sum")
 RULES["ReduceMean"] = reduction("mean")
 RULES["ReduceMax"] = reduction("max")
 RULES["ReduceMin"] = reduction("min")
-RULES["ReduceProd"] = reduction("prod")
+
+
+def float_input(ctx, x):
+    need_float(ctx, x, "the input of ReduceProd")
+    return x
+
+
+RULES["ReduceProd"] = reduction("prod", pre=float_input)
 RULES["ReduceSumSquare"] = reduction("sum", pre=lambda ctx, x: ctx.g.op("mul", [x, x]))
 RULES["ReduceL1"] = reduction("sum", pre=lambda ctx, x: ctx.g.op("abs", [x]))
 RULES["ReduceL2"] = reduction("sum", pre=lambda ctx, x: ctx.g.op("mul", [x, x]),

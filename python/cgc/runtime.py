@@ -102,6 +102,8 @@ class Artifact(_native.Runner):
         if len(args) != len(self.inputs):
             raise TypeError(f"expected {len(self.inputs)} inputs "
                             f"({', '.join(t['name'] for t in self.inputs)}), got {len(args)}")
+        if not isinstance(fresh_outputs, bool):
+            raise TypeError(f"fresh_outputs must be True or False, got {fresh_outputs!r}")
         values = self._dims_of(args)
         if tuple(values) != self.last_dims:  # A new size: its graph.
             self.graph, self.last_dims = self._select_graph(values), tuple(values)
@@ -239,7 +241,7 @@ def compile_file(source, output, flags=(), cgc=None):
 
 
 def compile(module, example_args, path=None, dynamic_shapes=None, cgc=None, flags=(),  # noqa: A001
-            buckets=None):
+            *, buckets=None):
     """Exports `module` (cgc.export), compiles it with the `cgc` driver and
     loads the artifact: a callable on torch CUDA tensors."""
     import shutil

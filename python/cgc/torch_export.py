@@ -12,6 +12,7 @@ ops (aten_rules.py); one with no mapping is refused by name, with the
 user's source line.
 """
 import json
+import operator
 import os
 
 from .aten_rules import ATEN, PLAIN_OVERLOADS
@@ -25,15 +26,15 @@ DTYPE = {"torch.float32": "f32", "torch.float16": "f16", "torch.bfloat16": "bf16
 IR_KEYS = ("format_version", "name", "dims", "weights_file", "inputs", "nodes", "outputs")
 
 
-def export(module, example_args, path, dynamic_shapes=None, example_kwargs=None, buckets=None):
+def export(module, example_args, path, dynamic_shapes=None, example_kwargs=None, *, buckets=None):
     """Exports `module` on `example_args` with torch.export and writes the
     IR to `path` (and its weights beside it). Returns the IR dict."""
     from .torch_capture import capture
     record, weights = capture(module, example_args, dynamic_shapes, example_kwargs)
-    return lower_record(record, weights, path, buckets)
+    return lower_record(record, weights, path, buckets=buckets)
 
 
-def lower_record(record, weights, path, buckets=None):
+def lower_record(record, weights, path, *, buckets=None):
     """Writes the IR of a program record (torch_record.py) to `path`, and
     the values of the weights it reads (`weights`: NumPy arrays by
     state_dict name) to a safetensors file beside it. `buckets`: extents
@@ -60,13 +61,17 @@ def set_buckets(dims, buckets):
     """Gives each dim named in `buckets` its bucket extents (docs/ir.md: a
     call runs the graph of the smallest bucket that holds its size): sorted,
     within the dim's [min, max], with max added when missing."""
-    for name, extents in buckets.items():
+    if not isinstance(buckets, dict):
+        raise ValueError(f"buckets must be a dict of dim name to extents, got {buckets!r}")
+    for name, given in buckets.items():
         dim = dims.get(name)
         if dim is None:
             raise ValueError(f"buckets for '{name}': the export has no dim of that name "
                              f"(its dims: {', '.join(dims) or 'none'})")
-        if any(isinstance(v, bool) or not isinstance(v, int) for v in extents):
-            raise ValueError(f"buckets for '{name}': {list(extents)} are not all integers")
+        if not isinstance(given, (list, tuple)) or \
+                any(isinstance(v, bool) or not hasattr(v, "__index__") for v in given):
+            raise ValueError(f"buckets for '{name}': {given!r} is not a list of integers")
+        extents = [operator.index(v) for v in given]
         outside = sorted(v for v in extents if not dim["min"] <= v <= dim["max"])
         if outside:
             raise ValueError(f"buckets for '{name}': {outside} outside the dim's range "

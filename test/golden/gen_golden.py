@@ -327,6 +327,15 @@ def gen_reductions():
                                   ("long_row", (1, 65536), [1])):
             x = rand(shape, "f32", 0.999, 1.001)
             one_op(f"prod_f32_{name}", "prod", [("x", "f32", x)], {"axes": axes}, np.prod(x, axis=tuple(axes)), "f32")
+        # Half-precision rows with an elementwise op before the product (a
+        # fused prologue on the GPU, which does not round exp to the dtype).
+        for dt in ("f16", "bf16"):
+            x = rand((4, 256), dt, -0.01, 0.01)
+            e = round_to(dt, np.exp(x))
+            emit(f"prod_{dt}_exp_rows", [("x", dt, x)],
+                 [{"name": "e", "op": "exp", "inputs": ["x"]},
+                  {"name": "r", "op": "prod", "inputs": ["e"], "attrs": {"axes": [1]}}],
+                 [("r", dt, np.prod(e, axis=1))])
         one_op("max_nan", "max", [("x", "f32", np.array([[1.0, np.nan], [2.0, 3.0]]))], {"axes": [1]},
                np.array([np.nan, 3.0]), "f32")
     x = np.array([[1.0, 3.0, 3.0, 2.0], [5.0, 1.0, 5.0, 5.0], [-1.0, -2.0, -3.0, -1.0]])

@@ -67,7 +67,7 @@ def check_buckets(record, weights, dims, cgc_opt, folder):
     raise ValueError with their message."""
     path = os.path.join(folder, "bucketed.json")
     asked = {d["name"]: [d["min"] + (d["max"] - d["min"]) // 2, d["min"]] for d in dims}
-    ir = lower_record(record, weights, path, asked)
+    ir = lower_record(record, weights, path, buckets=asked)
     for d in ir["dims"]:
         want = sorted(set(asked[d["name"]]) | {d["max"]})
         if d.get("buckets") != want:
@@ -79,9 +79,11 @@ def check_buckets(record, weights, dims, cgc_opt, folder):
     first = dims[0]
     for bad, message in (({"nothing": [1]}, "buckets for 'nothing': the export has no dim"),
                          ({first["name"]: [first["max"] + 1]}, "outside the dim's range"),
-                         ({first["name"]: [1.5]}, "are not all integers")):
+                         ({first["name"]: [1.5]}, "is not a list of integers"),
+                         ({first["name"]: 8}, "is not a list of integers"),
+                         ([8], "must be a dict")):
         try:
-            lower_record(record, weights, path, bad)
+            lower_record(record, weights, path, buckets=bad)
             return f"buckets {bad} lowered; expected: {message}"
         except ValueError as e:
             if message not in str(e):
