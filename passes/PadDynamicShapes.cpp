@@ -241,9 +241,12 @@ bool PadDynamicShapesPass::rewriteReduction(Node &n) {
     replaced.push_back(&n);
     return true;
   }
-  default:
-    llvm_unreachable("a reduction");
+#define CGC_REDUCTION_OP(...)
+#define CGC_OP(Enum, ...) case OpKind::Enum:
+#include "ir/Ops.def"
+    break;
   }
+  llvm_unreachable("a reduction");
 }
 
 bool PadDynamicShapesPass::rewriteMseLoss(Node &n) {
@@ -414,10 +417,17 @@ bool PadDynamicShapesPass::rewrite(Node &n, std::string &why) {
                      "would interleave with real elements)",
                false;
       return true;
-    default:
-      return true; // embedding and one_hot (their padded indices give
-                   // padding), transpose, broadcast_to, slice and concat (of
-                   // static dims: their type rules)
+    case OpKind::Embedding: case OpKind::OneHot:
+      return true; // Their padded indices give padding.
+    case OpKind::Transpose: case OpKind::BroadcastTo: case OpKind::Slice:
+    case OpKind::Concat:
+      return true; // Of static dims only (their type rules).
+    case OpKind::PadPacked: case OpKind::PackPadded:
+      return true; // This pass's own layout changes.
+#define CGC_MOVEMENT_OP(...)
+#define CGC_OP(Enum, ...) case OpKind::Enum:
+#include "ir/Ops.def"
+      llvm_unreachable("not a movement op");
     }
   case Random:
     for (unsigned a = 1; a < x.rank(); ++a)
