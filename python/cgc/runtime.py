@@ -17,9 +17,9 @@ torch.cuda.graph's are: clone what you keep); `fresh_outputs=True` returns
 clones of them (one device copy each, on the stream).
 
 The extension's __call__ does every call at dim values an earlier call
-ran (binding full-size inputs, copying smaller ones on the stream) itself;
-this module's `_slow_call` does the rest and tells the extension what to
-repeat at those dims (Runner.remember).
+ran (binding inputs of their graph's size, copying smaller ones on the
+stream) itself; this module's `_slow_call` does the rest and tells the
+extension what to repeat at those dims (Runner.remember).
 """
 import os
 

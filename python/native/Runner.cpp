@@ -12,8 +12,8 @@
 // stream: the graph reads whole buckets),
 // replays that graph on torch's current stream and returns the output views
 // that slow call remembered (with fresh_outputs=True, their clones). Anything
-// else (a first call, new dim values, a full-size input inside an output
-// buffer, a wrong argument) goes to the Python subclass's `_slow_call`,
+// else (a first call, new dim values, an input to be bound that lies inside
+// an output buffer, a wrong argument) goes to the Python subclass's `_slow_call`,
 // which checks, explains errors, copies and picks graphs
 // (python/cgc/runtime.py). The fast path allocates nothing but the clones
 // asked for; it calls into Python only for each tensor's dtype, shape,
