@@ -65,6 +65,26 @@ std::string sizeTag(cgc_engine engine, const std::vector<int64_t> &dims) {
   return tag;
 }
 
+/// The staged padded models, each loaded into \p l in turn for \p visit.
+template <class Visit> void forEachPaddedModel(Visit visit) {
+  auto models = paddedModels();
+  ASSERT_EQ(models.size(), 4u) << "padded/sizes.txt is not staged";
+  for (const auto &[model, sizes] : models) {
+    SCOPED_TRACE(model);
+    Loaded l;
+    ASSERT_EQ(l.open(staged().dir + "/padded/" + model + ".cgc"), "");
+    visit(model, sizes, l);
+  }
+}
+
+/// The staged inputs and interpreter results of \p model at size \p tag.
+void readSize(const std::string &model, const std::string &tag, TensorMap &in,
+              TensorMap &ref) {
+  std::string at = staged().dir + "/padded/";
+  ASSERT_TRUE(readTensors(at + "in." + model + "." + tag + ".safetensors", in));
+  ASSERT_TRUE(readTensors(at + "ref." + model + "." + tag + ".safetensors", ref));
+}
+
 /// Runs \p l at \p dims on its inputs \p in; compares with \p ref.
 std::string runAtSize(Loaded &l, const std::vector<int64_t> &dims,
                       const TensorMap &in, const TensorMap &ref) {
@@ -149,12 +169,7 @@ std::string runBoundAtSize(Loaded &l, size_t graph, const std::vector<int64_t> &
 
 TEST(PaddedCases, InputsBoundAtTheirBucketsSize) {
   CGC_REQUIRE_GPU();
-  auto models = paddedModels();
-  ASSERT_EQ(models.size(), 4u) << "padded/sizes.txt is not staged";
-  for (const auto &[model, sizes] : models) {
-    SCOPED_TRACE(model);
-    Loaded l;
-    ASSERT_EQ(l.open(staged().dir + "/padded/" + model + ".cgc"), "");
+  forEachPaddedModel([](const std::string &model, const Sizes &sizes, Loaded &l) {
     int atBucket = 0;
     for (const std::vector<int64_t> &dims : sizes) {
       size_t graph = 0;
@@ -164,25 +179,19 @@ TEST(PaddedCases, InputsBoundAtTheirBucketsSize) {
       std::string tag = sizeTag(l.engine, dims);
       SCOPED_TRACE(tag);
       TensorMap in, ref;
-      ASSERT_TRUE(readTensors(staged().dir + "/padded/in." + model + "." + tag + ".safetensors", in));
-      ASSERT_TRUE(readTensors(staged().dir + "/padded/ref." + model + "." + tag + ".safetensors", ref));
+      readSize(model, tag, in, ref);
       EXPECT_EQ(runBoundAtSize(l, graph, dims, in, ref), "");
       ++atBucket;
     }
     EXPECT_GT(atBucket, 0) << "no staged size is at its graph's buckets";
-  }
+  });
   int64_t extent = 0;
   EXPECT_EQ(cgc_engine_graph_dim(nullptr, 0, 0, &extent), CGC_ERROR_INVALID_ARGUMENT);
 }
 
 TEST(PaddedCases, EverySizeUpToTheBoundOnOneContext) {
   CGC_REQUIRE_GPU();
-  auto models = paddedModels();
-  ASSERT_EQ(models.size(), 4u) << "padded/sizes.txt is not staged";
-  for (const auto &[model, sizes] : models) {
-    SCOPED_TRACE(model);
-    Loaded l;
-    ASSERT_EQ(l.open(staged().dir + "/padded/" + model + ".cgc"), "");
+  forEachPaddedModel([](const std::string &model, const Sizes &sizes, Loaded &l) {
     // Largest first, then the rest from the smallest (every bucket is
     // entered from a larger one's graph and from a smaller one's).
     Sizes order{sizes.back()};
@@ -194,8 +203,7 @@ TEST(PaddedCases, EverySizeUpToTheBoundOnOneContext) {
       std::string tag = sizeTag(l.engine, dims);
       SCOPED_TRACE(tag);
       TensorMap in, ref;
-      ASSERT_TRUE(readTensors(staged().dir + "/padded/in." + model + "." + tag + ".safetensors", in));
-      ASSERT_TRUE(readTensors(staged().dir + "/padded/ref." + model + "." + tag + ".safetensors", ref));
+      readSize(model, tag, in, ref);
       EXPECT_EQ(runAtSize(l, dims, in, ref), "");
     }
     ASSERT_EQ(cgc_context_counters(l.ctx, &after), CGC_OK);
@@ -216,7 +224,7 @@ TEST(PaddedCases, EverySizeUpToTheBoundOnOneContext) {
     EXPECT_NE(std::string(cgc_last_error()).find("out of range"),
               std::string::npos)
         << cgc_last_error();
-  }
+  });
 }
 
 } // namespace
