@@ -122,7 +122,7 @@ static bool lowerUnit(CompiledGraph &unit, const CompileOptions &options,
                       DiagnosticEngine &diag) {
   PassContext ctx{diag, unit.dims};
   ctx.layout = layout;
-  ctx.productPolicy = options.productPolicy;
+  ctx.target = targetFor(options.arch, options.productPolicy);
   if (!runDefaultPipeline(*unit.ir, options, ctx))
     return false;
   PhaseTimer timer(options.times, "lower graph '" + unit.name + "'");
@@ -234,7 +234,6 @@ bool cgc::lowerModel(Graph &model, const CompileOptions &requested,
   if (!checkBindings(model, requested, diag))
     return false;
   out.program.allowTf32 = requested.allowTf32;
-  out.program.productPolicy = requested.productPolicy;
   out.program.batchKernels = requested.fuse;
   out.program.multiprocessors = multiprocessorsOf(requested.arch);
   if (requested.train)

@@ -17,6 +17,7 @@
 #include "codegen/Nvrtc.h"
 #include "codegen/Program.h"
 #include "passes/Pass.h"
+#include "target/Target.h"
 
 #include <chrono>
 #include <map>
@@ -59,7 +60,8 @@ struct CompileOptions {
   /// f32 products may run on TF32 tensor cores (recorded per product in
   /// the artifact). Off by default: f32 means full fp32.
   bool allowTf32 = false;
-  /// Every product cuBLASLt can run goes to cuBLASLt (`--library-products`).
+  /// Who decides how products run (`--library-products`,
+  /// `--tiled-products`); the schedule pass's target takes it.
   ProductPolicy productPolicy = ProductPolicy::CostRule;
   /// Symbolic dims to specialize, each with the values to compile a graph
   /// for (`--bind-dim B=8,16,64`); the artifact gets one graph per

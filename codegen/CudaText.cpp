@@ -132,13 +132,6 @@ std::string cgc::addScratchParam(Kernel &kernel, const Storage &storage,
   return "p" + std::to_string(kernel.params.size() - 1);
 }
 
-uint32_t cgc::residentGrid(int64_t blocks, unsigned threadsPerBlock,
-                           unsigned multiprocessors) {
-  int64_t resident = int64_t(multiprocessors) * (kThreadsPerMultiprocessor /
-                                                 std::max(threadsPerBlock, 1u));
-  return uint32_t(std::clamp<int64_t>(blocks, 1, std::max<int64_t>(resident, 1)));
-}
-
 std::string cgc::kernelOpening(const Kernel &kernel, unsigned blockSize) {
   return kernelSignature(kernel, blockSize) + kWaitForProducers;
 }

@@ -51,13 +51,6 @@ std::string addParam(Kernel &kernel, const Value *value, bool written);
 /// Adds a pointer to a scratch buffer of C type \p type; returns its name.
 std::string addScratchParam(Kernel &kernel, const Storage &storage,
                             bool written, const std::string &type);
-/// Resident threads per multiprocessor (sm_70 to sm_120: 2048, or 1536 on
-/// consumer parts, where a grid of this many is still one short wave).
-constexpr unsigned kThreadsPerMultiprocessor = 2048;
-/// The grid of a grid-stride kernel that needs \p blocks blocks: at most
-/// one full wave of the target's \p multiprocessors.
-uint32_t residentGrid(int64_t blocks, unsigned threadsPerBlock,
-                      unsigned multiprocessors);
 /// Grid size for \p work items handled \p perBlock at a time.
 uint32_t gridFor(int64_t work, int64_t perBlock);
 /// A grid-stride loop header over [0, n) with variable \p var.

@@ -3,7 +3,7 @@
 // Each emitter fills a Kernel (whose name the caller has set) with its
 // source, parameters and launch configuration. Pointwise kernels run one
 // thread per element (or per 16-byte vector) in a grid-stride loop;
-// row-wise kernels take a shape class from passes/ReductionRule.h
+// row-wise kernels take the shape class their schedule record gives
 // (RowEmitter.cpp) or run one block per output row (ReduceEmitter.cpp);
 // small matrix products run a warp per output column (ProductEmitter.cpp)
 // or 32x32 tiles per block (TiledProductEmitter.cpp).
@@ -13,8 +13,8 @@
 #define CGC_CODEGEN_EMITTERS_H
 
 #include "codegen/Program.h"
-#include "passes/ReductionRule.h"
-#include "passes/VectorRule.h"
+#include "target/Problem.h"
+#include "target/VectorRule.h"
 
 #include "llvm/ADT/DenseMap.h"
 
@@ -62,27 +62,23 @@ vectorBody(const Node &owner, const PointwiseParts &parts, const Shape &iter,
 void emitPointwise(const Node &node, Kernel &kernel);
 /// sum, mean, max, min, argmax and cumsum.
 void emitReduction(const Node &node, Kernel &kernel);
-/// The two kernels of a reduction over few long rows
-/// (passes/ReductionRule.h): \p phase1 writes the partials into
-/// \p partials, \p phase2 combines them into the result.
+/// The two kernels of a reduction over few long rows (a split_rows
+/// record): \p phase1 writes the partials into \p partials, \p phase2
+/// combines them into the result.
 void emitSplitReduction(const Node &node, const ReductionSplit &split,
                         const Storage &partials, Kernel &phase1,
                         Kernel &phase2);
-/// Whether \p node runs on a row schedule (RowEmitter.cpp): a sum, mean,
-/// max or min over trailing dims or over columns, softmax or log_softmax
-/// over the innermost axis, layernorm, cross_entropy, row_fusion.
-bool hasRowSchedule(const Node &node);
-/// The kernels of such a node: \p second (and \p scratch, plan-memory's
-/// phaseScratchBytes) only for split reductions, column splits and
-/// reduced cross_entropy.
-/// Grids take one wave of \p multiprocessors.
+/// The kernels of a node that runs on rows (target/Scheduler.h's
+/// runsOnRows), as its \p record says: \p second (and \p scratch, the
+/// record's scratch) only for split reductions, column splits and reduced
+/// cross_entropy. A column combine's grid takes one wave of
+/// \p multiprocessors.
 /// A row_fusion runs its prologue where the kernel loads the row and its
 /// epilogue where it stores; false, with \p why, for one codegen cannot
-/// run that way (its row op reads rows more than once, or an operand
-/// fits no vectorRead pattern).
-bool emitRowKernels(const Node &node, const Storage *scratch,
-                    unsigned multiprocessors, Kernel &first, Kernel *second,
-                    std::string &why);
+/// run that way (an operand fits no vectorRead pattern).
+bool emitRowKernels(const Node &node, const Schedule &record,
+                    const Storage *scratch, unsigned multiprocessors,
+                    Kernel &first, Kernel *second, std::string &why);
 /// softmax and log_softmax over a non-innermost axis.
 void emitNormalization(const Node &node, Kernel &kernel);
 /// mse_loss.

@@ -88,22 +88,19 @@ static std::string sanitize(llvm::StringRef text) {
 
 /// Chooses the emitter by op family; false when codegen does not handle
 /// the family yet (a located error follows).
-static bool emitKernel(const Node &node, const Program &program,
-                       Kernel &kernel) {
+static bool emitKernel(const Node &node, Kernel &kernel) {
   switch (node.info().family) {
   case Elementwise: case Source:
     emitPointwise(node, kernel);
     return true;
   case Fused:
     if (node.getOp() == OpKind::ProductFusion)
-      emitProductKernel(productParts(node), program.productPolicy,
-                        program.multiprocessors, kernel);
+      emitProductKernel(productParts(node), *node.schedule(), kernel);
     else
       emitPointwise(node, kernel);
     return true;
   case MatMul:
-    emitProductKernel(productParts(node), program.productPolicy,
-                        program.multiprocessors, kernel);
+    emitProductKernel(productParts(node), *node.schedule(), kernel);
     return true;
   case Random: emitPointwise(node, kernel); return true;
   case Reduction: case Scan: emitReduction(node, kernel); return true;
@@ -205,39 +202,19 @@ void Lowerer::lowerNode(const Node &node, StepGraph &out) {
     addMemset(storageOf(node.result()), &node, out);
     return;
   }
-  if (hasRowSchedule(node))
+  if (needsSchedule(node) && !node.schedule()) {
+    diag.nodeError(node, "has no schedule record; codegen runs heavy nodes "
+                         "as their records say (run the 'schedule' pass)");
+    ok = false;
+    return;
+  }
+  if (runsOnRows(node))
     return lowerRowNode(node, out);
   if (isProductNode(node)) {
     if (node.result()->getType().numElements() == 0)
       return; // Nothing to compute.
-    ProductParts parts = productParts(node);
-    if (parts.problem.k == 0 &&
-        productStrategy(parts.problem, program.productPolicy) ==
-            ProductStrategy::Library) {
-      diag.nodeError(node, "a product with an empty contraction (k = 0) and "
-                           "more than " +
-                               std::to_string(kGeneratedProductMaxRows) +
-                               " rows or a batch is not supported by codegen "
-                               "yet");
-      ok = false;
-      return;
-    }
-    if (productStrategy(parts.problem, program.productPolicy) ==
-            ProductStrategy::Library)
-      return lowerLibraryProduct(node, parts, out);
-    if (parts.inputNorm &&
-        !fusesInputLayerNorm(parts.problem, program.productPolicy)) {
-      diag.nodeError(node, "the input layernorm of this product needs " +
-                               std::to_string(parts.problem.m * parts.problem.k *
-                                              dtypeSize(parts.problem.dtype)) +
-                               " bytes of rows in shared memory, more than "
-                               "the " +
-                               std::to_string(kNormalizedInputMaxBytes) +
-                               " a generated product takes; keep the "
-                               "layernorm outside the product_fusion");
-      ok = false;
-      return;
-    }
+    if (node.schedule()->strategy == Strategy::LibraryProduct)
+      return lowerLibraryProduct(node, productParts(node), out);
   }
   Kernel kernel;
   kernel.node = &node;
@@ -247,7 +224,7 @@ void Lowerer::lowerNode(const Node &node, StepGraph &out) {
       : node.getOp() == OpKind::ProductFusion
           ? "product_" + sanitize(node.getName())
           : sanitize(mnemonic(node.getOp())) + "_" + sanitize(node.getName()));
-  if (!emitKernel(node, program, kernel)) {
+  if (!emitKernel(node, kernel)) {
     diag.nodeError(node, "'" + mnemonic(node.getOp()) +
                              "' is not supported by codegen yet");
     ok = false;
@@ -259,16 +236,11 @@ void Lowerer::lowerNode(const Node &node, StepGraph &out) {
 }
 
 void Lowerer::lowerRowNode(const Node &node, StepGraph &out) {
+  const Schedule &record = *node.schedule();
   const Storage *scratch = nullptr;
   Storage scratchStorage;
-  if (phaseScratchBytes(node)) {
-    if (!plan.reductionPartials.count(&node)) {
-      diag.nodeError(node, "internal error: plan-memory reserved no scratch "
-                           "for this two-phase kernel");
-      ok = false;
-      return;
-    }
-    scratchStorage = bufferStorage(plan.reductionPartials.lookup(&node));
+  if (record[ScheduleField::Scratch]) {
+    scratchStorage = bufferStorage(plan.scratch.lookup(&node));
     scratch = &scratchStorage;
   }
   Kernel kernels[2];
@@ -281,8 +253,8 @@ void Lowerer::lowerRowNode(const Node &node, StepGraph &out) {
   for (Kernel &k : kernels)
     k.node = &node;
   std::string why;
-  if (!emitRowKernels(node, scratch, program.multiprocessors, kernels[0],
-                      scratch ? &kernels[1] : nullptr, why)) {
+  if (!emitRowKernels(node, record, scratch, program.multiprocessors,
+                      kernels[0], scratch ? &kernels[1] : nullptr, why)) {
     diag.nodeError(node, "cannot run as one row kernel: " + why);
     ok = false;
     return;
@@ -350,18 +322,4 @@ std::string cgc::programSource(const Program &program,
     text += "\n" + k.source;
   }
   return text;
-}
-
-unsigned cgc::multiprocessorsOf(const std::string &arch) {
-  // (compute capability, multiprocessors of its largest part): V100, T4,
-  // A100, A40, L40S, H100/H200, B200, RTX PRO 6000.
-  static const std::pair<unsigned, unsigned> table[] = {
-      {70, 80}, {75, 40}, {80, 108}, {86, 84},
-      {89, 142}, {90, 132}, {100, 148}, {120, 188}};
-  unsigned cc = unsigned(std::strtoul(arch.c_str() + 3, nullptr, 10));
-  unsigned count = table[0].second;
-  for (const auto &[capability, sms] : table)
-    if (capability <= cc)
-      count = sms;
-  return count;
 }

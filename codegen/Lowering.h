@@ -10,7 +10,7 @@
 #define CGC_CODEGEN_LOWERING_H
 
 #include "codegen/Program.h"
-#include "passes/ReductionRule.h"
+#include "target/Scheduler.h"
 
 #include <array>
 
@@ -39,8 +39,8 @@ private:
   void lowerNodes(const Graph &g, StepGraph &out);
   void lowerNode(const Node &n, StepGraph &out);
   void lowerIf(const Node &n, StepGraph &out);
-  /// A node on a row schedule (passes/ReductionRule.h): one kernel, or
-  /// two with scratch between.
+  /// A node that runs on rows (its record: rows, split_rows or columns):
+  /// one kernel, or two with scratch between.
   void lowerRowNode(const Node &n, StepGraph &out);
   void lowerWhile(const Node &n, StepGraph &out);
   /// A product whose strategy is Library: one or more cuBLASLt steps

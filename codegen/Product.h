@@ -11,8 +11,7 @@
 #define CGC_CODEGEN_PRODUCT_H
 
 #include "codegen/Program.h"
-#include "passes/ProductRule.h"
-
+#include "target/Scheduler.h"
 
 namespace cgc {
 
@@ -34,22 +33,16 @@ struct ProductParts {
 /// Reads a `matmul`, `linear` or `product_fusion` node.
 ProductParts productParts(const Node &node);
 
-/// Whether \p node is lowered as a product.
-inline bool isProductNode(const Node &node) {
-  return node.info().has(MatMul) || node.getOp() == OpKind::ProductFusion;
-}
-
-/// The generated kernel of a product whose strategy is Generated: a warp
-/// per output column (ProductEmitter.cpp).
-void emitProduct(const ProductParts &parts, Kernel &kernel);
-/// The generated kernel of a product whose strategy is Tiled
-/// (TiledProductEmitter.cpp).
-void emitTiledProduct(const ProductParts &parts, unsigned multiprocessors,
+/// The generated kernel of a generated_product record: a warp per output
+/// column (ProductEmitter.cpp).
+void emitProduct(const ProductParts &parts, const Schedule &record,
+                 Kernel &kernel);
+/// The generated kernel of a tiled_product record (TiledProductEmitter.cpp).
+void emitTiledProduct(const ProductParts &parts, const Schedule &record,
                       Kernel &kernel);
-/// The kernel of a product that \p policy does not give to cuBLASLt, for a
-/// GPU of \p multiprocessors SMs.
-void emitProductKernel(const ProductParts &parts, ProductPolicy policy,
-                       unsigned multiprocessors, Kernel &kernel);
+/// The kernel of a product whose \p record does not give it to cuBLASLt.
+void emitProductKernel(const ProductParts &parts, const Schedule &record,
+                       Kernel &kernel);
 
 } // namespace cgc
 

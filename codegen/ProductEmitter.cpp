@@ -1,6 +1,6 @@
 //===- ProductEmitter.cpp - The generated kernel of a small product ---------===//
 //
-// For products with few rows (ProductRule.h): out[m, n] = sum_k x[m, k] *
+// For products with few rows (a generated_product record): out[m, n] = sum_k x[m, k] *
 // w[n, k], then the epilogue. One warp per output column n: its lanes read
 // the weight row w[n, :] once, 16 bytes per load (4 f32 or 8 f16/bf16
 // elements) when rows are 16-byte aligned, and the M <= 16 rows of x (hot in
@@ -18,19 +18,16 @@
 
 using namespace cgc;
 
+/// A generated_product record's block (the scheduler checks it): eight
+/// warps, one output column each.
 static const unsigned Block = 256;
 static const unsigned WarpsPerBlock = Block / 32;
 
-/// Elements per 16-byte load, or 1 when rows are not 16-byte aligned.
-static int64_t vectorWidth(const ProductProblem &p) {
-  int64_t elem = dtypeSize(p.dtype);
-  return (p.k * elem) % 16 == 0 ? 16 / elem : 1;
-}
-
-static std::string dotLoop(const ProductProblem &p, const std::string &x,
-                           const std::string &w) {
+/// The dot loop over weight chunks of \p v elements (the record's vector:
+/// 16 bytes, or 1 when rows are not 16-byte aligned).
+static std::string dotLoop(const ProductProblem &p, int64_t v,
+                           const std::string &x, const std::string &w) {
   std::string K = std::to_string(p.k) + "LL", M = std::to_string(p.m);
-  int64_t v = vectorWidth(p);
   if (v == 1)
     return "  for (long long k = lane; k < " + K + "; k += 32) {\n"
            "    float wk = cgc_ld(wrow, k);\n"
@@ -50,11 +47,11 @@ static std::string dotLoop(const ProductProblem &p, const std::string &x,
 }
 
 /// The dot loop over weight chunks already in registers (wpre).
-static std::string prefetchedDotLoop(const ProductProblem &p,
+static std::string prefetchedDotLoop(const ProductProblem &p, int64_t v,
                                      const std::string &x, const std::string &w,
                                      int64_t chunks) {
   std::string K = std::to_string(p.k) + "LL", M = std::to_string(p.m);
-  std::string V = std::to_string(vectorWidth(p));
+  std::string V = std::to_string(v);
   return "#pragma unroll\n  for (int c = 0; c < " + std::to_string(chunks) + "; ++c) {\n"
          "    const long long k = (lane + 32LL * c) * " + V + ";\n"
          "    if (k >= " + K + ") break;\n"
@@ -190,15 +187,17 @@ bool isConstantWeight(const Value *v, const Node &user) {
 }
 
 /// Chunks of the weight row each lane loads ahead (16 bytes each), or 0.
-int64_t prefetchChunks(const ProductProblem &p) {
-  int64_t v = vectorWidth(p);
+int64_t prefetchChunks(const ProductProblem &p, int64_t v) {
   int64_t chunks = (p.k + 32 * v - 1) / (32 * v);
   return v > 1 && chunks <= 8 ? chunks : 0;
 }
 } // namespace
 
-void cgc::emitProduct(const ProductParts &parts, Kernel &kernel) {
+void cgc::emitProduct(const ProductParts &parts, const Schedule &record,
+                      Kernel &kernel) {
   const ProductProblem &p = parts.problem;
+  const int64_t v = record[ScheduleField::Vector];
+  assert(record[ScheduleField::Block] == Block && "the record's block");
   Params q = addParams(parts, kernel);
   std::string N = std::to_string(p.n) + "LL", M = std::to_string(p.m);
   std::string rows = q.x;
@@ -211,10 +210,10 @@ void cgc::emitProduct(const ProductParts &parts, Kernel &kernel) {
   // Weights no kernel writes load before the wait for the producers
   // (programmatic launch lets this kernel start early) and before the
   // input layernorm: their latency hides behind both.
-  int64_t chunks = prefetchChunks(p);
+  int64_t chunks = prefetchChunks(p, v);
   bool early = chunks && isConstantWeight(parts.b, *parts.product);
   if (early) {
-    std::string V = std::to_string(vectorWidth(p)), K = std::to_string(p.k) + "LL";
+    std::string V = std::to_string(v), K = std::to_string(p.k) + "LL";
     body += "  uint4 wpre[" + std::to_string(chunks) + "];\n"
                "#pragma unroll\n  for (int c = 0; c < " + std::to_string(chunks) + "; ++c) {\n"
                "    const long long k = (lane + 32LL * c) * " + V + ";\n"
@@ -238,7 +237,8 @@ void cgc::emitProduct(const ProductParts &parts, Kernel &kernel) {
       "  if (col >= " + N + ") return;\n"
       "  float acc[" + M + "];\n"
       "#pragma unroll\n  for (int m = 0; m < " + M + "; ++m) acc[m] = 0.0f;\n" +
-      (early ? prefetchedDotLoop(p, rows, q.w, chunks) : dotLoop(p, rows, q.w)) +
+      (early ? prefetchedDotLoop(p, v, rows, q.w, chunks)
+             : dotLoop(p, v, rows, q.w)) +
       "  float v = 0.0f;\n"
       "#pragma unroll\n  for (int m = 0; m < " + M + "; ++m) {\n"
       "    for (int o = 16; o > 0; o >>= 1)\n"
@@ -255,18 +255,21 @@ void cgc::emitProduct(const ProductParts &parts, Kernel &kernel) {
   kernel.block[0] = Block;
   // One warp per column, so no grid-stride loop: the grid covers n (the
   // x dimension takes up to 2^31 - 1 blocks).
-  kernel.grid[0] = uint32_t((p.n + WarpsPerBlock - 1) / WarpsPerBlock);
+  kernel.grid[0] = uint32_t(record[ScheduleField::GridX]);
   kernel.source = kernelSignature(kernel, Block) + body + "}\n";
 }
 
-void cgc::emitProductKernel(const ProductParts &parts, ProductPolicy policy,
-                            unsigned multiprocessors, Kernel &kernel) {
-  switch (productStrategy(parts.problem, policy)) {
-  case ProductStrategy::Generated: return emitProduct(parts, kernel);
-  case ProductStrategy::Tiled:
-    return emitTiledProduct(parts, multiprocessors, kernel);
-  case ProductStrategy::Library:
+void cgc::emitProductKernel(const ProductParts &parts, const Schedule &record,
+                            Kernel &kernel) {
+  switch (record.strategy) {
+  case Strategy::GeneratedProduct: return emitProduct(parts, record, kernel);
+  case Strategy::TiledProduct: return emitTiledProduct(parts, record, kernel);
+  case Strategy::LibraryProduct:
     llvm_unreachable("cuBLASLt runs this product (ProductLowering.cpp)");
+  case Strategy::Rows:
+  case Strategy::SplitRows:
+  case Strategy::Columns:
+    llvm_unreachable("the schedule pass gives products product records");
   }
-  llvm_unreachable("a ProductStrategy value");
+  llvm_unreachable("a Strategy value");
 }

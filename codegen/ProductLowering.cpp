@@ -1,7 +1,7 @@
 //===- ProductLowering.cpp - Matrix products to kernels or cuBLASLt calls ---===//
 //
 // productParts() reads a product node and its epilogue. A product whose
-// strategy (passes/ProductRule.h) is Library becomes cuBLASLt calls: the
+// schedule record is library_product becomes cuBLASLt calls: the
 // row-major product out = A B is the column-major product out^T = B^T A^T,
 // so cuBLASLt's A is the IR's B and its m is the IR's n. Batch dims run as
 // one strided-batch call when every operand's batch stride pattern folds
@@ -147,22 +147,6 @@ Storage shifted(Storage s, int64_t elements, size_t elem, uint64_t bytes) {
 void Lowerer::lowerLibraryProduct(const Node &node, const ProductParts &parts,
                                   StepGraph &out) {
   const ProductProblem &p = parts.problem;
-  if (parts.inputNorm ||
-      (parts.activation && parts.activation->getOp() == OpKind::Gelu)) {
-    diag.nodeError(node, "this product runs on cuBLASLt, which has no "
-                         "input layernorm and computes gelu in its tanh "
-                         "form only; keep those ops outside the "
-                         "product_fusion (fuse-epilogue does)");
-    ok = false;
-    return;
-  }
-  if (!plan.workspace.count(&node)) {
-    diag.nodeError(node, "internal error: plan-memory reserved no cuBLASLt "
-                         "workspace for this product (the product rule "
-                         "disagrees between passes and codegen)");
-    ok = false;
-    return;
-  }
   fmt::ProductDesc d;
   d.dtype = dtypeName(p.dtype).str();
   d.allowTf32 = program.allowTf32 && p.dtype == DType::F32;
@@ -176,7 +160,7 @@ void Lowerer::lowerLibraryProduct(const Node &node, const ProductParts &parts,
   d.ldc = p.n;
   d.epilogue = epilogueOf(parts);
   d.beta = parts.residual ? 1.0f : 0.0f;
-  d.workspaceBytes = productWorkspaceBytes(p);
+  d.workspaceBytes = uint64_t((*node.schedule())[ScheduleField::Scratch]);
   d.source = {node.getName(), mnemonic(node.getOp()).str(),
               node.getSourceLoc()};
   BatchStrides s = batchStrides(p);
@@ -224,7 +208,7 @@ void Lowerer::addLibraryStep(const Node &node, const ProductParts &parts,
   lp.a = shifted(storageOf(parts.b), offsets[1], elem, bytesA);
   lp.b = shifted(storageOf(parts.a), offsets[0], elem, bytesB);
   lp.d = shifted(storageOf(parts.result), offsets[2], elem, bytesD);
-  lp.workspace = bufferStorage(plan.workspace.lookup(&node));
+  lp.workspace = bufferStorage(plan.scratch.lookup(&node));
   Step step;
   step.kind = Step::Kind::Product;
   step.label = "cublasLt";

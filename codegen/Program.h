@@ -119,11 +119,10 @@ struct Program {
   bool usesConditionals = false;
   /// f32 library products may use TF32 tensor cores (`cgc --allow-tf32`).
   bool allowTf32 = false;
-  ProductPolicy productPolicy = ProductPolicy::CostRule;
   /// Independent small pointwise kernels run as one (KernelBatching.cpp);
   /// off with `cgc --no-fuse`, which keeps one kernel per op.
   bool batchKernels = true;
-  /// The target's multiprocessors (multiprocessorsOf): grid-stride
+  /// The target's multiprocessors (target/Target.h): grid-stride
   /// kernels launch one wave of them.
   unsigned multiprocessors = 132;
   /// Kernel names in use, and each function body's first kernel name.
@@ -132,11 +131,6 @@ struct Program {
 
   size_t numSteps() const;
 };
-
-/// The multiprocessor count of the largest part of architecture \p arch
-/// ("sm_90"; an unlisted one takes the closest listed one below it).
-/// It sets grid sizes only, never results.
-unsigned multiprocessorsOf(const std::string &arch);
 
 /// Lowers \p graph (planned by \p plan) into a new top-level step graph
 /// \p name of \p program, with its bodies and edges. Unsupported ops get a

@@ -5,7 +5,7 @@
 // non-innermost axis run one block (256 threads) per output row: threads
 // stride over the row, then combine with warp shuffles and a 32-entry
 // shared array (cgc_block_reduce in the prelude). Reductions over few long
-// rows run in two phases (emitSplitReduction, passes/ReductionRule.h).
+// rows run in two phases (emitSplitReduction, a split_rows record).
 // cumsum runs one thread per line, or one block per line of 128 elements or
 // more (a block scan per chunk); mse_loss reduces in one block.
 //
@@ -157,7 +157,7 @@ void cgc::emitSplitReduction(const Node &node, const ReductionSplit &split,
   DType in = node.operand(0)->getType().dtype;
   Accumulator a = accumulatorOf(node, in);
   int64_t per = (split.length + split.chunks - 1) / split.chunks;
-  bool vector = in == DType::F32 && split.length % 4 == 0;
+  bool vector = split.vector == 4; // float4 loads (the record checks f32)
   if (vector)
     per = (per + 3) / 4 * 4;
   std::string C = std::to_string(split.chunks) + "LL", L = std::to_string(split.length) + "LL";

@@ -2,24 +2,25 @@
 //
 // Sums, means, maxima and minima over contiguous rows, softmax and
 // log_softmax over the innermost axis, layernorm and cross_entropy run on
-// the threads rowSchedule (passes/ReductionRule.h) gives them: `lanes`
+// the threads their schedule record (ir/Schedule.h) gives them: `lanes`
 // threads per row, each reading `loads` vectors of `vector` elements at
 // u * vector for u = j * lanes + lane, so that adjacent threads read
 // adjacent vectors. Row ops keep the row in registers when it fits (one
 // read and one write of memory) and read it again otherwise. Groups of up
 // to 32 lanes share a warp, and the whole block runs the same number of
 // row iterations, so every shuffle has all 32 threads. Grid-stride loops
-// take one wave of the target's multiprocessors.
+// take the record's grid (one wave of the target's multiprocessors).
 //
 // A row_fusion (made by fuse-rows) runs its prologue where the kernel
 // loads a vector of the row and its epilogue where it stores one (RowIO,
 // through PointwiseEmitter's vectorBody).
 //
-// Column reductions (columnSplit) run 32 x 8 threads per block over 32 *
+// Column reductions (a columns record) run 32 x 8 threads per block over 32 *
 // vector adjacent columns, combine the 8 partial sums through shared
 // memory in order and, when several blocks share a column tile, write
 // partials that a second kernel combines in order. Reductions over few
-// long rows (reductionSplit) take ReduceEmitter.cpp's two-phase kernels.
+// long rows (a split_rows record) take ReduceEmitter.cpp's two-phase
+// kernels.
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/Accumulator.h"
@@ -27,6 +28,7 @@
 #include "codegen/Emitters.h"
 #include "ir/RowFusion.h"
 #include "ir/TypeRules.h"
+#include "target/Target.h"
 
 #include "llvm/Support/ErrorHandling.h"
 
@@ -36,17 +38,16 @@ using namespace cgc;
 static const Accumulator kFloatSum{"float", "0.0f", "a + b"};
 static const Accumulator kFloatMax{"float", "-CGC_INF", "cgc_max(a, b)"};
 
-/// Threads per row of a kernel that streams its rows (cross_entropy).
-static constexpr unsigned kStreamingRowBlock = 256;
-
 namespace {
 /// The text pieces of one row kernel over a RowSchedule.
 struct RowText {
   RowSchedule s;
+  uint32_t grid;
   std::string L, V, LOADS, UNITS, LEN;
 
-  explicit RowText(const RowSchedule &s)
-      : s(s), L(std::to_string(s.lanes)), V(std::to_string(s.vector)),
+  explicit RowText(const Schedule &record)
+      : s(rowScheduleIn(record)), grid(uint32_t(record[ScheduleField::GridX])),
+        L(std::to_string(s.lanes)), V(std::to_string(s.vector)),
         LOADS(std::to_string(s.loads)),
         UNITS(std::to_string(s.length / s.vector) + "LL"),
         LEN(std::to_string(s.length) + "LL") {}
@@ -98,20 +99,13 @@ struct RowText {
            combiner(a) + ");\n";
   }
 
-  void finish(Kernel &kernel, const std::string &body,
-              unsigned multiprocessors) const {
+  void finish(Kernel &kernel, const std::string &body) const {
     unsigned block = blockSize();
-    int64_t blocks = (s.rows + slots() - 1) / slots();
     kernel.block[0] = block;
-    kernel.grid[0] = residentGrid(blocks, block, multiprocessors);
+    kernel.grid[0] = grid;
     kernel.source = kernelOpening(kernel, block) + open() + body + "  }\n}\n";
   }
 };
-
-/// Row count and length of a row op over the innermost \p axis onwards.
-std::pair<int64_t, int64_t> rowsAndLength(const Shape &shape, unsigned axis) {
-  return {product(shape, 0, axis), product(shape, axis)};
-}
 
 /// Where a row kernel's input elements come from and its results go: the
 /// row op's first operand and its result, or, for a row_fusion, the
@@ -191,18 +185,17 @@ public:
            "    }\n" + b.stores + "    }";
   }
 
-  /// Why codegen cannot run this node as one row kernel ("" if it can).
-  std::string refusal() const {
+  /// Why codegen cannot run this node as one row kernel of \p record
+  /// ("" if it can; the schedule pass checked that its rows fit
+  /// registers).
+  std::string refusal(const Schedule &record) const {
     if (!fused())
       return "";
-    if (!rowReadOnce(*root))
-      return "its row op reads rows more than once (a split or column "
-             "reduction, or rows longer than registers hold)";
     const Value *x = root->operand(0), *y = root->result();
-    RowSchedule s = rowScheduleOf(*root);
-    if (!fits(prologue, staticShape(x->getType()), s.vector) ||
+    unsigned vector = unsigned(record[ScheduleField::Vector]);
+    if (!fits(prologue, staticShape(x->getType()), vector) ||
         !fits(epilogue, staticShape(y->getType()),
-              reducedRun(*root) ? 1 : s.vector))
+              reducedRun(*root) ? 1 : vector))
       return "an operand or result of its prologue or epilogue is broadcast "
              "in a way no vectorized access covers";
     return "";
@@ -261,22 +254,14 @@ private:
 };
 } // namespace
 
-bool cgc::hasRowSchedule(const Node &node) {
-  OpKind op = node.getOp();
-  // cross_entropy's logits are [N, C] (its type rule).
-  return reducedRun(node) || isInnermostSoftmax(node) ||
-         op == OpKind::RowFusion || op == OpKind::LayerNorm ||
-         op == OpKind::CrossEntropy;
-}
-
-static void emitRowReduction(RowIO &io, const ReducedRun &run,
-                             Kernel &kernel, unsigned multiprocessors) {
+static void emitRowReduction(RowIO &io, const Schedule &record,
+                             Kernel &kernel) {
   const Node &node = io.row();
   DType in = node.operand(0)->getType().dtype;
-  RowText t(rowSchedule(run.outer, run.length, in));
+  RowText t(record);
   Accumulator a = accumulatorOf(node, in);
   std::string result = node.getOp() == OpKind::Mean
-                           ? "acc / " + floatLiteral(float(run.length)) : "acc";
+                           ? "acc / " + floatLiteral(float(t.s.length)) : "acc";
   // Parameters in a fixed order: the input's, then the result's.
   std::string load = io.load(t, "v", a.type);
   std::string store = io.storeScalar(result);
@@ -286,7 +271,7 @@ static void emitRowReduction(RowIO &io, const ReducedRun &run,
                         t.forEachElement(fold(a, "v[k]")),
                     t.s.loads > 16 ? 4 : 0) +
       t.reduce("acc", a) + "    if (live && lane == 0) " + store + "\n";
-  t.finish(kernel, body, multiprocessors);
+  t.finish(kernel, body);
 }
 
 /// Row ops in registers: `float x[LOADS][V]` holds the row's share of each
@@ -311,12 +296,9 @@ static std::string overRegisters(const RowText &t, const std::string &statement)
   return t.forEachLoad(t.forEachElement(statement));
 }
 
-static void emitRowSoftmax(RowIO &io, Kernel &kernel,
-                           unsigned multiprocessors) {
+static void emitRowSoftmax(RowIO &io, const Schedule &record, Kernel &kernel) {
   const Node &node = io.row();
-  Shape shape = staticShape(node.operand(0)->getType());
-  auto [rows, length] = rowsAndLength(shape, shape.size() - 1);
-  RowText t(rowSchedule(rows, length, node.operand(0)->getType().dtype));
+  RowText t(record);
   bool log = node.getOp() == OpKind::LogSoftmax;
   bool registers = t.s.inRegisters();
   std::string load = registers ? loadRow(t, io, "-CGC_INF") : streamRow(t, io);
@@ -348,16 +330,14 @@ static void emitRowSoftmax(RowIO &io, Kernel &kernel,
                              store,
                          4);
   }
-  t.finish(kernel, body, multiprocessors);
+  t.finish(kernel, body);
 }
 
-static void emitRowLayerNorm(RowIO &io, Kernel &kernel,
-                             unsigned multiprocessors) {
+static void emitRowLayerNorm(RowIO &io, const Schedule &record,
+                             Kernel &kernel) {
   const Node &node = io.row();
-  Shape shape = staticShape(node.operand(0)->getType());
-  unsigned axis = *normalizeAxis(node.intAttr("axis", -1), shape.size());
-  auto [rows, length] = rowsAndLength(shape, axis);
-  RowText t(rowSchedule(rows, length, node.operand(0)->getType().dtype));
+  RowText t(record);
+  int64_t length = t.s.length;
   // Parameters in a fixed order: input, weight, bias, result.
   bool registers = t.s.inRegisters();
   std::string load = registers ? loadRow(t, io, "0.0f") : streamRow(t, io);
@@ -399,7 +379,7 @@ static void emitRowLayerNorm(RowIO &io, Kernel &kernel,
                              store,
                          4);
   }
-  t.finish(kernel, body, multiprocessors);
+  t.finish(kernel, body);
 }
 
 /// One vector of a streamed row into the running (max m, sum s): the
@@ -421,18 +401,10 @@ static std::string streamVector(const RowText &t) {
 /// The row is read once and not kept: each thread streams its share with
 /// a running (max, sum) pair (online log-sum-exp), so blocks stay at 256
 /// threads and eight fit on a multiprocessor.
-static void emitRowCrossEntropy(const Node &node, Kernel &kernel,
-                                const Storage *scratch,
-                                unsigned multiprocessors) {
-  Shape shape = staticShape(node.operand(0)->getType());
-  int64_t rows = shape[0], classes = shape[1];
-  RowSchedule schedule = rowSchedule(rows, classes, node.operand(0)->getType().dtype);
-  if (schedule.lanes > kStreamingRowBlock) {
-    schedule.lanes = kStreamingRowBlock;
-    int64_t units = classes / schedule.vector;
-    schedule.loads = (units + schedule.lanes - 1) / schedule.lanes;
-  }
-  RowText t(schedule);
+static void emitRowCrossEntropy(const Node &node, const Schedule &record,
+                                Kernel &kernel, const Storage *scratch) {
+  int64_t classes = staticShape(node.operand(0)->getType())[1];
+  RowText t(record);
   std::string x = addParam(kernel, node.operand(0), false);
   std::string target = addParam(kernel, node.operand(1), false);
   std::string out = scratch ? addScratchParam(kernel, *scratch, true, "float")
@@ -455,7 +427,7 @@ static void emitRowCrossEntropy(const Node &node, Kernel &kernel,
                      "[2 * row + 1] = ignored ? 0.0f : 1.0f;\n"
                : "      cgc_st(" + out + ", row, loss);\n") +
       "    }\n";
-  t.finish(kernel, body, multiprocessors);
+  t.finish(kernel, body);
 }
 
 /// The second kernel of a reduced cross_entropy: one block sums the rows'
@@ -553,41 +525,47 @@ static void emitColumnCombine(const Node &node, const ColumnSplit &c,
       "\n    cgc_st(" + out + ", i, " + result + ");\n  }\n}\n";
 }
 
-bool cgc::emitRowKernels(const Node &node, const Storage *scratch,
-                         unsigned multiprocessors, Kernel &first,
-                         Kernel *second, std::string &why) {
+bool cgc::emitRowKernels(const Node &node, const Schedule &record,
+                         const Storage *scratch, unsigned multiprocessors,
+                         Kernel &first, Kernel *second, std::string &why) {
   RowIO io(node, first);
-  why = io.refusal();
+  why = io.refusal(record);
   if (!why.empty())
     return false;
   const Node &row = io.row();
-  if (auto run = reducedRun(row)) {
-    ReductionSplit split = reductionSplit(row);
-    if (split.chunks) {
-      emitSplitReduction(row, split, *scratch, first, *second);
-      return true;
-    }
-    ColumnSplit c = columnSplit(row);
-    if (!c.chunks) {
-      emitRowReduction(io, *run, first, multiprocessors);
-      return true;
-    }
+  switch (record.strategy) {
+  case Strategy::SplitRows:
+    emitSplitReduction(row, reductionSplitIn(record), *scratch, first, *second);
+    return true;
+  case Strategy::Columns: {
+    ColumnSplit c = columnSplitIn(record);
     emitColumnPartials(row, c, c.chunks > 1 ? scratch : nullptr, first);
     if (c.chunks > 1)
       emitColumnCombine(row, c, *scratch, *second, multiprocessors);
     return true;
   }
+  case Strategy::Rows:
+    break;
+  case Strategy::GeneratedProduct:
+  case Strategy::TiledProduct:
+  case Strategy::LibraryProduct:
+    llvm_unreachable("the schedule pass gives row ops row records");
+  }
+  if (reducedRun(row)) {
+    emitRowReduction(io, record, first);
+    return true;
+  }
   OpKind op = row.getOp();
   if (op == OpKind::Softmax || op == OpKind::LogSoftmax) {
-    emitRowSoftmax(io, first, multiprocessors);
+    emitRowSoftmax(io, record, first);
     return true;
   }
   if (op == OpKind::LayerNorm) {
-    emitRowLayerNorm(io, first, multiprocessors);
+    emitRowLayerNorm(io, record, first);
     return true;
   }
-  assert(op == OpKind::CrossEntropy && "hasRowSchedule() admits no other op");
-  emitRowCrossEntropy(row, first, scratch, multiprocessors);
+  assert(op == OpKind::CrossEntropy && "runsOnRows() admits no other op");
+  emitRowCrossEntropy(row, record, first, scratch);
   if (scratch)
     emitCrossEntropyTotal(row, *scratch, *second);
   return true;

@@ -1,9 +1,10 @@
 //===- TiledProductEmitter.cpp - The generated kernel of a small 2-D product ===//
 //
 // For f32 products of one batch whose work is too small for a library call
-// to pay (ProductRule.h): out[m, n] = sum_k A(m, k) B(k, n), then the
+// to pay (a tiled_product record): out[m, n] = sum_k A(m, k) B(k, n), then the
 // epilogue. Each block of 256 threads computes a T x T tile of the result
-// (T = 32, or 16 when 32-wide tiles would leave SMs idle): per T-wide step
+// (T, the record's tile: 32, or 16 when 32-wide tiles would leave SMs
+// idle): per T-wide step
 // of k it stages the A and B tiles in shared memory (rows padded to T + 1
 // floats, so both the coalesced loads of either layout and the reads below
 // are free of bank conflicts), then thread (tx, ty) adds
@@ -17,8 +18,6 @@
 #include "codegen/Product.h"
 
 using namespace cgc;
-
-static const unsigned Block = 256;
 
 static std::string lit(int64_t v) { return std::to_string(v) + "LL"; }
 
@@ -52,16 +51,11 @@ static std::string loadB(const ProductProblem &p, const std::string &b) {
                   : loadTile("Bs", b, "k", "k0", p.k, "n", "col0", p.n, true);
 }
 
-/// 32, unless fewer 32-wide tiles than \p multiprocessors cover the result.
-static int64_t tileSize(const ProductProblem &p, unsigned multiprocessors) {
-  int64_t tiles = ((p.m + 31) / 32) * ((p.n + 31) / 32);
-  return tiles < int64_t(multiprocessors) ? 16 : 32;
-}
-
-void cgc::emitTiledProduct(const ProductParts &parts, unsigned multiprocessors,
+void cgc::emitTiledProduct(const ProductParts &parts, const Schedule &record,
                            Kernel &kernel) {
   const ProductProblem &p = parts.problem;
-  const int64_t tile = tileSize(p, multiprocessors);
+  const int64_t tile = record[ScheduleField::Tile];
+  const unsigned Block = unsigned(record[ScheduleField::Block]);
   const std::string T = std::to_string(tile), Rows = std::to_string(Block / tile),
                     PerThread = std::to_string(tile * tile / Block);
   std::string a = addParam(kernel, parts.a, false);
@@ -96,7 +90,7 @@ void cgc::emitTiledProduct(const ProductParts &parts, unsigned multiprocessors,
       (parts.activation ? elementwiseExpr(*parts.activation, {"v"}) : "v") + ");\n"
       "  }\n";
   kernel.block[0] = Block;
-  kernel.grid[0] = uint32_t((p.n + tile - 1) / tile);
-  kernel.grid[1] = uint32_t((p.m + tile - 1) / tile);
+  kernel.grid[0] = uint32_t(record[ScheduleField::GridX]);
+  kernel.grid[1] = uint32_t(record[ScheduleField::GridY]);
   kernel.source = kernelSignature(kernel, Block) + body + "}\n";
 }

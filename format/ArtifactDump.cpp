@@ -112,7 +112,8 @@ void dumpNode(std::ostringstream &os, const Manifest &m, const NodeDesc &n) {
       os << " batch " << p.batch;
     if (p.beta != 0)
       os << " beta " << p.beta;
-    os << " epilogue " << epilogueName(p.epilogue);
+    os << " epilogue " << epilogueName(p.epilogue) << " workspace="
+       << p.workspaceBytes;
     return;
   }
   }

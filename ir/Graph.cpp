@@ -212,6 +212,8 @@ static void copyNode(const Node &n, Graph &to, ValueMap &map) {
   copy->setSourceLoc(n.getSourceLoc());
   for (const auto &[key, value] : n.attrs())
     copy->setAttr(key, value);
+  if (const Schedule *s = n.schedule())
+    copy->setSchedule(*s);
   for (Value *v : n.getOperands()) {
     assert(map.count(v) && "operand not defined before its use");
     copy->addOperand(map.lookup(v));

@@ -10,12 +10,14 @@
 #define CGC_IR_GRAPH_H
 
 #include "ir/Location.h"
+#include "ir/Schedule.h"
 #include "ir/Ops.h"
 #include "ir/Types.h"
 
 #include "llvm/ADT/SmallVector.h"
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <variant>
 #include <vector>
@@ -167,6 +169,12 @@ public:
   std::string strAttr(llvm::StringRef key, llvm::StringRef fallback) const;
   std::vector<int64_t> intsAttr(llvm::StringRef key) const;
 
+  /// How the node runs (ir/Schedule.h): set by the schedule pass or read
+  /// from the JSON; null for a node that has none.
+  const Schedule *schedule() const { return record ? &*record : nullptr; }
+  void setSchedule(Schedule s) { record = std::move(s); }
+  void clearSchedule() { record.reset(); }
+
   unsigned numRegions() const { return regions.size(); }
   Graph &region(unsigned i) const { return *regions[i]; }
   Graph &addRegion();
@@ -181,6 +189,7 @@ private:
   llvm::SmallVector<Value *, 4> operands;
   std::vector<std::unique_ptr<Value>> results;
   std::map<std::string, Attribute> attributes;
+  std::optional<Schedule> record;
   std::vector<std::unique_ptr<Graph>> regions;
 };
 

@@ -118,6 +118,16 @@ static OJson nodeJson(const Node &n) {
   }
   if (!n.getSourceLoc().empty())
     j["loc"] = n.getSourceLoc();
+  if (const Schedule *s = n.schedule()) {
+    OJson record;
+    record["strategy"] = strategyName(s->strategy).str();
+    for (unsigned f = 0; f < kNumScheduleFields; ++f)
+      if (strategyHas(s->strategy, ScheduleField(f)))
+        record[fieldName(ScheduleField(f)).str()] = s->values[f];
+    if (!s->reason.empty())
+      record["reason"] = s->reason;
+    j["schedule"] = record;
+  }
   if (n.numRegions()) {
     llvm::ArrayRef<llvm::StringRef> names = regionNames(n.getOp());
     OJson regions;

@@ -10,6 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "ir/ReaderContext.h"
+#include "ir/ScheduleReader.h"
 #include "ir/TypeRules.h"
 
 #include "llvm/ADT/DenseSet.h"
@@ -91,7 +92,7 @@ bool NodeReader::readSpec(const Json &j, NodeSpec &spec) {
   std::string label = "node '" + quoteName(spec.name) + "'";
   if (!ctx.checkFields(j, p,
                        {"name", "op", "inputs", "outputs", "attrs", "loc",
-                        "regions"},
+                        "regions", "schedule"},
                        {"name", "op"}, label) ||
       !ctx.readName(j["name"], p + "/name", "node name", spec.name))
     return false;
@@ -429,6 +430,12 @@ bool NodeReader::build(NodeSpec &spec) {
     node.addOperand(v);
   }
   bool ok = readAttrs(spec, node) && readRegions(spec, node);
+  if (ok && spec.json->contains("schedule")) {
+    Schedule record;
+    ok = readSchedule(ctx, (*spec.json)["schedule"], spec.pointer + "/schedule",
+                      what(spec), record);
+    node.setSchedule(std::move(record));
+  }
   llvm::SmallVector<TensorType, 2> types;
   if (ok && !operandPoisoned) {
     ok = inferResultTypes(node, types, ctx.diag);

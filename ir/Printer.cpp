@@ -108,6 +108,8 @@ void TextPrinter::printNode(const Node &n, unsigned indent) {
     os << (r ? ", " : " ") << type(n.result(r));
   if (!n.getSourceLoc().empty())
     os << " loc(\"" << n.getSourceLoc() << "\")";
+  if (const Schedule *s = n.schedule())
+    os << " schedule " << formatSchedule(*s);
   if (!n.numRegions()) {
     os << "\n";
     return;

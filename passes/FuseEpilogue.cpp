@@ -5,7 +5,7 @@
 // order: a bias add (a rank-1 operand of n elements, unless the product
 // has a bias already) and a residual add (an operand of the result's
 // type), then one activation. What may be absorbed depends on how the
-// product runs (ProductRule.h):
+// product will run (the scheduling library, target/Scheduler.h):
 //   - Library (cuBLASLt): bias, residual (the beta * C input), relu and
 //     gelu_tanh, the forms cuBLASLt's epilogues compute. The erf-form gelu
 //     stays outside and fuse-elementwise puts it in the next kernel.
@@ -13,7 +13,7 @@
 //   - Generated: bias, residual, relu, gelu, gelu_tanh; and, before the
 //     product, the layernorm over the last axis that produces its first
 //     operand, when that layernorm has no other user and
-//     fusesInputLayerNorm() allows it (the kernel normalizes the rows).
+//     productNormalizesInput() allows it (the kernel normalizes the rows).
 // A chain of two or more nodes becomes one `product_fusion` node at the
 // place of its last member, whose body holds copies of the members (same
 // names, attributes and locations).
@@ -24,7 +24,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "passes/Pass.h"
-#include "passes/ProductRule.h"
+#include "target/Scheduler.h"
 
 #include "ir/Builder.h"
 #include "ir/ProductEpilogue.h"
@@ -37,7 +37,7 @@ namespace {
 
 /// What a chain has absorbed so far.
 struct Chain {
-  ProductStrategy strategy;
+  Strategy strategy;
   std::vector<Node *> members; ///< [input layernorm,] product, epilogue.
   ProductEpilogue epilogue;
 
@@ -63,7 +63,7 @@ Node *soleUser(const Graph &g, Value *v) {
 /// admits (ProductEpilogue.h), less the erf gelu when cuBLASLt runs the
 /// product (its GELU epilogue is the tanh form).
 bool absorb(Chain &c, const Node &user) {
-  if (user.getOp() == OpKind::Gelu && c.strategy == ProductStrategy::Library)
+  if (user.getOp() == OpKind::Gelu && c.strategy == Strategy::LibraryProduct)
     return false;
   for (const Value *v : user.getOperands())
     if (!v->getType().isStatic())
@@ -74,12 +74,12 @@ bool absorb(Chain &c, const Node &user) {
 /// The layernorm over the last axis that computes \p product's first
 /// operand for it alone, if the product may normalize its input itself.
 Node *inputLayerNorm(const Graph &g, Node &product,
-                     const ProductProblem &problem, ProductPolicy policy) {
+                     const Target &target) {
   Node *norm = product.operand(0)->getDef();
   if (!norm || norm->getOp() != OpKind::LayerNorm ||
       norm->getParent() != &g || soleUser(g, norm->result()) != &product ||
       llvm::count(product.getOperands(), norm->result()) != 1 ||
-      !fusesInputLayerNorm(problem, policy))
+      !productNormalizesInput(product, target))
     return nullptr;
   unsigned rank = norm->result()->getType().rank();
   return normalizeAxis(norm->intAttr("axis", -1), rank) == rank - 1 ? norm
@@ -119,10 +119,9 @@ bool FuseEpiloguePass::fuseNested(Graph &graph, PassContext &ctx) {
   GraphBuilder builder(graph, ctx.diag);
   std::vector<Node *> dead;
   for (Node *product : products) {
-    ProductProblem problem = productProblem(*product);
-    Chain chain{productStrategy(problem, ctx.productPolicy), {product},
+    Chain chain{productStrategyOf(*product, ctx.target), {product},
                 ProductEpilogue(product->numOperands() == 3)};
-    if (Node *norm = inputLayerNorm(graph, *product, problem, ctx.productPolicy))
+    if (Node *norm = inputLayerNorm(graph, *product, ctx.target))
       chain.members.insert(chain.members.begin(), norm);
     while (Node *user = soleUser(graph, chain.last())) {
       if (!absorb(chain, *user))

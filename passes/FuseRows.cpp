@@ -1,7 +1,7 @@
 //===- FuseRows.cpp - Fold elementwise ops into the row ops around them ----===//
 //
 // Algorithm: for each row op that runs as one row kernel reading its input
-// once (rowReadOnce: a sum, mean, max, min or prod over trailing dims that does
+// once (readsRowsOnce, target/Scheduler.h: a sum, mean, max, min or prod over trailing dims that does
 // not split, softmax or log_softmax over the innermost axis and layernorm,
 // the last three with rows that fit registers), in node order, regions of
 // `if` and `while` first:
@@ -45,8 +45,8 @@
 //===----------------------------------------------------------------------===//
 #include "passes/FusionBuilder.h"
 #include "passes/Pass.h"
-#include "passes/ReductionRule.h"
-#include "passes/VectorRule.h"
+#include "target/Scheduler.h"
+#include "target/VectorRule.h"
 
 #include "llvm/ADT/SmallPtrSet.h"
 #include <queue>
@@ -210,7 +210,7 @@ bool FuseRowsPass::fuseGraph(Graph &graph, PassContext &ctx) {
   std::vector<std::pair<Node *, NodeSet>> groups;
   for (const auto &owned : graph.nodes()) {
     Node &root = *owned;
-    if (taken.count(&root) || !rowReadOnce(root))
+    if (taken.count(&root) || !readsRowsOnce(root))
       continue;
     bool splatOperand = false;
     for (unsigned i = 1; i < root.numOperands(); ++i)
@@ -218,7 +218,7 @@ bool FuseRowsPass::fuseGraph(Graph &graph, PassContext &ctx) {
         splatOperand |= isSplatSource(*def);
     if (splatOperand)
       continue;
-    unsigned width = rowScheduleOf(root).vector;
+    unsigned width = rowVectorOf(root);
     NodeSet group = prologueOf(
         graph, root, {extentsOf(root.operand(0)->getType()), width});
     group.insert(&root);

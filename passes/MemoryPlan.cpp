@@ -21,10 +21,10 @@
 //      the body reads the old value later, else copies it at the body's end
 //      (through a staging buffer when it is another carried slot's value).
 //      A 4-byte scratch buffer counts the trips.
-//    - A product run by cuBLASLt (ProductRule.h) gets a workspace buffer
-//      live at its node only. Products never write over their operands.
-//    - A reduction that runs in two phases (ReductionRule.h) gets a buffer
-//      of partials live at its node only.
+//    - A node whose schedule record (ir/Schedule.h) asks for scratch (a
+//      cuBLASLt workspace, the partials between two kernels) gets a buffer
+//      of that size live at its node only. Products never write over their
+//      operands.
 // 4. Temporaries are placed first-fit (lowest offset whose byte range does
 //    not overlap a buffer with an overlapping live interval), in order of
 //    their first position; the result is deterministic.
@@ -32,8 +32,7 @@
 //===----------------------------------------------------------------------===//
 #include "passes/Liveness.h"
 #include "passes/MemoryPlan.h"
-#include "passes/ProductRule.h"
-#include "passes/ReductionRule.h"
+#include "target/Scheduler.h"
 
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/STLExtras.h"
@@ -78,9 +77,8 @@ namespace {
 class Planner {
 public:
   Planner(Graph &g, MemoryPlan &plan, const PlanLayout &layout,
-          ProductPolicy products, DiagnosticEngine &diag)
-      : g(g), plan(plan), layout(layout), products(products), diag(diag),
-        live(g) {}
+          DiagnosticEngine &diag)
+      : g(g), plan(plan), layout(layout), diag(diag), live(g) {}
   bool run();
 
 private:
@@ -128,8 +126,7 @@ private:
   bool takeOperand(Node &n, Value *r, llvm::DenseSet<unsigned> &taken);
   void planGraph(Graph &graph);
   void planResult(Node &n, Value *r, llvm::DenseSet<unsigned> &taken);
-  void planWorkspace(Node &n);
-  void planPartials(Node &n);
+  void planScratch(Node &n);
   unsigned resultBuffer(Value *r);
   bool claimInto(const Graph &region, Value *v, unsigned buffer);
   void planIf(Node &n);
@@ -144,8 +141,8 @@ private:
   Graph &g;
   MemoryPlan &plan;
   const PlanLayout &layout;
-  ProductPolicy products;
   DiagnosticEngine &diag;
+  bool unscheduled = false;
   Liveness live;
   llvm::DenseMap<Value *, unsigned> claimed;
 };
@@ -313,31 +310,23 @@ void Planner::planGraph(Graph &graph) {
     llvm::DenseSet<unsigned> taken;
     for (unsigned k = 0; k < n.numResults(); ++k)
       planResult(n, n.result(k), taken);
-    planWorkspace(n);
-    planPartials(n);
+    planScratch(n);
   }
 }
 
-void Planner::planPartials(Node &n) {
-  uint64_t bytes = phaseScratchBytes(n);
-  if (!bytes)
+void Planner::planScratch(Node &n) {
+  const Schedule *record = n.schedule();
+  if (!record && needsSchedule(n)) {
+    diag.nodeError(n, "has no schedule record; plan-memory reserves the "
+                      "scratch the schedule pass records (run 'schedule' "
+                      "first)");
+    unscheduled = true;
+  }
+  if (!record || !(*record)[ScheduleField::Scratch])
     return;
   int at = live.span(&n).start;
-  plan.reductionPartials[&n] =
-      newBuffer(nullptr, bytes, Storage::Region::Arena, at, at, false);
-}
-
-void Planner::planWorkspace(Node &n) {
-  bool product = n.info().has(MatMul) || n.getOp() == OpKind::ProductFusion;
-  if (!product || !n.result()->getType().isStatic() ||
-      n.result()->getType().numElements() == 0)
-    return; // An empty product runs no step.
-  ProductProblem p = productProblem(productOf(n));
-  if (productStrategy(p, products) != ProductStrategy::Library)
-    return;
-  int at = live.span(&n).start;
-  plan.workspace[&n] = newBuffer(nullptr, productWorkspaceBytes(p),
-                                 Storage::Region::Arena, at, at, false);
+  plan.scratch[&n] = newBuffer(nullptr, uint64_t((*record)[ScheduleField::Scratch]),
+                               Storage::Region::Arena, at, at, false);
 }
 
 /// The buffer of a region node's result: its claimed slot or a new one.
@@ -506,6 +495,8 @@ bool Planner::run() {
   if (!claimOutputs())
     return false;
   planGraph(g);
+  if (unscheduled)
+    return false;
   resolveCopies();
   place();
   if (plan.arenaSize + plan.persistentSize <= kMaxDeviceBytes)
@@ -584,8 +575,7 @@ void Planner::place() {
 }
 
 bool cgc::computeMemoryPlan(Graph &graph, MemoryPlan &plan,
-                            DiagnosticEngine &diag, const PlanLayout &layout,
-                            ProductPolicy products) {
+                            DiagnosticEngine &diag, const PlanLayout &layout) {
   plan = MemoryPlan();
-  return Planner(graph, plan, layout, products, diag).run();
+  return Planner(graph, plan, layout, diag).run();
 }

@@ -7,7 +7,8 @@
 // targets). It also lists the copies the program needs where a value cannot
 // be computed in its final place, and reserves scratch buffers that are not
 // IR values (loop trip counters, staging for loop-carried swaps, the
-// workspace of each cuBLASLt product, the partials of split reductions).
+// scratch each schedule record asks for: cuBLASLt workspaces, the partials
+// of two-phase kernels).
 //
 // The plan-memory pass computes it once and hands it to codegen through the
 // PassContext; `cgc-opt --print-memory-plan` prints it.
@@ -20,7 +21,6 @@
 
 #include "ir/Diagnostics.h"
 #include "ir/Graph.h"
-#include "passes/ProductRule.h"
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/Support/raw_ostream.h"
@@ -80,13 +80,10 @@ struct MemoryPlan {
   llvm::DenseMap<const Node *, std::vector<Copy>> entryCopies;
   /// The 4-byte trip counter of each `while`.
   llvm::DenseMap<const Node *, unsigned> tripCounter;
-  /// The cuBLASLt workspace of each library product (ProductRule.h), live
+  /// The scratch of each node whose schedule record asks for some (a
+  /// cuBLASLt workspace; the partials between a node's two kernels), live
   /// at that node only.
-  llvm::DenseMap<const Node *, unsigned> workspace;
-  /// The scratch between the two kernels of a node that runs in two
-  /// phases (split and column reductions, reduced cross_entropy;
-  /// ReductionRule.h), live at that node only.
-  llvm::DenseMap<const Node *, unsigned> reductionPartials;
+  llvm::DenseMap<const Node *, unsigned> scratch;
   uint64_t arenaSize = 0;
   uint64_t persistentSize = 0;
 
@@ -115,10 +112,10 @@ bool isConstantData(const Node &node);
 uint64_t valueBytes(const Value *v);
 
 /// Plans every value of \p graph. Fails (with located errors) on updates
-/// whose target is not a persistent input and on double updates.
+/// whose target is not a persistent input, on double updates and on heavy
+/// nodes without a schedule record (the schedule pass runs first).
 bool computeMemoryPlan(Graph &graph, MemoryPlan &plan, DiagnosticEngine &diag,
-                       const PlanLayout &layout = {},
-                       ProductPolicy products = ProductPolicy::CostRule);
+                       const PlanLayout &layout = {});
 void printMemoryPlan(const Graph &graph, const MemoryPlan &plan,
                      llvm::raw_ostream &os);
 

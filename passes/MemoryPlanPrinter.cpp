@@ -77,16 +77,13 @@ void PlanPrinter::graph(const Graph &g, unsigned depth) {
       storage(plan.buffers[counter->second].storage);
       os << "\n";
     }
-    auto partials = plan.reductionPartials.find(n.get());
-    if (partials != plan.reductionPartials.end()) {
-      os.indent(2 * depth) << "partials %" << n->getName();
-      storage(plan.buffers[partials->second].storage);
-      os << "\n";
-    }
-    auto workspace = plan.workspace.find(n.get());
-    if (workspace != plan.workspace.end()) {
-      os.indent(2 * depth) << "workspace %" << n->getName();
-      storage(plan.buffers[workspace->second].storage);
+    auto scratch = plan.scratch.find(n.get());
+    if (scratch != plan.scratch.end()) {
+      // A cuBLASLt workspace, or the partials between two kernels.
+      bool library = n->schedule()->strategy == Strategy::LibraryProduct;
+      os.indent(2 * depth) << (library ? "workspace %" : "partials %")
+                           << n->getName();
+      storage(plan.buffers[scratch->second].storage);
       os << "\n";
     }
     for (unsigned r = 0; n->info().has(ControlFlow) && r < n->numRegions();

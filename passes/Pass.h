@@ -12,7 +12,7 @@
 #include "ir/Diagnostics.h"
 #include "ir/Graph.h"
 #include "passes/MemoryPlan.h"
-#include "passes/ProductRule.h"
+#include "target/Target.h"
 
 #include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/ADT/StringRef.h"
@@ -34,8 +34,9 @@ struct PassContext {
   std::unique_ptr<MemoryPlan> memoryPlan;
   /// Arena slots shared with the other graphs of one artifact.
   PlanLayout layout;
-  /// How matrix products run (fuse-epilogue, plan-memory, codegen).
-  ProductPolicy productPolicy = ProductPolicy::CostRule;
+  /// The GPU the schedule pass (and the fusion passes' queries to the
+  /// scheduling library) schedule for.
+  Target target;
   /// Passes that rewrite for the device say what they did, as notes
   /// (remove-sync-points; `cgc --report`).
   bool report = false;

@@ -36,7 +36,7 @@ std::string cgc::defaultPipeline(bool fuse) {
   std::string pipeline = "shape-infer,canonicalize,remove-sync-points,cse,dce";
   if (fuse)
     pipeline += ",fuse-epilogue,fuse-rows,fuse-elementwise";
-  return pipeline + ",plan-memory";
+  return pipeline + ",schedule,plan-memory";
 }
 
 std::vector<std::string> cgc::registeredPassNames() {

@@ -27,8 +27,7 @@ public:
   }
   bool run(Graph &graph, PassContext &ctx) override {
     auto plan = std::make_unique<MemoryPlan>();
-    if (!computeMemoryPlan(graph, *plan, ctx.diag, ctx.layout,
-                           ctx.productPolicy))
+    if (!computeMemoryPlan(graph, *plan, ctx.diag, ctx.layout))
       return false;
     ctx.memoryPlan = std::move(plan);
     return true;

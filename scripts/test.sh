@@ -25,6 +25,18 @@ cmake -S examples/embed -B "$stage/embed" -DCMAKE_PREFIX_PATH="$stage/prefix" >/
 cmake --build "$stage/embed" -j"$jobs" >/dev/null
 "$stage/embed/embed" 2>&1 | head -3 || true
 echo "test: examples/embed builds out of tree against the installed runtime"
+# Each heavy node's schedule is decided once, by the scheduling library
+# (target/Scheduler.h): its rules are private to target/, and nothing
+# outside calls one or includes their headers (docs/passes.md, schedule).
+rules='productStrategy|fusesInputLayerNorm|productWorkspaceBytes|generatedRuns|tiledRuns'
+rules+='|generatedProductVector|productTile|reductionSplit|rowSchedule|rowScheduleOf'
+rules+='|columnSplit|rowReadOnce|phaseScratchBytes|partialBytesOf|rowVectorWidth'
+if git grep -n -w -E "$rules" -- '*.cpp' '*.h' ':!target/' ||
+   git grep -n -E '#include "target/(ProductRule|ReductionRule)\.h"' -- ':!target/'; then
+  echo "test: a scheduling rule is used outside target/ (above); ask target/Scheduler.h"
+  exit 1
+fi
+echo "test: the scheduling rules are called from target/ only"
 if [ -f scripts/check-sanitizers.sh ]; then
   bash scripts/check-sanitizers.sh
 fi

@@ -98,10 +98,12 @@ static bool processChunk(uint32_t bufferId, llvm::StringRef baseDir,
   if (interpretModeRequested())
     return runInterpretMode(*graph, reference.get(), diag);
   if (PrintMemoryPlan || PrintGraphPlan) {
-    // The plan plan-memory left, else one made now.
+    // The plan plan-memory left, else one made now (after the schedule
+    // records it reserves scratch for).
     if (!ctx.memoryPlan) {
-      ctx.memoryPlan = std::make_unique<MemoryPlan>();
-      if (!computeMemoryPlan(*graph, *ctx.memoryPlan, diag))
+      PassManager plan;
+      if (!plan.addPipeline("schedule,plan-memory", diag) ||
+          !plan.run(*graph, ctx, llvm::nulls()))
         return false;
     }
     if (PrintMemoryPlan)

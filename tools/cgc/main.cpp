@@ -5,6 +5,8 @@
 //   cgc model.onnx -o model.cgc    import an ONNX model (python/cgc), then compile
 //   cgc model.json --emit=cuda     print the generated CUDA program
 //   cgc model.json --emit=dot      print the CUDA graph as Graphviz
+//   cgc model.json --emit=ir       print each graph's IR after the pipeline,
+//                                  schedule records included
 //   cgc --dump-artifact model.cgc  verify an artifact and print its manifest
 //   cgc run model.cgc ...          replay an artifact on the GPU
 //   cgc bench model.cgc ...        time replays on the GPU
@@ -16,6 +18,7 @@
 #include "codegen/Compiler.h"
 #include "format/ArtifactFormat.h"
 #include "ir/JsonReader.h"
+#include "ir/Printer.h"
 #include "ir/Verifier.h"
 #include "support/ToolSupport.h"
 #include "OnnxImport.h"
@@ -39,7 +42,7 @@ static cl::opt<std::string> OutputFile("o", cl::desc("Write the compiled artifac
                                        cl::value_desc("model.cgc"));
 static cl::opt<std::string> Arch("arch", cl::desc("Target GPU architecture"),
                                  cl::value_desc("sm_XX"), cl::init("sm_90"));
-static cl::opt<std::string> Emit("emit", cl::desc("Print instead of compiling: cuda or dot"),
+static cl::opt<std::string> Emit("emit", cl::desc("Print instead of compiling: cuda, dot or ir"),
                                  cl::value_desc("cuda|dot"));
 static cl::opt<bool> NoFuse("no-fuse", cl::desc("Keep one kernel per op"));
 static cl::opt<bool> TimePasses(
@@ -110,7 +113,8 @@ static int dumpArtifact() {
   return 0;
 }
 
-/// --emit=cuda and --emit=dot: the program the artifact would hold.
+/// --emit=cuda, --emit=dot and --emit=ir: the program the artifact would
+/// hold, or its graphs as lowered.
 static int emitText(Graph &graph, const CompileOptions &options,
                     DiagnosticEngine &diag) {
   Compilation compilation;
@@ -118,6 +122,9 @@ static int emitText(Graph &graph, const CompileOptions &options,
     return 1;
   if (Emit == "cuda")
     llvm::outs() << programSource(compilation.program);
+  else if (Emit == "ir")
+    for (const CompiledGraph &g : compilation.graphs)
+      printGraph(*g.ir, llvm::outs());
   else
     printGraphDot(compilation.program, graph.name, llvm::outs());
   return 0;
@@ -184,7 +191,7 @@ static int compileMain(int argc, char **argv) {
                               "      [--library-products | --tiled-products]\n"
                               "      [--bind-dim NAME=V1,V2,...]\n"
                               "  cgc model.onnx -o model.cgc   (ONNX: python/cgc imports it)\n"
-                              "  cgc model.json --emit=cuda|dot\n"
+                              "  cgc model.json --emit=cuda|dot|ir\n"
                               "  cgc --dump-artifact model.cgc\n"
                               "  cgc run model.cgc --inputs in.safetensors "
                               "--outputs out.safetensors\n"
@@ -198,8 +205,8 @@ static int compileMain(int argc, char **argv) {
   }
   if (DumpArtifact)
     return dumpArtifact();
-  if (!Emit.empty() && Emit != "cuda" && Emit != "dot") {
-    llvm::errs() << "cgc: error: --emit must be 'cuda' or 'dot'\n";
+  if (!Emit.empty() && Emit != "cuda" && Emit != "dot" && Emit != "ir") {
+    llvm::errs() << "cgc: error: --emit must be 'cuda', 'dot' or 'ir'\n";
     return 2;
   }
   unsigned archNumber = 0;

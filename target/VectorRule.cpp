@@ -1,5 +1,5 @@
 //===- VectorRule.cpp - How vectorized kernels read their operands ---------===//
-#include "passes/VectorRule.h"
+#include "target/VectorRule.h"
 
 using namespace cgc;
 

@@ -9,8 +9,8 @@
 // fusions codegen can run, ask this one rule.
 //
 //===----------------------------------------------------------------------===//
-#ifndef CGC_PASSES_VECTORRULE_H
-#define CGC_PASSES_VECTORRULE_H
+#ifndef CGC_TARGET_VECTORRULE_H
+#define CGC_TARGET_VECTORRULE_H
 
 #include "ir/Types.h"
 

@@ -1,57 +1,23 @@
 //===- ProductRule.h - How a matrix product runs: the cost rule -*- C++ -*-===//
 //
 // A `matmul` or `linear` runs either as a kernel cgc generates or as one
-// cuBLASLt call. fuse-epilogue (what to fuse after the product),
-// plan-memory (the library's workspace) and codegen (what to emit) all ask
-// this one rule, so they agree. docs/passes.md gives the rule and the
-// measurements behind its thresholds.
+// cuBLASLt call. Private to the scheduling library: the schedule pass
+// records the rule's answer on the node (target/Scheduler.h), and
+// everything after it reads the record. docs/passes.md gives the rule and
+// the measurements behind its thresholds.
 //
 //===----------------------------------------------------------------------===//
-#ifndef CGC_PASSES_PRODUCTRULE_H
-#define CGC_PASSES_PRODUCTRULE_H
+#ifndef CGC_TARGET_PRODUCTRULE_H
+#define CGC_TARGET_PRODUCTRULE_H
 
-#include "ir/Graph.h"
+#include "ir/Schedule.h"
+#include "target/Problem.h"
+#include "target/Target.h"
 
 #include <cstdint>
-#include <vector>
+#include <string>
 
 namespace cgc {
-
-/// A product in row-major terms: per batch, out[m, n] = sum_k A[m, k] B[k, n]
-/// where A is stored [m, k] (or [k, m] when transA) and B is stored [k, n]
-/// (or [n, k] when transB: a linear's weight).
-struct ProductProblem {
-  int64_t m = 1, n = 1, k = 1;
-  std::vector<int64_t> batch;  ///< The result's batch dims.
-  std::vector<int64_t> batchA; ///< A's batch dims (NumPy-broadcast to batch).
-  std::vector<int64_t> batchB;
-  bool transA = false, transB = false;
-  DType dtype = DType::F32;
-
-  int64_t batchCount() const;
-};
-
-/// The problem of a `matmul` or `linear` node (static shapes).
-ProductProblem productProblem(const Node &product);
-/// The product node of a `matmul`, `linear` or `product_fusion` node.
-const Node &productOf(const Node &node);
-
-/// Who decides how products run: the cost rule below, or the user asking
-/// for cuBLASLt everywhere it can run (`cgc --library-products`), or for the
-/// tiled kernel everywhere it can run (`cgc --tiled-products`); the last
-/// two are how the rule's thresholds are measured (bench/product_rule.py).
-enum class ProductPolicy { CostRule, LibraryOnly, TiledWherePossible };
-
-enum class ProductStrategy {
-  /// cgc's own kernel: a warp per output column reads each weight row once
-  /// with 16-byte loads and keeps the few rows of A in registers.
-  Generated,
-  /// cgc's own tiled kernel: 32x32 output tiles through shared memory,
-  /// any transpose of either operand.
-  Tiled,
-  /// One cuBLASLt call (tensor cores, tuned tiles) with its epilogue.
-  Library,
-};
 
 /// The rule: a product with one batch and a weight stored row by row along
 /// k (a linear's [n, k] weight, or transpose_b) runs as a generated kernel
@@ -85,8 +51,27 @@ constexpr uint64_t kTiledProductMaxMacs = uint64_t(1) << 22;
 constexpr uint64_t kTiledProductLongKMaxMacs = uint64_t(1) << 20;
 constexpr int64_t kTiledProductMaxK = 256, kTiledProductShortK = 128;
 constexpr uint64_t kTiledProductMaxOutputs = uint64_t(1) << 17;
-ProductStrategy productStrategy(const ProductProblem &p,
-                                ProductPolicy policy = ProductPolicy::CostRule);
+/// GeneratedProduct, TiledProduct or LibraryProduct; \p reason (when
+/// set) receives the comparison that decided.
+Strategy productStrategy(const ProductProblem &p, ProductPolicy policy,
+                         std::string *reason = nullptr);
+/// Whether the generated kernel can run \p p at all: one batch, at most
+/// 32 rows (a lane holds each row's sum), a weight stored along k (or no
+/// contraction).
+bool generatedRuns(const ProductProblem &p);
+/// Whether the tiled kernel can run \p p: one batch, f32, a contraction.
+bool tiledRuns(const ProductProblem &p);
+
+/// The generated kernel: a warp per output column, 8 warps per block,
+/// loads of 16 bytes when rows are 16-byte aligned (vector elements each).
+constexpr unsigned kGeneratedProductBlock = 256;
+int64_t generatedProductVector(const ProductProblem &p);
+/// The tiled kernel: T x T output tiles, one block of 256 threads each;
+/// T = 32, unless fewer 32-wide tiles than the target's multiprocessors
+/// cover the result (then 16, to fill them).
+constexpr unsigned kProductTile = 32, kSmallProductTile = 16;
+constexpr unsigned kTiledProductBlock = 256;
+int64_t productTile(const ProductProblem &p, unsigned multiprocessors);
 
 /// A generated product also computes the layernorm (over the last axis)
 /// that produces its input rows: every block normalizes the m rows of x
@@ -97,7 +82,8 @@ ProductStrategy productStrategy(const ProductProblem &p,
 /// spent about 3 us more per node in cluster launch than a plain kernel,
 /// more than the node it saved.)
 constexpr uint64_t kNormalizedInputMaxBytes = 32 * 1024;
-bool fusesInputLayerNorm(const ProductProblem &p, ProductPolicy policy);
+/// Whether a product that runs as \p strategy can normalize its input.
+bool fusesInputLayerNorm(const ProductProblem &p, Strategy strategy);
 
 /// The arena scratch a library product may use: 4 bytes per output element
 /// (room for split-k partial sums), at least 1 MiB, at most the 32 MiB

@@ -1,5 +1,5 @@
 //===- ReductionRule.cpp - How row and column kernels map to threads ---------===//
-#include "passes/ReductionRule.h"
+#include "target/ReductionRule.h"
 
 #include "ir/RowFusion.h"
 #include "ir/TypeRules.h"
@@ -10,31 +10,7 @@
 
 using namespace cgc;
 
-llvm::Optional<ReducedRun> cgc::reducedRun(const Node &node) {
-  OpKind op = node.getOp();
-  if (op != OpKind::Sum && op != OpKind::Mean && op != OpKind::Max &&
-      op != OpKind::Min && op != OpKind::Prod)
-    return llvm::None;
-  const TensorType &in = node.operand(0)->getType();
-  if (!in.isStatic())
-    return llvm::None;
-  auto axes = reductionAxes(node, in.rank());
-  if (axes.empty())
-    return llvm::None;
-  for (unsigned k = 1; k < axes.size(); ++k)
-    if (axes[k] != axes[0] + k)
-      return llvm::None;
-  ReducedRun run;
-  for (unsigned d = 0; d < in.rank(); ++d) {
-    int64_t e = in.dims[d].extent();
-    (d < axes.front() ? run.outer : d <= axes.back() ? run.length : run.inner) *= e;
-  }
-  if (run.outer * run.inner == 0)
-    return llvm::None; // An empty result: nothing to schedule.
-  return run;
-}
-
-static unsigned partialBytesOf(DType dtype) {
+unsigned cgc::partialBytesOf(DType dtype) {
   return dtype == DType::I64 ? 8 : 4;
 }
 
@@ -55,9 +31,7 @@ ReductionSplit cgc::reductionSplit(const Node &node) {
   return s;
 }
 
-/// The widest load (16, 8 or 4 bytes) whose element count divides
-/// \p length, in elements; 1 when none does.
-static unsigned vectorWidth(int64_t length, DType dtype) {
+unsigned cgc::rowVectorWidth(int64_t length, DType dtype) {
   unsigned size = dtypeSize(dtype);
   if (dtype == DType::Bool || dtype == DType::I64)
     return 1;
@@ -71,7 +45,7 @@ RowSchedule cgc::rowSchedule(int64_t rows, int64_t length, DType dtype) {
   RowSchedule s;
   s.rows = rows;
   s.length = length;
-  s.vector = vectorWidth(length, dtype);
+  s.vector = rowVectorWidth(length, dtype);
   int64_t units = std::max<int64_t>((length + s.vector - 1) / s.vector, 1);
   auto lanesFor = [&](int64_t elements) {
     int64_t loads = std::max<int64_t>(elements / s.vector, 1);
@@ -92,7 +66,7 @@ ColumnSplit cgc::columnSplit(const Node &node) {
   c.inner = run->inner;
   DType dtype = node.operand(0)->getType().dtype;
   c.vector = dtype == DType::F32 || dtype == DType::I32
-                 ? vectorWidth(c.inner, dtype) : 1;
+                 ? rowVectorWidth(c.inner, dtype) : 1;
   c.partialBytes = partialBytesOf(dtype);
   int64_t wanted = (kColumnTargetBlocks + c.tiles() - 1) / c.tiles();
   int64_t most = std::max<int64_t>(c.length / kColumnMinChunkRows, 1);
