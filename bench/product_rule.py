@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Measures the cost rule of passes/ProductRule.h on the GPU at hand.
+"""Measures the cost rule of target/ProductRule.h on the GPU at hand.
 
 For each row count M (1, 4, 16, 32), weight shape and dtype, compiles
 linear(x[M, K], W[N, K], b) + relu twice with the carried cgc, once as the

@@ -17,7 +17,8 @@
 // A chain of two or more nodes becomes one `product_fusion` node at the
 // place of its last member, whose body holds copies of the members (same
 // names, attributes and locations).
-// Requires: a verified graph; products with symbolic shapes are left alone.
+// Requires: a verified graph; products with symbolic shapes, and products
+// or layernorms with a (hand-written) schedule record, are left alone.
 // Guarantees: the same values; every product_fusion body is a product
 // followed by a chain its strategy runs as one epilogue; a value read
 // outside the chain or returned is never absorbed.
@@ -76,7 +77,7 @@ bool absorb(Chain &c, const Node &user) {
 Node *inputLayerNorm(const Graph &g, Node &product,
                      const Target &target) {
   Node *norm = product.operand(0)->getDef();
-  if (!norm || norm->getOp() != OpKind::LayerNorm ||
+  if (!norm || norm->getOp() != OpKind::LayerNorm || norm->schedule() ||
       norm->getParent() != &g || soleUser(g, norm->result()) != &product ||
       llvm::count(product.getOperands(), norm->result()) != 1 ||
       !productNormalizesInput(product, target))
@@ -113,7 +114,8 @@ bool FuseEpiloguePass::fuseNested(Graph &graph, PassContext &ctx) {
       for (unsigned r = 0; r < node->numRegions(); ++r)
         if (!fuseNested(node->region(r), ctx))
           return false;
-    if (isStaticProduct(*node))
+    // A product with a schedule record (hand-written) runs as recorded.
+    if (isStaticProduct(*node) && !node->schedule())
       products.push_back(node.get());
   }
   GraphBuilder builder(graph, ctx.diag);

@@ -33,7 +33,8 @@
 // each epilogue op once per result element.
 // Requires: a verified graph; fuse-epilogue has run (a layernorm it folds
 // into a product is not a row op here any more). Ops already in a fusion
-// are not taken: run before fuse-elementwise.
+// are not taken: run before fuse-elementwise. A row op with a
+// (hand-written) schedule record runs as recorded and takes no fusion.
 // Guarantees: the graph computes the same values; every row_fusion body is
 // what the row_fusion type rule admits and what codegen runs as one row
 // kernel; no value is computed twice; the graph stays acyclic: a group
@@ -210,7 +211,8 @@ bool FuseRowsPass::fuseGraph(Graph &graph, PassContext &ctx) {
   std::vector<std::pair<Node *, NodeSet>> groups;
   for (const auto &owned : graph.nodes()) {
     Node &root = *owned;
-    if (taken.count(&root) || !readsRowsOnce(root))
+    // A row op with a schedule record (hand-written) runs as recorded.
+    if (taken.count(&root) || root.schedule() || !readsRowsOnce(root))
       continue;
     bool splatOperand = false;
     for (unsigned i = 1; i < root.numOperands(); ++i)

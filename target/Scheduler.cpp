@@ -212,8 +212,8 @@ static Schedule rowsRecord(const Node &node, const Node &row,
   s[F::Loads] = rs.loads;
   s[F::Block] = rowBlock(rs.lanes);
   s[F::GridX] = rowGrid(rs.rows, rs.lanes, target);
-  s[F::Scratch] = int64_t(phaseScratchBytes(node.getOp() == OpKind::RowFusion
-                                                ? row : node));
+  s[F::Scratch] = row.getOp() == OpKind::CrossEntropy
+                      ? int64_t(phaseScratchBytes(row)) : 0;
   s.reason = std::to_string(rs.rows) + " rows of " + std::to_string(rs.length) +
              ": " + std::to_string(rs.vector) + "-element loads, the fewest " +
              "lanes (a power of two, <= 1024) that hold <= " +
@@ -311,10 +311,13 @@ static std::string checkRows(const Node &node, const Node &row,
                   "a block per row above 32 lanes, else 256 threads");
   if (r[F::GridX] < 1 || r[F::GridX] > INT32_MAX)
     return "grid_x must be from 1 to 2^31 - 1";
-  int64_t scratch = int64_t(phaseScratchBytes(
-      node.getOp() == OpKind::RowFusion ? row : node));
+  // Only a reduced cross_entropy keeps scratch between two kernels.
+  int64_t scratch = row.getOp() == OpKind::CrossEntropy
+                        ? int64_t(phaseScratchBytes(row)) : 0;
   if (r[F::Scratch] != scratch)
-    return expect(F::Scratch, scratch, "the per-row losses and counts");
+    return expect(F::Scratch, scratch,
+                  "a reduced cross_entropy's per-row losses and counts, "
+                  "else none");
   if (node.getOp() == OpKind::RowFusion &&
       !rowScheduleIn(r).inRegisters())
     return "a row_fusion keeps its rows in registers: at most " +

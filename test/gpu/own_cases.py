@@ -58,7 +58,7 @@ def own_cases(dir):
     product_cases(put)
     row_cases(put)
     fused_row_cases(put)
-    # Reductions in two phases (few long rows; passes/ReductionRule.h):
+    # Reductions in two phases (few long rows; target/ReductionRule.h):
     # vector and scalar loads, every accumulator type, a row count that
     # leaves the last chunk short.
     for op in ("sum", "mean", "max", "min"):
@@ -247,7 +247,7 @@ ROW_LENGTHS = (1, 2, 3, 31, 32, 33, 127, 1000, 4097, 30522, 65537)
 
 
 def row_cases(put):
-    """Every shape class of passes/ReductionRule.h: rows of each length in
+    """Every shape class of target/ReductionRule.h: rows of each length in
     ROW_LENGTHS (many rows when short, so groups of lanes share warps and
     the last block is partial), every dtype, column reductions."""
     def one(name, inputs, op, attrs=None, extra=()):
