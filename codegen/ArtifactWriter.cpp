@@ -220,10 +220,7 @@ void ManifestBuilder::addKernels(fmt::Manifest &m) const {
       d.sources.push_back({n.getName(), mnemonic(n.getOp()).str(),
                            n.getSourceLoc()});
     };
-    std::vector<const Node *> nodes = k.batched;
-    if (nodes.empty())
-      nodes.push_back(k.node);
-    for (const Node *node : nodes) {
+    for (const Node *node : nodesOf(k)) {
       if (node->info().has(Fused))
         for (const auto &n : node->region(0).nodes())
           addSource(*n);

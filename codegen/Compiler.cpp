@@ -263,18 +263,9 @@ bool cgc::lowerModel(Graph &model, const CompileOptions &requested,
   return true;
 }
 
-void cgc::reportNvrtcFailure(const Program &program,
-                             const std::vector<unsigned> &lines,
-                             const std::string &log, DiagnosticEngine &diag) {
-  const Kernel *culprit = nullptr;
-  size_t at = log.find("cgc_kernels.cu(");
-  if (at != std::string::npos) {
-    unsigned line = std::strtoul(log.c_str() + at + 15, nullptr, 10);
-    for (size_t k = 0; k < lines.size(); ++k)
-      if (lines[k] <= line)
-        culprit = &program.kernels[k];
-  }
-  if (culprit) {
+void cgc::reportNvrtcFailure(const Program &program, const std::string &log,
+                             DiagnosticEngine &diag) {
+  if (const Kernel *culprit = kernelOfDiagnostic(program, log)) {
     diag.nodeError(*culprit->node, "NVRTC failed to compile kernel '" +
                                        culprit->name + "':\n" + log);
     return;
@@ -289,18 +280,17 @@ bool cgc::compileModel(Graph &model, const CompileOptions &options,
   if (!lowerModel(model, options, compilation, diag))
     return false;
   const Program &program = compilation.program;
-  std::vector<unsigned> lines;
   std::string source;
   {
     PhaseTimer timer(options.times, "CUDA text");
-    source = programSource(program, &lines);
+    source = programSource(program);
   }
   DeviceCode code;
   {
     PhaseTimer timer(options.times, "NVRTC (" + std::to_string(program.kernels.size()) +
                                         " kernels; cubin and PTX in parallel)");
     if (!compileWithNvrtc(source, options.arch, code)) {
-      reportNvrtcFailure(program, lines, code.log, diag);
+      reportNvrtcFailure(program, code.log, diag);
       return false;
     }
   }

@@ -123,12 +123,10 @@ bool runDefaultPipeline(Graph &graph, const CompileOptions &options,
 /// Pipeline and lowering of every graph of the artifact.
 bool lowerModel(Graph &model, const CompileOptions &options,
                 Compilation &out, DiagnosticEngine &diag);
-/// Reports an NVRTC failure, with its log, at the IR node whose kernel the
-/// log's first `cgc_kernels.cu(line)` falls in (\p kernelLines: each
-/// kernel's first line, from programSource).
-void reportNvrtcFailure(const Program &program,
-                        const std::vector<unsigned> &kernelLines,
-                        const std::string &log, DiagnosticEngine &diag);
+/// Reports an NVRTC failure, with its log, at the IR node of the first
+/// kernel the log names (kernelOfDiagnostic), else without a location.
+void reportNvrtcFailure(const Program &program, const std::string &log,
+                        DiagnosticEngine &diag);
 /// The whole compile; \p result.bytes is the artifact.
 bool compileModel(Graph &model, const CompileOptions &options,
                   DiagnosticEngine &diag, CompileResult &result);

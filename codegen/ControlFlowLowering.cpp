@@ -36,7 +36,8 @@ static KernelParam numberParam(KernelParam::Kind kind, uint32_t number) {
 Kernel Lowerer::ifSetter(const Node &n, unsigned handle,
                          const Storage &predicate, bool invert) {
   Kernel k;
-  k.name = "cgc_set_if"; // Defined in the prelude (CudaText.cpp).
+  k.name = "cgc_set_if";
+  k.inPrelude = true; // Defined in the prelude (CudaText.cpp).
   k.node = &n;
   k.params = {pointerParam(predicate, false),
               numberParam(KernelParam::Kind::U32, invert),
@@ -48,6 +49,7 @@ Kernel Lowerer::whileSetter(const Node &n, unsigned handle,
                             const Storage &predicate) {
   Kernel k;
   k.name = "cgc_set_while";
+  k.inPrelude = true;
   k.node = &n;
   int64_t bound = n.intAttr("max_iterations", kDefaultLoopBound);
   k.params = {pointerParam(predicate, false),

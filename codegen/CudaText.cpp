@@ -132,32 +132,17 @@ std::string cgc::addScratchParam(Kernel &kernel, const Storage &storage,
   return "p" + std::to_string(kernel.params.size() - 1);
 }
 
-std::string cgc::kernelOpening(const Kernel &kernel, unsigned blockSize) {
-  return kernelSignature(kernel, blockSize) + kWaitForProducers;
-}
-
-std::string cgc::kernelSignature(const Kernel &kernel, unsigned blockSize) {
-  std::string out = "extern \"C\" __global__ void __launch_bounds__(" +
-                    std::to_string(blockSize) + ") " + kernel.name + "(";
-  for (size_t i = 0; i < kernel.params.size(); ++i) {
-    const KernelParam &p = kernel.params[i];
-    out += (i ? ", " : "") + std::string(p.written ? "" : "const ") +
-           (p.value ? storageType(p.value->getType().dtype) : p.scratchType) +
-           " *p" + std::to_string(i);
-  }
-  return out + ") {\n";
-}
-
 uint32_t cgc::gridFor(int64_t work, int64_t perBlock) {
   int64_t blocks = (work + perBlock - 1) / perBlock;
   return uint32_t(std::min<int64_t>(std::max<int64_t>(blocks, 1), 65535));
 }
 
 std::string cgc::gridStrideLoop(const std::string &var, int64_t n,
-                                unsigned block) {
-  return "  for (long long " + var + " = (long long)blockIdx.x * " +
-         std::to_string(block) + " + threadIdx.x; " + var + " < " +
-         std::to_string(n) + "LL; " + var + " += (long long)gridDim.x * " +
+                                unsigned block, bool overBx) {
+  return "  for (long long " + var + " = (long long)" +
+         (overBx ? "bx" : "blockIdx.x") + " * " + std::to_string(block) +
+         " + threadIdx.x; " + var + " < " + std::to_string(n) + "LL; " + var +
+         " += (long long)" + (overBx ? "gx" : "gridDim.x") + " * " +
          std::to_string(block) + ") {\n";
 }
 

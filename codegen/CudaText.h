@@ -39,12 +39,10 @@ std::string coordDecls(const Shape &shape, const std::string &index,
 std::string broadcastOffset(const Shape &operand, const Shape &iter,
                             const std::string &prefix);
 
-/// `extern "C" __global__ void name(params...) {` and the kernel's first
-/// statement, which waits for the kernels it depends on (programmatic
-/// dependent launch; see codegen/GraphPlan.cpp). Params are named p0, p1...
-std::string kernelOpening(const Kernel &kernel, unsigned blockSize);
-/// The signature and `{` alone, for kernels that do work before the wait.
-std::string kernelSignature(const Kernel &kernel, unsigned blockSize);
+/// The statement that waits for the kernels a kernel depends on
+/// (programmatic dependent launch; see codegen/GraphPlan.cpp): where a
+/// Kernel::Wait::InBody body places it (KernelText.cpp puts it first in
+/// every other kernel).
 constexpr const char *kWaitForProducers = "  cgc_wait_for_producers();\n";
 /// Adds \p value as a pointer parameter (once) and returns its name.
 std::string addParam(Kernel &kernel, const Value *value, bool written);
@@ -53,8 +51,11 @@ std::string addScratchParam(Kernel &kernel, const Storage &storage,
                             bool written, const std::string &type);
 /// Grid size for \p work items handled \p perBlock at a time.
 uint32_t gridFor(int64_t work, int64_t perBlock);
-/// A grid-stride loop header over [0, n) with variable \p var.
-std::string gridStrideLoop(const std::string &var, int64_t n, unsigned block);
+/// A grid-stride loop header over [0, n) with variable \p var; over the
+/// block index `bx` of `gx` blocks when \p overBx (a Kernel::gridStride
+/// body, which a batch may run), else over blockIdx.x of gridDim.x.
+std::string gridStrideLoop(const std::string &var, int64_t n, unsigned block,
+                           bool overBx = false);
 
 /// The helper functions every program starts with, and the setter kernels
 /// of conditional nodes when \p conditionals.

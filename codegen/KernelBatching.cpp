@@ -1,27 +1,23 @@
 //===- KernelBatching.cpp - Independent small pointwise kernels as one ------===//
 //
-// Algorithm: in each step graph, in program order, gather the pointwise and
-// movement kernels (grid-stride bodies, Kernel::gridStrideBody) that launch at most
+// Algorithm: in each step graph, in program order, gather the grid-stride
+// kernels (pointwise and movement, Kernel::gridStride) that launch at most
 // one wave each and that no step between them orders. A candidate joins
 // the open batch when it conflicts with no member (reads what a member
 // writes, or writes what a member reads or writes); a step that conflicts
 // with a member closes the batch, since the batch moves to the place of
 // its last member. A batch of two or more becomes one kernel there: its
 // blocks are the members' blocks one after another, and a block runs the
-// member whose range holds it, with blockIdx.x and gridDim.x rewritten to
-// that member's own. Each merged kernel saves a graph node (about a
-// microsecond of a replay on an H100); apply-optimizer's updates of every
-// parameter and the dropout stream's advance become one kernel this way.
-// Requires: steps in a valid program order, before planEdges. Guarantees:
-// every member's work, on the same storage, after every step it followed
-// and before every step that followed it.
-//
+// member whose range holds it, with the member's own block index and grid
+// size (bx and gx). The batch is a description like any kernel's: its
+// members keep their bodies and parameter ranges (BatchMember), and
+// KernelText.cpp renders each distinct member once as a device function
+// the batch calls; nothing is renamed in text. Each merged kernel saves a
+// graph node (about a microsecond of a replay on an H100);
+// apply-optimizer's updates of every parameter and the dropout stream's
+// advance become one kernel this way.
 //===----------------------------------------------------------------------===//
-#include "codegen/CudaText.h"
 #include "codegen/Lowering.h"
-
-#include <algorithm>
-#include <cctype>
 
 using namespace cgc;
 
@@ -32,39 +28,7 @@ static bool batchable(const Step &s, const Program &program) {
   if (s.kind != Step::Kind::Kernel)
     return false;
   const Kernel &k = program.kernels[s.kernel];
-  return !k.gridStrideBody.empty() && k.grid[0] <= program.multiprocessors;
-}
-
-/// \p body with its parameters p<i> renamed p<i + offset> and its block
-/// index and grid size made the member's: blocks [first, first + grid).
-static std::string memberBody(const std::string &body, size_t offset,
-                              uint32_t first, uint32_t grid) {
-  std::string out;
-  for (size_t i = 0; i < body.size();) {
-    char c = body[i];
-    if (!std::isalpha(static_cast<unsigned char>(c)) && c != '_') {
-      out += c;
-      ++i;
-      continue;
-    }
-    size_t j = i;
-    while (j < body.size() &&
-           (std::isalnum(static_cast<unsigned char>(body[j])) || body[j] == '_'))
-      ++j;
-    std::string word = body.substr(i, j - i);
-    bool param = word.size() > 1 && word[0] == 'p' &&
-                 std::all_of(word.begin() + 1, word.end(), ::isdigit);
-    if (param)
-      out += "p" + std::to_string(std::stoul(word.substr(1)) + offset);
-    else if (word == "blockIdx" && body.compare(j, 2, ".x") == 0)
-      out += "(blockIdx.x - " + std::to_string(first) + "u)", j += 2;
-    else if (word == "gridDim" && body.compare(j, 2, ".x") == 0)
-      out += std::to_string(grid) + "u", j += 2;
-    else
-      out += word;
-    i = j;
-  }
-  return out;
+  return k.gridStride && k.grid[0] <= program.multiprocessors;
 }
 
 /// One kernel running \p members (indices into \p program.kernels).
@@ -77,20 +41,17 @@ static Kernel mergedKernel(const std::vector<unsigned> &members,
     merged.name = name + "_" + std::to_string(n);
   merged.node = program.kernels[members[0]].node;
   merged.block[0] = 256;
-  std::string body;
   uint32_t first = 0;
   for (unsigned m : members) {
     const Kernel &k = program.kernels[m];
-    body += std::string(first ? "  else " : "  ") + "if (blockIdx.x < " +
-            std::to_string(first + k.grid[0]) + "u) {\n" +
-            memberBody(k.gridStrideBody, merged.params.size(), first, k.grid[0]) +
-            "  }\n";
+    assert(k.block[0] == merged.block[0] && "grid-stride kernels of 256");
+    merged.members.push_back({k.node, k.name, k.body,
+                              uint32_t(merged.params.size()),
+                              uint32_t(k.params.size()), first, k.grid[0]});
     merged.params.insert(merged.params.end(), k.params.begin(), k.params.end());
-    merged.batched.push_back(k.node);
     first += k.grid[0];
   }
   merged.grid[0] = first;
-  merged.source = kernelOpening(merged, 256) + body + "}\n";
   return merged;
 }
 
@@ -157,18 +118,17 @@ void cgc::dropUnusedKernels(Program &program) {
       for (const Step &s : g.steps)
         if (s.kind == Step::Kind::Kernel)
           used[s.kernel] = true;
-  // A kept kernel whose function an unused one defines takes its text.
+  // A kept kernel that shares the function of a dropped one renders it.
   llvm::StringMap<unsigned> definer;
   for (unsigned k = 0; k < program.kernels.size(); ++k)
-    if (!program.kernels[k].source.empty())
+    if (!program.kernels[k].shared && !program.kernels[k].inPrelude)
       definer[program.kernels[k].name] = k;
   for (unsigned k = 0; k < program.kernels.size(); ++k) {
     Kernel &kernel = program.kernels[k];
     auto it = definer.find(kernel.name);
-    if (!used[k] || !kernel.source.empty() || it == definer.end() ||
-        used[it->second])
+    if (!used[k] || !kernel.shared || it == definer.end() || used[it->second])
       continue;
-    kernel.source = std::move(program.kernels[it->second].source);
+    kernel.shared = false;
     it->second = k;
   }
   std::vector<unsigned> index(program.kernels.size(), 0);

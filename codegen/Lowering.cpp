@@ -61,22 +61,15 @@ static bool isInlinedEverywhere(const Node &n) {
   });
 }
 
-/// Reuses the function of an earlier kernel with the same body, so nodes
+/// Launches the function of an earlier kernel with the same key, so nodes
 /// that differ only in their buffers share one compiled kernel.
 static void shareIdenticalFunction(Kernel &kernel,
-                                   llvm::StringMap<std::string> &bodies) {
-  std::string body = kernel.source;
-  size_t at = body.find(" " + kernel.name + "(");
-  if (at == std::string::npos)
-    return;
-  body.replace(at + 1, kernel.name.size(), "@");
-  for (size_t c = body.find("//"); c != std::string::npos; c = body.find("//", c))
-    body.erase(c, body.find('\n', c) - c); // Comments name IR nodes.
-  auto [it, inserted] = bodies.try_emplace(body, kernel.name);
+                                   llvm::StringMap<std::string> &functions) {
+  auto [it, inserted] = functions.try_emplace(kernelKey(kernel), kernel.name);
   if (inserted)
     return;
   kernel.name = it->second;
-  kernel.source.clear();
+  kernel.shared = true;
 }
 
 static std::string sanitize(llvm::StringRef text) {
@@ -230,7 +223,7 @@ void Lowerer::lowerNode(const Node &node, StepGraph &out) {
     ok = false;
     return;
   }
-  shareIdenticalFunction(kernel, program.functionBodies);
+  shareIdenticalFunction(kernel, program.functions);
   noteDTypes(node, program);
   addKernelStep(std::move(kernel), out);
 }
@@ -261,7 +254,7 @@ void Lowerer::lowerRowNode(const Node &node, StepGraph &out) {
   }
   noteDTypes(node, program);
   for (unsigned k = 0; k < (scratch ? 2u : 1u); ++k) {
-    shareIdenticalFunction(kernels[k], program.functionBodies);
+    shareIdenticalFunction(kernels[k], program.functions);
     addKernelStep(std::move(kernels[k]), out);
   }
 }
@@ -308,18 +301,4 @@ size_t Program::numSteps() const {
     for (const StepGraph &g : *list)
       n += g.steps.size();
   return n;
-}
-
-std::string cgc::programSource(const Program &program,
-                               std::vector<unsigned> *kernelLines) {
-  std::string text = cudaPrelude(program.usesHalf, program.usesBFloat16,
-                                 program.usesConditionals);
-  for (const Kernel &k : program.kernels) {
-    if (kernelLines)
-      kernelLines->push_back(std::count(text.begin(), text.end(), '\n') + 2);
-    if (k.source.empty())
-      continue; // Shares an earlier kernel's function (or the prelude's).
-    text += "\n" + k.source;
-  }
-  return text;
 }

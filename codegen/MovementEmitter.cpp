@@ -167,7 +167,7 @@ void cgc::emitMovement(const Node &node, Kernel &kernel) {
   const unsigned block = 256;
   kernel.block[0] = block;
   kernel.grid[0] = gridFor(n, block);
-  kernel.gridStrideBody = gridStrideLoop("i", n, block) +
-                          coordDecls(out, "i", "c") + body + "  }\n";
-  kernel.source = kernelOpening(kernel, block) + kernel.gridStrideBody + "}\n";
+  kernel.gridStride = true;
+  kernel.body = gridStrideLoop("i", n, block, /*overBx=*/true) +
+                coordDecls(out, "i", "c") + body + "  }\n";
 }

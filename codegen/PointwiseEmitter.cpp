@@ -286,7 +286,7 @@ cgc::vectorBody(const Node &owner, const PointwiseParts &parts,
     }
     var[op->result()] = name;
     text.body += lane + computeType(op->result()->getType().dtype) + " " +
-                 name + " = " + expr + "; // " + op->getName() + "\n";
+                 name + " = " + expr + ";\n";
   }
   text.vars = var;
   for (const auto &[inner, outer] : parts.outputs)
@@ -366,12 +366,12 @@ static std::string scalarLoop(const Node &node, const PointwiseParts &parts,
     std::string name = "v" + std::to_string(next++);
     var[op->result()] = name;
     body += "    " + computeType(op->result()->getType().dtype) + " " + name +
-            " = " + expr + "; // " + op->getName() + "\n";
+            " = " + expr + ";\n";
   }
   for (const auto &[inner, outer] : parts.outputs)
     body += "    cgc_st(" + addParam(kernel, outer, true) + ", i, " +
             var.lookup(inner) + ");\n";
-  return gridStrideLoop("i", n, 256) +
+  return gridStrideLoop("i", n, 256, /*overBx=*/true) +
          (needCoords ? coordDecls(iter, "i", "c") : "") + body;
 }
 
@@ -386,20 +386,19 @@ void cgc::emitPointwise(const Node &node, Kernel &kernel) {
   const unsigned block = 256;
   kernel.block[0] = block;
   kernel.grid[0] = gridFor(n / width, block);
+  kernel.gridStride = true;
   if (width == 1) {
-    kernel.gridStrideBody = scalarLoop(node, parts, iter, kernel) + "  }\n";
-    kernel.source = kernelOpening(kernel, block) + kernel.gridStrideBody + "}\n";
+    kernel.body = scalarLoop(node, parts, iter, kernel) + "  }\n";
     return;
   }
   // Vector indices fit 32 bits for every tensor below 2^32 vectors: the
   // row and column reads then divide 32-bit numbers by constants.
   VectorIndex q{"q", n / width < (int64_t(1) << 32) ? "(unsigned)q" : "q"};
   VectorBody text = *vectorBody(node, parts, iter, width, q, "v", kernel, VarMap());
-  kernel.gridStrideBody =
-      gridStrideLoop("q", n / width, block) + text.loads +
+  kernel.body =
+      gridStrideLoop("q", n / width, block, /*overBx=*/true) + text.loads +
       (parts.ops.size() > kMaxUnrolledBodyOps ? "#pragma unroll 1\n"
                                               : "#pragma unroll\n") +
       "    for (int k = 0; k < " + std::to_string(width) + "; ++k) {\n" +
       text.body + "    }\n" + text.stores + "  }\n";
-  kernel.source = kernelOpening(kernel, block) + kernel.gridStrideBody + "}\n";
 }

@@ -256,7 +256,8 @@ void cgc::emitProduct(const ProductParts &parts, const Schedule &record,
   // One warp per column, so no grid-stride loop: the grid covers n (the
   // x dimension takes up to 2^31 - 1 blocks).
   kernel.grid[0] = uint32_t(record[ScheduleField::GridX]);
-  kernel.source = kernelSignature(kernel, Block) + body + "}\n";
+  kernel.wait = Kernel::Wait::InBody;
+  kernel.body = body;
 }
 
 void cgc::emitProductKernel(const ProductParts &parts, const Schedule &record,

@@ -38,21 +38,57 @@ struct KernelParam {
   uint32_t number = 0;          ///< Handle: its index; U32: the value.
 };
 
+/// A grid-stride kernel run by a batch for a range of the batch's blocks
+/// (KernelBatching.cpp): its parameters are the batch's [firstParam,
+/// firstParam + numParams), its blocks [firstBlock, firstBlock + grid).
+struct BatchMember {
+  const Node *node = nullptr;
+  std::string name; ///< The kernel it was: names its device function.
+  std::string body;
+  uint32_t firstParam = 0, numParams = 0;
+  uint32_t firstBlock = 0, grid = 0;
+};
+
+/// A generated kernel as the emitters describe it: parameters, launch and
+/// body. Its CUDA text is rendered last, from the description
+/// (KernelText.cpp); kernels share one function, and grid-stride ones run
+/// batched, by their structure (kernelKey), never by comparing text.
 struct Kernel {
   std::string name;
-  std::string source; ///< The function definition, without the prelude.
   const Node *node = nullptr;
   std::vector<KernelParam> params;
   uint32_t grid[3] = {1, 1, 1};
+  /// block[0] is also the function's __launch_bounds__.
   uint32_t block[3] = {1, 1, 1};
   uint32_t sharedMem = 0;
-  /// A pointwise kernel's grid-stride body (after the wait for producers,
-  /// before the closing brace), which KernelBatching.cpp may merge into a
-  /// batch; empty for other kernels.
-  std::string gridStrideBody;
-  /// A batch: the nodes of its members (node is the first).
-  std::vector<const Node *> batched;
+  /// Where the kernel waits for the kernels it depends on (programmatic
+  /// dependent launch, GraphPlan.cpp): before its body, or where the body
+  /// says (kWaitForProducers: products load their weights first).
+  enum class Wait : uint8_t { First, InBody };
+  Wait wait = Wait::First;
+  /// The function's statements. Parameters are p0, p1...; the body names
+  /// no kernel and no IR node, so equal bodies do equal work.
+  std::string body;
+  /// A grid-stride kernel (pointwise, movement): its body is one loop over
+  /// the block index `bx` of `gx` blocks, so that a batch can run it for a
+  /// range of its own blocks.
+  bool gridStride = false;
+  /// A setter of a conditional handle, defined in the prelude (no body).
+  bool inPrelude = false;
+  /// An earlier kernel of the program has the same key: this one launches
+  /// that kernel's function, under its name, and renders nothing.
+  bool shared = false;
+  /// A batch: the grid-stride kernels it runs, in block order (node is the
+  /// first one's).
+  std::vector<BatchMember> members;
 };
+
+/// What makes two kernels one function: launch bounds, where they wait,
+/// parameter types, body (and a batch's members). Names, nodes, grids and
+/// storage are not part of it.
+std::string kernelKey(const Kernel &kernel);
+/// The IR nodes \p kernel computes: a batch's members, or its node.
+std::vector<const Node *> nodesOf(const Kernel &kernel);
 
 /// One cuBLASLt call: the call in cuBLASLt's column-major terms (its
 /// pointers are left empty) and the storage of each operand.
@@ -125,9 +161,9 @@ struct Program {
   /// The target's multiprocessors (target/Target.h): grid-stride
   /// kernels launch one wave of them.
   unsigned multiprocessors = 132;
-  /// Kernel names in use, and each function body's first kernel name.
+  /// Kernel names in use, and the first kernel name of each kernelKey.
   llvm::StringSet<> kernelNames;
-  llvm::StringMap<std::string> functionBodies;
+  llvm::StringMap<std::string> functions;
 
   size_t numSteps() const;
 };
@@ -145,10 +181,14 @@ bool lowerGraph(const Graph &graph, const MemoryPlan &plan,
 /// absorbed).
 void dropUnusedKernels(Program &program);
 
-/// The NVRTC translation unit: prelude plus every kernel. \p kernelLines
-/// receives each kernel's first line (1-based) in the text.
-std::string programSource(const Program &program,
-                          std::vector<unsigned> *kernelLines = nullptr);
+/// The NVRTC translation unit: the prelude, then every kernel rendered
+/// from its description (KernelText.cpp). Each function follows a `#line`
+/// that names it as a file, so NVRTC's diagnostics name the function.
+std::string programSource(const Program &program);
+/// The kernel whose function NVRTC's \p log names first; null when the log
+/// names none of the program's (the prelude, or no location).
+const Kernel *kernelOfDiagnostic(const Program &program,
+                                 const std::string &log);
 
 } // namespace cgc
 

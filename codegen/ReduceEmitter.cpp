@@ -46,7 +46,7 @@ static std::string rowLoop(int64_t rows) {
 static void finish(Kernel &kernel, int64_t rows, const std::string &body) {
   kernel.block[0] = Block;
   kernel.grid[0] = uint32_t(std::min<int64_t>(std::max<int64_t>(rows, 1), 65535));
-  kernel.source = kernelOpening(kernel, Block) + body + "}\n";
+  kernel.body = body;
 }
 
 /// Lines at least this long are scanned by a block each (kScanItems
@@ -96,7 +96,7 @@ static void emitCumSum(const Node &node, Kernel &kernel) {
       ", at, acc);\n    }\n  }\n";
   kernel.block[0] = Block;
   kernel.grid[0] = gridFor(lines, Block);
-  kernel.source = kernelOpening(kernel, Block) + body + "}\n";
+  kernel.body = body;
 }
 
 static std::string blockCombine(const Accumulator &a) {
@@ -174,14 +174,14 @@ void cgc::emitSplitReduction(const Node &node, const ReductionSplit &split,
            "    " + fold(a, "(" + a.type + ")cgc_ld(row, i)") + "\n";
   phase1.block[0] = 256;
   phase1.grid[0] = uint32_t(split.rows * split.chunks);
-  phase1.source =
-      kernelOpening(phase1, 256) + "  const " + storageType(in) + " *row = " + x +
+  phase1.body =
+      "  const " + storageType(in) + " *row = " + x +
       " + (long long)(blockIdx.x / " + C + ") * " + L + ";\n"
       "  const long long begin = (long long)(blockIdx.x % " + C + ") * " +
       std::to_string(per) + "LL;\n"
       "  const long long end = cgc_min(begin + " + std::to_string(per) + "LL, " + L + ");\n"
       "  " + a.type + " acc = " + a.init + ";\n" + loop + blockCombine(a) +
-      "  if (threadIdx.x == 0) " + p1 + "[blockIdx.x] = acc;\n}\n";
+      "  if (threadIdx.x == 0) " + p1 + "[blockIdx.x] = acc;\n";
 
   std::string p0 = addScratchParam(phase2, partials, false, a.type);
   std::string out = addParam(phase2, node.result(), true);
@@ -190,12 +190,12 @@ void cgc::emitSplitReduction(const Node &node, const ReductionSplit &split,
                            : "acc";
   phase2.block[0] = 256;
   phase2.grid[0] = uint32_t(split.rows);
-  phase2.source =
-      kernelOpening(phase2, 256) + "  " + a.type + " acc = " + a.init + ";\n"
+  phase2.body =
+      "  " + a.type + " acc = " + a.init + ";\n"
       "  for (long long i = threadIdx.x; i < " + C + "; i += 256LL)\n"
       "    " + fold(a, p0 + "[(long long)blockIdx.x * " + C + " + i]") + "\n" +
       blockCombine(a) + "  if (threadIdx.x == 0) cgc_st(" + out +
-      ", blockIdx.x, " + result + ");\n}\n";
+      ", blockIdx.x, " + result + ");\n";
 }
 
 void cgc::emitNormalization(const Node &node, Kernel &kernel) {
@@ -234,9 +234,8 @@ void cgc::emitLoss(const Node &node, Kernel &kernel) {
   if (reduction == "none") {
     kernel.block[0] = Block;
     kernel.grid[0] = gridFor(n, Block);
-    kernel.source = kernelOpening(kernel, Block) +
-                    gridStrideLoop("i", n, Block) + "    " + d + "\n    cgc_st(" +
-                    out + ", i, d * d);\n  }\n}\n";
+    kernel.body = gridStrideLoop("i", n, Block) + "    " + d + "\n    cgc_st(" +
+                    out + ", i, d * d);\n  }\n";
     return;
   }
   std::string body = "  float s = 0.0f;\n  for (long long i = threadIdx.x; i < " +

@@ -103,7 +103,7 @@ struct RowText {
     unsigned block = blockSize();
     kernel.block[0] = block;
     kernel.grid[0] = grid;
-    kernel.source = kernelOpening(kernel, block) + open() + body + "  }\n}\n";
+    kernel.body = open() + body + "  }\n";
   }
 };
 
@@ -440,14 +440,13 @@ static void emitCrossEntropyTotal(const Node &node, const Storage &scratch,
   bool mean = node.strAttr("reduction", "mean") == "mean";
   kernel.block[0] = 1024;
   kernel.grid[0] = 1;
-  kernel.source =
-      kernelOpening(kernel, 1024) +
+  kernel.body =
       "  float total = 0.0f, count = 0.0f;\n"
       "  for (long long r = threadIdx.x; r < " + std::to_string(rows) +
       "LL; r += 1024) { total += " + in + "[2 * r]; count += " + in + "[2 * r + 1]; }\n"
       "  total = cgc_block_sum(total);\n  count = cgc_block_sum(count);\n"
       "  if (threadIdx.x == 0) cgc_st(" + out + ", 0, total" +
-      (mean ? " / (count > 0.0f ? count : 1.0f)" : "") + ");\n}\n";
+      (mean ? " / (count > 0.0f ? count : 1.0f)" : "") + ");\n";
 }
 
 /// Phase 1 of a column reduction: block b reduces rows [chunk * per,
@@ -471,8 +470,7 @@ static void emitColumnPartials(const Node &node, const ColumnSplit &c,
                               : "o * " + I + " + col + k";
   kernel.block[0] = 256;
   kernel.grid[0] = uint32_t(c.tiles() * c.chunks);
-  kernel.source =
-      kernelOpening(kernel, 256) +
+  kernel.body =
       "  __shared__ " + a.type + " part[8][" + W + "];\n"
       "  const long long tile = blockIdx.x / " + std::to_string(c.chunks) +
       "LL, chunk = blockIdx.x % " + std::to_string(c.chunks) + "LL;\n"
@@ -501,7 +499,7 @@ static void emitColumnPartials(const Node &node, const ColumnSplit &c,
       "      for (int t = 1; t < 8; ++t) " +
       fold(a, "part[t][threadIdx.x * " + V + " + k]", "r") + "\n"
       "      " + (partials ? out + "[" + dest + "] = r;" : "cgc_st(" + out + ", " + dest + ", " + finalValue + ");") +
-      "\n    }\n}\n";
+      "\n    }\n";
 }
 
 /// Phase 2 of a column reduction: a thread per column combines its
@@ -517,12 +515,12 @@ static void emitColumnCombine(const Node &node, const ColumnSplit &c,
                            ? "acc / " + floatLiteral(float(c.length)) : "acc";
   kernel.block[0] = 256;
   kernel.grid[0] = residentGrid((columns + 255) / 256, 256, multiprocessors);
-  kernel.source =
-      kernelOpening(kernel, 256) + gridStrideLoop("i", columns, 256) + "    " +
+  kernel.body =
+      gridStrideLoop("i", columns, 256) + "    " +
       a.type + " acc = " + a.init + ";\n    for (long long c = 0; c < " +
       std::to_string(c.chunks) + "LL; ++c) " +
       fold(a, in + "[c * " + std::to_string(columns) + "LL + i]") +
-      "\n    cgc_st(" + out + ", i, " + result + ");\n  }\n}\n";
+      "\n    cgc_st(" + out + ", i, " + result + ");\n  }\n";
 }
 
 bool cgc::emitRowKernels(const Node &node, const Schedule &record,

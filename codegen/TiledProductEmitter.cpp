@@ -92,5 +92,6 @@ void cgc::emitTiledProduct(const ProductParts &parts, const Schedule &record,
   kernel.block[0] = Block;
   kernel.grid[0] = uint32_t(record[ScheduleField::GridX]);
   kernel.grid[1] = uint32_t(record[ScheduleField::GridY]);
-  kernel.source = kernelSignature(kernel, Block) + body + "}\n";
+  kernel.wait = Kernel::Wait::InBody;
+  kernel.body = body;
 }

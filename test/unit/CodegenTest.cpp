@@ -47,15 +47,13 @@ TEST(Nvrtc, FailureNamesTheIrNodeAndKeepsTheLog) {
   // Break the last kernel (the one of node 'y'), as a codegen bug would.
   Kernel &broken = l.lowered.program.kernels.back();
   ASSERT_EQ(broken.node->getName(), "y");
-  size_t body = broken.source.find("cgc_wait_for_producers();");
-  ASSERT_NE(body, std::string::npos);
-  broken.source.insert(body, "undeclared_helper(); ");
-  std::vector<unsigned> lines;
-  std::string source = programSource(l.lowered.program, &lines);
+  ASSERT_FALSE(broken.body.empty());
+  broken.body.insert(0, "  undeclared_helper();\n");
+  std::string source = programSource(l.lowered.program);
   DeviceCode code;
   ASSERT_FALSE(compileWithNvrtc(source, "sm_90", code));
   EXPECT_NE(code.log.find("undeclared_helper"), std::string::npos) << code.log;
-  reportNvrtcFailure(l.lowered.program, lines, code.log, l.diag);
+  reportNvrtcFailure(l.lowered.program, code.log, l.diag);
   std::string out = l.os.str();
   EXPECT_NE(out.find("m.json:6:12: error: node 'y' (neg): NVRTC failed to "
                      "compile kernel 'neg_y':"),
