@@ -13,7 +13,7 @@
 // 2 bad command line.
 //
 //===----------------------------------------------------------------------===//
-#include "codegen/Compiler.h"
+#include "driver/Compiler.h"
 #include "format/ArtifactFormat.h"
 #include "ir/JsonReader.h"
 #include "ir/Verifier.h"
