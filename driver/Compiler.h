@@ -18,6 +18,7 @@
 #ifndef CGC_DRIVER_COMPILER_H
 #define CGC_DRIVER_COMPILER_H
 
+#include "cgc/Version.h"
 #include "codegen/GraphPlan.h"
 #include "codegen/Nvrtc.h"
 #include "codegen/Program.h"
@@ -30,8 +31,6 @@
 #include <vector>
 
 namespace cgc {
-
-constexpr const char *kCompilerVersion = "cgc 0.2.0";
 
 /// Milliseconds per compile phase, in order (`cgc --time-passes`).
 using PhaseTimes = Timings;

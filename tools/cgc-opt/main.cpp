@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "Interpret.h"
+#include "cgc/Version.h"
 #include "ir/JsonReader.h"
 #include "ir/Printer.h"
 #include "ir/Verifier.h"
@@ -199,6 +200,8 @@ static int listOps() {
 
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
+  cl::SetVersionPrinter(
+      [](llvm::raw_ostream &os) { os << kCompilerVersion << "\n"; });
   if (!cl::ParseCommandLineOptions(argc, argv, "cgc-opt: run cgc passes over JSON IR\n", &llvm::errs()))
     return 2;
   if (ListOps)
