@@ -4,7 +4,7 @@
 // replaced by its input and erased, as `module.eval()` makes PyTorch's
 // dropout the identity. It is the only op of the IR that trains and infers
 // differently. `cgc --train` compiles its `eval` graph from the forward
-// graph through this pass (codegen/Compiler.cpp).
+// graph through this pass (driver/Compiler.cpp).
 // Requires: a verified graph. Guarantees: no dropout remains; every other
 // node, input and output is kept (an rng_state input no node reads any
 // more stays, so both graphs of a training artifact share their state).

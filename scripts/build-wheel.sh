@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # build-wheel.sh BUILD_DIR [DIST_DIR] : packs the package's Python modules
 # (python/cgc), the runtime's extension the build made (BUILD_DIR/python/cgc/
-# _native*.so) and the `cgc` driver (as cgc/bin/cgc) into a wheel in
-# DIST_DIR (default BUILD_DIR/dist); prints its path.
+# _native*.so), the version file CMake wrote (BUILD_DIR/python/cgc/
+# _version.py: project()'s version, the wheel's and cgc.__version__) and the
+# `cgc` driver (as cgc/bin/cgc) into a wheel in DIST_DIR (default
+# BUILD_DIR/dist); prints its path.
 #   pip install BUILD_DIR/dist/cgc-*.whl
 # The driver links NVRTC (libnvrtc.so.13: the CUDA Toolkit, or PyPI's
 # nvidia-cuda-nvrtc wheel); the extension loads the CUDA driver, and
@@ -19,11 +21,13 @@ natives=("$BUILD"/python/cgc/_native*.so)
   { echo "build-wheel: no $BUILD/python/cgc/_native*.so: build with nanobind installed" >&2; exit 1; }
 [ ${#natives[@]} -eq 1 ] ||
   { echo "build-wheel: several extensions in $BUILD/python/cgc (${natives[*]}): remove the stale" >&2; exit 1; }
+[ -f "$BUILD/python/cgc/_version.py" ] ||
+  { echo "build-wheel: no $BUILD/python/cgc/_version.py: configure the build with CMake" >&2; exit 1; }
 stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
 cp "$ROOT/python/pyproject.toml" "$ROOT/python/setup.py" "$stage/"
 mkdir "$stage/cgc"
-cp "$ROOT"/python/cgc/*.py "${natives[0]}" "$stage/cgc/"
+cp "$ROOT"/python/cgc/*.py "${natives[0]}" "$BUILD/python/cgc/_version.py" "$stage/cgc/"
 driver=${CGC_DRIVER:-$BUILD/tools/cgc}
 if [ -x "$driver" ]; then
   mkdir -p "$stage/cgc/bin" && cp "$driver" "$stage/cgc/bin/cgc"

@@ -2,7 +2,8 @@
 # Runs every test: builds, then ctest (unit, lit, golden, fuzz replays; GPU
 # tests report "skipped: no CUDA device" without a GPU), then the
 # malformed-input corpus under AddressSanitizer and UndefinedBehaviorSanitizer,
-# then each fuzz target for CGC_FUZZ_SECONDS (default 45) with libFuzzer.
+# then each fuzz target for CGC_FUZZ_SECONDS (default 45) with libFuzzer;
+# last, the lines of code per top-level folder.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=$(nproc)
@@ -42,3 +43,15 @@ if [ -f scripts/check-sanitizers.sh ]; then
 fi
 bash scripts/fuzz.sh "${CGC_FUZZ_SECONDS:-45}"
 echo "test: all tests passed"
+# Lines per top-level folder over the tracked sources (git ls-files; files
+# at the top level count as "."); skipped outside a git checkout.
+if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+  echo "test: lines of code per folder (tracked *.cpp *.h *.def *.cuh *.cu *.py):"
+  { git ls-files -z -- '*.cpp' '*.h' '*.def' '*.cuh' '*.cu' '*.py' |
+      xargs -0 wc -l 2>/dev/null || true; } |
+    awk '{ file = $0; sub(/^ *[0-9]+ /, "", file) }
+         file != "total" { dir = index(file, "/") ? substr(file, 1, index(file, "/") - 1) : "."
+                           lines[dir] += $1; total += $1 }
+         END { for (d in lines) printf "  %-10s %7d\n", d, lines[d] | "sort"
+               close("sort"); printf "  %-10s %7d\n", "total", total }'
+fi

@@ -21,6 +21,9 @@ tool_dirs = [config.cgc_tools_dir, config.llvm_tools_dir]
 config.environment["PATH"] = os.pathsep.join(tool_dirs + [config.environment.get("PATH", "")])
 config.substitutions.append(("%python", config.python_executable))
 config.substitutions.append(("%examples", os.path.join(config.cgc_src_root, "examples")))
+# project()'s version in CMakeLists.txt, the one source of cgc's version.
+config.substitutions.append(("%cgc_version", config.cgc_version))
+config.substitutions.append(("%cgc_obj_root", config.cgc_obj_root))
 if config.has_cuda_device:
     config.available_features.add("cuda")
 # The ONNX importer's tests need the onnx package (scripts/setup.sh).

@@ -5,9 +5,33 @@
     cgc.export(module.eval(), (x,), "model.json")    # torch.export, + model.safetensors
     ir, weights = cgc.from_onnx("model.onnx")        # the JSON IR and its weights
     cgc.write_ir(ir, weights, "model.json")           # then: cgc model.json -o model.cgc
+    cgc.__version__                                   # cgc's version, as `cgc --version`
 """
 from .onnx_import import onnx_to_ir, write_ir  # noqa: F401
 from .onnx_types import RefusedError  # noqa: F401
+
+
+def _read_version():
+    """project()'s version in the top-level CMakeLists.txt, cgc's one
+    version string: from cgc/_version.py where the build wrote it
+    (build/python/cgc, the wheel, an installed package), else from the
+    source checkout's CMakeLists.txt (PYTHONPATH=python)."""
+    try:
+        from ._version import __version__ as version
+        return version
+    except ImportError:
+        pass
+    import os
+    import re
+    here = os.path.dirname(os.path.abspath(__file__))
+    try:
+        with open(os.path.join(here, os.pardir, os.pardir, "CMakeLists.txt")) as f:
+            return re.search(r"^project\(cgc VERSION ([0-9][0-9.]*)", f.read(), re.M).group(1)
+    except (OSError, AttributeError):
+        return "0+unknown"
+
+
+__version__ = _read_version()
 
 
 def from_onnx(path_or_model, **options):

@@ -10,7 +10,7 @@
 //===----------------------------------------------------------------------===//
 #include "FuzzSupport.h"
 
-#include "codegen/Compiler.h"
+#include "driver/Compiler.h"
 #include "format/ArtifactFormat.h"
 
 #include "llvm/Support/raw_ostream.h"

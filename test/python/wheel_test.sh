@@ -5,23 +5,36 @@
 # its extension import from the environment, the bundled driver compiles an
 # IR file and an ONNX model, a bad IR is refused with its diagnostic and no
 # artifact, and an artifact loads (or, without a GPU, is refused with the
-# runtime's "no CUDA device").
+# runtime's "no CUDA device"). The wheel and cgc.__version__ carry
+# project()'s version (CGC_VERSION, which ctest passes; else read from
+# CMakeLists.txt here).
 set -euo pipefail
 BUILD=$(cd "${1:?usage: wheel_test.sh BUILD_DIR}" && pwd)
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+VERSION=${CGC_VERSION:-$(sed -n 's/^project(cgc VERSION \([0-9.]*\).*/\1/p' "$ROOT/CMakeLists.txt")}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 wheel=$(bash "$ROOT/scripts/build-wheel.sh" "$BUILD" "$work/dist")
+case "$(basename "$wheel")" in
+  "cgc-$VERSION-"*) echo "wheel: $(basename "$wheel")" ;;
+  *) echo "wheel: $(basename "$wheel") is not version $VERSION" >&2; exit 1 ;;
+esac
 PY=${CGC_PYTHON:-python3}  # the Python the extension is built for
 "$PY" -m venv --system-site-packages "$work/env"
 "$work/env/bin/python" -m pip install -q --no-deps --disable-pip-version-check "$wheel"
 cd "$work"
-env -u PYTHONPATH -u CGC "$work/env/bin/python" - "$ROOT" "$work" <<'PY'
-import os, sys
-root, work = sys.argv[1], sys.argv[2]
+env -u PYTHONPATH -u CGC "$work/env/bin/python" - "$ROOT" "$work" "$VERSION" <<'PY'
+import os, subprocess, sys
+root, work, version = sys.argv[1], sys.argv[2], sys.argv[3]
 import cgc
 from cgc import _native
 assert cgc.__file__.startswith(os.path.join(work, "env")), cgc.__file__
+assert cgc.__version__ == version, (cgc.__version__, version)
+bundled = os.path.join(os.path.dirname(cgc.__file__), "bin", "cgc")
+if os.path.exists(bundled):
+    said = subprocess.run([bundled, "--version"], capture_output=True, text=True).stdout
+    assert said == f"cgc {version}\n", said
+print("wheel: cgc.__version__", cgc.__version__)
 print("wheel: cgc", cgc.__file__, "runtime ABI", _native.abi_version())
 art = cgc.compile_file(os.path.join(root, "examples", "mlp8_infer_b1.json"), "mlp.cgc")
 assert os.path.getsize(art) > 0

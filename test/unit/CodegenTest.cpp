@@ -1,5 +1,5 @@
 //===- CodegenTest.cpp - NVRTC compiles and failures, without a GPU ---------===//
-#include "codegen/Compiler.h"
+#include "driver/Compiler.h"
 #include "codegen/Nvrtc.h"
 #include "ir/JsonReader.h"
 

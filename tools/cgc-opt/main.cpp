@@ -6,10 +6,12 @@
 //
 //===----------------------------------------------------------------------===//
 #include "Interpret.h"
+#include "cgc/Version.h"
 #include "ir/JsonReader.h"
 #include "ir/Printer.h"
 #include "ir/Verifier.h"
-#include "codegen/Compiler.h"
+#include "codegen/GraphPlan.h"
+#include "codegen/Program.h"
 #include "passes/Pass.h"
 #include "support/ToolSupport.h"
 
@@ -171,8 +173,9 @@ static std::vector<std::string> splitChunks(llvm::StringRef text) {
   return chunks;
 }
 
-/// --list-ops: the op table as text (names) or JSON, for the Python
-/// package (it keeps no list of its own).
+/// --list-ops: the op table as text (names) or JSON; test/python/
+/// op-names.test checks every op and dtype name the Python package writes
+/// against it.
 static int listOps() {
   if (Emit != "json") {
     for (unsigned k = 0; k < NumOpKinds; ++k)
@@ -199,6 +202,8 @@ static int listOps() {
 
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
+  cl::SetVersionPrinter(
+      [](llvm::raw_ostream &os) { os << kCompilerVersion << "\n"; });
   if (!cl::ParseCommandLineOptions(argc, argv, "cgc-opt: run cgc passes over JSON IR\n", &llvm::errs()))
     return 2;
   if (ListOps)

@@ -10,12 +10,14 @@
 //   cgc --dump-artifact model.cgc  verify an artifact and print its manifest
 //   cgc run model.cgc ...          replay an artifact on the GPU
 //   cgc bench model.cgc ...        time replays on the GPU
+//   cgc --version                  print cgc's version (project() in CMake)
 //
 // Exit codes: 0 success; 1 invalid input, failed compile or failed run;
 // 2 bad command line.
 //
 //===----------------------------------------------------------------------===//
-#include "codegen/Compiler.h"
+#include "cgc/Version.h"
+#include "driver/Compiler.h"
 #include "format/ArtifactFormat.h"
 #include "ir/JsonReader.h"
 #include "ir/Printer.h"
@@ -185,6 +187,8 @@ static bool parseBindDims(CompileOptions &options) {
 }
 
 static int compileMain(int argc, char **argv) {
+  cl::SetVersionPrinter(
+      [](llvm::raw_ostream &os) { os << kCompilerVersion << "\n"; });
   if (!cl::ParseCommandLineOptions(argc, argv,
                               "cgc: ahead-of-time CUDA graph compiler\n\n"
                               "  cgc model.json [-o model.cgc] [--arch=sm_90] [--no-fuse] [--allow-tf32]\n"

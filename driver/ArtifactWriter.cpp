@@ -11,8 +11,13 @@
 // depends on time or addresses, so the same model and options give the
 // same bytes.
 //
+// The writer is the driver's last step (it reads the driver's Compilation
+// and CompileOptions: the graphs, their memory plans, the bound dims and
+// largestExtent), so it lives in driver/; codegen/ includes nothing from
+// driver/.
+//
 //===----------------------------------------------------------------------===//
-#include "codegen/Compiler.h"
+#include "driver/Compiler.h"
 
 #include "format/ArtifactFormat.h"
 #include "ir/Initializers.h"

@@ -1,5 +1,5 @@
 //===- Compiler.cpp - The compile driver: IR to .cgc artifact ----------------===//
-#include "codegen/Compiler.h"
+#include "driver/Compiler.h"
 
 #include <chrono>
 #include <cstdlib>

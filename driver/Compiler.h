@@ -1,18 +1,24 @@
 //===- Compiler.h - The compile driver: IR to .cgc artifact -----*- C++ -*-===//
 //
-// lowerModel() runs the default pipeline (verification after each pass,
-// shape-infer, canonicalize, cse, dce, fuse-epilogue and fuse-elementwise
-// unless disabled,
-// plan-memory) on each graph of the artifact (the model itself, or one
-// specialization per `--bind-dim` value, all sharing one layout of inputs,
-// outputs and state) and lowers them into one Program; compileModel()
-// also compiles the kernels with NVRTC and serializes the artifact. The
-// tools stay thin: `cgc` and `cgc-opt` call these entry points.
+// The driver sits above codegen/, which it calls. lowerModel() takes each
+// graph of the artifact (the model itself; one specialization per
+// `--bind-dim` value; one per bucket of a model with symbolic dims, after
+// pad-dynamic-shapes; or `--train`'s train and eval graphs), all sharing
+// one layout of inputs, outputs and state, through runDefaultPipeline()
+// and lowers them into one Program. runDefaultPipeline() runs autodiff
+// (with `--gradients` or `--train`) and apply-optimizer (`--train`), then
+// defaultPipeline() of passes/PassManager.cpp: shape-infer, canonicalize,
+// remove-sync-points, cse, dce, then fuse-epilogue, fuse-rows and
+// fuse-elementwise unless `--no-fuse`, then plan-memory, the pass manager
+// verifying the graph after each pass. compileModel() also compiles the
+// kernels with NVRTC and has writeArtifact() (ArtifactWriter.cpp) fill and
+// serialize the manifest. `cgc` stays thin: it calls these entry points.
 //
 //===----------------------------------------------------------------------===//
-#ifndef CGC_CODEGEN_COMPILER_H
-#define CGC_CODEGEN_COMPILER_H
+#ifndef CGC_DRIVER_COMPILER_H
+#define CGC_DRIVER_COMPILER_H
 
+#include "cgc/Version.h"
 #include "codegen/GraphPlan.h"
 #include "codegen/Nvrtc.h"
 #include "codegen/Program.h"
@@ -26,8 +32,6 @@
 #include <vector>
 
 namespace cgc {
-
-constexpr const char *kCompilerVersion = "cgc 0.2.0";
 
 /// Milliseconds per compile phase, in order (`cgc --time-passes`).
 using PhaseTimes = Timings;
