@@ -36,7 +36,7 @@ static KernelParam numberParam(KernelParam::Kind kind, uint32_t number) {
 Kernel Lowerer::ifSetter(const Node &n, unsigned handle,
                          const Storage &predicate, bool invert) {
   Kernel k;
-  k.name = "cgc_set_if"; // Defined in the prelude (CudaText.cpp).
+  k.name = "cgc_set_if"; // Defined in codegen/device/conditionals.cuh.
   k.node = &n;
   k.params = {pointerParam(predicate, false),
               numberParam(KernelParam::Kind::U32, invert),
