@@ -185,6 +185,10 @@ static const char PreludeF16[] =
 static const char PreludeBF16[] =
 #include "codegen/device/bf16.cuh.inc"
     ;
+// The helpers of both 16-bit types, after their cgc_elem specializations.
+static const char PreludeHalf[] =
+#include "codegen/device/half.cuh.inc"
+    ;
 
 std::string cgc::cudaPrelude(bool half, bool bfloat16, bool conditionals) {
   std::string out = PreludeBanner;
@@ -195,5 +199,7 @@ std::string cgc::cudaPrelude(bool half, bool bfloat16, bool conditionals) {
     out += PreludeF16;
   if (bfloat16)
     out += PreludeBF16;
+  if (half || bfloat16)
+    out += PreludeHalf;
   return out;
 }

@@ -4,7 +4,15 @@
 // cgc embeds the text of this file at build time (embed.cmake) and puts it
 // after the banner of every program (cudaPrelude, codegen/CudaText.cpp).
 #define CGC_INF __int_as_float(0x7f800000)
-template <class T> __device__ __forceinline__ T cgc_ld(const T *p, long long i) { return p[i]; }
+// cgc_elem<T>: an element stored as T is computed as T itself; the 16-bit
+// floats specialize it (f16.cuh, bf16.cuh) to be computed in float.
+template <class T> struct cgc_elem {
+  typedef T compute;
+  static __device__ __forceinline__ T load(T v) { return v; }
+};
+template <class T> __device__ __forceinline__ typename cgc_elem<T>::compute cgc_ld(const T *p, long long i) {
+  return cgc_elem<T>::load(p[i]);
+}
 template <class T, class V> __device__ __forceinline__ void cgc_st(T *p, long long i, V v) { p[i] = (T)v; }
 __device__ __forceinline__ float cgc_max(float a, float b) { return (a != a || a > b) ? a : b; }
 __device__ __forceinline__ float cgc_min(float a, float b) { return (a != a || a < b) ? a : b; }
