@@ -37,7 +37,7 @@ Kernel Lowerer::ifSetter(const Node &n, unsigned handle,
                          const Storage &predicate, bool invert) {
   Kernel k;
   k.name = "cgc_set_if";
-  k.inPrelude = true; // Defined in the prelude (CudaText.cpp).
+  k.inPrelude = true; // Defined in codegen/device/conditionals.cuh.
   k.node = &n;
   k.params = {pointerParam(predicate, false),
               numberParam(KernelParam::Kind::U32, invert),

@@ -57,8 +57,10 @@ uint32_t gridFor(int64_t work, int64_t perBlock);
 std::string gridStrideLoop(const std::string &var, int64_t n, unsigned block,
                            bool overBx = false);
 
-/// The helper functions every program starts with, and the setter kernels
-/// of conditional nodes when \p conditionals.
+/// The helper functions every program starts with (codegen/device/*.cuh,
+/// embedded at build time): the 16-bit float helpers when \p half or
+/// \p bfloat16, and the setter kernels of conditional nodes when
+/// \p conditionals.
 std::string cudaPrelude(bool half, bool bfloat16, bool conditionals);
 
 } // namespace cgc

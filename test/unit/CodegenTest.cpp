@@ -1,4 +1,5 @@
 //===- CodegenTest.cpp - NVRTC compiles and failures, without a GPU ---------===//
+#include "codegen/CudaText.h"
 #include "driver/Compiler.h"
 #include "codegen/Nvrtc.h"
 #include "ir/JsonReader.h"
@@ -39,6 +40,50 @@ TEST(Nvrtc, CompilesTheGeneratedProgram) {
       << code.log;
   EXPECT_GT(code.cubin.size(), 0u);
   EXPECT_NE(code.ptx.find(".target sm_90"), std::string::npos);
+}
+
+// The prelude's pieces (codegen/device/*.cuh) compile in every combination,
+// and the helpers the kernels call instantiate for each element type: f16 and
+// bf16 load as float, store from float, double and int, and take part in
+// 16-byte vector accesses and dot products.
+TEST(Nvrtc, PreludeCompilesWithEveryPiece) {
+  const char *uses = R"(
+template <class A, class B> struct cgc_test_same { static const bool value = false; };
+template <class A> struct cgc_test_same<A, A> { static const bool value = true; };
+template <class T, class C, int V> __device__ void cgc_test_use(T *p, const T *q, float *out) {
+  static_assert(cgc_test_same<decltype(cgc_ld(q, 0)), C>::value, "cgc_ld's type");
+  C v[V];
+  cgc_ldv<V, C>(q, 0, v);
+  cgc_stv<V>(p, 0, v);
+  cgc_st(p, V, cgc_ld(q, V));
+  cgc_st(p, V + 1, 2.0);
+  cgc_st(p, V + 2, 3);
+  *out = cgc_dot16(*reinterpret_cast<const uint4 *>(q), *reinterpret_cast<const uint4 *>(p), q);
+}
+extern "C" __global__ void f32(float *p, const float *q, float *o) { cgc_test_use<float, float, 4>(p, q, o); }
+extern "C" __global__ void i32(int *p, const int *q, long long *o) {
+  static_assert(cgc_test_same<decltype(cgc_ld(q, 0)), int>::value, "cgc_ld's type");
+  int v[4];
+  cgc_ldv<4, int>(q, 0, v);
+  cgc_stv<4>(p, 0, v);
+  *o = cgc_ld(q, 5);
+}
+)";
+  for (int pieces = 0; pieces < 8; ++pieces) {
+    bool half = pieces & 1, bfloat16 = pieces & 2, conditionals = pieces & 4;
+    std::string source = cudaPrelude(half, bfloat16, conditionals) + uses;
+    if (half)
+      source += "extern \"C\" __global__ void f16(__half *p, const __half *q, float *o) "
+                "{ cgc_test_use<__half, float, 8>(p, q, o); }\n";
+    if (bfloat16)
+      source += "extern \"C\" __global__ void bf16(__nv_bfloat16 *p, const __nv_bfloat16 *q, "
+                "float *o) { cgc_test_use<__nv_bfloat16, float, 8>(p, q, o); }\n";
+    DeviceCode code;
+    EXPECT_TRUE(compileWithNvrtc(source, "sm_90", code))
+        << "half " << half << " bfloat16 " << bfloat16 << " conditionals "
+        << conditionals << ":\n" << code.log;
+    EXPECT_EQ(code.ptx.find(".entry cgc_set_if") != std::string::npos, conditionals);
+  }
 }
 
 TEST(Nvrtc, FailureNamesTheIrNodeAndKeepsTheLog) {
