@@ -427,8 +427,9 @@ bool PadDynamicShapesPass::rewrite(Node &n, std::string &why) {
 #define CGC_MOVEMENT_OP(...)
 #define CGC_OP(Enum, ...) case OpKind::Enum:
 #include "ir/Ops.def"
-      llvm_unreachable("not a movement op");
+      break;
     }
+    llvm_unreachable("not a movement op");
   case Random:
     for (unsigned a = 1; a < x.rank(); ++a)
       if (padded(x.dims[a]))
