@@ -4,6 +4,7 @@
 #include "ir/RowFusion.h"
 #include "ir/TypeRules.h"
 
+#include "llvm/Support/ErrorHandling.h"
 #include "llvm/Support/MathExtras.h"
 
 #include <algorithm>
@@ -122,9 +123,18 @@ RowSchedule cgc::rowScheduleOf(const Node &node) {
   if (auto run = reducedRun(node))
     return rowSchedule(run->outer, run->length, in.dtype);
   unsigned rank = in.rank();
-  unsigned axis = node.getOp() == OpKind::LayerNorm
-                      ? *normalizeAxis(node.intAttr("axis", -1), rank)
-                      : rank - 1;
+  unsigned axis = rank - 1; // Softmaxes: innermost only (isInnermostSoftmax).
+  switch (node.getOp()) {
+  case OpKind::LayerNorm:
+    axis = *normalizeAxis(node.intAttr("axis", -1), rank);
+    break;
+  case OpKind::Softmax: case OpKind::LogSoftmax:
+    break;
+#define CGC_NORMALIZATION_OP(...)
+#define CGC_OP(Enum, ...) case OpKind::Enum:
+#include "ir/Ops.def"
+    llvm_unreachable("the row ops besides reductions are normalizations");
+  }
   int64_t length = 1;
   for (unsigned d = axis; d < rank; ++d)
     length *= in.dims[d].extent();
