@@ -95,12 +95,21 @@ static bool emitKernel(const Node &node, const Program &program,
     emitPointwise(node, kernel);
     return true;
   case Fused:
-    if (node.getOp() == OpKind::ProductFusion)
+    switch (node.getOp()) {
+    case OpKind::Fusion:
+      emitPointwise(node, kernel);
+      return true;
+    case OpKind::ProductFusion:
       emitProductKernel(productParts(node), program.productPolicy,
                         program.multiprocessors, kernel);
-    else
-      emitPointwise(node, kernel);
-    return true;
+      return true;
+    case OpKind::RowFusion: // Always a row schedule (lowerRowNode).
+#define CGC_FUSED_OP(...)
+#define CGC_OP(Enum, ...) case OpKind::Enum:
+#include "ir/Ops.def"
+      break;
+    }
+    llvm_unreachable("not a fusion or product_fusion");
   case MatMul:
     emitProductKernel(productParts(node), program.productPolicy,
                         program.multiprocessors, kernel);
