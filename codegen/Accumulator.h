@@ -1,7 +1,8 @@
 //===- Accumulator.h - The accumulator of a reduction -------------*- C++ -*-===//
 //
 // Shared by the reduction emitters: the C type a reduction accumulates in
-// (float for every float dtype), its start value and how two combine.
+// (float for every float dtype), its start value, how two combine and
+// whether the result divides the total by the count.
 //
 //===----------------------------------------------------------------------===//
 #ifndef CGC_CODEGEN_ACCUMULATOR_H
@@ -18,6 +19,7 @@ namespace cgc {
 /// How two accumulated values combine is `combine`, in terms of a and b.
 struct Accumulator {
   std::string type, init, combine;
+  bool mean = false; ///< The result is the accumulated value over the count.
 };
 
 /// The accumulator of a sum, mean, prod, max or min over \p in elements
@@ -32,10 +34,11 @@ inline Accumulator accumulatorOf(const Node &node, DType in) {
                         : wide      ? "0x7fffffffffffffffLL"
                                     : "0x7fffffff";
   switch (node.getOp()) {
-  case OpKind::Sum: case OpKind::Mean: return {type, "0", "a + b"};
-  case OpKind::Prod: return {type, "1", "a * b"};
-  case OpKind::Max: return {type, lowest, "cgc_max(a, b)"};
-  case OpKind::Min: return {type, highest, "cgc_min(a, b)"};
+  case OpKind::Sum: return {type, "0", "a + b", false};
+  case OpKind::Mean: return {type, "0", "a + b", true};
+  case OpKind::Prod: return {type, "1", "a * b", false};
+  case OpKind::Max: return {type, lowest, "cgc_max(a, b)", false};
+  case OpKind::Min: return {type, highest, "cgc_min(a, b)", false};
   case OpKind::ArgMax:
     break;
 #define CGC_REDUCTION_OP(...)

@@ -16,6 +16,8 @@
 //===----------------------------------------------------------------------===//
 #include "codegen/Lowering.h"
 
+#include "llvm/Support/ErrorHandling.h"
+
 using namespace cgc;
 
 static KernelParam pointerParam(const Storage &s, bool written) {
@@ -70,14 +72,23 @@ Step Lowerer::conditionalStep(const Node &n, unsigned handle,
   Step step;
   step.kind = Step::Kind::Conditional;
   step.node = &n;
-  step.condition = n.getOp() == OpKind::While ? Step::Condition::While
-                                               : Step::Condition::If;
+  switch (n.getOp()) {
+  case OpKind::If:
+    step.condition = Step::Condition::If;
+    break;
+  case OpKind::While:
+    step.condition = Step::Condition::While;
+    step.trips = bufferStorage(plan.tripCounter.lookup(&n));
+    break;
+#define CGC_CONTROL_FLOW_OP(...)
+#define CGC_OP(Enum, ...) case OpKind::Enum:
+#include "ir/Ops.def"
+    llvm_unreachable("not an if or while");
+  }
   step.label = mnemonic(n.getOp()).str();
   step.handle = handle;
   step.predicate = predicate;
   step.maxIterations = n.intAttr("max_iterations", kDefaultLoopBound);
-  if (n.getOp() == OpKind::While)
-    step.trips = bufferStorage(plan.tripCounter.lookup(&n));
   step.reads.push_back({predicate.region, predicate.offset,
                         predicate.offset + predicate.bytes});
   step.handlesRead.push_back(handle);

@@ -87,11 +87,20 @@ static bool emitKernel(const Node &node, Kernel &kernel) {
     emitPointwise(node, kernel);
     return true;
   case Fused:
-    if (node.getOp() == OpKind::ProductFusion)
-      emitProductKernel(productParts(node), *node.schedule(), kernel);
-    else
+    switch (node.getOp()) {
+    case OpKind::Fusion:
       emitPointwise(node, kernel);
-    return true;
+      return true;
+    case OpKind::ProductFusion:
+      emitProductKernel(productParts(node), *node.schedule(), kernel);
+      return true;
+    case OpKind::RowFusion: // Always a row schedule (lowerRowNode).
+#define CGC_FUSED_OP(...)
+#define CGC_OP(Enum, ...) case OpKind::Enum:
+#include "ir/Ops.def"
+      break;
+    }
+    llvm_unreachable("not a fusion or product_fusion");
   case MatMul:
     emitProductKernel(productParts(node), *node.schedule(), kernel);
     return true;

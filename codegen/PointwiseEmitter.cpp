@@ -96,11 +96,19 @@ std::string cgc::elementwiseExpr(const Node &n, llvm::ArrayRef<std::string> a) {
 /// The value of a source node at the current coordinates.
 static std::string sourceExpr(const Node &n, const Shape &iter) {
   DType dtype = n.result()->getType().dtype;
-  if (n.getOp() != OpKind::Iota) {
+  switch (n.getOp()) {
+  case OpKind::Constant: case OpKind::Fill: {
     // Non-splat constants live in the persistent region, never in a body.
     auto splat = splatConstant(n.result());
     assert(splat && "a pointwise source must be a splat or an iota");
     return literal(*splat, dtype);
+  }
+  case OpKind::Iota:
+    break;
+#define CGC_SOURCE_OP(...)
+#define CGC_OP(Enum, ...) case OpKind::Enum:
+#include "ir/Ops.def"
+    llvm_unreachable("not a source op");
   }
   Shape shape = staticShape(n.result()->getType());
   unsigned axis = *normalizeAxis(n.intAttr("axis", 0), shape.size());

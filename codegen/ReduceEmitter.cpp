@@ -108,11 +108,8 @@ void cgc::emitReduction(const Node &node, Kernel &kernel) {
     return emitCumSum(node, kernel);
   Shape shape = staticShape(node.operand(0)->getType());
   std::vector<unsigned> reduced, kept;
-  if (node.getOp() == OpKind::ArgMax)
-    reduced.push_back(*normalizeAxis(node.intAttr("axis", 0), shape.size()));
-  else
-    for (unsigned a : reductionAxes(node, shape.size()))
-      reduced.push_back(a);
+  for (unsigned a : reducedAxes(node, shape.size()))
+    reduced.push_back(a);
   for (unsigned d = 0; d < shape.size(); ++d)
     if (!llvm::is_contained(reduced, d))
       kept.push_back(d);
@@ -139,7 +136,7 @@ void cgc::emitReduction(const Node &node, Kernel &kernel) {
   }
   Accumulator a = accumulatorOf(node, in);
   std::string result = "acc";
-  if (node.getOp() == OpKind::Mean)
+  if (a.mean)
     result = "acc / " + floatLiteral(float(len));
   body += "    " + a.type + " acc = " + a.init + ";\n" + loop + "      " +
           fold(a, load) + "\n    }\n  " + blockCombine(a) + "    if (threadIdx.x == 0) cgc_st(" + pout +
@@ -185,9 +182,8 @@ void cgc::emitSplitReduction(const Node &node, const ReductionSplit &split,
 
   std::string p0 = addScratchParam(phase2, partials, false, a.type);
   std::string out = addParam(phase2, node.result(), true);
-  std::string result = node.getOp() == OpKind::Mean
-                           ? "acc / " + floatLiteral(float(split.length))
-                           : "acc";
+  std::string result = a.mean ? "acc / " + floatLiteral(float(split.length))
+                              : "acc";
   phase2.block[0] = 256;
   phase2.grid[0] = uint32_t(split.rows);
   phase2.body =
@@ -209,9 +205,20 @@ void cgc::emitNormalization(const Node &node, Kernel &kernel) {
   std::string loopK = "    for (long long k = threadIdx.x; k < " + std::to_string(len) +
                       "LL; k += blockDim.x)";
   std::string at = "base + k * " + in + "LL";
-  std::string store = node.getOp() == OpKind::Softmax
-                          ? "expf(cgc_ld(" + x + ", " + at + ") - m) / s"
-                          : "cgc_ld(" + x + ", " + at + ") - m - logf(s)";
+  std::string store;
+  switch (node.getOp()) {
+  case OpKind::Softmax:
+    store = "expf(cgc_ld(" + x + ", " + at + ") - m) / s";
+    break;
+  case OpKind::LogSoftmax:
+    store = "cgc_ld(" + x + ", " + at + ") - m - logf(s)";
+    break;
+  case OpKind::LayerNorm: // Always a row schedule (RowEmitter.cpp).
+#define CGC_NORMALIZATION_OP(...)
+#define CGC_OP(Enum, ...) case OpKind::Enum:
+#include "ir/Ops.def"
+    llvm_unreachable("not a softmax or log_softmax");
+  }
   std::string body =
       rowLoop(rows) + "    long long base = (row / " + in + "LL) * " +
       std::to_string(len * inner) + "LL + row % " + in + "LL;\n" +
@@ -224,7 +231,15 @@ void cgc::emitNormalization(const Node &node, Kernel &kernel) {
 }
 
 void cgc::emitLoss(const Node &node, Kernel &kernel) {
-  // cross_entropy has a row schedule (RowEmitter.cpp).
+  switch (node.getOp()) {
+  case OpKind::MseLoss:
+    break;
+  case OpKind::CrossEntropy: // Always a row schedule (RowEmitter.cpp).
+#define CGC_LOSS_OP(...)
+#define CGC_OP(Enum, ...) case OpKind::Enum:
+#include "ir/Ops.def"
+    llvm_unreachable("not an mse_loss");
+  }
   std::string reduction = node.strAttr("reduction", "mean");
   std::string a = addParam(kernel, node.operand(0), false);
   std::string t = addParam(kernel, node.operand(1), false);

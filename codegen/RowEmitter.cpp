@@ -260,8 +260,8 @@ static void emitRowReduction(RowIO &io, const Schedule &record,
   DType in = node.operand(0)->getType().dtype;
   RowText t(record);
   Accumulator a = accumulatorOf(node, in);
-  std::string result = node.getOp() == OpKind::Mean
-                           ? "acc / " + floatLiteral(float(t.s.length)) : "acc";
+  std::string result =
+      a.mean ? "acc / " + floatLiteral(float(t.s.length)) : "acc";
   // Parameters in a fixed order: the input's, then the result's.
   std::string load = io.load(t, "v", a.type);
   std::string store = io.storeScalar(result);
@@ -463,7 +463,7 @@ static void emitColumnPartials(const Node &node, const ColumnSplit &c,
   int64_t tilesPerOuter = c.tiles() / c.outer;
   std::string V = std::to_string(c.vector), I = std::to_string(c.inner) + "LL";
   std::string W = std::to_string(32 * c.vector);
-  std::string finalValue = !partials && node.getOp() == OpKind::Mean
+  std::string finalValue = !partials && a.mean
                                ? "r / " + floatLiteral(float(c.length)) : "r";
   std::string dest = partials ? "(long long)chunk * " +
                                     std::to_string(c.outer * c.inner) + "LL + o * " + I + " + col + k"
@@ -511,8 +511,8 @@ static void emitColumnCombine(const Node &node, const ColumnSplit &c,
   std::string in = addScratchParam(kernel, partials, false, a.type);
   std::string out = addParam(kernel, node.result(), true);
   int64_t columns = c.outer * c.inner;
-  std::string result = node.getOp() == OpKind::Mean
-                           ? "acc / " + floatLiteral(float(c.length)) : "acc";
+  std::string result =
+      a.mean ? "acc / " + floatLiteral(float(c.length)) : "acc";
   kernel.block[0] = 256;
   kernel.grid[0] = residentGrid((columns + 255) / 256, 256, multiprocessors);
   kernel.body =
@@ -553,18 +553,24 @@ bool cgc::emitRowKernels(const Node &node, const Schedule &record,
     emitRowReduction(io, record, first);
     return true;
   }
-  OpKind op = row.getOp();
-  if (op == OpKind::Softmax || op == OpKind::LogSoftmax) {
+  switch (row.getOp()) {
+  case OpKind::Softmax: case OpKind::LogSoftmax:
     emitRowSoftmax(io, record, first);
     return true;
-  }
-  if (op == OpKind::LayerNorm) {
+  case OpKind::LayerNorm:
     emitRowLayerNorm(io, record, first);
     return true;
+  case OpKind::CrossEntropy:
+    emitRowCrossEntropy(row, record, first, scratch);
+    if (scratch)
+      emitCrossEntropyTotal(row, *scratch, *second);
+    return true;
+  case OpKind::MseLoss:
+#define CGC_NORMALIZATION_OP(...)
+#define CGC_LOSS_OP(...)
+#define CGC_OP(Enum, ...) case OpKind::Enum:
+#include "ir/Ops.def"
+    break;
   }
-  assert(op == OpKind::CrossEntropy && "runsOnRows() admits no other op");
-  emitRowCrossEntropy(row, record, first, scratch);
-  if (scratch)
-    emitCrossEntropyTotal(row, *scratch, *second);
-  return true;
+  llvm_unreachable("runsOnRows() admits no other op");
 }

@@ -54,9 +54,11 @@ Node *GraphBuilder::insert(OpKind op, std::string name, Location at,
                            const AttrMap &attrs) {
   assert(int(operands.size()) >= opInfo(op).minOperands &&
          "too few operands");
+#ifndef NDEBUG
   for (const AttrSpec &spec : attrSpecs(op))
     assert((spec.optional || attrs.count(spec.name.str())) &&
            "a required attribute is missing");
+#endif
   auto owned = std::make_unique<Node>(op, std::move(name), at);
   Node *node = before ? graph->insertBefore(before, std::move(owned))
                       : graph->append(std::move(owned));

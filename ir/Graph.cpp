@@ -146,7 +146,7 @@ Value *Graph::addInput(std::string inputName, TensorType type) {
   inputValues.push_back(std::make_unique<Value>(std::move(inputName),
                                                 std::move(type), nullptr,
                                                 inputValues.size()));
-  inputList.push_back({inputValues.back().get()});
+  inputList.push_back({inputValues.back().get(), InputKind::UserInput, {}, {}});
   return inputValues.back().get();
 }
 

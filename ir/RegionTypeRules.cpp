@@ -13,22 +13,31 @@
 #include "ir/TypeChecker.h"
 
 #include "llvm/ADT/SmallPtrSet.h"
+#include "llvm/Support/ErrorHandling.h"
 
 using namespace cgc;
 using namespace cgc::typerules;
 
 bool TypeChecker::syncPoint(Types &out) {
   const TensorType &x = operandType(0);
-  if (node.getOp() == OpKind::Item) {
+  switch (node.getOp()) {
+  case OpKind::Item:
     if (!x.isStatic() || x.numElements() != 1)
       return fail("item needs exactly one element, got " + str(x));
     out.push_back(TensorType::scalar(x.dtype));
     return true;
-  }
-  if (node.getOp() == OpKind::MaskedSelect) {
+  case OpKind::MaskedSelect: {
     const TensorType &mask = operandType(1);
     if (mask.dtype != DType::Bool || mask.dims != x.dims)
       return fail("mask is " + str(mask) + ", expected bool" + str(x.dims));
+    break;
+  }
+  case OpKind::NonZero:
+    break;
+#define CGC_SYNC_POINT_OP(...)
+#define CGC_OP(Enum, ...) case OpKind::Enum:
+#include "ir/Ops.def"
+    llvm_unreachable("not a sync point");
   }
   int64_t maxCount = x.maxElements(table);
   if (node.attr("max_count")) {
@@ -47,12 +56,21 @@ bool TypeChecker::syncPoint(Types &out) {
     dim.dataDependent = true;
     symbol = table.add(dim);
   }
-  if (node.getOp() == OpKind::NonZero)
+  switch (node.getOp()) {
+  case OpKind::NonZero: // The coordinates of each nonzero element.
     out.push_back(TensorType(DType::I64, {Dim::symbol(*symbol),
                                           Dim::fixed(x.rank())}));
-  else
+    return true;
+  case OpKind::MaskedSelect: // The selected elements.
     out.push_back(TensorType(x.dtype, {Dim::symbol(*symbol)}));
-  return true;
+    return true;
+  case OpKind::Item: // Typed above.
+#define CGC_SYNC_POINT_OP(...)
+#define CGC_OP(Enum, ...) case OpKind::Enum:
+#include "ir/Ops.def"
+    break;
+  }
+  llvm_unreachable("a nonzero or masked_select");
 }
 
 bool TypeChecker::regionSignature(Graph &region, llvm::StringRef name,
@@ -298,9 +316,16 @@ bool TypeChecker::fusion(Types &out) {
     return false;
   if (node.region(0).outputs.empty())
     return fail("region 'body' gives no results");
-  bool ok = node.getOp() == OpKind::ProductFusion ? productFusionBody()
-            : node.getOp() == OpKind::RowFusion   ? rowFusionBody()
-                                                  : pointwiseFusionBody();
+  bool ok = false;
+  switch (node.getOp()) {
+  case OpKind::Fusion: ok = pointwiseFusionBody(); break;
+  case OpKind::ProductFusion: ok = productFusionBody(); break;
+  case OpKind::RowFusion: ok = rowFusionBody(); break;
+#define CGC_FUSED_OP(...)
+#define CGC_OP(Enum, ...) case OpKind::Enum:
+#include "ir/Ops.def"
+    llvm_unreachable("not a fusion");
+  }
   if (!ok)
     return false;
   auto bodyTypes = outputTypes(node.region(0));

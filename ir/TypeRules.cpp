@@ -95,7 +95,8 @@ bool TypeChecker::source(Types &out) {
   Shape shape;
   shapeAttr(shape);
   TensorType type(dtype, shape);
-  if (node.getOp() == OpKind::Constant) {
+  switch (node.getOp()) {
+  case OpKind::Constant: {
     if (!type.isStatic())
       return fail("a constant needs a static shape, got " + str(shape));
     const auto &values = std::get<std::vector<double>>(*node.attr("value"));
@@ -103,13 +104,22 @@ bool TypeChecker::source(Types &out) {
       return fail("attribute 'value' has " + llvm::Twine(values.size()) +
                   " elements; shape " + str(shape) + " needs " +
                   llvm::Twine(type.numElements()) + " (or 1 to splat)");
+    break;
   }
-  if (node.getOp() == OpKind::Iota) {
+  case OpKind::Fill:
+    break;
+  case OpKind::Iota: {
     unsigned axis;
     if (!axisAttr("axis", 0, shape.size(), axis))
       return false;
     if (dtype == DType::Bool)
       return fail("iota cannot produce bool");
+    break;
+  }
+#define CGC_SOURCE_OP(...)
+#define CGC_OP(Enum, ...) case OpKind::Enum:
+#include "ir/Ops.def"
+    llvm_unreachable("not a source op");
   }
   out.push_back(type);
   return true;
@@ -133,13 +143,54 @@ llvm::SmallVector<unsigned, 4> cgc::reductionAxes(const Node &node,
   return axes;
 }
 
+llvm::SmallVector<unsigned, 4> cgc::reducedAxes(const Node &node,
+                                                unsigned rank) {
+  switch (node.getOp()) {
+  case OpKind::Sum: case OpKind::Mean: case OpKind::Max: case OpKind::Min:
+  case OpKind::Prod:
+    return reductionAxes(node, rank);
+  case OpKind::ArgMax: {
+    llvm::SmallVector<unsigned, 4> axes;
+    if (auto axis = normalizeAxis(node.intAttr("axis", 0), rank))
+      axes.push_back(*axis);
+    return axes;
+  }
+#define CGC_REDUCTION_OP(...)
+#define CGC_OP(Enum, ...) case OpKind::Enum:
+#include "ir/Ops.def"
+    break;
+  }
+  llvm_unreachable("not a reduction");
+}
+
 bool TypeChecker::reduction(Types &out) {
   const TensorType &in = operandType(0);
   if (!checkOperandDTypes(0, 1))
     return false;
   llvm::SmallVector<unsigned, 4> axes;
   bool scan = node.info().has(Scan);
-  if (node.getOp() == OpKind::ArgMax || scan) {
+  // argmax and cumsum take one `axis`, the others a list of `axes`;
+  // argmax gives i64 indices.
+  bool oneAxis = false;
+  DType dtype = in.dtype;
+  switch (node.getOp()) {
+  case OpKind::ArgMax:
+    oneAxis = true;
+    dtype = DType::I64;
+    break;
+  case OpKind::CumSum:
+    oneAxis = true;
+    break;
+  case OpKind::Sum: case OpKind::Mean: case OpKind::Max: case OpKind::Min:
+  case OpKind::Prod:
+    break;
+#define CGC_REDUCTION_OP(...)
+#define CGC_SCAN_OP(...)
+#define CGC_OP(Enum, ...) case OpKind::Enum:
+#include "ir/Ops.def"
+    llvm_unreachable("not a reduction or scan");
+  }
+  if (oneAxis) {
     unsigned axis;
     if (!axisAttr("axis", 0, in.rank(), axis))
       return false;
@@ -165,7 +216,6 @@ bool TypeChecker::reduction(Types &out) {
     else if (keep)
       shape.push_back(Dim::fixed(1));
   }
-  DType dtype = node.getOp() == OpKind::ArgMax ? DType::I64 : in.dtype;
   out.push_back(TensorType(dtype, shape));
   return true;
 }
@@ -407,7 +457,10 @@ bool TypeChecker::normalization(Types &out) {
   unsigned axis;
   if (!axisAttr("axis", -1, x.rank(), axis))
     return false;
-  if (node.getOp() == OpKind::LayerNorm) {
+  switch (node.getOp()) {
+  case OpKind::Softmax: case OpKind::LogSoftmax:
+    break;
+  case OpKind::LayerNorm: {
     if (node.floatAttr("eps", 1e-5) <= 0)
       return fail("attribute 'eps' must be positive");
     llvm::ArrayRef<Dim> normalized = llvm::makeArrayRef(x.dims).drop_front(axis);
@@ -416,6 +469,12 @@ bool TypeChecker::normalization(Types &out) {
         return fail(llvm::Twine(i == 1 ? "weight" : "bias") + " is " +
                     str(operandType(i)) + ", expected shape " +
                     str(normalized));
+    break;
+  }
+#define CGC_NORMALIZATION_OP(...)
+#define CGC_OP(Enum, ...) case OpKind::Enum:
+#include "ir/Ops.def"
+    llvm_unreachable("not a normalization");
   }
   out.push_back(x);
   return true;
@@ -455,16 +514,23 @@ bool TypeChecker::loss(Types &out) {
     return fail("operand #0 has dtype " + dtypeName(a.dtype) +
                 ", expected a float dtype");
   TensorType unreduced = a;
-  if (node.getOp() == OpKind::MseLoss) {
+  switch (node.getOp()) {
+  case OpKind::MseLoss:
     if (a != b)
       return fail("prediction is " + str(a) + " but target is " + str(b));
-  } else {
+    break;
+  case OpKind::CrossEntropy:
     if (a.rank() != 2)
       return fail("logits must be [N, C], got " + str(a));
     if (!isInteger(b.dtype) || b.rank() != 1 || b.dims[0] != a.dims[0])
       return fail("target is " + str(b) + ", expected i64[" +
                   dimToString(a.dims[0], table) + "] class indices");
     unreduced = TensorType(a.dtype, {a.dims[0]});
+    break;
+#define CGC_LOSS_OP(...)
+#define CGC_OP(Enum, ...) case OpKind::Enum:
+#include "ir/Ops.def"
+    llvm_unreachable("not a loss");
   }
   out.push_back(reduction == "none" ? unreduced : TensorType::scalar(a.dtype));
   return true;

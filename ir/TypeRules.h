@@ -25,6 +25,10 @@ bool inferResultTypes(Node &node, llvm::SmallVectorImpl<TensorType> &results,
 /// and sorted; empty on an invalid attribute.
 llvm::SmallVector<unsigned, 4> reductionAxes(const Node &node, unsigned rank);
 
+/// The axes reduction \p node reduces: argmax's `axis`, the others'
+/// reductionAxes; normalized and sorted, empty on an invalid attribute.
+llvm::SmallVector<unsigned, 4> reducedAxes(const Node &node, unsigned rank);
+
 } // namespace cgc
 
 #endif

@@ -153,8 +153,10 @@ void ApplyOptimizerPass::closeGatedUpdate(GraphBuilder &b) {
   for (const GatedUpdate &u : gatedUpdates) {
     local(u.target);
     Value *old = armInputs[u.target].second;
-    gated->region(0).outputs.push_back({u.next->getName(), u.next});
-    gated->region(1).outputs.push_back({old->getName(), old});
+    gated->region(0).outputs.push_back(
+        {u.next->getName(), u.next, OutputKind::Output, "", {}});
+    gated->region(1).outputs.push_back(
+        {old->getName(), old, OutputKind::Output, "", {}});
     names.push_back(u.target->getName() + ".updated");
   }
   b.setInsertionPointToEnd(*graph);

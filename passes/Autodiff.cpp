@@ -227,7 +227,8 @@ bool AutodiffPass::differentiateArm(const Graph &forward, Graph &arm, Node &n,
       gb.setBase(in->getName() + ".zero");
       g = gb.zeros(in->getType());
     }
-    arm.outputs.push_back({g ? g->getName() : "", g});
+    arm.outputs.push_back(
+        {g ? g->getName() : "", g, OutputKind::Output, "", {}});
   }
   adjoint = std::move(saved);
   return ok && !gb.hasFailed();

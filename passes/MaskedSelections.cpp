@@ -368,10 +368,18 @@ bool SelectionRewriter::rewriteRoot(Node &root) {
   RootRewrite &r = rewrites[&root];
   builder.setInsertionPoint(root);
   builder.setOrigin(root);
-  if (root.getOp() == OpKind::MaskedSelect) {
+  switch (root.getOp()) {
+  case OpKind::MaskedSelect:
     r.mask = root.operand(1);
     full[root.result()] = root.operand(0);
     return true;
+  case OpKind::NonZero:
+    break;
+  case OpKind::Item: // Not a selection (visit).
+#define CGC_SYNC_POINT_OP(...)
+#define CGC_OP(Enum, ...) case OpKind::Enum:
+#include "ir/Ops.def"
+    llvm_unreachable("not a masked_select or nonzero");
   }
   const TensorType &mask = root.operand(0)->getType();
   Value *selects = root.operand(0); // Nonzero elements, as a bool mask.
@@ -440,7 +448,17 @@ Value *SelectionRewriter::maskFor(const Selection &s, unsigned rank) {
 Value *SelectionRewriter::maskedReduction(Node &n, const Selection &s) {
   const TensorType &in = n.operand(0)->getType();
   DType dtype = n.result()->getType().dtype;
-  bool mean = n.getOp() == OpKind::Mean;
+  bool mean = false;
+  switch (n.getOp()) {
+  case OpKind::Mean: mean = true; break;
+  case OpKind::Sum: break;
+  case OpKind::Max: case OpKind::Min: case OpKind::Prod: case OpKind::ArgMax:
+#define CGC_REDUCTION_OP(...)
+#define CGC_OP(Enum, ...) case OpKind::Enum:
+#include "ir/Ops.def"
+    llvm_unreachable("the ends reduced with a mask are sums and means "
+                     "(reduction)");
+  }
   auto toF32 = [&](Value *v, const char *suffix) -> Value * {
     if (!v || v->getType().dtype == DType::F32)
       return v;

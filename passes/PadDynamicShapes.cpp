@@ -208,11 +208,7 @@ Value *PadDynamicShapesPass::realCount(const TensorType &t,
 
 bool PadDynamicShapesPass::rewriteReduction(Node &n) {
   const TensorType &in = n.operand(0)->getType();
-  llvm::SmallVector<unsigned, 4> axes;
-  if (n.getOp() == OpKind::ArgMax)
-    axes.push_back(*normalizeAxis(n.intAttr("axis", 0), in.rank()));
-  else
-    axes = reductionAxes(n, in.rank());
+  llvm::SmallVector<unsigned, 4> axes = reducedAxes(n, in.rank());
   if (!anyPaddedAxis(in, axes))
     return false;
   switch (n.getOp()) {
@@ -357,7 +353,8 @@ bool PadDynamicShapesPass::rewrite(Node &n, std::string &why) {
     return true;
   case MatMul: {
     const TensorType &b = n.operand(1)->getType();
-    if (n.getOp() == OpKind::Linear) { // x[..., K] and weight[N, K]
+    switch (n.getOp()) {
+    case OpKind::Linear: { // x[..., K] and weight[N, K]
       unsigned k = x.rank() - 1;
       if (padded(x.dims[k]) || padded(b.dims[1])) {
         n.setOperand(0, masked(n.operand(0), {k}, 0.0));
@@ -365,17 +362,26 @@ bool PadDynamicShapesPass::rewrite(Node &n, std::string &why) {
       }
       return true;
     }
-    unsigned ka = n.boolAttr("transpose_a", false) ? x.rank() - 2 : x.rank() - 1;
-    unsigned kb = n.boolAttr("transpose_b", false) ? b.rank() - 1 : b.rank() - 2;
-    if (padded(x.dims[ka]) || padded(b.dims[kb])) {
-      n.setOperand(0, masked(n.operand(0), {ka}, 0.0));
-      n.setOperand(1, masked(n.operand(1), {kb}, 0.0));
+    case OpKind::MatMul: {
+      unsigned ka = n.boolAttr("transpose_a", false) ? x.rank() - 2 : x.rank() - 1;
+      unsigned kb = n.boolAttr("transpose_b", false) ? b.rank() - 1 : b.rank() - 2;
+      if (padded(x.dims[ka]) || padded(b.dims[kb])) {
+        n.setOperand(0, masked(n.operand(0), {ka}, 0.0));
+        n.setOperand(1, masked(n.operand(1), {kb}, 0.0));
+      }
+      return true;
     }
-    return true;
+#define CGC_MATMUL_OP(...)
+#define CGC_OP(Enum, ...) case OpKind::Enum:
+#include "ir/Ops.def"
+      break;
+    }
+    llvm_unreachable("not a product");
   }
   case Normalization: {
     unsigned axis = *normalizeAxis(n.intAttr("axis", -1), x.rank());
-    if (n.getOp() == OpKind::LayerNorm) {
+    switch (n.getOp()) {
+    case OpKind::LayerNorm: {
       std::vector<unsigned> axes;
       for (unsigned a = axis; a < x.rank(); ++a)
         axes.push_back(a);
@@ -386,11 +392,19 @@ bool PadDynamicShapesPass::rewrite(Node &n, std::string &why) {
                false;
       return rewriteLayerNorm(n, axis), true;
     }
-    n.setOperand(0, masked(n.operand(0), {axis}, lowest(x.dtype, false)));
-    return true;
+    case OpKind::Softmax: case OpKind::LogSoftmax:
+      n.setOperand(0, masked(n.operand(0), {axis}, lowest(x.dtype, false)));
+      return true;
+#define CGC_NORMALIZATION_OP(...)
+#define CGC_OP(Enum, ...) case OpKind::Enum:
+#include "ir/Ops.def"
+      break;
+    }
+    llvm_unreachable("not a normalization");
   }
   case Loss:
-    if (n.getOp() == OpKind::MseLoss) {
+    switch (n.getOp()) {
+    case OpKind::MseLoss: {
       std::vector<unsigned> all(x.rank());
       for (unsigned a = 0; a < x.rank(); ++a)
         all[a] = a;
@@ -399,10 +413,17 @@ bool PadDynamicShapesPass::rewrite(Node &n, std::string &why) {
       rewriteMseLoss(n);
       return true;
     }
-    if (padded(x.dims[1]))
-      return why = "cross_entropy over a symbolic number of classes", false;
-    rewriteCrossEntropy(n);
-    return true;
+    case OpKind::CrossEntropy:
+      if (padded(x.dims[1]))
+        return why = "cross_entropy over a symbolic number of classes", false;
+      rewriteCrossEntropy(n);
+      return true;
+#define CGC_LOSS_OP(...)
+#define CGC_OP(Enum, ...) case OpKind::Enum:
+#include "ir/Ops.def"
+      break;
+    }
+    llvm_unreachable("not a loss");
   case Movement:
     switch (n.getOp()) {
     case OpKind::Gather:
@@ -427,8 +448,9 @@ bool PadDynamicShapesPass::rewrite(Node &n, std::string &why) {
 #define CGC_MOVEMENT_OP(...)
 #define CGC_OP(Enum, ...) case OpKind::Enum:
 #include "ir/Ops.def"
-      llvm_unreachable("not a movement op");
+      break;
     }
+    llvm_unreachable("not a movement op");
   case Random:
     for (unsigned a = 1; a < x.rank(); ++a)
       if (padded(x.dims[a]))

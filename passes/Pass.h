@@ -21,11 +21,16 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace cgc {
 
 struct PassContext {
+  explicit PassContext(DiagnosticEngine &diag,
+                       std::map<std::string, int64_t> dimBindings = {})
+      : diag(diag), dimBindings(std::move(dimBindings)) {}
+
   DiagnosticEngine &diag;
   /// Symbolic dims to specialize (`--bind-dim=B=32`), for shape-infer.
   std::map<std::string, int64_t> dimBindings;

@@ -1,12 +1,16 @@
 #!/usr/bin/env bash
-# Runs every test: builds, then ctest (unit, lit, golden, fuzz replays; GPU
-# tests report "skipped: no CUDA device" without a GPU), then the
+# Runs every test: checks that no switch over OpKind, OpFamily or DType has
+# a default, builds, then ctest (unit, lit, golden, fuzz replays; GPU tests
+# report "skipped: no CUDA device" without a GPU), then the
 # malformed-input corpus under AddressSanitizer and UndefinedBehaviorSanitizer,
 # then each fuzz target for CGC_FUZZ_SECONDS (default 45) with libFuzzer;
 # last, the lines of code per top-level folder.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=$(nproc)
+# No `default:` in a switch over OpKind, OpFamily or DType in ir/, passes/
+# and codegen/ (a text heuristic; its limits are in the script).
+python3 scripts/check-switch-defaults.py
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build -j"$jobs"
 (cd build && ctest --output-on-failure -j"$jobs")

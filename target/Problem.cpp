@@ -30,13 +30,20 @@ ProductProblem cgc::productProblem(const Node &node) {
   const TensorType &out = node.result()->getType();
   ProductProblem p;
   p.dtype = out.dtype;
-  if (node.getOp() == OpKind::Linear) {
+  switch (node.getOp()) {
+  case OpKind::Linear:
     // x[..., k] times weight[n, k]: the leading dims fold into m.
     p.m = productOfDims(dimsOf(a, 0, a.rank() - 1));
     p.k = a.dims.back().extent();
     p.n = b.dims[0].extent();
     p.transB = true;
     return p;
+  case OpKind::MatMul:
+    break;
+#define CGC_MATMUL_OP(...)
+#define CGC_OP(Enum, ...) case OpKind::Enum:
+#include "ir/Ops.def"
+    llvm_unreachable("not a product");
   }
   p.transA = node.boolAttr("transpose_a", false);
   p.transB = node.boolAttr("transpose_b", false);

@@ -4,6 +4,7 @@
 #include "ir/RowFusion.h"
 #include "ir/TypeRules.h"
 
+#include "llvm/Support/ErrorHandling.h"
 #include "llvm/Support/MathExtras.h"
 
 #include <algorithm>
@@ -96,9 +97,24 @@ RowSchedule cgc::rowScheduleOf(const Node &node) {
   if (auto run = reducedRun(node))
     return rowSchedule(run->outer, run->length, in.dtype);
   unsigned rank = in.rank();
-  unsigned axis = node.getOp() == OpKind::LayerNorm
-                      ? *normalizeAxis(node.intAttr("axis", -1), rank)
-                      : rank - 1;
+  // Softmaxes: innermost only (isInnermostSoftmax); cross_entropy's
+  // logits are [N, C] rows (its type rule).
+  unsigned axis = rank - 1;
+  switch (node.getOp()) {
+  case OpKind::LayerNorm:
+    axis = *normalizeAxis(node.intAttr("axis", -1), rank);
+    break;
+  case OpKind::Softmax: case OpKind::LogSoftmax: case OpKind::CrossEntropy:
+    break;
+  case OpKind::MseLoss:
+    llvm_unreachable("mse_loss runs in one block, not on rows");
+#define CGC_NORMALIZATION_OP(...)
+#define CGC_LOSS_OP(...)
+#define CGC_OP(Enum, ...) case OpKind::Enum:
+#include "ir/Ops.def"
+    llvm_unreachable("the row ops besides reductions are normalizations "
+                     "and cross_entropy");
+  }
   int64_t length = 1;
   for (unsigned d = axis; d < rank; ++d)
     length *= in.dims[d].extent();

@@ -192,8 +192,7 @@ static int64_t rowGrid(int64_t rows, unsigned lanes, const Target &target) {
                       target.multiprocessors);
 }
 
-static Schedule rowsRecord(const Node &node, const Node &row,
-                           const Target &target) {
+static Schedule rowsRecord(const Node &row, const Target &target) {
   RowSchedule rs = rowScheduleOf(row);
   std::string streamed;
   if (row.getOp() == OpKind::CrossEntropy && rs.lanes > kStreamingRowBlock) {
@@ -224,8 +223,7 @@ static Schedule rowsRecord(const Node &node, const Node &row,
   return s;
 }
 
-static Schedule reductionRecord(const Node &node, const Node &row,
-                                const Target &target) {
+static Schedule reductionRecord(const Node &row, const Target &target) {
   ReductionSplit split = reductionSplit(row);
   DType dtype = inputType(row);
   if (split.chunks) {
@@ -249,7 +247,7 @@ static Schedule reductionRecord(const Node &node, const Node &row,
   }
   ColumnSplit c = columnSplit(row);
   if (!c.chunks)
-    return rowsRecord(node, row, target);
+    return rowsRecord(row, target);
   Schedule s;
   s.strategy = Strategy::Columns;
   s[F::Rows] = c.outer;
@@ -402,8 +400,8 @@ llvm::Optional<Schedule> cgc::scheduleOf(const Node &node,
               "registers hold)";
       return llvm::None;
     }
-    s = reducedRun(row) ? reductionRecord(node, row, target)
-                        : rowsRecord(node, row, target);
+    s = reducedRun(row) ? reductionRecord(row, target)
+                        : rowsRecord(row, target);
   }
   error = checkSchedule(node, s, target);
   if (!error.empty())

@@ -160,9 +160,19 @@ static void collect(const Value *v, const DimEnv &env, Domain &dom,
       else if (movesData(n, k)) // The result's readers see these values.
         collect(n.result(), env, dom, seen);
       break;
-    case Loss: // cross_entropy's targets index the classes.
-      if (n.getOp() == OpKind::CrossEntropy && k == 1)
-        dom.indexBound = env.resolve(n.operand(0)->getType().dims[1]);
+    case Loss:
+      switch (n.getOp()) {
+      case OpKind::CrossEntropy: // Its targets index the classes.
+        if (k == 1)
+          dom.indexBound = env.resolve(n.operand(0)->getType().dims[1]);
+        break;
+      case OpKind::MseLoss:
+        break;
+#define CGC_LOSS_OP(...)
+#define CGC_OP(Enum, ...) case OpKind::Enum:
+#include "ir/Ops.def"
+        llvm_unreachable("not a loss");
+      }
       break;
     case Random: // dropout's operand #1 is the RNG state.
       dom.rng |= k == 1;
@@ -172,8 +182,18 @@ static void collect(const Value *v, const DimEnv &env, Domain &dom,
         collect(input, env, dom, seen);
       break;
     case SyncPoint:
-      if (n.getOp() == OpKind::MaskedSelect && k == 0)
-        collect(n.result(), env, dom, seen);
+      switch (n.getOp()) {
+      case OpKind::MaskedSelect: // Its result holds elements of operand #0.
+        if (k == 0)
+          collect(n.result(), env, dom, seen);
+        break;
+      case OpKind::NonZero: case OpKind::Item:
+        break;
+#define CGC_SYNC_POINT_OP(...)
+#define CGC_OP(Enum, ...) case OpKind::Enum:
+#include "ir/Ops.def"
+        llvm_unreachable("not a sync point");
+      }
       break;
     case Source: case Reduction: case Scan: case Normalization: case MatMul:
       break; // Defined everywhere.

@@ -119,11 +119,7 @@ Tensor interp::evalReduction(const Node &node, const Operands &in) {
   const Tensor &x = *in[0];
   OpKind op = node.getOp();
   DType dtype = node.result()->getType().dtype;
-  llvm::SmallVector<unsigned, 4> axes;
-  if (op == OpKind::ArgMax)
-    axes.push_back(*normalizeAxis(node.intAttr("axis", 0), x.rank()));
-  else
-    axes = reductionAxes(node, x.rank());
+  llvm::SmallVector<unsigned, 4> axes = reducedAxes(node, x.rank());
   Shape keptShape = x.shape;
   int64_t count = 1;
   for (unsigned a : axes) {
@@ -139,9 +135,19 @@ Tensor interp::evalReduction(const Node &node, const Operands &in) {
   forEachReduced(x.shape, axes, [&](int64_t o, int64_t i) {
     accumulate(op, x.data[i], position[o]++, acc.data[o], best[o]);
   });
-  if (op == OpKind::Mean)
+  switch (op) {
+  case OpKind::Mean:
     for (double &a : acc.data)
       a /= double(count);
+    break;
+  case OpKind::Sum: case OpKind::Max: case OpKind::Min: case OpKind::Prod:
+  case OpKind::ArgMax:
+    break;
+#define CGC_REDUCTION_OP(...)
+#define CGC_OP(Enum, ...) case OpKind::Enum:
+#include "ir/Ops.def"
+    llvm_unreachable("not a reduction");
+  }
   if (!node.boolAttr("keepdim", false)) {
     Shape reduced;
     for (unsigned d = 0; d < x.rank(); ++d)
@@ -156,7 +162,8 @@ Tensor interp::evalReduction(const Node &node, const Operands &in) {
 Tensor interp::evalMatMul(const Node &node, const Operands &in) {
   const Tensor &a = *in[0], &b = *in[1];
   DType dtype = node.result()->getType().dtype;
-  if (node.getOp() == OpKind::Linear) {
+  switch (node.getOp()) {
+  case OpKind::Linear: {
     int64_t k = a.shape.back(), n = b.shape[0];
     Shape shape = a.shape;
     shape.back() = n;
@@ -171,6 +178,13 @@ Tensor interp::evalMatMul(const Node &node, const Operands &in) {
       }
     out.round();
     return out;
+  }
+  case OpKind::MatMul:
+    break;
+#define CGC_MATMUL_OP(...)
+#define CGC_OP(Enum, ...) case OpKind::Enum:
+#include "ir/Ops.def"
+    llvm_unreachable("not a product");
   }
   bool ta = node.boolAttr("transpose_a", false);
   bool tb = node.boolAttr("transpose_b", false);

@@ -89,7 +89,8 @@ KernelDesc kernel(const std::string &name, std::vector<ParamDesc> params) {
 
 TensorDesc tensor(const std::string &name, const std::string &kind,
                   uint64_t offset) {
-  return {name, kind, "f32", {kMaxN}, {"n"}, Region::Arena, offset, kBuf};
+  return {name, kind, "f32", {kMaxN}, {"n"}, Region::Arena, offset, kBuf,
+          "", 0};
 }
 
 } // namespace
@@ -149,10 +150,10 @@ bool buildChainArtifact(const ChainSpec &spec, std::vector<uint8_t> &out,
   m.inputs.push_back(tensor("x", "user_input", 0));
   m.outputs.push_back(tensor("y", "output", yOff));
   m.outputs.push_back(tensor("y_copy", "output", copyOff));
-  TensorDesc w{"w", "parameter", "f32", {1}, {}, Region::Persistent, 0, 4};
-  w.initBlob = "w_init";
+  TensorDesc w{"w", "parameter", "f32", {1}, {}, Region::Persistent, 0, 4,
+               "w_init", 0};
   TensorDesc rng{"rng_state", "rng", "i64", {2}, {}, Region::Persistent, 256,
-                 16};
+                 16, "", 0};
   m.state = {w, rng};
 
   GraphDesc g;
