@@ -364,7 +364,7 @@ static std::string checkColumns(const Node &node, const Node &row,
   if (r[F::Vector] != 1 && !(wide && loadFits(r[F::Vector], run->inner, dtype)))
     return "vector " + std::to_string(r[F::Vector]) +
            " does not load these columns (f32 or i32 words that divide inner)";
-  if (r[F::Chunks] < 1 || r[F::Chunks] > run->length)
+  if (r[F::Chunks] < 1 || r[F::Chunks] > std::max<int64_t>(run->length, 1))
     return "chunks must be from 1 to the reduced length";
   ColumnSplit c = columnSplitIn(r);
   if (r[F::GridX] != c.tiles() * c.chunks)
