@@ -131,9 +131,14 @@ fmt::ProductDesc::Epilogue epilogueOf(const ProductParts &parts) {
   bool bias = parts.bias != nullptr;
   if (!parts.activation)
     return bias ? E::Bias : E::None;
-  if (parts.activation->getOp() == OpKind::Relu)
-    return bias ? E::ReluBias : E::Relu;
-  return bias ? E::GeluBias : E::Gelu; // gelu_tanh (fuse-epilogue's rule)
+  switch (*ProductEpilogue::activationOf(parts.activation->getOp())) {
+  case ProductEpilogue::Activation::Relu: return bias ? E::ReluBias : E::Relu;
+  // cuBLASLt's GELU epilogue is the tanh form.
+  case ProductEpilogue::Activation::GeluTanh: return bias ? E::GeluBias : E::Gelu;
+  case ProductEpilogue::Activation::Gelu:
+    llvm_unreachable("the scheduler gives cuBLASLt no erf gelu (checkSchedule)");
+  }
+  llvm_unreachable("an Activation value");
 }
 
 Storage shifted(Storage s, int64_t elements, size_t elem, uint64_t bytes) {

@@ -13,11 +13,19 @@
 
 #include "ir/Graph.h"
 
+#include "llvm/ADT/Optional.h"
+
 namespace cgc {
 
 class ProductEpilogue {
 public:
   enum class Role { Bias, Residual, Activation, Refused };
+  /// The activations an epilogue takes: relu, the erf gelu, gelu_tanh.
+  enum class Activation { Relu, Gelu, GeluTanh };
+
+  /// Which activation \p op is, if any: the one place an op is read as an
+  /// epilogue's activation (the type rule, fuse-epilogue, codegen).
+  static llvm::Optional<Activation> activationOf(OpKind op);
 
   /// \p productHasBias: a linear with its own bias (no second one).
   explicit ProductEpilogue(bool productHasBias) : bias(productHasBias) {}

@@ -138,10 +138,21 @@ bool TypeChecker::whileOp(Types &out) {
   return true;
 }
 
+llvm::Optional<ProductEpilogue::Activation>
+ProductEpilogue::activationOf(OpKind op) {
+  if (op == OpKind::Relu)
+    return Activation::Relu;
+  if (op == OpKind::Gelu)
+    return Activation::Gelu;
+  if (op == OpKind::GeluTanh)
+    return Activation::GeluTanh;
+  return llvm::None; // Any other op ends the epilogue.
+}
+
 ProductEpilogue::Role ProductEpilogue::admit(const Node &member,
                                              const Value *running) {
   OpKind op = member.getOp();
-  if (op == OpKind::Relu || op == OpKind::Gelu || op == OpKind::GeluTanh) {
+  if (activationOf(op)) {
     if (activated || member.operand(0) != running)
       return Role::Refused;
     activated = true;

@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 #include "target/Scheduler.h"
 
+#include "ir/ProductEpilogue.h"
 #include "ir/RowFusion.h"
 #include "ir/TypeRules.h"
 #include "target/ProductRule.h"
@@ -77,7 +78,8 @@ static ProductExtras extrasOf(const Node &node) {
     return e;
   for (const auto &member : node.region(0).nodes()) {
     e.inputNorm |= member->getOp() == OpKind::LayerNorm;
-    e.erfGelu |= member->getOp() == OpKind::Gelu;
+    e.erfGelu |= ProductEpilogue::activationOf(member->getOp()) ==
+                 ProductEpilogue::Activation::Gelu;
   }
   return e;
 }
