@@ -5,11 +5,16 @@
 //
 //===----------------------------------------------------------------------===//
 #include "RunCommands.h"
+#include "cgc/Version.h"
 
 #include <cstdio>
 #include <cstring>
 
 int main(int argc, char **argv) {
+  if (argc == 2 && std::strcmp(argv[1], "--version") == 0) {
+    std::printf("%s\n", CGC_COMPILER_VERSION);
+    return 0;
+  }
   if (argc >= 2 && std::strcmp(argv[1], "run") == 0)
     return cgcRunMain(argc - 1, argv + 1);
   if (argc >= 2 && std::strcmp(argv[1], "bench") == 0)
@@ -25,6 +30,7 @@ int main(int argc, char **argv) {
       "                  [--warmup W] [--repeats R]\n"
       "                  [--graph NAME|INDEX] [--dims NAME=V,...] "
       "[--alternate-dims NAME=V,...]\n"
-      "                  [--device N] [--print-algorithms]\n");
+      "                  [--device N] [--print-algorithms]\n"
+      "       cgc-rt --version\n");
   return 2;
 }
