@@ -24,6 +24,8 @@ config.substitutions.append(("%examples", os.path.join(config.cgc_src_root, "exa
 # project()'s version in CMakeLists.txt, the one source of cgc's version.
 config.substitutions.append(("%cgc_version", config.cgc_version))
 config.substitutions.append(("%cgc_rt", config.cgc_rt))
+if os.path.exists(config.cgc_rt):
+    config.available_features.add("cgc-rt")
 config.substitutions.append(("%cgc_obj_root", config.cgc_obj_root))
 if config.has_cuda_device:
     config.available_features.add("cuda")
