@@ -204,12 +204,8 @@ void Lowerer::lowerNode(const Node &node, StepGraph &out) {
     addMemset(storageOf(node.result()), &node, out);
     return;
   }
-  if (needsSchedule(node) && !node.schedule()) {
-    diag.nodeError(node, "has no schedule record; codegen runs heavy nodes "
-                         "as their records say (run the 'schedule' pass)");
-    ok = false;
-    return;
-  }
+  // plan-memory refused every heavy node without a record.
+  assert((!needsSchedule(node) || node.schedule()) && "a heavy node's record");
   if (runsOnRows(node))
     return lowerRowNode(node, out);
   if (isProductNode(node)) {

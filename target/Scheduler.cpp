@@ -194,6 +194,23 @@ static int64_t rowGrid(int64_t rows, unsigned lanes, const Target &target) {
                       target.multiprocessors);
 }
 
+/// The scratch of a rows record: a reduced cross_entropy's per-row losses
+/// and counts for its second kernel; no other row op has a second kernel.
+static int64_t rowsScratch(const Node &row) {
+  return row.getOp() == OpKind::CrossEntropy ? int64_t(phaseScratchBytes(row))
+                                             : 0;
+}
+
+/// Whether a split reduction of \p length elements of \p dtype loads
+/// float4 in phase 1.
+static bool splitLoadsFloat4(DType dtype, int64_t length) {
+  return dtype == DType::F32 && length % 4 == 0;
+}
+
+/// The block of the split and column kernels: 256 threads (32 x 8 for
+/// columns).
+constexpr int64_t kPartialsBlock = 256;
+
 static Schedule rowsRecord(const Node &row, const Target &target) {
   RowSchedule rs = rowScheduleOf(row);
   std::string streamed;
@@ -213,8 +230,7 @@ static Schedule rowsRecord(const Node &row, const Target &target) {
   s[F::Loads] = rs.loads;
   s[F::Block] = rowBlock(rs.lanes);
   s[F::GridX] = rowGrid(rs.rows, rs.lanes, target);
-  s[F::Scratch] = row.getOp() == OpKind::CrossEntropy
-                      ? int64_t(phaseScratchBytes(row)) : 0;
+  s[F::Scratch] = rowsScratch(row);
   s.reason = std::to_string(rs.rows) + " rows of " + std::to_string(rs.length) +
              ": " + std::to_string(rs.vector) + "-element loads, the fewest " +
              "lanes (a power of two, <= 1024) that hold <= " +
@@ -233,10 +249,10 @@ static Schedule reductionRecord(const Node &row, const Target &target) {
     s.strategy = Strategy::SplitRows;
     s[F::Rows] = split.rows;
     s[F::Length] = split.length;
-    s[F::Vector] = dtype == DType::F32 && split.length % 4 == 0 ? 4 : 1;
+    s[F::Vector] = splitLoadsFloat4(dtype, split.length) ? 4 : 1;
     s[F::Chunks] = split.chunks;
     s[F::GridX] = split.rows * split.chunks;
-    s[F::Block] = 256;
+    s[F::Block] = kPartialsBlock;
     s[F::Scratch] = int64_t(phaseScratchBytes(row));
     s.reason = std::to_string(split.rows) + " rows < " +
                std::to_string(kSplitReductionMaxRows) + " of " +
@@ -258,7 +274,7 @@ static Schedule reductionRecord(const Node &row, const Target &target) {
   s[F::Vector] = c.vector;
   s[F::Chunks] = c.chunks;
   s[F::GridX] = c.tiles() * c.chunks;
-  s[F::Block] = 256;
+  s[F::Block] = kPartialsBlock;
   s[F::Scratch] = int64_t(phaseScratchBytes(row));
   s.reason = std::to_string(c.tiles()) + " column tiles of " +
              std::to_string(32 * c.vector) + ", " + std::to_string(c.chunks) +
@@ -311,9 +327,7 @@ static std::string checkRows(const Node &node, const Node &row,
                   "a block per row above 32 lanes, else 256 threads");
   if (r[F::GridX] < 1 || r[F::GridX] > INT32_MAX)
     return "grid_x must be from 1 to 2^31 - 1";
-  // Only a reduced cross_entropy keeps scratch between two kernels.
-  int64_t scratch = row.getOp() == OpKind::CrossEntropy
-                        ? int64_t(phaseScratchBytes(row)) : 0;
+  int64_t scratch = rowsScratch(row);
   if (r[F::Scratch] != scratch)
     return expect(F::Scratch, scratch,
                   "a reduced cross_entropy's per-row losses and counts, "
@@ -335,7 +349,7 @@ static std::string checkSplit(const Node &node, const Node &row,
     return expect(F::Rows, run->outer, "the op's rows");
   if (r[F::Length] != run->length)
     return expect(F::Length, run->length, "the op's row length");
-  bool float4 = inputType(row) == DType::F32 && run->length % 4 == 0;
+  bool float4 = splitLoadsFloat4(inputType(row), run->length);
   if (r[F::Vector] != 1 && !(r[F::Vector] == 4 && float4))
     return "vector must be 1, or 4 for f32 rows of a multiple of 4";
   if (r[F::Chunks] < 2 || r[F::Chunks] > run->length ||
@@ -343,8 +357,8 @@ static std::string checkSplit(const Node &node, const Node &row,
     return "chunks must be from 2 to the row length";
   if (r[F::GridX] != run->outer * r[F::Chunks])
     return expect(F::GridX, run->outer * r[F::Chunks], "rows x chunks");
-  if (r[F::Block] != 256)
-    return expect(F::Block, 256, "the split kernels' block");
+  if (r[F::Block] != kPartialsBlock)
+    return expect(F::Block, kPartialsBlock, "the split kernels' block");
   int64_t scratch = run->outer * r[F::Chunks] * partialBytesOf(inputType(row));
   if (r[F::Scratch] != scratch)
     return expect(F::Scratch, scratch, "one partial per block");
@@ -371,8 +385,8 @@ static std::string checkColumns(const Node &node, const Node &row,
   ColumnSplit c = columnSplitIn(r);
   if (r[F::GridX] != c.tiles() * c.chunks)
     return expect(F::GridX, c.tiles() * c.chunks, "column tiles x chunks");
-  if (r[F::Block] != 256)
-    return expect(F::Block, 256, "32 x 8 threads per tile");
+  if (r[F::Block] != kPartialsBlock)
+    return expect(F::Block, kPartialsBlock, "32 x 8 threads per tile");
   int64_t scratch = c.chunks > 1 ? c.chunks * c.outer * c.inner *
                                        partialBytesOf(dtype)
                                  : 0;
