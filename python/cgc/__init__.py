@@ -62,8 +62,9 @@ def compile_file(source, output, flags=(), cgc=None):
 
 
 def compile(module, example_args, path=None, dynamic_shapes=None, cgc=None, flags=(),  # noqa: A001
-            *, buckets=None):
-    """cgc.export + the `cgc` tool + cgc.load: a callable on torch tensors."""
+            *, buckets=None, example_kwargs=None):
+    """cgc.export + the `cgc` tool + cgc.load: a callable taking the
+    module's arguments and returning what the module returns."""
     from .runtime import compile as runtime_compile
     return runtime_compile(module, example_args, path, dynamic_shapes, cgc, flags,
-                           buckets=buckets)
+                           buckets=buckets, example_kwargs=example_kwargs)

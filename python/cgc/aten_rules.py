@@ -194,7 +194,9 @@ def reduction(op):
     def fn(e, n):
         x = n.args[0]
         rank = len(e.shape(x))
-        dims = n.args[1] if len(n.args) > 1 and n.args[1] is not None else list(range(rank))
+        dims = n.args[1] if len(n.args) > 1 else None
+        if not dims:  # None, or [] (sum.dim_IntList's "every dim")
+            dims = list(range(rank))
         keep = bool(n.args[2]) if len(n.args) > 2 else bool(n.kwargs.get("keepdim", False))
         return e.op(op, [e.operand(x)], {"axes": sorted(d % rank for d in dims), "keepdim": keep},
                     name=n.name)

@@ -241,17 +241,37 @@ def compile_file(source, output, flags=(), cgc=None):
 
 
 def compile(module, example_args, path=None, dynamic_shapes=None, cgc=None, flags=(),  # noqa: A001
-            *, buckets=None):
+            *, buckets=None, example_kwargs=None):
     """Exports `module` (cgc.export), compiles it with the `cgc` driver and
-    loads the artifact: a callable on torch CUDA tensors."""
+    loads the artifact: a CompiledModule, called as the module is."""
     import shutil
     import tempfile
-    from .torch_export import export
+    from .torch_export import export_program
     work = tempfile.mkdtemp(prefix="cgc-compile-")
     try:
         ir_path = os.path.join(work, "model.json")
-        export(module, example_args, ir_path, dynamic_shapes=dynamic_shapes, buckets=buckets)
+        _, signature = export_program(module, example_args, ir_path, dynamic_shapes,
+                                      example_kwargs, buckets=buckets)
         art = compile_file(ir_path, path or os.path.join(work, "model.cgc"), flags, cgc)
-        return load(art)  # (the engine holds the artifact's bytes)
+        return CompiledModule(load(art), signature)  # (the engine holds the artifact's bytes)
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+class CompiledModule:
+    """A compiled module, called with the arguments the module takes
+    (positional and keyword, tensors as CUDA tensors; the non-tensor ones
+    as they were at export) and returning what the module returns (a
+    tensor, tuple, dict or ModelOutput: torch.export's output structure).
+    `artifact` is the loaded Artifact, called with the graph's inputs alone
+    (the fastest path)."""
+
+    def __init__(self, artifact, signature):
+        self.artifact, self.signature = artifact, signature
+
+    def __call__(self, *args, fresh_outputs=False, **kwargs):
+        inputs = self.signature.inputs(args, kwargs)
+        return self.signature.outputs(self.artifact(*inputs, fresh_outputs=fresh_outputs))
+
+    def __getattr__(self, name):  # The artifact's own: inputs, states, state() ...
+        return getattr(self.artifact, name)

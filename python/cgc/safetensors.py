@@ -1,6 +1,6 @@
 """safetensors files from NumPy arrays and back (F32, F16, I64, I32, BOOL;
-BF16 is read widened to f32): the format of cgc's weights, inputs and
-outputs."""
+BF16, which NumPy has not, written from BFloat16 bit patterns and read
+widened to f32): the format of cgc's weights, inputs and outputs."""
 import json
 import struct
 
@@ -11,15 +11,37 @@ DTYPE_OF = {np.float32: "F32", np.float16: "F16", np.int64: "I64", np.int32: "I3
 NUMPY_OF = {v: k for k, v in DTYPE_OF.items()}
 
 
+class BFloat16:
+    """A bfloat16 tensor, which NumPy cannot hold: its 16-bit patterns
+    (`bits`, a uint16 array of the tensor's shape), little-endian on disk
+    as safetensors' BF16."""
+    __slots__ = ("bits",)
+
+    def __init__(self, bits):
+        self.bits = np.require(np.asarray(bits, dtype=np.uint16), requirements="C")
+
+    @property
+    def shape(self):
+        return self.bits.shape
+
+
+def encoded(name, array):
+    """(safetensors dtype, shape, little-endian bytes) of an array or BFloat16."""
+    if isinstance(array, BFloat16):
+        return "BF16", list(array.shape), array.bits.astype("<u2").tobytes()
+    array = np.require(array, requirements="C")  # (keeps a 0-d array 0-d)
+    if array.dtype.type not in DTYPE_OF:
+        raise ValueError(f"safetensors: '{name}' has dtype {array.dtype}, which cgc has not")
+    return DTYPE_OF[array.dtype.type], list(array.shape), \
+        array.astype(array.dtype.newbyteorder("<")).tobytes()
+
+
 def write_safetensors(path, tensors):
-    """Writes the named arrays of `tensors` (a dict) to `path`."""
+    """Writes the named arrays (or BFloat16s) of `tensors` (a dict) to `path`."""
     header, offset, blobs = {}, 0, []
     for name, array in tensors.items():
-        array = np.require(array, requirements="C")  # (keeps a 0-d array 0-d)
-        if array.dtype.type not in DTYPE_OF:
-            raise ValueError(f"safetensors: '{name}' has dtype {array.dtype}, which cgc has not")
-        data = array.tobytes()
-        header[name] = {"dtype": DTYPE_OF[array.dtype.type], "shape": list(array.shape),
+        dtype, shape, data = encoded(name, array)
+        header[name] = {"dtype": dtype, "shape": shape,
                         "data_offsets": [offset, offset + len(data)]}
         offset += len(data)
         blobs.append(data)

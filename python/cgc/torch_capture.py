@@ -12,16 +12,18 @@ from collections import Counter, defaultdict
 import sympy
 import torch
 from torch.export import dynamic_shapes as torch_dynamic_shapes
-from torch.export.graph_signature import InputKind
+from torch.export.graph_signature import InputKind, OutputKind, TensorArgument
 
 from .ir_builder import is_dim_name
 from .onnx_types import RefusedError
+from .safetensors import BFloat16
 from .torch_record import RECORD_VERSION
 
 # The composites decomposition keeps: cgc has ops of its own for them, so
 # that fusion sees their elementwise neighbours (and a batched matmul keeps
 # its batch dims, rather than folding them into one a dynamic dim cannot be).
-KEPT = ("linear", "layer_norm", "gelu", "_softmax", "_log_softmax", "matmul")
+KEPT = ("linear", "layer_norm", "gelu", "_softmax", "_log_softmax", "matmul",
+        "scaled_dot_product_attention")
 TORCH_VALUES = (("dtype", torch.dtype), ("device", torch.device),
                 ("memory_format", torch.memory_format), ("layout", torch.layout))
 WEIGHT_KINDS = ("parameter", "buffer", "constant")
@@ -34,11 +36,119 @@ def capture(module, example_args, dynamic_shapes=None, example_kwargs=None):
     """(record, weights): the program record of `module` exported on the
     examples, and the values of the parameters, buffers and constants its
     signature reads (NumPy arrays by state_dict name)."""
-    ep = torch.export.export(module, tuple(example_args), kwargs=example_kwargs,
-                             dynamic_shapes=dynamic_shapes)
-    ep = decompose(ep)
+    record, weights_, _ = capture_program(module, example_args, dynamic_shapes, example_kwargs)
+    return record, weights_
+
+
+def capture_program(module, example_args, dynamic_shapes=None, example_kwargs=None):
+    """(record, weights, CallSignature) of `module` on the examples."""
+    ep = decompose(export_program(module, example_args, example_kwargs, dynamic_shapes))
     rename = dim_names(ep, module, example_args, example_kwargs, dynamic_shapes)
-    return program_record(ep, type(module).__name__, rename), weights(ep)
+    return (program_record(ep, type(module).__name__, rename), weights(ep),
+            CallSignature(ep, type(module).__name__))
+
+
+def children(spec):
+    """A TreeSpec's child specs (children() in recent torch)."""
+    return list(spec.children()) if hasattr(spec, "children") else list(spec.children_specs)
+
+
+class CallSignature:
+    """How a call of the module maps onto the compiled graph and back: the
+    module's (args, kwargs) flattened as torch.export flattened the
+    examples (keyword arguments by name), its tensor leaves the graph's
+    inputs in order (the other leaves were fixed at export and must be
+    passed unchanged), and the graph's outputs rebuilt into the structure
+    the module returns (a tuple, dict, ModelOutput ...)."""
+
+    def __init__(self, ep, module_name):
+        from torch.utils import _pytree
+        self.module_name = module_name
+        self.in_spec, self.out_spec = ep.call_spec.in_spec, ep.call_spec.out_spec
+        self.unflatten = _pytree.tree_unflatten
+        user = [s for s in ep.graph_signature.input_specs if s.kind == InputKind.USER_INPUT]
+        values = {n.name: n.meta.get("val") for n in ep.graph.nodes if n.op == "placeholder"}
+        self.fixed = {}  # leaf position -> the value the export fixed
+        self.tensors = []  # leaf positions of the graph's inputs, in order
+        for position, spec in enumerate(user):
+            name = getattr(spec.arg, "name", None)
+            value = values[name] if name in values else getattr(spec.arg, "value", None)
+            if isinstance(value, torch.Tensor):
+                self.tensors.append(position)
+            else:
+                self.fixed[position] = value
+
+        # Each user output: (True, None) for a tensor, the graph's next
+        # output; (False, value) for a constant the module returns.
+        self.returned = [(isinstance(spec.arg, TensorArgument), getattr(spec.arg, "value", None))
+                         for spec in ep.graph_signature.output_specs
+                         if spec.kind == OutputKind.USER_OUTPUT]
+        args_spec, kwargs_spec = children(self.in_spec)
+        self.positional = args_spec.num_children
+        self.keywords = sorted(kwargs_spec.context or ())
+        # A call of tensors alone, passed straight to the graph.
+        self.plain_inputs = not self.fixed and not self.keywords and all(
+            c.is_leaf() for c in children(args_spec))
+        # Outputs already in the module's structure: one tensor, or a tuple of them.
+        self.plain_outputs = self.out_spec.is_leaf() or (
+            self.out_spec.type is tuple and all(c.is_leaf() for c in children(self.out_spec))
+            and self.out_spec.num_children > 1)
+
+    def inputs(self, args, kwargs):
+        """The graph's inputs of a call, in order; a TypeError if the call
+        does not fit the exported signature."""
+        import torch.fx._pytree as fx_pytree
+        if self.plain_inputs and not kwargs and len(args) == self.positional:
+            return args
+        if len(args) != self.positional or sorted(kwargs) != self.keywords:
+            raise TypeError(f"{self.module_name} was exported with {self.positional} "
+                            f"positional argument(s) and keywords {self.keywords}; the call "
+                            f"has {len(args)} and {sorted(kwargs)}")
+        try:
+            leaves = fx_pytree.tree_flatten_spec((tuple(args), dict(kwargs)), self.in_spec)
+        except Exception as e:  # noqa: BLE001 - pytree raises several kinds
+            raise TypeError(f"{self.module_name}: the call's arguments do not match the "
+                            f"exported ones ({type(e).__name__}: {e})") from None
+        for position, value in self.fixed.items():
+            given = leaves[position]
+            if isinstance(given, torch.Tensor) or not (given is value or given == value):
+                raise TypeError(f"{self.module_name}: argument #{position} was {value!r} at "
+                                f"export; cgc compiled it in, so it cannot be {given!r}")
+        return [leaves[p] for p in self.tensors]
+
+    def outputs(self, results):
+        """The module's result from the graph's outputs (a tensor or tuple)."""
+        if self.plain_outputs:
+            return results
+        flat = iter(results if isinstance(results, (tuple, list)) else [results])
+        leaves = [next(flat) if tensor else value for tensor, value in self.returned]
+        if len(leaves) != self.out_spec.num_leaves:  # (None is no pytree leaf)
+            leaves = [v for v in leaves if v is not None]
+        return self.unflatten(leaves, self.out_spec)
+
+
+def export_program(module, example_args, example_kwargs, dynamic_shapes):
+    """torch.export.export of the module, its failure a RefusedError that
+    names the module and the cause (a KV cache among the outputs gets what
+    to do about it)."""
+    try:
+        return torch.export.export(module, tuple(example_args), kwargs=example_kwargs,
+                                   dynamic_shapes=dynamic_shapes)
+    except Exception as e:  # noqa: BLE001 - torch.export raises many kinds
+        raise RefusedError(export_failure(type(module).__name__, e)) from None
+
+
+def export_failure(module_name, error):
+    """The message for torch.export's `error` on `module_name`."""
+    text = str(error).strip()
+    cache = re.search(r"Found <class '([\w.]*Cache)'> in output", text)
+    if cache:
+        return (f"{module_name} returns a {cache.group(1).rsplit('.', 1)[-1]} (a KV cache), "
+                "which cgc cannot return: compile it with use_cache=False (as a forward "
+                "argument or in its config)")
+    first = text.splitlines()[0] if text else ""
+    return (f"torch.export could not export {module_name}: {type(error).__name__}: "
+            f"{first[:500]}")
 
 
 def decompose(ep):
@@ -226,8 +336,14 @@ def weights(ep):
         tensor = state.get(spec.target)
         if tensor is None:
             raise RefusedError(f"no value for {kind} '{spec.target}'")
-        if tensor.dtype == torch.bfloat16:
-            raise RefusedError(f"bfloat16 {kind} '{spec.target}' (the weights file is "
-                               "written from NumPy, which has no bfloat16)")
-        out[spec.target] = tensor.detach().cpu().numpy()
+        out[spec.target] = weight_value(tensor)
     return out
+
+
+def weight_value(tensor):
+    """A weight's value for the safetensors writer: a NumPy array, or for
+    bfloat16 (which NumPy has not) its bit patterns."""
+    tensor = tensor.detach().cpu().contiguous()
+    if tensor.dtype == torch.bfloat16:
+        return BFloat16(tensor.view(torch.int16).numpy().view("uint16"))
+    return tensor.numpy()

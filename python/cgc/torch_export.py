@@ -15,10 +15,11 @@ import json
 import operator
 import os
 
+from . import aten_attention, aten_indexing  # noqa: F401 - their rules join ATEN
 from .aten_rules import ATEN, PLAIN_OVERLOADS
 from .ir_builder import IRBuilder, is_dim_name, json_number, safe_name
 from .onnx_types import NUMPY, RefusedError
-from .safetensors import write_safetensors
+from .safetensors import BFloat16, write_safetensors
 from .torch_record import RecordNode, Sym, TensorVal, read_nodes
 
 DTYPE = {"torch.float32": "f32", "torch.float16": "f16", "torch.bfloat16": "bf16",
@@ -29,9 +30,18 @@ IR_KEYS = ("format_version", "name", "dims", "weights_file", "inputs", "nodes", 
 def export(module, example_args, path, dynamic_shapes=None, example_kwargs=None, *, buckets=None):
     """Exports `module` on `example_args` with torch.export and writes the
     IR to `path` (and its weights beside it). Returns the IR dict."""
-    from .torch_capture import capture
-    record, weights = capture(module, example_args, dynamic_shapes, example_kwargs)
-    return lower_record(record, weights, path, buckets=buckets)
+    return export_program(module, example_args, path, dynamic_shapes, example_kwargs,
+                          buckets=buckets)[0]
+
+
+def export_program(module, example_args, path, dynamic_shapes=None, example_kwargs=None, *,
+                   buckets=None):
+    """export's IR dict and the module's CallSignature (torch_capture.py):
+    how a call of the module maps onto the IR's inputs and back."""
+    from .torch_capture import capture_program
+    record, weights, signature = capture_program(module, example_args, dynamic_shapes,
+                                                 example_kwargs)
+    return lower_record(record, weights, path, buckets=buckets), signature
 
 
 def lower_record(record, weights, path, *, buckets=None):
@@ -79,6 +89,58 @@ def set_buckets(dims, buckets):
         dim["buckets"] = sorted(set(extents) | {dim["max"]})
 
 
+def weight_dtype(array):
+    """The IR dtype of a weight's value (a NumPy array or a BFloat16)."""
+    if isinstance(array, BFloat16):
+        return "bf16"
+    return next((d for d, t in NUMPY.items() if array.dtype.type is t), str(array.dtype))
+
+
+def rule_of(target):
+    """The ATen rule of a call's target ("aten.add.Tensor"), or None."""
+    if not target.startswith("aten."):
+        return None
+    overload = target[len("aten."):]
+    base, _, variant = overload.partition(".")
+    return ATEN.get(overload) or (ATEN.get(base) if variant in PLAIN_OVERLOADS else None)
+
+
+def unmapped_calls(nodes):
+    """{what: [nodes]} of the calls no rule maps, in order of first use:
+    `what` is "the ATen op add.Tensor" or "the call f". Sizes (Sym
+    results) and getitem need none."""
+    missing = {}
+    for n in nodes:
+        if n.op != "call_function" or isinstance(n.val, Sym) or n.target == "getitem" or \
+                rule_of(n.target) is not None:
+            continue
+        what = f"the ATen op {n.target[len('aten.'):]}" if n.target.startswith("aten.") \
+            else f"the call {n.target}"
+        missing.setdefault(what, []).append(n)
+    return missing
+
+
+def refuse_unmapped(nodes):
+    """Refuses a program with calls no rule maps, naming every one at once
+    (with its node count and first use), so that a user sees the whole gap
+    in one try."""
+    missing = unmapped_calls(nodes)
+    if not missing:
+        return
+    def first(n):
+        return f"node '{n.name}'" + (f" ({n.source})" if n.source else "")
+    if len(missing) == 1:
+        (what, uses), = missing.items()
+        n = uses[0]
+        more = f" (and {len(uses) - 1} more node{'s' * (len(uses) > 2)})" if len(uses) > 1 else ""
+        raise RefusedError(f"node '{n.name}': {what} has no cgc mapping"
+                           + (f" ({n.source})" if n.source else "") + more)
+    lines = [f"  {what}: {len(uses)} node{'s' * (len(uses) > 1)}, first {first(uses[0])}"
+             for what, uses in missing.items()]
+    raise RefusedError(f"{len(missing)} calls of the program have no cgc mapping:\n"
+                       + "\n".join(lines))
+
+
 class Lowering(IRBuilder):
     """The IR of one program record, built node by node; the ATen rules
     call its methods."""
@@ -89,6 +151,7 @@ class Lowering(IRBuilder):
         self.weights, self.dims = {}, {}
         self.value = {}   # record node name (name#k: its k-th result) -> cgc value name
         self.sizes = {}   # record node name -> the size it computes (no cgc value)
+        self.fixed = {}   # user input fixed at export (not a tensor) -> its value
 
     def op(self, op, inputs, attrs=None, name=None):
         return self.node(op, inputs, attrs, name)
@@ -132,7 +195,9 @@ class Lowering(IRBuilder):
     def run(self):
         """The IR's inputs and nodes; returns its outputs."""
         specs = {s["name"]: s for s in self.record["inputs"]}
-        for n in read_nodes(self.record):
+        nodes = read_nodes(self.record)
+        refuse_unmapped(nodes)
+        for n in nodes:
             self.loc = n.source
             if n.op == "placeholder":
                 if n.name not in specs:
@@ -151,6 +216,10 @@ class Lowering(IRBuilder):
         return f" ({self.loc})" if self.loc else ""
 
     def placeholder(self, n, spec):
+        if spec["kind"] == "user_input" and not isinstance(n.val, TensorVal):
+            # A number, flag or None the export fixed (use_cache=False): no input.
+            self.fixed[n.name] = n.val
+            return
         dtype, shape = self.type_of(n)
         name = self.fresh(n.name)
         entry = {"name": name, "dtype": dtype, "shape": shape}
@@ -161,8 +230,8 @@ class Lowering(IRBuilder):
             array = self.given_weights.get(target)
             if array is None:
                 raise RefusedError(f"no value for {kind} '{target}'")
-            if array.dtype.type is not NUMPY.get(dtype) or list(array.shape) != shape:
-                raise ValueError(f"the value of {kind} '{target}' is {array.dtype}"
+            if weight_dtype(array) != dtype or list(array.shape) != shape:
+                raise ValueError(f"the value of {kind} '{target}' is {weight_dtype(array)}"
                                  f"{list(array.shape)}; the program reads {dtype}{shape}")
             entry["kind"] = "parameter" if kind == "parameter" else "buffer"
             entry["weight"] = name
@@ -180,6 +249,9 @@ class Lowering(IRBuilder):
     def value_of(self, a):
         """The cgc value of node `a`; a size (a dim, known when the graph
         runs) has none: the rules read sizes from the results' shapes."""
+        if a.name in self.fixed:
+            raise RefusedError(f"the input '{a.name}' ({self.fixed[a.name]!r}, fixed at export) "
+                               "is used as a tensor")
         if a.name in self.sizes:
             raise RefusedError(f"the size '{a.name}' ({self.sizes[a.name]}) is used as a tensor "
                                "(cgc has no value for a dim)")
@@ -205,15 +277,8 @@ class Lowering(IRBuilder):
                                    "(a layer_norm's mean or rstd) has no cgc value")
             self.value[n.name] = v
             return
-        if not n.target.startswith("aten."):
-            raise RefusedError(f"node '{n.name}': the call {n.target} has no cgc mapping"
-                               f"{self.where()}")
         overload = n.target[len("aten."):]
-        base, _, variant = overload.partition(".")
-        rule = ATEN.get(overload) or (ATEN.get(base) if variant in PLAIN_OVERLOADS else None)
-        if rule is None:
-            raise RefusedError(f"node '{n.name}': the ATen op {overload} has no cgc mapping"
-                               f"{self.where()}")
+        rule = rule_of(n.target)  # (run refused the program if None)
         try:
             out = rule(self, n)
         except RefusedError as e:
@@ -230,9 +295,11 @@ class Lowering(IRBuilder):
             if spec["kind"] != "user_output":
                 raise RefusedError(f"output '{spec['name']}' mutates state ({spec['kind']}); "
                                    "export in eval mode")
-            if not isinstance(a, RecordNode) or a.name in self.sizes:
-                what = self.sizes.get(a.name, a) if isinstance(a, RecordNode) else a
-                raise RefusedError(f"output '{spec['name']}' is {what!r}, not a tensor")
+            if not isinstance(a, RecordNode):
+                continue  # A constant (None, a number): the caller's side puts it back.
+            if a.name in self.sizes:
+                raise RefusedError(f"output '{spec['name']}' is {self.sizes[a.name]!r}, "
+                                   "not a tensor")
             v = self.value_of(a)
             name = safe_name(a.name)
             out.append(v if v == name else {"name": name, "value": v})

@@ -96,3 +96,19 @@ def decode_val(val, where):
     if isinstance(val, dict) and "shape" in val:
         return TensorVal(val["dtype"], list(val["shape"]))
     return decode(val, {}, where)
+
+
+def tensor_inputs(record):
+    """The names of the user inputs that are tensors (the IR's inputs, in
+    order): not the numbers, flags and None the export fixed."""
+    vals = {n["name"]: n["val"] for n in record["nodes"] if n["op"] == "placeholder"}
+    return [i["name"] for i in record["inputs"] if i["kind"] == "user_input"
+            and isinstance(vals.get(i["name"]), dict) and "shape" in vals[i["name"]]]
+
+
+def tensor_outputs(record):
+    """The names of the outputs that are tensors (the IR's outputs, in
+    order): not the constants (None, numbers) the module also returns."""
+    output = next(n for n in record["nodes"] if n["op"] == "output")
+    return [spec["name"] for spec, a in zip(record["outputs"], output["args"][0])
+            if isinstance(a, dict) and "node" in a]

@@ -25,6 +25,7 @@ import numpy as np
 from cgc.onnx_types import RefusedError
 from cgc.safetensors import read_safetensors, write_safetensors
 from cgc.torch_export import lower_record
+from cgc.torch_record import tensor_inputs, tensor_outputs
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 RTOL = ATOL = 1e-5  # f32; other dtypes compare exactly
@@ -115,9 +116,8 @@ def check(name, fixture, cgc_opt, work):
     if dims != expect["dims"]:
         return f"the IR's dims are {dims}, expected {expect['dims']}", ""
     io = read_safetensors(os.path.join(fixture, "io.safetensors"))
-    record_inputs = [i["name"] for i in record["inputs"] if i["kind"] == "user_input"]
+    record_inputs, record_outputs = tensor_inputs(record), tensor_outputs(record)
     ir_inputs = [i["name"] for i in ir["inputs"] if i.get("kind", "user_input") == "user_input"]
-    record_outputs = [o["name"] for o in record["outputs"]]
     ir_outputs = [o if isinstance(o, str) else o["name"] for o in ir["outputs"]]
     if len(ir_inputs) != len(record_inputs) or len(ir_outputs) != len(record_outputs):
         return (f"the IR has {len(ir_inputs)} user inputs and {len(ir_outputs)} outputs, the "
@@ -142,6 +142,30 @@ def check(name, fixture, cgc_opt, work):
                 f"max abs diff {worst:.3g}{', dims ' + ', '.join(dims) if dims else ''}")
 
 
+def check_unmapped_listed(fixtures):
+    """'' if a record with several unmapped calls is refused naming each
+    (with its node count and first node) in one message: the
+    encoder_layer fixture with its first two distinct ATen ops renamed."""
+    with open(os.path.join(fixtures, "encoder_layer", "program.json")) as f:
+        record = json.load(f)
+    calls = [n for n in record["nodes"] if n["op"] == "call_function"
+             and n["target"].startswith("aten.")]
+    first, second = calls[0]["target"], next(n["target"] for n in calls if n["target"] != calls[0]["target"])
+    renamed = {first: "aten.no_such_op.default", second: "aten.nor_this.Tensor"}
+    uses = sum(n["target"] == first for n in calls)
+    for n in calls:
+        n["target"] = renamed.get(n["target"], n["target"])
+    try:
+        lower_record(record, {}, os.devnull)
+    except RefusedError as e:
+        text = str(e)
+        want = [f"the ATen op no_such_op.default: {uses} node", "the ATen op nor_this.Tensor",
+                "2 calls of the program have no cgc mapping"]
+        missing = [w for w in want if w not in text]
+        return f"refused with: {text}; missing: {missing}" if missing else ""
+    return "lowered a record with unmapped calls"
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--cgc-opt", required=True)
@@ -163,6 +187,10 @@ def main():
             print(f"FAIL {name}: {problem}" if problem else f"OK {name}: {summary}")
             failed += bool(problem)
     print(f"{len(names) - failed} of {len(names)} fixtures passed")
+    problem = check_unmapped_listed(args.fixtures)
+    print(f"FAIL unmapped calls: {problem}" if problem else
+          "OK unmapped calls: every one named in one refusal")
+    failed += bool(problem)
     if "torch" in sys.modules:
         print("FAIL: the lowering imported torch")
         return 1

@@ -168,3 +168,96 @@ def refusal(cls, text):
     lines, first = inspect.getsourcelines(cls.forward)
     where = os.path.basename(inspect.getsourcefile(cls.forward))
     return f"{text} ({where}:{first + len(lines) - 1})"
+
+
+def keyword_models(torch):
+    """(name, module, example_args, example_kwargs) of the modules called
+    with keywords as users call them: the zoo's families at tiny configs
+    (transformers, on the machines that have it) and modules exercising
+    one ATen lowering each (indexing, gather, padding, masks, attention).
+    Inputs from a generator seeded 2."""
+    nn, F = torch.nn, torch.nn.functional
+    gen = torch.Generator().manual_seed(2)
+    vocab, seq = 100, 12
+
+    def tokens(batch, token_types=False):
+        ids = torch.randint(1, vocab, (batch, seq), generator=gen)
+        mask = torch.ones(batch, seq, dtype=torch.long)
+        mask[-1, seq - 3:] = 0  # the last row padded
+        kwargs = {"input_ids": ids, "attention_mask": mask}
+        if token_types:
+            kwargs["token_type_ids"] = (torch.arange(seq) >= seq // 2).long().expand(batch, seq)
+        return kwargs
+
+    class Indexing(nn.Module):
+        def forward(self, x, rows, cols):
+            return x[rows, :, cols].sum(-1) + x[:, rows[0]].sum() + x[..., -1][rows[:, :1], cols[:1] % 5]
+
+    class TakeAlong(nn.Module):
+        def forward(self, x, index):
+            return torch.gather(x, 1, index) + torch.gather(x, 0, index[:2, :3] % 3)
+
+    class Padding(nn.Module):
+        def forward(self, x):
+            return F.pad(x, (1, 2, -1, 1), value=-0.5) * 2 + F.pad(x, (0, 0, 2, 0)).sum()
+
+    class Ranges(nn.Module):
+        def forward(self, ids):
+            positions = torch.arange(3, 3 + 2 * ids.shape[1], 2)
+            counts = torch.cumsum(ids.ne(1).int(), dim=1)
+            return positions * counts, torch.argmax(ids.float(), dim=-1), torch.argmax(ids)
+
+    class Masks(nn.Module):
+        def forward(self, mask, x):
+            keep = (mask > 0) & ~(x < -1.0)
+            either = (mask > 0) | (x > 1.0)
+            return torch.where(keep ^ either, x, torch.finfo(x.dtype).min).tril(-1).triu(-2)
+
+    class Attention(nn.Module):
+        def forward(self, q, k, v, bias, keep):
+            grouped = F.scaled_dot_product_attention(q, k, v, enable_gqa=True, is_causal=True)
+            k2, v2 = k.repeat_interleave(2, dim=1), v.repeat_interleave(2, dim=1)
+            masked = F.scaled_dot_product_attention(q, k2, v2, attn_mask=keep, scale=0.3)
+            biased = F.scaled_dot_product_attention(q, k2, v2, attn_mask=bias)
+            return grouped + masked + biased
+
+    x = torch.randn(4, 5, 6, generator=gen)
+    rows, cols = torch.tensor([[0, 3], [-1, 2]]), torch.tensor([[5, 0], [-2, 1]])
+    yield "aten_indexing", Indexing(), (x, rows, cols), {}
+    yield "aten_take_along", TakeAlong(), (torch.randn(3, 5, generator=gen),
+                                           torch.randint(0, 5, (3, 4), generator=gen)), {}
+    yield "aten_padding", Padding(), (torch.randn(2, 3, 4, generator=gen),), {}
+    yield "aten_ranges", Ranges(), (torch.randint(0, 4, (3, 7), generator=gen),), {}
+    yield "aten_masks", Masks(), (torch.randint(0, 2, (5, 5), generator=gen),
+                                  torch.randn(5, 5, generator=gen)), {}
+    b, h, s, e = 2, 4, 6, 8
+    keep = torch.rand(b, 1, s, s, generator=gen) > 0.3
+    keep[..., 0] = True  # no row fully masked
+    yield "aten_attention", Attention(), (
+        torch.randn(b, h, s, e, generator=gen), torch.randn(b, h // 2, s, e, generator=gen),
+        torch.randn(b, h // 2, s, e, generator=gen), torch.randn(b, 1, s, s, generator=gen),
+        keep), {}
+    yield "torch_encoder_layer", nn.TransformerEncoderLayer(32, 4, 64, batch_first=True), \
+        (torch.randn(2, seq, 32, generator=gen),), {}
+    mha = nn.MultiheadAttention(32, 4, batch_first=True)
+    q = torch.randn(2, seq, 32, generator=gen)
+    yield "torch_mha", mha, (q, q, q), {"need_weights": False}
+    try:
+        import transformers
+    except ImportError:
+        return
+    tiny = dict(hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                num_attention_heads=4, vocab_size=vocab, max_position_embeddings=64)
+    decoder = dict(tiny, num_key_value_heads=2, use_cache=False)
+    for name, model, config, kwargs in (
+            ("hf_bert", "BertModel", "BertConfig", tokens(2, token_types=True)),
+            ("hf_roberta", "RobertaModel", "RobertaConfig", tokens(2)),
+            ("hf_llama", "LlamaModel", "LlamaConfig", tokens(2)),
+            ("hf_qwen2", "Qwen2Model", "Qwen2Config", tokens(2)),
+            ("hf_clip_text", "CLIPTextModel", "CLIPTextConfig", tokens(2))):
+        cfg = getattr(transformers, config)(**(decoder if "llama" in name or "qwen" in name
+                                               else tiny))
+        yield name, getattr(transformers, model)(cfg), (), kwargs
+    gpt2 = transformers.GPT2Config(n_embd=32, n_layer=2, n_head=4, vocab_size=vocab,
+                                   n_positions=64, use_cache=False)
+    yield "hf_gpt2", transformers.GPT2Model(gpt2), (), tokens(2)

@@ -29,11 +29,12 @@ import sys
 import torch
 
 from cgc.safetensors import write_safetensors
-from cgc.torch_capture import capture
+from cgc.torch_capture import capture, capture_program
+from cgc.torch_record import tensor_inputs, tensor_outputs
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from export_models import models, refusals  # noqa: E402
+from export_models import keyword_models, models, refusals  # noqa: E402
 
 SECOND_BATCH = 3
 
@@ -56,6 +57,24 @@ def run_io(record, module, runs):
         results = results if isinstance(results, tuple) else (results,)
         io.update({f"run{k}.in.{name}": t.numpy() for name, t in zip(inputs, args)})
         io.update({f"run{k}.out.{name}": t.numpy() for name, t in zip(outputs, results)})
+    return io
+
+
+def keyword_io(record, module, signature, args, kwargs):
+    """run_io's arrays for a call with keywords: the graph's inputs in the
+    record's order (the signature flattens the call as the export did), the
+    outputs as the module's result flattened (pytree order)."""
+    from torch.utils import _pytree
+    inputs, outputs = tensor_inputs(record), tensor_outputs(record)
+    with torch.no_grad():
+        results = [t for t in _pytree.tree_leaves(module(*args, **kwargs))
+                   if isinstance(t, torch.Tensor)]
+    tensors = signature.inputs(args, kwargs)
+    if len(tensors) != len(inputs) or len(results) != len(outputs):
+        raise ValueError(f"{record['module']}: {len(tensors)} tensor inputs and {len(results)} "
+                         f"outputs, the record {len(inputs)} and {len(outputs)}")
+    io = {f"run0.in.{name}": t.numpy() for name, t in zip(inputs, tensors)}
+    io.update({f"run0.out.{name}": t.numpy() for name, t in zip(outputs, results)})
     return io
 
 
@@ -87,11 +106,23 @@ def main():
         write_fixture(os.path.join(args.out, name), record, weights,
                       run_io(record, module, runs), {"dims": dims})
         print(f"{name}: {len(record['nodes'])} nodes, {len(runs)} runs")
+    failed = []
+    for name, module, example, kwargs in keyword_models(torch):
+        module.eval()
+        try:
+            record, weights, signature = capture_program(module, example, None, kwargs)
+            io = keyword_io(record, module, signature, example, kwargs)
+        except Exception as e:  # noqa: BLE001 - said, then the run fails
+            print(f"{name}: FAILED: {type(e).__name__}: {e}")
+            failed.append(name)
+            continue
+        write_fixture(os.path.join(args.out, name), record, weights, io, {"dims": []})
+        print(f"{name}: {len(record['nodes'])} nodes, called with keywords {sorted(kwargs)}")
     for name, module, example, dynamic, refusal in refusals(torch):
         record, weights = capture(module, example, dynamic)
         write_fixture(os.path.join(args.out, name), record, weights, None, {"refusal": refusal})
         print(f"{name}: {len(record['nodes'])} nodes, refused with: {refusal}")
-    return 0
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

@@ -307,7 +307,7 @@ def main():
              "has shape [15], expected [16]"),
             ("non-contiguous", lambda: fn(torch.randn(32, device="cuda")[::2]), ValueError,
              "is not contiguous"),
-            ("count", lambda: fn(), TypeError, "expected 1 inputs (x), got 0"),
+            ("count", lambda: fn(), TypeError, "was exported with 1 positional argument(s)"),
             ("not a tensor", lambda: fn([1.0] * 16), TypeError, "expected a torch.Tensor, got list"),
             ("dim bounds", lambda: pair(torch.randn(40, 8, device="cuda"),
                                         torch.randn(40, 8, device="cuda")), ValueError,

@@ -1,0 +1,126 @@
+"""The model zoo's entries: real models as users build them (random
+weights from their configs: the GPU machine has no network), with
+realistic inputs. An entry is a name, a builder, a batch, a sequence
+length, a dtype and its inputs' kind; `ENTRIES` lists them all.
+
+    entry.build(torch) -> (module, args, kwargs)   # on the CPU, in f32
+"""
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Entry:
+    name: str            # "bert-f32-b1-s128"
+    family: str          # the builder's key in BUILDERS
+    batch: int
+    seq: int
+    dtype: str           # "f32", "bf16", "f16"
+    dynamic: bool = False  # batch and sequence as torch.export.Dim (buckets)
+    tags: tuple = field(default=())  # "bench": in the benchmark tier
+
+    def build(self, torch):
+        """(module, args, kwargs) on the CPU in f32, seeded by the entry's name."""
+        torch.manual_seed(sum(map(ord, self.family)))
+        module, inputs = BUILDERS[self.family](torch, self.batch, self.seq)
+        return module.eval(), inputs
+
+
+# ---- inputs
+
+def token_inputs(torch, vocab, batch, seq, token_types=False, mask=True):
+    """Token ids in [1, vocab) and an attention_mask padding the tail of
+    every other row (the last row too at batch 1), as a tokenizer's padded
+    batch gives; token_type_ids with a second segment where the model
+    takes them."""
+    g = torch.Generator().manual_seed(batch * 1000 + seq)
+    ids = torch.randint(1, vocab, (batch, seq), generator=g)
+    kwargs = {"input_ids": ids}
+    if mask:
+        attention = torch.ones(batch, seq, dtype=torch.long)
+        for row in range(batch):
+            if row % 2 == 1 or batch == 1:
+                attention[row, seq - max(1, seq // (4 + row)):] = 0
+        kwargs["attention_mask"] = attention
+    if token_types:
+        types = torch.zeros(batch, seq, dtype=torch.long)
+        types[:, seq // 2:] = 1
+        kwargs["token_type_ids"] = types
+    return kwargs
+
+
+def hf(model_class, config_class, vocab_key="vocab_size", token_types=False, mask=True,
+       **config):
+    """A builder of a Hugging Face model from its config (`config` overrides
+    the defaults), without a KV cache in its outputs."""
+    def build(torch, batch, seq):
+        import transformers
+        cfg = getattr(transformers, config_class)(**config)
+        if hasattr(cfg, "use_cache"):
+            cfg.use_cache = False
+        model = getattr(transformers, model_class)(cfg)
+        return model, ((), token_inputs(torch, getattr(cfg, vocab_key), batch, seq,
+                                        token_types, mask))
+    return build
+
+
+def bart_encoder(torch, batch, seq):
+    import transformers
+    model = transformers.BartModel(transformers.BartConfig())
+    return model.get_encoder(), ((), token_inputs(torch, 50265, batch, seq))
+
+
+def encoder_layer(torch, batch, seq):
+    layer = torch.nn.TransformerEncoderLayer(768, 12, 3072, batch_first=True)
+    x = torch.randn(batch, seq, 768)
+    return layer, ((x,), {})
+
+
+def encoder(torch, batch, seq):
+    layer = torch.nn.TransformerEncoderLayer(512, 8, 2048, batch_first=True, norm_first=True)
+    model = torch.nn.TransformerEncoder(layer, 4, enable_nested_tensor=False)
+    x = torch.randn(batch, seq, 512)
+    padding = torch.zeros(batch, seq, dtype=torch.bool)
+    padding[:, seq - seq // 4:] = True
+    return model, ((x,), {"src_key_padding_mask": padding})
+
+
+def multihead_attention(torch, batch, seq):
+    mha = torch.nn.MultiheadAttention(768, 12, batch_first=True)
+    x = torch.randn(batch, seq, 768)
+    return mha, ((x, x, x), {"need_weights": False})
+
+
+SMALL_DECODER = dict(hidden_size=512, intermediate_size=1376, num_hidden_layers=4,
+                     num_attention_heads=8, num_key_value_heads=4, vocab_size=32000,
+                     max_position_embeddings=2048)
+BUILDERS = {
+    "bert": hf("BertModel", "BertConfig", token_types=True),
+    "roberta": hf("RobertaModel", "RobertaConfig"),
+    "gpt2": hf("GPT2Model", "GPT2Config"),
+    "llama": hf("LlamaModel", "LlamaConfig", **SMALL_DECODER),
+    "qwen2": hf("Qwen2Model", "Qwen2Config", **SMALL_DECODER),
+    "mistral": hf("MistralModel", "MistralConfig", **SMALL_DECODER),
+    "clip-text": hf("CLIPTextModel", "CLIPTextConfig"),
+    "bart-encoder": bart_encoder,
+    "encoder-layer": encoder_layer,
+    "encoder": encoder,
+    "mha": multihead_attention,
+}
+
+
+def entries():
+    out = []
+    for family in BUILDERS:
+        seq = 77 if family == "clip-text" else 128
+        for dtype in ("f32", "bf16"):
+            tags = ("bench",) if dtype == "f32" else ()
+            out.append(Entry(f"{family}-{dtype}-b1-s{seq}", family, 1, seq, dtype, tags=tags))
+    for family, seq in (("bert", 512), ("gpt2", 128), ("llama", 128)):
+        out.append(Entry(f"{family}-f32-b8-s{seq}", family, 8, seq, "f32", tags=("bench",)))
+        out.append(Entry(f"{family}-f16-b1-s128", family, 1, 128, "f16"))
+    for family in ("bert", "gpt2"):
+        out.append(Entry(f"{family}-f32-dynamic", family, 4, 128, "f32", dynamic=True))
+    return out
+
+
+ENTRIES = entries()

@@ -1,0 +1,200 @@
+#!/usr/bin/env python3
+"""The model zoo runner (entries.py), on the GPU machine.
+
+    zoo.py [--cgc PATH] [--only SUBSTR] [--export-only] [--bench] [--out DIR]
+           [--status bench/zoo/status.json] [--update-status]
+
+Correctness tier (the default, run by scripts/gpu-run.sh): each entry is
+compiled with `cgc.compile` exactly as a user calls it and run against
+eager PyTorch on the same inputs:
+- f32: every output within 1e-4 of eager's f32 result, relative to that
+  output's largest magnitude (matmuls in strict f32 on both sides: TF32 off);
+- bf16/f16: cgc's difference from eager f32 at most 2x eager bf16/f16's own
+  difference from eager f32 (+1e-6), measured in the same run.
+An entry's status is `passed`, `refused` (with cgc's message) or `wrong`;
+the run fails on any wrong entry and on an entry the committed status file
+says passed that is now refused. `--export-only` stops after cgc.export
+(the IR: no compile, no run): how far the front end gets.
+Writes models.md and status.json into --out (default: $OUT or the
+current folder); `--update-status` rewrites the committed status file.
+"""
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+import traceback
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from entries import ENTRIES  # noqa: E402
+
+F32_TOLERANCE = 1e-4
+LOW_PRECISION_FACTOR, LOW_PRECISION_FLOOR = 2.0, 1e-6
+
+
+def leaves(torch, value):
+    """The tensors of a module's result, in pytree order."""
+    from torch.utils import _pytree
+    return [t for t in _pytree.tree_leaves(value) if isinstance(t, torch.Tensor)]
+
+
+def on_device(torch, value, dtype):
+    """A module argument on the GPU, its floats in `dtype`."""
+    if isinstance(value, torch.Tensor):
+        value = value.cuda()
+        return value.to(dtype) if value.is_floating_point() else value
+    return value
+
+
+def relative_error(torch, got, want):
+    """max |got - want| / max |want| over every output (float64)."""
+    worst = 0.0
+    for g, w in zip(got, want):
+        w64 = w.detach().double()
+        scale = max(w64.abs().max().item(), 1e-30)
+        worst = max(worst, (g.detach().double() - w64).abs().max().item() / scale)
+    return worst
+
+
+def check_entry(torch, cgc, entry, export_only, work):
+    """The entry's result row: status, message, errors, compile time."""
+    import copy
+    dtypes = {"f32": torch.float32, "bf16": torch.bfloat16, "f16": torch.float16}
+    module, (args, kwargs) = entry.build(torch)
+    row = {"entry": entry.name, "family": entry.family, "dtype": entry.dtype,
+           "batch": entry.batch, "seq": entry.seq}
+    reference = module.cuda()
+    ref_args = [on_device(torch, a, torch.float32) for a in args]
+    ref_kwargs = {k: on_device(torch, v, torch.float32) for k, v in kwargs.items()}
+    with torch.no_grad():
+        want = leaves(torch, reference(*ref_args, **ref_kwargs))
+    dtype = dtypes[entry.dtype]
+    model = copy.deepcopy(reference).to(dtype) if dtype != torch.float32 else reference
+    call_args = [on_device(torch, a, dtype) for a in args]
+    call_kwargs = {k: on_device(torch, v, dtype) for k, v in kwargs.items()}
+    dynamic = None
+    if entry.dynamic:
+        dynamic = dynamic_shapes(torch, entry, args, kwargs)
+    started = time.perf_counter()
+    try:
+        if export_only:
+            cgc.export(model, tuple(call_args), os.path.join(work, "model.json"),
+                       dynamic_shapes=dynamic, example_kwargs=call_kwargs)
+            row.update(status="exported", compile_s=time.perf_counter() - started)
+            return row
+        fn = cgc.compile(model, tuple(call_args), dynamic_shapes=dynamic,
+                         example_kwargs=call_kwargs, path=os.path.join(work, "model.cgc"))
+    except cgc.RefusedError as e:
+        row.update(status="refused", message=str(e))
+        return row
+    except Exception as e:  # noqa: BLE001 - a crash of the front end is a finding
+        row.update(status="refused", message=f"{type(e).__name__}: {e}",
+                   trace=traceback.format_exc(limit=4))
+        return row
+    row["compile_s"] = time.perf_counter() - started
+    with torch.no_grad():
+        got = leaves(torch, fn(*call_args, **call_kwargs, fresh_outputs=True))
+        torch.cuda.synchronize()
+        if len(got) != len(want) or any(g.shape != w.shape for g, w in zip(got, want)):
+            row.update(status="wrong", message=f"outputs {[tuple(g.shape) for g in got]}, "
+                       f"eager {[tuple(w.shape) for w in want]}")
+            return row
+        error = relative_error(torch, got, want)
+        row["error"] = error
+        if dtype == torch.float32:
+            bound = F32_TOLERANCE
+        else:
+            eager = leaves(torch, model(*call_args, **call_kwargs))
+            row["eager_error"] = relative_error(torch, eager, want)
+            bound = LOW_PRECISION_FACTOR * row["eager_error"] + LOW_PRECISION_FLOOR
+        row["bound"] = bound
+        row["status"] = "passed" if error <= bound else "wrong"
+    return row
+
+
+def dynamic_shapes(torch, entry, args, kwargs):
+    """Batch and sequence as named Dims on every tensor argument."""
+    batch = torch.export.Dim("batch", min=1, max=entry.batch * 2)
+    seq = torch.export.Dim("seq", min=2, max=entry.seq * 2)
+    spec = {0: batch, 1: seq}
+    return {k: spec if isinstance(v, torch.Tensor) else None for k, v in kwargs.items()} \
+        if kwargs else tuple(spec for _ in args)
+
+
+def markdown(rows, title):
+    lines = [f"# {title}", "",
+             "| entry | status | max rel. error (bound) | cold compile s | message |",
+             "|---|---|---|---|---|"]
+    for r in rows:
+        err = f"{r['error']:.2e} ({r['bound']:.1e})" if "error" in r else ""
+        comp = f"{r['compile_s']:.1f}" if "compile_s" in r else ""
+        msg = (r.get("message") or "").replace("\n", " ").replace("|", "\\|")[:400]
+        lines.append(f"| {r['entry']} | {r['status']} | {err} | {comp} | {msg} |")
+    counts = {}
+    for r in rows:
+        counts[r["status"]] = counts.get(r["status"], 0) + 1
+    lines += ["", "Totals: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())), ""]
+    return "\n".join(lines)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--cgc", help="the cgc driver ($CGC otherwise)")
+    ap.add_argument("--only", default="", help="entries whose name contains this")
+    ap.add_argument("--export-only", action="store_true")
+    ap.add_argument("--out", default=os.environ.get("OUT", "."))
+    ap.add_argument("--status", default=os.path.join(HERE, "status.json"))
+    ap.add_argument("--update-status", action="store_true")
+    args = ap.parse_args()
+    if args.cgc:
+        os.environ["CGC"] = os.path.abspath(args.cgc)
+    import torch
+    import cgc
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    committed = {}
+    if os.path.exists(args.status):
+        with open(args.status) as f:
+            committed = json.load(f)
+    rows, failed = [], []
+    for entry in ENTRIES:
+        if args.only not in entry.name:
+            continue
+        with tempfile.TemporaryDirectory(prefix="cgc-zoo-") as work:
+            try:
+                row = check_entry(torch, cgc, entry, args.export_only, work)
+            except Exception as e:  # noqa: BLE001 - eager itself failed: the entry is broken
+                row = {"entry": entry.name, "status": "broken",
+                       "message": f"{type(e).__name__}: {e}"}
+        rows.append(row)
+        print(f"{row['entry']}: {row['status']} "
+              f"{row.get('error', '')} {(row.get('message') or '')[:300]}", flush=True)
+        if row["status"] in ("wrong", "broken"):
+            failed.append(row["entry"])
+        if not args.export_only and committed.get(entry.name) == "passed" and \
+                row["status"] != "passed":
+            failed.append(f"{entry.name} (passed before, now {row['status']})")
+        torch.cuda.empty_cache()
+    os.makedirs(args.out, exist_ok=True)
+    title = "Model zoo: export only" if args.export_only else "Model zoo: correctness tier"
+    with open(os.path.join(args.out, "models.md"), "w") as f:
+        f.write(markdown(rows, title))
+    with open(os.path.join(args.out, "zoo-results.json"), "w") as f:
+        json.dump(rows, f, indent=1)
+    if args.update_status and not args.export_only:
+        with open(args.status, "w") as f:
+            json.dump({r["entry"]: r["status"] for r in rows}, f, indent=1)
+            f.write("\n")
+    print(f"zoo: {len(rows)} entries, " + ", ".join(
+        f"{s} {sum(r['status'] == s for r in rows)}"
+        for s in ("passed", "exported", "refused", "wrong", "broken")))
+    if failed:
+        print("zoo: FAIL: " + "; ".join(failed))
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,241 @@
+"""ATen rules for ranges, indexing, padding and masks, each a composition
+of cgc ops (aten_rules.py has the one-op rules): arange, index.Tensor
+(advanced indexing by integer tensors), gather (take-along-dim), argmax,
+cumsum, constant_pad_nd, squeeze.dims, and the bitwise ops on bool masks.
+Indices are wrapped like PyTorch's (a negative one counts from the end)
+along static dims; along a dynamic dim, and for an index still out of
+range when the graph runs, the element read is zero (docs/ir.md, gather),
+where PyTorch wraps or raises a device-side assertion."""
+from .aten_rules import ATEN, reshape
+from .ir_builder import json_number, registrar
+from .onnx_types import RefusedError
+from .torch_record import RecordNode, Sym
+
+aten = registrar(ATEN)
+INTEGERS = ("i32", "i64")
+FLOATS = ("f32", "f16", "bf16")
+
+
+def static_extents(e, shape, what):
+    """`shape` as ints, refused where a dim is symbolic (strides of a
+    flattened index need every extent)."""
+    if not all(isinstance(d, int) for d in shape):
+        raise RefusedError(f"{what} over the dynamic shape {shape} (cgc computes the flat "
+                           "index from static extents)")
+    return shape
+
+
+def wrapped_index(e, index, extent):
+    """An integer index tensor as i64 with negative entries counted from
+    `extent` (an int) as PyTorch does."""
+    i = e.as_dtype(index, "i64")
+    negative = e.op("lt", [i, e.scalar(0, "i64")])
+    return e.op("where", [negative, e.op("add", [i, e.scalar(extent, "i64")]), i])
+
+
+def number(value, what):
+    if isinstance(value, Sym) or isinstance(value, RecordNode):
+        raise RefusedError(f"{what} computed when the graph runs (cgc takes a number)")
+    return value
+
+
+@aten("arange", "arange.start", "arange.start_step")
+def arange(e, n):
+    """start + step * iota over the result's extent (its shape, possibly
+    a dim, comes from the export)."""
+    dtype, shape = e.type_of(n)
+    args = list(n.args)
+    start = number(args[0], "an arange start") if len(args) >= 2 else 0
+    step = number(args[2] if len(args) >= 3 else n.kwargs.get("step", 1), "an arange step")
+    compute = "i64" if dtype in INTEGERS else "f32"
+    out = e.op("iota", [], {"dtype": compute, "shape": shape, "axis": 0})
+    if step != 1:
+        out = e.op("mul", [out, e.scalar(step, compute)])
+    if start != 0:
+        out = e.op("add", [out, e.scalar(start, compute)])
+    return out if compute == dtype else e.op("cast", [out], {"dtype": dtype}, name=n.name)
+
+
+@aten("squeeze.dims")
+def squeeze_dims(e, n):
+    return reshape(e, n)
+
+
+@aten("index.Tensor")
+def index_tensor(e, n):
+    """x[i0, i1, ...] with integer index tensors (None: a whole dim), as
+    NumPy's advanced indexing: the indexed dims move first (or stay in
+    place where they are adjacent), flattened into one that a `gather`
+    reads at the linear index sum(i_k * stride_k)."""
+    x, indices = n.args[0], list(n.args[1])
+    shape = e.shape(x)
+    rank = len(shape)
+    indices += [None] * (rank - len(indices))
+    indexed = [k for k, i in enumerate(indices) if i is not None]
+    for k in indexed:
+        if e.dtype(indices[k]) not in INTEGERS:
+            raise RefusedError(f"indexing by a {e.dtype(indices[k])} tensor (a mask selects a "
+                               "data-dependent number of elements; index by integers)")
+    if len(indexed) == 1:  # One index tensor: a gather along its dim.
+        k = indexed[0]
+        index = wrapped_index(e, indices[k], shape[k]) if isinstance(shape[k], int) \
+            else e.as_dtype(indices[k], "i64")  # (a dynamic extent: no wrap)
+        out = e.op("gather", [e.operand(x), index], {"axis": k})
+        return e.op("reshape", [out], {"shape": e.shape(n)}, name=n.name)
+    rest = [k for k in range(rank) if k not in indexed]
+    source = e.operand(x)
+    if indexed + rest != list(range(rank)):
+        source = e.op("transpose", [source], {"perm": indexed + rest})
+    extents = static_extents(e, [shape[k] for k in indexed], "advanced indexing")
+    linear, stride = None, 1
+    for k, extent in reversed(list(zip(indexed, extents))):
+        term = wrapped_index(e, indices[k], extent)
+        if stride != 1:
+            term = e.op("mul", [term, e.scalar(stride, "i64")])
+        linear = term if linear is None else e.op("add", [term, linear])
+        stride *= extent
+    source = e.op("reshape", [source], {"shape": [stride] + [shape[k] for k in rest]})
+    out = e.op("gather", [source, linear], {"axis": 0})
+    adjacent = indexed == list(range(indexed[0], indexed[-1] + 1))
+    if adjacent and indexed[0] > 0:  # The index dims stay where the indexed ones were.
+        width = len(e.shape(n)) - len(rest)
+        before = indexed[0]
+        perm = list(range(width, width + before)) + list(range(width)) + \
+            list(range(width + before, width + len(rest)))
+        out = e.op("transpose", [out], {"perm": perm})
+    return e.op("reshape", [out], {"shape": e.shape(n)}, name=n.name)
+
+
+@aten("gather")
+def take_along_dim(e, n):
+    """torch.gather(x, dim, index): out[..., j, ...] = x[..., index[..., j, ...], ...]
+    along `dim`, through a `gather` of x flattened at the linear index of
+    every element (index's position elsewhere, its value along `dim`)."""
+    x, dim, index = n.args[:3]
+    shape = static_extents(e, e.shape(x), "gather")
+    ishape = static_extents(e, e.shape(index), "gather")
+    rank = len(shape)
+    if rank == 0:
+        return e.operand(x)
+    dim %= rank
+    strides = [1] * rank
+    for k in range(rank - 2, -1, -1):
+        strides[k] = strides[k + 1] * shape[k + 1]
+    linear = wrapped_index(e, index, shape[dim])
+    if strides[dim] != 1:
+        linear = e.op("mul", [linear, e.scalar(strides[dim], "i64")])
+    for k in range(rank):
+        if k == dim or ishape[k] == 1:
+            continue
+        position = e.op("iota", [], {"dtype": "i64", "shape": ishape, "axis": k})
+        if strides[k] != 1:
+            position = e.op("mul", [position, e.scalar(strides[k], "i64")])
+        linear = e.op("add", [linear, position])
+    total = 1
+    for extent in shape:
+        total *= extent
+    flat = e.op("reshape", [e.operand(x)], {"shape": [total]})
+    return e.op("gather", [flat, linear], {"axis": 0}, name=n.name)
+
+
+@aten("argmax")
+def argmax(e, n):
+    x = n.args[0]
+    dim = n.args[1] if len(n.args) > 1 else n.kwargs.get("dim")
+    keep = bool(n.args[2]) if len(n.args) > 2 else bool(n.kwargs.get("keepdim", False))
+    source = e.operand(x)
+    if dim is None:  # Over every element: the flattened tensor's.
+        source = e.op("reshape", [source], {"shape": [int_product(e.shape(x), "argmax")]})
+        out = e.op("argmax", [source], {"axis": 0})
+        return e.op("reshape", [out], {"shape": e.shape(n)}, name=n.name)
+    return e.op("argmax", [source], {"axis": int(dim), "keepdim": keep}, name=n.name)
+
+
+def int_product(shape, what):
+    total = 1
+    for d in shape:
+        if not isinstance(d, int):
+            raise RefusedError(f"{what} over every element of the dynamic shape {shape}")
+        total *= d
+    return total
+
+
+@aten("cumsum")
+def cumsum(e, n):
+    """In the result's dtype (PyTorch sums bool and int32 as int64)."""
+    x, dim = n.args[:2]
+    return e.op("cumsum", [e.as_dtype(x, e.dtype(n))], {"axis": int(dim)}, name=n.name)
+
+
+@aten("constant_pad_nd")
+def constant_pad_nd(e, n):
+    """Pads (and crops, for a negative amount) from the last dim backwards,
+    each side a `fill` of the value concatenated on."""
+    x, pads = n.args[0], list(n.args[1])
+    value = n.args[2] if len(n.args) > 2 else n.kwargs.get("value", 0)
+    dtype = e.dtype(x)
+    out, shape = e.operand(x), list(e.shape(x))
+    for k in range(len(pads) // 2):
+        axis = len(shape) - 1 - k
+        before, after = number(pads[2 * k], "a pad"), number(pads[2 * k + 1], "a pad")
+        if before < 0 or after < 0:
+            extent = shape[axis]
+            if not isinstance(extent, int):
+                raise RefusedError(f"a crop of the dynamic dim {extent}")
+            start, end = max(0, -before), extent - max(0, -after)
+            out = e.op("slice", [out], {"starts": [start], "ends": [end], "axes": [axis]})
+            shape[axis] = end - start
+        parts = []
+        for amount in (before, after):
+            if amount > 0:
+                side = list(shape)
+                side[axis] = amount
+                parts.append(e.op("fill", [], {"dtype": dtype, "shape": side,
+                                               "value": json_number(value, "f32")}))
+            else:
+                parts.append(None)
+        if parts[0] or parts[1]:
+            out = e.op("concat", [p for p in (parts[0], out, parts[1]) if p], {"axis": axis})
+            if isinstance(shape[axis], int):
+                shape[axis] += max(before, 0) + max(after, 0)
+    return e.op("reshape", [out], {"shape": e.shape(n)}, name=n.name)
+
+
+def bool_mask_op(op):
+    """A bitwise op of PyTorch on bool tensors (the masks models build) as
+    cgc's logical op; on integers it has no cgc op yet."""
+    def fn(e, n):
+        operands = [a for a in n.args[:2] if a is not None]
+        dtypes = {e.dtype(a) for a in operands if isinstance(a, RecordNode)}
+        if dtypes != {"bool"} or any(not isinstance(a, RecordNode) and not isinstance(a, bool)
+                                     for a in operands):
+            raise RefusedError(f"{n.target} on {sorted(dtypes)} (cgc has it for bool masks; "
+                               "integer bitwise ops have no cgc op)")
+        values = [e.operand(a) if isinstance(a, RecordNode) else e.scalar(a, "bool")
+                  for a in operands]
+        return e.op(op, values, name=n.name)
+    return fn
+
+
+ATEN["bitwise_and"] = bool_mask_op("logical_and")
+ATEN["bitwise_or"] = bool_mask_op("logical_or")
+ATEN["bitwise_xor"] = bool_mask_op("ne")
+ATEN["bitwise_not"] = bool_mask_op("logical_not")
+
+
+@aten("remainder")
+def remainder(e, n):
+    """Python's %: the sign of the divisor. Floats: a - floor(a / b) * b;
+    integers: the truncated remainder, plus b where it is nonzero and its
+    sign differs from b's (a zero divisor gives a, as cgc's div gives 0)."""
+    a, b = n.args[:2]
+    dtype = e.dtype(n)
+    x, y = e.as_dtype(a, dtype), e.as_dtype(b, dtype)
+    if dtype not in INTEGERS:
+        quotient = e.op("floor", [e.op("div", [x, y])])
+        return e.op("sub", [x, e.op("mul", [quotient, y])], name=n.name)
+    truncated = e.op("sub", [x, e.op("mul", [e.op("div", [x, y]), y])])
+    zero = e.scalar(0, dtype)
+    signs_differ = e.op("ne", [e.op("lt", [truncated, zero]), e.op("lt", [y, zero])])
+    fix = e.op("logical_and", [e.op("ne", [truncated, zero]), signs_differ])
+    return e.op("where", [fix, e.op("add", [truncated, y]), truncated], name=n.name)
