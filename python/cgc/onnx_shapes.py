@@ -11,8 +11,9 @@ declared static dim fills in only a dim inference left unknown (cgc's
 verifier checks the IR it becomes).
 
 Strict inference also refuses a model whose operators' types do not fit
-(check_type). A model with operators of other domains (no schema) is
-inferred leniently: those operators are refused by name later.
+(check_type). A model with operators of other domains (no schema), or
+whose error arises inside the body of a function operator, is inferred
+leniently: those operators are refused by name, or expanded, later.
 """
 import re
 
@@ -33,7 +34,7 @@ def computed_model(model):
         inferred = shape_inference.infer_shapes(bare, check_type=True, strict_mode=True,
                                                 data_prop=True)
     except shape_inference.InferenceError as e:
-        if not all_known_domains(model):
+        if not all_known_domains(model) or in_function_body(str(e)):
             inferred = lenient(shape_inference, bare)
         else:
             raise RefusedError(located_inference_error(model, str(e))) from None
@@ -62,6 +63,14 @@ def lenient(shape_inference, model):
         return shape_inference.infer_shapes(model, strict_mode=False, data_prop=True)
     except Exception:  # noqa: BLE001 - left to the importer's own refusals
         return model
+
+
+def in_function_body(message):
+    """Whether ONNX's error arose inside the body of a function operator
+    (ONNX's own body failing, e.g. on an attribute default it does not
+    resolve): that body is expanded by onnx_functions.py and its operators
+    typed one by one."""
+    return message.count("Inference error(s)") > 1
 
 
 def all_known_domains(model):
