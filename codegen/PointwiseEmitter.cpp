@@ -55,6 +55,7 @@ std::string cgc::elementwiseExpr(const Node &n, llvm::ArrayRef<std::string> a) {
   case OpKind::Mul: return f ? bin("*") : call2("cgc_imul");
   case OpKind::Div: return f ? bin("/") : call2("cgc_idiv");
   case OpKind::Pow: return "powf(" + a[0] + ", " + a[1] + ")";
+  case OpKind::Fmod: return "fmodf(" + a[0] + ", " + a[1] + ")";
   case OpKind::Maximum: return "cgc_max(" + a[0] + ", " + a[1] + ")";
   case OpKind::Minimum: return "cgc_min(" + a[0] + ", " + a[1] + ")";
   case OpKind::Eq: return bin("==");

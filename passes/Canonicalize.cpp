@@ -90,7 +90,8 @@ static Value *elementwiseIdentity(Node &node) {
   case OpKind::Relu: case OpKind::Gelu: case OpKind::GeluTanh:
   case OpKind::Erf: case OpKind::Sin: case OpKind::Cos: case OpKind::Floor:
   case OpKind::Ceil: case OpKind::Round:
-  case OpKind::LogicalNot: case OpKind::Pow: case OpKind::Maximum:
+  case OpKind::LogicalNot: case OpKind::Pow: case OpKind::Fmod:
+  case OpKind::Maximum:
   case OpKind::Minimum: case OpKind::Eq: case OpKind::Ne: case OpKind::Lt:
   case OpKind::Le: case OpKind::Gt: case OpKind::Ge: case OpKind::LogicalAnd:
   case OpKind::LogicalOr: case OpKind::Where:
@@ -174,7 +175,8 @@ static llvm::Optional<double> foldScalar(OpKind op, double a, double b) {
   case OpKind::Sigmoid: case OpKind::Relu: case OpKind::Gelu:
   case OpKind::GeluTanh: case OpKind::Erf: case OpKind::Sin:
   case OpKind::Cos: case OpKind::LogicalNot: case OpKind::Div:
-  case OpKind::Pow: case OpKind::Maximum: case OpKind::Minimum:
+  case OpKind::Pow: case OpKind::Fmod: case OpKind::Maximum:
+  case OpKind::Minimum:
   case OpKind::Eq: case OpKind::Ne: case OpKind::Lt: case OpKind::Le:
   case OpKind::Gt: case OpKind::Ge: case OpKind::LogicalAnd:
   case OpKind::LogicalOr: case OpKind::Where: case OpKind::Cast:

@@ -285,7 +285,8 @@ bool cgc::operandAdjoints(const Node &n, Value *g, ValueBuilder &gb,
     adjoints[0] = gb.reduceTo(g, n.operand(0)->getType());
     ok = true;
     break;
-  case OpKind::GeluTanh: case OpKind::Pow: case OpKind::Maximum:
+  case OpKind::GeluTanh: case OpKind::Pow: case OpKind::Fmod:
+  case OpKind::Maximum:
   case OpKind::Minimum: case OpKind::Max: case OpKind::Min: case OpKind::Prod:
   case OpKind::CumSum: case OpKind::Concat: case OpKind::Slice:
   case OpKind::Gather: case OpKind::Embedding: case OpKind::PadPacked:

@@ -66,6 +66,7 @@ static double scalarOp(OpKind op, double a, double b, DType dtype) {
   case OpKind::Mul: return integer ? wrapped(bits(a) * bits(b), dtype) : a * b;
   case OpKind::Div: return integer ? intDiv(a, b, dtype) : a / b;
   case OpKind::Pow: return std::pow(a, b);
+  case OpKind::Fmod: return std::fmod(a, b); // Exact.
   case OpKind::Maximum:
     return std::isnan(a) || std::isnan(b) ? NAN : std::max(a, b);
   case OpKind::Minimum:

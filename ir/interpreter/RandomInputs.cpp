@@ -52,7 +52,7 @@ static void elementwiseDomain(OpKind op, unsigned k, Domain &dom) {
   case OpKind::Pow:
     dom.positive |= k == 0;
     return;
-  case OpKind::Div:
+  case OpKind::Div: case OpKind::Fmod:
     dom.awayFromZero |= k == 1;
     return;
   case OpKind::Neg: case OpKind::Abs: case OpKind::Exp: case OpKind::Tanh:

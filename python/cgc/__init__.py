@@ -35,9 +35,13 @@ __version__ = _read_version()
 
 
 def from_onnx(path_or_model, **options):
-    """(ir, weights) of an ONNX model (a path or a ModelProto)."""
+    """(ir, weights) of an ONNX model (a path, str or path-like, whatever
+    its extension's case, or a ModelProto)."""
+    import os
     import onnx
-    model = onnx.load(path_or_model) if isinstance(path_or_model, str) else path_or_model
+    model = path_or_model
+    if isinstance(model, (str, os.PathLike)):
+        model = onnx.load(os.fspath(model))
     return onnx_to_ir(model, **options)
 
 

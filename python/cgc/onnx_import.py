@@ -21,6 +21,8 @@ import numpy as np
 
 from . import ops
 from .onnx_functions import expand_functions
+from .onnx_prepare import prepared
+from .onnx_shapes import computed_model
 from .onnx_types import NUMPY, RefusedError, cgc_dtype, dtype_of_array
 from .ir_builder import IRBuilder, json_number, safe_name
 from .safetensors import write_safetensors
@@ -59,6 +61,7 @@ class Graph(IRBuilder):
         self.value = {}   # ONNX name -> cgc value name
         self.type = {}    # cgc value name -> (dtype, shape list)
         self.known = {}   # cgc value name -> ndarray, for values known at compile time
+        self.defaults = set()  # cgc value names of inputs with a default
         self.inline_limit = inline_limit
 
     def op(self, op, inputs, attrs=None, dtype=None, shape=None, name=None):
@@ -90,6 +93,19 @@ class Graph(IRBuilder):
         self.known[out] = array
         return out
 
+    def input_with_default(self, array, name):
+        """A persistent `buffer` input whose weight is `array`: an ONNX graph
+        input that has an initializer, a default the caller may replace
+        (docs/onnx.md). Never a compile-time constant."""
+        dtype = dtype_of_array(array, f"input '{name}'")
+        out = self.fresh(name)
+        self.inputs.append({"name": out, "kind": "buffer", "dtype": dtype,
+                            "shape": list(array.shape), "weight": out})
+        self.weights[out] = array
+        self.type[out] = (dtype, list(array.shape))
+        self.defaults.add(out)
+        return out
+
     def scalar(self, value, dtype):
         if dtype == "bf16":  # NumPy has no bfloat16: an f32 constant, cast
             f32 = self.constant(np.array(value, dtype=np.float32), "scalar")
@@ -113,6 +129,7 @@ class Importer:
         import onnx
         from onnx import numpy_helper, shape_inference
         self.onnx, self.numpy_helper = onnx, numpy_helper
+        model = prepared(model)  # sparse initializers, model-local functions
         model = self.with_shapes(self.with_constants(model, constants or {}), input_shapes or {})
 
         def infer(m):
@@ -120,7 +137,8 @@ class Importer:
                 return shape_inference.infer_shapes(m, strict_mode=False, data_prop=True)
             except Exception:  # noqa: BLE001 - an unknown domain: shapes from the model
                 return m
-        self.model = expand_functions(infer(model), lambda op: op in ops.RULES, infer)
+        # Types computed, declarations checked against them (onnx_shapes.py).
+        self.model = expand_functions(computed_model(model), lambda op: op in ops.RULES, infer)
         self.g = Graph(inline_limit)
         self.constants = constants or {}
         self.input_shapes = input_shapes or {}
@@ -207,9 +225,13 @@ class Importer:
     def run(self):
         graph = self.model.graph
         initializers = {t.name: t for t in graph.initializer}
+        inputs = {vi.name for vi in graph.input}
         for t in graph.initializer:
             array = self.numpy_helper.to_array(t)
-            self.g.value[t.name] = self.g.constant(array, t.name)
+            if t.name in inputs:  # a default (its type checked by computed_model)
+                self.g.value[t.name] = self.g.input_with_default(array, t.name)
+            else:
+                self.g.value[t.name] = self.g.constant(array, t.name)
         for vi in graph.input:
             if vi.name in initializers:
                 continue
@@ -278,8 +300,10 @@ class Context:
     def known(self, v, what):
         """The compile-time value of operand `v`."""
         if v not in self.g.known:
+            also = (" ('" + v + "' is a graph input with a default, which the caller may "
+                    "replace)") if v in self.g.defaults else ""
             raise RefusedError(f"{what} must be a constant (an initializer or a Constant "
-                               "node): cgc compiles static shapes")
+                               f"node): cgc compiles static shapes{also}")
         return self.g.known[v]
 
     def op(self, op, inputs, attrs=None, k=0, typed=True):

@@ -29,3 +29,20 @@ def need_float(ctx, v, what="operand"):
 
 def ints_operand(ctx, v, what):
     return [int(x) for x in np.asarray(ctx.known(v, what)).reshape(-1)]
+
+
+def check_constant_indices(ctx, indices, data_shape, axis):
+    """Refuses constant indices outside [-n, n) for an axis of extent n
+    (ONNX leaves them undefined; cgc's gather reads zeros there). Indices
+    known only at run time are not checked (docs/onnx.md)."""
+    rank = len(data_shape)
+    if not -rank <= axis < rank:
+        raise RefusedError(f"axis {axis} of a rank-{rank} input")
+    if indices not in ctx.g.known:
+        return
+    n = data_shape[axis]
+    values = np.asarray(ctx.g.known[indices]).reshape(-1)
+    bad = values[(values < -n) | (values >= n)]
+    if bad.size:
+        raise RefusedError(f"index {int(bad[0])} is out of range for axis {axis} of "
+                           f"extent {n} (valid: {-n} to {n - 1})")

@@ -4,7 +4,7 @@ concatenated, or one gather by constant indices for the edge, reflect and
 wrap modes). Registered into onnx_rules.RULES."""
 import numpy as np
 
-from .onnx_rules import const, dtype, ints_operand, rule, shape
+from .onnx_rules import check_constant_indices, const, dtype, ints_operand, rule, shape
 from .onnx_types import RefusedError
 
 
@@ -22,6 +22,7 @@ def gather_elements(ctx, ins, attrs):
     if kind == "bool":
         raise RefusedError("GatherElements of bools")
     n = ds[axis]
+    check_constant_indices(ctx, indices, ds, axis)
     cut = [a for a in range(rank) if a != axis and ks[a] != ds[a]]
     if cut:  # the index's extent on every other axis
         ds = [ks[a] if a in cut else ds[a] for a in range(rank)]

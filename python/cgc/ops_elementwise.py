@@ -56,23 +56,17 @@ def cast_like(ctx, ins, attrs):
 
 @rule("Mod")
 def mod(ctx, ins, attrs):
-    """fmod = 1: the remainder of truncated division (C's fmod); fmod = 0
-    (integers): the remainder takes the divisor's sign (Python's %)."""
+    """fmod = 1: C's fmod, the sign of the dividend (cgc's `fmod`, exact,
+    for floats; a - trunc(a / b) * b for integers, exact too); fmod = 0
+    (integers only, as ONNX requires): the remainder takes the divisor's
+    sign (Python's %)."""
     a, b = ins
     dt = dtype(ctx, a)
-    if dt in ("i32", "i64"):
-        q = ctx.g.op("div", [a, b])
-    elif attrs.get("fmod", 0):
-        # Truncated toward zero: through i64 where the quotient can have a
-        # fraction (below 2^mantissa bits), as it is where it cannot.
-        q = ctx.g.op("div", [a, b])
-        exact = {"f32": 2.0 ** 23, "f16": 2.0 ** 10, "bf16": 2.0 ** 7}[dt]
-        small = ctx.g.op("lt", [ctx.g.op("abs", [q]), const(ctx, exact, a)])
-        trunc = ctx.g.op("cast", [ctx.g.op("cast", [q], {"dtype": "i64"})], {"dtype": dt})
-        q = ctx.g.op("where", [small, trunc, q])
-    else:
-        raise RefusedError("Mod of floats with fmod = 0")
-    r = ctx.g.op("sub", [a, ctx.g.op("mul", [q, b])])
+    if dt in ("f32", "f16", "bf16"):
+        if not attrs.get("fmod", 0):
+            raise RefusedError("Mod of floats with fmod = 0 (ONNX requires fmod = 1 for floats)")
+        return [ctx.op("fmod", [a, b])]
+    r = ctx.g.op("sub", [a, ctx.g.op("mul", [ctx.g.op("div", [a, b]), b])])
     if attrs.get("fmod", 0):
         return [r]
     zero = const(ctx, 0, a)
@@ -202,10 +196,17 @@ def hard_swish(ctx, ins, attrs):
     return [ctx.op("mul", [x, ctx.g.op("minimum", [lo, one])])]
 
 
+def stable_softplus(ctx, x):
+    """log(1 + exp(x)) as max(x, 0) + log(1 + exp(-|x|)): no exp overflows
+    (the naive form is inf from x = 89 in f32, 12 in f16)."""
+    tail = ctx.g.op("exp", [ctx.g.op("neg", [ctx.g.op("abs", [x])])])
+    return ctx.g.op("add", [ctx.g.op("maximum", [x, const(ctx, 0, x)]),
+                            ctx.g.op("log", [ctx.g.op("add", [tail, const(ctx, 1, x)])])])
+
+
 @rule("Softplus")
 def softplus(ctx, ins, attrs):
-    x = ins[0]
-    return [ctx.op("log", [ctx.g.op("add", [ctx.g.op("exp", [x]), const(ctx, 1, x)])])]
+    return [stable_softplus(ctx, ins[0])]
 
 
 @rule("Softsign")
@@ -217,8 +218,7 @@ def softsign(ctx, ins, attrs):
 @rule("Mish")
 def mish(ctx, ins, attrs):
     x = ins[0]
-    sp = ctx.g.op("log", [ctx.g.op("add", [ctx.g.op("exp", [x]), const(ctx, 1, x)])])
-    return [ctx.op("mul", [x, ctx.g.op("tanh", [sp])])]
+    return [ctx.op("mul", [x, ctx.g.op("tanh", [stable_softplus(ctx, x)])])]
 
 
 @rule("Sign")

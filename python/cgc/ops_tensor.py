@@ -2,7 +2,8 @@
 cgc ops. Registered into onnx_rules.RULES."""
 import numpy as np
 
-from .onnx_rules import RULES, const, dtype, ints_operand, need_float, rule, shape
+from .onnx_rules import (RULES, check_constant_indices, const, dtype, ints_operand, need_float,
+                         rule, shape)
 from .onnx_types import RefusedError
 
 # ---- normalizations and reductions
@@ -169,8 +170,31 @@ RULES["ReduceL1"] = reduction("sum", pre=lambda ctx, x: ctx.g.op("abs", [x]))
 RULES["ReduceL2"] = reduction("sum", pre=lambda ctx, x: ctx.g.op("mul", [x, x]),
                               post=lambda ctx, y: ctx.g.op("sqrt", [y]))
 RULES["ReduceLogSum"] = reduction("sum", post=lambda ctx, y: ctx.g.op("log", [y]))
-RULES["ReduceLogSumExp"] = reduction("sum", pre=lambda ctx, x: ctx.g.op("exp", [x]),
-                                     post=lambda ctx, y: ctx.g.op("log", [y]))
+
+
+@rule("ReduceLogSumExp")
+def reduce_log_sum_exp(ctx, ins, attrs):
+    """log(sum(exp(x - m))) + m with m the maximum over the axes (so that
+    no exp overflows); m taken as 0 where it is infinite (all -inf gives
+    -inf, a +inf gives +inf, as the unshifted formula)."""
+    x = ins[0]
+    need_float(ctx, x, "the input of ReduceLogSumExp")
+    s = shape(ctx, x)
+    axes = reduce_axes(ctx, ins, attrs, len(s))
+    if axes is None:
+        return [x]
+    axes = sorted(set(axes))
+    keep = bool(attrs.get("keepdims", 1))
+    m = ctx.g.op("max", [x], {"axes": axes, "keepdim": True})
+    zero = const(ctx, 0, x)
+    finite = ctx.g.op("lt", [ctx.g.op("abs", [m]), const(ctx, np.inf, x)])
+    m = ctx.g.op("where", [finite, m, zero])
+    total = ctx.g.op("sum", [ctx.g.op("exp", [ctx.g.op("sub", [x, m])])],
+                     {"axes": axes, "keepdim": keep})
+    if not keep:
+        out = [d for k, d in enumerate(s) if k not in axes]
+        m = ctx.g.op("reshape", [m], {"shape": out}, dtype(ctx, x), out)
+    return [ctx.op("add", [ctx.g.op("log", [total]), m])]
 
 
 def arg_reduce(negate):
@@ -178,6 +202,13 @@ def arg_reduce(negate):
         if attrs.get("select_last_index", 0):
             raise RefusedError("select_last_index = 1 (cgc's argmax takes the first)")
         x = ins[0]
+        s = shape(ctx, x)
+        axis = int(attrs.get("axis", 0))
+        if not -len(s) <= axis < len(s):
+            raise RefusedError(f"axis {axis} of a rank-{len(s)} input")
+        if s[axis] == 0:
+            raise RefusedError(f"an arg-reduction over axis {axis} of extent 0 (it has no "
+                               "index to return)")
         if negate:  # argmin x = argmax of -x, or of -x - 1 for integers (no overflow)
             dt = dtype(ctx, x)
             if dt not in ("f32", "f16", "bf16", "i32", "i64"):
@@ -319,7 +350,9 @@ def slice_(ctx, ins, attrs):
 
 @rule("Gather")
 def gather(ctx, ins, attrs):
-    return [ctx.op("gather", [ins[0], ins[1]], {"axis": int(attrs.get("axis", 0))})]
+    axis = int(attrs.get("axis", 0))
+    check_constant_indices(ctx, ins[1], shape(ctx, ins[0]), axis)
+    return [ctx.op("gather", [ins[0], ins[1]], {"axis": axis})]
 
 
 @rule("Split")
@@ -369,8 +402,11 @@ def constant(ctx, ins, attrs):
         array = np.array(attrs["value_floats"], np.float32)
     elif "value_ints" in attrs:
         array = np.array(attrs["value_ints"], np.int64)
+    elif "sparse_value" in attrs:
+        from .onnx_prepare import dense_array
+        array = dense_array(onnx, attrs["sparse_value"], "its sparse value")
     else:
-        raise RefusedError("a Constant of strings or a sparse tensor")
+        raise RefusedError("a Constant of strings")
     return [ctx.g.constant(array, ctx.node.output[0])]
 
 

@@ -16,6 +16,12 @@ def save(directory, name, nodes, inputs, outputs, initializers=(), opset=20):
     onnx.save(model, os.path.join(directory, name + ".onnx"))
 
 
+def save_with(directory, name, nodes, inputs, outputs, value_info):
+    graph = helper.make_graph(nodes, name, inputs, outputs, value_info=value_info)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 20)])
+    onnx.save(model, os.path.join(directory, name + ".onnx"))
+
+
 def tensor(name, elem, shape):
     return helper.make_tensor_value_info(name, elem, shape)
 
@@ -60,6 +66,40 @@ def main(directory):
     save(directory, "pads_input", [helper.make_node("Pad", ["x", "p"], ["y"])],
          [tensor("x", TensorProto.FLOAT, [3]), tensor("p", TensorProto.INT64, [2])],
          [tensor("y", TensorProto.FLOAT, [5])])
+    # Declarations contradicting what the operators compute: refused.
+    flat = [helper.make_node("Flatten", ["x"], ["f"]), helper.make_node("Softmax", ["f"], ["y"])]
+    x23 = [tensor("x", TensorProto.FLOAT, [2, 3])]
+    save_with(directory, "stale_value_info", flat, x23, [tensor("y", TensorProto.FLOAT, [2, 3])],
+              value_info=[tensor("f", TensorProto.FLOAT, [3, 2])])
+    save(directory, "stale_output", flat, x23, [tensor("y", TensorProto.FLOAT, [3, 2])])
+    save(directory, "stale_dtype", flat, x23, [tensor("y", TensorProto.FLOAT16, [2, 3])])
+    save_with(directory, "symbolic_value_info", flat, x23, [tensor("y", TensorProto.FLOAT, ["N", 3])],
+              value_info=[tensor("f", TensorProto.FLOAT, ["N", "M"])])
+    # Constant indices out of range, an arg-reduction over an empty axis.
+    save(directory, "gather_oob", [helper.make_node("Gather", ["x", "i"], ["y"])],
+         [tensor("x", TensorProto.FLOAT, [3, 2])], [tensor("y", TensorProto.FLOAT, [2, 2])],
+         [numpy_helper.from_array(np.array([0, 3], np.int64), "i")])
+    save(directory, "gather_elements_oob",
+         [helper.make_node("GatherElements", ["x", "i"], ["y"], axis=1)],
+         [tensor("x", TensorProto.FLOAT, [3, 2])], [tensor("y", TensorProto.FLOAT, [3, 1])],
+         [numpy_helper.from_array(np.array([[0], [-3], [1]], np.int64), "i")])
+    save(directory, "argmax_empty", [helper.make_node("ArgMax", ["x"], ["y"], axis=1)],
+         [tensor("x", TensorProto.FLOAT, [3, 0])], [tensor("y", TensorProto.INT64, [3, 1])])
+    # An input with a default (an initializer): a buffer input; a default
+    # whose type contradicts the input's declaration is refused.
+    ten = numpy_helper.from_array(np.array([10, 20, 30], np.float32), "w")
+    save(directory, "with_default", [helper.make_node("Mul", ["x", "w"], ["y"])],
+         [tensor("x", TensorProto.FLOAT, [3]), tensor("w", TensorProto.FLOAT, [3])],
+         [tensor("y", TensorProto.FLOAT, [3])], [ten])
+    save(directory, "default_mismatch", [helper.make_node("Mul", ["x", "w"], ["y"])],
+         [tensor("x", TensorProto.FLOAT, [3]), tensor("w", TensorProto.FLOAT, [2])],
+         [tensor("y", TensorProto.FLOAT, [3])], [ten])
+    # A Constant holding a sparse tensor.
+    sparse = helper.make_sparse_tensor(numpy_helper.from_array(np.array([5], np.float32), "v"),
+                                       numpy_helper.from_array(np.array([2], np.int64), "i"), [4])
+    save(directory, "sparse_constant", [helper.make_node("Constant", [], ["c"], sparse_value=sparse),
+                                        helper.make_node("Identity", ["c"], ["y"])],
+         [], [tensor("y", TensorProto.FLOAT, [4])])
     with open(os.path.join(directory, "garbage.onnx"), "wb") as f:
         f.write(b"\x08not an onnx model")
 

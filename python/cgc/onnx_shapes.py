@@ -1,0 +1,180 @@
+"""Declared shapes checked, never trusted.
+
+The importer's types come from ONNX's strict shape inference run on the
+model with every declaration dropped (value_info and the graph outputs'
+types): what the operators compute from the inputs. Each declaration is
+then compared with what was computed: an element type that differs, a
+rank that differs, or a static dim that differs from a computed static
+dim is refused, naming the node that computes the value and both types.
+A declared dim that is symbolic (or unknown) agrees with anything; a
+declared static dim fills in only a dim inference left unknown (cgc's
+verifier checks the IR it becomes).
+
+Strict inference also refuses a model whose operators' types do not fit
+(check_type). A model with operators of other domains (no schema), or
+whose error arises inside the body of a function operator, is inferred
+leniently: those operators are refused by name, or expanded, later.
+"""
+import re
+
+from .onnx_types import ONNX_TYPE_NAMES, RefusedError
+
+
+def computed_model(model):
+    """`model` with the types its operators compute (see the module's
+    docstring); raises RefusedError for a declaration that disagrees."""
+    import onnx
+    from onnx import shape_inference
+    check_input_defaults(onnx, model)
+    bare = onnx.ModelProto.FromString(model.SerializeToString())
+    del bare.graph.value_info[:]
+    for vi in bare.graph.output:
+        vi.type.Clear()
+    try:
+        inferred = shape_inference.infer_shapes(bare, check_type=True, strict_mode=True,
+                                                data_prop=True)
+    except shape_inference.InferenceError as e:
+        if not all_known_domains(model) or in_function_body(str(e)):
+            inferred = lenient(shape_inference, bare)
+        else:
+            raise RefusedError(located_inference_error(model, str(e))) from None
+    computed = types_of(inferred)
+    check_declarations(model, computed)
+    merge_declarations(model, inferred, computed)
+    return inferred
+
+
+def check_input_defaults(onnx, model):
+    """An input that has an initializer (its default) may not be declared
+    with another type."""
+    inputs = {vi.name: vi for vi in model.graph.input}
+    for t in model.graph.initializer:
+        vi = inputs.get(t.name)
+        if vi is None or not vi.type.HasField("tensor_type"):
+            continue
+        given = onnx.helper.make_tensor_type_proto(t.data_type, list(t.dims))
+        if disagreement(vi.type, given):
+            raise RefusedError(f"input '{vi.name}' is declared {type_text(vi.type)}, but its "
+                               f"initializer (its default) is {type_text(given)}")
+
+
+def lenient(shape_inference, model):
+    try:
+        return shape_inference.infer_shapes(model, strict_mode=False, data_prop=True)
+    except Exception:  # noqa: BLE001 - left to the importer's own refusals
+        return model
+
+
+def in_function_body(message):
+    """Whether ONNX's error arose inside the body of a function operator
+    (ONNX's own body failing, e.g. on an attribute default it does not
+    resolve): that body is expanded by onnx_functions.py and its operators
+    typed one by one."""
+    return message.count("Inference error(s)") > 1
+
+
+def all_known_domains(model):
+    return all(node.domain in ("", "ai.onnx") for node in model.graph.node)
+
+
+def types_of(model):
+    """name -> TypeProto of every value the model types."""
+    return {vi.name: vi.type for vi in list(model.graph.value_info) + list(model.graph.input)
+            + list(model.graph.output) if vi.type.HasField("tensor_type")}
+
+
+def node_label(node, index):
+    """How the importer names a node in its messages."""
+    return f"node '{node.name or node.op_type + '_' + str(index)}' ({node.op_type})"
+
+
+def producer_labels(model):
+    return {out: node_label(node, k) for k, node in enumerate(model.graph.node)
+            for out in node.output if out}
+
+
+def located_inference_error(model, message):
+    """ONNX's inference error, named after the node it reports."""
+    text = " ".join(message.split())
+    m = re.search(r"\(op_type:(\w+)(?:, node name: ([^)]*))?\)", text)
+    where = "ONNX's shape inference"
+    if m:
+        op, name = m.group(1), (m.group(2) or "").strip()
+        for k, node in enumerate(model.graph.node):
+            if node.op_type == op and (not name or node.name == name):
+                where = node_label(node, k)
+                break
+    detail = re.sub(r"^\[\w+\] Inference error\(s\): ", "", text)
+    return f"{where}: the model's types do not check: {detail}"
+
+
+def dims_text(shape):
+    return "[" + ", ".join(str(d.dim_value) if d.HasField("dim_value") else
+                           (d.dim_param or "?") for d in shape.dim) + "]"
+
+
+def type_text(t):
+    tt = t.tensor_type
+    elem = ONNX_TYPE_NAMES.get(tt.elem_type, str(tt.elem_type)) if tt.elem_type else "?"
+    return elem + (dims_text(tt.shape) if tt.HasField("shape") else "[...]")
+
+
+def disagreement(declared, computed):
+    """Whether TypeProto `declared` contradicts `computed`."""
+    d, c = declared.tensor_type, computed.tensor_type
+    if d.elem_type and c.elem_type and d.elem_type != c.elem_type:
+        return True
+    if not (d.HasField("shape") and c.HasField("shape")):
+        return False
+    if len(d.shape.dim) != len(c.shape.dim):
+        return True
+    return any(a.HasField("dim_value") and b.HasField("dim_value") and a.dim_value != b.dim_value
+               for a, b in zip(d.shape.dim, c.shape.dim))
+
+
+def declarations(model):
+    """(what, ValueInfoProto) of every declared type the model states for
+    a value an operator computes: value_info entries and graph outputs."""
+    for vi in model.graph.value_info:
+        yield "value", vi
+    for vi in model.graph.output:
+        yield "output", vi
+
+
+def check_declarations(model, computed):
+    producers = producer_labels(model)
+    for what, vi in declarations(model):
+        have = computed.get(vi.name)
+        if have is None or not vi.type.HasField("tensor_type"):
+            continue
+        if disagreement(vi.type, have):
+            where = producers.get(vi.name, f"{what} '{vi.name}'")
+            raise RefusedError(f"{where}: {what} '{vi.name}' is declared {type_text(vi.type)}, "
+                               f"but the operator computes {type_text(have)}")
+
+
+def merge_declarations(model, inferred, computed):
+    """Fills in, in `inferred`, what inference left unknown and the model
+    declares (a whole type, or static dims)."""
+    by_name = {vi.name: vi for vi in list(inferred.graph.value_info) + list(inferred.graph.output)}
+    for what, vi in declarations(model):
+        if not vi.type.HasField("tensor_type"):
+            continue
+        target = by_name.get(vi.name)
+        if target is None:
+            inferred.graph.value_info.append(vi)
+            continue
+        if vi.name not in computed or not target.type.HasField("tensor_type"):
+            target.type.CopyFrom(vi.type)
+            continue
+        d, t = vi.type.tensor_type, target.type.tensor_type
+        if not t.elem_type:
+            t.elem_type = d.elem_type
+        if not d.HasField("shape"):
+            continue
+        if not t.HasField("shape"):
+            t.shape.CopyFrom(d.shape)
+            continue
+        for a, b in zip(d.shape.dim, t.shape.dim):
+            if a.HasField("dim_value") and not b.HasField("dim_value"):
+                b.dim_value = a.dim_value
