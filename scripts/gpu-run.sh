@@ -19,7 +19,8 @@
 #    failing if any is wrong or none was staged; then, with the Python
 #    package's wheel (DIR/dist) installed, cgc.export of nn.Modules against
 #    PyTorch and cgc.compile from Python against PyTorch
-#    (test/python/torch_export_gpu.py, runtime_gpu.py).
+#    (test/python/torch_export_gpu.py, runtime_gpu.py), then the model zoo's
+#    correctness tier (bench/zoo/zoo.py; CGC_ZOO=0 leaves it out).
 # 2. Reruns them under compute-sanitizer --tool memcheck, racecheck and
 #    synccheck where it exists (says so if not; CGC_SANITIZER=0 turns it
 #    off, CGC_SANITIZER_TOOLS picks tools); CGC_OP_MEMCHECK_FILTER narrows
@@ -145,6 +146,20 @@ echo "== the README's PyTorch example (test/python/readme_example_gpu.py)"
 PYTHONPATH=$PKG python3 "$HERE/test/python/readme_example_gpu.py" "$HERE/README.md" 2>&1 | tail -5
 rc=${PIPESTATUS[0]}
 if [ $rc -ne 0 ] && { [ $rc -ne 77 ] || [ "$GPU_VISIBLE" -eq 1 ]; }; then status=1; fi
+
+# The model zoo's correctness tier (bench/zoo/zoo.py): real models through
+# cgc.compile against eager PyTorch; fails on a wrong entry or on one the
+# committed bench/zoo/status.json says passed that is now refused. About
+# 6 minutes for every entry on an H200 (mostly cgc's and torch's cold
+# compiles); CGC_ZOO=0 leaves it out, CGC_ZOO_ONLY=SUBSTR narrows it.
+if [ "${CGC_ZOO:-1}" != 0 ]; then
+  echo "== the model zoo, correctness tier (bench/zoo/zoo.py)"
+  PYTHONPATH=$PKG PYTHONWARNINGS=ignore python3 "$HERE/bench/zoo/zoo.py" --cgc "$BUILD/bin/cgc" \
+    --only "${CGC_ZOO_ONLY:-}" --out "$RES/zoo" >"$RES/zoo.log" 2>&1
+  rc=$?
+  grep -E '^zoo:|: (passed|refused|wrong|broken)' "$RES/zoo.log" | cut -c1-300
+  if [ $rc -ne 0 ] && { [ $rc -ne 77 ] || [ "$GPU_VISIBLE" -eq 1 ]; }; then status=1; fi
+fi
 
 # ---- 2. compute-sanitizer: memcheck, racecheck, synccheck
 # Each tool reruns the GPU tests (the soak test excepted: 10^6 replays).

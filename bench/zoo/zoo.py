@@ -139,8 +139,24 @@ def markdown(rows, title):
     return "\n".join(lines)
 
 
+def report(paths, out, title):
+    """models.md from saved zoo-results.json files (entries in ENTRIES'
+    order, a later file's row replacing an earlier one's)."""
+    rows = {}
+    for path in paths:
+        with open(path) as f:
+            rows.update((r["entry"], r) for r in json.load(f))
+    order = [e.name for e in ENTRIES if e.name in rows]
+    with open(os.path.join(out, "models.md"), "w") as f:
+        f.write(markdown([rows[name] for name in order], title))
+    return 0
+
+
 def main():
     ap = argparse.ArgumentParser()
+    ap.add_argument("--report", nargs="+", metavar="RESULTS_JSON",
+                    help="write models.md from saved results and stop")
+    ap.add_argument("--title", default="Model zoo: correctness tier")
     ap.add_argument("--cgc", help="the cgc driver ($CGC otherwise)")
     ap.add_argument("--only", default="", help="entries whose name contains this")
     ap.add_argument("--export-only", action="store_true")
@@ -148,6 +164,8 @@ def main():
     ap.add_argument("--status", default=os.path.join(HERE, "status.json"))
     ap.add_argument("--update-status", action="store_true")
     args = ap.parse_args()
+    if args.report:
+        return report(args.report, args.out, args.title)
     if args.cgc:
         os.environ["CGC"] = os.path.abspath(args.cgc)
     import torch
@@ -178,7 +196,7 @@ def main():
             failed.append(f"{entry.name} (passed before, now {row['status']})")
         torch.cuda.empty_cache()
     os.makedirs(args.out, exist_ok=True)
-    title = "Model zoo: export only" if args.export_only else "Model zoo: correctness tier"
+    title = "Model zoo: export only" if args.export_only else args.title
     with open(os.path.join(args.out, "models.md"), "w") as f:
         f.write(markdown(rows, title))
     with open(os.path.join(args.out, "zoo-results.json"), "w") as f:

@@ -146,9 +146,9 @@ def export_failure(module_name, error):
         return (f"{module_name} returns a {cache.group(1).rsplit('.', 1)[-1]} (a KV cache), "
                 "which cgc cannot return: compile it with use_cache=False (as a forward "
                 "argument or in its config)")
-    first = text.splitlines()[0] if text else ""
-    return (f"torch.export could not export {module_name}: {type(error).__name__}: "
-            f"{first[:500]}")
+    if len(text) > 2000:
+        text = text[:2000] + " ..."
+    return f"torch.export could not export {module_name}: {type(error).__name__}: {text}"
 
 
 def decompose(ep):
