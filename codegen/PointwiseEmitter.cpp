@@ -74,14 +74,17 @@ std::string cgc::elementwiseExpr(const Node &n, llvm::ArrayRef<std::string> a) {
       return "(" + a[0] + " != 0)";
     DType from = n.operand(0)->getType().dtype;
     bool fromFloat = from == DType::F32 || from == DType::F16 || from == DType::BF16;
-    // float -> int saturates and maps NaN to 0 (the hardware conversion
-    // saturates, but gives INT64_MIN for NaN -> i64).
+    // float -> int truncates toward zero and saturates to the target range
+    // (the hardware conversion, cvt.rzi, does), NaN gives 0 (the hardware
+    // gives INT64_MIN for NaN -> i64): saturateToInt in ir/Initializers.h.
     if (fromFloat && (to == DType::I32 || to == DType::I64))
       return "((" + a[0] + ") != (" + a[0] + ") ? (" + computeType(to) + ")0 : (" +
              computeType(to) + ")(" + a[0] + "))";
-    // i64 -> i32 saturates (as the interpreter does) rather than wrapping.
+    // i64 -> i32 keeps the low 32 bits (wraps modulo 2^32, as ONNX, PyTorch
+    // and the interpreter's wrapToDType): a conversion through unsigned, which
+    // C++ defines.
     if (from == DType::I64 && to == DType::I32)
-      return "((int)max(-2147483648LL, min(2147483647LL, (long long)(" + a[0] + "))))";
+      return "((int)(unsigned int)(unsigned long long)(" + a[0] + "))";
     return "((" + computeType(to) + ")(" + a[0] + "))";
   }
 #define CGC_ELEMENTWISE_OP(...)

@@ -421,8 +421,10 @@ static void emitRowCrossEntropy(const Node &node, const Schedule &record,
       "      const long long target = (long long)cgc_ld(" + target + ", row);\n"
       "      const bool ignored = target == " + ignore + " || target < 0 || target >= " +
       c + ";\n"
-      "      const float loss = ignored ? 0.0f : m + logf(s) - (float)cgc_ld(" + x +
-      ", row * " + c + " + target);\n" +
+      // (m - x[target]) + log(s): the difference first, so large logits
+      // (1e8) do not absorb log(s) (as the interpreter computes it).
+      "      const float loss = ignored ? 0.0f : (m - (float)cgc_ld(" + x +
+      ", row * " + c + " + target)) + logf(s);\n" +
       (scratch ? "      " + out + "[2 * row] = loss;\n      " + out +
                      "[2 * row + 1] = ignored ? 0.0f : 1.0f;\n"
                : "      cgc_st(" + out + ", row, loss);\n") +

@@ -152,7 +152,7 @@ bool ManifestBuilder::addInputs(fmt::Manifest &m,
     fmt::TensorDesc t = tensorDesc(in.value->getName(),
                                    inputKindName(in.kind), in.value, s);
     if (in.init.source != Initializer::Source::None) {
-      std::vector<double> values;
+      std::vector<Element> values;
       std::string error;
       if (!initialValue(model, in, values, error, &weightsCache)) {
         diag.error(in.loc, "input '" + in.value->getName() + "': " + error);
@@ -176,9 +176,10 @@ void ManifestBuilder::addConstants(fmt::Manifest &m,
       std::string name = "const:" + (several ? g.name + ":" : "") +
                          v->getName();
       fmt::TensorDesc t = tensorDesc(name, "constant", v, g.plan->storageOf(v));
-      const auto &values = std::get<std::vector<double>>(*n->attr("value"));
       appendBlob(weights, t,
-                 encodeTensorData(v->getType().dtype, t.shape, values).bytes);
+                 encodeTensorData(v->getType().dtype, t.shape,
+                                  constantElements(*n))
+                     .bytes);
       m.state.push_back(std::move(t));
     }
 }

@@ -70,21 +70,53 @@ double cgc::roundToDType(DType dtype, double x) {
     return roundBinary(x, 10, -14, 0x1p-14, 65504.0);
   case DType::BF16:
     return roundBinary(x, 7, -126, 0x1p-126, 3.3895313892515355e38);
-  case DType::I64:
-    return saturateToInt(DType::I64, x);
-  case DType::I32: {
-    int64_t v = toInt64(saturateToInt(DType::I64, x));
-    return double(int32_t(uint32_t(uint64_t(v))));
-  }
-  case DType::Bool:
-    return x != 0 ? 1 : 0;
+  case DType::I32: case DType::I64: case DType::Bool:
+    return saturateToInt(dtype, x);
   }
   llvm_unreachable("invalid DType");
 }
 
+Element cgc::elementOf(DType dtype, double x) {
+  if (isFloat(dtype))
+    return Element::ofReal(roundToDType(dtype, x));
+  return Element::ofInt(toInt64(saturateToInt(dtype, x)));
+}
+
+Element cgc::wrapToDType(DType dtype, int64_t v) {
+  switch (dtype) {
+  case DType::F32: case DType::F16: case DType::BF16:
+    return Element::ofReal(roundToDType(dtype, double(float(v))));
+  case DType::I32:
+    return Element::ofInt(int32_t(uint32_t(uint64_t(v))));
+  case DType::I64:
+    return Element::ofInt(v);
+  case DType::Bool:
+    return Element::ofInt(v != 0);
+  }
+  llvm_unreachable("invalid DType");
+}
+
+std::vector<Element> cgc::constantElements(const Node &constant) {
+  DType dtype = std::get<DType>(*constant.attr("dtype"));
+  const auto &values = std::get<std::vector<double>>(*constant.attr("value"));
+  size_t count = size_t(constant.result()->getType().numElements());
+  std::vector<Element> out(values.size() == 1 ? count : values.size());
+  for (size_t i = 0; i < out.size(); ++i)
+    out[i] = elementOf(dtype, values.size() == 1 ? values[0] : values[i]);
+  return out;
+}
+
+Element cgc::castElement(DType from, DType to, Element e) {
+  return isFloat(from) ? elementOf(to, e.real()) : wrapToDType(to, e.integer());
+}
+
+double cgc::realOf(DType dtype, Element e) {
+  return isFloat(dtype) ? e.real() : double(e.integer());
+}
+
 /// Values [begin, end) of \p init into \p out.
 static void initializerRange(const Initializer &init, DType dtype,
-                             int64_t begin, int64_t end, double *out) {
+                             int64_t begin, int64_t end, Element *out) {
   using S = Initializer::Source;
   // Element i reads words 2i and 2i+1 (normal) or word i (uniform) of the
   // stream; each Philox block of four words is drawn once.
@@ -121,13 +153,13 @@ static void initializerRange(const Initializer &init, DType dtype,
     case S::Weights:
       llvm_unreachable("weights come from the weights file");
     }
-    out[i] = roundToDType(dtype, v);
+    out[i] = elementOf(dtype, v);
   }
 }
 
-std::vector<double> cgc::initializerValues(const Initializer &init,
-                                           DType dtype, int64_t count) {
-  std::vector<double> out(count, 0.0);
+std::vector<Element> cgc::initializerValues(const Initializer &init,
+                                            DType dtype, int64_t count) {
+  std::vector<Element> out(count);
   // Large parameters (a 8192x8192 normal: 64M values) fill in parallel.
   constexpr int64_t kPerThread = 1 << 20;
   unsigned threads = unsigned(std::min<int64_t>(
@@ -177,39 +209,39 @@ static uint16_t doubleToHalfBits(double x) {
 }
 
 /// One element of \p dtype at \p p, in the little-endian storage order.
-static double decodeElement(DType dtype, const uint8_t *p) {
+static Element decodeElement(DType dtype, const uint8_t *p) {
   switch (dtype) {
   case DType::F32: {
     float f;
     std::memcpy(&f, p, 4);
-    return f;
+    return Element::ofReal(f);
   }
   case DType::F16:
-    return halfBitsToDouble(uint16_t(p[0] | (p[1] << 8)));
+    return Element::ofReal(halfBitsToDouble(uint16_t(p[0] | (p[1] << 8))));
   case DType::BF16: {
     uint32_t bits = uint32_t(p[0] | (p[1] << 8)) << 16;
     float f;
     std::memcpy(&f, &bits, 4);
-    return f;
+    return Element::ofReal(f);
   }
   case DType::I32: {
     int32_t v;
     std::memcpy(&v, p, 4);
-    return v;
+    return Element::ofInt(v);
   }
   case DType::I64: {
     int64_t v;
     std::memcpy(&v, p, 8);
-    return double(v);
+    return Element::ofInt(v);
   }
   case DType::Bool:
-    return p[0] != 0;
+    return Element::ofInt(p[0] != 0);
   }
   llvm_unreachable("invalid DType");
 }
 
 bool cgc::decodeTensorData(const format::TensorData &t,
-                           std::vector<double> &out, std::string &error) {
+                           std::vector<Element> &out, std::string &error) {
   auto dtype = parseDType(format::fromSafetensorsDtype(t.dtype));
   if (!dtype) {
     error = "unsupported dtype '" + t.dtype + "'";
@@ -225,14 +257,16 @@ bool cgc::decodeTensorData(const format::TensorData &t,
 
 format::TensorData cgc::encodeTensorData(DType dtype,
                                          const std::vector<int64_t> &shape,
-                                         const std::vector<double> &values) {
+                                         const std::vector<Element> &values) {
   format::TensorData t;
   t.dtype = format::toSafetensorsDtype(dtypeName(dtype).str());
   t.shape = shape;
   t.bytes.resize(values.size() * dtypeSize(dtype));
   uint8_t *p = t.bytes.data();
-  for (double raw : values) {
-    double v = roundToDType(dtype, raw);
+  for (Element e : values) {
+    // Floats round (a double may hold a value between two of the dtype's);
+    // integers are stored as they are (of the dtype already).
+    double v = isFloat(dtype) ? roundToDType(dtype, e.real()) : 0;
     switch (dtype) {
     case DType::F32: {
       float f = float(v);
@@ -253,17 +287,17 @@ format::TensorData cgc::encodeTensorData(DType dtype,
       break;
     }
     case DType::I32: {
-      int32_t x = int32_t(v);
+      int32_t x = int32_t(uint32_t(uint64_t(e.integer())));
       std::memcpy(p, &x, 4);
       break;
     }
     case DType::I64: {
-      int64_t x = toInt64(v);
+      int64_t x = e.integer();
       std::memcpy(p, &x, 8);
       break;
     }
     case DType::Bool:
-      p[0] = v != 0;
+      p[0] = e.integer() != 0;
       break;
     }
     p += dtypeSize(dtype);
@@ -272,7 +306,7 @@ format::TensorData cgc::encodeTensorData(DType dtype,
 }
 
 bool cgc::initialValue(const Graph &graph, const GraphInput &in,
-                       std::vector<double> &out, std::string &error,
+                       std::vector<Element> &out, std::string &error,
                        format::TensorMap *cache) {
   const TensorType &type = in.value->getType();
   if (!type.isStatic()) {
@@ -302,7 +336,8 @@ bool cgc::initialValue(const Graph &graph, const GraphInput &in,
     error = "tensor '" + in.init.tensor + "' has the wrong element count";
     return false;
   }
-  for (double &v : out)
-    v = roundToDType(type.dtype, v);
+  auto stored = parseDType(format::fromSafetensorsDtype(it->second.dtype));
+  for (Element &e : out)
+    e = castElement(*stored, type.dtype, e);
   return true;
 }

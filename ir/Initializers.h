@@ -16,6 +16,7 @@
 #ifndef CGC_IR_INITIALIZERS_H
 #define CGC_IR_INITIALIZERS_H
 
+#include "ir/Element.h"
 #include "ir/Graph.h"
 #include "format/Safetensors.h"
 
@@ -25,9 +26,8 @@
 namespace cgc {
 
 /// Rounds \p x to \p dtype: f32 round-to-nearest float; f16/bf16 round to
-/// nearest even of that format (overflow gives inf); integers truncate
-/// toward zero, saturate to the i64 range (NaN gives 0), and i32 then wraps
-/// as C++ converts int64 to int32; bool is x != 0.
+/// nearest even of that format (overflow gives inf); integers as
+/// saturateToInt; bool is x != 0.
 double roundToDType(DType dtype, double x);
 
 /// int64 of a double: truncates toward zero, clamps to [INT64_MIN,
@@ -35,28 +35,50 @@ double roundToDType(DType dtype, double x);
 /// gives 0. Never undefined, unlike a C++ conversion.
 int64_t toInt64(double x);
 
-/// Saturating conversion used by `cast`: truncates toward zero, clamps to
-/// the target integer range, NaN gives 0.
+/// The one conversion of a float value to an integer dtype (`cast`, and
+/// every double that becomes an integer element): truncates toward zero,
+/// clamps to the target integer range, NaN gives 0; bool is x != 0.
 double saturateToInt(DType dtype, double x);
+
+/// The element of \p dtype for the real value \p x: floats round
+/// (roundToDType), integers and bool convert as saturateToInt.
+Element elementOf(DType dtype, double x);
+/// The element of \p dtype for the integer \p v: i32 wraps modulo 2^32
+/// (the low 32 bits, as ONNX and PyTorch cast), i64 keeps it, bool is
+/// v != 0; a float dtype gets v rounded to f32 first, then to the dtype
+/// (as a kernel converts through its float compute type).
+Element wrapToDType(DType dtype, int64_t v);
+/// `cast` of element \p e from \p from to \p to: a float converts as
+/// elementOf, an integer or bool as wrapToDType.
+Element castElement(DType from, DType to, Element e);
+/// The value of element \p e of \p dtype as a double (an integer past 2^53
+/// rounds: for float arithmetic and printing only).
+double realOf(DType dtype, Element e);
+
+/// The elements of `constant` node \p constant (its `value` attribute,
+/// a splat expanded to its static shape), converted to its dtype.
+std::vector<Element> constantElements(const Node &constant);
 
 /// Element values (already rounded to \p dtype) of a normal, uniform, zeros
 /// or ones initializer for \p count elements. Not for Weights.
-std::vector<double> initializerValues(const Initializer &init, DType dtype,
+std::vector<Element> initializerValues(const Initializer &init, DType dtype,
                                       int64_t count);
 
-/// Decodes a safetensors tensor's bytes into doubles.
+/// Decodes a safetensors tensor's bytes into elements of its dtype
+/// (exactly: integers as integers).
 bool decodeTensorData(const format::TensorData &tensor,
-                      std::vector<double> &out, std::string &error);
-/// Encodes doubles (rounded to \p dtype first) as safetensors bytes.
+                      std::vector<Element> &out, std::string &error);
+/// Encodes elements of \p dtype (floats rounded to \p dtype first) as
+/// safetensors bytes.
 format::TensorData encodeTensorData(DType dtype,
                                     const std::vector<int64_t> &shape,
-                                    const std::vector<double> &values);
+                                    const std::vector<Element> &values);
 
 /// The initial value of persistent input \p in of \p graph (any Source but
 /// None). Weights are read from graph.weightsPath; \p cache (optional) keeps
 /// the parsed file between calls.
 bool initialValue(const Graph &graph, const GraphInput &in,
-                  std::vector<double> &out, std::string &error,
+                  std::vector<Element> &out, std::string &error,
                   format::TensorMap *cache = nullptr);
 
 } // namespace cgc

@@ -12,6 +12,8 @@
 #include "ir/OpAttrs.h"
 #include "ir/Printer.h"
 
+#include "ir/Initializers.h"
+
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/ErrorHandling.h"
 #include <algorithm>
@@ -198,6 +200,11 @@ bool TypeChecker::reduction(Types &out) {
       out.push_back(in);
       return true;
     }
+    // argmax has no answer over no elements (a symbolic extent that turns
+    // out 0 is a run-time error of the interpreter).
+    if (in.dims[axis].isStatic() && in.dims[axis].extent() == 0)
+      return fail("argmax over axis " + llvm::Twine(axis) +
+                  " of extent 0 (operand " + str(in) + ")");
     axes.push_back(axis);
   } else {
     axes = reductionAxes(node, in.rank());
@@ -390,6 +397,31 @@ bool TypeChecker::slice(Types &out) {
   return true;
 }
 
+/// Indices known at compile time (a `constant` operand #1) must lie in
+/// [-n, n) for an axis of static extent n: out of range they would read
+/// zeros at run time (docs/ir.md), which is never what a model means. The
+/// type rule, run by the verifier after the reader and after every pass,
+/// is the one place that sees every gather with its operands.
+bool TypeChecker::constantIndicesInRange(Dim extent, unsigned axis) {
+  const Node *def = node.operand(1)->getDef();
+  if (!def || def->getOp() != OpKind::Constant || !extent.isStatic())
+    return true;
+  const auto *values = std::get_if<std::vector<double>>(def->attr("value"));
+  if (!values)
+    return true; // The constant's own rule reports a malformed value.
+  int64_t n = extent.extent();
+  DType dtype = operandType(1).dtype;
+  for (size_t i = 0; i < values->size(); ++i) {
+    int64_t k = elementOf(dtype, (*values)[i]).integer();
+    if (k < -n || k >= n)
+      return fail("constant index " + llvm::Twine(k) + " (element " +
+                  llvm::Twine(i) + " of '" + def->result()->getName() +
+                  "') is out of range for axis " + llvm::Twine(axis) +
+                  " of extent " + llvm::Twine(n));
+  }
+  return true;
+}
+
 bool TypeChecker::gather(Types &out) {
   const TensorType &data = operandType(0), &idx = operandType(1);
   if (!isInteger(idx.dtype))
@@ -402,6 +434,8 @@ bool TypeChecker::gather(Types &out) {
     return fail("cannot gather from a scalar");
   unsigned axis = 0;
   if (!embedding && !axisAttr("axis", 0, data.rank(), axis))
+    return false;
+  if (!constantIndicesInRange(data.dims[axis], axis))
     return false;
   Shape shape(data.dims.begin(), data.dims.begin() + axis);
   shape.append(idx.dims.begin(), idx.dims.end());

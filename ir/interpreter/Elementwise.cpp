@@ -1,8 +1,10 @@
 //===- Elementwise.cpp - Unary, binary, where, cast and source ops -----------===//
 //
-// Floats compute in double and round once. Integer add/sub/mul/neg/abs wrap
-// in 64 bits; integer div truncates toward zero and gives 0 for a zero
-// divisor. maximum/minimum propagate NaN.
+// Floats compute in double and round once. Integers and bools compute
+// exactly in int64: add/sub/mul/neg/abs wrap in 64 bits and then to the
+// dtype; integer div truncates toward zero and gives 0 for a zero divisor.
+// maximum/minimum propagate NaN. sigmoid and gelu use forms that neither
+// overflow nor cancel at large |x|.
 //
 //===----------------------------------------------------------------------===//
 #include "ir/interpreter/Kernels.h"
@@ -15,41 +17,79 @@
 using namespace cgc;
 using namespace cgc::interp;
 
-/// The wrapped 64-bit result, narrowed to i32 before it becomes a double
-/// (an int64 product may not be exact in double; its low bits are).
-static double wrapped(uint64_t v, DType dtype) {
-  return dtype == DType::I32 ? double(int32_t(uint32_t(v))) : double(int64_t(v));
-}
-
-static uint64_t bits(double v) { return uint64_t(toInt64(v)); }
-
-static double intDiv(double a, double b, DType dtype) {
-  int64_t p = toInt64(a), q = toInt64(b);
+/// Integer division: truncates toward zero, 0 for a zero divisor, and
+/// INT64_MIN / -1 wraps (to INT64_MIN).
+static int64_t intDiv(int64_t p, int64_t q) {
   if (q == 0)
     return 0;
   if (q == -1)
-    return wrapped(0 - uint64_t(p), dtype);
-  return double(p / q);
+    return int64_t(0 - uint64_t(p));
+  return p / q;
 }
 
-/// Unary and binary elementwise ops on one element (\p b is unused by unary
-/// ops); \p dtype is the operands' dtype.
-static double scalarOp(OpKind op, double a, double b, DType dtype) {
-  bool integer = isInteger(dtype);
+/// Unary and binary elementwise ops on one integer or bool element (\p b
+/// is unused by unary ops), exactly in 64 bits: add/sub/mul/neg/abs wrap
+/// modulo 2^64 and the caller wraps the result to the dtype; comparisons
+/// give 0 or 1.
+static int64_t integerOp(OpKind op, int64_t a, int64_t b) {
+  uint64_t x = uint64_t(a), y = uint64_t(b);
   switch (op) {
-  case OpKind::Neg: return integer ? wrapped(0 - bits(a), dtype) : -a;
-  case OpKind::Abs:
-    if (!integer)
-      return std::fabs(a);
-    return wrapped(a < 0 ? 0 - bits(a) : bits(a), dtype);
+  case OpKind::Neg: return int64_t(0 - x);
+  case OpKind::Abs: return a < 0 ? int64_t(0 - x) : a;
+  case OpKind::Relu: return a > 0 ? a : 0;
+  case OpKind::LogicalNot: return a == 0;
+  case OpKind::Add: return int64_t(x + y);
+  case OpKind::Sub: return int64_t(x - y);
+  case OpKind::Mul: return int64_t(x * y);
+  case OpKind::Div: return intDiv(a, b);
+  case OpKind::Maximum: return std::max(a, b);
+  case OpKind::Minimum: return std::min(a, b);
+  case OpKind::Eq: return a == b;
+  case OpKind::Ne: return a != b;
+  case OpKind::Lt: return a < b;
+  case OpKind::Le: return a <= b;
+  case OpKind::Gt: return a > b;
+  case OpKind::Ge: return a >= b;
+  case OpKind::LogicalAnd: return a != 0 && b != 0;
+  case OpKind::LogicalOr: return a != 0 || b != 0;
+  case OpKind::Exp: case OpKind::Log: case OpKind::Sqrt: case OpKind::Rsqrt:
+  case OpKind::Tanh: case OpKind::Sigmoid: case OpKind::Gelu:
+  case OpKind::GeluTanh: case OpKind::Erf: case OpKind::Sin: case OpKind::Cos:
+  case OpKind::Floor: case OpKind::Ceil: case OpKind::Round: case OpKind::Pow:
+    break; // Float only (Ops.def): the type rules refuse integers.
+  case OpKind::Where: case OpKind::Cast:
+    break; // evalElementwise computes them.
+#define CGC_ELEMENTWISE_OP(...)
+#define CGC_OP(Enum, ...) case OpKind::Enum:
+#include "ir/Ops.def"
+    break;
+  }
+  llvm_unreachable("not an integer elementwise op");
+}
+
+static double sigmoid(double a) {
+  // exp of a negative argument only: 1 / (1 + e^-a) for a >= 0, and
+  // e^a / (1 + e^a) below, which neither overflows nor loses a tiny result.
+  if (a >= 0)
+    return 1.0 / (1.0 + std::exp(-a));
+  double e = std::exp(a);
+  return e / (1.0 + e);
+}
+
+/// Unary and binary elementwise ops on one float element (\p b is unused
+/// by unary ops); comparisons give 0 or 1.
+static double realOp(OpKind op, double a, double b) {
+  switch (op) {
+  case OpKind::Neg: return -a;
+  case OpKind::Abs: return std::fabs(a);
   case OpKind::Exp: return std::exp(a);
   case OpKind::Log: return std::log(a);
   case OpKind::Sqrt: return std::sqrt(a);
   case OpKind::Rsqrt: return 1.0 / std::sqrt(a);
   case OpKind::Tanh: return std::tanh(a);
-  case OpKind::Sigmoid: return 1.0 / (1.0 + std::exp(-a));
+  case OpKind::Sigmoid: return sigmoid(a);
   case OpKind::Relu: return std::isnan(a) ? a : (a > 0 ? a : 0.0);
-  case OpKind::Gelu: return a * 0.5 * (1.0 + std::erf(a / std::sqrt(2.0)));
+  case OpKind::Gelu: return a * 0.5 * std::erfc(-a / std::sqrt(2.0));
   case OpKind::GeluTanh:
     return 0.5 * a *
            (1.0 + std::tanh(std::sqrt(2.0 / M_PI) *
@@ -61,10 +101,10 @@ static double scalarOp(OpKind op, double a, double b, DType dtype) {
   case OpKind::Ceil: return std::ceil(a);
   case OpKind::Round: return std::nearbyint(a); // Ties to even.
   case OpKind::LogicalNot: return a == 0 ? 1 : 0;
-  case OpKind::Add: return integer ? wrapped(bits(a) + bits(b), dtype) : a + b;
-  case OpKind::Sub: return integer ? wrapped(bits(a) - bits(b), dtype) : a - b;
-  case OpKind::Mul: return integer ? wrapped(bits(a) * bits(b), dtype) : a * b;
-  case OpKind::Div: return integer ? intDiv(a, b, dtype) : a / b;
+  case OpKind::Add: return a + b;
+  case OpKind::Sub: return a - b;
+  case OpKind::Mul: return a * b;
+  case OpKind::Div: return a / b;
   case OpKind::Pow: return std::pow(a, b);
   case OpKind::Fmod: return std::fmod(a, b); // Exact.
   case OpKind::Maximum:
@@ -94,11 +134,10 @@ Tensor interp::evalElementwise(const Node &node, const Operands &in) {
   DType resultType = node.result()->getType().dtype;
   if (op == OpKind::Cast) {
     Tensor out(resultType, in[0]->shape);
-    for (int64_t i = 0; i < out.numel(); ++i) {
-      double v = in[0]->data[i];
-      out.data[i] = isInteger(resultType) ? saturateToInt(resultType, v)
-                                          : roundValue(resultType, v);
-    }
+    DType from = in[0]->dtype;
+    for (int64_t i = 0; i < out.numel(); ++i)
+      out.data[i] = isFloat(from) ? elementValue(resultType, in[0]->real(i))
+                                  : castElement(from, resultType, in[0]->data[i]);
     return out;
   }
   Shape shape = in[0]->shape;
@@ -108,16 +147,23 @@ Tensor interp::evalElementwise(const Node &node, const Operands &in) {
   std::vector<BroadcastMap> maps;
   for (const Tensor *t : in)
     maps.emplace_back(t->shape, shape);
-  DType operandType = in.back()->dtype;
-  for (int64_t i = 0; i < out.numel(); ++i) {
-    double a = in[0]->data[maps[0](i)];
-    double b = in.size() > 1 ? in[1]->data[maps[1](i)] : 0.0;
-    if (op == OpKind::Where)
-      out.data[i] = a != 0 ? b : in[2]->data[maps[2](i)];
-    else
-      out.data[i] = scalarOp(op, a, b, operandType);
+  if (op == OpKind::Where) {
+    // Copies the chosen element untouched.
+    for (int64_t i = 0; i < out.numel(); ++i)
+      out.data[i] = in[0]->integer(maps[0](i)) != 0 ? in[1]->data[maps[1](i)]
+                                                   : in[2]->data[maps[2](i)];
+    return out;
   }
-  out.round();
+  bool integer = !isFloat(in[0]->dtype);
+  for (int64_t i = 0; i < out.numel(); ++i) {
+    int64_t ia = maps[0](i), ib = in.size() > 1 ? maps[1](i) : 0;
+    if (integer)
+      out.setInt(i, integerOp(op, in[0]->integer(ia),
+                              in.size() > 1 ? in[1]->integer(ib) : 0));
+    else
+      out.setReal(i, realOp(op, in[0]->real(ia),
+                            in.size() > 1 ? in[1]->real(ib) : 0.0));
+  }
   return out;
 }
 
@@ -127,20 +173,24 @@ Tensor interp::evalSource(const Node &node, const DimEnv &env) {
   Tensor out(dtype, env.resolve(dims));
   switch (node.getOp()) {
   case OpKind::Constant: {
-    const auto &values = std::get<std::vector<double>>(*node.attr("value"));
-    for (int64_t i = 0; i < out.numel(); ++i)
-      out.data[i] = values.size() == 1 ? values[0] : values[i];
+    std::vector<Element> values = constantElements(node);
+    out.data.assign(values.begin(), values.end());
     break;
   }
   case OpKind::Fill:
-    for (double &v : out.data)
-      v = node.floatAttr("value", 0);
+    for (int64_t i = 0; i < out.numel(); ++i)
+      out.setReal(i, node.floatAttr("value", 0));
     break;
   case OpKind::Iota: {
     unsigned axis = *normalizeAxis(node.intAttr("axis", 0), out.rank());
     Shape strides = stridesOf(out.shape);
-    for (int64_t i = 0; i < out.numel(); ++i)
-      out.data[i] = double((i / strides[axis]) % out.shape[axis]);
+    for (int64_t i = 0; i < out.numel(); ++i) {
+      int64_t k = (i / strides[axis]) % out.shape[axis];
+      if (isFloat(dtype))
+        out.setReal(i, double(k));
+      else
+        out.setInt(i, k);
+    }
     break;
   }
 #define CGC_SOURCE_OP(...)

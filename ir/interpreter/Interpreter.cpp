@@ -138,7 +138,7 @@ std::vector<Tensor> Runner::runControlFlow(const Node &node,
                                           const Operands &in) {
   switch (node.getOp()) {
   case OpKind::If: {
-    bool then = in[0]->data[0] != 0;
+    bool then = in[0]->nonzero(0);
     if (trace)
       trace->ifThen[node.getName()].push_back(then);
     return runRegion(node.region(then ? 0 : 1),
@@ -154,7 +154,7 @@ std::vector<Tensor> Runner::runControlFlow(const Node &node,
     int64_t limit = bounded ? bound : limits.whileTrips;
     int64_t iter = 0;
     for (;; ++iter) {
-      if (runRegion(node.region(0), carried)[0].data[0] == 0)
+      if (!runRegion(node.region(0), carried)[0].nonzero(0))
         break;
       if (iter == limit) {
         if (!bounded)
@@ -222,14 +222,13 @@ bool interp::runGraph(const Graph &graph,
         if (t.dtype != type.dtype)
           fail(what + " is " + t.typeString() + ", expected " +
                typeToString(type, graph.dims()));
-        for (double &v : t.data)
-          v = roundValue(t.dtype, v);
+        t.round();
       } else if (!isPersistent(in.kind)) {
         fail(what + " (" + typeToString(type, graph.dims()) +
              ") is missing from the inputs");
       } else {
         t = Tensor(type.dtype, runner.env.resolve(type.dims));
-        std::vector<double> init;
+        std::vector<Element> init;
         if (in.init.source != Initializer::Source::None) {
           if (!initialValue(graph, in, init, initError, &weights))
             fail(what + ": " + initError);

@@ -99,13 +99,13 @@ static Tensor gather(const Tensor &data, const Tensor &idx, unsigned axis) {
   int64_t n = data.shape[axis], count = idx.numel();
   for (int64_t o = 0; o < outer; ++o)
     for (int64_t j = 0; j < count; ++j) {
-      int64_t k = toInt64(idx.data[j]);
+      int64_t k = idx.integer(j);
       if (k < 0)
         k += n;
       bool valid = k >= 0 && k < n;
       for (int64_t q = 0; q < inner; ++q)
         out.data[(o * count + j) * inner + q] =
-            valid ? data.data[(o * n + k) * inner + q] : 0.0;
+            valid ? data.data[(o * n + k) * inner + q] : Element();
     }
   return out;
 }
@@ -117,7 +117,7 @@ static std::vector<int64_t> packedIndices(const Node &node, const Operands &in) 
   Shape real = x.shape;
   std::vector<int64_t> axes = node.intsAttr("axes");
   for (size_t k = 0; k < axes.size(); ++k) {
-    int64_t n = toInt64(in[k + 1]->data[0]);
+    int64_t n = in[k + 1]->integer(0);
     if (n < 0 || n > x.shape[size_t(axes[k])])
       fail("real extent " + std::to_string(n) + " of axis " +
            std::to_string(axes[k]) + " is outside [0, " +
@@ -141,8 +141,9 @@ static std::vector<int64_t> packedIndices(const Node &node, const Operands &in) 
 static Tensor packing(const Node &node, const Operands &in) {
   const Tensor &x = *in[0];
   Tensor out(x.dtype, x.shape);
-  double poison = isFloat(x.dtype) ? std::nan("")
-                  : x.dtype == DType::Bool ? 1.0 : double(int64_t(1) << 30);
+  Element poison = isFloat(x.dtype)          ? Element::ofReal(std::nan(""))
+                   : x.dtype == DType::Bool ? Element::ofInt(1)
+                                            : Element::ofInt(int64_t(1) << 30);
   std::fill(out.data.begin(), out.data.end(), poison);
   std::vector<int64_t> at = packedIndices(node, in);
   bool pad = node.getOp() == OpKind::PadPacked;
@@ -158,9 +159,9 @@ static Tensor oneHot(const Node &node, const Tensor &idx) {
   shape.push_back(classes);
   Tensor out(node.result()->getType().dtype, shape);
   for (int64_t i = 0; i < idx.numel(); ++i) {
-    double k = idx.data[i];
-    if (k >= 0 && k < double(classes))
-      out.data[i * classes + int64_t(k)] = 1;
+    int64_t k = idx.integer(i);
+    if (k >= 0 && k < classes)
+      out.setReal(i * classes + k, 1); // 1 of any dtype.
   }
   return out;
 }

@@ -35,15 +35,15 @@ static Tensor softmax(const Node &node, const Tensor &x) {
   forEachLine(x.shape, axis, [&](int64_t base, int64_t stride, int64_t n) {
     double m = -INFINITY;
     for (int64_t k = 0; k < n; ++k)
-      m = std::isnan(m) || std::isnan(x.data[base + k * stride])
+      m = std::isnan(m) || std::isnan(x.real(base + k * stride))
               ? NAN
-              : std::max(m, x.data[base + k * stride]);
+              : std::max(m, x.real(base + k * stride));
     double s = 0;
     for (int64_t k = 0; k < n; ++k)
-      s += std::exp(x.data[base + k * stride] - m);
+      s += std::exp(x.real(base + k * stride) - m);
     for (int64_t k = 0; k < n; ++k) {
-      double d = x.data[base + k * stride] - m;
-      out.data[base + k * stride] = log ? d - std::log(s) : std::exp(d) / s;
+      double d = x.real(base + k * stride) - m;
+      out.setReal(base + k * stride, log ? d - std::log(s) : std::exp(d) / s);
     }
   });
   out.round();
@@ -58,22 +58,22 @@ static Tensor layerNorm(const Node &node, const Operands &in) {
   Tensor out(x.dtype, x.shape);
   int64_t rows = numElements(Shape(x.shape.begin(), x.shape.begin() + axis));
   for (int64_t r = 0; r < rows; ++r) {
-    const double *p = x.data.data() + r * n;
+    auto p = [&](int64_t k) { return x.real(r * n + k); };
     double mean = 0, var = 0;
     for (int64_t k = 0; k < n; ++k)
-      mean += p[k];
+      mean += p(k);
     mean /= double(n);
     for (int64_t k = 0; k < n; ++k)
-      var += (p[k] - mean) * (p[k] - mean);
+      var += (p(k) - mean) * (p(k) - mean);
     var /= double(n);
     double inv = 1.0 / std::sqrt(var + eps);
     for (int64_t k = 0; k < n; ++k) {
-      double y = (p[k] - mean) * inv;
+      double y = (p(k) - mean) * inv;
       if (in.size() > 1)
-        y *= in[1]->data[k];
+        y *= in[1]->real(k);
       if (in.size() > 2)
-        y += in[2]->data[k];
-      out.data[r * n + k] = y;
+        y += in[2]->real(k);
+      out.setReal(r * n + k, y);
     }
   }
   out.round();
@@ -86,15 +86,15 @@ static Tensor dropout(const Node &node, const Operands &in) {
   uint64_t seed = uint64_t(node.intAttr("seed", 0));
   uint64_t offset = uint64_t(node.intAttr("offset", 0));
   if (in.size() == 2) {
-    seed = uint64_t(toInt64(in[1]->data[0]));
-    offset += uint64_t(toInt64(in[1]->data[1]));
+    seed = uint64_t(in[1]->integer(0));
+    offset += uint64_t(in[1]->integer(1));
   }
   double scale = double(float(1.0 / (1.0 - p)));
   Tensor out(x.dtype, x.shape);
   for (int64_t i = 0; i < x.numel(); ++i)
-    out.data[i] = double(philoxUniform(seed, offset, uint64_t(i))) >= p
-                      ? x.data[i] * scale
-                      : 0.0;
+    out.setReal(i, double(philoxUniform(seed, offset, uint64_t(i))) >= p
+                       ? x.real(i) * scale
+                       : 0.0);
   out.round();
   return out;
 }
@@ -106,20 +106,20 @@ static Tensor reduceLoss(const std::string &reduction, Tensor &&unreduced,
     return std::move(unreduced);
   }
   Tensor out(unreduced.dtype, {});
-  for (double v : unreduced.data)
-    out.data[0] += v;
+  double sum = 0;
+  for (int64_t i = 0; i < unreduced.numel(); ++i)
+    sum += unreduced.real(i);
   if (reduction == "mean")
-    out.data[0] = count > 0 ? out.data[0] / count
-                            : (unreduced.numel() ? 0.0 : NAN);
-  out.round();
+    sum = count > 0 ? sum / count : (unreduced.numel() ? 0.0 : NAN);
+  out.setReal(0, sum);
   return out;
 }
 
 static Tensor mseLoss(const Node &node, const Operands &in) {
   Tensor d(in[0]->dtype, in[0]->shape);
   for (int64_t i = 0; i < d.numel(); ++i) {
-    double e = in[0]->data[i] - in[1]->data[i];
-    d.data[i] = e * e;
+    double e = in[0]->real(i) - in[1]->real(i);
+    d.data[i] = Element::ofReal(e * e); // Rounded by reduceLoss.
   }
   return reduceLoss(node.strAttr("reduction", "mean"), std::move(d),
                     double(d.numel()));
@@ -132,20 +132,21 @@ static Tensor crossEntropy(const Node &node, const Operands &in) {
   Tensor loss(logits.dtype, {rows});
   double counted = 0;
   for (int64_t r = 0; r < rows; ++r) {
-    int64_t t = toInt64(target.data[r]);
+    int64_t t = target.integer(r);
     if (t == ignore)
       continue;
     if (t < 0 || t >= classes)
       fail("target " + std::to_string(t) + " of row " + std::to_string(r) +
            " is outside [0, " + std::to_string(classes) + ")");
-    const double *p = logits.data.data() + r * classes;
+    auto p = [&](int64_t c) { return logits.real(r * classes + c); };
     double m = -INFINITY;
     for (int64_t c = 0; c < classes; ++c)
-      m = std::isnan(m) || std::isnan(p[c]) ? NAN : std::max(m, p[c]);
+      m = std::isnan(m) || std::isnan(p(c)) ? NAN : std::max(m, p(c));
     double s = 0;
     for (int64_t c = 0; c < classes; ++c)
-      s += std::exp(p[c] - m);
-    loss.data[r] = m + std::log(s) - p[t];
+      s += std::exp(p(c) - m);
+    // (m - p[t]) + log(s): the difference first, so logits of 1e8 keep it.
+    loss.data[r] = Element::ofReal((m - p(t)) + std::log(s));
     counted += 1;
   }
   std::string reduction = node.strAttr("reduction", "mean");
@@ -182,13 +183,13 @@ Tensor interp::evalNN(const Node &node, const Operands &in) {
 static Tensor nonZero(const Tensor &x, int64_t maxCount) {
   Tensor out(DType::I64, {0, int64_t(x.rank())});
   for (int64_t i = 0; i < x.numel() && out.shape[0] < maxCount; ++i) {
-    if (x.data[i] == 0)
+    if (!x.nonzero(i))
       continue;
     int64_t rest = i;
     size_t at = out.data.size();
     out.data.resize(at + x.rank());
     for (size_t d = x.rank(); d-- > 0;) {
-      out.data[at + d] = double(rest % x.shape[d]);
+      out.data[at + d] = Element::ofInt(rest % x.shape[d]);
       rest /= x.shape[d];
     }
     ++out.shape[0];
@@ -199,7 +200,7 @@ static Tensor nonZero(const Tensor &x, int64_t maxCount) {
 static Tensor maskedSelect(const Tensor &x, const Tensor &mask) {
   Tensor out(x.dtype, {0});
   for (int64_t i = 0; i < x.numel(); ++i)
-    if (mask.data[i] != 0)
+    if (mask.nonzero(i))
       out.data.push_back(x.data[i]);
   out.shape[0] = out.numel();
   return out;

@@ -240,7 +240,7 @@ static void fillRandomInputs(const Graph &graph, uint64_t seed,
         v = (0.5 + 1.5 * gen.uniform()) * (gen.uniform() < 0.5 ? -1 : 1);
       else
         v = -2.0 + 4.0 * gen.uniform();
-      t.data[i] = roundToDType(type.dtype, v);
+      t.data[i] = elementOf(type.dtype, v);
     }
     inputs[in.value->getName()] = std::move(t);
   }

@@ -1,6 +1,7 @@
 //===- Reductions.cpp - sum, mean, max, min, argmax, cumsum, matmul, linear --===//
 //
-// Reductions accumulate in double and round once. Over an empty set, sum
+// Float reductions accumulate in double and round once; integer ones
+// accumulate exactly in int64 (sum wraps). Over an empty set, sum
 // gives 0, mean NaN, max -inf and min +inf (integers: the dtype's lowest /
 // highest value). max/min propagate NaN; argmax takes the first maximum
 // (a NaN counts as the maximum).
@@ -18,16 +19,6 @@
 using namespace cgc;
 using namespace cgc::interp;
 
-static double lowest(DType d) {
-  if (d == DType::I32) return -2147483648.0;
-  if (d == DType::I64) return -9223372036854775808.0;
-  return -INFINITY;
-}
-static double highest(DType d) {
-  if (d == DType::I32) return 2147483647.0;
-  if (d == DType::I64) return 9223372036854775807.0;
-  return INFINITY;
-}
 
 /// Calls f(outIndex, inIndex) for every input element, where outIndex is
 /// the element's position in the reduced (keepdim) result.
@@ -60,21 +51,24 @@ Tensor interp::evalScan(const Node &node, const Operands &in) {
   bool integer = isInteger(x.dtype);
   for (int64_t i = 0; i < x.numel(); ++i) {
     bool first = (i / stride) % extent == 0;
-    double prev = first ? 0 : out.data[i - stride];
-    out.data[i] = integer ? double(int64_t(uint64_t(toInt64(prev)) +
-                                           uint64_t(toInt64(x.data[i]))))
-                          : prev + x.data[i];
+    if (integer)
+      out.setInt(i, int64_t(uint64_t(first ? 0 : out.integer(i - stride)) +
+                            uint64_t(x.integer(i))));
+    else
+      out.data[i] = Element::ofReal((first ? 0 : out.real(i - stride)) +
+                                    x.real(i));
   }
   out.round();
   return out;
 }
 
-/// The accumulator's value before the first element.
-static double startValue(OpKind op, DType dtype) {
+/// The accumulator's value before the first element (for an integer
+/// dtype, max and min start from its lowest and highest value).
+static double startValue(OpKind op) {
   switch (op) {
   case OpKind::Sum: case OpKind::Mean: case OpKind::ArgMax: return 0;
-  case OpKind::Max: return lowest(dtype);
-  case OpKind::Min: return highest(dtype);
+  case OpKind::Max: return -INFINITY;
+  case OpKind::Min: return INFINITY;
   case OpKind::Prod: return 1;
 #define CGC_REDUCTION_OP(...)
 #define CGC_OP(Enum, ...) case OpKind::Enum:
@@ -84,27 +78,38 @@ static double startValue(OpKind op, DType dtype) {
   llvm_unreachable("not a reduction");
 }
 
-/// Folds \p v, element number \p k of its row, into \p acc; argmax keeps
-/// the maximum so far in \p best.
-static void accumulate(OpKind op, double v, int64_t k, double &acc,
-                       double &best) {
+/// The running state of one reduced row: the accumulator as a double (float
+/// input) or an int64 (integer input, exact; sums wrap in 64 bits), and
+/// argmax's maximum so far.
+struct Accumulator {
+  double real = 0;
+  int64_t integer = 0;
+  double bestReal = 0;
+  int64_t bestInteger = 0;
+  int64_t seen = 0; ///< Elements folded in so far.
+};
+
+/// Folds float element \p v into \p acc.
+static void accumulateReal(OpKind op, double v, Accumulator &acc) {
+  int64_t k = acc.seen++;
   switch (op) {
   case OpKind::Sum: case OpKind::Mean:
-    acc += v;
+    acc.real += v;
     return;
   case OpKind::Max:
-    acc = std::isnan(acc) || std::isnan(v) ? NAN : std::max(acc, v);
+    acc.real = std::isnan(acc.real) || std::isnan(v) ? NAN : std::max(acc.real, v);
     return;
   case OpKind::Min:
-    acc = std::isnan(acc) || std::isnan(v) ? NAN : std::min(acc, v);
+    acc.real = std::isnan(acc.real) || std::isnan(v) ? NAN : std::min(acc.real, v);
     return;
   case OpKind::Prod:
-    acc *= v;
+    acc.real *= v;
     return;
   case OpKind::ArgMax:
-    if (k == 0 || (!std::isnan(best) && (std::isnan(v) || v > best))) {
-      best = v;
-      acc = double(k);
+    if (k == 0 ||
+        (!std::isnan(acc.bestReal) && (std::isnan(v) || v > acc.bestReal))) {
+      acc.bestReal = v;
+      acc.integer = k;
     }
     return;
 #define CGC_REDUCTION_OP(...)
@@ -113,6 +118,46 @@ static void accumulate(OpKind op, double v, int64_t k, double &acc,
     break;
   }
   llvm_unreachable("not a reduction");
+}
+
+/// Folds integer element \p v into \p acc (sum, max, min and argmax: the
+/// reductions Ops.def allows on integers).
+static void accumulateInteger(OpKind op, int64_t v, Accumulator &acc) {
+  int64_t k = acc.seen++;
+  switch (op) {
+  case OpKind::Sum:
+    acc.integer = int64_t(uint64_t(acc.integer) + uint64_t(v));
+    return;
+  case OpKind::Max:
+    acc.integer = k == 0 ? v : std::max(acc.integer, v);
+    return;
+  case OpKind::Min:
+    acc.integer = k == 0 ? v : std::min(acc.integer, v);
+    return;
+  case OpKind::ArgMax:
+    if (k == 0 || v > acc.bestInteger) {
+      acc.bestInteger = v;
+      acc.integer = k;
+    }
+    return;
+  case OpKind::Mean: case OpKind::Prod:
+    break; // Float only (Ops.def).
+#define CGC_REDUCTION_OP(...)
+#define CGC_OP(Enum, ...) case OpKind::Enum:
+#include "ir/Ops.def"
+    break;
+  }
+  llvm_unreachable("not an integer reduction");
+}
+
+/// The value of an empty integer max/min: the dtype's lowest/highest value.
+static int64_t emptyInteger(OpKind op, DType dtype) {
+  bool i32 = dtype == DType::I32;
+  if (op == OpKind::Max)
+    return i32 ? INT32_MIN : INT64_MIN;
+  if (op == OpKind::Min)
+    return i32 ? INT32_MAX : INT64_MAX;
+  return 0;
 }
 
 Tensor interp::evalReduction(const Node &node, const Operands &in) {
@@ -126,37 +171,48 @@ Tensor interp::evalReduction(const Node &node, const Operands &in) {
     keptShape[a] = 1;
     count *= x.shape[a];
   }
-  Tensor acc(dtype, keptShape);
-  std::fill(acc.data.begin(), acc.data.end(), startValue(op, dtype));
-  std::vector<int64_t> position(acc.numel(), 0); // elements seen per row
-  std::vector<double> best(acc.numel(), 0);
-  if (op == OpKind::ArgMax && count == 0 && acc.numel() > 0)
+  Tensor out(dtype, keptShape);
+  std::vector<Accumulator> acc(size_t(out.numel()));
+  for (Accumulator &a : acc)
+    a.real = startValue(op);
+  if (op == OpKind::ArgMax && count == 0 && out.numel() > 0)
     fail("argmax over an empty axis");
+  bool integer = !isFloat(x.dtype);
   forEachReduced(x.shape, axes, [&](int64_t o, int64_t i) {
-    accumulate(op, x.data[i], position[o]++, acc.data[o], best[o]);
+    if (integer)
+      accumulateInteger(op, x.integer(i), acc[size_t(o)]);
+    else
+      accumulateReal(op, x.real(i), acc[size_t(o)]);
   });
-  switch (op) {
-  case OpKind::Mean:
-    for (double &a : acc.data)
-      a /= double(count);
-    break;
-  case OpKind::Sum: case OpKind::Max: case OpKind::Min: case OpKind::Prod:
-  case OpKind::ArgMax:
-    break;
+  for (int64_t o = 0; o < out.numel(); ++o) {
+    const Accumulator &a = acc[size_t(o)];
+    switch (op) {
+    case OpKind::Mean:
+      out.setReal(o, a.real / double(count));
+      break;
+    case OpKind::ArgMax:
+      out.setInt(o, a.integer);
+      break;
+    case OpKind::Sum: case OpKind::Max: case OpKind::Min: case OpKind::Prod:
+      if (!integer)
+        out.setReal(o, a.real);
+      else
+        out.setInt(o, a.seen ? a.integer : emptyInteger(op, dtype));
+      break;
 #define CGC_REDUCTION_OP(...)
 #define CGC_OP(Enum, ...) case OpKind::Enum:
 #include "ir/Ops.def"
-    llvm_unreachable("not a reduction");
+      llvm_unreachable("not a reduction");
+    }
   }
   if (!node.boolAttr("keepdim", false)) {
     Shape reduced;
     for (unsigned d = 0; d < x.rank(); ++d)
       if (!llvm::is_contained(axes, d))
         reduced.push_back(x.shape[d]);
-    acc.shape = reduced;
+    out.shape = reduced;
   }
-  acc.round();
-  return acc;
+  return out;
 }
 
 Tensor interp::evalMatMul(const Node &node, const Operands &in) {
@@ -171,10 +227,10 @@ Tensor interp::evalMatMul(const Node &node, const Operands &in) {
     int64_t rows = numElements(Shape(a.shape.begin(), a.shape.end() - 1));
     for (int64_t r = 0; r < rows; ++r)
       for (int64_t j = 0; j < n; ++j) {
-        double s = in.size() == 3 ? in[2]->data[j] : 0.0;
+        double s = in.size() == 3 ? in[2]->real(j) : 0.0;
         for (int64_t q = 0; q < k; ++q)
-          s += a.data[r * k + q] * b.data[j * k + q];
-        out.data[r * n + j] = s;
+          s += a.real(r * k + q) * b.real(j * k + q);
+        out.setReal(r * n + j, s);
       }
     out.round();
     return out;
@@ -202,16 +258,14 @@ Tensor interp::evalMatMul(const Node &node, const Operands &in) {
   int64_t sizeA = a.shape[ra - 2] * a.shape[ra - 1];
   int64_t sizeB = b.shape[rb - 2] * b.shape[rb - 1];
   for (int64_t p = 0; p < numElements(batch); ++p) {
-    const double *pa = a.data.data() + mapA(p) * sizeA;
-    const double *pb = b.data.data() + mapB(p) * sizeB;
-    double *po = out.data.data() + p * m * n;
+    int64_t pa = mapA(p) * sizeA, pb = mapB(p) * sizeB, po = p * m * n;
     for (int64_t i = 0; i < m; ++i)
       for (int64_t j = 0; j < n; ++j) {
         double s = 0;
         for (int64_t q = 0; q < k; ++q)
-          s += (ta ? pa[q * m + i] : pa[i * k + q]) *
-               (tb ? pb[j * k + q] : pb[q * n + j]);
-        po[i * n + j] = s;
+          s += a.real(pa + (ta ? q * m + i : i * k + q)) *
+               b.real(pb + (tb ? j * k + q : q * n + j));
+        out.setReal(po + i * n + j, s);
       }
   }
   out.round();

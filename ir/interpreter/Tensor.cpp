@@ -32,6 +32,11 @@ double interp::roundValue(DType dtype, double v) {
   return exactFloatValues && isFloat(dtype) ? v : roundToDType(dtype, v);
 }
 
+Element interp::elementValue(DType dtype, double v) {
+  return exactFloatValues && isFloat(dtype) ? Element::ofReal(v)
+                                            : elementOf(dtype, v);
+}
+
 ExactFloatsScope::ExactFloatsScope(bool exact) : saved(exactFloatValues) {
   exactFloatValues = exact;
 }
@@ -112,7 +117,7 @@ bool interp::tensorFromData(const format::TensorData &data, Tensor &out,
     error = e.what();
     return false;
   }
-  std::vector<double> values;
+  std::vector<Element> values;
   if (!decodeTensorData(data, values, error))
     return false;
   out.data.assign(values.begin(), values.end());
@@ -125,8 +130,8 @@ bool interp::tensorFromData(const format::TensorData &data, Tensor &out,
 
 format::TensorData interp::tensorToData(const Tensor &tensor) {
   return encodeTensorData(tensor.dtype, tensor.shape,
-                          std::vector<double>(tensor.data.begin(),
-                                              tensor.data.end()));
+                          std::vector<Element>(tensor.data.begin(),
+                                               tensor.data.end()));
 }
 
 std::string interp::formatTensor(const Tensor &tensor, size_t limit) {
@@ -138,16 +143,20 @@ std::string interp::formatTensor(const Tensor &tensor, size_t limit) {
       os << ", ...";
       break;
     }
-    double v = tensor.data[i];
     os << (i ? ", " : "");
-    if (tensor.dtype == DType::Bool)
-      os << (v != 0 ? "true" : "false");
-    else if (std::isnan(v))
+    if (tensor.dtype == DType::Bool) {
+      os << (tensor.integer(i) != 0 ? "true" : "false");
+      continue;
+    }
+    if (!isFloat(tensor.dtype)) { // Every digit of an integer.
+      os << tensor.integer(i);
+      continue;
+    }
+    double v = tensor.real(i);
+    if (std::isnan(v))
       os << "nan";
     else if (std::isinf(v))
       os << (v > 0 ? "inf" : "-inf");
-    else if (!isFloat(tensor.dtype)) // Every digit of an integer.
-      os << (v >= 0x1p63 ? INT64_MAX : int64_t(v));
     else
       os << v;
   }

@@ -1,8 +1,11 @@
 //===- Tensor.h - Values of the reference interpreter -----------*- C++ -*-===//
 //
-// A Tensor holds its elements as doubles (row-major) with a dtype and a
-// concrete shape. Every element is always exactly representable in the
-// dtype: kernels compute in double and round through roundToDType.
+// A Tensor holds its elements (row-major) with a dtype and a concrete
+// shape, each an Element (ir/Element.h): a double for float dtypes, an
+// int64 for i32, i64 and bool. Every element is always a value of the
+// dtype: float kernels compute in double and round through roundToDType;
+// integer kernels compute in int64 and wrap to the dtype (wrapToDType),
+// never through a double.
 //
 //===----------------------------------------------------------------------===//
 #ifndef CGC_IR_INTERPRETER_TENSOR_H
@@ -48,6 +51,9 @@ std::string shapeString(const Shape &shape);
 bool exactFloats();
 /// \p v rounded to \p dtype, floats left alone in exact mode.
 double roundValue(DType dtype, double v);
+/// The element of \p dtype for the real value \p v: elementOf, floats left
+/// alone in exact mode.
+Element elementValue(DType dtype, double v);
 
 /// Sets exact floats for this thread for its lifetime.
 class ExactFloatsScope {
@@ -106,7 +112,7 @@ template <class T> struct BudgetAllocator {
   }
 };
 
-using Elements = std::vector<double, BudgetAllocator<double>>;
+using Elements = std::vector<Element, BudgetAllocator<Element>>;
 
 struct Tensor {
   DType dtype = DType::F32;
@@ -116,14 +122,28 @@ struct Tensor {
   Tensor() = default;
   Tensor(DType dtype, Shape shape)
       : dtype(dtype), shape(std::move(shape)),
-        data(numElements(this->shape), 0.0) {}
+        data(numElements(this->shape)) {}
   int64_t numel() const { return int64_t(data.size()); }
   unsigned rank() const { return unsigned(shape.size()); }
-  /// Rounds every element to the dtype (floats stay doubles in exact
-  /// mode: ExactFloatsScope).
+  /// Element \p i as a double (for float arithmetic and printing: an
+  /// integer past 2^53 rounds).
+  double real(int64_t i) const { return realOf(dtype, data[size_t(i)]); }
+  /// Element \p i of an integer or bool tensor.
+  int64_t integer(int64_t i) const { return data[size_t(i)].integer(); }
+  /// Whether element \p i is nonzero (NaN is).
+  bool nonzero(int64_t i) const {
+    return isFloat(dtype) ? real(i) != 0 : integer(i) != 0;
+  }
+  /// Sets element \p i from a real value: elementValue.
+  void setReal(int64_t i, double v) { data[size_t(i)] = elementValue(dtype, v); }
+  /// Sets element \p i of an integer or bool tensor, wrapped to the dtype.
+  void setInt(int64_t i, int64_t v) { data[size_t(i)] = wrapToDType(dtype, v); }
+  /// Rounds every float element to the dtype (floats stay doubles in exact
+  /// mode: ExactFloatsScope); integer elements are always exact.
   void round() {
-    for (double &v : data)
-      v = roundValue(dtype, v);
+    if (isFloat(dtype))
+      for (Element &e : data)
+        e = Element::ofReal(roundValue(dtype, e.real()));
   }
   /// "f32[2,3]".
   std::string typeString() const;

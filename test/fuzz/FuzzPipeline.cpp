@@ -33,7 +33,8 @@ static bool same(const Tensor &a, const Tensor &b) {
   if (a.dtype != b.dtype || a.shape != b.shape)
     return false;
   for (int64_t i = 0; i < a.numel(); ++i)
-    if (!close(a.data[i], b.data[i]))
+    if (isFloat(a.dtype) ? !close(a.real(i), b.real(i))
+                         : a.integer(i) != b.integer(i))
       return false;
   return true;
 }

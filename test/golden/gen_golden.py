@@ -14,8 +14,8 @@ import json, math, os, sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from golden_numerics import (check_philox, philox_uniform, round_to,  # noqa: E402
-                             saturate, write_safetensors)
+from golden_numerics import (check_philox, exact_ints, philox_uniform,  # noqa: E402
+                             round_to, saturate, write_safetensors)
 
 # ----------------------------------------------------------------- cases ---
 RNG = np.random.default_rng(1234)
@@ -53,7 +53,9 @@ def emit(name, inputs, nodes, outputs, dims=None, exact=False, extra=None):
         json.dump(g, f, indent=1)
     write_safetensors(os.path.join(OUT, name + ".in.safetensors"), feed)
     write_safetensors(os.path.join(OUT, name + ".expected.safetensors"),
-                      {n: (dt, round_to(dt, np.asarray(v, dtype=np.float64))) for n, dt, v in outputs})
+                      {n: (dt, v if np.issubdtype(np.asarray(v).dtype, np.integer)
+                           else round_to(dt, np.asarray(v, dtype=np.float64)))
+                       for n, dt, v in outputs})
     CASES.append({"name": name, "exact": exact})
 
 
@@ -164,8 +166,9 @@ def gen_cast():
     one_op("cast_f16_f32", "cast", [("x", "f16", round_to("f16", y))], {"dtype": "f32"}, round_to("f16", y), "f32")
     i = np.array([0.0, 1.0, -5.0, 123456789.0, 2049.0])
     one_op("cast_i64_f16", "cast", [("x", "i64", i)], {"dtype": "f16"}, i, "f16")
-    one_op("cast_i64_i32", "cast", [("x", "i64", np.array([1.0, -3e9, 3e9]))], {"dtype": "i32"},
-           saturate("i32", np.array([1.0, -3e9, 3e9])), "i32")
+    wide = exact_ints([1, -3000000000, 3000000000, 2 ** 32 + 5, -2 ** 63, 2 ** 63 - 1])
+    one_op("cast_i64_i32", "cast", [("x", "i64", wide)], {"dtype": "i32"},
+           wide.astype(np.int32).astype(np.int64), "i32")  # wraps modulo 2^32
     b = rand((2, 2), "bool")
     one_op("cast_bool_f32", "cast", [("x", "bool", b)], {"dtype": "f32"}, b, "f32")
 
@@ -488,6 +491,95 @@ def gen_initializers():
          extra={"weights_file": "weights_case.weights.safetensors"})
 
 
+def wrap64(v):
+    return ((v + 2 ** 63) % 2 ** 64) - 2 ** 63
+
+
+def gen_edges():
+    """Values at the edges: integers past 2^53, INT64_MIN/MAX wrapping, i32
+    wrap on cast, -0.0, NaN, infinities, subnormals in f32/f16/bf16, and ops
+    whose naive formula overflows or cancels (exact where the value is one
+    double computation rounded once)."""
+    big = [2 ** 60 + 1, 2 ** 53 + 1, 2 ** 63 - 1, -2 ** 63]
+    add_b = [2, 0, 1, -1]
+    one_op("add_i64_exact", "add", [("a", "i64", exact_ints(big)), ("b", "i64", exact_ints(add_b))], None,
+           exact_ints([wrap64(x + y) for x, y in zip(big, add_b)]), "i64")
+    one_op("sub_i64_wrap", "sub", [("a", "i64", exact_ints([-2 ** 63, 2 ** 53 + 1])), ("b", "i64", exact_ints([1, -2]))],
+           None, exact_ints([2 ** 63 - 1, 2 ** 53 + 3]), "i64")
+    ma, mb = [2 ** 62, 3037000500, 2 ** 32 + 1], [4, 3037000500, 2 ** 32 - 1]
+    one_op("mul_i64_wrap", "mul", [("a", "i64", exact_ints(ma)), ("b", "i64", exact_ints(mb))], None,
+           exact_ints([wrap64(x * y) for x, y in zip(ma, mb)]), "i64")
+    one_op("neg_i64_min", "neg", [("x", "i64", exact_ints([-2 ** 63, 2 ** 53 + 1]))], None,
+           exact_ints([-2 ** 63, -2 ** 53 - 1]), "i64")
+    one_op("abs_i64_min", "abs", [("x", "i64", exact_ints([-2 ** 63, -2 ** 53 - 1]))], None,
+           exact_ints([-2 ** 63, 2 ** 53 + 1]), "i64")
+    one_op("div_i64_edges", "div", [("a", "i64", exact_ints([-2 ** 63, 7, -7, 2 ** 53 + 1])),
+                                    ("b", "i64", exact_ints([-1, 0, 2, 1]))], None,
+           exact_ints([-2 ** 63, 0, -3, 2 ** 53 + 1]), "i64")
+    one_op("add_i32_wrap", "add", [("a", "i32", exact_ints([2 ** 31 - 1, -2 ** 31])), ("b", "i32", exact_ints([1, -1]))],
+           None, exact_ints([-2 ** 31, 2 ** 31 - 1]), "i32")
+    one_op("eq_i64_exact", "eq", [("a", "i64", exact_ints([2 ** 53, 2 ** 63 - 1])),
+                                  ("b", "i64", exact_ints([2 ** 53 + 1, 2 ** 63 - 2]))], None, exact_ints([0, 0]), "bool")
+    one_op("lt_i64_exact", "lt", [("a", "i64", exact_ints([2 ** 53, 2 ** 63 - 2])),
+                                  ("b", "i64", exact_ints([2 ** 53 + 1, 2 ** 63 - 1]))], None, exact_ints([1, 1]), "bool")
+    row = exact_ints([[2 ** 53, 1, 1]])
+    one_op("sum_i64_exact", "sum", [("x", "i64", row)], {"axes": [1]}, exact_ints([2 ** 53 + 2]), "i64")
+    one_op("cumsum_i64_exact", "cumsum", [("x", "i64", row)], {"axis": 1},
+           exact_ints([[2 ** 53, 2 ** 53 + 1, 2 ** 53 + 2]]), "i64")
+    one_op("sum_i64_wrap", "sum", [("x", "i64", exact_ints([2 ** 63 - 1, 1]))], None, exact_ints(-2 ** 63), "i64")
+    near = exact_ints([[2 ** 53, 2 ** 53 + 1, 2 ** 53 - 1]])
+    one_op("max_i64_exact", "max", [("x", "i64", near)], {"axes": [1]}, exact_ints([2 ** 53 + 1]), "i64")
+    one_op("argmax_i64_exact", "argmax", [("x", "i64", near)], {"axis": 1}, exact_ints([1]), "i64")
+    one_op("gather_i64_exact", "gather", [("d", "i64", exact_ints([2 ** 60 + 1, 2 ** 60 + 3, -2 ** 63])),
+                                          ("i", "i64", exact_ints([2, 0, -1, 5]))], {"axis": 0},
+           exact_ints([-2 ** 63, 2 ** 60 + 1, -2 ** 63, 0]), "i64")
+    one_op("where_i64_exact", "where", [("c", "bool", exact_ints([1, 0])), ("a", "i64", exact_ints([2 ** 60 + 1, 1])),
+                                        ("b", "i64", exact_ints([3, 2 ** 62 + 1]))], None,
+           exact_ints([2 ** 60 + 1, 2 ** 62 + 1]), "i64")
+    nan, inf = float("nan"), float("inf")
+    one_op("cast_f32_i32_edges", "cast", [("x", "f32", np.array([nan, inf, -inf, 3e9, -3e9, -2.7, 2.7, -0.0]))],
+           {"dtype": "i32"}, exact_ints([0, 2 ** 31 - 1, -2 ** 31, 2 ** 31 - 1, -2 ** 31, -2, 2, 0]), "i32")
+    one_op("cast_f32_i64_edges", "cast", [("x", "f32", np.array([nan, inf, -inf, 1e19, -1e19, -2.5]))],
+           {"dtype": "i64"}, exact_ints([0, 2 ** 63 - 1, -2 ** 63, 2 ** 63 - 1, -2 ** 63, -2]), "i64")
+    wide = exact_ints([2 ** 53 + 1, 2 ** 60 + 1, -2 ** 63, 2 ** 24 + 1])
+    one_op("cast_i64_f32_exact", "cast", [("x", "i64", wide)], {"dtype": "f32"},
+           wide.astype(np.float32).astype(np.float64), "f32", exact=True)
+    one_op("cast_i64_bool", "cast", [("x", "i64", exact_ints([0, 2 ** 40, -1, -2 ** 63]))], {"dtype": "bool"},
+           exact_ints([0, 1, 1, 1]), "bool")
+    one_op("cast_f32_bool", "cast", [("x", "f32", np.array([nan, -0.0, 0.0, 1e-45]))], {"dtype": "bool"},
+           exact_ints([1, 0, 0, 1]), "bool")
+    one_op("neg_f32_signed_zero", "neg", [("x", "f32", np.array([0.0, -0.0]))], None, np.array([-0.0, 0.0]), "f32",
+           exact=True)
+    one_op("add_f32_nan_inf", "add", [("a", "f32", np.array([nan, inf, -inf, inf, 1.0, -0.0])),
+                                      ("b", "f32", np.array([1.0, -inf, -inf, 1.0, nan, -0.0]))], None,
+           np.array([nan, nan, -inf, inf, nan, -0.0]), "f32", exact=True)
+    tiny32 = round_to("f32", np.array([1e-45, 1e-38]))
+    one_op("mul_f32_subnormal", "mul", [("a", "f32", tiny32), ("b", "f32", np.array([1.0, 0.5]))], None,
+           tiny32 * np.array([1.0, 0.5]), "f32", exact=True)
+    one_op("add_f16_subnormal", "add", [("a", "f16", np.array([2.0 ** -24, 2.0 ** -20])),
+                                        ("b", "f16", np.array([0.0, 2.0 ** -24]))], None,
+           np.array([2.0 ** -24, 2.0 ** -20 + 2.0 ** -24]), "f16", exact=True)
+    one_op("add_bf16_subnormal", "add", [("a", "bf16", np.array([2.0 ** -133, 2.0 ** -126])),
+                                         ("b", "bf16", np.array([0.0, 2.0 ** -133]))], None,
+           np.array([2.0 ** -133, 2.0 ** -126 + 2.0 ** -133]), "bf16", exact=True)
+    # Stable formulas: each fails computed the naive way (exp overflows, or
+    # 1 + erf(x) cancels to 0).
+    one_op("log_softmax_large", "log_softmax", [("x", "f32", np.array([[1e4, 0.0, -1e4]]))], {"axis": -1},
+           np.array([[0.0, -1e4, -2e4]]), "f32")
+    one_op("softmax_large", "softmax", [("x", "f32", np.array([[1000.0, 0.0], [-1000.0, -1000.0]]))], {"axis": -1},
+           np.array([[1.0, 0.0], [0.5, 0.5]]), "f32")
+    one_op("cross_entropy_large_logits", "cross_entropy",
+           [("l", "f32", np.array([[1e4, 0.0], [0.0, 1e4], [1e8, 1e8]])), ("t", "i64", exact_ints([1, 1, 0]))],
+           {"reduction": "none"}, np.array([1e4, 0.0, math.log(2.0)]), "f32")
+    xs = [-100.0, -50.0, -10.0, 10.0]
+    one_op("sigmoid_large_neg", "sigmoid", [("x", "f32", np.array(xs))], None,
+           np.array([math.exp(x) / (1 + math.exp(x)) if x < 0 else 1 / (1 + math.exp(-x)) for x in xs]), "f32",
+           exact=True)
+    gs = [-10.0, -8.0, -20.0, 10.0]
+    one_op("gelu_large_neg", "gelu", [("x", "f32", np.array(gs))], None,
+           np.array([x * 0.5 * math.erfc(-x / math.sqrt(2.0)) for x in gs]), "f32", exact=True)
+
+
 def main():
     global OUT
     if len(sys.argv) != 2:
@@ -496,7 +588,7 @@ def main():
     os.makedirs(OUT, exist_ok=True)
     check_philox()
     for gen in (gen_unary, gen_binary, gen_cast, gen_sources, gen_reductions, gen_matmul, gen_movement,
-                gen_nn, gen_sync, gen_control, gen_symbolic, gen_initializers):
+                gen_nn, gen_sync, gen_control, gen_symbolic, gen_initializers, gen_edges):
         gen()
     with open(os.path.join(OUT, "cases.json"), "w") as f:
         json.dump(CASES, f, indent=1)

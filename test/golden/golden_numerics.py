@@ -66,10 +66,8 @@ def round_to(dtype, x):
         return round_bf16(x)
     if dtype == "i64":
         return np.clip(np.where(np.isnan(x), 0, np.trunc(x)), -2.0 ** 63, 2.0 ** 63)
-    if dtype == "i32":
-        y = np.where(np.isnan(x), 0, np.trunc(x))
-        y = np.clip(y, -2.0 ** 63, 2.0 ** 63 - 1024).astype(np.int64)
-        return y.astype(np.int32).astype(np.float64)
+    if dtype == "i32":  # saturates, as cast from a float does
+        return np.clip(np.where(np.isnan(x), 0, np.trunc(x)), -2.0 ** 31, 2.0 ** 31 - 1)
     if dtype == "bool":
         return (x != 0).astype(np.float64)
     raise ValueError(dtype)
@@ -90,7 +88,15 @@ ST = {"f32": ("F32", "<f4"), "f16": ("F16", "<f2"), "i32": ("I32", "<i4"),
       "i64": ("I64", "<i8"), "bool": ("BOOL", "u1"), "bf16": ("BF16", None)}
 
 
+def exact_ints(values):
+    """int64 values given as NumPy integers, kept exact (not through float64)."""
+    return np.asarray(values, dtype=np.int64)
+
+
 def to_bytes(dtype, values):
+    if dtype in ("i32", "i64", "bool") and np.issubdtype(np.asarray(values).dtype, np.integer):
+        ints = np.asarray(values, dtype=np.int64).reshape(-1)  # exact; i32 wraps
+        return ints.astype(ST[dtype][1]).tobytes()
     v = np.asarray(values, dtype=np.float64).reshape(-1)
     if dtype == "bf16":
         bits = round_bf16(v).astype(np.float32).view(np.uint32) >> np.uint32(16)
@@ -110,7 +116,9 @@ def write_safetensors(path, tensors):
     header, blobs, off = {}, [], 0
     for name in sorted(tensors):
         dtype, arr = tensors[name]
-        arr = np.asarray(arr, dtype=np.float64)
+        arr = np.asarray(arr)
+        if not np.issubdtype(arr.dtype, np.integer):
+            arr = np.asarray(arr, dtype=np.float64)
         b = to_bytes(dtype, arr)
         header[name] = {"dtype": ST[dtype][0], "shape": list(arr.shape), "data_offsets": [off, off + len(b)]}
         blobs.append(b)

@@ -32,6 +32,8 @@ def read_safetensors(path):
         if h["dtype"] == "BF16":
             bits = np.frombuffer(b, dtype="<u2").astype(np.uint32) << np.uint32(16)
             arr = bits.view(np.float32).astype(np.float64)
+        elif h["dtype"] in ("I32", "I64", "BOOL"):  # exact: never through float64
+            arr = np.frombuffer(b, dtype=NP[h["dtype"]]).astype(np.int64)
         else:
             arr = np.frombuffer(b, dtype=NP[h["dtype"]]).astype(np.float64)
         out[name] = (h["dtype"], arr.reshape(h["shape"]))
@@ -48,12 +50,21 @@ def compare(got, want, exact):
         if gdt != dt or g.shape != w.shape:
             problems.append(f"output '{name}': got {gdt}{list(g.shape)}, want {dt}{list(w.shape)}")
             continue
+        if dt in ("I32", "I64", "BOOL"):
+            bad = g != w
+            if bad.any():
+                i = np.argwhere(bad)[0]
+                problems.append(f"output '{name}': {int(bad.sum())} of {w.size} elements differ, "
+                                f"first at {tuple(int(v) for v in i)}: got {g[tuple(i)]!r}, want {w[tuple(i)]!r}")
+            continue
         rtol, atol = (0, 0) if exact else TOL[dt]
         nan_ok = np.isnan(g) == np.isnan(w)
         inf = np.isinf(g) | np.isinf(w)
         with np.errstate(invalid="ignore"):
             close = np.where(np.isnan(w) | inf, (g == w) | (np.isnan(g) & np.isnan(w)),
                              np.abs(g - w) <= atol + rtol * np.abs(w))
+        if exact:  # the sign of a zero counts too
+            close &= ~((w == 0) & (np.signbit(g) != np.signbit(w)))
         bad = ~(close & nan_ok)
         if bad.any():
             i = np.argwhere(bad)[0]

@@ -185,7 +185,18 @@ static void compare(const Tensor &before, const Tensor &after, unsigned trial,
     return;
   }
   for (int64_t i = 0; i < before.numel(); ++i) {
-    double a = before.data[i], b = after.data[i];
+    if (!isFloat(before.dtype)) { // Integers and bools must be equal.
+      int64_t a = before.integer(i), b = after.integer(i);
+      if (a != b && d.first.empty())
+        d.first = "trial " + std::to_string(trial) + ", element " +
+                  std::to_string(i) + ": " + std::to_string(a) + " before, " +
+                  std::to_string(b) + " after";
+      if (a != b)
+        d.abs = d.rel = INFINITY;
+      d.bad |= a != b;
+      continue;
+    }
+    double a = before.real(i), b = after.real(i);
     bool ok;
     double abs = 0, rel = 0;
     if (std::isnan(a) || std::isnan(b) || std::isinf(a) || std::isinf(b)) {
@@ -311,9 +322,9 @@ static void randomParameters(const Graph &g, uint64_t seed,
     Tensor t(type.dtype, Shape(type.dims.size()));
     for (unsigned d = 0; d < type.rank(); ++d)
       t.shape[d] = type.dims[d].extent();
-    t.data.assign(type.numElements(), 0.0);
-    for (double &v : t.data)
-      v = double(rng() >> 11) * 0x1p-52 - 1.0;
+    t.data.resize(size_t(type.numElements()));
+    for (Element &v : t.data)
+      v = Element::ofReal(double(rng() >> 11) * 0x1p-52 - 1.0);
     inputs[in.value->getName()] = std::move(t);
   }
 }
@@ -337,7 +348,7 @@ static bool lossOf(const Graph &g, const std::map<std::string, Tensor> &inputs,
     if (o.kind == OutputKind::Loss)
       for (const auto &[name, t] : out)
         if (name == o.name)
-          loss = t.data[0];
+          loss = t.real(0);
   return true;
 }
 
@@ -368,16 +379,16 @@ static bool gradCheck(const Graph &before, const Graph &after,
       GradDifference &d = diffs[param.str()];
       int64_t n = x.numel(), step = std::max<int64_t>(1, n / GradCheckElements);
       for (int64_t i = (trial * 7) % step; i < n; i += step) {
-        double saved = x.data[i], eps = 1e-6 * std::max(1.0, std::fabs(saved));
+        double saved = x.real(i), eps = 1e-6 * std::max(1.0, std::fabs(saved));
         double plus = 0, minus = 0;
-        x.data[i] = saved + eps;
+        x.data[i] = Element::ofReal(saved + eps); // Exact floats: unrounded.
         bool ok = lossOf(before, inputs, plus, runError);
-        x.data[i] = saved - eps;
+        x.data[i] = Element::ofReal(saved - eps);
         ok = ok && lossOf(before, inputs, minus, runError);
-        x.data[i] = saved;
+        x.data[i] = Element::ofReal(saved);
         if (!ok)
           return failRun(diag, "gradcheck (the loss)", runError);
-        double fd = (plus - minus) / (2 * eps), got = grad.data[i];
+        double fd = (plus - minus) / (2 * eps), got = grad.real(i);
         double abs = std::fabs(fd - got), rel = fd == 0 ? 0 : abs / std::fabs(fd);
         d.abs = std::max(d.abs, abs);
         d.rel = std::max(d.rel, rel);

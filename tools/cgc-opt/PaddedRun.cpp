@@ -46,8 +46,9 @@ static std::vector<int64_t> frontIndices(const Shape &front, const Shape &padded
 /// \p packed, at the front of its flat elements), the rest poison.
 static Tensor padTo(const Tensor &from, const Shape &shape, bool packed) {
   Tensor out(from.dtype, shape);
-  double poison = isFloat(from.dtype) ? std::nan("")
-                  : from.dtype == DType::Bool ? 1.0 : double(1 << 30);
+  Element poison = isFloat(from.dtype)          ? Element::ofReal(std::nan(""))
+                   : from.dtype == DType::Bool ? Element::ofInt(1)
+                                               : Element::ofInt(1 << 30);
   std::fill(out.data.begin(), out.data.end(), poison);
   if (packed) {
     std::copy(from.data.begin(), from.data.end(), out.data.begin());
@@ -84,7 +85,7 @@ bool cgc::paddedInputs(const Graph &before, const Graph &after,
       if (size == sizes.end())
         return error = "no real extent for '" + name + "'", false;
       Tensor t(DType::I64, {});
-      t.data[0] = double(size->second.first);
+      t.data[0] = Element::ofInt(size->second.first);
       padded[name] = t;
       continue;
     }
