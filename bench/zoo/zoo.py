@@ -15,6 +15,11 @@ An entry's status is `passed`, `refused` (with cgc's message) or `wrong`;
 the run fails on any wrong entry and on an entry the committed status file
 says passed that is now refused. `--export-only` stops after cgc.export
 (the IR: no compile, no run): how far the front end gets.
+
+Benchmark tier (`--bench`): each passing entry tagged "bench" is timed
+from Python in this process (bench_entry): eager, torch.cuda.graph,
+torch.compile reduce-overhead (and max-autotune where tagged "autotune",
+its compile held to --autotune-budget-s) and cgc's callable.
 Writes models.md and status.json into --out (default: $OUT or the
 current folder); `--update-status` rewrites the committed status file.
 """
@@ -28,6 +33,7 @@ import traceback
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.dirname(HERE))  # bench/: torch_timing
 from entries import ENTRIES  # noqa: E402
 
 F32_TOLERANCE = 1e-4
@@ -114,6 +120,45 @@ def check_entry(torch, cgc, entry, export_only, work):
     return row
 
 
+def bench_entry(torch, cgc, entry, row, work, iters, autotune_budget_s):
+    """Times of one call (µs, CUDA events around `iters` back-to-back calls,
+    median of 5 after warm-up) of eager, torch.cuda.graph (replay),
+    torch.compile reduce-overhead, max-autotune for entries tagged
+    "autotune" when their compile fits the budget, and cgc's callable, all
+    in this process on the same inputs; plus each compile's cold time."""
+    from torch_timing import capture, time_events
+    dtypes = {"f32": torch.float32, "bf16": torch.bfloat16, "f16": torch.float16}
+    module, (args, kwargs) = entry.build(torch)
+    dtype = dtypes[entry.dtype]
+    model = module.cuda().to(dtype)
+    call_args = [on_device(torch, a, dtype) for a in args]
+    call_kwargs = {k: on_device(torch, v, dtype) for k, v in kwargs.items()}
+    times = {}
+    with torch.no_grad():
+        times["eager"] = time_events(lambda: model(*call_args, **call_kwargs), iters, 5)[0]
+        graph = capture(torch, lambda: model(*call_args, **call_kwargs))
+        times["cuda_graph"] = time_events(graph.replay, iters, 5)[0]
+        del graph
+        modes = ["reduce-overhead"] + (["max-autotune"] if "autotune" in entry.tags else [])
+        for mode in modes:
+            torch._dynamo.reset()
+            started = time.perf_counter()
+            compiled = torch.compile(model, mode=mode)
+            compiled(*call_args, **call_kwargs)
+            torch.cuda.synchronize()
+            row[f"compile_s_{mode}"] = time.perf_counter() - started
+            if mode == "max-autotune" and row[f"compile_s_{mode}"] > autotune_budget_s:
+                row["message"] = f"max-autotune compile {row[f'compile_s_{mode}']:.0f} s " \
+                                 f"> budget {autotune_budget_s} s"
+            times[mode] = time_events(lambda: compiled(*call_args, **call_kwargs), iters, 5)[0]
+        torch._dynamo.reset()
+        fn = cgc.compile(model, tuple(call_args), example_kwargs=call_kwargs,
+                         path=os.path.join(work, "model.cgc"))
+        times["cgc"] = time_events(lambda: fn(*call_args, **call_kwargs), iters, 5)[0]
+    row["times_us"] = times
+    return row
+
+
 def dynamic_shapes(torch, entry, args, kwargs):
     """Batch and sequence as named Dims on every tensor argument."""
     batch = torch.export.Dim("batch", min=1, max=entry.batch * 2)
@@ -121,6 +166,25 @@ def dynamic_shapes(torch, entry, args, kwargs):
     spec = {0: batch, 1: seq}
     return {k: spec if isinstance(v, torch.Tensor) else None for k, v in kwargs.items()} \
         if kwargs else tuple(spec for _ in args)
+
+
+def bench_table(rows):
+    """The benchmark tier's table: µs per call and cgc's speedups."""
+    timed = [r for r in rows if "times_us" in r]
+    if not timed:
+        return []
+    lines = ["", "## Benchmark tier (µs per call from Python)", "",
+             "| entry | eager | torch.cuda.graph | reduce-overhead | max-autotune | cgc | "
+             "vs cuda.graph | vs reduce-overhead | reduce-overhead compile s |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for r in timed:
+        t = r["times_us"]
+        cell = lambda k: f"{t[k]:.1f}" if k in t else ""  # noqa: E731
+        lines.append(f"| {r['entry']} | {cell('eager')} | {cell('cuda_graph')} | "
+                     f"{cell('reduce-overhead')} | {cell('max-autotune')} | {cell('cgc')} | "
+                     f"{t['cuda_graph'] / t['cgc']:.2f}x | {t['reduce-overhead'] / t['cgc']:.2f}x | "
+                     f"{r.get('compile_s_reduce-overhead', 0):.1f} |")
+    return lines
 
 
 def markdown(rows, title):
@@ -135,7 +199,8 @@ def markdown(rows, title):
     counts = {}
     for r in rows:
         counts[r["status"]] = counts.get(r["status"], 0) + 1
-    lines += ["", "Totals: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())), ""]
+    lines += ["", "Totals: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))]
+    lines += bench_table(rows) + [""]
     return "\n".join(lines)
 
 
@@ -163,6 +228,10 @@ def main():
     ap.add_argument("--out", default=os.environ.get("OUT", "."))
     ap.add_argument("--status", default=os.path.join(HERE, "status.json"))
     ap.add_argument("--update-status", action="store_true")
+    ap.add_argument("--bench", action="store_true",
+                    help="the benchmark tier: time the entries tagged 'bench' that pass")
+    ap.add_argument("--iters", type=int, default=50)
+    ap.add_argument("--autotune-budget-s", type=float, default=300)
     args = ap.parse_args()
     if args.report:
         return report(args.report, args.out, args.title)
@@ -186,6 +255,11 @@ def main():
             except Exception as e:  # noqa: BLE001 - eager itself failed: the entry is broken
                 row = {"entry": entry.name, "status": "broken",
                        "message": f"{type(e).__name__}: {e}"}
+        if args.bench and row["status"] == "passed" and "bench" in entry.tags:
+            with tempfile.TemporaryDirectory(prefix="cgc-zoo-") as work:
+                bench_entry(torch, cgc, entry, row, work, args.iters, args.autotune_budget_s)
+            print(f"{entry.name}: " + " ".join(f"{k}={v:.1f}us" for k, v in
+                                                row["times_us"].items()), flush=True)
         rows.append(row)
         print(f"{row['entry']}: {row['status']} "
               f"{row.get('error', '')} {(row.get('message') or '')[:300]}", flush=True)

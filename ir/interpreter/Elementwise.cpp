@@ -56,6 +56,7 @@ static int64_t integerOp(OpKind op, int64_t a, int64_t b) {
   case OpKind::Tanh: case OpKind::Sigmoid: case OpKind::Gelu:
   case OpKind::GeluTanh: case OpKind::Erf: case OpKind::Sin: case OpKind::Cos:
   case OpKind::Floor: case OpKind::Ceil: case OpKind::Round: case OpKind::Pow:
+  case OpKind::Fmod:
     break; // Float only (Ops.def): the type rules refuse integers.
   case OpKind::Where: case OpKind::Cast:
     break; // evalElementwise computes them.
