@@ -1,0 +1,129 @@
+#!/usr/bin/env python3
+"""Differential fuzzers of cgc's front ends (docs/onnx.md, "Fuzzing").
+
+    run.py onnx|records --cgc-opt PATH [--cgc PATH] [--seconds S | --cases N]
+           [--seed S] [--case I] [--findings DIR] [--summary FILE]
+    run.py replay --cgc-opt PATH [--cgc PATH] DIR...
+
+A fuzz run mutates seed inputs (onnx_target.py, record_target.py) for
+--seconds (or --cases) and checks each against the target's oracles.
+Case I of seed S is the same input on every machine: `--seed S --case I`
+reruns it alone. A finding's class (kind | op | message pattern) is
+looked up in allowlist.txt; the first input of each class not listed is
+saved to --findings, and the run exits 1. `replay` runs the oracles over
+saved inputs (*.onnx, *.json records) unmutated: test/fuzz/regressions/
+onnx/ and records/ through ctest. Exit 77 (skipped) without onnx for the
+onnx target.
+"""
+import argparse
+import os
+import sys
+import tempfile
+import time
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "..", "..", "..", "python"))
+
+import fuzzlib  # noqa: E402
+
+
+def make_target(name, args):
+    if name == "onnx":
+        import onnx_target
+        return onnx_target.Target(args)
+    import record_target
+    return record_target.Target(args)
+
+
+def fuzz(args):
+    try:
+        target = make_target(args.target, args)
+    except ImportError as e:
+        print(f"skipped: {e} (scripts/setup.sh installs onnx)")
+        return 77
+    findings = fuzzlib.Findings(args.findings or os.path.join("build-fuzz", "findings", args.target),
+                                fuzzlib.Allowlist(), args.target)
+    seed = args.seed if args.seed is not None else int(time.time()) % 100000
+    print(f"fuzz-{args.target}: seed {seed} (rerun one case: run.py {args.target} --seed {seed} "
+          f"--case I)", flush=True)
+    start = time.monotonic()
+    indices = [args.case] if args.case is not None else range(10**12)
+    with tempfile.TemporaryDirectory(prefix=f"cgc-fuzz-{args.target}-") as work:
+        for index in indices:
+            if args.case is None and (index >= args.cases if args.cases else
+                                      time.monotonic() - start > args.seconds):
+                break
+            rng = fuzzlib.case_rng(seed, index)
+            data, description = target.generate(rng)
+            where = f"seed {seed} case {index} ({description})"
+            if args.verbose:
+                print(where, flush=True)
+            target.check(data, rng, work, findings, where)
+    report(args, target, findings, seed, time.monotonic() - start)
+    return 1 if findings.open_classes() else 0
+
+
+def report(args, target, findings, seed, seconds):
+    stats = ", ".join(f"{v} {k}" for k, v in target.stats.items())
+    opened = findings.open_classes()
+    lines = [f"fuzz-{args.target}: seed {seed}, {seconds:.0f} s: {stats}",
+             f"fuzz-{args.target}: {len(findings.classes)} finding classes "
+             f"({len(opened)} open, {len(findings.classes) - len(opened)} allow-listed)"]
+    if findings.classes:
+        lines.append(findings.summary())
+    text = "\n".join(lines)
+    print(text, flush=True)
+    if args.summary:
+        with open(args.summary, "a") as f:
+            f.write(text + "\n")
+
+
+def replay(args):
+    import onnx_target  # noqa: F401 - skipped below without onnx
+    allowlist = fuzzlib.Allowlist()
+    status, count = 0, 0
+    with tempfile.TemporaryDirectory(prefix="cgc-fuzz-replay-") as work:
+        for folder in args.inputs:
+            kind = "onnx" if os.path.basename(os.path.normpath(folder)) == "onnx" else "records"
+            try:
+                target = make_target(kind, args)
+            except ImportError as e:
+                print(f"skipped: {e}")
+                return 77
+            findings = fuzzlib.Findings(os.path.join(work, "findings"), allowlist, kind)
+            for name in sorted(os.listdir(folder)):
+                if not name.endswith(target.suffix):
+                    continue
+                with open(os.path.join(folder, name), "rb") as f:
+                    data = f.read()
+                target.check(data, fuzzlib.case_rng(0, count), work, findings, name)
+                count += 1
+            if findings.open_classes():
+                status = 1
+            print(f"replay {folder}: {findings.summary() or 'no findings'}")
+    print(f"replayed {count} inputs: {'FAILED' if status else 'no open finding'}")
+    return status
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("target", choices=["onnx", "records", "replay"])
+    ap.add_argument("inputs", nargs="*", help="replay: folders of saved inputs")
+    ap.add_argument("--cgc-opt", required=True)
+    ap.add_argument("--cgc", help="the cgc binary, for the end-to-end check of ONNX models")
+    ap.add_argument("--seconds", type=float, default=60)
+    ap.add_argument("--cases", type=int, help="a number of cases instead of --seconds")
+    ap.add_argument("--seed", type=int)
+    ap.add_argument("--case", type=int, help="run this one case of --seed")
+    ap.add_argument("--findings", help="where the first input of each open class goes")
+    ap.add_argument("--summary", help="append the run's summary to this file")
+    ap.add_argument("-v", "--verbose", action="store_true", help="print each case")
+    args = ap.parse_args()
+    fuzzlib.bound_process()
+    return replay(args) if args.target == "replay" else fuzz(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
