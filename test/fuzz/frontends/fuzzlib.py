@@ -91,13 +91,15 @@ def raised_explicitly(exc, type_name):
 
 def node_op_of(exc, attr="op_type"):
     """The operator the code under test was at when `exc` was raised: the
-    innermost local `node` with an `attr` (an ONNX NodeProto's op_type, a
-    record node's target)."""
+    innermost local `node` or `n` with an `attr` (an ONNX NodeProto's
+    op_type, a record node's target)."""
     tb, op = exc.__traceback__, "-"
     while tb is not None:
-        node = tb.tb_frame.f_locals.get("node")
-        if node is not None and isinstance(getattr(node, attr, None), str):
-            op = getattr(node, attr)
+        for local in ("node", "n"):
+            node = tb.tb_frame.f_locals.get(local)
+            if node is not None and isinstance(getattr(node, attr, None), str):
+                op = getattr(node, attr)
+                break
         tb = tb.tb_next
     return op
 
@@ -160,7 +162,8 @@ class Findings:
                 f.write(data)
             with open(path + ".txt", "w") as f:
                 f.write(f"{key}\n{where}\n{detail}\n")
-            print(f"fuzz-{self.target}: FOUND {key}\n  {where}; input {path}\n  {detail[:300]}",
+            brief = detail[:300].replace("\n", "\n    ")
+            print(f"fuzz-{self.target}: FOUND {key}\n  {where}; input {path}\n    {brief}",
                   flush=True)
         self.classes[key] = [1, where, reason, path]
 

@@ -16,7 +16,10 @@ onnx/ and records/ through ctest. Exit 77 (skipped) without onnx for the
 onnx target.
 """
 import argparse
+import faulthandler
 import os
+import re
+import subprocess
 import sys
 import tempfile
 import time
@@ -37,22 +40,81 @@ def make_target(name, args):
     return record_target.Target(args)
 
 
+def findings_folder(args):
+    return args.findings or os.path.join("build-fuzz", "findings", args.target)
+
+
+def supervise(args):
+    """Runs the cases in worker processes (this script with --worker), so
+    that a case that kills the process (a signal in a native library) is
+    a finding of kind `crash` and the run goes on with the next case."""
+    seed = args.seed if args.seed is not None else int(time.time()) % 100000
+    print(f"fuzz-{args.target}: seed {seed} (rerun one case: run.py {args.target} --seed {seed} "
+          f"--case I)", flush=True)
+    findings = fuzzlib.Findings(findings_folder(args), fuzzlib.Allowlist(), args.target)
+    deadline, start, status = time.monotonic() + args.seconds, 0, 0
+    with tempfile.TemporaryDirectory(prefix=f"cgc-fuzz-{args.target}-state-") as state:
+        while (start < args.cases) if args.cases else (time.monotonic() < deadline):
+            budget = ["--cases", str(args.cases - start)] if args.cases else \
+                     ["--seconds", str(deadline - time.monotonic())]
+            cmd = [sys.executable, os.path.abspath(__file__), args.target, "--worker", state,
+                   "--start", str(start), "--seed", str(seed), "--cgc-opt", args.cgc_opt,
+                   "--findings", findings_folder(args)] + budget
+            cmd += (["--cgc", args.cgc] if args.cgc else []) + \
+                   (["--summary", args.summary] if args.summary else []) + \
+                   (["-v"] if args.verbose else [])
+            rc = subprocess.run(cmd).returncode
+            if rc >= 0:
+                status = status or rc
+                break
+            with open(os.path.join(state, "case.txt")) as f:
+                index, where = f.read().split("\n", 1)
+            with open(os.path.join(state, "case.bin"), "rb") as f:
+                data = f.read()
+            frame = fault_frame(os.path.join(state, "fault.txt"))
+            findings.add(f"crash | - | signal {-rc} at {frame}", data, ".onnx" if args.target == "onnx"
+                         else ".json", where.strip())
+            start = int(index) + 1
+    if findings.classes:
+        print(f"fuzz-{args.target}: crashes:\n{findings.summary()}")
+    if args.summary and findings.classes:
+        with open(args.summary, "a") as f:
+            f.write(f"fuzz-{args.target}: crashes:\n{findings.summary()}\n")
+    return 1 if findings.open_classes() or status == 1 else status
+
+
+def fault_frame(path):
+    """'file:function' of the innermost Python frame faulthandler wrote."""
+    try:
+        with open(path) as f:
+            for line in f:
+                m = re.match(r'\s*File "([^"]+)", line \d+ in (\S+)', line)
+                if m:
+                    return f"{os.path.basename(m.group(1))}:{m.group(2)}"
+    except OSError:
+        pass
+    return "?"
+
+
 def fuzz(args):
+    """The cases of one worker (or the one --case): each generated, its
+    bytes and name written to the state folder first, then checked."""
     try:
         target = make_target(args.target, args)
     except ImportError as e:
         print(f"skipped: {e} (scripts/setup.sh installs onnx)")
         return 77
-    findings = fuzzlib.Findings(args.findings or os.path.join("build-fuzz", "findings", args.target),
-                                fuzzlib.Allowlist(), args.target)
-    seed = args.seed if args.seed is not None else int(time.time()) % 100000
-    print(f"fuzz-{args.target}: seed {seed} (rerun one case: run.py {args.target} --seed {seed} "
-          f"--case I)", flush=True)
+    findings = fuzzlib.Findings(findings_folder(args), fuzzlib.Allowlist(), args.target)
+    seed = args.seed
+    state = args.worker
+    if state:
+        fault = open(os.path.join(state, "fault.txt"), "w")
+        faulthandler.enable(fault)
     start = time.monotonic()
-    indices = [args.case] if args.case is not None else range(10**12)
+    indices = [args.case] if args.case is not None else range(args.start, 10**12)
     with tempfile.TemporaryDirectory(prefix=f"cgc-fuzz-{args.target}-") as work:
         for index in indices:
-            if args.case is None and (index >= args.cases if args.cases else
+            if args.case is None and (index >= args.start + args.cases if args.cases else
                                       time.monotonic() - start > args.seconds):
                 break
             rng = fuzzlib.case_rng(seed, index)
@@ -60,6 +122,11 @@ def fuzz(args):
             where = f"seed {seed} case {index} ({description})"
             if args.verbose:
                 print(where, flush=True)
+            if state:
+                with open(os.path.join(state, "case.bin"), "wb") as f:
+                    f.write(data)
+                with open(os.path.join(state, "case.txt"), "w") as f:
+                    f.write(f"{index}\n{where}")
             target.check(data, rng, work, findings, where)
     report(args, target, findings, seed, time.monotonic() - start)
     return 1 if findings.open_classes() else 0
@@ -92,6 +159,7 @@ def replay(args):
             except ImportError as e:
                 print(f"skipped: {e}")
                 return 77
+            target.cli_every = 1
             findings = fuzzlib.Findings(os.path.join(work, "findings"), allowlist, kind)
             for name in sorted(os.listdir(folder)):
                 if not name.endswith(target.suffix):
@@ -120,9 +188,17 @@ def main():
     ap.add_argument("--findings", help="where the first input of each open class goes")
     ap.add_argument("--summary", help="append the run's summary to this file")
     ap.add_argument("-v", "--verbose", action="store_true", help="print each case")
-    args = ap.parse_args()
+    ap.add_argument("--worker", help=argparse.SUPPRESS)  # the state folder of a worker
+    ap.add_argument("--start", type=int, default=0, help=argparse.SUPPRESS)
+    args = ap.parse_intermixed_args()
     fuzzlib.bound_process()
-    return replay(args) if args.target == "replay" else fuzz(args)
+    if args.target == "replay":
+        return replay(args)
+    if args.case is not None:
+        if args.seed is None:
+            ap.error("--case needs --seed")
+        return fuzz(args)
+    return fuzz(args) if args.worker else supervise(args)
 
 
 if __name__ == "__main__":
