@@ -2,7 +2,7 @@
 """Differential fuzzers of cgc's front ends (docs/onnx.md, "Fuzzing").
 
     run.py onnx|records --cgc-opt PATH [--cgc PATH] [--seconds S | --cases N]
-           [--seed S] [--case I] [--findings DIR] [--summary FILE]
+           [--seed S] [--start I] [--case I] [--findings DIR] [--summary FILE]
     run.py replay --cgc-opt PATH [--cgc PATH] DIR...
 
 A fuzz run mutates seed inputs (onnx_target.py, record_target.py) for
@@ -52,10 +52,11 @@ def supervise(args):
     print(f"fuzz-{args.target}: seed {seed} (rerun one case: run.py {args.target} --seed {seed} "
           f"--case I)", flush=True)
     findings = fuzzlib.Findings(findings_folder(args), fuzzlib.Allowlist(), args.target)
-    deadline, start, status = time.monotonic() + args.seconds, 0, 0
+    deadline, start, status = time.monotonic() + args.seconds, args.start, 0
+    end = args.start + (args.cases or 0)
     with tempfile.TemporaryDirectory(prefix=f"cgc-fuzz-{args.target}-state-") as state:
-        while (start < args.cases) if args.cases else (time.monotonic() < deadline):
-            budget = ["--cases", str(args.cases - start)] if args.cases else \
+        while (start < end) if args.cases else (time.monotonic() < deadline):
+            budget = ["--cases", str(end - start)] if args.cases else \
                      ["--seconds", str(deadline - time.monotonic())]
             cmd = [sys.executable, os.path.abspath(__file__), args.target, "--worker", state,
                    "--start", str(start), "--seed", str(seed), "--cgc-opt", args.cgc_opt,
@@ -189,7 +190,7 @@ def main():
     ap.add_argument("--summary", help="append the run's summary to this file")
     ap.add_argument("-v", "--verbose", action="store_true", help="print each case")
     ap.add_argument("--worker", help=argparse.SUPPRESS)  # the state folder of a worker
-    ap.add_argument("--start", type=int, default=0, help=argparse.SUPPRESS)
+    ap.add_argument("--start", type=int, default=0, help="the first case (default 0)")
     args = ap.parse_intermixed_args()
     fuzzlib.bound_process()
     if args.target == "replay":
