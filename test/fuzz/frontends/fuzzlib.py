@@ -6,6 +6,7 @@ A case is reproducible from (seed, index) alone: its generator is
 random.Random(f"{seed}:{index}").
 """
 import hashlib
+import json
 import os
 import random
 import re
@@ -139,10 +140,11 @@ class Findings:
     """Findings of one run by class: the first input of each class saved
     under `folder`, allow-listed ones counted apart."""
 
-    def __init__(self, folder, allowlist, target):
+    def __init__(self, folder, allowlist, target, persist=None):
         self.folder, self.allowlist, self.target = folder, allowlist, target
-        self.classes = {}  # key -> [count, first (seed, index), allowed reason, path]
+        self.classes = {}  # key -> [count, first case, allowed reason, input path]
         self.refusals = {}
+        self.persist = persist  # a JSON file kept equal to `classes` (a worker's)
 
     def refused(self, key):
         self.refusals[key] = self.refusals.get(key, 0) + 1
@@ -151,6 +153,7 @@ class Findings:
         entry = self.classes.get(key)
         if entry:
             entry[0] += 1
+            self.save()
             return
         reason = self.allowlist.reason(key)
         path = None
@@ -166,6 +169,20 @@ class Findings:
             print(f"fuzz-{self.target}: FOUND {key}\n  {where}; input {path}\n    {brief}",
                   flush=True)
         self.classes[key] = [1, where, reason, path]
+        self.save()
+
+    def save(self):
+        if self.persist:
+            with open(self.persist + ".tmp", "w") as f:
+                json.dump(self.classes, f)
+            os.replace(self.persist + ".tmp", self.persist)
+
+    def merge(self, path):
+        """Adds the classes a worker saved to `path`."""
+        with open(path) as f:
+            for key, (count, where, reason, input_path) in json.load(f).items():
+                entry = self.classes.setdefault(key, [0, where, reason, input_path])
+                entry[0] += count
 
     def open_classes(self):
         return {k: v for k, v in self.classes.items() if v[2] is None}
@@ -236,7 +253,11 @@ def compare(got, want):
         if not np.allclose(g, w, rtol=rtol, atol=atol, equal_nan=True):
             return "values differ"
         return ""
-    return "" if np.array_equal(got, want) else "values differ"
+    if np.array_equal(got, want):
+        return ""
+    if want.dtype.kind in "iu" and np.array_equal(got.astype(np.float64), want.astype(np.float64)):
+        return "values differ beyond 2^53"  # equal once rounded to doubles
+    return "values differ"
 
 
 def describe_difference(got, want):

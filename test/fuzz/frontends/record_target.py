@@ -298,6 +298,8 @@ class Target:
         user = [i for i in ir["inputs"] if i.get("kind", "user_input") == "user_input"]
         if len(rec) != len(user):
             return None
+        if {i["name"] for i in user} == set(rec):  # the same names: pair by name, not order
+            rec = [i["name"] for i in user]
         by_record, by_ir = {}, {}
         for spec, name in zip(user, rec):
             shape = [sizes.get(d, d) for d in spec["shape"]]

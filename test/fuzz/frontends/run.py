@@ -17,6 +17,7 @@ onnx target.
 """
 import argparse
 import faulthandler
+import glob
 import os
 import re
 import subprocess
@@ -76,12 +77,18 @@ def supervise(args):
             findings.add(f"crash | - | signal {-rc} at {frame}", data, ".onnx" if args.target == "onnx"
                          else ".json", where.strip())
             start = int(index) + 1
+        for path in glob.glob(os.path.join(state, "classes-*.json")):
+            findings.merge(path)
+    opened = findings.open_classes()
+    text = (f"fuzz-{args.target}: seed {seed}: {len(findings.classes)} finding classes "
+            f"({len(opened)} open, {len(findings.classes) - len(opened)} allow-listed)")
     if findings.classes:
-        print(f"fuzz-{args.target}: crashes:\n{findings.summary()}")
-    if args.summary and findings.classes:
+        text += "\n" + findings.summary()
+    print(text, flush=True)
+    if args.summary:
         with open(args.summary, "a") as f:
-            f.write(f"fuzz-{args.target}: crashes:\n{findings.summary()}\n")
-    return 1 if findings.open_classes() or status == 1 else status
+            f.write(text + "\n")
+    return 1 if opened or status == 1 else status
 
 
 def fault_frame(path):
@@ -105,9 +112,10 @@ def fuzz(args):
     except ImportError as e:
         print(f"skipped: {e} (scripts/setup.sh installs onnx)")
         return 77
-    findings = fuzzlib.Findings(findings_folder(args), fuzzlib.Allowlist(), args.target)
-    seed = args.seed
     state = args.worker
+    persist = os.path.join(state, f"classes-{args.start}.json") if state else None
+    findings = fuzzlib.Findings(findings_folder(args), fuzzlib.Allowlist(), args.target, persist)
+    seed = args.seed
     if state:
         fault = open(os.path.join(state, "fault.txt"), "w")
         faulthandler.enable(fault)
@@ -134,14 +142,12 @@ def fuzz(args):
 
 
 def report(args, target, findings, seed, seconds):
+    """A worker's counts (its classes go to the supervisor), or the one
+    --case's classes too."""
     stats = ", ".join(f"{v} {k}" for k, v in target.stats.items())
-    opened = findings.open_classes()
-    lines = [f"fuzz-{args.target}: seed {seed}, {seconds:.0f} s: {stats}",
-             f"fuzz-{args.target}: {len(findings.classes)} finding classes "
-             f"({len(opened)} open, {len(findings.classes) - len(opened)} allow-listed)"]
-    if findings.classes:
-        lines.append(findings.summary())
-    text = "\n".join(lines)
+    text = f"fuzz-{args.target}: seed {seed}, cases from {args.start}, {seconds:.0f} s: {stats}"
+    if not args.worker and findings.classes:
+        text += "\n" + findings.summary()
     print(text, flush=True)
     if args.summary:
         with open(args.summary, "a") as f:
