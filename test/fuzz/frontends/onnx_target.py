@@ -435,7 +435,7 @@ class Target:
         self.read_st, self.write_st = read_safetensors, write_safetensors
         self.cgc_opt, self.cgc = args.cgc_opt, args.cgc
         self.corpus = None
-        self.cli_every = CLI_EVERY  # replay sets 1: every saved input goes through `cgc` too
+        self.cli_every = CLI_EVERY  # None: never (replay sets it per input)
         self.stats = {"cases": 0, "refused": 0, "accepted": 0, "compared": 0,
                       "reference failed": 0, "cli": 0, "equivalence": 0}
 
@@ -479,7 +479,7 @@ class Target:
             findings.add(fuzzlib.exception_class(e, op), data, self.suffix, where,
                          f"{type(e).__name__}: {str(e)[:300]}")
             ir = None
-        if self.cgc and self.stats["cases"] % self.cli_every == 1 % self.cli_every:
+        if self.cgc and self.cli_every and self.stats["cases"] % self.cli_every == 1 % self.cli_every:
             self.check_cli(data, ops, work, findings, where)
         if ir is not None:
             self.stats["accepted"] += 1

@@ -11,8 +11,9 @@ Case I of seed S is the same input on every machine: `--seed S --case I`
 reruns it alone. A finding's class (kind | op | message pattern) is
 looked up in allowlist.txt; the first input of each class not listed is
 saved to --findings, and the run exits 1. `replay` runs the oracles over
-saved inputs (*.onnx, *.json records) unmutated: test/fuzz/regressions/
-onnx/ and records/ through ctest. Exit 77 (skipped) without onnx for the
+saved inputs (*.onnx, *.json records) unmutated, `cgc` end to end on
+those whose name has "cli": test/fuzz/regressions/onnx/ and records/
+through ctest. Exit 77 (skipped) without onnx for the
 onnx target.
 """
 import argparse
@@ -166,13 +167,14 @@ def replay(args):
             except ImportError as e:
                 print(f"skipped: {e}")
                 return 77
-            target.cli_every = 1
             findings = fuzzlib.Findings(os.path.join(work, "findings"), allowlist, kind)
             for name in sorted(os.listdir(folder)):
                 if not name.endswith(target.suffix):
                     continue
                 with open(os.path.join(folder, name), "rb") as f:
                     data = f.read()
+                # `cgc` end to end (seconds each) for the inputs named for it.
+                target.cli_every = 1 if "cli" in name else None
                 target.check(data, fuzzlib.case_rng(0, count), work, findings, name)
                 count += 1
             if findings.open_classes():
