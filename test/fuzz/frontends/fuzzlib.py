@@ -187,11 +187,19 @@ class Findings:
     def open_classes(self):
         return {k: v for k, v in self.classes.items() if v[2] is None}
 
-    def summary(self):
-        lines = []
+    def summary(self, verbose=False):
+        """Each open class with its first case and input; the allowed ones
+        one line each (with `verbose`), else counted by allow-list reason."""
+        lines, allowed = [], {}
         for key, (count, where, reason, path) in sorted(self.classes.items()):
-            status = f"allowed: {reason}" if reason else f"OPEN, input {path}"
-            lines.append(f"  {count:5d}x {key}\n         first {where}; {status}")
+            if reason is None:
+                lines.append(f"  {count:5d}x {key}\n         first {where}; OPEN, input {path}")
+            elif verbose:
+                lines.append(f"  {count:5d}x {key}\n         first {where}; allowed: {reason}")
+            else:
+                allowed.setdefault(reason, []).append(count)
+        for reason, counts in sorted(allowed.items(), key=lambda item: -len(item[1])):
+            lines.append(f"  {len(counts):4d} classes ({sum(counts)} cases) allowed: {reason}")
         return "\n".join(lines)
 
 

@@ -83,12 +83,10 @@ def supervise(args):
     opened = findings.open_classes()
     text = (f"fuzz-{args.target}: seed {seed}: {len(findings.classes)} finding classes "
             f"({len(opened)} open, {len(findings.classes) - len(opened)} allow-listed)")
-    if findings.classes:
-        text += "\n" + findings.summary()
-    print(text, flush=True)
-    if args.summary:
+    print(text + ("\n" + findings.summary() if findings.classes else ""), flush=True)
+    if args.summary:  # the campaign's summary: every class, one line each
         with open(args.summary, "a") as f:
-            f.write(text + "\n")
+            f.write(text + ("\n" + findings.summary(verbose=True) if findings.classes else "") + "\n")
     return 1 if opened or status == 1 else status
 
 
@@ -179,7 +177,7 @@ def replay(args):
                 count += 1
             if findings.open_classes():
                 status = 1
-            print(f"replay {folder}: {findings.summary() or 'no findings'}")
+            print(f"replay {folder}: {findings.summary(verbose=True) or 'no findings'}")
     print(f"replayed {count} inputs: {'FAILED' if status else 'no open finding'}")
     return status
 
