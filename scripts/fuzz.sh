@@ -6,7 +6,8 @@
 # timeout fails the run and leaves the input in build-fuzz/findings/<target>/;
 # a fixed one belongs in test/fuzz/regressions/<target>/.
 #   scripts/fuzz.sh [SECONDS] [TARGET...]   (ir interpreter pipeline compile artifact safetensors)
-# CI runs it with 45 seconds per target; scripts/fuzz-campaign.sh runs longer.
+# CI runs it with 45 seconds per target; scripts/fuzz-campaign.sh --libfuzzer
+# runs it longer, after the front-end fuzzers.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 seconds="${1:-60}"

@@ -46,6 +46,21 @@ if [ -f scripts/check-sanitizers.sh ]; then
   bash scripts/check-sanitizers.sh
 fi
 bash scripts/fuzz.sh "${CGC_FUZZ_SECONDS:-45}"
+# The front ends' differential fuzzers (test/fuzz/frontends/run.py) for
+# CGC_FRONTEND_FUZZ_SECONDS (default 60) each, on CGC_FUZZ_SEED (default:
+# the date, printed): a finding class not in test/fuzz/frontends/
+# allowlist.txt fails, its input saved in build-fuzz/findings/<target>/.
+for t in onnx records; do
+  rc=0
+  python3 test/fuzz/frontends/run.py "$t" --cgc-opt build/tools/cgc-opt --cgc build/tools/cgc \
+    --seconds "${CGC_FRONTEND_FUZZ_SECONDS:-60}" --seed "${CGC_FUZZ_SEED:-$(date +%Y%m%d)}" \
+    --findings "build-fuzz/findings/$t" || rc=$?
+  case $rc in
+    0) ;;
+    77) echo "test: the $t fuzzer skipped (no onnx)" ;;
+    *) echo "test: the $t fuzzer found an open class (above)"; exit 1 ;;
+  esac
+done
 echo "test: all tests passed"
 # Lines per top-level folder over the tracked sources (git ls-files; files
 # at the top level count as "."); skipped outside a git checkout.

@@ -1,0 +1,591 @@
+"""The ONNX front end's fuzz target: a seed model (test/onnx's fixtures,
+ONNX's backend node test models, the small graphs below), one to three
+structure-aware mutations (dims, dtypes, attributes, initializers,
+wiring, op types, opset), then the oracles:
+
+(a) python/cgc's onnx_to_ir and write_ir raise nothing but RefusedError
+    (in-process, bounded in time and memory); every CLI_EVERY-th case also
+    goes through the `cgc` binary, which must exit 0 writing the artifact or
+    1 with `<model>.onnx: error:` and no traceback, never a signal;
+(b) an accepted model's IR runs in `cgc-opt --interpret` (exit 0, or 1
+    with an error: both classed, the latter as a finding) on random inputs,
+    and its outputs equal onnx.reference.ReferenceEvaluator's within
+    fuzzlib.TOLERANCE (cases the reference cannot run are skipped);
+    every EQUIVALENCE_EVERY-th accepted case also runs the default pipeline
+    under `cgc-opt --check-equivalence`.
+"""
+import copy
+import glob
+import math
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import warnings
+
+import numpy as np
+
+import fuzzlib
+
+CLI_EVERY = 25
+EQUIVALENCE_EVERY = 4
+DEFAULT_PIPELINE = ("shape-infer,canonicalize,remove-sync-points,cse,dce,fuse-epilogue,"
+                    "fuse-rows,fuse-elementwise,schedule,plan-memory")
+INT_EDGES = [0, 1, -1, 2, 3, -2, 7, 2**31, -2**31, 2**62, -2**63 + 1]
+FLOAT_EDGES = [0.0, -0.0, 1.0, -1.0, 1e-45, 1e30, math.inf, -math.inf, math.nan]
+STRINGS = [b"", b"constant", b"reflect", b"edge", b"wrap", b"tanh", b"none", b"NOTSET",
+           b"SAME_UPPER", b"VALID", b"linear", b"nearest", b"\x00\xff"]
+NEW_ATTRS = {"axis": "i", "keepdims": "i", "to": "i", "select_last_index": "i", "group": "i",
+             "noop_with_empty_axes": "i", "transA": "i", "transB": "i", "batch_dims": "i",
+             "num_outputs": "i", "axes": "ints", "perm": "ints", "pads": "ints",
+             "split": "ints", "alpha": "f", "beta": "f", "epsilon": "f", "mode": "s"}
+SAME_ARITY = [["Relu", "Neg", "Abs", "Exp", "Log", "Sqrt", "Sigmoid", "Tanh", "Softmax",
+               "Identity", "Floor", "Ceil", "Erf", "Gelu", "Not", "Sign", "Reciprocal",
+               "ReduceSum", "ReduceMax", "ArgMax", "Flatten", "Transpose", "Cast", "Shape",
+               "Size", "LogSoftmax", "Round", "IsNaN", "Softplus", "Squeeze", "TopK"],
+              ["Add", "Sub", "Mul", "Div", "Pow", "MatMul", "Max", "Min", "Equal", "Less",
+               "Greater", "And", "Or", "Mod", "Gather", "Reshape", "Expand", "Concat",
+               "PRelu", "BitShift", "Sum", "Mean", "Tile", "Unsqueeze", "ReduceMean"],
+              ["Where", "Gemm", "Clip", "Slice", "LayerNormalization", "Range",
+               "ScatterElements", "Pad", "Resize", "Einsum"]]
+
+
+# --- the corpus ------------------------------------------------------------
+
+def hand_built(onnx):
+    """Small multi-node graphs the other seeds lack."""
+    from onnx import TensorProto as T, helper as h, numpy_helper as nh
+    v = h.make_tensor_value_info
+
+    def model(nodes, inputs, outputs, inits=(), opset=18):
+        g = h.make_graph(nodes, "hand", inputs, outputs, list(inits))
+        return h.make_model(g, opset_imports=[h.make_opsetid("", opset)])
+
+    rng = np.random.default_rng(1)
+    w = nh.from_array(rng.standard_normal((4, 3)).astype(np.float32), "w")
+    idx = nh.from_array(np.array([2, 0, 1], np.int64), "idx")
+    axes = nh.from_array(np.array([1], np.int64), "axes")
+    shape = nh.from_array(np.array([3, -1], np.int64), "shape")
+    return [
+        model([h.make_node("MatMul", ["x", "w"], ["m"]), h.make_node("Relu", ["m"], ["r"]),
+               h.make_node("ReduceSum", ["r", "axes"], ["y"], keepdims=0)],
+              [v("x", T.FLOAT, [2, 4])], [v("y", T.FLOAT, [2])], [w, axes]),
+        model([h.make_node("Gather", ["x", "idx"], ["g"], axis=1),
+               h.make_node("Transpose", ["g"], ["t"], perm=[1, 0]),
+               h.make_node("Softmax", ["t"], ["y"], axis=0)],
+              [v("x", T.FLOAT, [2, 3])], [v("y", T.FLOAT, [3, 2])], [idx]),
+        model([h.make_node("Cast", ["x"], ["c"], to=T.INT64),
+               h.make_node("Add", ["c", "k"], ["s"]), h.make_node("Reshape", ["s", "shape"], ["r"]),
+               h.make_node("ArgMax", ["r"], ["y"], axis=1, keepdims=1)],
+              [v("x", T.FLOAT, [6]), v("k", T.INT64, [6])], [v("y", T.INT64, [3, 1])], [shape]),
+        model([h.make_node("Less", ["a", "b"], ["c"]), h.make_node("Where", ["c", "a", "b"], ["m"]),
+               h.make_node("Concat", ["m", "a"], ["y"], axis=0),
+               h.make_node("Split", ["y"], ["p", "q"], axis=0, num_outputs=2)],
+              [v("a", T.FLOAT16, [2, 3]), v("b", T.FLOAT16, [2, 3])],
+              [v("p", T.FLOAT16, [2, 3]), v("q", T.FLOAT16, [2, 3])], opset=18),
+        model([h.make_node("LayerNormalization", ["x", "s", "b"], ["n"], axis=-1),
+               h.make_node("Gemm", ["n", "w2"], ["y"], transB=1, alpha=0.5)],
+              [v("x", T.FLOAT, [2, 3])], [v("y", T.FLOAT, [2, 4])],
+              [nh.from_array(np.ones(3, np.float32), "s"), nh.from_array(np.zeros(3, np.float32), "b"),
+               nh.from_array(rng.standard_normal((4, 3)).astype(np.float32), "w2")]),
+    ]
+
+
+class Corpus:
+    """Seed models: loaded on demand from their files (with a node
+    test's integer inputs sometimes made initializers of their recorded
+    values, as shape operands must be constants), or built in memory."""
+
+    def __init__(self, onnx, extra_dirs=()):
+        self.onnx = onnx
+        self.memory = hand_built(onnx)
+        self.fixtures = []
+        scratch = tempfile.mkdtemp(prefix="cgc-fuzz-fixtures-")
+        sys.path.insert(0, os.path.join(fuzzlib.ROOT, "test", "onnx"))
+        import make_fixtures
+        make_fixtures.main(scratch)
+        self.fixtures = sorted(p for p in glob.glob(os.path.join(scratch, "*.onnx"))
+                               if not p.endswith("garbage.onnx"))
+        node = os.path.join(os.path.dirname(onnx.__file__), "backend", "test", "data", "node")
+        self.node_tests = sorted(glob.glob(os.path.join(node, "test_*", "model.onnx")))
+        for d in extra_dirs:
+            self.fixtures += sorted(glob.glob(os.path.join(d, "*.onnx")))
+
+    def size(self):
+        return len(self.memory) + len(self.fixtures) + len(self.node_tests)
+
+    def pick(self, rng):
+        """(model, description) of a random seed."""
+        k = rng.randrange(self.size())
+        if k < len(self.memory):
+            return copy.deepcopy(self.memory[k]), f"hand-built #{k}"
+        k -= len(self.memory)
+        if k < len(self.fixtures):
+            return self.onnx.load(self.fixtures[k]), os.path.basename(self.fixtures[k])
+        path = self.node_tests[k - len(self.fixtures)]
+        model = self.onnx.load(path)
+        if rng.random() < 0.6:
+            constants_from_data(model, os.path.dirname(path))
+        return model, os.path.basename(os.path.dirname(path))
+
+
+def constants_from_data(model, case):
+    """Makes a node test's integer and bool inputs initializers holding
+    its first data set's values."""
+    from onnx import TensorProto
+    inits = {t.name for t in model.graph.initializer}
+    names = [vi.name for vi in model.graph.input if vi.name not in inits]
+    for k, name in enumerate(names):
+        path = os.path.join(case, "test_data_set_0", f"input_{k}.pb")
+        if not os.path.exists(path):
+            continue
+        t = TensorProto()
+        with open(path, "rb") as f:
+            t.ParseFromString(f.read())
+        if t.data_type in (TensorProto.INT64, TensorProto.INT32, TensorProto.BOOL):
+            t.name = name
+            model.graph.initializer.append(t)
+
+
+# --- the mutator -------------------------------------------------------------
+
+def value_infos(g):
+    return [vi for vi in list(g.input) + list(g.output) + list(g.value_info)
+            if vi.type.HasField("tensor_type")]
+
+
+def available_names(g):
+    names = [vi.name for vi in g.input] + [t.name for t in g.initializer]
+    for n in g.node:
+        names += [o for o in n.output if o]
+    return names
+
+
+def mutate_dim(model, rng):
+    infos = [vi for vi in value_infos(model.graph) if vi.type.tensor_type.HasField("shape")]
+    if not infos:
+        return "no dims"
+    vi = rng.choice(infos)
+    dims = vi.type.tensor_type.shape.dim
+    if not dims or rng.random() < 0.15:
+        dims.add().dim_value = rng.choice([1, 2, 3])
+        return f"dim added to '{vi.name}'"
+    d = rng.choice(dims)
+    if rng.random() < 0.1:
+        d.dim_param = "N"
+    else:
+        d.dim_value = rng.choice([0, 1, 2, 3, 4, 5, 7, 64, -1, 2**31])
+    return f"dim of '{vi.name}'"
+
+
+def retyped_tensor(t, elem, rng):
+    """The initializer `t` converted to ONNX type `elem` (its values cast
+    where NumPy can, else only the type field changed)."""
+    from onnx import helper, numpy_helper
+    try:
+        array = numpy_helper.to_array(t)
+        np_type = helper.tensor_dtype_to_np_dtype(elem)
+        with np.errstate(all="ignore"):
+            new = numpy_helper.from_array(array.astype(np_type), t.name)
+        t.CopyFrom(new)
+    except Exception:  # noqa: BLE001 - a type NumPy lacks: a mismatched tensor
+        t.data_type = elem
+    return t
+
+
+def mutate_dtype(model, rng):
+    elem = rng.choice([1, 1, 10, 16, 6, 7, 7, 9, 11, 2, 3, 12, 13, 8])
+    g = model.graph
+    if g.initializer and rng.random() < 0.4:
+        t = rng.choice(g.initializer)
+        retyped_tensor(t, elem, rng)
+        return f"initializer '{t.name}' retyped to {elem}"
+    infos = value_infos(g)
+    if not infos:
+        return "no types"
+    vi = rng.choice(infos)
+    vi.type.tensor_type.elem_type = elem
+    return f"type of '{vi.name}' set to {elem}"
+
+
+def mutate_tensor_values(t, rng):
+    from onnx import numpy_helper
+    try:
+        array = numpy_helper.to_array(t).copy()
+    except Exception:  # noqa: BLE001 - an unreadable tensor stays as it is
+        return
+    choice = rng.randrange(5)
+    if choice == 0 and array.size:  # an edge value at a random place
+        flat = array.reshape(-1)
+        edges = FLOAT_EDGES if array.dtype.kind == "f" else INT_EDGES
+        with np.errstate(all="ignore"):
+            try:
+                flat[rng.randrange(flat.size)] = rng.choice(edges)
+            except (OverflowError, ValueError):
+                flat[rng.randrange(flat.size)] = -1
+    elif choice == 1:  # another shape, the same data
+        if array.size:
+            array = array.reshape(-1)
+    elif choice == 2:  # one element fewer or more
+        array = array.reshape(-1)
+        array = array[:-1] if array.size and rng.random() < 0.5 else np.concatenate([array, array[:1]])
+    elif choice == 3:  # dims that disagree with the data
+        dims = list(t.dims) or [1]
+        dims[rng.randrange(len(dims))] = rng.choice([0, 2, 1000, 2**40])
+        del t.dims[:]
+        t.dims.extend(dims)
+        return
+    else:  # all zeros or negative
+        array = np.zeros_like(array) if rng.random() < 0.5 else -array if array.dtype.kind != "b" else array
+    t.CopyFrom(numpy_helper.from_array(array, t.name))
+
+
+def mutate_initializer(model, rng):
+    g = model.graph
+    if not g.initializer:
+        return "no initializer"
+    k = rng.randrange(len(g.initializer))
+    t = g.initializer[k]
+    r = rng.random()
+    if r < 0.15:
+        del g.initializer[k]
+        return f"initializer '{t.name}' dropped"
+    if r < 0.25:  # also a graph input (a default the caller may override)
+        from onnx import helper
+        g.input.append(helper.make_tensor_value_info(t.name, t.data_type, list(t.dims)))
+        return f"initializer '{t.name}' also an input"
+    mutate_tensor_values(t, rng)
+    return f"initializer '{t.name}' values"
+
+
+def mutate_input_to_initializer(model, rng):
+    """A graph input made an initializer of random values of its type."""
+    from onnx import helper, numpy_helper
+    g = model.graph
+    inits = {t.name for t in g.initializer}
+    inputs = [k for k, vi in enumerate(g.input) if vi.name not in inits]
+    if not inputs:
+        return "no input"
+    k = rng.choice(inputs)
+    vi = g.input[k]
+    tt = vi.type.tensor_type
+    shape = [d.dim_value if d.HasField("dim_value") else 1 for d in tt.shape.dim]
+    try:
+        np_type = helper.tensor_dtype_to_np_dtype(tt.elem_type)
+        values = np.random.default_rng(rng.getrandbits(32)).integers(-2, 4, shape).astype(np_type)
+        g.initializer.append(numpy_helper.from_array(values, vi.name))
+    except Exception:  # noqa: BLE001 - no NumPy type or an impossible shape
+        return "input kept"
+    del g.input[k]
+    return f"input '{vi.name}' made an initializer"
+
+
+def attribute_value(kind, rng):
+    if kind == "i":
+        return rng.choice(INT_EDGES + [rng.randint(-4, 4)] * 4)
+    if kind == "f":
+        return rng.choice(FLOAT_EDGES + [rng.uniform(-2, 2)])
+    if kind == "s":
+        return rng.choice(STRINGS)
+    return [rng.randint(-3, 3) for _ in range(rng.randint(0, 4))]
+
+
+def mutate_attribute(model, rng):
+    from onnx import AttributeProto as A, helper
+    g = model.graph
+    if not g.node:
+        return "no node"
+    node = rng.choice(g.node)
+    r = rng.random()
+    if node.attribute and r < 0.7:
+        a = rng.choice(node.attribute)
+        if a.type == A.INT:
+            a.i = rng.choice([a.i + 1, a.i - 1, -a.i, attribute_value("i", rng)])
+        elif a.type == A.FLOAT:
+            a.f = rng.choice([-a.f, a.f * 1e30, attribute_value("f", rng)])
+        elif a.type == A.STRING:
+            a.s = attribute_value("s", rng)
+        elif a.type == A.INTS:
+            values = list(a.ints)
+            op = rng.randrange(4)
+            if op == 0 and values:
+                values.pop(rng.randrange(len(values)))
+            elif op == 1 and values:
+                values.insert(rng.randrange(len(values)), rng.choice(values))
+            elif op == 2 and values:
+                values[rng.randrange(len(values))] = rng.choice(INT_EDGES)
+            else:
+                values = [-v for v in values]
+            del a.ints[:]
+            a.ints.extend(values)
+        elif a.type == A.FLOATS:
+            values = list(a.floats) or [0.0]
+            values[rng.randrange(len(values))] = rng.choice(FLOAT_EDGES)
+            del a.floats[:]
+            a.floats.extend(values)
+        elif a.type == A.TENSOR:
+            mutate_tensor_values(a.t, rng)
+        else:
+            return f"attribute '{a.name}' of {node.op_type} kept"
+        return f"attribute '{a.name}' of {node.op_type}"
+    if node.attribute and r < 0.8:
+        k = rng.randrange(len(node.attribute))
+        name = node.attribute[k].name
+        del node.attribute[k]
+        return f"attribute '{name}' of {node.op_type} dropped"
+    name, kind = rng.choice(sorted(NEW_ATTRS.items()))
+    if any(a.name == name for a in node.attribute):
+        return "attribute present"
+    types = {"i": A.INT, "f": A.FLOAT, "s": A.STRING, "ints": A.INTS}
+    node.attribute.append(helper.make_attribute(name, attribute_value(kind, rng),
+                                                attr_type=types[kind]))
+    return f"attribute '{name}' added to {node.op_type}"
+
+
+def mutate_wiring(model, rng):
+    g = model.graph
+    if not g.node:
+        return "no node"
+    k = rng.randrange(len(g.node))
+    node = g.node[k]
+    r = rng.random()
+    if r < 0.45 and node.input:
+        j = rng.randrange(len(node.input))
+        names = available_names(g) + ["", "undefined"]
+        node.input[j] = rng.choice(names)
+        return f"input #{j} of {node.op_type} rewired"
+    if r < 0.6:
+        if rng.random() < 0.5:
+            node.input.append(rng.choice(available_names(g)))
+        elif node.input:
+            del node.input[-1]
+        return f"operands of {node.op_type} changed"
+    if r < 0.72 and len(g.node) > 1:
+        del g.node[k]
+        return f"{node.op_type} dropped"
+    if r < 0.84:
+        dup = copy.deepcopy(node)
+        if rng.random() < 0.5:
+            for j, o in enumerate(dup.output):
+                dup.output[j] = o + "_dup" if o else o
+        g.node.insert(rng.randrange(len(g.node) + 1), dup)
+        return f"{node.op_type} duplicated"
+    if r < 0.92 and len(g.node) > 1:
+        j = rng.randrange(len(g.node))
+        a, b = copy.deepcopy(g.node[k]), copy.deepcopy(g.node[j])
+        g.node[k].CopyFrom(b)
+        g.node[j].CopyFrom(a)
+        return "nodes swapped"
+    from onnx import helper
+    if node.output and node.output[0] and rng.random() < 0.7:  # an intermediate value as output
+        g.output.append(helper.make_tensor_value_info(node.output[0], 0, None))
+        return f"output of {node.op_type} made a graph output"
+    if len(g.output) > 1:
+        del g.output[rng.randrange(len(g.output))]
+        return "graph output dropped"
+    return "wiring kept"
+
+
+def mutate_op_type(model, rng):
+    g = model.graph
+    if not g.node:
+        return "no node"
+    node = rng.choice(g.node)
+    group = next((grp for grp in SAME_ARITY if node.op_type in grp), rng.choice(SAME_ARITY))
+    old, node.op_type = node.op_type, rng.choice(group)
+    return f"{old} became {node.op_type}"
+
+
+def mutate_opset(model, rng):
+    for o in model.opset_import:
+        if o.domain in ("", "ai.onnx"):
+            o.version = rng.choice([1, 5, 7, 9, 11, 12, 13, 17, 18, 20, 21, 23, 26, 0, 1000])
+            return f"opset {o.version}"
+    return "no opset"
+
+
+MUTATORS = [(mutate_dim, 3), (mutate_dtype, 2), (mutate_attribute, 4), (mutate_initializer, 3),
+            (mutate_input_to_initializer, 1), (mutate_wiring, 4), (mutate_op_type, 1),
+            (mutate_opset, 1)]
+
+
+def mutate(model, rng):
+    """Applies one to three weighted mutations; returns what they did."""
+    done = []
+    for _ in range(rng.choice([1, 1, 2, 3])):
+        fn = rng.choices([m for m, _ in MUTATORS], [w for _, w in MUTATORS])[0]
+        done.append(fn(model, rng))
+    return done
+
+
+# --- the oracles ---------------------------------------------------------------
+
+class Target:
+    name = "onnx"
+    suffix = ".onnx"
+
+    def __init__(self, args):
+        import onnx
+        from cgc.onnx_import import onnx_to_ir, write_ir
+        from cgc.onnx_types import RefusedError
+        from cgc.safetensors import read_safetensors, write_safetensors
+        self.onnx, self.onnx_to_ir, self.write_ir = onnx, onnx_to_ir, write_ir
+        self.RefusedError = RefusedError
+        self.read_st, self.write_st = read_safetensors, write_safetensors
+        self.cgc_opt, self.cgc = args.cgc_opt, args.cgc
+        self.corpus = None
+        self.cli_every = CLI_EVERY  # None: never (replay sets it per input)
+        self.stats = {"cases": 0, "refused": 0, "accepted": 0, "compared": 0,
+                      "reference failed": 0, "cli": 0, "equivalence": 0}
+
+    def generate(self, rng):
+        """(model bytes, description) of one mutated seed."""
+        if self.corpus is None:
+            self.corpus = Corpus(self.onnx)
+        model, seed = self.corpus.pick(rng)
+        done = mutate(model, rng)
+        return model.SerializeToString(), f"seed {seed}; " + "; ".join(done)
+
+    def ops_of(self, model):
+        ops = sorted({n.op_type for n in model.graph.node})
+        return "+".join(ops[:3]) + ("+…" if len(ops) > 3 else "") if ops else "-"
+
+    def check(self, data, rng, work, findings, where):
+        """Runs the oracles on one serialized model."""
+        self.stats["cases"] += 1
+        try:
+            model = self.onnx.ModelProto()
+            model.ParseFromString(data)
+        except Exception:  # noqa: BLE001 - a mutation cannot make bytes unparsable
+            return
+        ops = self.ops_of(model)
+        path = os.path.join(work, "model.json")
+        for f in os.listdir(work):
+            os.remove(os.path.join(work, f))
+        try:
+            with warnings.catch_warnings(), np.errstate(all="ignore"):
+                warnings.simplefilter("ignore")
+                ir, weights = fuzzlib.bounded(self.onnx_to_ir, model, name="fuzz")
+                fuzzlib.bounded(self.write_ir, ir, weights, path)
+        except self.RefusedError as e:
+            self.stats["refused"] += 1
+            findings.refused(fuzzlib.pattern(e))
+            ir = None
+        except KeyboardInterrupt:
+            raise
+        except BaseException as e:  # noqa: BLE001 - oracle (a)
+            op = fuzzlib.node_op_of(e) if fuzzlib.node_op_of(e) != "-" else ops
+            findings.add(fuzzlib.exception_class(e, op), data, self.suffix, where,
+                         f"{type(e).__name__}: {str(e)[:300]}")
+            ir = None
+        if self.cgc and self.cli_every and self.stats["cases"] % self.cli_every == 1 % self.cli_every:
+            self.check_cli(data, ops, work, findings, where)
+        if ir is not None:
+            self.stats["accepted"] += 1
+            self.check_values(model, ir, ops, rng, work, findings, data, where)
+
+    def check_cli(self, data, ops, work, findings, where):
+        self.stats["cli"] += 1
+        model_path = os.path.join(work, "fuzz.onnx")
+        out = os.path.join(work, "fuzz.cgc")
+        with open(model_path, "wb") as f:
+            f.write(data)
+        try:
+            r = subprocess.run([self.cgc, model_path, "-o", out], capture_output=True, text=True,
+                               timeout=120)
+            rc, stderr = r.returncode, r.stderr
+        except subprocess.TimeoutExpired:
+            rc, stderr = -999, ""
+        failure = fuzzlib.tool_failure(rc, stderr)
+        if failure is None and rc == 1:
+            line = fuzzlib.error_line(stderr)
+            if not line.startswith(model_path + ": error:"):
+                failure = "unlocated message: " + fuzzlib.pattern(line)
+            elif os.path.exists(out):
+                failure = "refused but wrote the output"
+        elif failure is None and not os.path.exists(out):
+            failure = "exit 0 without the output"
+        if failure:
+            findings.add(f"cli | {ops} | {failure}", data, self.suffix, where, stderr[-500:])
+
+    def check_values(self, model, ir, ops, rng, work, findings, data, where):
+        """Oracle (b): the interpreter against the ONNX reference."""
+        inits = {t.name for t in model.graph.initializer}
+        onnx_inputs = [vi.name for vi in model.graph.input if vi.name not in inits]
+        user = [i for i in ir["inputs"] if i.get("kind", "user_input") == "user_input"]
+        if len(user) != len(onnx_inputs):
+            findings.add(f"io | {ops} | {len(onnx_inputs)} ONNX inputs, {len(user)} IR inputs",
+                         data, self.suffix, where)
+            return
+        feeds, run_inputs = {}, {}
+        for spec, name in zip(user, onnx_inputs):
+            shape = spec["shape"]
+            if any(not isinstance(d, int) for d in shape):
+                return
+            if any(d < 0 for d in shape):
+                findings.add(f"accepted | {ops} | an input with a negative dim", data,
+                             self.suffix, where, str(spec))
+                return
+            if np.prod(shape, dtype=np.float64) > 1 << 22:
+                return  # too large to run as a fuzz case
+            array = fuzzlib.random_array(rng, spec["dtype"], shape)
+            if array is None:
+                return
+            feeds[name], run_inputs[spec["name"]] = array, array
+        path = os.path.join(work, "model.json")
+        inputs, outputs = os.path.join(work, "in.safetensors"), os.path.join(work, "out.safetensors")
+        self.write_st(inputs, run_inputs)
+        rc, _, stderr = fuzzlib.run_cgc_opt(self.cgc_opt, [path, "--interpret", "--inputs", inputs,
+                                                           "--outputs", outputs])
+        failure = fuzzlib.tool_failure(rc, stderr)
+        if failure:
+            findings.add(f"cgc-opt | {ops} | {failure}", data, self.suffix, where, stderr[-500:])
+            return
+        if rc == 1:
+            findings.add(f"ir-error | {ops} | {fuzzlib.pattern(fuzzlib.error_line(stderr))}",
+                         data, self.suffix, where, stderr[-500:])
+            return
+        if self.stats["accepted"] % EQUIVALENCE_EVERY == 1:
+            self.check_equivalence(path, ops, findings, data, where)
+        want = self.reference(model, feeds)
+        if want is None:
+            return
+        self.stats["compared"] += 1
+        got = self.read_st(outputs)
+        names = [o if isinstance(o, str) else o["name"] for o in ir["outputs"]]
+        for k, (name, w) in enumerate(zip(names, want)):
+            if w is None or not isinstance(w, np.ndarray) or w.dtype.kind in "OUSc":
+                continue
+            problem = fuzzlib.compare(got.get(name), w)
+            if problem:
+                findings.add(f"wrong | {ops} | output {problem}", data, self.suffix, where,
+                             fuzzlib.describe_difference(got.get(name), w))
+                return
+
+    def check_equivalence(self, path, ops, findings, data, where):
+        self.stats["equivalence"] += 1
+        rc, stdout, stderr = fuzzlib.run_cgc_opt(
+            self.cgc_opt, [path, "--passes=" + DEFAULT_PIPELINE, "--check-equivalence", "--trials=2"])
+        failure = fuzzlib.tool_failure(rc, stderr)
+        if failure is None and rc == 1:
+            failure = "refused: " + fuzzlib.pattern(fuzzlib.error_line(stderr))
+        elif failure is None and "check-equivalence: PASS" not in stdout:
+            failure = "no PASS: " + fuzzlib.pattern(stdout.strip().splitlines()[-1] if stdout.strip() else "")
+        if failure:
+            findings.add(f"pipeline | {ops} | {failure}", data, self.suffix, where,
+                         (stdout + stderr)[-500:])
+
+    def reference(self, model, feeds):
+        """ReferenceEvaluator's outputs, or None where it cannot run the
+        model (its own refusals are not cgc's findings)."""
+        from onnx.reference import ReferenceEvaluator
+        try:
+            with warnings.catch_warnings(), np.errstate(all="ignore"):
+                warnings.simplefilter("ignore")
+                return fuzzlib.bounded(lambda: ReferenceEvaluator(model).run(None, feeds))
+        except KeyboardInterrupt:
+            raise
+        except BaseException:  # noqa: BLE001 - the reference's failure, counted
+            self.stats["reference failed"] += 1
+            return None
