@@ -50,7 +50,12 @@ def lower_record(record, weights, path, *, buckets=None):
     state_dict name) to a safetensors file beside it. `buckets`: extents
     to compile each named dim for (set_buckets). Returns the IR dict."""
     lowering = Lowering(record, weights)
-    outputs = lowering.run()
+    try:
+        outputs = lowering.run()
+    except RefusedError:
+        raise
+    except MALFORMED as e:
+        raise RefusedError(malformed(lowering, e)) from None
     set_buckets(lowering.dims, buckets or {})
     ir = {"format_version": 1, "name": safe_name(record["module"]),
           "inputs": lowering.inputs, "nodes": lowering.nodes, "outputs": outputs}
@@ -65,6 +70,20 @@ def lower_record(record, weights, path, *, buckets=None):
         json.dump(ir, f, indent=1)
         f.write("\n")
     return ir
+
+
+# What a rule or the record reader raises on a record that torch.export
+# did not write (an argument missing or of another kind, a field absent):
+# records are machine-made, so these are refused as malformed, naming the
+# node being lowered.
+MALFORMED = (IndexError, KeyError, TypeError, AttributeError, ValueError, ZeroDivisionError,
+             OverflowError, StopIteration)
+
+
+def malformed(lowering, error):
+    where = f"node '{lowering.current}': " if lowering.current else ""
+    return (f"{where}a malformed program record ({type(error).__name__}: {error}); records "
+            "come from cgc.torch_capture")
 
 
 def set_buckets(dims, buckets):
@@ -152,6 +171,7 @@ class Lowering(IRBuilder):
         self.value = {}   # record node name (name#k: its k-th result) -> cgc value name
         self.sizes = {}   # record node name -> the size it computes (no cgc value)
         self.fixed = {}   # user input fixed at export (not a tensor) -> its value
+        self.current = None  # the record node being lowered
 
     def op(self, op, inputs, attrs=None, name=None):
         return self.node(op, inputs, attrs, name)
@@ -173,7 +193,10 @@ class Lowering(IRBuilder):
                 raise RefusedError(f"dim {d} has no range")
             if not isinstance(rng["max"], int):
                 raise RefusedError(f"dim {d} has no upper bound: give torch.export.Dim a max")
-            self.dims[d] = {"name": d, "min": rng["min"], "max": rng["max"]}
+            low = rng["min"] if isinstance(rng["min"], int) else 0
+            if low > rng["max"]:
+                raise RefusedError(f"dim {d} has the empty range [{low}, {rng['max']}]")
+            self.dims[d] = {"name": d, "min": low, "max": rng["max"]}
         return d
 
     def type_of(self, n):
@@ -198,6 +221,7 @@ class Lowering(IRBuilder):
         nodes = read_nodes(self.record)
         refuse_unmapped(nodes)
         for n in nodes:
+            self.current = n.name
             self.loc = n.source
             if n.op == "placeholder":
                 if n.name not in specs:
