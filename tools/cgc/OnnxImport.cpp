@@ -56,10 +56,14 @@ static std::string importerPythonPath() {
 // taken off sys.path before anything is imported from it (site runs
 // before -c puts '' there, so only this code sees it), which works from
 // Python 3.8 on and keeps site-packages and PYTHONPATH; a package that
-// cannot be imported is said in one line, never as a traceback.
+// cannot be imported is said in one line, never as a traceback, and a
+// signal before cgc.onnx_cli handles them ends it without one.
 static const char kStartImporter[] =
     "import sys\n"
     "sys.path[:] = [p for p in sys.path if p not in ('', '.')]\n"
+    "import signal\n"
+    "for s in (signal.SIGINT, signal.SIGTERM):\n"
+    "    signal.signal(s, signal.SIG_DFL)  # until cgc.onnx_cli sets its own\n"
     "try:\n"
     "    from cgc.onnx_cli import main\n"
     "except Exception as e:\n"
