@@ -145,7 +145,8 @@ class Importer:
         elements = folded_elements(node.op_type, arrays, attrs)
         if elements is None:
             return False
-        check_constant_size(elements, max((a.itemsize for a in arrays), default=8), "the folded result")
+        itemsize = max((a.itemsize for a in arrays), default=8)
+        check_constant_size(elements, itemsize, "the folded result")
         try:
             results = ReferenceEvaluator(self.single_node_model(node, feeds)).run(None, feeds)
         except Exception:  # noqa: BLE001 - left to the operator's rule
@@ -237,12 +238,8 @@ class Importer:
         for vi in graph.output:
             if vi.name not in self.g.value:
                 raise RefusedError(f"output '{vi.name}' is not computed by the graph")
-            outputs.append({"name": self.output_name(vi.name), "value": self.g.value[vi.name],
-                            "onnx": vi.name})
+            outputs.append({"onnx": vi.name, "value": self.g.value[vi.name]})
         return outputs
-
-    def output_name(self, onnx_name):
-        return safe_name(onnx_name)
 
     def import_node(self, node, index):
         label = f"node '{shown(node.name or node.op_type + '_' + str(index))}' ({shown(node.op_type)})"
