@@ -23,6 +23,10 @@ class Interrupted(BaseException):
 
 
 def on_signal(signum, frame):
+    # Later signals are ignored: cgc passes a Ctrl-C the importer already
+    # got, and a second Interrupted would escape the first's handling.
+    for other in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(other, signal.SIG_IGN)
     raise Interrupted(signum)
 
 
