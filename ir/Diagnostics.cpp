@@ -28,13 +28,20 @@ bool DiagnosticEngine::suppressed() {
   return true;
 }
 
+static llvm::StringRef kindName(llvm::SourceMgr::DiagKind kind) {
+  return kind == llvm::SourceMgr::DK_Error     ? "error"
+         : kind == llvm::SourceMgr::DK_Warning ? "warning"
+                                               : "note";
+}
+
 void DiagnosticEngine::emit(Location loc, llvm::SourceMgr::DiagKind kind,
                             const llvm::Twine &message) {
   if (!loc.isValid()) {
-    llvm::StringRef prefix = kind == llvm::SourceMgr::DK_Error     ? "error"
-                             : kind == llvm::SourceMgr::DK_Warning ? "warning"
-                                                                   : "note";
-    os << "cgc: " << prefix << ": " << message << "\n";
+    os << "cgc: " << kindName(kind) << ": " << message << "\n";
+    return;
+  }
+  if (!shownFile.empty()) {
+    os << shownFile << ": " << kindName(kind) << ": " << message << "\n";
     return;
   }
   const llvm::MemoryBuffer *buf = srcMgr.getMemoryBuffer(loc.bufferId);
@@ -90,10 +97,17 @@ void DiagnosticEngine::fileError(llvm::StringRef file,
   lastSuppressed = suppressed();
   ++errors;
   if (!lastSuppressed)
-    os << file << ": error: " << message << "\n";
+    os << (shownFile.empty() ? file : llvm::StringRef(shownFile))
+       << ": error: " << message << "\n";
 }
 
 void DiagnosticEngine::nodeError(const Node &node, const llvm::Twine &message) {
+  if (!shownFile.empty() && !node.getSourceLoc().empty()) {
+    error(node.getLoc(), node.getSourceLoc() + ": in cgc's node '" +
+                             node.getName() + "' (" + mnemonic(node.getOp()) +
+                             "): " + message);
+    return;
+  }
   error(node.getLoc(), "node '" + node.getName() + "' (" +
                            mnemonic(node.getOp()) + "): " + message);
   if (!node.getSourceLoc().empty())

@@ -45,6 +45,11 @@ public:
   unsigned errorCount() const { return errors; }
   bool hasErrors() const { return errors != 0; }
   void setErrorLimit(unsigned limit) { errorLimit = limit; }
+  /// Prints every located diagnostic as `file: error: message`, without
+  /// line, column or source line, and file errors under \p file too: for
+  /// an IR the driver imported into a temporary file (cgc model.onnx),
+  /// whose nodes' `loc` name the user's source instead.
+  void showLocationsAs(llvm::StringRef file) { shownFile = file.str(); }
 
   /// Source lines longer than this are shown clipped around the column.
   static constexpr size_t kMaxShownLine = 160;
@@ -61,6 +66,7 @@ private:
   unsigned errors = 0;
   bool limitReported = false;
   bool lastSuppressed = false;
+  std::string shownFile;
 };
 
 } // namespace cgc

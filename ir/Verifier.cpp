@@ -33,7 +33,11 @@ public:
 private:
   bool verifyNode(Node &n, const llvm::DenseSet<Value *> &visible);
   /// The size limits (docs/ir.md), checked before anything is allocated.
-  bool checkSize(const Value *v, const DimTable &dims, Location loc);
+  /// \p node: the node that defines \p v (its error then starts with
+  /// `node 'n' (op): `, as every error about a node does), or null for
+  /// an input at \p loc.
+  bool checkSize(const Value *v, const DimTable &dims, Location loc,
+                 const Node *node = nullptr);
   bool checkPersistentBytes(const GraphInput &in, const DimTable &dims);
   DiagnosticEngine &diag;
   uint64_t persistentBytes = 0;
@@ -108,15 +112,20 @@ bool Verifier::verifyNode(Node &n, const llvm::DenseSet<Value *> &visible) {
   return true;
 }
 
-bool Verifier::checkSize(const Value *v, const DimTable &dims, Location loc) {
+bool Verifier::checkSize(const Value *v, const DimTable &dims, Location loc,
+                         const Node *node) {
   uint64_t bytes;
   if (tensorBytes(v->getType(), dims, bytes) && bytes <= kMaxTensorBytes)
     return true;
-  diag.error(loc, "value '" + v->getName() + "' (" +
-                      typeToString(v->getType(), dims) +
-                      ") is larger than the " +
-                      llvm::Twine(kMaxTensorBytes >> 30) +
-                      " GiB cgc takes for one tensor");
+  std::string message = "value '" + v->getName() + "' (" +
+                        typeToString(v->getType(), dims) +
+                        ") is larger than the " +
+                        std::to_string(kMaxTensorBytes >> 30) +
+                        " GiB cgc takes for one tensor";
+  if (node)
+    diag.nodeError(*node, message);
+  else
+    diag.error(loc, message);
   return false;
 }
 
@@ -169,7 +178,7 @@ bool Verifier::verify(Graph &g) {
       return false;
     for (unsigned r = 0; r < node->numResults(); ++r)
       if (!define(node->result(r), node->getLoc()) ||
-          !checkSize(node->result(r), g.dims(), node->getLoc()))
+          !checkSize(node->result(r), g.dims(), node->getLoc(), node.get()))
         return false;
   }
   if (!g.isRegion() && g.outputs.empty()) {

@@ -21,6 +21,8 @@ import numpy as np
 
 from . import ops
 from .onnx_functions import expand_functions
+from .onnx_limits import check_constant_size, folded_elements
+from .onnx_names import shown, unique_names
 from .onnx_prepare import prepared
 from .onnx_shapes import computed_model
 from .onnx_types import NUMPY, RefusedError, cgc_dtype, dtype_of_array
@@ -149,7 +151,7 @@ class Importer:
                 list(self.model.graph.output):
             self.value_types[vi.name] = vi.type
 
-    def fold(self, node, ins):
+    def fold(self, node, ins, attrs):
         """Evaluates `node` at compile time when it computes shapes from
         known values only; True when it did."""
         if node.op_type not in FOLDED or not ins or \
@@ -157,6 +159,12 @@ class Importer:
             return False
         from onnx.reference import ReferenceEvaluator
         feeds = {n: self.g.known[v] for n, v in zip(node.input, ins) if n}
+        arrays = [np.asarray(a) for a in feeds.values()]
+        elements = folded_elements(node.op_type, arrays, attrs)
+        if elements is None:
+            return False
+        itemsize = max((a.itemsize for a in arrays), default=8)
+        check_constant_size(elements, itemsize, "the folded result")
         try:
             results = ReferenceEvaluator(self.single_node_model(node, feeds)).run(None, feeds)
         except Exception:  # noqa: BLE001 - left to the operator's rule
@@ -226,6 +234,9 @@ class Importer:
         graph = self.model.graph
         initializers = {t.name: t for t in graph.initializer}
         inputs = {vi.name for vi in graph.input}
+        self.input_names = unique_names([vi.name for vi in graph.input if vi.name not in
+                                         initializers and vi.name not in self.constants])
+        self.g.names.update(self.input_names.values())
         for t in graph.initializer:
             array = self.numpy_helper.to_array(t)
             if t.name in inputs:  # a default (its type checked by computed_model)
@@ -239,7 +250,7 @@ class Importer:
                 self.g.value[vi.name] = self.g.constant(self.constants[vi.name], vi.name)
                 continue
             dtype, shape = self.onnx_type(vi.name, "input")
-            name = self.g.fresh(vi.name)
+            name = self.input_names[vi.name]
             self.g.inputs.append({"name": name, "dtype": dtype, "shape": shape})
             self.g.type[name] = (dtype, shape)
             self.g.value[vi.name] = name
@@ -249,28 +260,25 @@ class Importer:
         for vi in graph.output:
             if vi.name not in self.g.value:
                 raise RefusedError(f"output '{vi.name}' is not computed by the graph")
-            outputs.append({"name": self.output_name(vi.name), "value": self.g.value[vi.name]})
+            outputs.append({"onnx": vi.name, "value": self.g.value[vi.name]})
         return outputs
 
-    def output_name(self, onnx_name):
-        return safe_name(onnx_name)
-
     def import_node(self, node, index):
-        label = f"node '{node.name or node.op_type + '_' + str(index)}' ({node.op_type})"
+        label = f"node '{shown(node.name or node.op_type + '_' + str(index))}' ({shown(node.op_type)})"
         if node.domain not in ("", "ai.onnx"):
             raise RefusedError(f"{label}: operators of domain '{node.domain}' have no cgc mapping")
         rule = ops.RULES.get(node.op_type)
         if rule is None:
             raise RefusedError(f"{label}: the ONNX operator {node.op_type} has no cgc mapping")
-        self.g.loc = None
+        self.g.loc = label  # A verifier's error on these nodes names the ONNX node.
         ins = [self.g.value.get(n) if n else None for n in node.input]
         for n, v in zip(node.input, ins):
             if n and v is None:
                 raise RefusedError(f"{label}: operand '{n}' is not defined before it")
         attrs = {a.name: self.onnx.helper.get_attribute_value(a) for a in node.attribute}
-        if self.fold(node, ins):
-            return
         try:
+            if self.fold(node, ins, attrs):
+                return
             outs = rule(Context(self, node, label), ins, attrs)
         except RefusedError as e:
             raise RefusedError(f"{label}: {e}") from None
@@ -313,33 +321,68 @@ class Context:
         return self.g.op(op, inputs, attrs, dtype, shape, name=name)
 
 
-def onnx_to_ir(model, name=None, constants=None, inline_limit=1024, input_shapes=None):
+def onnx_to_ir(model, name=None, constants=None, inline_limit=1024, input_shapes=None,
+               renamed=None):
     """(ir dict, weights dict) for the ONNX ModelProto `model`; raises
     RefusedError saying what it cannot express. `constants` maps graph
     input names to arrays taken as constants; `input_shapes` gives the
-    shapes of inputs with dynamic dims."""
+    shapes of inputs with dynamic dims. `renamed`, a dict when given,
+    receives {("input" or "output", ONNX name): IR name} for every graph
+    input and output whose IR name differs from its ONNX name."""
     imp = Importer(model, constants, inline_limit, input_shapes)
     outputs = imp.run()
     g = imp.g
-    ir_outputs, seen = [], set()
+    output_names = unique_names([o["onnx"] for o in outputs])
+    ir_outputs = []
     for o in outputs:
-        out = o["name"]
-        while out in seen:
-            out += "_"
-        seen.add(out)
+        out = output_names[o["onnx"]]
         ir_outputs.append(o["value"] if out == o["value"] else {"name": out, "value": o["value"]})
+    if renamed is not None:
+        for kind, names in (("input", imp.input_names), ("output", output_names)):
+            renamed.update({(kind, n): ir for n, ir in names.items() if n != ir})
     ir = {"format_version": 1,
           "name": safe_name(name or model.graph.name or "onnx"),
           "inputs": g.inputs, "nodes": g.nodes, "outputs": ir_outputs}
     return ir, dict(g.weights)
 
 
+def spelled_numbers(value):
+    """`value` (the IR as dicts and lists) with every non-finite float
+    spelled as the IR spells it: "inf", "-inf", "nan" (docs/ir.md)."""
+    if isinstance(value, float):
+        return value if np.isfinite(value) else json_number(value, "f32")
+    if isinstance(value, dict):
+        return {k: spelled_numbers(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [spelled_numbers(v) for v in value]
+    return value
+
+
 def write_ir(ir, weights, path):
-    """Writes `ir` as JSON to `path` (and `weights` beside it)."""
+    """Writes `ir` as JSON to `path` (and `weights` beside it), each file
+    whole or not at all (written beside it, then renamed)."""
     if weights:
         wpath = os.path.splitext(path)[0] + ".safetensors"
-        write_safetensors(wpath, weights)
+        write_atomically(wpath, lambda f: write_safetensors(f, weights))
         ir = dict(ir, weights_file=os.path.basename(wpath))
+    text = json.dumps(spelled_numbers(ir), indent=1, allow_nan=False) + "\n"
+    write_atomically(path, lambda f: write_text(f, text))
+
+
+def write_text(path, text):
     with open(path, "w") as f:
-        json.dump(ir, f, indent=1)
-        f.write("\n")
+        f.write(text)
+
+
+def write_atomically(path, write):
+    """Calls write(temporary path) beside `path`, then renames it to
+    `path`; removes the temporary file if anything (an interrupt too)
+    stops it."""
+    tmp = f"{path}.tmp-{os.getpid()}"
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+        raise

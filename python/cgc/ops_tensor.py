@@ -2,6 +2,7 @@
 cgc ops. Registered into onnx_rules.RULES."""
 import numpy as np
 
+from .onnx_limits import check_constant_size
 from .onnx_rules import (RULES, check_constant_indices, const, dtype, ints_operand, need_float,
                          rule, shape)
 from .onnx_types import RefusedError
@@ -415,6 +416,8 @@ def constant_of_shape(ctx, ins, attrs):
     import onnx
     dims = ints_operand(ctx, ins[0], "the shape operand")
     value = onnx.numpy_helper.to_array(attrs["value"]) if "value" in attrs else np.zeros(1, np.float32)
+    check_constant_size(int(np.prod([max(d, 0) for d in dims], dtype=object)), value.itemsize,
+                        "the result")
     return [ctx.g.constant(np.full(dims, value.reshape(-1)[0], value.dtype), ctx.node.output[0])]
 
 

@@ -29,7 +29,6 @@
 #endif
 
 #include "llvm/ADT/STLExtras.h"
-#include "llvm/ADT/ScopeExit.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
@@ -87,6 +86,11 @@ static cl::list<std::string>
     BindDims("bind-dim",
              cl::desc("Compile one graph per value of a symbolic dim"),
              cl::value_desc("NAME=V1,V2,..."));
+static cl::list<std::string>
+    OnnxShapes("shape",
+               cl::desc("The static shape of an ONNX input with dynamic dims "
+                        "(passed to the importer)"),
+               cl::value_desc("NAME=D,D,..."));
 static cl::opt<unsigned> ErrorLimit("error-limit", cl::desc("Stop after this many errors"),
                                     cl::init(20));
 
@@ -225,22 +229,36 @@ static int compileMain(int argc, char **argv) {
     llvm::errs() << "cgc: error: -o needs a path\n";
     return 2;
   }
+  if (!OnnxShapes.empty() && !isOnnxModel(InputFile)) {
+    llvm::errs() << "cgc: error: --shape gives the dims of an ONNX model's "
+                    "inputs; the input is not a .onnx file\n";
+    return 2;
+  }
+  bool sameFile = false;
+  if (!OutputFile.empty() &&
+      !llvm::sys::fs::equivalent(InputFile, OutputFile, sameFile) && sameFile) {
+    llvm::errs() << "cgc: error: the output " << OutputFile
+                 << " is the input file; refusing to overwrite it\n";
+    return 1;
+  }
   DiagnosticEngine diag(llvm::errs(), ErrorLimit);
   PhaseTimes times;
   std::unique_ptr<Graph> graph;
-  std::string modelPath = InputFile, importDir;
-  auto removeImport = llvm::make_scope_exit([&] {
-    if (!importDir.empty())
-      llvm::sys::fs::remove_directories(importDir);
-  });
+  std::string modelPath = InputFile;
+  OnnxImport onnxImport;
   if (isOnnxModel(InputFile)) {
     PhaseTimer timer(&times, "import ONNX");
     std::string error;
-    if (!importOnnx(InputFile, modelPath, importDir, error)) {
+    int status = 1;
+    if (!onnxImport.run(InputFile, OnnxShapes, error, status)) {
       if (!error.empty())
         llvm::errs() << InputFile << ": error: " << error << "\n";
-      return 1;
+      return status;
     }
+    modelPath = onnxImport.jsonPath();
+    // Errors in the imported IR name the .onnx file, never the temporary
+    // JSON; the importer stamps each node with its ONNX node (`loc`).
+    diag.showLocationsAs(InputFile);
   }
   {
     PhaseTimer timer(&times, "read and verify");
