@@ -249,13 +249,16 @@ def main():
                     help="write models.md from saved results and stop")
     ap.add_argument("--title", default="Model zoo: correctness tier")
     ap.add_argument("--cgc", help="the cgc driver ($CGC otherwise)")
-    ap.add_argument("--only", default="", help="entries whose name contains this")
+    ap.add_argument("--only", default="",
+                    help="entries whose name contains one of these (comma-separated)")
     ap.add_argument("--export-only", action="store_true")
     ap.add_argument("--out", default=os.environ.get("OUT", "."))
     ap.add_argument("--status", default=os.path.join(HERE, "status.json"))
     ap.add_argument("--update-status", action="store_true")
     ap.add_argument("--bench", action="store_true",
                     help="the benchmark tier: time the entries tagged 'bench' that pass")
+    ap.add_argument("--bench-only", default="",
+                    help="with --bench: time only entries whose name contains one of these")
     ap.add_argument("--iters", type=int, default=50)
     ap.add_argument("--autotune-budget-s", type=float, default=300)
     args = ap.parse_args()
@@ -273,7 +276,7 @@ def main():
             committed = json.load(f)
     rows, failed = [], []
     for entry in ENTRIES:
-        if args.only not in entry.name:
+        if not any(part in entry.name for part in args.only.split(",")):
             continue
         with tempfile.TemporaryDirectory(prefix="cgc-zoo-") as work:
             try:
@@ -281,7 +284,8 @@ def main():
             except Exception as e:  # noqa: BLE001 - eager itself failed: the entry is broken
                 row = {"entry": entry.name, "status": "broken",
                        "message": f"{type(e).__name__}: {e}"}
-        if args.bench and row["status"] == "passed" and "bench" in entry.tags:
+        if args.bench and row["status"] == "passed" and "bench" in entry.tags and \
+                any(part in entry.name for part in args.bench_only.split(",")):
             with tempfile.TemporaryDirectory(prefix="cgc-zoo-") as work:
                 bench_entry(torch, cgc, entry, row, work, args.iters, args.autotune_budget_s)
             print(f"{entry.name}: " + " ".join(f"{k}={v:.1f}us" for k, v in
