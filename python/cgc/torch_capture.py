@@ -131,9 +131,15 @@ def export_program(module, example_args, example_kwargs, dynamic_shapes):
     """torch.export.export of the module, its failure a RefusedError that
     names the module and the cause (a KV cache among the outputs gets what
     to do about it)."""
+    # scaled_dot_product_attention stays whole (KEPT), so which kernel torch
+    # would pick does not matter; tracing with the math one keeps the fused
+    # kernels' own guards (the efficient kernel pads a mask to a multiple of
+    # 8, which a dynamic sequence cannot be proven to fit) out of the export.
+    from torch.nn.attention import SDPBackend, sdpa_kernel
     try:
-        return torch.export.export(module, tuple(example_args), kwargs=example_kwargs,
-                                   dynamic_shapes=dynamic_shapes)
+        with sdpa_kernel([SDPBackend.MATH]):
+            return torch.export.export(module, tuple(example_args), kwargs=example_kwargs,
+                                       dynamic_shapes=dynamic_shapes)
     except Exception as e:  # noqa: BLE001 - torch.export raises many kinds
         raise RefusedError(export_failure(type(module).__name__, e)) from None
 
