@@ -239,3 +239,35 @@ def remainder(e, n):
     signs_differ = e.op("ne", [e.op("lt", [truncated, zero]), e.op("lt", [y, zero])])
     fix = e.op("logical_and", [e.op("ne", [truncated, zero]), signs_differ])
     return e.op("where", [fix, e.op("add", [truncated, y]), truncated], name=n.name)
+
+
+@aten("index_select")
+def index_select(e, n):
+    """x.index_select(dim, index): a gather along dim (the index is 1-D)."""
+    x, dim, index = n.args[:3]
+    shape = e.shape(x)
+    dim %= max(len(shape), 1)
+    i = wrapped_index(e, index, shape[dim]) if isinstance(shape[dim], int) \
+        else e.as_dtype(index, "i64")
+    return e.op("gather", [e.operand(x), i], {"axis": dim}, name=n.name)
+
+
+@aten("repeat")
+def repeat(e, n):
+    """x.repeat(r0, r1, ...): every repeated dim d becomes [r, d] (a
+    broadcast of a size-1 dim put before it), merged into r * d."""
+    x, repeats = n.args[0], [number(r, "a repeat count") for r in n.args[1]]
+    shape = [1] * (len(repeats) - len(e.shape(x))) + list(e.shape(x))
+    split, broadcast = [], []
+    for r, d in zip(repeats, shape):
+        if r == 1:
+            split.append(d)
+            broadcast.append(d)
+            continue
+        if not isinstance(d, int):
+            raise RefusedError(f"a repeat of the dynamic dim {d}")
+        split += [1, d]
+        broadcast += [r, d]
+    out = e.op("reshape", [e.operand(x)], {"shape": split})
+    out = e.op("broadcast_to", [out], {"shape": broadcast})
+    return e.op("reshape", [out], {"shape": e.shape(n)}, name=n.name)
