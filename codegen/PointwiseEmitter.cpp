@@ -66,6 +66,10 @@ std::string cgc::elementwiseExpr(const Node &n, llvm::ArrayRef<std::string> a) {
   case OpKind::Ge: return bin(">=");
   case OpKind::LogicalAnd: return bin("&&");
   case OpKind::LogicalOr: return bin("||");
+  case OpKind::BitwiseNot: return "(~" + a[0] + ")";
+  case OpKind::BitwiseAnd: return bin("&");
+  case OpKind::BitwiseOr: return bin("|");
+  case OpKind::BitwiseXor: return bin("^");
   case OpKind::Where:
     return "(" + a[0] + " ? " + a[1] + " : " + a[2] + ")";
   case OpKind::Cast: {

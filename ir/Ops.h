@@ -39,6 +39,7 @@ enum OpFlags : uint32_t {
   AllowInt = 1u << 2,  ///< Integer operands are accepted.
   AllowBool = 1u << 3, ///< Bool operands are accepted.
   BoolOnly = 1u << 4,  ///< Only bool operands are accepted.
+  NoFloat = 1u << 5,   ///< Float operands are refused (the bitwise ops).
 };
 
 enum class OpKind : uint8_t {

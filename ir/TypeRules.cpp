@@ -31,7 +31,7 @@ bool TypeChecker::dtypeAllowed(DType dtype) const {
     return info.has(AllowBool);
   if (isInteger(dtype))
     return info.has(AllowInt);
-  return true;
+  return !info.has(NoFloat);
 }
 
 bool TypeChecker::checkOperandDTypes(unsigned first, unsigned count) {

@@ -94,7 +94,8 @@ static Value *elementwiseIdentity(Node &node) {
   case OpKind::Maximum:
   case OpKind::Minimum: case OpKind::Eq: case OpKind::Ne: case OpKind::Lt:
   case OpKind::Le: case OpKind::Gt: case OpKind::Ge: case OpKind::LogicalAnd:
-  case OpKind::LogicalOr: case OpKind::Where:
+  case OpKind::LogicalOr: case OpKind::Where: case OpKind::BitwiseNot:
+  case OpKind::BitwiseAnd: case OpKind::BitwiseOr: case OpKind::BitwiseXor:
     return nullptr;
 #define CGC_ELEMENTWISE_OP(...)
 #define CGC_OP(Enum, ...) case OpKind::Enum:
@@ -180,6 +181,8 @@ static llvm::Optional<double> foldScalar(OpKind op, double a, double b) {
   case OpKind::Eq: case OpKind::Ne: case OpKind::Lt: case OpKind::Le:
   case OpKind::Gt: case OpKind::Ge: case OpKind::LogicalAnd:
   case OpKind::LogicalOr: case OpKind::Where: case OpKind::Cast:
+  case OpKind::BitwiseNot: case OpKind::BitwiseAnd: case OpKind::BitwiseOr:
+  case OpKind::BitwiseXor:
     return llvm::None;
 #define CGC_ELEMENTWISE_OP(...)
 #define CGC_OP(Enum, ...) case OpKind::Enum:

@@ -298,6 +298,8 @@ bool cgc::operandAdjoints(const Node &n, Value *g, ValueBuilder &gb,
   case OpKind::LogicalNot: case OpKind::Eq: case OpKind::Ne: case OpKind::Lt:
   case OpKind::Le: case OpKind::Gt: case OpKind::Ge: case OpKind::LogicalAnd:
   case OpKind::LogicalOr: case OpKind::Constant: case OpKind::Fill:
+  case OpKind::BitwiseNot: case OpKind::BitwiseAnd: case OpKind::BitwiseOr:
+  case OpKind::BitwiseXor:
   case OpKind::Iota: case OpKind::ArgMax: case OpKind::OneHot:
   case OpKind::Floor: case OpKind::Ceil: case OpKind::Round:
     return true; // Results that carry no gradient (zero almost everywhere).

@@ -52,6 +52,10 @@ static int64_t integerOp(OpKind op, int64_t a, int64_t b) {
   case OpKind::Ge: return a >= b;
   case OpKind::LogicalAnd: return a != 0 && b != 0;
   case OpKind::LogicalOr: return a != 0 || b != 0;
+  case OpKind::BitwiseNot: return ~a;
+  case OpKind::BitwiseAnd: return a & b;
+  case OpKind::BitwiseOr: return a | b;
+  case OpKind::BitwiseXor: return a ^ b;
   case OpKind::Exp: case OpKind::Log: case OpKind::Sqrt: case OpKind::Rsqrt:
   case OpKind::Tanh: case OpKind::Sigmoid: case OpKind::Gelu:
   case OpKind::GeluTanh: case OpKind::Erf: case OpKind::Sin: case OpKind::Cos:
@@ -120,6 +124,9 @@ static double realOp(OpKind op, double a, double b) {
   case OpKind::Ge: return a >= b;
   case OpKind::LogicalAnd: return a != 0 && b != 0;
   case OpKind::LogicalOr: return a != 0 || b != 0;
+  case OpKind::BitwiseNot: case OpKind::BitwiseAnd: case OpKind::BitwiseOr:
+  case OpKind::BitwiseXor:
+    break; // Integers only (Ops.def): the type rules refuse floats.
   case OpKind::Where: case OpKind::Cast:
     break; // evalElementwise computes them.
 #define CGC_ELEMENTWISE_OP(...)

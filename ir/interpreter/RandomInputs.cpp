@@ -64,6 +64,8 @@ static void elementwiseDomain(OpKind op, unsigned k, Domain &dom) {
   case OpKind::Minimum: case OpKind::Eq: case OpKind::Ne: case OpKind::Lt:
   case OpKind::Le: case OpKind::Gt: case OpKind::Ge: case OpKind::LogicalAnd:
   case OpKind::LogicalOr: case OpKind::Where: case OpKind::Cast:
+  case OpKind::BitwiseNot: case OpKind::BitwiseAnd: case OpKind::BitwiseOr:
+  case OpKind::BitwiseXor:
     return; // Defined everywhere.
 #define CGC_ELEMENTWISE_OP(...)
 #define CGC_OP(Enum, ...) case OpKind::Enum:
