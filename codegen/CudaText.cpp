@@ -61,6 +61,17 @@ std::string cgc::literal(double value, DType dtype) {
   llvm_unreachable("invalid DType");
 }
 
+std::string cgc::literal(Element value, DType dtype) {
+  switch (dtype) {
+  case DType::Bool: return value.integer() != 0 ? "true" : "false";
+  case DType::I32: return intLiteral(int32_t(value.integer()), "");
+  case DType::I64: return intLiteral(value.integer(), "LL");
+  case DType::F32: case DType::F16: case DType::BF16:
+    return floatLiteral(float(value.real()));
+  }
+  llvm_unreachable("invalid DType");
+}
+
 Shape cgc::staticShape(const TensorType &type) {
   Shape shape;
   for (Dim d : type.dims)

@@ -24,6 +24,10 @@ std::string storageType(DType dtype);
 std::string computeType(DType dtype);
 /// \p value as a literal of computeType(\p dtype).
 std::string literal(double value, DType dtype);
+/// Element \p value of \p dtype as a literal of computeType(\p dtype):
+/// integers exactly (an i64 past 2^53 included, INT64_MIN spelled so that
+/// it compiles).
+std::string literal(Element value, DType dtype);
 /// A float literal that round-trips exactly.
 std::string floatLiteral(float value);
 

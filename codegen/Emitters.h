@@ -22,7 +22,7 @@ namespace cgc {
 
 /// The literal a single elementwise op reads in place of \p operand (a
 /// splat constant), so the constant needs no buffer and no kernel.
-llvm::Optional<double> inlinedSplat(const Node &user, const Value *operand);
+llvm::Optional<Element> inlinedSplat(const Node &user, const Value *operand);
 
 /// The C expression of elementwise op \p n on the operand expressions
 /// \p args, computed in the compute type.

@@ -13,6 +13,7 @@
 #include "codegen/Emitters.h"
 #include "codegen/Lowering.h"
 #include "codegen/Product.h"
+#include "ir/Initializers.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringMap.h"
@@ -22,14 +23,14 @@
 using namespace cgc;
 
 static bool isZeroFill(const Node &n) {
-  double v;
-  if (n.getOp() == OpKind::Fill)
-    v = n.floatAttr("value", 0);
-  else if (n.getOp() == OpKind::Constant && !isConstantData(n))
-    v = std::get<std::vector<double>>(*n.attr("value"))[0];
-  else
+  if (n.getOp() == OpKind::Constant && isConstantData(n))
     return false;
-  return v == 0 && !std::signbit(v);
+  auto splat = splatConstant(n.result());
+  if (!splat)
+    return false;
+  // All-zero bits: +0.0 for the float dtypes, 0 for the others.
+  return realOf(n.result()->getType().dtype, *splat) == 0 &&
+         !std::signbit(realOf(n.result()->getType().dtype, *splat));
 }
 
 static bool isStaticNode(const Node &n, DiagnosticEngine &diag) {

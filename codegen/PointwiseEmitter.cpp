@@ -126,7 +126,7 @@ static std::string sourceExpr(const Node &n, const Shape &iter) {
          std::to_string(iter.size() - shape.size() + axis) + ")";
 }
 
-llvm::Optional<double> cgc::inlinedSplat(const Node &user,
+llvm::Optional<Element> cgc::inlinedSplat(const Node &user,
                                          const Value *operand) {
   if (user.getOp() == OpKind::Fusion || !user.info().has(Elementwise))
     return llvm::None;

@@ -1,5 +1,6 @@
 //===- Graph.cpp - Values, nodes and graphs ---------------------------------===//
 #include "ir/Graph.h"
+#include "ir/Initializers.h"
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
@@ -280,17 +281,18 @@ Value *Graph::lookupValue(llvm::StringRef valueName) const {
   return nullptr;
 }
 
-llvm::Optional<double> cgc::splatConstant(const Value *v) {
+llvm::Optional<Element> cgc::splatConstant(const Value *v) {
   const Node *def = v->getDef();
   if (!def)
     return llvm::None;
+  DType dtype = v->getType().dtype;
   if (def->getOp() == OpKind::Fill)
-    return def->floatAttr("value", 0);
+    return elementOf(dtype, std::get<Number>(*def->attr("value")));
   if (def->getOp() != OpKind::Constant)
     return llvm::None;
-  const auto &values = std::get<std::vector<double>>(*def->attr("value"));
+  const auto &values = std::get<std::vector<Number>>(*def->attr("value"));
   if (values.empty() ||
-      llvm::any_of(values, [&](double x) { return x != values.front(); }))
+      llvm::any_of(values, [&](Number x) { return x != values.front(); }))
     return llvm::None;
-  return values.front();
+  return elementOf(dtype, values.front());
 }

@@ -9,7 +9,9 @@
 #ifndef CGC_IR_GRAPH_H
 #define CGC_IR_GRAPH_H
 
+#include "ir/Element.h"
 #include "ir/Location.h"
+#include "ir/Number.h"
 #include "ir/Schedule.h"
 #include "ir/Ops.h"
 #include "ir/Types.h"
@@ -27,10 +29,13 @@ namespace cgc {
 class Graph;
 class Node;
 
-/// A typed attribute value. `Values` (constant data) is stored as doubles.
+/// A typed attribute value. `Floats` are doubles; `Number` (a `fill`'s
+/// value) and `Values` (a `constant`'s data) are Numbers, integers kept
+/// exactly as written.
 using Attribute =
     std::variant<int64_t, double, bool, std::string, std::vector<int64_t>,
-                 std::vector<double>, DType, std::vector<Dim>>;
+                 std::vector<double>, DType, std::vector<Dim>, Number,
+                 std::vector<Number>>;
 
 struct Use {
   Node *user;
@@ -262,9 +267,9 @@ private:
   std::vector<std::unique_ptr<Node>> nodeList;
 };
 
-/// The element value of a `constant` or `fill` whose elements are all
-/// equal (a splat), or None for any other value.
-llvm::Optional<double> splatConstant(const Value *value);
+/// The element (of \p value's dtype) of a `constant` or `fill` whose
+/// elements are all equal (a splat), or None for any other value.
+llvm::Optional<Element> splatConstant(const Value *value);
 
 } // namespace cgc
 

@@ -96,9 +96,39 @@ Element cgc::wrapToDType(DType dtype, int64_t v) {
   llvm_unreachable("invalid DType");
 }
 
+bool cgc::numberFits(DType dtype, Number n) {
+  if (isFloat(dtype))
+    return true;
+  int64_t lo = dtype == DType::Bool ? 0
+               : dtype == DType::I32 ? INT32_MIN
+                                     : INT64_MIN;
+  int64_t hi = dtype == DType::Bool ? 1
+               : dtype == DType::I32 ? INT32_MAX
+                                     : INT64_MAX;
+  if (n.isInt())
+    return lo <= n.integer() && n.integer() <= hi;
+  // A real converts as `cast` does: bool is x != 0; an integer dtype
+  // truncates toward zero, which must land in [lo, hi] (2^63, the double
+  // above INT64_MAX, is out): NaN, infinities and the rest never saturate.
+  if (dtype == DType::Bool)
+    return true;
+  double x = std::trunc(n.real());
+  return std::isfinite(x) && x >= double(lo) && x < 0x1p63 &&
+         (dtype == DType::I64 || x <= double(hi));
+}
+
+Element cgc::elementOf(DType dtype, Number n) {
+  return n.isInt() ? wrapToDType(dtype, n.integer())
+                   : elementOf(dtype, n.real());
+}
+
+Number cgc::numberOf(DType dtype, Element e) {
+  return isFloat(dtype) ? Number::ofReal(e.real()) : Number::ofInt(e.integer());
+}
+
 std::vector<Element> cgc::constantElements(const Node &constant) {
   DType dtype = std::get<DType>(*constant.attr("dtype"));
-  const auto &values = std::get<std::vector<double>>(*constant.attr("value"));
+  const auto &values = std::get<std::vector<Number>>(*constant.attr("value"));
   size_t count = size_t(constant.result()->getType().numElements());
   std::vector<Element> out(values.size() == 1 ? count : values.size());
   for (size_t i = 0; i < out.size(); ++i)

@@ -48,6 +48,18 @@ Element elementOf(DType dtype, double x);
 /// v != 0; a float dtype gets v rounded to f32 first, then to the dtype
 /// (as a kernel converts through its float compute type).
 Element wrapToDType(DType dtype, int64_t v);
+/// Whether number \p n is a value of \p dtype: any number for a float
+/// dtype (it rounds); for i32/i64 an integer within the dtype's range, or
+/// a finite real whose truncation toward zero is; for bool the integers 0
+/// and 1, or any real (x != 0, as `cast`).
+bool numberFits(DType dtype, Number n);
+/// The element of \p dtype for a `constant`'s or `fill`'s number \p n
+/// (exact for an integer that fits: numberFits): an integer converts as
+/// wrapToDType, a real as elementOf.
+Element elementOf(DType dtype, Number n);
+/// The number that spells element \p e of \p dtype exactly (an integer
+/// for integer dtypes and bool, a real for float dtypes).
+Number numberOf(DType dtype, Element e);
 /// `cast` of element \p e from \p from to \p to: a float converts as
 /// elementOf, an integer or bool as wrapToDType.
 Element castElement(DType from, DType to, Element e);

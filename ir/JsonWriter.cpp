@@ -36,6 +36,16 @@ struct AttrJson {
       out.push_back(number(x));
     return out;
   }
+  /// An integer as an exact JSON integer, a real as number() spells it.
+  OJson operator()(Number v) const {
+    return v.isInt() ? OJson(v.integer()) : number(v.real());
+  }
+  OJson operator()(const std::vector<Number> &v) const {
+    OJson out = OJson::array();
+    for (Number x : v)
+      out.push_back((*this)(x));
+    return out;
+  }
   OJson operator()(const std::vector<Dim> &v) const {
     OJson out = OJson::array();
     for (Dim d : v)

@@ -286,6 +286,17 @@ bool NodeReader::readAttr(const NodeSpec &spec, const AttrSpec &attr,
         return false;
     return true;
   };
+  // A `constant`'s or `fill`'s number keeps an integer literal exactly;
+  // whether it fits the node's dtype is the type rule's to say.
+  auto exactNumber = [&](const Json &e, Number &out) {
+    if (isInt64(e))
+      return out = Number::ofInt(e.get<int64_t>()), true;
+    double v;
+    if (!number(e, v))
+      return false;
+    out = Number::ofReal(v);
+    return true;
+  };
   switch (attr.kind) {
   case AttrKind::Int:
     if (isInt64(j)) {
@@ -342,10 +353,29 @@ bool NodeReader::readAttr(const NodeSpec &spec, const AttrSpec &attr,
     node.setAttr(key, dims);
     return true;
   }
-  case AttrKind::Values: {
-    std::vector<double> v(1);
-    if (number(j, v[0]) || (v.clear(), numbers(v))) {
+  case AttrKind::Number: {
+    Number v;
+    if (exactNumber(j, v)) {
       node.setAttr(key, v);
+      return true;
+    }
+    break;
+  }
+  case AttrKind::Values: {
+    std::vector<Number> v(1);
+    if (exactNumber(j, v[0])) {
+      node.setAttr(key, v);
+      return true;
+    }
+    if (!j.is_array())
+      break;
+    v.clear();
+    v.reserve(j.size());
+    bool all = true;
+    for (const Json &e : j)
+      all = all && exactNumber(e, v.emplace_back());
+    if (all) {
+      node.setAttr(key, std::move(v));
       return true;
     }
     break;

@@ -39,6 +39,7 @@ static AttrKind parseAttrKind(llvm::StringRef text) {
                   .Case("floats", AttrKind::Floats)
                   .Case("dtype", AttrKind::DType)
                   .Case("shape", AttrKind::Shape)
+                  .Case("number", AttrKind::Number)
                   .Case("values", AttrKind::Values)
                   .Default(llvm::None);
   assert(kind && "unknown attribute kind in Ops.def");
@@ -97,6 +98,7 @@ llvm::StringRef cgc::attrKindName(AttrKind kind) {
   case AttrKind::Floats: return "a list of numbers";
   case AttrKind::DType: return "a dtype name";
   case AttrKind::Shape: return "a shape (integers or dim names)";
+  case AttrKind::Number: return "a number";
   case AttrKind::Values: return "a number or a list of numbers";
   }
   llvm_unreachable("invalid AttrKind");

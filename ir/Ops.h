@@ -53,7 +53,7 @@ constexpr unsigned NumOpKinds = 0
     ;
 
 enum class AttrKind : uint8_t {
-  Int, Float, Bool, Str, Ints, Floats, DType, Shape, Values
+  Int, Float, Bool, Str, Ints, Floats, DType, Shape, Number, Values
 };
 
 struct AttrSpec {

@@ -27,6 +27,9 @@ struct AttrText {
   const DimTable &dims;
   std::string operator()(int64_t v) const { return std::to_string(v); }
   std::string operator()(double v) const { return formatDouble(v); }
+  std::string operator()(Number v) const {
+    return v.isInt() ? std::to_string(v.integer()) : formatDouble(v.real());
+  }
   std::string operator()(bool v) const { return v ? "true" : "false"; }
   std::string operator()(const std::string &v) const {
     return nlohmann::json(v).dump();

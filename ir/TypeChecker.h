@@ -41,6 +41,7 @@ private:
   bool axisAttr(llvm::StringRef key, int64_t fallback, unsigned rank,
                 unsigned &axis);
   bool shapeAttr(Shape &shape);
+  bool numbersFit(DType dtype, llvm::ArrayRef<Number> values);
 
   bool opRule(Types &out);
   bool elementwise(Types &out);

@@ -92,6 +92,25 @@ bool TypeChecker::elementwise(Types &out) {
   return true;
 }
 
+/// A `constant`'s or `fill`'s numbers must be values of its dtype
+/// (numberFits): an integer that does not fit (2^40 for i32) is refused,
+/// never wrapped, and so is a real that would saturate.
+bool TypeChecker::numbersFit(DType dtype, llvm::ArrayRef<Number> values) {
+  for (size_t i = 0; i < values.size(); ++i) {
+    Number n = values[i];
+    if (numberFits(dtype, n))
+      continue;
+    std::string spelled =
+        n.isInt() ? std::to_string(n.integer()) : formatDouble(n.real());
+    std::string which =
+        values.size() == 1 ? "" : " element " + std::to_string(i);
+    return fail("attribute 'value'" + which + " (" + spelled +
+                ") does not fit " + dtypeName(dtype).str() +
+                (dtype == DType::Bool ? " (0 or 1)" : ""));
+  }
+  return true;
+}
+
 bool TypeChecker::source(Types &out) {
   DType dtype = std::get<DType>(*node.attr("dtype"));
   Shape shape;
@@ -101,14 +120,18 @@ bool TypeChecker::source(Types &out) {
   case OpKind::Constant: {
     if (!type.isStatic())
       return fail("a constant needs a static shape, got " + str(shape));
-    const auto &values = std::get<std::vector<double>>(*node.attr("value"));
+    const auto &values = std::get<std::vector<Number>>(*node.attr("value"));
     if (values.size() != 1 && int64_t(values.size()) != type.numElements())
       return fail("attribute 'value' has " + llvm::Twine(values.size()) +
                   " elements; shape " + str(shape) + " needs " +
                   llvm::Twine(type.numElements()) + " (or 1 to splat)");
+    if (!numbersFit(dtype, values))
+      return false;
     break;
   }
   case OpKind::Fill:
+    if (!numbersFit(dtype, std::get<Number>(*node.attr("value"))))
+      return false;
     break;
   case OpKind::Iota: {
     unsigned axis;
@@ -406,7 +429,7 @@ bool TypeChecker::constantIndicesInRange(Dim extent, unsigned axis) {
   const Node *def = node.operand(1)->getDef();
   if (!def || def->getOp() != OpKind::Constant || !extent.isStatic())
     return true;
-  const auto *values = std::get_if<std::vector<double>>(def->attr("value"));
+  const auto *values = std::get_if<std::vector<Number>>(def->attr("value"));
   if (!values)
     return true; // The constant's own rule reports a malformed value.
   int64_t n = extent.extent();

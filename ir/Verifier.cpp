@@ -16,8 +16,9 @@ static bool attrMatches(AttrKind kind, const Attribute &a) {
   case AttrKind::Bool: return std::holds_alternative<bool>(a);
   case AttrKind::Str: return std::holds_alternative<std::string>(a);
   case AttrKind::Ints: return std::holds_alternative<std::vector<int64_t>>(a);
-  case AttrKind::Floats:
-  case AttrKind::Values: return std::holds_alternative<std::vector<double>>(a);
+  case AttrKind::Floats: return std::holds_alternative<std::vector<double>>(a);
+  case AttrKind::Number: return std::holds_alternative<Number>(a);
+  case AttrKind::Values: return std::holds_alternative<std::vector<Number>>(a);
   case AttrKind::DType: return std::holds_alternative<DType>(a);
   case AttrKind::Shape: return std::holds_alternative<std::vector<Dim>>(a);
   }

@@ -289,7 +289,8 @@ void ApplyOptimizerPass::advanceStreams() {
     Value *by = gb->op(OpKind::Constant, {},
                        {{"dtype", DType::I64},
                         {"shape", std::vector<Dim>{Dim::fixed(2)}},
-                        {"value", std::vector<double>{0.0, double(it->second)}}});
+                        {"value", std::vector<Number>{Number::ofInt(0),
+                                                     Number::ofInt(int64_t(it->second))}}});
     update(in.value, gb->add(in.value, by), OutputKind::BufferMutation,
            /*gated=*/false);
   }

@@ -30,6 +30,8 @@
 #include "passes/DerivativeRules.h"
 #include "passes/Pass.h"
 
+#include "ir/Initializers.h"
+
 using namespace cgc;
 
 namespace {
@@ -253,7 +255,7 @@ bool AutodiffPass::addGradientOutputs(Graph &graph, GraphBuilder &builder,
           OpKind::Fill, name, {},
           {{"dtype", type.dtype},
            {"shape", std::vector<Dim>(type.dims.begin(), type.dims.end())},
-           {"value", 0.0}});
+           {"value", numberOf(type.dtype, Element())}});
       if (!zeros)
         return false;
       g = zeros->result();

@@ -22,6 +22,7 @@
 #include "passes/Pass.h"
 
 #include "ir/Builder.h"
+#include "ir/Initializers.h"
 #include "ir/OpAttrs.h"
 #include "ir/TypeRules.h"
 
@@ -33,7 +34,7 @@ using namespace cgc;
 
 static bool isSplat(const Value *v, double expected) {
   auto value = splatConstant(v);
-  return value && *value == expected;
+  return value && realOf(v->getType().dtype, *value) == expected;
 }
 
 namespace {
@@ -202,12 +203,12 @@ Value *CanonicalizePass::foldSplat(GraphBuilder &builder, Node &node) {
   auto lhs = splatConstant(node.operand(0));
   if (!lhs)
     return nullptr;
-  a = *lhs;
+  a = realOf(node.operand(0)->getType().dtype, *lhs);
   if (node.numOperands() == 2) {
     auto rhs = splatConstant(node.operand(1));
     if (!rhs)
       return nullptr;
-    b = *rhs;
+    b = realOf(node.operand(1)->getType().dtype, *rhs);
   }
   llvm::Optional<double> r = foldScalar(node.getOp(), a, b);
   if (!r)
@@ -219,7 +220,7 @@ Value *CanonicalizePass::foldSplat(GraphBuilder &builder, Node &node) {
       OpKind::Fill, node.getName() + ".folded", {},
       {{"dtype", type.dtype},
        {"shape", std::vector<Dim>(type.dims.begin(), type.dims.end())},
-       {"value", double(float(*r))}});
+       {"value", Number::ofReal(double(float(*r)))}});
   return fill ? fill->result() : nullptr;
 }
 

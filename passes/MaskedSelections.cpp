@@ -82,10 +82,10 @@ bool isZeroScalar(const Value *v) {
   const Attribute *value = def->attr("value");
   if (!value)
     return false;
-  if (const auto *values = std::get_if<std::vector<double>>(value))
-    return values->size() == 1 && (*values)[0] == 0;
-  if (const auto *scalar = std::get_if<double>(value))
-    return *scalar == 0;
+  if (const auto *values = std::get_if<std::vector<Number>>(value))
+    return values->size() == 1 && (*values)[0].real() == 0;
+  if (const auto *scalar = std::get_if<Number>(value))
+    return scalar->real() == 0;
   return false;
 }
 

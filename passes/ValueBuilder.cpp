@@ -1,6 +1,8 @@
 //===- ValueBuilder.cpp - IR ops one value at a time, null after a failure ===//
 #include "passes/ValueBuilder.h"
 
+#include "ir/Initializers.h"
+
 using namespace cgc;
 
 Value *ValueBuilder::op(OpKind kind, std::vector<Value *> operands,
@@ -23,7 +25,10 @@ Value *ValueBuilder::clone(const Node &node, llvm::ArrayRef<Value *> operands) {
 
 Value *ValueBuilder::fill(double value, DType dtype, llvm::StringRef suffix) {
   return op(OpKind::Fill, {},
-            {{"dtype", dtype}, {"shape", std::vector<Dim>()}, {"value", value}},
+            {{"dtype", dtype},
+             {"shape", std::vector<Dim>()},
+             {"value", isFloat(dtype) ? Number::ofReal(value)
+                                      : numberOf(dtype, elementOf(dtype, value))}},
             suffix);
 }
 
@@ -31,7 +36,7 @@ Value *ValueBuilder::zeros(const TensorType &type) {
   return op(OpKind::Fill, {},
             {{"dtype", type.dtype},
              {"shape", std::vector<Dim>(type.dims.begin(), type.dims.end())},
-             {"value", 0.0}});
+             {"value", numberOf(type.dtype, Element())}});
 }
 
 Value *ValueBuilder::scale(Value *x, double k) {

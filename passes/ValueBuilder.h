@@ -26,6 +26,8 @@ public:
   Value *op(OpKind kind, std::vector<Value *> operands,
             const AttrMap &attrs = {}, llvm::StringRef suffix = "");
   Value *clone(const Node &node, llvm::ArrayRef<Value *> operands);
+  /// A scalar `fill` of \p value: a real for float dtypes, converted as
+  /// elementOf (truncated, saturated) to an exact integer for the others.
   Value *fill(double value, DType dtype, llvm::StringRef suffix = "");
   /// Zeros of \p type (static or symbolic dims).
   Value *zeros(const TensorType &type);

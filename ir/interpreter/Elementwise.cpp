@@ -185,10 +185,15 @@ Tensor interp::evalSource(const Node &node, const DimEnv &env) {
     out.data.assign(values.begin(), values.end());
     break;
   }
-  case OpKind::Fill:
-    for (int64_t i = 0; i < out.numel(); ++i)
-      out.setReal(i, node.floatAttr("value", 0));
+  case OpKind::Fill: {
+    // Integers exactly; floats as any real value (left alone in exact mode).
+    Number n = std::get<Number>(*node.attr("value"));
+    Element value = isFloat(dtype) ? elementValue(dtype, n.real())
+                                   : elementOf(dtype, n);
+    for (Element &e : out.data)
+      e = value;
     break;
+  }
   case OpKind::Iota: {
     unsigned axis = *normalizeAxis(node.intAttr("axis", 0), out.rank());
     Shape strides = stridesOf(out.shape);

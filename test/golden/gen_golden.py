@@ -580,6 +580,42 @@ def gen_edges():
            np.array([x * 0.5 * math.erfc(-x / math.sqrt(2.0)) for x in gs]), "f32", exact=True)
 
 
+def gen_constants_exact():
+    """Integer constants and fills past 2^53 as written in the JSON, through
+    add/sub/mul/eq: a constant or fill read, stored or folded through a
+    double turns 2^53+1 into 2^53 and 2^60+1 into 2^60, which every output
+    here would show."""
+    k = [2 ** 53 + 1, 2 ** 60 + 1, -2 ** 63, 2 ** 63 - 1]
+    x = [3, 2, -1, 1]
+    ki = lambda name, value, shape: {"name": name, "op": "constant",
+                                     "attrs": {"dtype": "i64", "shape": shape, "value": value}}
+    fi = lambda name, value, shape: {"name": name, "op": "fill",
+                                     "attrs": {"dtype": "i64", "shape": shape, "value": value}}
+    binop = lambda name, op, a, b: {"name": name, "op": op, "inputs": [a, b]}
+    nodes = [ki("k", k, [4]), fi("f", 2 ** 60 + 1, [4]), ki("odd", 2 ** 53 + 1, []),
+             fi("lo", -2 ** 63, []), fi("hi", 2 ** 63 - 1, []),
+             binop("d", "sub", "k", "f"), binop("a", "add", "k", "x"), binop("m", "mul", "k", "x"),
+             binop("e", "eq", "k", "f"), binop("e2", "eq", "k", "odd"),
+             binop("lx", "add", "lo", "x"), binop("hx", "sub", "hi", "x"), binop("fm", "mul", "f", "x")]
+    outs = [("d", "i64", exact_ints([wrap64(v - (2 ** 60 + 1)) for v in k])),
+            ("a", "i64", exact_ints([wrap64(v + y) for v, y in zip(k, x)])),
+            ("m", "i64", exact_ints([wrap64(v * y) for v, y in zip(k, x)])),
+            ("e", "bool", exact_ints([0, 1, 0, 0])),
+            ("e2", "bool", exact_ints([1, 0, 0, 0])),
+            ("lx", "i64", exact_ints([wrap64(-2 ** 63 + y) for y in x])),
+            ("hx", "i64", exact_ints([wrap64(2 ** 63 - 1 - y) for y in x])),
+            ("fm", "i64", exact_ints([wrap64((2 ** 60 + 1) * y) for y in x]))]
+    emit("constants_i64_exact", [("x", "i64", exact_ints(x))], nodes, outs)
+    # i32 at its edges, and a constant folded into f32 from an exact integer
+    # literal (2^24+1 rounds to 2^24 once, as float(int) does).
+    nodes = [{"name": "c", "op": "constant", "attrs": {"dtype": "i32", "shape": [2], "value": [-2 ** 31, 2 ** 31 - 1]}},
+             {"name": "one", "op": "fill", "attrs": {"dtype": "i32", "shape": [], "value": 1}},
+             binop("s", "sub", "c", "one"),
+             {"name": "g", "op": "constant", "attrs": {"dtype": "f32", "shape": [1], "value": 2 ** 24 + 1}}]
+    emit("constants_i32_edges", [], nodes,
+         [("s", "i32", exact_ints([2 ** 31 - 1, 2 ** 31 - 2])), ("g", "f32", np.array([2.0 ** 24]))])
+
+
 def main():
     global OUT
     if len(sys.argv) != 2:
@@ -588,7 +624,8 @@ def main():
     os.makedirs(OUT, exist_ok=True)
     check_philox()
     for gen in (gen_unary, gen_binary, gen_cast, gen_sources, gen_reductions, gen_matmul, gen_movement,
-                gen_nn, gen_sync, gen_control, gen_symbolic, gen_initializers, gen_edges):
+                gen_nn, gen_sync, gen_control, gen_symbolic, gen_initializers, gen_edges,
+                gen_constants_exact):
         gen()
     with open(os.path.join(OUT, "cases.json"), "w") as f:
         json.dump(CASES, f, indent=1)

@@ -59,9 +59,12 @@ static double halfToDouble(uint16_t h) {
   return sign ? -v : v;
 }
 
-std::vector<double> decode(const std::string &dtype, const uint8_t *p,
-                           size_t bytes) {
-  std::vector<double> v;
+Decoded decode(const std::string &dtype, const uint8_t *p, size_t bytes) {
+  Decoded d;
+  std::vector<double> &v = d.reals;
+  std::vector<int64_t> &n = d.ints;
+  d.integral = !(dtype == "F32" || dtype == "f32" || dtype == "F16" ||
+                 dtype == "f16" || dtype == "BF16" || dtype == "bf16");
   if (dtype == "F32" || dtype == "f32")
     for (size_t i = 0; i + 4 <= bytes; i += 4) {
       float f;
@@ -87,25 +90,46 @@ std::vector<double> decode(const std::string &dtype, const uint8_t *p,
     for (size_t i = 0; i + 4 <= bytes; i += 4) {
       int32_t x;
       std::memcpy(&x, p + i, 4);
-      v.push_back(x);
+      n.push_back(x);
     }
   else if (dtype == "I64" || dtype == "i64")
     for (size_t i = 0; i + 8 <= bytes; i += 8) {
       int64_t x;
       std::memcpy(&x, p + i, 8);
-      v.push_back(double(x));
+      n.push_back(x);
     }
-  else
+  else // bool: one byte each.
     for (size_t i = 0; i < bytes; ++i)
-      v.push_back(p[i]);
-  return v;
+      n.push_back(p[i]);
+  return d;
 }
 
-std::string compareOutput(const OutSpec &o, const std::vector<double> &got,
-                          const std::vector<double> &ref) {
-  if (got.size() != ref.size())
-    return "output '" + o.name + "': " + std::to_string(got.size()) +
-           " elements, reference has " + std::to_string(ref.size());
+/// Integers and bools: every element equal, exactly.
+static std::string compareIntegers(const OutSpec &o, const Decoded &got,
+                                   const Decoded &ref) {
+  size_t bad = 0, first = 0;
+  for (size_t i = 0; i < ref.ints.size(); ++i)
+    if (got.ints[i] != ref.ints[i] && bad++ == 0)
+      first = i;
+  if (!bad)
+    return "";
+  return "output '" + o.name + "' (" + o.dtype + ", exact): " +
+         std::to_string(bad) + " of " + std::to_string(ref.ints.size()) +
+         " elements differ, first at flat index " + std::to_string(first) +
+         ": got " + std::to_string(got.ints[first]) + ", want " +
+         std::to_string(ref.ints[first]);
+}
+
+std::string compareOutput(const OutSpec &o, const Decoded &gotElements,
+                          const Decoded &refElements) {
+  if (gotElements.size() != refElements.size())
+    return "output '" + o.name + "': " + std::to_string(gotElements.size()) +
+           " elements, reference has " + std::to_string(refElements.size());
+  if (gotElements.integral != refElements.integral)
+    return "output '" + o.name + "': integer and float elements compared";
+  if (refElements.integral)
+    return compareIntegers(o, gotElements, refElements);
+  const std::vector<double> &got = gotElements.reals, &ref = refElements.reals;
   size_t bad = 0, first = 0;
   double worst = 0;
   for (size_t i = 0; i < ref.size(); ++i) {
@@ -246,9 +270,9 @@ std::string Loaded::readAndCompare(const std::string &name,
     return name + ": " + fmtStatus(s);
   if (std::vector<int64_t>(view.shape, view.shape + view.ndim) != want.shape)
     return name + ": the view's shape is not the run's";
-  std::vector<double> w = decode(want.dtype, want.bytes.data(), want.bytes.size());
+  Decoded w = decode(want.dtype, want.bytes.data(), want.bytes.size());
   double largest = 1;
-  for (double v : w)
+  for (double v : w.reals)
     largest = std::isfinite(v) ? std::max(largest, std::abs(v)) : largest;
   bool exact = want.dtype == "I64" || want.dtype == "I32" || want.dtype == "BOOL";
   OutSpec spec{name, want.dtype, exact ? "exact" : "close", exact ? 0 : 1e-4,

@@ -47,12 +47,24 @@ const Staged &staged();
 const Case *findCase(const std::string &name);
 void PrintTo(const Case &c, std::ostream *os);
 
-/// \p bytes of safetensors dtype \p dtype ("F32" or "f32", ...) as doubles.
-std::vector<double> decode(const std::string &dtype, const uint8_t *p,
-                           size_t bytes);
-/// Empty string if \p got matches \p ref under \p o, else the first problem.
-std::string compareOutput(const OutSpec &o, const std::vector<double> &got,
-                          const std::vector<double> &ref);
+/// Elements decoded from safetensors bytes: those of the integer dtypes
+/// and bool exactly as int64 (never through a double), floats as doubles.
+struct Decoded {
+  bool integral = false;
+  std::vector<int64_t> ints;  ///< The elements when integral.
+  std::vector<double> reals;  ///< The elements otherwise.
+  size_t size() const { return integral ? ints.size() : reals.size(); }
+  /// Element \p i as a double (an integer past 2^53 rounds: for
+  /// tolerances only, never for comparing integers).
+  double real(size_t i) const { return integral ? double(ints[i]) : reals[i]; }
+};
+/// \p bytes of safetensors dtype \p dtype ("F32" or "f32", ...).
+Decoded decode(const std::string &dtype, const uint8_t *p, size_t bytes);
+/// Empty string if \p got matches \p ref under \p o, else the first
+/// problem. Integer and bool elements must be equal as int64, whatever
+/// the tolerances; floats compare under \p o's mode and tolerances.
+std::string compareOutput(const OutSpec &o, const Decoded &got,
+                          const Decoded &ref);
 /// \p s and the runtime's last error, as one line.
 std::string fmtStatus(cgc_status s);
 

@@ -488,7 +488,7 @@ TEST(BuilderTest, NamesAreUniqueAndTypesInferred) {
   Node *f = b.create(OpKind::Fill, "f", {},
                      {{"dtype", DType::I32},
                       {"shape", std::vector<Dim>{Dim::fixed(2), Dim::fixed(3)}},
-                      {"value", 1.0}});
+                      {"value", Number::ofInt(1)}});
   ASSERT_TRUE(f);
   EXPECT_EQ(f->result()->getType(),
             TensorType(DType::I32, {Dim::fixed(2), Dim::fixed(3)}));
