@@ -1,7 +1,8 @@
 """ATen rules for ranges, indexing, padding and masks, each a composition
 of cgc ops (aten_rules.py has the one-op rules): arange, index.Tensor
 (advanced indexing by integer tensors), gather (take-along-dim), argmax,
-cumsum, constant_pad_nd, squeeze.dims, and the bitwise ops on bool masks.
+cumsum, constant_pad_nd, squeeze.dims, remainder, index_select, repeat
+and the bitwise ops.
 Indices are wrapped like PyTorch's (a negative one counts from the end)
 along static dims; along a dynamic dim, and for an index still out of
 range when the graph runs, the element read is zero (docs/ir.md, gather),
@@ -201,26 +202,22 @@ def constant_pad_nd(e, n):
     return e.op("reshape", [out], {"shape": e.shape(n)}, name=n.name)
 
 
-def bool_mask_op(op):
-    """A bitwise op of PyTorch on bool tensors (the masks models build) as
-    cgc's logical op; on integers it has no cgc op yet."""
+def bitwise(op):
+    """PyTorch's bitwise ops, in the result's dtype (bool masks included;
+    bitwise_not of a bool is logical_not, as ~ on a bool tensor)."""
     def fn(e, n):
-        operands = [a for a in n.args[:2] if a is not None]
-        dtypes = {e.dtype(a) for a in operands if isinstance(a, RecordNode)}
-        if dtypes != {"bool"} or any(not isinstance(a, RecordNode) and not isinstance(a, bool)
-                                     for a in operands):
-            raise RefusedError(f"{n.target} on {sorted(dtypes)} (cgc has it for bool masks; "
-                               "integer bitwise ops have no cgc op)")
-        values = [e.operand(a) if isinstance(a, RecordNode) else e.scalar(a, "bool")
-                  for a in operands]
-        return e.op(op, values, name=n.name)
+        dtype = e.dtype(n)
+        if dtype not in INTEGERS + ("bool",):
+            raise RefusedError(f"{n.target} of {dtype} (bitwise ops take integers and bool)")
+        operands = [e.as_dtype(a, dtype) for a in n.args[:1 if op == "bitwise_not" else 2]]
+        if op == "bitwise_not" and dtype == "bool":
+            return e.op("logical_not", operands, name=n.name)
+        return e.op(op, operands, name=n.name)
     return fn
 
 
-ATEN["bitwise_and"] = bool_mask_op("logical_and")
-ATEN["bitwise_or"] = bool_mask_op("logical_or")
-ATEN["bitwise_xor"] = bool_mask_op("ne")
-ATEN["bitwise_not"] = bool_mask_op("logical_not")
+for _op in ("bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not"):
+    ATEN[_op] = bitwise(_op)
 
 
 @aten("remainder")

@@ -10,10 +10,11 @@ from .onnx_types import RefusedError, cgc_dtype
 UNARY = {"Abs": "abs", "Neg": "neg", "Exp": "exp", "Log": "log", "Sqrt": "sqrt",
          "Tanh": "tanh", "Sigmoid": "sigmoid", "Relu": "relu", "Erf": "erf", "Sin": "sin",
          "Cos": "cos", "Floor": "floor", "Ceil": "ceil", "Round": "round",
-         "Not": "logical_not"}
+         "Not": "logical_not", "BitwiseNot": "bitwise_not"}
 BINARY = {"Add": "add", "Sub": "sub", "Mul": "mul", "Div": "div", "Pow": "pow",
           "Equal": "eq", "Less": "lt", "LessOrEqual": "le", "Greater": "gt",
-          "GreaterOrEqual": "ge", "And": "logical_and", "Or": "logical_or", "Xor": "ne"}
+          "GreaterOrEqual": "ge", "And": "logical_and", "Or": "logical_or", "Xor": "ne",
+          "BitwiseAnd": "bitwise_and", "BitwiseOr": "bitwise_or", "BitwiseXor": "bitwise_xor"}
 
 
 def unary(op):

@@ -495,6 +495,26 @@ def wrap64(v):
     return ((v + 2 ** 63) % 2 ** 64) - 2 ** 63
 
 
+def gen_bitwise():
+    """The bitwise ops against NumPy's on i32, i64 (past 2^53, signed) and bool."""
+    big = [2 ** 60 + 1, -2 ** 63, 2 ** 53 + 1, -1, 0, 12345]
+    other = [2 ** 62 + 3, 2 ** 63 - 1, -(2 ** 53), 7, -1, 2 ** 40]
+    for op, f in (("bitwise_and", np.bitwise_and), ("bitwise_or", np.bitwise_or),
+                  ("bitwise_xor", np.bitwise_xor)):
+        a, b = np.array(big, np.int64), np.array(other, np.int64)
+        one_op(f"{op}_i64", op, [("a", "i64", exact_ints(big)), ("b", "i64", exact_ints(other))],
+               None, exact_ints([int(v) for v in f(a, b)]), "i64")
+        x = rand((2, 3), "i32")
+        y = rand((3,), "i32")
+        one_op(f"{op}_i32", op, [("a", "i32", x), ("b", "i32", y)], None,
+               f(x.astype(np.int64), y.astype(np.int64)).astype(np.float64), "i32")
+        p, q = rand((2, 3), "bool"), rand((3,), "bool")
+        one_op(f"{op}_bool", op, [("a", "bool", p), ("b", "bool", q)], None,
+               f(p.astype(bool), q.astype(bool)), "bool")
+    one_op("bitwise_not_i64", "bitwise_not", [("x", "i64", exact_ints(big))], None,
+           exact_ints([~v for v in big]), "i64")
+
+
 def gen_edges():
     """Values at the edges: integers past 2^53, INT64_MIN/MAX wrapping, i32
     wrap on cast, -0.0, NaN, infinities, subnormals in f32/f16/bf16, and ops
@@ -624,7 +644,7 @@ def main():
     os.makedirs(OUT, exist_ok=True)
     check_philox()
     for gen in (gen_unary, gen_binary, gen_cast, gen_sources, gen_reductions, gen_matmul, gen_movement,
-                gen_nn, gen_sync, gen_control, gen_symbolic, gen_initializers, gen_edges,
+                gen_nn, gen_sync, gen_control, gen_symbolic, gen_initializers, gen_bitwise, gen_edges,
                 gen_constants_exact):
         gen()
     with open(os.path.join(OUT, "cases.json"), "w") as f:
