@@ -115,6 +115,70 @@ def weight_dtype(array):
     return next((d for d, t in NUMPY.items() if array.dtype.type is t), str(array.dtype))
 
 
+# A view that merges leading dims into one of their product (GPT-2's
+# `x.view(-1, x.size(-1))` over [batch, seq, d]: [batch*seq, d]) has no IR
+# shape: the IR's dims are names, not expressions. Such a tensor stays
+# unmerged in the IR ([batch, seq, d]) as long as every op reading or
+# making it treats the leading dims alike: views (back to [batch, seq, n]),
+# products of it by a matrix, elementwise ops whose other operand does
+# not reach the merged dim, and the identities. Any other op on it is
+# refused (an axis would count differently).
+MERGE_SAFE = {"view", "_unsafe_view", "reshape", "mm", "addmm", "matmul", "linear", "add",
+              "sub", "mul", "div", "gelu", "relu", "tanh", "sigmoid", "neg", "exp", "pow",
+              "_to_copy", "to", "clone", "alias", "contiguous", "detach"}
+
+
+def merged_dims(dim):
+    """The factors of a dim written as a product of dims and numbers
+    ("batch*seq", "8*s0"), else None."""
+    if not isinstance(dim, str) or "*" not in dim:
+        return None
+    factors = []
+    for part in (p.strip() for p in dim.split("*")):
+        if part.isdigit():
+            factors.append(int(part))
+        elif is_dim_name(part):
+            factors.append(part)
+        else:
+            return None
+    return factors
+
+
+def is_merged(value):
+    return isinstance(value, RecordNode) and isinstance(value.val, TensorVal) and \
+        bool(value.val.shape) and merged_dims(value.val.shape[0]) is not None
+
+
+def refuse_merged_use(n, overload):
+    """Refuses an op outside MERGE_SAFE on (or making) a merged tensor, and
+    a safe one whose other operand reaches the merged dim."""
+    operands = [a for a in n.args if isinstance(a, RecordNode)]
+    merged = [a for a in operands if is_merged(a)]
+    if not merged and not is_merged(n):
+        return
+    base = overload.split(".")[0]
+    if base not in MERGE_SAFE:
+        what = (merged[0] if merged else n).val.shape[0]
+        raise RefusedError(f"node '{n.name}': {overload} on a view merging dims into {what} "
+                           "(cgc keeps such a view unmerged for views, products and "
+                           "elementwise ops only)")
+    rank = len((merged[0] if merged else n).val.shape)
+    products = {"mm": 0, "matmul": 0, "linear": 0, "addmm": 1}
+    if base in products:
+        lhs = n.args[products[base]]
+        rhs = n.args[products[base] + 1]
+        if merged and (merged != [lhs] or not isinstance(rhs, RecordNode) or
+                       len(rhs.val.shape) != 2):
+            raise RefusedError(f"node '{n.name}': {overload} of a view merging dims other "
+                               "than as its left matrix by a 2-D one")
+    if base in products or base in ("view", "_unsafe_view", "reshape"):
+        return
+    for a in operands:
+        if not is_merged(a) and isinstance(a.val, TensorVal) and len(a.val.shape) >= rank:
+            raise RefusedError(f"node '{n.name}': {overload} broadcasts '{a.name}' over a view "
+                               "merging dims")
+
+
 def rule_of(target):
     """The ATen rule of a call's target ("aten.add.Tensor"), or None."""
     if not target.startswith("aten."):
@@ -172,6 +236,7 @@ class Lowering(IRBuilder):
         self.sizes = {}   # record node name -> the size it computes (no cgc value)
         self.fixed = {}   # user input fixed at export (not a tensor) -> its value
         self.current = None  # the record node being lowered
+        self.merges = {}  # a merged dim ("batch*seq") -> its factors in IR order
 
     def op(self, op, inputs, attrs=None, name=None):
         return self.node(op, inputs, attrs, name)
@@ -205,7 +270,27 @@ class Lowering(IRBuilder):
         dtype = DTYPE.get(n.val.dtype)
         if dtype is None:
             raise RefusedError(f"'{n.name}' has dtype {n.val.dtype}, which cgc has not")
-        return dtype, [self.dim(d) for d in n.val.shape]
+        shape = list(n.val.shape)
+        if shape and shape[0] in self.merges:  # Kept unmerged (MERGE_SAFE).
+            shape = self.merges[shape[0]] + shape[1:]
+        return dtype, [self.dim(d) for d in shape]
+
+    def register_merge(self, n):
+        """For a view merging its source's leading dims ([batch, seq, d] to
+        [batch*seq, d]): the merged dim's factors in the source's order,
+        which every tensor of that merged dim keeps in the IR."""
+        merged = n.val.shape[0]
+        source = n.args[0]
+        if not isinstance(source, RecordNode) or is_merged(source):
+            return
+        factors = merged_dims(merged)
+        leading = list(source.val.shape[:len(factors)])
+        if sorted(map(str, leading)) != sorted(map(str, factors)) or \
+                list(n.val.shape[1:]) != list(source.val.shape[len(factors):]):
+            raise RefusedError(f"node '{n.name}': a view merging dims into {merged} that are "
+                               f"not the leading dims of {source.val.shape}")
+        if self.merges.setdefault(merged, leading) != leading:
+            raise RefusedError(f"node '{n.name}': dims merged into {merged} in two orders")
 
     def dtype(self, n):
         return self.type_of(n)[0]
@@ -302,6 +387,9 @@ class Lowering(IRBuilder):
             self.value[n.name] = v
             return
         overload = n.target[len("aten."):]
+        refuse_merged_use(n, overload)
+        if is_merged(n) and overload.split(".")[0] in ("view", "_unsafe_view", "reshape"):
+            self.register_merge(n)
         rule = rule_of(n.target)  # (run refused the program if None)
         try:
             out = rule(self, n)

@@ -15,6 +15,7 @@ Usage: PYTHONPATH=python export_fixtures_test.py --cgc-opt PATH [--fixtures DIR]
 """
 import argparse
 import json
+import math
 import os
 import subprocess
 import sys
@@ -166,6 +167,63 @@ def check_unmapped_listed(fixtures):
     return "lowered a record with unmapped calls"
 
 
+def merged_view_record(order):
+    """A record as torch.export writes GPT-2's Conv1D over a dynamic batch
+    and sequence: x [batch, seq, 4] viewed as [batch*seq, 4], addmm'd with
+    a [4, 3] weight and bias, viewed back to [batch, seq, 3]. `order` is
+    the source's leading dims (["seq", "batch"]: merged the other way)."""
+    def node(name, target, args, shape, op="call_function"):
+        return {"op": op, "name": name, "target": target, "args": args, "kwargs": {},
+                "val": {"dtype": "torch.float32", "shape": shape}, "source": None}
+    return {"record_version": 1, "module": "Conv1D",
+            "inputs": [{"name": "w", "kind": "parameter", "target": "w"},
+                       {"name": "b", "kind": "parameter", "target": "b"},
+                       {"name": "x", "kind": "user_input", "target": None}],
+            "outputs": [{"name": "out", "kind": "user_output"}],
+            "range_constraints": {"batch": {"min": 1, "max": 8}, "seq": {"min": 1, "max": 16}},
+            "nodes": [node("w", "w", [], [4, 3], "placeholder"),
+                      node("b", "b", [], [3], "placeholder"),
+                      node("x", "x", [], order + [4], "placeholder"),
+                      node("flat", "aten.view.default", [{"node": "x"}, [-1, 4]],
+                           ["batch*seq", 4]),
+                      node("mm", "aten.addmm.default",
+                           [{"node": "b"}, {"node": "flat"}, {"node": "w"}], ["batch*seq", 3]),
+                      node("act", "aten.gelu.default", [{"node": "mm"}], ["batch*seq", 3]),
+                      node("out", "aten.view.default", [{"node": "act"}, order + [3]],
+                           order + [3]),
+                      {"op": "output", "name": "output", "target": "output",
+                       "args": [[{"node": "out"}]], "kwargs": {}, "val": None, "source": None}]}
+
+
+def check_merged_view(cgc_opt, folder):
+    """'' if a view merging dynamic dims lowers kept unmerged and matches
+    NumPy at two sizes, whichever order the source's dims have."""
+    rng = np.random.default_rng(3)
+    weights = {"w": rng.standard_normal((4, 3)).astype(np.float32),
+               "b": rng.standard_normal(3).astype(np.float32)}
+    path = os.path.join(folder, "merged.json")
+    for order in (["batch", "seq"], ["seq", "batch"]):
+        lower_record(merged_view_record(order), weights, path)
+        for shape in ((2, 5, 4), (7, 8, 4)):
+            x = rng.standard_normal(shape).astype(np.float32)
+            got = interpret(cgc_opt, path, {"x": x}, folder)["out"]
+            pre = x.astype(np.float64) @ weights["w"] + weights["b"]
+            want = 0.5 * pre * (1 + np.vectorize(math.erf)(pre / math.sqrt(2)))
+            if got.shape != want.shape or not np.allclose(got, want, rtol=1e-5, atol=1e-5):
+                return f"order {order}, x {shape}: got {got.shape}, max diff " \
+                       f"{np.abs(got - want).max() if got.shape == want.shape else '-'}"
+    record = merged_view_record(["batch", "seq"])
+    record["nodes"][5]["target"] = "aten._softmax.default"
+    record["nodes"][5]["args"] = [{"node": "mm"}, 0, False]
+    try:
+        lower_record(record, weights, path)
+        return "a softmax over a merged view was lowered"
+    except RefusedError as e:
+        if "on a view merging dims into batch*seq" not in str(e):
+            return f"softmax over a merged view refused with: {e}"
+    return ""
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--cgc-opt", required=True)
@@ -187,6 +245,11 @@ def main():
             print(f"FAIL {name}: {problem}" if problem else f"OK {name}: {summary}")
             failed += bool(problem)
     print(f"{len(names) - failed} of {len(names)} fixtures passed")
+    with tempfile.TemporaryDirectory(prefix="cgc-merged-") as folder:
+        problem = check_merged_view(args.cgc_opt, folder)
+    print(f"FAIL merged view: {problem}" if problem else
+          "OK merged view: kept unmerged, matches NumPy; other ops on it refused")
+    failed += bool(problem)
     problem = check_unmapped_listed(args.fixtures)
     print(f"FAIL unmapped calls: {problem}" if problem else
           "OK unmapped calls: every one named in one refusal")
