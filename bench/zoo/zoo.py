@@ -159,6 +159,25 @@ def bench_entry(torch, cgc, entry, row, work, iters, autotune_budget_s):
     return row
 
 
+def onnx_status(torch, entry, cgc_tool, work):
+    """(status, message) of the entry exported with torch.onnx.export (in
+    f32 on the CPU, keywords as the model takes them) and compiled with
+    `cgc model.onnx`: "compiled", "refused" (cgc's first error line) or
+    "export failed" (torch's)."""
+    import subprocess
+    module, (args, kwargs) = entry.build(torch)
+    path = os.path.join(work, f"{entry.name}.onnx")
+    try:
+        torch.onnx.export(module, tuple(args), path, kwargs=kwargs)
+    except Exception as e:  # noqa: BLE001 - reported per entry
+        return "export failed", f"{type(e).__name__}: {str(e).strip().splitlines()[0][:300]}"
+    r = subprocess.run([cgc_tool, path, "-o", os.path.join(work, f"{entry.name}.cgc")],
+                       capture_output=True, text=True, timeout=600)
+    if r.returncode == 0:
+        return "compiled", ""
+    return "refused", (r.stderr.strip().splitlines() or ["(no message)"])[0][:400]
+
+
 def dynamic_shapes(torch, entry, args, kwargs):
     """Batch and sequence as named Dims on every tensor argument."""
     batch = torch.export.Dim("batch", min=1, max=entry.batch * 2)
@@ -212,6 +231,12 @@ def markdown(rows, title, header=()):
     for r in rows:
         counts[r["status"]] = counts.get(r["status"], 0) + 1
     lines += ["", "Totals: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))]
+    exported = [r for r in rows if "onnx" in r]
+    if exported:
+        lines += ["", "## Through ONNX (torch.onnx.export, then `cgc model.onnx`)", "",
+                  "| entry | status | message |", "|---|---|---|"]
+        lines += [f"| {r['entry']} | {r['onnx']} | "
+                  f"{r['onnx_message'].replace('|', '/')} |" for r in exported]
     lines += bench_table(rows) + [""]
     return "\n".join(lines)
 
@@ -260,6 +285,9 @@ def main():
     ap.add_argument("--bench-only", default="",
                     help="with --bench: time only entries whose name contains one of these")
     ap.add_argument("--iters", type=int, default=50)
+    ap.add_argument("--onnx", action="store_true",
+                    help="also export each f32 entry with torch.onnx.export and compile it "
+                         "with `cgc model.onnx`")
     ap.add_argument("--autotune-budget-s", type=float, default=300)
     args = ap.parse_args()
     if args.report:
@@ -290,6 +318,11 @@ def main():
                 bench_entry(torch, cgc, entry, row, work, args.iters, args.autotune_budget_s)
             print(f"{entry.name}: " + " ".join(f"{k}={v:.1f}us" for k, v in
                                                 row["times_us"].items()), flush=True)
+        if args.onnx and entry.dtype == "f32" and not entry.dynamic:
+            with tempfile.TemporaryDirectory(prefix="cgc-zoo-onnx-") as work:
+                row["onnx"], row["onnx_message"] = onnx_status(
+                    torch, entry, os.environ.get("CGC", "cgc"), work)
+            print(f"{entry.name}: onnx {row['onnx']} {row['onnx_message'][:200]}", flush=True)
         rows.append(row)
         print(f"{row['entry']}: {row['status']} "
               f"{row.get('error', '')} {(row.get('message') or '')[:300]}", flush=True)
