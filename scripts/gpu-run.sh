@@ -20,7 +20,8 @@
 #    package's wheel (DIR/dist) installed, cgc.export of nn.Modules against
 #    PyTorch and cgc.compile from Python against PyTorch
 #    (test/python/torch_export_gpu.py, runtime_gpu.py), then the model zoo's
-#    correctness tier (bench/zoo/zoo.py; CGC_ZOO=0 leaves it out).
+#    correctness tier (bench/zoo/zoo.py; CGC_ZOO=0 leaves it out;
+#    CGC_PYTHON_GPU=0 leaves out the three Python scripts before it).
 # 2. Reruns them under compute-sanitizer --tool memcheck, racecheck and
 #    synccheck where it exists (says so if not; CGC_SANITIZER=0 turns it
 #    off, CGC_SANITIZER_TOOLS picks tools); CGC_OP_MEMCHECK_FILTER narrows
@@ -127,6 +128,7 @@ elif [ "$GPU_VISIBLE" -eq 1 ]; then
   echo "gpu-run: error: no wheel staged in $BUILD/dist (stage-gpu.sh makes it)" >&2
   status=1
 fi
+if [ "${CGC_PYTHON_GPU:-1}" != 0 ]; then
 echo "== cgc.export against PyTorch (test/python/torch_export_gpu.py)"
 PYTHONPATH=$PKG python3 "$HERE/test/python/torch_export_gpu.py" --cgc "$BUILD/bin/cgc" \
   --work "$RES/export" >"$RES/export.log" 2>&1
@@ -146,6 +148,9 @@ echo "== the README's PyTorch example (test/python/readme_example_gpu.py)"
 PYTHONPATH=$PKG python3 "$HERE/test/python/readme_example_gpu.py" "$HERE/README.md" 2>&1 | tail -5
 rc=${PIPESTATUS[0]}
 if [ $rc -ne 0 ] && { [ $rc -ne 77 ] || [ "$GPU_VISIBLE" -eq 1 ]; }; then status=1; fi
+else
+  echo "== the Python package's GPU tests left out (CGC_PYTHON_GPU=0)"
+fi
 
 # The model zoo's correctness tier (bench/zoo/zoo.py): real models through
 # cgc.compile against eager PyTorch; fails on a wrong entry or on one the
