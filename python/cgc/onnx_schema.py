@@ -119,7 +119,7 @@ def check_attributes(onnx, node, schema, label):
             raise RefusedError(f"{label}: attribute '{shown(a.name)}' refers to a function's "
                                f"attribute '{shown(a.ref_attr_name)}' outside a function")
         if a.type != spec.type.value:
-            raise RefusedError(f"{label}: attribute '{shown(a.name)}' is "
+            raise RefusedError(f"{label}: attribute '{shown(a.name)}' is of type "
                                f"{type_name(onnx, a.type)}; the operator takes "
                                f"{type_name(onnx, spec.type.value)}")
     for name, spec in schema.attributes.items():
@@ -128,28 +128,55 @@ def check_attributes(onnx, node, schema, label):
     check_attribute_values(onnx, node, label)
 
 
-# Attributes whose values ONNX lists but its schemas do not check.
+# Attributes whose values ONNX's schemas do not check: (test of the value
+# and the node, what the operator takes). They are checked before ONNX's
+# shape inference, whose C++ asserts or fails on some (Split's
+# num_outputs, a Cast to element type 0, Attention's kv_num_heads of 0
+# divides by zero). A negative Attention softcap:
+# ONNX's function body skips it where onnx.reference applies it.
+REDUCTIONS = (lambda v, node: v in ("none", "sum", "mean"), "'none', 'sum' or 'mean'")
+ELEMENT_TYPE = (lambda v, node: is_element_type(v), "an ONNX element type")
 ATTRIBUTE_VALUES = {
-    ("NegativeLogLikelihoodLoss", "reduction"): ("none", "sum", "mean"),
-    ("SoftmaxCrossEntropyLoss", "reduction"): ("none", "sum", "mean"),
+    ("NegativeLogLikelihoodLoss", "reduction"): REDUCTIONS,
+    ("SoftmaxCrossEntropyLoss", "reduction"): REDUCTIONS,
+    ("Attention", "softcap"): (lambda v, node: v >= 0, "a softcap of at least 0"),
+    ("Attention", "q_num_heads"): (lambda v, node: v > 0, "a positive number of heads"),
+    ("Attention", "kv_num_heads"): (lambda v, node: v > 0, "a positive number of heads"),
+    ("Split", "num_outputs"): (lambda v, node: v == len(node.output),
+                               "the number of its results"),
+    ("Cast", "to"): ELEMENT_TYPE,
+    ("EyeLike", "dtype"): ELEMENT_TYPE,
+    ("RandomNormal", "dtype"): ELEMENT_TYPE,
+    ("RandomUniform", "dtype"): ELEMENT_TYPE,
+    ("RandomNormalLike", "dtype"): ELEMENT_TYPE,
+    ("RandomUniformLike", "dtype"): ELEMENT_TYPE,
+    ("Multinomial", "dtype"): ELEMENT_TYPE,
+    ("Bernoulli", "dtype"): ELEMENT_TYPE,
 }
+
+
+def is_element_type(value):
+    """A TensorProto.DataType other than UNDEFINED."""
+    import onnx
+    return value != onnx.TensorProto.UNDEFINED and value in onnx.TensorProto.DataType.values()
 
 
 def check_attribute_values(onnx, node, label):
     for a in node.attribute:
-        allowed = ATTRIBUTE_VALUES.get((node.op_type, a.name))
-        if allowed is None:
+        rule = ATTRIBUTE_VALUES.get((node.op_type, a.name))
+        if rule is None:
             continue
         value = onnx.helper.get_attribute_value(a)
         value = value.decode("utf-8", "replace") if isinstance(value, bytes) else value
-        if value not in allowed:
+        test, takes = rule
+        if not test(value, node):
             raise RefusedError(f"{label}: attribute '{a.name}' is '{shown(str(value))}'; "
-                               f"ONNX defines {', '.join(repr(v) for v in allowed)}")
+                               f"the operator takes {takes}")
 
 
 def type_name(onnx, attribute_type):
     names = onnx.AttributeProto.AttributeType
     try:
-        return "of type " + names.Name(int(attribute_type))
+        return names.Name(int(attribute_type))
     except ValueError:
-        return f"of unknown type {int(attribute_type)}"
+        return f"unknown ({int(attribute_type)})"
