@@ -447,10 +447,11 @@ class Target:
     def __init__(self, args):
         import onnx
         from cgc.onnx_import import onnx_to_ir, write_ir
+        from cgc.onnx_import import UNMAPPED
         from cgc.onnx_types import RefusedError
         from cgc.safetensors import read_safetensors, write_safetensors
         self.onnx, self.onnx_to_ir, self.write_ir = onnx, onnx_to_ir, write_ir
-        self.RefusedError = RefusedError
+        self.RefusedError, self.UNMAPPED = RefusedError, UNMAPPED
         self.read_st, self.write_st = read_safetensors, write_safetensors
         self.cgc_opt, self.cgc = args.cgc_opt, args.cgc
         self.corpus = None
@@ -481,8 +482,9 @@ class Target:
             return
         ops = self.ops_of(model)
         path = os.path.join(work, "model.json")
-        for f in os.listdir(work):
-            os.remove(os.path.join(work, f))
+        for f in os.listdir(work):  # the last case's files (replay keeps findings/ here)
+            if os.path.isfile(os.path.join(work, f)):
+                os.remove(os.path.join(work, f))
         try:
             with warnings.catch_warnings(), np.errstate(all="ignore"):
                 warnings.simplefilter("ignore")
@@ -491,6 +493,12 @@ class Target:
         except self.RefusedError as e:
             self.stats["refused"] += 1
             findings.refused(fuzzlib.pattern(e))
+            if e.__cause__ is not None and self.UNMAPPED in str(e):
+                # The importer's last-resort refusal: a rule lacks a check.
+                cause = e.__cause__
+                op = fuzzlib.node_op_of(cause) if fuzzlib.node_op_of(cause) != "-" else ops
+                cause = fuzzlib.exception_class(cause, op).split(" | ", 1)[1]
+                findings.add("unmapped | " + cause, data, self.suffix, where, str(e)[:300])
             ir = None
         except KeyboardInterrupt:
             raise
