@@ -171,12 +171,11 @@ def tensors_of(model):
             stack.extend((g, depth + 1) for g in a.graphs)
 
 
-def check_and_load(model, base_dir):
-    """Checks every tensor of `model` against its data and the IR's limits,
-    and the initialized state against 1 GiB, before any data is read; then
-    reads the external data (checked files in the model's folder) into the
-    tensors. Returns the model."""
-    external, state = [], 0
+def checked_tensors(model):
+    """(tensor, what, bytes) for every tensor of `model` (tensors_of),
+    each checked against its data and the IR's limits, and the initialized
+    state against 1 GiB; no data is read or allocated."""
+    checked, state = [], 0
     for t, what, depth in tensors_of(model):
         size = tensor_bytes(t, what)
         if depth == 0:
@@ -184,9 +183,18 @@ def check_and_load(model, base_dir):
         if state > MAX_STATE_BYTES:
             raise RefusedError(f"the model's initializers and constants hold more than the "
                                f"IR's limit of 1 GiB of initialized state (at {what})")
-        if t.data_location == t.EXTERNAL:
-            external.append((t, what, size))
-    for t, what, size in external:
+        checked.append((t, what, size))
+    return checked
+
+
+def check_and_load(model, base_dir):
+    """Checks every tensor of `model` against its data and the IR's limits,
+    and the initialized state against 1 GiB, before any data is read; then
+    reads the external data (checked files in the model's folder) into the
+    tensors. Returns the model."""
+    for t, what, size in checked_tensors(model):
+        if t.data_location != t.EXTERNAL:
+            continue
         path, offset, length = external_path(t, base_dir, what)
         if length is not None and length != size:
             raise RefusedError(f"{what} declares dims {list(t.dims)} ({size} bytes) but its "

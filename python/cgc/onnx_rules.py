@@ -31,6 +31,16 @@ def ints_operand(ctx, v, what):
     return [int(x) for x in np.asarray(ctx.known(v, what)).reshape(-1)]
 
 
+def checked_axis(axis, rank, what="axis"):
+    """`axis` in [-rank, rank) made non-negative; refused otherwise (ONNX
+    leaves an axis out of range undefined)."""
+    axis = int(axis)
+    if not -rank <= axis < rank:
+        raise RefusedError(f"{what} {axis} is out of range for a rank-{rank} input "
+                           f"(valid: {-rank} to {rank - 1})")
+    return axis % rank
+
+
 def check_constant_indices(ctx, indices, data_shape, axis):
     """Refuses constant indices outside [-n, n) for an axis of extent n
     (ONNX leaves them undefined; cgc's gather reads zeros there). Indices

@@ -60,20 +60,21 @@ def mod(ctx, ins, attrs):
     """fmod = 1: C's fmod, the sign of the dividend (cgc's `fmod`, exact,
     for floats; a - trunc(a / b) * b for integers, exact too); fmod = 0
     (integers only, as ONNX requires): the remainder takes the divisor's
-    sign (Python's %)."""
+    sign (Python's %). An integer remainder by 0 (undefined in ONNX) is 0,
+    as NumPy's (and onnx.reference's)."""
     a, b = ins
     dt = dtype(ctx, a)
     if dt in ("f32", "f16", "bf16"):
         if not attrs.get("fmod", 0):
             raise RefusedError("Mod of floats with fmod = 0 (ONNX requires fmod = 1 for floats)")
         return [ctx.op("fmod", [a, b])]
-    r = ctx.g.op("sub", [a, ctx.g.op("mul", [ctx.g.op("div", [a, b]), b])])
-    if attrs.get("fmod", 0):
-        return [r]
     zero = const(ctx, 0, a)
-    differ = ctx.g.op("ne", [ctx.g.op("lt", [r, zero]), ctx.g.op("lt", [b, zero])])
-    fix = ctx.g.op("logical_and", [ctx.g.op("ne", [r, zero]), differ])
-    return [ctx.op("where", [fix, ctx.g.op("add", [r, b]), r])]
+    r = ctx.g.op("sub", [a, ctx.g.op("mul", [ctx.g.op("div", [a, b]), b])])
+    if not attrs.get("fmod", 0):
+        differ = ctx.g.op("ne", [ctx.g.op("lt", [r, zero]), ctx.g.op("lt", [b, zero])])
+        fix = ctx.g.op("logical_and", [ctx.g.op("ne", [r, zero]), differ])
+        r = ctx.g.op("where", [fix, ctx.g.op("add", [r, b]), r])
+    return [ctx.op("where", [ctx.g.op("eq", [b, zero]), zero, r])]
 
 
 @rule("Where")

@@ -3,16 +3,16 @@ cgc ops. Registered into onnx_rules.RULES."""
 import numpy as np
 
 from .onnx_limits import check_constant_size
-from .onnx_rules import (RULES, check_constant_indices, const, dtype, ints_operand, need_float,
-                         rule, shape)
+from .onnx_rules import (RULES, check_constant_indices, checked_axis, const, dtype, ints_operand,
+                         need_float, rule, shape)
 from .onnx_types import RefusedError
 
 # ---- normalizations and reductions
 
 def softmax_axis(ctx, x, attrs):
-    axis = int(attrs.get("axis", -1 if ctx.opset >= 13 else 1))
     rank = len(shape(ctx, x))
-    if ctx.opset < 13 and axis % max(rank, 1) != rank - 1:
+    axis = checked_axis(attrs.get("axis", -1 if ctx.opset >= 13 else 1), rank)
+    if ctx.opset < 13 and axis != rank - 1:
         raise RefusedError("softmax over a coerced 2-D view (opset < 13, axis not last)")
     return axis
 
@@ -43,7 +43,7 @@ def hardmax(ctx, ins, attrs):
 def normalized_stats(ctx, x, axis, eps):
     """mean and 1/sqrt(var + eps) over the axes from `axis` (kept as 1s)."""
     rank = len(shape(ctx, x))
-    axes = list(range(axis % rank, rank))
+    axes = list(range(checked_axis(axis, rank), rank))
     mean = ctx.g.op("mean", [x], {"axes": axes, "keepdim": True})
     d = ctx.g.op("sub", [x, mean])
     var = ctx.g.op("mean", [ctx.g.op("mul", [d, d])], {"axes": axes, "keepdim": True})
@@ -57,7 +57,7 @@ def layer_norm(ctx, ins, attrs):
         return layer_norm_with_stats(ctx, ins, attrs)
     operands = [v for v in ins if v is not None]
     x = operands[0]
-    axis = int(attrs.get("axis", -1))
+    axis = checked_axis(attrs.get("axis", -1), len(shape(ctx, x)))
     normalized = shape(ctx, x)[axis:]
     for k in range(1, len(operands)):  # scale and bias broadcast in ONNX
         if shape(ctx, operands[k]) != normalized:
@@ -88,7 +88,7 @@ def rms_norm(ctx, ins, attrs):
     x = ins[0]
     need_float(ctx, x)
     rank = len(shape(ctx, x))
-    axes = list(range(int(attrs.get("axis", -1)) % rank, rank))
+    axes = list(range(checked_axis(attrs.get("axis", -1), rank), rank))
     ms = ctx.g.op("mean", [ctx.g.op("mul", [x, x])], {"axes": axes, "keepdim": True})
     inv = ctx.g.op("rsqrt", [ctx.g.op("add", [ms, const(ctx, float(attrs.get("epsilon", 1e-5)), x)])])
     y = ctx.g.op("mul", [x, inv])
@@ -99,7 +99,8 @@ def rms_norm(ctx, ins, attrs):
 def lp_norm(ctx, ins, attrs):
     x = ins[0]
     need_float(ctx, x)
-    axis, p = int(attrs.get("axis", -1)), int(attrs.get("p", 2))
+    axis = checked_axis(attrs.get("axis", -1), len(shape(ctx, x)))
+    p = int(attrs.get("p", 2))
     if p == 1:
         norm = ctx.g.op("sum", [ctx.g.op("abs", [x])], {"axes": [axis], "keepdim": True})
     elif p == 2:
@@ -133,7 +134,7 @@ def reduce_axes(ctx, ins, attrs, rank):
         axes = [int(a) for a in attrs.get("axes", [])]
     if not axes:
         return None if attrs.get("noop_with_empty_axes", 0) else list(range(rank))
-    return [a % rank if rank else 0 for a in axes]
+    return [checked_axis(a, rank) if rank else 0 for a in axes]
 
 
 def reduction(op, pre=None, post=None):

@@ -421,6 +421,25 @@ def mutate(model, rng):
 
 # --- the oracles ---------------------------------------------------------------
 
+def located_at_onnx_node(stderr):
+    """True when cgc-opt's first error on the imported IR is followed by the
+    note naming the ONNX node its IR node comes from (the importer stamps
+    each node's `loc`), which `cgc model.onnx` turns into `model.onnx:
+    error: node 'X' (Op): ...`: a clean located refusal (issue 27), not a
+    finding. An error the note does not follow (about the graph's outputs,
+    a malformed record) is still an ir-error finding."""
+    lines = stderr.splitlines()
+    first = next((k for k, line in enumerate(lines) if ": error: node '" in line), None)
+    if first is None:
+        return False
+    for line in lines[first + 1:]:
+        if ": error:" in line:
+            return False
+        if ": note: node '" in line and "' comes from node '" in line:
+            return True
+    return False
+
+
 class Target:
     name = "onnx"
     suffix = ".onnx"
@@ -428,16 +447,18 @@ class Target:
     def __init__(self, args):
         import onnx
         from cgc.onnx_import import onnx_to_ir, write_ir
+        from cgc.onnx_import import UNMAPPED
         from cgc.onnx_types import RefusedError
         from cgc.safetensors import read_safetensors, write_safetensors
         self.onnx, self.onnx_to_ir, self.write_ir = onnx, onnx_to_ir, write_ir
-        self.RefusedError = RefusedError
+        self.RefusedError, self.UNMAPPED = RefusedError, UNMAPPED
         self.read_st, self.write_st = read_safetensors, write_safetensors
         self.cgc_opt, self.cgc = args.cgc_opt, args.cgc
         self.corpus = None
         self.cli_every = CLI_EVERY  # None: never (replay sets it per input)
         self.stats = {"cases": 0, "refused": 0, "accepted": 0, "compared": 0,
-                      "reference failed": 0, "cli": 0, "equivalence": 0}
+                      "reference failed": 0, "cli": 0, "equivalence": 0,
+                      "refused by the verifier": 0}
 
     def generate(self, rng):
         """(model bytes, description) of one mutated seed."""
@@ -461,8 +482,9 @@ class Target:
             return
         ops = self.ops_of(model)
         path = os.path.join(work, "model.json")
-        for f in os.listdir(work):
-            os.remove(os.path.join(work, f))
+        for f in os.listdir(work):  # the last case's files (replay keeps findings/ here)
+            if os.path.isfile(os.path.join(work, f)):
+                os.remove(os.path.join(work, f))
         try:
             with warnings.catch_warnings(), np.errstate(all="ignore"):
                 warnings.simplefilter("ignore")
@@ -471,6 +493,12 @@ class Target:
         except self.RefusedError as e:
             self.stats["refused"] += 1
             findings.refused(fuzzlib.pattern(e))
+            if e.__cause__ is not None and self.UNMAPPED in str(e):
+                # The importer's last-resort refusal: a rule lacks a check.
+                cause = e.__cause__
+                op = fuzzlib.node_op_of(cause) if fuzzlib.node_op_of(cause) != "-" else ops
+                cause = fuzzlib.exception_class(cause, op).split(" | ", 1)[1]
+                findings.add("unmapped | " + cause, data, self.suffix, where, str(e)[:300])
             ir = None
         except KeyboardInterrupt:
             raise
@@ -543,8 +571,12 @@ class Target:
             findings.add(f"cgc-opt | {ops} | {failure}", data, self.suffix, where, stderr[-500:])
             return
         if rc == 1:
-            findings.add(f"ir-error | {ops} | {fuzzlib.pattern(fuzzlib.error_line(stderr))}",
-                         data, self.suffix, where, stderr[-500:])
+            if located_at_onnx_node(stderr):
+                self.stats["refused by the verifier"] += 1
+                findings.refused("verifier: " + fuzzlib.pattern(fuzzlib.error_line(stderr)))
+            else:
+                findings.add(f"ir-error | {ops} | {fuzzlib.pattern(fuzzlib.error_line(stderr))}",
+                             data, self.suffix, where, stderr[-500:])
             return
         if self.stats["accepted"] % EQUIVALENCE_EVERY == 1:
             self.check_equivalence(path, ops, findings, data, where)
