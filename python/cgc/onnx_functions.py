@@ -29,6 +29,7 @@ def expand_functions(model, has_rule, infer):
         for k, node in enumerate(model.graph.node):
             body = None
             if node.domain in ("", "ai.onnx") and not has_rule(node.op_type):
+                check_class_operands(onnx, model, node, k, types)
                 body = function_body(onnx, node, opset, types)
             if body is None:
                 nodes.append(node)
@@ -65,6 +66,43 @@ def value_types(model):
     for t in model.graph.initializer:
         types[t.name] = onnx.helper.make_tensor_type_proto(t.data_type, list(t.dims))
     return types
+
+
+# The losses' class operands, which their function bodies read with a
+# Gather (where an index out of range would read zero): (the operator,
+# the position of its class weights, of its targets).
+CLASS_OPERANDS = {"NegativeLogLikelihoodLoss": (2, 1), "SoftmaxCrossEntropyLoss": (2, 1)}
+
+
+def check_class_operands(onnx, model, node, index, types):
+    """Refuses a loss whose class weights are not [C] (C: dim 1 of its
+    input) or whose constant targets lie outside [0, C) other than its
+    ignore_index."""
+    from .onnx_types import RefusedError
+    positions = CLASS_OPERANDS.get(node.op_type)
+    if positions is None or not node.input or node.input[0] not in types:
+        return
+    dims = [d.dim_value if d.HasField("dim_value") else None
+            for d in types[node.input[0]].tensor_type.shape.dim]
+    classes = dims[1] if len(dims) > 1 else None
+    if not classes:
+        return
+    label = f"node '{node.name or node.op_type + '_' + str(index)}' ({node.op_type})"
+    weights, targets = (node.input[p] if len(node.input) > p else "" for p in positions)
+    if weights and weights in types:
+        shape = [d.dim_value if d.HasField("dim_value") else None
+                 for d in types[weights].tensor_type.shape.dim]
+        if shape != [classes] and None not in shape:
+            raise RefusedError(f"{label}: class weights of shape {shape}; the input has "
+                               f"{classes} classes")
+    constant = next((t for t in model.graph.initializer if t.name == targets), None)
+    if constant is not None:
+        ignore = next((a.i for a in node.attribute if a.name == "ignore_index"), None)
+        values = onnx.numpy_helper.to_array(constant).reshape(-1)
+        bad = [int(v) for v in values if not 0 <= v < classes and v != ignore]
+        if bad:
+            raise RefusedError(f"{label}: target {bad[0]} outside [0, {classes}) (and not the "
+                               "ignore_index)")
 
 
 def function_body(onnx, node, opset, types):

@@ -136,6 +136,18 @@ def check_attributes(onnx, node, schema, label):
 # ONNX's function body skips it where onnx.reference applies it.
 REDUCTIONS = (lambda v, node: v in ("none", "sum", "mean"), "'none', 'sum' or 'mean'")
 ELEMENT_TYPE = (lambda v, node: is_element_type(v), "an ONNX element type")
+FLAG = (lambda v, node: v in (0, 1), "0 or 1")
+# Integer attributes the spec defines as 0 or 1 (onnx.reference takes any
+# nonzero as 1; a rule may test == 1).
+FLAGS = {("Attention", "is_causal"), ("Gemm", "transA"), ("Gemm", "transB"),
+         ("CumSum", "exclusive"), ("CumSum", "reverse"), ("ArgMax", "keepdims"),
+         ("ArgMin", "keepdims"), ("ArgMax", "select_last_index"),
+         ("ArgMin", "select_last_index"), ("Trilu", "upper"),
+         } | {
+    (op, attr) for op in ("ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd",
+                          "ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp",
+                          "ReduceSumSquare")
+    for attr in ("keepdims", "noop_with_empty_axes")}
 ATTRIBUTE_VALUES = {
     ("NegativeLogLikelihoodLoss", "reduction"): REDUCTIONS,
     ("SoftmaxCrossEntropyLoss", "reduction"): REDUCTIONS,
@@ -163,7 +175,8 @@ def is_element_type(value):
 
 def check_attribute_values(onnx, node, label):
     for a in node.attribute:
-        rule = ATTRIBUTE_VALUES.get((node.op_type, a.name))
+        rule = ATTRIBUTE_VALUES.get((node.op_type, a.name)) or \
+            (FLAG if (node.op_type, a.name) in FLAGS else None)
         if rule is None:
             continue
         value = onnx.helper.get_attribute_value(a)
