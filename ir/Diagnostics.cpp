@@ -102,15 +102,19 @@ void DiagnosticEngine::fileError(llvm::StringRef file,
 }
 
 void DiagnosticEngine::nodeError(const Node &node, const llvm::Twine &message) {
+  nodeError(node, node.getLoc(), message);
+}
+
+void DiagnosticEngine::nodeError(const Node &node, Location at,
+                                 const llvm::Twine &message) {
   if (!shownFile.empty() && !node.getSourceLoc().empty()) {
-    error(node.getLoc(), node.getSourceLoc() + ": in cgc's node '" +
-                             node.getName() + "' (" + mnemonic(node.getOp()) +
-                             "): " + message);
+    error(at, node.getSourceLoc() + ": in cgc's node '" + node.getName() +
+                  "' (" + mnemonic(node.getOp()) + "): " + message);
     return;
   }
-  error(node.getLoc(), "node '" + node.getName() + "' (" +
-                           mnemonic(node.getOp()) + "): " + message);
+  error(at, "node '" + node.getName() + "' (" + mnemonic(node.getOp()) +
+                "): " + message);
   if (!node.getSourceLoc().empty())
-    note(node.getLoc(), "node '" + node.getName() + "' comes from " +
-                            node.getSourceLoc());
+    note(at, "node '" + node.getName() + "' comes from " +
+                 node.getSourceLoc());
 }

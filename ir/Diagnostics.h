@@ -41,6 +41,8 @@ public:
   /// `node 'name' (op): message` at the node, plus a note with the
   /// user's source location when the node carries one.
   void nodeError(const Node &node, const llvm::Twine &message);
+  /// The same at \p at, a place inside the node (one of its fields).
+  void nodeError(const Node &node, Location at, const llvm::Twine &message);
 
   unsigned errorCount() const { return errors; }
   bool hasErrors() const { return errors != 0; }

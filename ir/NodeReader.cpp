@@ -5,7 +5,9 @@
 // (3) resolve operands, refusing undefined names; (4) order the nodes with
 // Kahn's algorithm, preferring file order, and report a cycle if one
 // remains; (5) build each node in that order: attributes against the op's
-// schema from Ops.def, regions, then result types from the type rules.
+// schema from Ops.def, regions, then result types from the type rules,
+// checked against the node's declared `type` if it has one (the reader
+// keeps no declaration: passes keep the types it checked).
 // A node whose operand failed to type is skipped to avoid cascades.
 //
 //===----------------------------------------------------------------------===//
@@ -17,6 +19,7 @@
 #include "llvm/ADT/StringMap.h"
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <set>
 
 using namespace cgc;
@@ -55,6 +58,10 @@ private:
   bool readAttr(const NodeSpec &spec, const AttrSpec &attr, const Json &j,
                 const std::string &p, Node &node);
   bool readRegions(const NodeSpec &spec, Node &node);
+  bool readDeclaredType(const NodeSpec &spec, TensorType &out);
+  bool checkDeclaredType(const NodeSpec &spec, const Node &node,
+                         const TensorType &declared,
+                         const TensorType &computed);
 
   ReaderContext &ctx;
   Graph &graph;
@@ -92,7 +99,7 @@ bool NodeReader::readSpec(const Json &j, NodeSpec &spec) {
   std::string label = "node '" + quoteName(spec.name) + "'";
   if (!ctx.checkFields(j, p,
                        {"name", "op", "inputs", "outputs", "attrs", "loc",
-                        "regions", "schedule"},
+                        "type", "regions", "schedule"},
                        {"name", "op"}, label) ||
       !ctx.readName(j["name"], p + "/name", "node name", spec.name))
     return false;
@@ -136,6 +143,12 @@ bool NodeReader::readSpec(const Json &j, NodeSpec &spec) {
       spec.resultNames.size() != 1) {
     ctx.error(p + "/outputs", what(spec) + ": expects 1 result name, got " +
                                   std::to_string(spec.resultNames.size()));
+    return false;
+  }
+  if (j.contains("type") && (info.has(ControlFlow) || info.has(Fused))) {
+    ctx.diag.error(ctx.keyAt(p + "/type"),
+                   what(spec) + ": 'type' declares the result of a "
+                                "single-result op; this op may have several");
     return false;
   }
   return true;
@@ -447,6 +460,28 @@ bool NodeReader::readRegions(const NodeSpec &spec, Node &node) {
   return true;
 }
 
+bool NodeReader::readDeclaredType(const NodeSpec &spec, TensorType &out) {
+  std::string p = spec.pointer + "/type";
+  const Json &j = (*spec.json)["type"];
+  std::string label = what(spec) + ": 'type'";
+  return ctx.expectObject(j, p, label) &&
+         ctx.checkFields(j, p, {"dtype", "shape"}, {"dtype", "shape"},
+                         label) &&
+         ctx.readTensorType(j, p, label, graph.dims(), out);
+}
+
+bool NodeReader::checkDeclaredType(const NodeSpec &spec, const Node &node,
+                                   const TensorType &declared,
+                                   const TensorType &computed) {
+  if (declared == computed)
+    return true;
+  ctx.diag.nodeError(node, ctx.at(spec.pointer + "/type"),
+                     "declared " + typeToString(declared, graph.dims()) +
+                         " but computes " +
+                         typeToString(computed, graph.dims()));
+  return false;
+}
+
 bool NodeReader::build(NodeSpec &spec) {
   // Appended first: regions and type rules reach the dims through it.
   Node &node = *graph.append(
@@ -466,6 +501,9 @@ bool NodeReader::build(NodeSpec &spec) {
                       what(spec), record);
     node.setSchedule(std::move(record));
   }
+  std::optional<TensorType> declared;
+  if (ok && spec.json->contains("type"))
+    ok = readDeclaredType(spec, declared.emplace());
   llvm::SmallVector<TensorType, 2> types;
   if (ok && !operandPoisoned) {
     ok = inferResultTypes(node, types, ctx.diag);
@@ -476,6 +514,9 @@ bool NodeReader::build(NodeSpec &spec) {
                     std::to_string(spec.resultNames.size()));
       ok = false;
     }
+    // readSpec admits `type` on single-result ops only.
+    if (ok && declared)
+      ok = checkDeclaredType(spec, node, *declared, types[0]);
   }
   types.resize(spec.resultNames.size());
   for (unsigned r = 0; r < spec.resultNames.size(); ++r) {

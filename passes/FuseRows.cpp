@@ -24,6 +24,8 @@
 //     softmax and layernorm, 1 for reductions), up to kMaxFusedOps in all.
 // A row op whose other operands (layernorm's weight and bias) are splat
 // constants is left alone: they stay body inputs, never cloned sources.
+// So is a group that reads no value from outside (a prologue over splat
+// constants only): a row_fusion takes at least one operand.
 // The group becomes one `row_fusion` node (FusionBuilder.h) when it has a
 // prologue or an epilogue. Each row op's search is bounded by kMaxFusedOps
 // members and their users, so the pass is linear in the nodes.
@@ -102,6 +104,18 @@ private:
 };
 
 } // namespace
+
+/// Whether a member of \p group reads a value that neither a member nor a
+/// splat source (cloned into the body) computes: the row_fusion's operand.
+static bool readsOutsideValue(const NodeSet &group) {
+  for (Node *m : group)
+    for (Value *v : m->getOperands()) {
+      Node *def = v->getDef();
+      if (!def || (!group.count(def) && !isSplatSource(*def)))
+        return true;
+    }
+  return false;
+}
 
 bool FuseRowsPass::legalPrologueMember(Node &m, Node &root, const NodeSet &set,
                                        const Access &access) const {
@@ -227,7 +241,7 @@ bool FuseRowsPass::fuseGraph(Graph &graph, PassContext &ctx) {
     addEpilogue(graph, root,
                 {extentsOf(root.result()->getType()), reducedRun(root) ? 1 : width},
                 group);
-    if (group.size() < 2)
+    if (group.size() < 2 || !readsOutsideValue(group))
       continue;
     for (Node *m : group)
       taken.insert(m);

@@ -55,11 +55,35 @@ def binary(op):
         else:
             compute = e.dtype(n)
         x, y = (e.as_dtype(v, compute) for v in (a, b))
+        if op not in COMPARISONS:
+            check_category(op, compute, [e.dtype(v) if isinstance(v, RecordNode) else v
+                                         for v in (a, b)])
         alpha = n.kwargs.get("alpha", 1)
         if alpha != 1:
             y = e.op("mul", [y, e.scalar(alpha, compute)])
         return e.op(op, [x, y], name=n.name)
     return fn
+
+
+# PyTorch's promotion categories: the result of arithmetic is of its
+# operands' highest (true division's is a float).
+CATEGORY = {"bool": 0, "i32": 1, "i64": 1, "f16": 2, "bf16": 2, "f32": 2}
+
+
+def check_category(op, recorded, operands):
+    """Refuses an arithmetic node whose recorded result dtype is not of
+    the category PyTorch's promotion gives its operands (IR dtypes, or
+    Python numbers): the rule computes in the recorded dtype, so a record
+    that disagrees would be followed silently."""
+    def category(v):
+        if isinstance(v, str):
+            return CATEGORY.get(v, 2)
+        return 0 if isinstance(v, bool) else 1 if isinstance(v, int) else 2
+    want = 2 if op == "div" else max(category(v) for v in operands)
+    if CATEGORY.get(recorded, 2) != want:
+        kinds = ("bool", "integer", "float")
+        raise RefusedError(f"the record gives the result dtype {recorded}, but {op} of "
+                           f"these operands gives a {kinds[want]} result")
 
 
 def promote(dtypes):

@@ -108,6 +108,11 @@ def set_buckets(dims, buckets):
         dim["buckets"] = sorted(set(extents) | {dim["max"]})
 
 
+def spelled_val(val):
+    """A TensorVal as messages show it: torch.float32[2, s0]."""
+    return f"{val.dtype}[{', '.join(str(d) for d in val.shape)}]"
+
+
 def weight_dtype(array):
     """The IR dtype of a weight's value (a NumPy array or a BFloat16)."""
     if isinstance(array, BFloat16):
@@ -237,6 +242,7 @@ class Lowering(IRBuilder):
         self.fixed = {}   # user input fixed at export (not a tensor) -> its value
         self.current = None  # the record node being lowered
         self.merges = {}  # a merged dim ("batch*seq") -> its factors in IR order
+        self.recorded = {}  # cgc value -> the TensorVal the record gives it
 
     def op(self, op, inputs, attrs=None, name=None):
         return self.node(op, inputs, attrs, name)
@@ -347,6 +353,7 @@ class Lowering(IRBuilder):
             self.weights[name] = array
         self.inputs.append(entry)
         self.value[n.name] = name
+        self.recorded[name] = n.val
 
     def as_dtype(self, a, dtype):
         """A node argument as a cgc value of `dtype` (cast, or a constant)."""
@@ -384,6 +391,7 @@ class Lowering(IRBuilder):
             if v is None:
                 raise RefusedError(f"node '{n.name}': result #{index} of '{base.name}' "
                                    "(a layer_norm's mean or rstd) has no cgc value")
+            self.forwarded(n, "getitem", v, n.val)
             self.value[n.name] = v
             return
         overload = n.target[len("aten."):]
@@ -391,15 +399,61 @@ class Lowering(IRBuilder):
         if is_merged(n) and overload.split(".")[0] in ("view", "_unsafe_view", "reshape"):
             self.register_merge(n)
         rule = rule_of(n.target)  # (run refused the program if None)
+        first_new = len(self.nodes)
         try:
             out = rule(self, n)
         except RefusedError as e:
             raise RefusedError(f"node '{n.name}' ({overload}): {e}{self.where()}") from None
+        created = {record["name"]: record for record in self.nodes[first_new:]}
         if isinstance(out, (list, tuple)):
+            vals = n.val if isinstance(n.val, list) else []
             for k, v in enumerate(out):
                 self.value[f"{n.name}#{k}"] = v
+                if k < len(vals):
+                    self.declare(n, overload, created, v, vals[k])
         else:
             self.value[n.name] = out
+            self.declare(n, overload, created, out, n.val)
+
+    # -- the record's types: declared on the IR, checked, never trusted
+
+    def declare(self, n, overload, created, v, val):
+        """Gives the result `v` of record node `n` the type its record
+        says, `val`: a node the rule just made declares it (cgc's reader
+        checks it against what the op computes, docs/ir.md); a value the
+        rule forwards (an identity) must have been recorded with it."""
+        if not isinstance(val, TensorVal) or not isinstance(v, str):
+            return
+        record = created.get(v)
+        if record is None:
+            self.forwarded(n, overload, v, val)
+            return
+        declared = self.spelled(val)
+        if declared is not None:
+            record["type"] = declared
+        self.recorded[v] = val
+
+    def forwarded(self, n, what, v, val):
+        """Refuses record node `n` whose result is the value `v` of an
+        earlier node when the two records give them different types."""
+        earlier = self.recorded.get(v)
+        if isinstance(val, TensorVal) and isinstance(earlier, TensorVal) and \
+                (val.dtype, list(val.shape)) != (earlier.dtype, list(earlier.shape)):
+            raise RefusedError(
+                f"node '{n.name}' ({what}): the record gives its result "
+                f"{spelled_val(val)}, but it is the value of '{v}', recorded as "
+                f"{spelled_val(earlier)}{self.where()}")
+
+    def spelled(self, val):
+        """A TensorVal as the IR's {"dtype", "shape"}, or None where the IR
+        cannot spell it (a dtype cgc has not, a dim computed from others or
+        one no input declared)."""
+        dtype = DTYPE.get(val.dtype)
+        if dtype is None or not all(
+                (isinstance(d, int) and not isinstance(d, bool)) or d in self.dims
+                for d in val.shape):
+            return None
+        return {"dtype": dtype, "shape": list(val.shape)}
 
     def outputs(self, n):
         out = []

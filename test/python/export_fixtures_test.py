@@ -221,6 +221,37 @@ def check_merged_view(cgc_opt, folder):
     except RefusedError as e:
         if "on a view merging dims into batch*seq" not in str(e):
             return f"softmax over a merged view refused with: {e}"
+def check_declared_types(fixtures, cgc_opt, work):
+    """'' if the record's result types are checked, not trusted
+    (docs/python.md): in encoder_layer, a linear recorded as float16
+    lowers to a node declaring f16 that cgc-opt refuses at the node with
+    its source line; a clone and a getitem recorded with another shape
+    than the value they forward are refused by the lowering."""
+    with open(os.path.join(fixtures, "encoder_layer", "program.json")) as f:
+        record = json.load(f)
+    weights = read_safetensors(os.path.join(fixtures, "encoder_layer", "weights.safetensors"))
+    def edited(name, field, value):
+        copy = json.loads(json.dumps(record))
+        node = next(n for n in copy["nodes"] if n["name"] == name)
+        node["val"][field] = value
+        return copy
+    path = os.path.join(work, "declared.json")
+    ir = lower_record(edited("linear_1", "dtype", "torch.float16"), weights, path)
+    node = next(n for n in ir["nodes"] if n["name"] == "linear_1")
+    if node.get("type") != {"dtype": "f16", "shape": [2, 8, 16]}:
+        return f"linear_1 declares {node.get('type')}"
+    run = subprocess.run([cgc_opt, path], capture_output=True, text=True)
+    want = ["error: node 'linear_1' (linear): declared f16[2,8,16] but computes f32[2,8,16]",
+            "note: node 'linear_1' comes from export_models.py:42"]
+    if run.returncode != 1 or any(w not in run.stderr for w in want):
+        return f"cgc-opt exited {run.returncode}: {run.stderr[-300:]}"
+    for name, shape in (("clone", [2, 4, 8, 9]), ("getitem_1", [2, 8, 17])):
+        try:
+            lower_record(edited(name, "shape", shape), weights, os.devnull)
+            return f"lowered a {name} recorded as {shape}"
+        except RefusedError as e:
+            if f"node '{name}' (" not in str(e) or "recorded as" not in str(e):
+                return f"{name}: refused with {e}"
     return ""
 
 
@@ -253,6 +284,11 @@ def main():
     problem = check_unmapped_listed(args.fixtures)
     print(f"FAIL unmapped calls: {problem}" if problem else
           "OK unmapped calls: every one named in one refusal")
+    failed += bool(problem)
+    with tempfile.TemporaryDirectory(prefix="cgc-export-declared-") as scratch:
+        problem = check_declared_types(args.fixtures, args.cgc_opt, scratch)
+    print(f"FAIL declared types: {problem}" if problem else
+          "OK declared types: checked by cgc, identities by the lowering")
     failed += bool(problem)
     if "torch" in sys.modules:
         print("FAIL: the lowering imported torch")

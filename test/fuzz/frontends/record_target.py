@@ -7,7 +7,10 @@ signature, dim ranges, the weights), then the oracles:
     ValueError the package raises itself on a malformed record
     (torch_record.py, set_buckets); and cgc-opt --interpret runs the IR it
     wrote on random inputs (exit 0; exit 1 is a finding: the lowering
-    accepted what cgc refuses);
+    accepted what cgc refuses), except that cgc's refusal of a type the
+    lowering declared from the record (`node 'x' (op): declared T but
+    computes U`, at the node, with its source line; docs/ir.md) is a
+    clean refusal, counted as refused: the record disagrees with itself;
 (b) where every op is one numpy_aten.OPS evaluates, the interpreter's
     outputs equal NumPy's within fuzzlib.TOLERANCE (rtol 1e-3 + atol
     1e-5 for f32; exact for integers and bools).
@@ -31,6 +34,8 @@ TORCH_DTYPES = ["torch.float32", "torch.float16", "torch.bfloat16", "torch.int32
                 "torch.bool", "torch.float64", "torch.uint8", "torch.complex64"]
 INT_EDGES = [0, 1, -1, 2, 3, 7, -2, 2**31, 2**62]
 WEIGHT_EDITS = ["drop", "f16", "i64", "flatten", "transpose", "empty"]
+# cgc's located refusal of a node's declared type (ir/NodeReader.cpp).
+DECLARED_TYPE_REFUSAL = re.compile(r"error: node '[^']*' \([a-z_]+\): declared \S+ but computes \S+$")
 
 
 def load_fixtures():
@@ -327,7 +332,13 @@ class Target:
                                                            "--outputs", outputs])
         failure = fuzzlib.tool_failure(rc, stderr)
         if failure is None and rc == 1:
-            failure = "refused: " + fuzzlib.pattern(fuzzlib.error_line(stderr))
+            line = fuzzlib.error_line(stderr)
+            if DECLARED_TYPE_REFUSAL.search(line):
+                self.stats["accepted"] -= 1  # counted when lowered
+                self.stats["refused"] += 1
+                findings.refused("declared type: " + fuzzlib.pattern(line.split("error: ", 1)[1]))
+                return
+            failure = "refused: " + fuzzlib.pattern(line)
         if failure:
             findings.add(f"ir-error | {ops} | {failure}", data, self.suffix, where, stderr[-500:])
             return
