@@ -74,8 +74,16 @@ echo "gpu-run: cases: ${CGC_GPU_CASES:-<default>}"
 for bin in "${BINS[@]}"; do
   name=$(basename "$bin")
   echo "== $name"
-  "$bin" --gtest_output="xml:$RES/$name.xml" >"$RES/$name.log" 2>&1 || status=1
+  "$bin" --gtest_output="xml:$RES/$name.xml" >"$RES/$name.log" 2>&1
+  rc=$?
   grep -E '^\[  (FAILED|PASSED|SKIPPED) |tests ran|^\[==========\]' "$RES/$name.log" | tail -40
+  if [ $rc -ne 0 ]; then
+    status=1
+    if [ $rc -gt 128 ]; then  # killed by a signal: no XML; the last test it ran
+      echo "gpu-run: $name died of signal $((rc - 128)); the end of its log:" >&2
+      tail -25 "$RES/$name.log" >&2
+    fi
+  fi
 done
 rm -f "$RES"/*_tests.log 2>/dev/null  # the XML holds the details; keep $OUT small
 read -r RUN PASSED FAILED SKIPPED < <(python3 - "$RES" <<'PY'
