@@ -33,6 +33,8 @@ def rand(shape, dtype, lo=-3.0, hi=3.0):
 
 def emit(name, inputs, nodes, outputs, dims=None, exact=False, extra=None):
     """inputs: [(name, dtype, array, shape-or-None)]; outputs: [(name, dtype, expected)]."""
+    if any(c["name"] == name for c in CASES):  # (it would overwrite the first one's files)
+        sys.exit(f"gen_golden: two cases are named {name}")
     g = {"format_version": 1, "name": name, "inputs": [], "nodes": nodes,
          "outputs": [o[0] for o in outputs]}
     if dims:
@@ -536,7 +538,7 @@ def gen_edges():
     one_op("div_i64_edges", "div", [("a", "i64", exact_ints([-2 ** 63, 7, -7, 2 ** 53 + 1])),
                                     ("b", "i64", exact_ints([-1, 0, 2, 1]))], None,
            exact_ints([-2 ** 63, 0, -3, 2 ** 53 + 1]), "i64")
-    one_op("add_i32_wrap", "add", [("a", "i32", exact_ints([2 ** 31 - 1, -2 ** 31])), ("b", "i32", exact_ints([1, -1]))],
+    one_op("add_i32_wrap_edges", "add", [("a", "i32", exact_ints([2 ** 31 - 1, -2 ** 31])), ("b", "i32", exact_ints([1, -1]))],
            None, exact_ints([-2 ** 31, 2 ** 31 - 1]), "i32")
     one_op("eq_i64_exact", "eq", [("a", "i64", exact_ints([2 ** 53, 2 ** 63 - 1])),
                                   ("b", "i64", exact_ints([2 ** 53 + 1, 2 ** 63 - 2]))], None, exact_ints([0, 0]), "bool")
@@ -566,7 +568,7 @@ def gen_edges():
            wide.astype(np.float32).astype(np.float64), "f32", exact=True)
     one_op("cast_i64_bool", "cast", [("x", "i64", exact_ints([0, 2 ** 40, -1, -2 ** 63]))], {"dtype": "bool"},
            exact_ints([0, 1, 1, 1]), "bool")
-    one_op("cast_f32_bool", "cast", [("x", "f32", np.array([nan, -0.0, 0.0, 1e-45]))], {"dtype": "bool"},
+    one_op("cast_f32_bool_edges", "cast", [("x", "f32", np.array([nan, -0.0, 0.0, 1e-45]))], {"dtype": "bool"},
            exact_ints([1, 0, 0, 1]), "bool")
     one_op("neg_f32_signed_zero", "neg", [("x", "f32", np.array([0.0, -0.0]))], None, np.array([-0.0, 0.0]), "f32",
            exact=True)
@@ -586,7 +588,7 @@ def gen_edges():
     # 1 + erf(x) cancels to 0).
     one_op("log_softmax_large", "log_softmax", [("x", "f32", np.array([[1e4, 0.0, -1e4]]))], {"axis": -1},
            np.array([[0.0, -1e4, -2e4]]), "f32")
-    one_op("softmax_large", "softmax", [("x", "f32", np.array([[1000.0, 0.0], [-1000.0, -1000.0]]))], {"axis": -1},
+    one_op("softmax_large_edges", "softmax", [("x", "f32", np.array([[1000.0, 0.0], [-1000.0, -1000.0]]))], {"axis": -1},
            np.array([[1.0, 0.0], [0.5, 0.5]]), "f32")
     one_op("cross_entropy_large_logits", "cross_entropy",
            [("l", "f32", np.array([[1e4, 0.0], [0.0, 1e4], [1e8, 1e8]])), ("t", "i64", exact_ints([1, 1, 0]))],

@@ -486,6 +486,10 @@ def main():
     with open(os.path.join(own, "own_mlp_control_train.json"), "w") as f:
         json.dump(control, f)
     todo.append(("own_mlp_control_train", os.path.join(own, "own_mlp_control_train.json"), None))
+    names = [t[0] for t in todo]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:  # One case's folder would overwrite the other's (and gtest aborts).
+        sys.exit(f"stage_cases: cases named twice: {', '.join(twice)}")
     not_staged = []
     todo = [t for t in todo if args.filter in t[0] and t[0] not in {n["name"] for n in not_staged}]
     with ThreadPoolExecutor(args.jobs) as ex:
