@@ -460,3 +460,22 @@ def one_hot(ctx, ins, attrs):
     off = ctx.g.scalar(off_on[0], out_dtype)
     on = ctx.g.scalar(off_on[1], out_dtype)
     return [ctx.op("where", [ctx.g.op("cast", [hot], {"dtype": "bool"}), on, off])]
+
+
+@rule("Tile")
+def tile(ctx, ins, attrs):
+    """Each repeated dim d becomes [r, d] (a broadcast of a size-1 dim put
+    before it), merged into r * d: the repeats must be known at import."""
+    x = ins[0]
+    repeats = ints_operand(ctx, ins[1], "the repeats operand")
+    s = shape(ctx, x)
+    if len(repeats) != len(s) or any(r < 0 for r in repeats):
+        raise RefusedError(f"repeats {repeats} for an input of rank {len(s)}")
+    split, broadcast = [], []
+    for r, d in zip(repeats, s):
+        split += [d] if r == 1 else [1, d]
+        broadcast += [d] if r == 1 else [r, d]
+    t = dtype(ctx, x)
+    out = ctx.g.op("reshape", [x], {"shape": split}, t, split)
+    out = ctx.g.op("broadcast_to", [out], {"shape": broadcast}, t, broadcast)
+    return [ctx.op("reshape", [out], {"shape": [r * d for r, d in zip(repeats, s)]})]
