@@ -175,13 +175,45 @@ def transpose(e, n):
     return e.op("transpose", [e.operand(n.args[0])], {"perm": perm}, name=n.name)
 
 
+def check_sizes(n, sizes, keep=None):
+    """Refuses a node whose recorded result shape disagrees with the sizes
+    its arguments give (a view's or expand's target, a full's size),
+    where both are numbers: -1 (a view's inferred dim, an expand's kept
+    one) and symbolic sizes are not compared. `keep`: the input's shape,
+    for expand's leading new dims."""
+    shape = list(n.val.shape)
+    if not isinstance(sizes, (list, tuple)) or len(sizes) != len(shape):
+        raise RefusedError(f"the sizes {sizes!r} do not give the recorded shape {shape}")
+    for given, recorded in zip(sizes, shape):
+        if isinstance(given, int) and not isinstance(given, bool) and given >= 0 and \
+                isinstance(recorded, int) and given != recorded:
+            raise RefusedError(f"the sizes {list(sizes)} do not give the recorded shape {shape}")
+
+
+def element_count(shape):
+    total = 1
+    for d in shape:
+        if not isinstance(d, int):
+            return None
+        total *= d
+    return total
+
+
 @aten("view", "_unsafe_view", "reshape", "unsqueeze", "squeeze", "flatten")
 def reshape(e, n):
-    return e.op("reshape", [e.operand(n.args[0])], {"shape": e.shape(n)}, name=n.name)
+    x = n.args[0]
+    if n.target.split(".")[1] in ("view", "_unsafe_view", "reshape") and len(n.args) > 1:
+        check_sizes(n, n.args[1])
+    before, after = element_count(e.shape(x)), element_count(e.shape(n))
+    if before is not None and after is not None and before != after:
+        raise RefusedError(f"a view of {before} elements recorded with {after}")
+    return e.op("reshape", [e.operand(x)], {"shape": e.shape(n)}, name=n.name)
 
 
 @aten("expand")
 def expand(e, n):
+    if len(n.args) > 1:
+        check_sizes(n, n.args[1])
     return e.op("broadcast_to", [e.operand(n.args[0])], {"shape": e.shape(n)}, name=n.name)
 
 
@@ -309,5 +341,7 @@ def select(e, n):
 def full(e, n):
     name = n.target
     value = 0 if "zeros" in name else 1 if "ones" in name else n.args[-1] if "full" in name else n.args[0]
+    if name.split(".")[1] in ("full", "zeros", "ones") and n.args:
+        check_sizes(n, n.args[0])
     return e.op("fill", [], {"dtype": e.dtype(n), "shape": e.shape(n),
                              "value": json_number(value, "f32")}, name=n.name)

@@ -252,7 +252,11 @@ def compile(module, example_args, path=None, dynamic_shapes=None, cgc=None, flag
         ir_path = os.path.join(work, "model.json")
         _, signature = export_program(module, example_args, ir_path, dynamic_shapes,
                                       example_kwargs, buckets=buckets)
-        art = compile_file(ir_path, path or os.path.join(work, "model.cgc"), flags, cgc)
+        try:
+            art = compile_file(ir_path, path or os.path.join(work, "model.cgc"), flags, cgc)
+        except CgcError as e:  # Located at the module's export, not at a deleted file.
+            raise CgcError(str(e).replace(ir_path, f"{type(module).__name__} (exported)")) \
+                from None
         return CompiledModule(load(art), signature)  # (the engine holds the artifact's bytes)
     finally:
         shutil.rmtree(work, ignore_errors=True)
