@@ -139,7 +139,7 @@ ELEMENT_TYPE = (lambda v, node: is_element_type(v), "an ONNX element type")
 FLAG = (lambda v, node: v in (0, 1), "0 or 1")
 # Integer attributes the spec defines as 0 or 1 (onnx.reference takes any
 # nonzero as 1; a rule may test == 1).
-FLAGS = {("Attention", "is_causal"), ("Gemm", "transA"), ("Gemm", "transB"),
+FLAGS = {("Attention", "is_causal"), ("Mod", "fmod"), ("Gemm", "transA"), ("Gemm", "transB"),
          ("CumSum", "exclusive"), ("CumSum", "reverse"), ("ArgMax", "keepdims"),
          ("ArgMin", "keepdims"), ("ArgMax", "select_last_index"),
          ("ArgMin", "select_last_index"), ("Trilu", "upper"),

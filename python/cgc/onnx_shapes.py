@@ -38,6 +38,9 @@ def computed_model(model):
             inferred = lenient(shape_inference, bare)
         else:
             raise RefusedError(located_inference_error(model, str(e))) from None
+    except MemoryError:  # ONNX's C++ inference allocating for a dim declared huge
+        raise RefusedError("ONNX's shape inference ran out of memory on this model (a dim "
+                           "declared or computed far larger than cgc's limits)") from None
     computed = types_of(inferred)
     check_declarations(model, computed)
     merge_declarations(model, inferred, computed)
