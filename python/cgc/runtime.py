@@ -278,4 +278,6 @@ class CompiledModule:
         return self.signature.outputs(self.artifact(*inputs, fresh_outputs=fresh_outputs))
 
     def __getattr__(self, name):  # The artifact's own: inputs, states, state() ...
+        if name in ("artifact", "signature"):  # (not set yet: copy, pickle)
+            raise AttributeError(name)
         return getattr(self.artifact, name)
