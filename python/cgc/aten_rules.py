@@ -313,6 +313,9 @@ def split(e, n):
     if not isinstance(extent, int):
         raise RefusedError(f"a split of dynamic dim {extent}")
     if isinstance(sizes, int):
+        pieces = len(n.val) if isinstance(n.val, list) else 0
+        if sizes <= 0 or -(-extent // sizes) != pieces:  # (before making the list)
+            raise RefusedError(f"a split of {extent} by {sizes} recorded with {pieces} results")
         sizes = [min(sizes, extent - k) for k in range(0, extent, sizes)]
     outs, begin = [], 0
     for size in sizes:
