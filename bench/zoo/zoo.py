@@ -54,6 +54,11 @@ def on_device(torch, value, dtype):
     return value
 
 
+def torch_dtype(torch, name):
+    """The torch dtype of an entry's dtype name ("f32", "bf16", "f16")."""
+    return {"f32": torch.float32, "bf16": torch.bfloat16, "f16": torch.float16}[name]
+
+
 def relative_error(torch, got, want):
     """max |got - want| / max |want| over every output (float64)."""
     worst = 0.0
@@ -67,7 +72,6 @@ def relative_error(torch, got, want):
 def check_entry(torch, cgc, entry, export_only, work):
     """The entry's result row: status, message, errors, compile time."""
     import copy
-    dtypes = {"f32": torch.float32, "bf16": torch.bfloat16, "f16": torch.float16}
     module, (args, kwargs) = entry.build(torch)
     row = {"entry": entry.name, "family": entry.family, "dtype": entry.dtype,
            "batch": entry.batch, "seq": entry.seq}
@@ -76,7 +80,7 @@ def check_entry(torch, cgc, entry, export_only, work):
     ref_kwargs = {k: on_device(torch, v, torch.float32) for k, v in kwargs.items()}
     with torch.no_grad():
         want = leaves(torch, reference(*ref_args, **ref_kwargs))
-    dtype = dtypes[entry.dtype]
+    dtype = torch_dtype(torch, entry.dtype)
     model = copy.deepcopy(reference).to(dtype) if dtype != torch.float32 else reference
     call_args = [on_device(torch, a, dtype) for a in args]
     call_kwargs = {k: on_device(torch, v, dtype) for k, v in kwargs.items()}
@@ -127,9 +131,8 @@ def bench_entry(torch, cgc, entry, row, work, iters, autotune_budget_s):
     "autotune" when their compile fits the budget, and cgc's callable, all
     in this process on the same inputs; plus each compile's cold time."""
     from torch_timing import capture, time_events
-    dtypes = {"f32": torch.float32, "bf16": torch.bfloat16, "f16": torch.float16}
     module, (args, kwargs) = entry.build(torch)
-    dtype = dtypes[entry.dtype]
+    dtype = torch_dtype(torch, entry.dtype)
     model = module.cuda().to(dtype)
     call_args = [on_device(torch, a, dtype) for a in args]
     call_kwargs = {k: on_device(torch, v, dtype) for k, v in kwargs.items()}

@@ -3,10 +3,11 @@ of cgc ops (aten_rules.py has the one-op rules): arange, index.Tensor
 (advanced indexing by integer tensors), gather (take-along-dim), argmax,
 cumsum, constant_pad_nd, squeeze.dims, remainder, index_select, repeat
 and the bitwise ops.
-Indices are wrapped like PyTorch's (a negative one counts from the end)
-along static dims; along a dynamic dim, and for an index still out of
-range when the graph runs, the element read is zero (docs/ir.md, gather),
-where PyTorch wraps or raises a device-side assertion."""
+Indices are wrapped like PyTorch's (a negative one counts from the end):
+a `gather` along one dim wraps a negative index itself (docs/ir.md);
+a linear index over several dims wraps each one here. An index still
+out of range when the graph runs reads zero, where PyTorch raises a
+device-side assertion."""
 from .aten_rules import ATEN, reshape
 from .ir_builder import json_number, registrar
 from .onnx_types import RefusedError
@@ -79,9 +80,7 @@ def index_tensor(e, n):
                                "data-dependent number of elements; index by integers)")
     if len(indexed) == 1:  # One index tensor: a gather along its dim.
         k = indexed[0]
-        index = wrapped_index(e, indices[k], shape[k]) if isinstance(shape[k], int) \
-            else e.as_dtype(indices[k], "i64")  # (a dynamic extent: no wrap)
-        out = e.op("gather", [e.operand(x), index], {"axis": k})
+        out = e.op("gather", [e.operand(x), e.as_dtype(indices[k], "i64")], {"axis": k})
         return e.op("reshape", [out], {"shape": e.shape(n)}, name=n.name)
     rest = [k for k in range(rank) if k not in indexed]
     source = e.operand(x)
@@ -240,13 +239,12 @@ def remainder(e, n):
 
 @aten("index_select")
 def index_select(e, n):
-    """x.index_select(dim, index): a gather along dim (the index is 1-D)."""
+    """x.index_select(dim, index): a gather along dim (the index is 1-D;
+    the gather wraps a negative one)."""
     x, dim, index = n.args[:3]
-    shape = e.shape(x)
-    dim %= max(len(shape), 1)
-    i = wrapped_index(e, index, shape[dim]) if isinstance(shape[dim], int) \
-        else e.as_dtype(index, "i64")
-    return e.op("gather", [e.operand(x), i], {"axis": dim}, name=n.name)
+    dim %= max(len(e.shape(x)), 1)
+    return e.op("gather", [e.operand(x), e.as_dtype(index, "i64")], {"axis": dim},
+                name=n.name)
 
 
 @aten("repeat")

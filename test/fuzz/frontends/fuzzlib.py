@@ -60,6 +60,24 @@ def bounded(fn, *args, **kwargs):
         signal.alarm(0)
 
 
+def mutate_list(values, rng, replace, otherwise):
+    """`values` (a copy) with one element dropped, one duplicated, one
+    replaced by replace(old), or all changed by otherwise(list): the
+    targets' one list mutation."""
+    values = list(values)
+    op = rng.randrange(4)
+    if op == 0 and values:
+        values.pop(rng.randrange(len(values)))
+    elif op == 1 and values:
+        values.insert(rng.randrange(len(values)), rng.choice(values))
+    elif op == 2 and values:
+        k = rng.randrange(len(values))
+        values[k] = replace(values[k])
+    else:
+        values = otherwise(values)
+    return values
+
+
 def pattern(message, limit=100):
     """A message with its names and numbers blanked, for deduplication."""
     text = re.sub(r"'[^']*'", "'…'", str(message).splitlines()[0] if str(message) else "")

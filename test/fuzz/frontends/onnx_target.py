@@ -312,16 +312,8 @@ def mutate_attribute(model, rng):
         elif a.type == A.STRING:
             a.s = attribute_value("s", rng)
         elif a.type == A.INTS:
-            values = list(a.ints)
-            op = rng.randrange(4)
-            if op == 0 and values:
-                values.pop(rng.randrange(len(values)))
-            elif op == 1 and values:
-                values.insert(rng.randrange(len(values)), rng.choice(values))
-            elif op == 2 and values:
-                values[rng.randrange(len(values))] = rng.choice(INT_EDGES)
-            else:
-                values = [-v for v in values]
+            values = fuzzlib.mutate_list(a.ints, rng, lambda v: rng.choice(INT_EDGES),
+                                         lambda vs: [-v for v in vs])
             del a.ints[:]
             a.ints.extend(values)
         elif a.type == A.FLOATS:

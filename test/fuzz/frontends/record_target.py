@@ -93,18 +93,8 @@ def mutate_scalar(value, rng, record, node):
     if isinstance(value, float):
         return rng.choice([-value, 0.0, 1e30, {"float": "nan"}, {"float": "inf"}])
     if isinstance(value, list):
-        v = list(value)
-        op = rng.randrange(4)
-        if op == 0 and v:
-            v.pop(rng.randrange(len(v)))
-        elif op == 1 and v:
-            v.insert(rng.randrange(len(v)), rng.choice(v))
-        elif op == 2 and v:
-            k = rng.randrange(len(v))
-            v[k] = mutate_scalar(v[k], rng, record, node)
-        else:
-            v.reverse()
-        return v
+        return fuzzlib.mutate_list(value, rng, lambda v: mutate_scalar(v, rng, record, node),
+                                   lambda vs: vs[::-1])
     if isinstance(value, dict) and "node" in value:
         refs = earlier_refs(record, node)
         return rng.choice(refs + [{"node": "undefined"}, 1, None])
