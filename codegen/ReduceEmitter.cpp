@@ -127,9 +127,13 @@ void cgc::emitReduction(const Node &node, Kernel &kernel) {
   std::string loop = "    for (long long r = threadIdx.x; r < " +
                      std::to_string(len) + "LL; r += blockDim.x) {\n";
   if (node.getOp() == OpKind::ArgMax) {
-    body += "    double best = -(double)CGC_INF; long long at = 0x7fffffffffffffffLL;\n" +
-            loop + "      double x = (double)" + load +
-            ";\n      if (x > best || (x != x && best == best)) { best = x; at = r; }\n" +
+    // Integers compare as long long (exact); floats as double (NaN wins).
+    bool exact = !isFloat(in);
+    std::string value = exact ? "long long" : "double";
+    std::string lowest = exact ? "(-9223372036854775807LL - 1)" : "-(double)CGC_INF";
+    body += "    " + value + " best = " + lowest + "; long long at = 0x7fffffffffffffffLL;\n" +
+            loop + "      " + value + " x = (" + value + ")" + load +
+            ";\n      if (cgc_argmax_better(x, r, best, at)) { best = x; at = r; }\n" +
             "    }\n    long long result = cgc_block_argmax(best, at);\n" +
             "    if (threadIdx.x == 0) cgc_st(" + pout + ", row, result);\n  }\n";
     return finish(kernel, rows, body);

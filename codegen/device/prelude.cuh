@@ -200,20 +200,29 @@ template <int V, class T, class C> __device__ __forceinline__ void cgc_stv(T *p,
     *reinterpret_cast<W *>(p + i) = w;
   }
 }
-// Arg-max over the block: the largest value, the first index among ties.
-__device__ __forceinline__ long long cgc_block_argmax(double v, long long i) {
-  __shared__ double pv[32];
+// Arg-max over the block: the largest value, the first index among ties; a
+// NaN beats every number (the first NaN wins, as in the interpreter). V is
+// double for floating inputs and long long for integers (exact past 2^53).
+template <typename V>
+__device__ __forceinline__ bool cgc_argmax_better(V ov, long long oi, V v, long long i) {
+  bool onan = ov != ov, nan = v != v;
+  if (onan || nan) return onan && (!nan || oi < i);
+  return ov > v || (ov == v && oi < i);
+}
+template <typename V>
+__device__ __forceinline__ long long cgc_block_argmax(V v, long long i) {
+  __shared__ V pv[32];
   __shared__ long long pi[32];
   for (int o = 16; o > 0; o >>= 1) {
-    double ov = __shfl_xor_sync(0xffffffffu, v, o);
+    V ov = __shfl_xor_sync(0xffffffffu, v, o);
     long long oi = __shfl_xor_sync(0xffffffffu, i, o);
-    if (ov > v || (ov == v && oi < i)) { v = ov; i = oi; }
+    if (cgc_argmax_better(ov, oi, v, i)) { v = ov; i = oi; }
   }
   __syncthreads();
   if ((threadIdx.x & 31) == 0) { pv[threadIdx.x >> 5] = v; pi[threadIdx.x >> 5] = i; }
   __syncthreads();
   v = pv[0]; i = pi[0];
   for (unsigned w = 1; w < (blockDim.x + 31) / 32; ++w)
-    if (pv[w] > v || (pv[w] == v && pi[w] < i)) { v = pv[w]; i = pi[w]; }
+    if (cgc_argmax_better(pv[w], pi[w], v, i)) { v = pv[w]; i = pi[w]; }
   return i;
 }

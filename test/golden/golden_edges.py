@@ -69,6 +69,12 @@ def gen_edges(g):
     near = exact_ints([[2 ** 53, 2 ** 53 + 1, 2 ** 53 - 1]])
     g.one_op("max_i64_exact", "max", [("x", "i64", near)], {"axes": [1]}, exact_ints([2 ** 53 + 1]), "i64")
     g.one_op("argmax_i64_exact", "argmax", [("x", "i64", near)], {"axis": 1}, exact_ints([1]), "i64")
+    # A NaN beats every number and the first NaN wins, also when the NaNs
+    # sit in different warps of a long row (the block's combine sees them).
+    nan_rows = np.tile(np.linspace(-1.0, 1.0, 1000, dtype=np.float32), (3, 1))
+    nan_rows[0, 700] = nan_rows[1, 900] = nan_rows[1, 40] = np.nan
+    g.one_op("argmax_f32_nan_warps", "argmax", [("x", "f32", nan_rows)], {"axis": 1},
+           exact_ints([700, 40, 999]), "i64")
     g.one_op("gather_i64_exact", "gather", [("d", "i64", exact_ints([2 ** 60 + 1, 2 ** 60 + 3, -2 ** 63])),
                                           ("i", "i64", exact_ints([2, 0, -1, 5]))], {"axis": 0},
            exact_ints([-2 ** 63, 2 ** 60 + 1, -2 ** 63, 0]), "i64")
