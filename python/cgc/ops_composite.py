@@ -134,3 +134,66 @@ def border_indices(n, before, after, mode):
     else:  # wrap
         index = positions % n
     return index.astype(np.int64)
+
+
+@rule("GatherND")
+def gather_nd(ctx, ins, attrs):
+    """out[b, i] = data[b, indices[b, i, 0], ..., indices[b, i, k-1], :]
+    over `batch_dims` leading batch axes: the k index components (each
+    wrapped once if negative) and the batch position fold into one flat
+    row index of data reshaped to [rows] + data.shape[b+k:], read by one
+    gather. A component still out of range makes the row index `rows`,
+    which reads zeros, as cgc's gather does (ONNX leaves it undefined);
+    constant indices out of range are refused."""
+    data, indices = ins
+    ds, ks = list(shape(ctx, data)), list(shape(ctx, indices))
+    b = int(attrs.get("batch_dims", 0))
+    if not ks:
+        raise RefusedError("GatherND indices of rank 0 (the schema needs rank >= 1)")
+    k = ks[-1]
+    if not 0 <= b < min(len(ds), len(ks)):
+        raise RefusedError(f"batch_dims {b} for a rank-{len(ds)} data and rank-{len(ks)} indices")
+    if ds[:b] != ks[:b]:
+        raise RefusedError(f"the batch dims of data {ds[:b]} and indices {ks[:b]} differ")
+    if not 1 <= k <= len(ds) - b:
+        raise RefusedError(f"indices' last dim {k} must be in [1, {len(ds) - b}] "
+                           f"(data rank {len(ds)}, batch_dims {b})")
+    extents = ds[b:b + k]
+    if indices in ctx.g.known:
+        values = np.asarray(ctx.g.known[indices]).reshape(-1, k)
+        for j, n in enumerate(extents):
+            bad = values[:, j][(values[:, j] < -n) | (values[:, j] >= n)]
+            if bad.size:
+                raise RefusedError(f"index {int(bad[0])} is out of range for axis {b + j} of "
+                                   f"extent {n} (valid: {-n} to {n - 1})")
+    kind = dtype(ctx, data)
+    where = ks[:-1]  # one row index per position of indices without its last axis
+    index = indices
+    if dtype(ctx, indices) != "i64":
+        index = ctx.g.op("cast", [indices], {"dtype": "i64"}, "i64", ks)
+    flat, bad = None, None
+    if b:  # the batch position: an iota per batch axis
+        for a in range(b):
+            at = ctx.g.op("iota", [], {"dtype": "i64", "shape": where, "axis": a}, "i64", where)
+            flat = at if flat is None else ctx.g.op(
+                "add", [ctx.g.op("mul", [flat, ctx.g.scalar(ds[a], "i64")], None, "i64", where), at],
+                None, "i64", where)
+    for j, n in enumerate(extents):
+        part = ctx.g.op("slice", [index], {"starts": [j], "ends": [j + 1], "axes": [len(ks) - 1]},
+                        "i64", where + [1])
+        part = ctx.g.op("reshape", [part], {"shape": where}, "i64", where)
+        part = ctx.g.op("where", [ctx.g.op("lt", [part, ctx.g.scalar(0, "i64")], None, "bool", where),
+                                  ctx.g.op("add", [part, ctx.g.scalar(n, "i64")], None, "i64", where),
+                                  part], None, "i64", where)
+        outside = ctx.g.op("bitwise_or", [
+            ctx.g.op("lt", [part, ctx.g.scalar(0, "i64")], None, "bool", where),
+            ctx.g.op("ge", [part, ctx.g.scalar(n, "i64")], None, "bool", where)], None, "bool", where)
+        bad = outside if bad is None else ctx.g.op("bitwise_or", [bad, outside], None, "bool", where)
+        flat = part if flat is None else ctx.g.op(
+            "add", [ctx.g.op("mul", [flat, ctx.g.scalar(n, "i64")], None, "i64", where), part],
+            None, "i64", where)
+    rows = int(np.prod(ds[:b + k], dtype=np.int64))
+    flat = ctx.g.op("where", [bad, ctx.g.scalar(rows, "i64"), flat], None, "i64", where)
+    rest = ds[b + k:]
+    table = ctx.g.op("reshape", [data], {"shape": [rows] + rest}, kind, [rows] + rest)
+    return [ctx.op("gather", [table, flat], {"axis": 0})]

@@ -7,7 +7,8 @@ here, imported by python/cgc, run by the reference interpreter
 equal). The cases are the classes the importer once got wrong: log-sum-exp
 and softplus of large inputs, Mod with fmod = 1 on floats and Mod of
 integers, casts folded at import, sparse initializers, model-local
-functions and inputs with a default (an initializer).
+functions, inputs with a default (an initializer) and GatherND with
+indices known at run time.
 
 REFERENCE_WRONG: where ONNX's reference evaluator is itself wrong, the
 case states its expected outputs (computed in float64 here) or the model
@@ -115,6 +116,18 @@ def cases():
     yield "input_default_used", with_default, {"x": x}, None
     yield ("input_default_replaced", with_default,
            {"x": x, "w": np.array([-1, 0.5, 2], np.float32)}, None)
+    # GatherND with indices given at run time: negative components wrap,
+    # batch_dims 0 and 1, whole rows and single elements (what
+    # torch.onnx.export writes for advanced indexing).
+    data = np.arange(2 * 3 * 4, dtype=np.float32).reshape(2, 3, 4)
+    for b, idx in ((0, np.array([[1, -1], [0, 2], [-2, 0]], np.int64)),
+                   (0, np.array([[[1, 2, 3]], [[-1, -3, -4]]], np.int64)),
+                   (1, np.array([[2], [-3]], np.int64)),
+                   (1, np.array([[[0, 3], [2, -1]], [[1, 1], [-3, 0]]], np.int64))):
+        yield (f"gather_nd_b{b}_k{idx.shape[-1]}_rank{idx.ndim}",
+               model([helper.make_node("GatherND", ["d", "i"], ["y"], batch_dims=b)],
+                     [vi("d", F, list(data.shape)), vi("i", I64, list(idx.shape))], [vi("y", F, None)]),
+               {"d": data, "i": idx}, None)
 
 
 def reduce_lse(model, helper, vi, elem, x, keep):

@@ -83,6 +83,9 @@ def main(directory):
          [helper.make_node("GatherElements", ["x", "i"], ["y"], axis=1)],
          [tensor("x", TensorProto.FLOAT, [3, 2])], [tensor("y", TensorProto.FLOAT, [3, 1])],
          [numpy_helper.from_array(np.array([[0], [-3], [1]], np.int64), "i")])
+    save(directory, "gather_nd_oob", [helper.make_node("GatherND", ["x", "i"], ["y"])],
+         [tensor("x", TensorProto.FLOAT, [3, 2])], [tensor("y", TensorProto.FLOAT, [2])],
+         [numpy_helper.from_array(np.array([[0, 1], [2, -3]], np.int64), "i")])
     save(directory, "argmax_empty", [helper.make_node("ArgMax", ["x"], ["y"], axis=1)],
          [tensor("x", TensorProto.FLOAT, [3, 0])], [tensor("y", TensorProto.INT64, [3, 1])])
     # An input with a default (an initializer): a buffer input; a default
