@@ -172,6 +172,8 @@ cgc_status loadEngine(std::unique_ptr<cgc_engine_s> &e, const uint8_t *data,
     return s;
   if (cgc_status s = planProducts(*e))
     return s;
+  if (cgc_status s = tuneProducts(*e))
+    return s;
   return uploadState(*e);
 }
 

@@ -55,7 +55,8 @@ struct ProductPlan {
   cublasLtMatmulPreference_t preference = nullptr;
   cublasLtMatmulAlgo_t algo{};
   size_t workspaceUsed = 0; ///< What the algorithm needs (<= the reserve).
-  bool pinned = false;      ///< Set by cgc_engine_pin_product_algorithm.
+  bool timed = false;  ///< Chosen by timing candidates (ProductTuning.cpp).
+  bool pinned = false; ///< Set by cgc_engine_pin_product_algorithm.
 };
 
 // Matrix products at engine load (ProductPlans.cpp; the C API in
@@ -69,6 +70,16 @@ void releaseProducts(cgc_engine_s &e);
 /// \p desc is set as soon as it exists, so its owner destroys it on failure.
 cgc_status createMatmulDesc(const cgc_engine_s &e, size_t index,
                             CUdeviceptr bias, cublasLtMatmulDesc_t &desc);
+/// The alignment an operand's address always has: region bases are
+/// 256-aligned (cuMemAlloc, and a caller arena must be); a buffer bound to
+/// an input or output is only required to be 16-aligned, and the operand
+/// keeps its offset from that tensor's start.
+uint32_t guaranteedAlignment(const format::Manifest &m,
+                             const format::PointerDesc &p);
+/// Times the heuristic's candidate algorithms of every product on scratch
+/// operands and keeps the fastest (ProductTuning.cpp); nothing with
+/// CGC_PRODUCT_TUNING=0 in the environment.
+cgc_status tuneProducts(cgc_engine_s &e);
 /// "product 2 (node 'mm1', f16 m=64 n=32 k=128 ...)", for messages.
 std::string productLabel(const cgc_engine_s &e, size_t index);
 

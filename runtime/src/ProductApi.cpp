@@ -66,7 +66,7 @@ std::string describeProduct(const cgc_engine_s &e, size_t index) {
           config("custom", CUBLASLT_ALGO_CONFIG_CUSTOM_OPTION);
   line += " workspace=" + std::to_string(plan.workspaceUsed) + "/" +
           std::to_string(p.workspaceBytes) +
-          (plan.pinned ? " pinned" : " heuristic");
+          (plan.pinned ? " pinned" : plan.timed ? " timed" : " heuristic");
   return line;
 }
 

@@ -55,21 +55,6 @@ uint32_t alignmentOf(uint64_t value, uint32_t cap) {
   return a;
 }
 
-/// The alignment an operand's address always has: region bases are
-/// 256-aligned (cuMemAlloc, and a caller arena must be); a buffer bound to
-/// an input or output is only required to be 16-aligned, and the operand
-/// keeps its offset from that tensor's start.
-uint32_t guaranteedAlignment(const Manifest &m, const PointerDesc &p) {
-  uint32_t align = alignmentOf(p.offset, 256);
-  if (p.binding.empty())
-    return align;
-  for (const auto *list : {&m.inputs, &m.outputs})
-    for (const auto &t : *list)
-      if (t.name == p.binding)
-        align = std::min(align, alignmentOf(p.offset - t.offset, 16));
-  return align;
-}
-
 /// C is read only when beta != 0; otherwise D stands in for it.
 const PointerDesc &operandC(const ProductDesc &p) {
   return p.beta != 0 ? p.c : p.d;
@@ -183,6 +168,17 @@ cgc_status planProduct(cgc_engine_s &e, size_t index) {
 
 namespace cgc {
 namespace rt {
+
+uint32_t guaranteedAlignment(const Manifest &m, const PointerDesc &p) {
+  uint32_t align = alignmentOf(p.offset, 256);
+  if (p.binding.empty())
+    return align;
+  for (const auto *list : {&m.inputs, &m.outputs})
+    for (const auto &t : *list)
+      if (t.name == p.binding)
+        align = std::min(align, alignmentOf(p.offset - t.offset, 16));
+  return align;
+}
 
 std::string productLabel(const cgc_engine_s &e, size_t index) {
   const ProductDesc &p = productOf(e, index);

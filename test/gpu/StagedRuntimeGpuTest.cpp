@@ -73,7 +73,8 @@ std::string runBound(Loaded &l, const Case &c, const TensorMap &in,
 } // namespace
 
 /// A cuBLASLt product (the staged case own_linear_lib_f32_255x1000x64_relu):
-/// the algorithm chosen at load is described, read back and pinned before
+/// the algorithm chosen at load (timed; the heuristic's first with
+/// CGC_PRODUCT_TUNING=0) is described, read back and pinned before
 /// any context exists (and refused after); a context then runs with its
 /// input and output bound to caller buffers, rebound to new buffers with
 /// new inputs, graph and eager, each checked against the interpreter.
@@ -92,7 +93,20 @@ TEST(StagedCases, ProductBindingAndPinnedAlgorithm) {
   char line[512];
   ASSERT_EQ(cgc_engine_describe_product(l.engine, 0, line, sizeof line), CGC_OK)
       << cgc_last_error();
-  EXPECT_NE(std::string(line).find("heuristic"), std::string::npos) << line;
+  // Timed at load among the heuristic's candidates (ProductTuning.cpp).
+  EXPECT_NE(std::string(line).find(" timed"), std::string::npos) << line;
+  {
+    // CGC_PRODUCT_TUNING=0 keeps the heuristic's first choice.
+    setenv("CGC_PRODUCT_TUNING", "0", 1);
+    cgc_engine untimed = nullptr;
+    cgc_status loaded = cgc_engine_load_file((dir + "model.cgc").c_str(), 0, &untimed);
+    unsetenv("CGC_PRODUCT_TUNING");
+    ASSERT_EQ(loaded, CGC_OK) << cgc_last_error();
+    char first[512];
+    ASSERT_EQ(cgc_engine_describe_product(untimed, 0, first, sizeof first), CGC_OK);
+    EXPECT_NE(std::string(first).find(" heuristic"), std::string::npos) << first;
+    cgc_engine_destroy(untimed);
+  }
   uint64_t algo[8];
   ASSERT_EQ(cgc_engine_get_product_algorithm(l.engine, 0, algo), CGC_OK);
   ASSERT_EQ(cgc_engine_pin_product_algorithm(l.engine, 0, algo), CGC_OK)

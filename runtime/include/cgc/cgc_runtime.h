@@ -160,14 +160,16 @@ cgc_status cgc_engine_graph_dim(cgc_engine engine, size_t graph, size_t dim,
  * headers the runtime is built with>, else libcublasLt.so, which must report
  * that major version) when the engine is loaded, and cgc_engine_load_* fails with
  * CGC_ERROR_UNSUPPORTED naming the library if it cannot; an artifact without
- * products never loads it. At load, cuBLASLt's heuristic picks each
- * product's algorithm on the engine's GPU (load fails, naming the product's
- * node and shape, if it finds none). Index: 0 .. cgc_engine_num_products()-1.
+ * products never loads it. At load, cuBLASLt's heuristic offers each
+ * product's algorithms on the engine's GPU (load fails, naming the product's
+ * node and shape, if it finds none) and the fastest of up to 8 of them,
+ * timed on scratch operands, is kept (the heuristic's first with
+ * CGC_PRODUCT_TUNING=0 in the environment). Index: 0 .. cgc_engine_num_products()-1.
  */
 size_t cgc_engine_num_products(cgc_engine engine);
 /* One line: "product I node=NODE dtype=f32|f16|bf16[+tf32] m=M n=N k=K
  * transA=0|1 transB=0|1 batch=B epilogue=E algo=ID tile=T stages=S splitk=K
- * reduction=R swizzle=W custom=C workspace=USED/RESERVED heuristic|pinned"
+ * reduction=R swizzle=W custom=C workspace=USED/RESERVED heuristic|timed|pinned"
  * (tile, stages, reduction: cuBLASLt's enum values). Writes at most size
  * bytes, NUL-terminated; a line that does not fit is written truncated and
  * the call fails with CGC_ERROR_INVALID_ARGUMENT, the last error giving the
