@@ -27,7 +27,10 @@ stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
 cp "$ROOT/python/pyproject.toml" "$ROOT/python/setup.py" "$stage/"
 mkdir "$stage/cgc"
-cp "$ROOT"/python/cgc/*.py "${natives[0]}" "$BUILD/python/cgc/_version.py" "$stage/cgc/"
+# The package's modules and its subpackages (cgc/onnx, cgc/torch), without
+# caches (pyproject.toml finds the packages).
+(cd "$ROOT/python" && find cgc -name '*.py' -exec cp --parents {} "$stage/" \;)
+cp "${natives[0]}" "$BUILD/python/cgc/_version.py" "$stage/cgc/"
 driver=${CGC_DRIVER:-$BUILD/tools/cgc}
 if [ -x "$driver" ]; then
   mkdir -p "$stage/cgc/bin" && cp "$driver" "$stage/cgc/bin/cgc"

@@ -55,8 +55,10 @@ def on_device(torch, value, dtype):
 
 
 def torch_dtype(torch, name):
-    """The torch dtype of an entry's dtype name ("f32", "bf16", "f16")."""
-    return {"f32": torch.float32, "bf16": torch.bfloat16, "f16": torch.float16}[name]
+    """The torch dtype of an entry's dtype name ("f32", "bf16", "f16"): the
+    IR's name, through cgc's dtype table."""
+    from cgc.dtypes import BY_IR
+    return getattr(torch, BY_IR[name].torch)
 
 
 def relative_error(torch, got, want):

@@ -6,9 +6,29 @@
     ir, weights = cgc.from_onnx("model.onnx")        # the JSON IR and its weights
     cgc.write_ir(ir, weights, "model.json")           # then: cgc model.json -o model.cgc
     cgc.__version__                                   # cgc's version, as `cgc --version`
+
+The front ends are the subpackages cgc.onnx (the ONNX importer) and
+cgc.torch (torch.export programs; torch is imported only when a module is
+exported); cgc.dtypes is their one dtype table, cgc.errors their
+exceptions, cgc.runtime the callable on torch tensors.
 """
-from .onnx_import import onnx_to_ir, write_ir  # noqa: F401
-from .onnx_types import RefusedError  # noqa: F401
+from .errors import RefusedError  # noqa: F401
+from .onnx.importer import onnx_to_ir, write_ir  # noqa: F401
+
+# What `from cgc import *` takes: the API, never the subpackages cgc.onnx
+# and cgc.torch, which would hide the caller's onnx and torch. (CgcError,
+# which needs the extension, is imported by name.)
+__all__ = ["RefusedError", "onnx_to_ir", "write_ir", "from_onnx", "export", "load",
+           "compile_file", "compile"]
+
+
+def __getattr__(name):
+    """cgc.CgcError (cgc.errors): loaded from the runtime's extension when
+    first named, so that `import cgc` needs no extension."""
+    if name == "CgcError":
+        from .errors import CgcError
+        return CgcError
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _read_version():
@@ -48,7 +68,7 @@ def from_onnx(path_or_model, **options):
 def export(module, example_args, path, dynamic_shapes=None, example_kwargs=None, *, buckets=None):
     """Exports a torch module with torch.export into the IR at `path`;
     `buckets` ({dim name: [extents]}) compiles a dynamic dim per bucket."""
-    from .torch_export import export as torch_export
+    from .torch.export import export as torch_export
     return torch_export(module, example_args, path, dynamic_shapes, example_kwargs,
                         buckets=buckets)
 

@@ -24,12 +24,12 @@ extension what to repeat at those dims (Runner.remember).
 import os
 
 from . import _native
-from .torch_export import DTYPE as TORCH_TO_IR
+from .dtypes import DTYPES
+from .errors import CgcError
 
 # The torch dtype of each IR dtype (the extension names them as the IR does).
-TORCH_DTYPES = {ir: name.split(".", 1)[1] for name, ir in TORCH_TO_IR.items()}
+TORCH_DTYPES = {d.ir: d.torch for d in DTYPES}
 ROLE_INPUT, ROLE_OUTPUT, ROLE_STATE = 0, 1, 2
-CgcError = _native.CgcError
 
 
 class Artifact(_native.Runner):
@@ -246,7 +246,7 @@ def compile(module, example_args, path=None, dynamic_shapes=None, cgc=None, flag
     loads the artifact: a CompiledModule, called as the module is."""
     import shutil
     import tempfile
-    from .torch_export import export_program
+    from .torch.export import export_program
     work = tempfile.mkdtemp(prefix="cgc-compile-")
     try:
         ir_path = os.path.join(work, "model.json")

@@ -6,9 +6,12 @@ import struct
 
 import numpy as np
 
-DTYPE_OF = {np.float32: "F32", np.float16: "F16", np.int64: "I64", np.int32: "I32",
-            np.bool_: "BOOL"}
+from .dtypes import BY_IR, DTYPES
+
+# safetensors' name of each NumPy type cgc has (cgc.dtypes), and back.
+DTYPE_OF = {d.numpy: d.safetensors for d in DTYPES if d.numpy is not None}
 NUMPY_OF = {v: k for k, v in DTYPE_OF.items()}
+BF16 = BY_IR["bf16"].safetensors
 
 
 class BFloat16:
@@ -28,7 +31,7 @@ class BFloat16:
 def encoded(name, array):
     """(safetensors dtype, shape, little-endian bytes) of an array or BFloat16."""
     if isinstance(array, BFloat16):
-        return "BF16", list(array.shape), array.bits.astype("<u2").tobytes()
+        return BF16, list(array.shape), array.bits.astype("<u2").tobytes()
     array = np.require(array, requirements="C")  # (keeps a 0-d array 0-d)
     if array.dtype.type not in DTYPE_OF:
         raise ValueError(f"safetensors: '{name}' has dtype {array.dtype}, which cgc has not")
@@ -62,7 +65,7 @@ def read_safetensors(path):
             continue
         begin, end = entry["data_offsets"]
         raw = data[8 + n + begin:8 + n + end]
-        if entry["dtype"] == "BF16":  # NumPy has no bfloat16: widened to f32
+        if entry["dtype"] == BF16:  # NumPy has no bfloat16: widened to f32
             wide = np.frombuffer(raw, np.uint16).astype(np.uint32) << 16
             out[name] = wide.view(np.float32).reshape(entry["shape"])
             continue

@@ -219,7 +219,7 @@ def write_report(path, version, results, counts, folded, reasons):
              "| reason | tests |", "|---|---|"]
     for reason, n in reasons.most_common():
         lines.append(f"| {reason.replace('|', '/')} | {n} |")
-    from cgc.ops import RULES
+    from cgc.onnx.ops import RULES
     lines += ["", "## Operators mapped", "", ", ".join(f"`{op}`" for op in sorted(RULES)),
               "", "## Passed", "", ", ".join(f"`{r[0][5:]}`" for r in results if r[1] == "passed")]
     with open(path, "w") as f:

@@ -6,7 +6,7 @@ names it checked; exit status 1 naming any unknown one.
 
 Usage: check_op_names.py TABLE.json
 """
-import json, os, re, sys
+import glob, json, os, re, sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PACKAGE = os.path.join(HERE, "..", "..", "python", "cgc")
@@ -14,25 +14,27 @@ sys.path.insert(0, os.path.join(PACKAGE, ".."))
 
 
 def used_ops():
-    """Op names in the rules' sources: the first string argument of every
-    op(...) call, and the values of the one-to-one tables."""
+    """Op names in the front ends' sources (cgc/onnx, cgc/torch): the first
+    string argument of every op(...) call, and the values of the one-to-one
+    tables."""
     names = set()
-    for f in ("ops_elementwise.py", "ops_tensor.py", "ops_composite.py", "torch_export.py",
-              "aten_rules.py", "onnx_import.py"):
-        text = open(os.path.join(PACKAGE, f)).read()
+    for f in glob.glob(os.path.join(PACKAGE, "onnx", "*.py")) + \
+            glob.glob(os.path.join(PACKAGE, "torch", "*.py")):
+        text = open(f).read()
         names.update(re.findall(r'\bop\(\s*"([a-z_0-9]+)"', text))
-    from cgc import ops, torch_export
+    from cgc.onnx import ops
     names.update(ops.UNARY.values())
     names.update(ops.BINARY.values())
     names.update(v for k, v in re.findall(r'"([a-z_]+)": "([a-z_]+)"',
-                                          open(os.path.join(PACKAGE, "aten_rules.py")).read())
+                                          open(os.path.join(PACKAGE, "torch", "aten_rules.py")).read())
                  if not k.startswith("torch"))
     return names
 
 
 def used_dtypes():
-    from cgc import onnx_types, torch_export
-    return set(onnx_types.DTYPES.values()) | set(torch_export.DTYPE.values())
+    """The IR names of cgc.dtypes, the one table both front ends map through."""
+    from cgc import dtypes
+    return {d.ir for d in dtypes.DTYPES}
 
 
 def main():

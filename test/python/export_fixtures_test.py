@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """cgc.export's lowering, checked without PyTorch: every fixture under
 export-fixtures/ (make_export_fixtures.py, from export_models.py) is a
-program record that cgc.torch_export.lower_record lowers to the IR; the
+program record that cgc.torch.export.lower_record lowers to the IR; the
 reference interpreter (`cgc-opt --interpret`) runs the IR on each stored
 run's inputs, and every output must match PyTorch's (CPU) in dtype and
 shape, and in value within rtol 1e-5 + atol 1e-5 for f32 and exactly for
@@ -23,10 +23,10 @@ import tempfile
 
 import numpy as np
 
-from cgc.onnx_types import RefusedError
+from cgc.errors import RefusedError
 from cgc.safetensors import read_safetensors, write_safetensors
-from cgc.torch_export import lower_record
-from cgc.torch_record import tensor_inputs, tensor_outputs
+from cgc.torch.export import lower_record
+from cgc.torch.record import tensor_inputs, tensor_outputs
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 RTOL = ATOL = 1e-5  # f32; other dtypes compare exactly

@@ -2,9 +2,9 @@
 """Writes test/python/export-fixtures/, what export_fixtures_test.py checks
 cgc.export's lowering on without PyTorch: each module of export_models.py
 (at the fixtures' small sizes) captured as a program record
-(cgc.torch_capture). For each, under export-fixtures/<name>/:
+(cgc.torch.capture). For each, under export-fixtures/<name>/:
 
-  program.json          the record (python/cgc/torch_record.py)
+  program.json          the record (python/cgc/torch/record.py)
   weights.safetensors   its parameters' and buffers' values, by state_dict
                         name (absent without any)
   io.safetensors        inputs and PyTorch's outputs (CPU): run0.in.<input>,
@@ -15,7 +15,7 @@ cgc.export's lowering on without PyTorch: each module of export_models.py
                         export_models.refusals, {"refusal": the text}
 
 Needs PyTorch (CPU). Rerun it after changing export_models.py or
-torch_capture.py and commit the folder: the output is the same on every
+torch/capture.py and commit the folder: the output is the same on every
 run of one PyTorch version.
 
 Usage: PYTHONPATH=python make_export_fixtures.py [--out DIR]
@@ -29,8 +29,8 @@ import sys
 import torch
 
 from cgc.safetensors import write_safetensors
-from cgc.torch_capture import capture, capture_program
-from cgc.torch_record import tensor_inputs, tensor_outputs
+from cgc.torch.capture import capture, capture_program
+from cgc.torch.record import tensor_inputs, tensor_outputs
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)

@@ -30,6 +30,11 @@ import cgc
 from cgc import _native
 assert cgc.__file__.startswith(os.path.join(work, "env")), cgc.__file__
 assert cgc.__version__ == version, (cgc.__version__, version)
+# The subpackages are in the wheel (cgc.torch imports without torch).
+import cgc.onnx.cli, cgc.torch.export, cgc.dtypes, cgc.errors
+for sub in (cgc.onnx, cgc.torch):
+    assert sub.__file__.startswith(os.path.join(work, "env")), sub.__file__
+assert cgc.CgcError is _native.CgcError and cgc.RefusedError is cgc.errors.RefusedError
 bundled = os.path.join(os.path.dirname(cgc.__file__), "bin", "cgc")
 if os.path.exists(bundled):
     said = subprocess.run([bundled, "--version"], capture_output=True, text=True).stdout

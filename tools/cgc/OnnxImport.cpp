@@ -32,7 +32,7 @@ static std::string importerPackageParent() {
   llvm::sys::path::remove_filename(dir); // .../cgc/bin
   llvm::sys::path::remove_filename(dir); // .../cgc
   llvm::SmallString<256> cli(dir);
-  llvm::sys::path::append(cli, "onnx_cli.py");
+  llvm::sys::path::append(cli, "onnx", "cli.py");
   if (!llvm::sys::fs::exists(cli))
     return CGC_PYTHON_DIR;
   llvm::sys::path::remove_filename(dir);
@@ -57,15 +57,15 @@ static std::string importerPythonPath() {
 // before -c puts '' there, so only this code sees it), which works from
 // Python 3.8 on and keeps site-packages and PYTHONPATH; a package that
 // cannot be imported is said in one line, never as a traceback, and a
-// signal before cgc.onnx_cli handles them ends it without one.
+// signal before cgc.onnx.cli handles them ends it without one.
 static const char kStartImporter[] =
     "import sys\n"
     "sys.path[:] = [p for p in sys.path if p not in ('', '.')]\n"
     "import signal\n"
     "for s in (signal.SIGINT, signal.SIGTERM):\n"
-    "    signal.signal(s, signal.SIG_DFL)  # until cgc.onnx_cli sets its own\n"
+    "    signal.signal(s, signal.SIG_DFL)  # until cgc.onnx.cli sets its own\n"
     "try:\n"
-    "    from cgc.onnx_cli import main\n"
+    "    from cgc.onnx.cli import main\n"
     "except Exception as e:\n"
     "    sys.stderr.write(sys.argv[-1] + ': error: cannot start the ONNX "
     "importer (python/cgc) with ' + sys.executable + ': ' + str(e) + "

@@ -1,7 +1,7 @@
 //===- OnnxImport.h - `cgc model.onnx`: the ONNX importer, run first -*- C++ -*-===//
 //
 // An ONNX model is imported into the JSON IR by the Python importer
-// (python/cgc, cgc.onnx_cli), which refuses what it cannot express by
+// (python/cgc/onnx, cgc.onnx.cli), which refuses what it cannot express by
 // name; the driver then compiles the IR as it would a model.json.
 // CGC_PYTHON names the interpreter (default python3). The importer is
 // started so that the working folder cannot inject modules, and a SIGINT

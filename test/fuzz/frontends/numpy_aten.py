@@ -1,4 +1,4 @@
-"""A NumPy evaluation of a program record (python/cgc/torch_record.py),
+"""A NumPy evaluation of a program record (python/cgc/torch/record.py),
 for the ATen ops the committed fixtures use: the records fuzzer's second
 oracle. PyTorch's semantics as far as the fixtures need them: a float
 result of mixed or integer operands is float32 (torch's default dtype);

@@ -156,9 +156,9 @@ class Target:
 
     def __init__(self, args):
         import onnx
-        from cgc.onnx_import import onnx_to_ir, write_ir
-        from cgc.onnx_import import UNMAPPED
-        from cgc.onnx_types import RefusedError
+        from cgc.errors import RefusedError
+        from cgc.onnx.importer import onnx_to_ir, write_ir
+        from cgc.onnx.importer import UNMAPPED
         from cgc.safetensors import read_safetensors, write_safetensors
         self.onnx, self.onnx_to_ir, self.write_ir = onnx, onnx_to_ir, write_ir
         self.RefusedError, self.UNMAPPED = RefusedError, UNMAPPED

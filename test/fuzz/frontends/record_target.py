@@ -3,9 +3,9 @@ program record (test/python/export-fixtures/) with one to three
 mutations (val shapes and dtypes, arguments, op names, wiring, the
 signature, dim ranges, the weights), then the oracles:
 
-(a) cgc.torch_export.lower_record raises nothing but RefusedError, or a
+(a) cgc.torch.export.lower_record raises nothing but RefusedError, or a
     ValueError the package raises itself on a malformed record
-    (torch_record.py, set_buckets); and cgc-opt --interpret runs the IR it
+    (torch/record.py, set_buckets); and cgc-opt --interpret runs the IR it
     wrote on random inputs (exit 0; exit 1 is a finding: the lowering
     accepted what cgc refuses), except that cgc's refusal of a type the
     lowering declared from the record (`node 'x' (op): declared T but
@@ -227,9 +227,9 @@ class Target:
     suffix = ".json"
 
     def __init__(self, args):
-        from cgc.onnx_types import RefusedError
+        from cgc.errors import RefusedError
         from cgc.safetensors import read_safetensors, write_safetensors
-        from cgc.torch_export import lower_record
+        from cgc.torch.export import lower_record
         self.RefusedError, self.lower_record = RefusedError, lower_record
         self.read_st, self.write_st = read_safetensors, write_safetensors
         self.cgc_opt = args.cgc_opt

@@ -1,11 +1,11 @@
 """ONNX's normalizations, reductions, products, movement and sources, as
-cgc ops. Registered into onnx_rules.RULES."""
+cgc ops. Registered into rules.RULES."""
 import numpy as np
 
-from .onnx_limits import check_constant_size
-from .onnx_rules import (RULES, check_constant_indices, checked_axis, const, dtype, ints_operand,
+from .limits import check_constant_size
+from .rules import (RULES, check_constant_indices, checked_axis, const, dtype, ints_operand,
                          need_float, rule, shape)
-from .onnx_types import RefusedError
+from ..errors import RefusedError
 
 # ---- normalizations and reductions
 
@@ -405,7 +405,7 @@ def constant(ctx, ins, attrs):
     elif "value_ints" in attrs:
         array = np.array(attrs["value_ints"], np.int64)
     elif "sparse_value" in attrs:
-        from .onnx_prepare import dense_array
+        from .prepare import dense_array
         array = dense_array(onnx, attrs["sparse_value"], "its sparse value")
     else:
         raise RefusedError("a Constant of strings")

@@ -78,7 +78,7 @@ def check_class_operands(onnx, model, node, index, types):
     """Refuses a loss whose class weights are not [C] (C: dim 1 of its
     input) or whose constant targets lie outside [0, C) other than its
     ignore_index."""
-    from .onnx_types import RefusedError
+    from ..errors import RefusedError
     positions = CLASS_OPERANDS.get(node.op_type)
     if positions is None or not node.input or node.input[0] not in types:
         return

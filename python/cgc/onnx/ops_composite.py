@@ -1,11 +1,11 @@
 """ONNX operators that cgc writes out from several of its ops:
 GatherElements (a one-hot choice along the axis) and Pad (constant borders
 concatenated, or one gather by constant indices for the edge, reflect and
-wrap modes). Registered into onnx_rules.RULES."""
+wrap modes). Registered into rules.RULES."""
 import numpy as np
 
-from .onnx_rules import check_constant_indices, const, dtype, ints_operand, rule, shape
-from .onnx_types import RefusedError
+from .rules import check_constant_indices, const, dtype, ints_operand, rule, shape
+from ..errors import RefusedError
 
 
 @rule("GatherElements")

@@ -5,7 +5,7 @@ sanitizing (docs/onnx.md, Names)."""
 import re
 import unicodedata
 
-from .ir_builder import safe_name
+from ..ir_builder import safe_name
 
 SHOWN_NAME_CHARS = 200   # a name in a message is cut after this many
 MESSAGE_CHARS = 4000     # a whole message is cut after this many

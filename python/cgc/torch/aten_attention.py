@@ -1,5 +1,5 @@
 """scaled_dot_product_attention, kept whole through the export's
-decomposition (torch_capture.py KEPT) and lowered here onto cgc's
+decomposition (capture.py KEPT) and lowered here onto cgc's
 products and softmax: softmax(q k^T * scale + mask) v, with every argument
 of PyTorch's: a bool mask (False: masked out) or an additive float mask,
 is_causal (the top-left aligned lower triangle, as PyTorch's), scale
@@ -10,8 +10,8 @@ what the fusion passes see."""
 import math
 
 from .aten_rules import ATEN
-from .onnx_types import RefusedError
-from .torch_record import RecordNode
+from ..errors import RefusedError
+from .record import RecordNode
 
 NEG_INF = "-inf"
 

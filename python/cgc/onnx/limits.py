@@ -8,7 +8,7 @@ reads more than the bytes it has checked the size of.
 import os
 import stat
 
-from .onnx_types import RefusedError
+from ..errors import RefusedError
 
 MAX_FILE_BYTES = 1 << 30      # a model or external-data file: the JSON reader's limit
 MAX_ELEMENTS = 1 << 40        # elements of one tensor (docs/ir.md)

@@ -2,8 +2,9 @@
 the decorator that fills it, and the helpers every rule uses."""
 import numpy as np
 
-from .ir_builder import registrar
-from .onnx_types import RefusedError
+from ..dtypes import FLOATS
+from ..ir_builder import registrar
+from ..errors import RefusedError
 
 RULES = {}
 rule = registrar(RULES)
@@ -23,7 +24,7 @@ def const(ctx, value, like):
 
 
 def need_float(ctx, v, what="operand"):
-    if dtype(ctx, v) not in ("f32", "f16", "bf16"):
+    if dtype(ctx, v) not in FLOATS:
         raise RefusedError(f"{what} has dtype {dtype(ctx, v)}; cgc's op takes floats only")
 
 

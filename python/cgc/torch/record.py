@@ -1,6 +1,6 @@
 """The program record: a decomposed torch.export program as plain JSON,
-written by torch_capture.py (with torch) and read back here (without it)
-for torch_export.py to lower.
+written by capture.py (with torch) and read back here (without it)
+for export.py to lower.
 
     {"record_version": 1, "module": "MLP",
      "inputs": [{"name": "p_fc1_weight", "kind": "parameter", "target": "fc1.weight"},

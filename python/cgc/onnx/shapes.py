@@ -17,7 +17,8 @@ leniently: those operators are refused by name, or expanded, later.
 """
 import re
 
-from .onnx_types import ONNX_TYPE_NAMES, RefusedError
+from .elem_types import ONNX_TYPE_NAMES
+from ..errors import RefusedError
 
 
 def computed_model(model):
@@ -71,7 +72,7 @@ def lenient(shape_inference, model):
 def in_function_body(message):
     """Whether ONNX's error arose inside the body of a function operator
     (ONNX's own body failing, e.g. on an attribute default it does not
-    resolve): that body is expanded by onnx_functions.py and its operators
+    resolve): that body is expanded by functions.py and its operators
     typed one by one."""
     return message.count("Inference error(s)") > 1
 

@@ -10,8 +10,8 @@ of the schema's type, and every required attribute given. Graphs held in
 attributes (If, Loop, Scan) are checked the same way. What a schema cannot
 say (ranks, axis ranges, attribute values) the operator rules check.
 """
-from .onnx_names import shown
-from .onnx_types import RefusedError
+from .names import shown
+from ..errors import RefusedError
 
 ONNX_DOMAINS = ("", "ai.onnx")
 

@@ -1,4 +1,4 @@
-"""python3 -m cgc.onnx_cli model.onnx -o model.json [--shape NAME=D,D,...]
+"""python3 -m cgc.onnx.cli model.onnx -o model.json [--shape NAME=D,D,...]
 
 Imports an ONNX model into cgc's JSON IR (and model.safetensors beside it
 when it has large initializers); `cgc model.onnx` runs this first. A
@@ -12,7 +12,7 @@ import signal
 import sys
 import warnings
 
-from .onnx_names import printable
+from .names import printable
 
 class Interrupted(BaseException):
     """SIGINT or SIGTERM arrived: the import stops, writing nothing."""
@@ -33,7 +33,7 @@ def on_signal(signum, frame):
 def main(argv=None):
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, on_signal)
-    ap = argparse.ArgumentParser(prog="cgc.onnx_cli")
+    ap = argparse.ArgumentParser(prog="cgc.onnx.cli")
     ap.add_argument("model")
     ap.add_argument("-o", "--output", required=True)
     ap.add_argument("--shape", action="append", default=[],
@@ -61,9 +61,9 @@ def run(args, shown_model):
     try:
         import numpy as np
         import onnx
-        from .onnx_import import onnx_to_ir, write_ir
-        from .onnx_limits import check_and_load, check_opset, read_regular_file
-        from .onnx_types import RefusedError
+        from .importer import onnx_to_ir, write_ir
+        from .limits import check_and_load, check_opset, read_regular_file
+        from ..errors import RefusedError
     except ImportError as e:
         return fail(shown_model, f"importing ONNX needs the onnx and numpy packages "
                                  f"(pip install onnx==1.22.0): {e}")
@@ -74,7 +74,7 @@ def run(args, shown_model):
         try:
             shapes[name] = [int(d) for d in dims.split(",") if d]
         except ValueError:
-            print(f"cgc.onnx_cli: error: --shape takes NAME=D,D,..., not '{printable(item)}'",
+            print(f"cgc.onnx.cli: error: --shape takes NAME=D,D,..., not '{printable(item)}'",
                   file=sys.stderr)
             return 2
     if os.path.exists(args.output) and os.path.exists(args.model) and os.path.samefile(args.model, args.output):

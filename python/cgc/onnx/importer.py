@@ -20,15 +20,17 @@ import os
 import numpy as np
 
 from . import ops
-from .onnx_functions import expand_functions
-from .onnx_limits import check_constant_size, check_opset, checked_tensors, folded_elements
-from .onnx_names import shown, unique_names
-from .onnx_prepare import prepared
-from .onnx_schema import check_node, check_nodes, node_label
-from .onnx_shapes import computed_model
-from .onnx_types import NUMPY, RefusedError, cgc_dtype, dtype_of_array
-from .ir_builder import IRBuilder, json_number, safe_name
-from .safetensors import write_safetensors
+from .functions import expand_functions
+from .limits import check_constant_size, check_opset, checked_tensors, folded_elements
+from .names import shown, unique_names
+from .prepare import prepared
+from .schema import check_node, check_nodes, node_label
+from .shapes import computed_model
+from .elem_types import cgc_dtype, dtype_of_array
+from ..dtypes import NUMPY
+from ..errors import RefusedError
+from ..ir_builder import IRBuilder, json_number, safe_name
+from ..safetensors import write_safetensors
 
 
 # Operators folded into constants when every operand is known at compile
@@ -151,7 +153,7 @@ class Importer:
                 return shape_inference.infer_shapes(m, strict_mode=False, data_prop=True)
             except Exception:  # noqa: BLE001 - an unknown domain: shapes from the model
                 return m
-        # Types computed, declarations checked against them (onnx_shapes.py).
+        # Types computed, declarations checked against them (shapes.py).
         self.model = expand_functions(computed_model(model), lambda op: op in ops.RULES, infer)
         self.g = Graph(inline_limit)
         self.constants = constants or {}

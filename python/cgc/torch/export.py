@@ -2,7 +2,7 @@
 
     cgc.export(module, example_args, "model.json")   # + model.safetensors
 
-`export` captures the module as a program record (torch_capture.py, which
+`export` captures the module as a program record (capture.py, which
 needs torch) and lowers it; `lower_record` lowers a record without torch.
 Parameters, buffers and constants become persistent inputs whose values
 are written to a safetensors file beside the IR; user inputs keep their
@@ -17,13 +17,12 @@ import os
 
 from . import aten_attention, aten_indexing  # noqa: F401 - their rules join ATEN
 from .aten_rules import ATEN, PLAIN_OVERLOADS
-from .ir_builder import IRBuilder, is_dim_name, json_number, safe_name
-from .onnx_types import NUMPY, RefusedError
-from .safetensors import BFloat16, write_safetensors
-from .torch_record import RecordNode, Sym, TensorVal, read_nodes
+from ..ir_builder import IRBuilder, is_dim_name, json_number, safe_name
+from ..dtypes import IR_OF_TORCH as DTYPE, ir_of_numpy
+from ..errors import RefusedError
+from ..safetensors import BFloat16, write_safetensors
+from .record import RecordNode, Sym, TensorVal, read_nodes
 
-DTYPE = {"torch.float32": "f32", "torch.float16": "f16", "torch.bfloat16": "bf16",
-         "torch.int32": "i32", "torch.int64": "i64", "torch.bool": "bool"}
 IR_KEYS = ("format_version", "name", "dims", "weights_file", "inputs", "nodes", "outputs")
 
 
@@ -36,16 +35,16 @@ def export(module, example_args, path, dynamic_shapes=None, example_kwargs=None,
 
 def export_program(module, example_args, path, dynamic_shapes=None, example_kwargs=None, *,
                    buckets=None):
-    """export's IR dict and the module's CallSignature (torch_capture.py):
+    """export's IR dict and the module's CallSignature (capture.py):
     how a call of the module maps onto the IR's inputs and back."""
-    from .torch_capture import capture_program
+    from .capture import capture_program
     record, weights, signature = capture_program(module, example_args, dynamic_shapes,
                                                  example_kwargs)
     return lower_record(record, weights, path, buckets=buckets), signature
 
 
 def lower_record(record, weights, path, *, buckets=None):
-    """Writes the IR of a program record (torch_record.py) to `path`, and
+    """Writes the IR of a program record (record.py) to `path`, and
     the values of the weights it reads (`weights`: NumPy arrays by
     state_dict name) to a safetensors file beside it. `buckets`: extents
     to compile each named dim for (set_buckets). Returns the IR dict."""
@@ -83,7 +82,7 @@ MALFORMED = (IndexError, KeyError, TypeError, AttributeError, ValueError, ZeroDi
 def malformed(lowering, error):
     where = f"node '{lowering.current}': " if lowering.current else ""
     return (f"{where}a malformed program record ({type(error).__name__}: {error}); records "
-            "come from cgc.torch_capture")
+            "come from cgc.torch.capture")
 
 
 def set_buckets(dims, buckets):
@@ -117,7 +116,7 @@ def weight_dtype(array):
     """The IR dtype of a weight's value (a NumPy array or a BFloat16)."""
     if isinstance(array, BFloat16):
         return "bf16"
-    return next((d for d, t in NUMPY.items() if array.dtype.type is t), str(array.dtype))
+    return ir_of_numpy(array.dtype) or str(array.dtype)
 
 
 # A view that merges leading dims into one of their product (GPT-2's

@@ -4,7 +4,7 @@ what torch.onnx.export's dynamo path emits). Run before shape inference.
 """
 import numpy as np
 
-from .onnx_types import RefusedError
+from ..errors import RefusedError
 
 
 def prepared(model):

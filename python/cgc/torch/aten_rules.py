@@ -1,10 +1,10 @@
 """The ATen rules of the torch.export way in: each ATen op of a program
-record (torch_record.py) as cgc ops, built on torch_export.py's Lowering
+record (record.py) as cgc ops, built on export.py's Lowering
 (`e`) from a RecordNode (`n`); PyTorch's type promotion where operands
-differ. An op without a rule is refused by torch_export.py."""
-from .ir_builder import json_number, registrar
-from .onnx_types import RefusedError
-from .torch_record import RecordNode
+differ. An op without a rule is refused by export.py."""
+from ..ir_builder import json_number, registrar
+from ..errors import RefusedError
+from .record import RecordNode
 
 ATEN = {}
 # Overloads a rule registered under the base name takes; any other (such

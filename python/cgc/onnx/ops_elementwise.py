@@ -1,9 +1,10 @@
 """ONNX's elementwise operators and activations, as cgc's elementwise ops
-(so that fusion sees them). Registered into onnx_rules.RULES."""
+(so that fusion sees them). Registered into rules.RULES."""
 import numpy as np
 
-from .onnx_rules import RULES, const, dtype, need_float, rule
-from .onnx_types import RefusedError, cgc_dtype
+from .rules import RULES, const, dtype, need_float, rule
+from .elem_types import cgc_dtype
+from ..errors import RefusedError
 
 # ---- elementwise
 

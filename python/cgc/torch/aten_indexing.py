@@ -9,13 +9,12 @@ a linear index over several dims wraps each one here. An index still
 out of range when the graph runs reads zero, where PyTorch raises a
 device-side assertion."""
 from .aten_rules import ATEN, reshape
-from .ir_builder import json_number, registrar
-from .onnx_types import RefusedError
-from .torch_record import RecordNode, Sym
+from ..ir_builder import json_number, registrar
+from ..dtypes import INTEGERS
+from ..errors import RefusedError
+from .record import RecordNode, Sym
 
 aten = registrar(ATEN)
-INTEGERS = ("i32", "i64")
-FLOATS = ("f32", "f16", "bf16")
 
 
 def static_extents(e, shape, what):

@@ -1,7 +1,7 @@
-"""A torch module as a program record (torch_record.py) and its weights:
+"""A torch module as a program record (record.py) and its weights:
 exported with torch.export, decomposed to Core ATen but for the composites
 cgc has ops for, every fx node written as plain JSON, torch's dim symbols
-renamed after the user's torch.export.Dim. Needs torch; torch_export.py
+renamed after the user's torch.export.Dim. Needs torch; export.py
 lowers the record without it."""
 import inspect
 import math
@@ -14,10 +14,10 @@ import torch
 from torch.export import dynamic_shapes as torch_dynamic_shapes
 from torch.export.graph_signature import InputKind, OutputKind, TensorArgument
 
-from .ir_builder import is_dim_name
-from .onnx_types import RefusedError
-from .safetensors import BFloat16
-from .torch_record import RECORD_VERSION
+from ..ir_builder import is_dim_name
+from ..errors import RefusedError
+from ..safetensors import BFloat16
+from .record import RECORD_VERSION
 
 # The composites decomposition keeps: cgc has ops of its own for them, so
 # that fusion sees their elementwise neighbours (and a batched matmul keeps
@@ -274,7 +274,7 @@ def sym_text(expr, rename):
 
 
 def encode(value, rename, where):
-    """An fx argument of node `where` as JSON (torch_record.py)."""
+    """An fx argument of node `where` as JSON (record.py)."""
     if isinstance(value, torch.fx.Node):
         return {"node": value.name}
     if value is None or isinstance(value, (bool, int, str)):
