@@ -183,13 +183,13 @@ struct TensorDesc {
   uint64_t offset = 0;
   uint64_t bytes = 0;
   std::string initBlob; ///< State only: initial value blob, or empty.
+  /// Where the initial value starts: in initBlob, or (initTensor) the
+  /// absolute byte offset in the weights file; `bytes` bytes long.
+  uint64_t initOffset = 0;
   /// State only: the tensor of the weights file (Manifest::weightsFile)
   /// that holds the initial value, or empty. At most one of initBlob and
   /// initTensor is set.
   std::string initTensor;
-  /// Where the initial value starts: in initBlob, or (initTensor) the
-  /// absolute byte offset in the weights file; `bytes` bytes long.
-  uint64_t initOffset = 0;
 };
 
 /// The safetensors file an artifact keeps its weights in, beside it

@@ -22,10 +22,16 @@ constexpr uint64_t P3 = 0x165667B19E3779F9ull;
 uint64_t rotl(uint64_t x, int r) { return (x << r) | (x >> (64 - r)); }
 
 uint64_t loadLE64(const uint8_t *p) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  uint64_t v;
+  std::memcpy(&v, p, 8);
+  return v;
+#else
   uint64_t v = 0;
   for (int i = 7; i >= 0; --i)
     v = (v << 8) | p[i];
   return v;
+#endif
 }
 
 } // namespace
