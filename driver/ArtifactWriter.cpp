@@ -7,7 +7,13 @@
 // offset and binding (the graph input or output whose slot it is) that
 // lowering resolved. Initial values of state (parameters from their
 // initializers or weights file, constant tensors from their attribute) are
-// packed into the "weights" blob at 256-byte-aligned offsets. Nothing
+// packed into the "weights" blob at 256-byte-aligned offsets, except the
+// weights read from the IR's weights file when they stay beside the
+// artifact (`--weights-beside`, or when the state would pass the limit an
+// artifact carries): then the manifest names that file (relative to the
+// artifact's folder, with its size and content hash) and each such state
+// tensor its offset there; the file is indexed and hashed, never copied.
+// Nothing
 // depends on time or addresses, so the same model and options give the
 // same bytes.
 //
@@ -21,6 +27,10 @@
 
 #include "format/ArtifactFormat.h"
 #include "ir/Initializers.h"
+#include "format/WeightsFile.h"
+
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
 
 #include <set>
 
@@ -56,6 +66,10 @@ private:
   bool sharesSlots() const;
   void addDims(fmt::Manifest &m) const;
   bool addInputs(fmt::Manifest &m, std::vector<uint8_t> &weights);
+  bool staysBeside(const GraphInput &in) const;
+  uint64_t stateBytes(bool fromWeightsFile) const;
+  bool placeWeights(fmt::Manifest &m);
+  bool referToWeights(const GraphInput &in, fmt::TensorDesc &t);
   void addConstants(fmt::Manifest &m, std::vector<uint8_t> &weights) const;
   void addOutputs(fmt::Manifest &m) const;
   void addKernels(fmt::Manifest &m) const;
@@ -69,8 +83,129 @@ private:
   const MemoryPlan &first;
   DiagnosticEngine &diag;
   format::TensorMap weightsCache;
+  /// The weights file's header, when its weights stay beside the artifact.
+  format::SafetensorsIndex besideIndex;
+  bool beside = false;
 };
 } // namespace
+
+/// The path of \p target relative to the folder \p dir, or "" when
+/// \p target is not inside it (both made absolute, without dots).
+static std::string pathInside(llvm::StringRef dir, llvm::StringRef target) {
+  llvm::SmallString<256> d(dir), t(target);
+  if (llvm::sys::fs::make_absolute(d) || llvm::sys::fs::make_absolute(t))
+    return "";
+  llvm::sys::path::remove_dots(d, /*remove_dot_dot=*/true);
+  llvm::sys::path::remove_dots(t, /*remove_dot_dot=*/true);
+  std::string prefix = std::string(d.str());
+  if (prefix.empty() || prefix.back() != '/')
+    prefix += '/';
+  if (!llvm::StringRef(t).startswith(prefix))
+    return "";
+  return std::string(llvm::StringRef(t).drop_front(prefix.size()));
+}
+
+/// A state tensor from the weights file that may stay there: its bytes in
+/// the file are the tensor's as the device holds it (same dtype, checked by
+/// the IR reader), except bool, which the artifact normalizes to 0 and 1.
+bool ManifestBuilder::staysBeside(const GraphInput &in) const {
+  return isPersistent(in.kind) &&
+         in.init.source == Initializer::Source::Weights &&
+         in.value->getType().dtype != DType::Bool;
+}
+
+/// Bytes of the initial values of the state that may stay in the weights
+/// file (\p fromWeightsFile) or must be in the artifact (the rest:
+/// seeded initializers, bool weights, constant data).
+uint64_t ManifestBuilder::stateBytes(bool fromWeightsFile) const {
+  uint64_t total = 0;
+  auto bytesOf = [&](const Value *v) {
+    return uint64_t(v->getType().maxElements(model.dims())) *
+           dtypeSize(v->getType().dtype);
+  };
+  for (const GraphInput &in : model.inputs())
+    if (isPersistent(in.kind) && in.init.source != Initializer::Source::None &&
+        staysBeside(in) == fromWeightsFile)
+      total += bytesOf(in.value);
+  if (!fromWeightsFile)
+    for (const CompiledGraph &g : compilation.graphs)
+      for (const Node *n : g.plan->constantData)
+        total += bytesOf(n->result());
+  return total;
+}
+
+/// Decides whether the weights stay beside the artifact and, if so, names
+/// the file in \p m (its path relative to the artifact's folder, size and
+/// content hash).
+bool ManifestBuilder::placeWeights(fmt::Manifest &m) {
+  uint64_t file = stateBytes(true), carried = stateBytes(false);
+  uint64_t limit = options.artifactStateLimit;
+  beside = file && (options.weightsBeside || file + carried > limit);
+  if (carried > limit || (!beside && file + carried > limit)) {
+    diag.error({}, "the artifact would carry " +
+                       std::to_string(beside ? carried : file + carried) +
+                       " bytes of initial state; it holds at most " +
+                       std::to_string(limit) +
+                       (beside ? " (the weights file's tensors stay beside "
+                                 "it; these are initializers and constants)"
+                               : ""));
+    return false;
+  }
+  if (!beside)
+    return true;
+  const Graph &root = model.root();
+  auto refuse = [&](const std::string &why) {
+    diag.error({}, "the weights (" + std::to_string(file) +
+                       " bytes) stay beside the artifact" +
+                       (options.weightsBeside ? "" : " (more than the " +
+                        std::to_string(limit) + " bytes an artifact holds)") +
+                       ", but " + why);
+    return false;
+  };
+  if (options.artifactPath.empty())
+    return refuse("the artifact has no path (-o)");
+  llvm::SmallString<256> dir(options.artifactPath);
+  llvm::sys::path::remove_filename(dir);
+  if (dir.empty())
+    dir = ".";
+  std::string relative = pathInside(dir, root.weightsPath);
+  std::string why;
+  if (relative.empty() || !fmt::isSafeWeightsPath(relative, why))
+    return refuse("the weights file '" + root.weightsPath +
+                  "' is not in the artifact's folder '" + std::string(dir) +
+                  "' or below it: write the artifact beside it");
+  std::string error;
+  fmt::MappedWeights mapped;
+  if (!fmt::indexSafetensorsFile(root.weightsPath, besideIndex, error) ||
+      !mapped.open(root.weightsPath, nullptr, error))
+    return refuse(error);
+  if (mapped.size() != besideIndex.fileSize)
+    return refuse("the weights file changed while it was read");
+  m.weightsFile.path = relative;
+  m.weightsFile.size = mapped.size();
+  m.weightsFile.checksum = mapped.hash();
+  return true;
+}
+
+/// Points \p t at its tensor in the weights file beside the artifact.
+bool ManifestBuilder::referToWeights(const GraphInput &in,
+                                     fmt::TensorDesc &t) {
+  auto it = besideIndex.tensors.find(in.init.tensor);
+  if (it == besideIndex.tensors.end() ||
+      it->second.end - it->second.begin != t.bytes ||
+      fmt::fromSafetensorsDtype(it->second.dtype) != t.dtype) {
+    diag.error(in.loc, "input '" + in.value->getName() + "': tensor '" +
+                           in.init.tensor + "' of the weights file is not " +
+                           t.dtype + " of " + std::to_string(t.bytes) +
+                           " bytes");
+    return false;
+  }
+  if (t.bytes) {
+    t.initTensor = in.init.tensor;
+    t.initOffset = it->second.begin;
+  }
+  return true;
+}
 
 fmt::TensorDesc ManifestBuilder::tensorDesc(const std::string &name,
                                             llvm::StringRef kind,
@@ -151,7 +286,10 @@ bool ManifestBuilder::addInputs(fmt::Manifest &m,
     }
     fmt::TensorDesc t = tensorDesc(in.value->getName(),
                                    inputKindName(in.kind), in.value, s);
-    if (in.init.source != Initializer::Source::None) {
+    if (beside && staysBeside(in)) {
+      if (!referToWeights(in, t))
+        return false;
+    } else if (in.init.source != Initializer::Source::None) {
       std::vector<Element> values;
       std::string error;
       if (!initialValue(model, in, values, error, &weightsCache)) {
@@ -343,7 +481,7 @@ bool ManifestBuilder::build(fmt::Manifest &m, std::vector<uint8_t> &weights) {
     m.persistentSize = std::max(m.persistentSize, g.plan->persistentSize);
   }
   addDims(m);
-  if (!addInputs(m, weights))
+  if (!placeWeights(m) || !addInputs(m, weights))
     return false;
   addConstants(m, weights);
   addOutputs(m);

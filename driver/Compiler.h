@@ -86,6 +86,17 @@ struct CompileOptions {
   /// Compile a training step: autodiff, then the declared optimizer's
   /// update (`--train`).
   bool train = false;
+  /// Leave the weights (state from the IR's weights file) in that file,
+  /// beside the artifact, instead of copying them in (`--weights-beside`).
+  /// Done anyway when the state would exceed artifactStateLimit.
+  bool weightsBeside = false;
+  /// The most bytes of initial values an artifact carries
+  /// (`--artifact-state-limit`, for tests; at most and by default 1 GiB:
+  /// the runtime reads an artifact whole).
+  uint64_t artifactStateLimit = uint64_t(1) << 30;
+  /// Where the artifact will be written (`-o`): a weights file left beside
+  /// it is named relative to its folder.
+  std::string artifactPath;
 };
 
 /// One graph of the artifact after the pipeline.

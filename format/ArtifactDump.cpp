@@ -5,6 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "format/ArtifactFormat.h"
+#include "format/WeightsFile.h"
 
 #include <algorithm>
 
@@ -14,12 +15,6 @@
 namespace cgc {
 namespace format {
 namespace {
-
-std::string hex64(uint64_t v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "0x%016llx", (unsigned long long)v);
-  return buf;
-}
 
 std::string shapeString(const TensorDesc &t) {
   std::string s = "[";
@@ -73,6 +68,8 @@ void dumpTensors(std::ostringstream &os, const char *title,
        << " " << t.bytes << "B";
     if (!t.initBlob.empty())
       os << " init=" << t.initBlob << "+" << t.initOffset;
+    if (!t.initTensor.empty())
+      os << " init=weights_file:'" << t.initTensor << "'+" << t.initOffset;
     os << "\n";
   }
 }
@@ -157,7 +154,7 @@ std::string dumpManifest(const Artifact &a) {
   std::ostringstream os;
   os << "cgc artifact v" << a.header.formatVersion << ": " << a.header.fileSize
      << " bytes, manifest " << a.header.manifestSize << " bytes, checksum "
-     << hex64(a.header.checksum) << "\n";
+     << hashText(a.header.checksum) << "\n";
   os << "compiler: " << m.compilerVersion << "\n";
   os << "target: " << m.targetArch << ", min driver " << m.minDriverVersion
      << "\n";
@@ -170,6 +167,10 @@ std::string dumpManifest(const Artifact &a) {
       os << (i ? ", " : "") << d.buckets[i];
     os << "}\n";
   }
+  if (!m.weightsFile.path.empty())
+    os << "weights file: " << m.weightsFile.path << " "
+       << m.weightsFile.size << "B checksum "
+       << hashText(m.weightsFile.checksum) << "\n";
   os << "blobs (" << m.blobs.size() << "):\n";
   for (const BlobDesc &b : m.blobs)
     os << "  " << b.name << ": data+" << b.offset << " " << b.size << "B\n";

@@ -18,7 +18,7 @@ namespace cgc {
 namespace format {
 
 constexpr char kArtifactMagic[4] = {'C', 'G', 'C', 'A'};
-constexpr uint32_t kArtifactFormatVersion = 4;
+constexpr uint32_t kArtifactFormatVersion = 5;
 constexpr size_t kHeaderSize = 32;
 constexpr size_t kBlobAlignment = 256;
 /// Conventional blob names for device code.
@@ -183,7 +183,22 @@ struct TensorDesc {
   uint64_t offset = 0;
   uint64_t bytes = 0;
   std::string initBlob; ///< State only: initial value blob, or empty.
+  /// Where the initial value starts: in initBlob, or (initTensor) the
+  /// absolute byte offset in the weights file; `bytes` bytes long.
   uint64_t initOffset = 0;
+  /// State only: the tensor of the weights file (Manifest::weightsFile)
+  /// that holds the initial value, or empty. At most one of initBlob and
+  /// initTensor is set.
+  std::string initTensor;
+};
+
+/// The safetensors file an artifact keeps its weights in, beside it
+/// (format/WeightsFile.h): path relative to the artifact's folder, the
+/// file's size and content hash (ContentHash) when it was compiled.
+struct WeightsFileDesc {
+  std::string path; ///< Empty: the artifact carries all its state.
+  uint64_t size = 0;
+  uint64_t checksum = 0;
 };
 
 struct Manifest {
@@ -203,6 +218,8 @@ struct Manifest {
   std::vector<TensorDesc> inputs;
   std::vector<TensorDesc> outputs;
   std::vector<TensorDesc> state;
+  /// Weights beside the artifact; state tensors with an initTensor read it.
+  WeightsFileDesc weightsFile;
 };
 
 struct ArtifactHeader {

@@ -80,24 +80,50 @@ bool replaceAtomically(const std::string &path, const void *data,
 
 } // namespace
 
-bool readFileBounded(const std::string &path, std::vector<uint8_t> &out,
-                     std::string &error, uint64_t maxBytes) {
+bool openRegularFile(const std::string &path, int &fd, uint64_t &size,
+                     std::string &error) {
   // O_NONBLOCK: opening a FIFO must not wait for a writer.
-  int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0)
     return fail(error, "cannot open '" + path + "': " + systemError());
   struct stat st;
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     ::close(fd);
+    fd = -1;
     return fail(error, "'" + path + "' is " + kindOf(st.st_mode) +
                            "; only regular files are read");
   }
-  if (uint64_t(st.st_size) > maxBytes) {
+  size = uint64_t(st.st_size);
+  return true;
+}
+
+bool readAt(int fd, uint64_t offset, void *data, size_t size) {
+  char *p = static_cast<char *>(data);
+  while (size) {
+    ssize_t n = ::pread(fd, p, size, off_t(offset));
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      return false;
+    p += n;
+    offset += uint64_t(n);
+    size -= size_t(n);
+  }
+  return true;
+}
+
+bool readFileBounded(const std::string &path, std::vector<uint8_t> &out,
+                     std::string &error, uint64_t maxBytes) {
+  int fd = -1;
+  uint64_t size = 0;
+  if (!openRegularFile(path, fd, size, error))
+    return false;
+  if (size > maxBytes) {
     ::close(fd);
-    return fail(error, "'" + path + "' is " + std::to_string(st.st_size) +
+    return fail(error, "'" + path + "' is " + std::to_string(size) +
                            " bytes; the limit is " + std::to_string(maxBytes));
   }
-  out.resize(size_t(st.st_size));
+  out.resize(size_t(size));
   size_t done = 0;
   while (done < out.size()) {
     ssize_t n = ::read(fd, out.data() + done, out.size() - done);

@@ -28,6 +28,15 @@ constexpr uint64_t kMaxFileBytes = uint64_t(1) << 30;
 bool readFileBounded(const std::string &path, std::vector<uint8_t> &out,
                      std::string &error, uint64_t maxBytes = kMaxFileBytes);
 
+/// Opens the regular file \p path for reading (O_NONBLOCK: a FIFO is not
+/// waited on) and gives its size; false with a one-line reason (missing, a
+/// directory, a FIFO, a device ...). The caller closes \p fd.
+bool openRegularFile(const std::string &path, int &fd, uint64_t &size,
+                     std::string &error);
+
+/// Reads exactly \p size bytes at \p offset of \p fd; false on a short read.
+bool readAt(int fd, uint64_t offset, void *data, size_t size);
+
 /// Writes \p size bytes to \p path by the rules above; refuses an existing
 /// target unless \p overwrite. A failed write leaves no partial file.
 bool writeFileReplacing(const std::string &path, const void *data,

@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "format/ArtifactFormat.h"
+#include "format/WeightsFile.h"
 
 #include <nlohmann/json.hpp>
 
@@ -151,7 +152,24 @@ bool readTensor(Reader &r, const json &j, const std::string &p,
     return false;
   }
   return r.str(j, p, "init_blob", t.initBlob, true) &&
+         r.str(j, p, "init_tensor", t.initTensor, true) &&
          r.u64(j, p, "init_offset", t.initOffset, true);
+}
+
+/// The optional "weights_file": {"path", "size", "checksum": "0x..."}.
+bool readWeightsFile(Reader &r, const json &root, WeightsFileDesc &out) {
+  const json *w = r.field(root, "$", "weights_file", /*optional=*/true);
+  if (!w)
+    return r.error.empty();
+  std::string checksum;
+  if (!r.str(*w, "weights_file", "path", out.path) ||
+      !r.u64(*w, "weights_file", "size", out.size) ||
+      !r.str(*w, "weights_file", "checksum", checksum))
+    return false;
+  if (!parseHashText(checksum, out.checksum))
+    return r.fail("weights_file.checksum",
+                  "expected \"0x\" and 16 hex digits");
+  return true;
 }
 
 bool readTensors(Reader &r, const json &root, const char *key,
@@ -535,7 +553,8 @@ bool manifestFromJson(const char *text, size_t size, Manifest &out,
       return false;
   if (!readTensors(r, root, "inputs", m.inputs) ||
       !readTensors(r, root, "outputs", m.outputs) ||
-      !readTensors(r, root, "state", m.state))
+      !readTensors(r, root, "state", m.state) ||
+      !readWeightsFile(r, root, m.weightsFile))
     return false;
   out = std::move(m);
   return true;

@@ -10,6 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "format/ArtifactFormat.h"
+#include "format/WeightsFile.h"
 
 #include <map>
 #include <set>
@@ -44,6 +45,26 @@ bool checkRange(Checker &c, const Manifest &m, Region r, uint64_t offset,
     return c.fail(what + ": range [" + std::to_string(offset) + ", +" +
                   std::to_string(bytes) + ") exceeds " + regionName(r) +
                   " size " + std::to_string(limit));
+  return true;
+}
+
+/// A state tensor whose initial value is in the weights file beside the
+/// artifact: that file is named, the value lies inside it and goes to the
+/// persistent region.
+bool checkFileInit(Checker &c, const Manifest &m, const TensorDesc &t,
+                   const std::string &p) {
+  uint64_t end;
+  if (m.weightsFile.path.empty())
+    return c.fail(p + ": init_tensor '" + t.initTensor +
+                  "' but the artifact names no weights_file");
+  if (!t.initBlob.empty())
+    return c.fail(p + ": both init_blob and init_tensor");
+  if (t.region != Region::Persistent)
+    return c.fail(p + ": an initial value from the weights file must go to "
+                      "the persistent region");
+  if (!addNoOverflow(t.initOffset, t.bytes, end) || end > m.weightsFile.size)
+    return c.fail(p + ": initial value exceeds the weights file (" +
+                  std::to_string(m.weightsFile.size) + " bytes)");
   return true;
 }
 
@@ -82,6 +103,8 @@ bool checkTensors(Checker &c, const Manifest &m,
       if (!d.empty() && !dimNames.count(d))
         return c.fail(p + ": unknown dim '" + d + "'");
     if (!checkRange(c, m, t.region, t.offset, t.bytes, p))
+      return false;
+    if (!t.initTensor.empty() && !checkFileInit(c, m, t, p))
       return false;
     if (t.initBlob.empty())
       continue;
@@ -358,6 +381,10 @@ bool validateManifest(const Manifest &m, std::string &error) {
     if (b.offset % kBlobAlignment)
       return c.fail("blob '" + b.name + "': offset not 256-aligned");
   }
+  std::string why;
+  if (!m.weightsFile.path.empty() &&
+      !isSafeWeightsPath(m.weightsFile.path, why))
+    return c.fail("weights_file '" + m.weightsFile.path + "': " + why);
   std::set<std::string> tensorNames;
   if (!checkTensors(c, m, m.inputs, "inputs", tensorNames, blobs) ||
       !checkTensors(c, m, m.outputs, "outputs", tensorNames, blobs) ||

@@ -5,6 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "format/ArtifactFormat.h"
+#include "format/WeightsFile.h"
 
 #include <nlohmann/json.hpp>
 
@@ -28,6 +29,10 @@ json tensorToJson(const TensorDesc &t) {
     j["shape_dims"] = t.shapeDims;
   if (!t.initBlob.empty()) {
     j["init_blob"] = t.initBlob;
+    j["init_offset"] = t.initOffset;
+  }
+  if (!t.initTensor.empty()) {
+    j["init_tensor"] = t.initTensor;
     j["init_offset"] = t.initOffset;
   }
   return j;
@@ -217,6 +222,10 @@ std::string manifestToJson(const Manifest &m) {
     for (const TensorDesc &t : list)
       j[key].push_back(tensorToJson(t));
   }
+  if (!m.weightsFile.path.empty())
+    j["weights_file"] = {{"path", m.weightsFile.path},
+                         {"size", m.weightsFile.size},
+                         {"checksum", hashText(m.weightsFile.checksum)}};
   // nlohmann::json objects are std::maps: keys come out sorted.
   return j.dump(1);
 }

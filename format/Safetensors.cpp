@@ -74,23 +74,37 @@ std::string fromSafetensorsDtype(const std::string &d) {
   return "";
 }
 
-bool parseSafetensors(const uint8_t *data, size_t size, TensorMap &out,
-                      std::string &error,
-                      std::map<std::string, std::string> *metadata) {
-  if (size < 8)
-    return fail(error, "file too small (" + std::to_string(size) + " bytes)");
-  uint64_t n = 0;
+/// The header's length from the first 8 bytes, checked against the file.
+static bool headerLength(const uint8_t *data, size_t available, uint64_t fileSize,
+                  uint64_t &n, std::string &error) {
+  if (fileSize < 8 || available < 8)
+    return fail(error, "file too small (" + std::to_string(fileSize) +
+                           " bytes)");
+  n = 0;
   for (int i = 7; i >= 0; --i)
     n = (n << 8) | data[i];
-  if (n > kMaxHeaderSize || n > size - 8)
+  if (n > kMaxHeaderSize || n > fileSize - 8)
     return fail(error, "header length " + std::to_string(n) +
                            " exceeds the file or the 100 MiB limit");
+  return true;
+}
+
+bool parseSafetensorsHeader(const uint8_t *data, size_t available,
+                            uint64_t fileSize, SafetensorsIndex &out,
+                            std::string &error,
+                            std::map<std::string, std::string> *metadata) {
+  uint64_t n = 0;
+  if (!headerLength(data, available, fileSize, n, error))
+    return false;
+  if (n > available - 8)
+    return fail(error, "header is cut short");
   json header = json::parse(data + 8, data + 8 + n, nullptr, false);
   if (header.is_discarded() || !header.is_object())
     return fail(error, "header is not a JSON object");
-  const uint8_t *body = data + 8 + n;
-  uint64_t bodySize = size - 8 - n;
-  TensorMap result;
+  uint64_t bodyStart = 8 + n;
+  uint64_t bodySize = fileSize - bodyStart;
+  SafetensorsIndex result;
+  result.fileSize = fileSize;
   std::vector<std::pair<uint64_t, uint64_t>> ranges;
   for (auto it = header.begin(); it != header.end(); ++it) {
     const std::string &name = it.key();
@@ -112,7 +126,7 @@ bool parseSafetensors(const uint8_t *data, size_t size, TensorMap &out,
       return fail(error, p + "needs dtype, shape and data_offsets");
     if (!e["dtype"].is_string())
       return fail(error, p + "dtype must be a string");
-    TensorData t;
+    TensorEntry t;
     t.dtype = e["dtype"].get<std::string>();
     size_t elem = safetensorsDtypeSize(t.dtype);
     if (!elem)
@@ -132,9 +146,10 @@ bool parseSafetensors(const uint8_t *data, size_t size, TensorMap &out,
       return fail(error, p + "data size " + std::to_string(end - begin) +
                              " does not match shape and dtype (" +
                              std::to_string(numel * elem) + ")");
-    t.bytes.assign(body + begin, body + end);
     ranges.emplace_back(begin, end);
-    result.emplace(name, std::move(t));
+    t.begin = bodyStart + begin;
+    t.end = bodyStart + end;
+    result.tensors.emplace(name, std::move(t));
   }
   std::sort(ranges.begin(), ranges.end());
   uint64_t covered = 0;
@@ -150,6 +165,50 @@ bool parseSafetensors(const uint8_t *data, size_t size, TensorMap &out,
                            " trailing bytes");
   out = std::move(result);
   return true;
+}
+
+bool parseSafetensors(const uint8_t *data, size_t size, TensorMap &out,
+                      std::string &error,
+                      std::map<std::string, std::string> *metadata) {
+  SafetensorsIndex index;
+  if (!parseSafetensorsHeader(data, size, size, index, error, metadata))
+    return false;
+  TensorMap result;
+  for (auto &[name, entry] : index.tensors) {
+    TensorData t;
+    t.dtype = std::move(entry.dtype);
+    t.shape = std::move(entry.shape);
+    t.bytes.assign(data + entry.begin, data + entry.end);
+    result.emplace(name, std::move(t));
+  }
+  out = std::move(result);
+  return true;
+}
+
+bool indexSafetensorsFile(const std::string &path, SafetensorsIndex &out,
+                          std::string &error) {
+  int fd = -1;
+  uint64_t size = 0;
+  if (!openRegularFile(path, fd, size, error))
+    return false;
+  uint8_t length[8] = {};
+  uint64_t n = 0;
+  std::vector<uint8_t> head;
+  bool ok = readAt(fd, 0, length, size < 8 ? size_t(size) : 8) &&
+            headerLength(length, 8, size, n, error);
+  if (ok) {
+    head.resize(8 + size_t(n));
+    ok = readAt(fd, 0, head.data(), head.size());
+    if (!ok)
+      error = "safetensors: cannot read the header";
+  } else if (error.empty()) {
+    error = "safetensors: cannot read the header";
+  }
+  ::close(fd);
+  if (ok && parseSafetensorsHeader(head.data(), head.size(), size, out, error))
+    return true;
+  error = path + ": " + error;
+  return false;
 }
 
 bool readSafetensors(const std::string &path, TensorMap &out,

@@ -24,6 +24,34 @@ struct TensorData {
 
 using TensorMap = std::map<std::string, TensorData>;
 
+/// Where one tensor's bytes are: [begin, end) of the file (absolute
+/// offsets, past the header).
+struct TensorEntry {
+  std::string dtype; ///< Safetensors spelling.
+  std::vector<int64_t> shape;
+  uint64_t begin = 0, end = 0;
+};
+
+/// A safetensors file's header, without its data: what a file too large to
+/// read whole (weights beside an artifact) is checked and addressed by.
+struct SafetensorsIndex {
+  std::map<std::string, TensorEntry> tensors;
+  uint64_t fileSize = 0;
+};
+
+/// Parses the header of a safetensors image of \p fileSize bytes whose
+/// first \p available bytes are at \p data (at least the 8-byte length and
+/// the header): every field, bounds, no overlaps, holes or trailing bytes.
+bool parseSafetensorsHeader(const uint8_t *data, size_t available,
+                            uint64_t fileSize, SafetensorsIndex &out,
+                            std::string &error,
+                            std::map<std::string, std::string> *metadata =
+                                nullptr);
+
+/// Reads only the header of the regular file \p path (any size).
+bool indexSafetensorsFile(const std::string &path, SafetensorsIndex &out,
+                          std::string &error);
+
 /// Parses an in-memory safetensors image.
 bool parseSafetensors(const uint8_t *data, size_t size, TensorMap &out,
                       std::string &error,

@@ -402,19 +402,16 @@ bool GraphReader::checkWeights(Graph &g) {
   }
   if (!options.checkWeights)
     return true;
-  format::TensorMap tensors;
+  // Only the header is read: the file may be larger than any file cgc
+  // reads whole (its weights then stay beside the artifact).
+  format::SafetensorsIndex index;
   std::string error;
-  // readSafetensors throws (and so aborts) when reading a directory.
-  if (llvm::sys::fs::is_directory(g.weightsPath)) {
-    ctx.error("/weights_file", "cannot read weights file '" + g.weightsFile +
-                                   "': it is a directory");
-    return false;
-  }
-  if (!format::readSafetensors(g.weightsPath, tensors, error)) {
+  if (!format::indexSafetensorsFile(g.weightsPath, index, error)) {
     ctx.error("/weights_file", "cannot read weights file '" + g.weightsFile +
                                    "': " + error);
     return false;
   }
+  const auto &tensors = index.tensors;
   bool ok = true;
   for (size_t i = 0; i < g.inputs().size(); ++i) {
     const GraphInput &in = g.inputs()[i];

@@ -130,19 +130,22 @@ bool Verifier::checkSize(const Value *v, const DimTable &dims, Location loc,
   return false;
 }
 
-/// Initialized state ships its initial values in the artifact, which is
-/// read whole (at most 1 GiB).
+/// State with a seeded initializer ships its initial values in the
+/// artifact, which is read whole (at most 1 GiB). State from the weights
+/// file is bounded by that file; the compiler leaves it beside the artifact
+/// when the artifact would pass its limit (driver/ArtifactWriter.cpp).
 bool Verifier::checkPersistentBytes(const GraphInput &in,
                                     const DimTable &dims) {
   uint64_t bytes = 0;
   if (!isPersistent(in.kind) || in.init.source == Initializer::Source::None ||
+      in.init.source == Initializer::Source::Weights ||
       !tensorBytes(in.value->getType(), dims, bytes))
     return true;
   persistentBytes += bytes;
   if (persistentBytes <= kMaxInitializedBytes)
     return true;
   diag.error(in.loc, "input '" + in.value->getName() +
-                         "' brings the model's state to " +
+                         "' brings the model's initialized state to " +
                          llvm::Twine(persistentBytes) + " bytes; an artifact "
                          "holds at most " +
                          llvm::Twine(kMaxInitializedBytes >> 30) + " GiB");

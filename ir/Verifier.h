@@ -17,8 +17,10 @@ namespace cgc {
 
 /// The largest tensor, at its largest extents: 16 GiB.
 constexpr uint64_t kMaxTensorBytes = uint64_t(16) << 30;
-/// The most state (parameters, buffers, ...) a model may have: the
-/// artifact that holds its initial values is read whole, at most 1 GiB.
+/// The most state with seeded initializers (normal, uniform, zeros, ones)
+/// a model may have: the artifact that holds its initial values is read
+/// whole, at most 1 GiB. State from the weights file is not counted: it may
+/// stay beside the artifact (driver/ArtifactWriter.cpp).
 constexpr uint64_t kMaxInitializedBytes = uint64_t(1) << 30;
 /// Nodes of one graph or region.
 constexpr size_t kMaxNodesPerGraph = size_t(1) << 20;

@@ -252,14 +252,46 @@ def compile(module, example_args, path=None, dynamic_shapes=None, cgc=None, flag
         ir_path = os.path.join(work, "model.json")
         _, signature = export_program(module, example_args, ir_path, dynamic_shapes,
                                       example_kwargs, buckets=buckets)
+        moved = _weights_beside(ir_path, path) if path else None
         try:
-            art = compile_file(ir_path, path or os.path.join(work, "model.cgc"), flags, cgc)
+            art = compile_file(ir_path, path or os.path.join(work, "model.cgc"),
+                               (*flags, "--weights-beside") if moved else flags, cgc)
         except CgcError as e:  # Located at the module's export, not at a deleted file.
+            if moved:
+                os.remove(moved)
             raise CgcError(str(e).replace(ir_path, f"{type(module).__name__} (exported)")) \
                 from None
         return CompiledModule(load(art), signature)  # (the engine holds the artifact's bytes)
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+ARTIFACT_STATE_LIMIT = 1 << 30  # bytes of state an artifact carries (docs/artifact.md)
+
+
+def _weights_beside(ir_path, artifact):
+    """Weights past what an artifact carries stay in their safetensors
+    file beside the artifact (docs/artifact.md): moves the export's weights
+    file to `<artifact>.safetensors` and points the IR at it. Returns the
+    new path, or None when the weights go into the artifact."""
+    import json
+    with open(ir_path) as f:
+        ir = json.load(f)
+    if "weights_file" not in ir:
+        return None
+    weights = os.path.join(os.path.dirname(ir_path), ir["weights_file"])
+    if os.path.getsize(weights) <= ARTIFACT_STATE_LIMIT:
+        return None
+    beside = os.path.splitext(os.fspath(artifact))[0] + ".safetensors"
+    if os.path.exists(beside):
+        raise CgcError(f"the weights ({os.path.getsize(weights)} bytes) stay beside the "
+                       f"artifact, in {beside}, which exists already")
+    import shutil
+    shutil.move(weights, beside)
+    ir["weights_file"] = os.path.relpath(os.path.abspath(beside), os.path.dirname(ir_path))
+    with open(ir_path, "w") as f:
+        json.dump(ir, f, indent=1)
+    return beside
 
 
 class CompiledModule:

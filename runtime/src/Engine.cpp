@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 #include "Internal.h"
 #include "format/FileIO.h"
+#include "format/WeightsFile.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -126,7 +127,12 @@ cgc_status loadCode(cgc_engine_s &e) {
                           "): " + why.substr(2));
 }
 
-cgc_status uploadState(cgc_engine_s &e) {
+/// Allocates the persistent region (the limit on the state is the device's
+/// free memory: cuMemAlloc's out-of-memory is the error) and uploads the
+/// initial values: from the artifact's blobs and from \p weights, the
+/// checked weights file beside it (when the artifact names one).
+cgc_status uploadState(cgc_engine_s &e,
+                       const cgc::format::MappedWeights &weights) {
   const Driver &drv = *e.drv;
   const auto &m = e.artifact.manifest;
   if (m.persistentSize == 0)
@@ -134,22 +140,62 @@ cgc_status uploadState(cgc_engine_s &e) {
   CGC_CHECK_CU(drv, cuMemAlloc(&e.persistent, m.persistentSize));
   CGC_CHECK_CU(drv, cuMemsetD8(e.persistent, 0, m.persistentSize));
   for (const TensorDesc &t : m.state) {
-    if (t.initBlob.empty() || t.region != cgc::format::Region::Persistent)
+    if (t.region != cgc::format::Region::Persistent || !t.bytes)
       continue;
-    auto blob = e.artifact.blob(t.initBlob);
-    CGC_CHECK_CU(drv, cuMemcpyHtoD(e.persistent + t.offset,
-                                   blob.first + t.initOffset, t.bytes));
+    const uint8_t *src = nullptr;
+    if (!t.initBlob.empty())
+      src = e.artifact.blob(t.initBlob).first + t.initOffset;
+    else if (!t.initTensor.empty())
+      src = weights.data() + t.initOffset; // In range: validateManifest.
+    if (src)
+      CGC_CHECK_CU(drv, cuMemcpyHtoD(e.persistent + t.offset, src, t.bytes));
   }
   return CGC_OK;
 }
 
+/// Maps and checks the weights file the artifact names, if any: at
+/// \p weightsPath when given, else beside \p artifactPath. Done before the
+/// driver loads, so a wrong file never reaches the GPU.
+cgc_status mapWeights(const cgc::format::Manifest &m,
+                      const char *artifactPath, const char *weightsPath,
+                      cgc::format::MappedWeights &weights) {
+  const cgc::format::WeightsFileDesc &desc = m.weightsFile;
+  if (desc.path.empty()) {
+    if (weightsPath)
+      return fail(CGC_ERROR_INVALID_ARGUMENT,
+                  std::string("a weights file was given ('") + weightsPath +
+                      "') but the artifact carries all its state");
+    return CGC_OK;
+  }
+  if (!weightsPath && !artifactPath)
+    return fail(CGC_ERROR_INVALID_ARGUMENT,
+                "the artifact keeps its weights in '" + desc.path +
+                    "' beside it: load it with cgc_engine_load_file, or "
+                    "name the file with cgc_engine_load_memory_weights");
+  std::string path =
+      weightsPath ? std::string(weightsPath)
+                  : cgc::format::weightsPathBeside(artifactPath, desc.path);
+  std::string error;
+  if (weights.open(path, &desc, error))
+    return CGC_OK;
+  // A file that is not there or cannot be read is an I/O error; one of
+  // another size or content does not belong to this artifact.
+  return fail(weights.mismatched() ? CGC_ERROR_INVALID_ARTIFACT : CGC_ERROR_IO,
+              error);
+}
+
 cgc_status loadEngine(std::unique_ptr<cgc_engine_s> &e, const uint8_t *data,
-                      size_t size, int device) {
+                      size_t size, int device, const char *artifactPath,
+                      const char *weightsPath) {
   // Every byte is validated before the driver is even loaded: a corrupt
-  // artifact never reaches the GPU.
+  // artifact (or weights file) never reaches the GPU.
   std::string error;
   if (!cgc::format::parseArtifact(data, size, e->artifact, error))
     return fail(CGC_ERROR_INVALID_ARTIFACT, error);
+  cgc::format::MappedWeights weights;
+  if (cgc_status s =
+          mapWeights(e->artifact.manifest, artifactPath, weightsPath, weights))
+    return s;
   if (cgc_status s = requireDriver(e->drv))
     return s;
   const Driver &drv = *e->drv;
@@ -174,7 +220,26 @@ cgc_status loadEngine(std::unique_ptr<cgc_engine_s> &e, const uint8_t *data,
     return s;
   if (cgc_status s = tuneProducts(*e))
     return s;
-  return uploadState(*e);
+  return uploadState(*e, weights);
+}
+
+/// cgc_engine_load_memory, knowing where the artifact or its weights are.
+cgc_status loadFromMemory(const void *data, size_t size, int device,
+                          const char *artifactPath, const char *weightsPath,
+                          cgc_engine *engine) {
+  if (!engine || (!data && size))
+    return fail(CGC_ERROR_INVALID_ARGUMENT, "null argument");
+  *engine = nullptr;
+  try {
+    auto e = std::make_unique<cgc_engine_s>();
+    if (cgc_status s = loadEngine(e, static_cast<const uint8_t *>(data), size,
+                                  device, artifactPath, weightsPath))
+      return s;
+    *engine = e.release();
+    return CGC_OK;
+  } catch (const std::bad_alloc &) {
+    return fail(CGC_ERROR_OUT_OF_MEMORY, "out of host memory");
+  }
 }
 
 const std::vector<TensorDesc> *tensorList(cgc_engine e, cgc_tensor_role r) {
@@ -220,19 +285,15 @@ extern "C" {
 
 cgc_status cgc_engine_load_memory(const void *data, size_t size, int device,
                                   cgc_engine *engine) {
-  if (!engine || (!data && size))
+  return loadFromMemory(data, size, device, nullptr, nullptr, engine);
+}
+
+cgc_status cgc_engine_load_memory_weights(const void *data, size_t size,
+                                          const char *weights_path, int device,
+                                          cgc_engine *engine) {
+  if (!weights_path)
     return fail(CGC_ERROR_INVALID_ARGUMENT, "null argument");
-  *engine = nullptr;
-  try {
-    auto e = std::make_unique<cgc_engine_s>();
-    if (cgc_status s = loadEngine(e, static_cast<const uint8_t *>(data), size,
-                                  device))
-      return s;
-    *engine = e.release();
-    return CGC_OK;
-  } catch (const std::bad_alloc &) {
-    return fail(CGC_ERROR_OUT_OF_MEMORY, "out of host memory");
-  }
+  return loadFromMemory(data, size, device, nullptr, weights_path, engine);
 }
 
 cgc_status cgc_engine_load_file(const char *path, int device,
@@ -248,8 +309,8 @@ cgc_status cgc_engine_load_file(const char *path, int device,
   } catch (const std::bad_alloc &) {
     return fail(CGC_ERROR_OUT_OF_MEMORY, "out of host memory");
   }
-  cgc_status s = cgc_engine_load_memory(bytes.data(), bytes.size(), device,
-                                        engine);
+  cgc_status s = loadFromMemory(bytes.data(), bytes.size(), device, path,
+                                nullptr, engine);
   if (s == CGC_ERROR_INVALID_ARTIFACT)
     fail(s, std::string(path) + ": " + cgc_last_error());
   return s;

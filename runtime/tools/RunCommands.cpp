@@ -14,6 +14,7 @@
 
 #include "format/ArtifactFormat.h"
 #include "format/Safetensors.h"
+#include "format/WeightsFile.h"
 #include "cgc/cgc_runtime.h"
 
 #include <cuda_runtime_api.h>
@@ -242,9 +243,18 @@ struct Session {
   }
   /// Loads the engine, prints its products' algorithms on \p algorithms
   /// (when not null) and creates a context.
-  cgc_status open(const Artifact &a, int device, FILE *algorithms) {
-    if (cgc_status s = cgc_engine_load_memory(a.bytes.data(), a.bytes.size(),
-                                              device, &engine))
+  cgc_status open(const Artifact &a, const std::string &path, int device,
+                  FILE *algorithms) {
+    const std::string &weights = a.manifest.weightsFile.path;
+    cgc_status s =
+        weights.empty()
+            ? cgc_engine_load_memory(a.bytes.data(), a.bytes.size(), device,
+                                     &engine)
+            : cgc_engine_load_memory_weights(
+                  a.bytes.data(), a.bytes.size(),
+                  cgc::format::weightsPathBeside(path, weights).c_str(),
+                  device, &engine);
+    if (s)
       return s;
     if (algorithms)
       if (cgc_status s = printAlgorithms(engine, algorithms))
@@ -438,7 +448,7 @@ int cgcRunMain(int argc, char **argv) {
 
   Session s;
   if (cgc_status st =
-          s.open(art, o.device, o.printAlgorithms ? stdout : nullptr))
+          s.open(art, o.model, o.device, o.printAlgorithms ? stdout : nullptr))
     return runtimeError(st);
   for (const TensorDesc *t : stateWrites)
     if (cgc_status st = cgc_engine_state_write(
@@ -511,7 +521,7 @@ int cgcBenchMain(int argc, char **argv) {
     return 1;
   Session s;
   if (cgc_status st =
-          s.open(art, o.device, o.printAlgorithms ? stderr : nullptr))
+          s.open(art, o.model, o.device, o.printAlgorithms ? stderr : nullptr))
     return runtimeError(st);
   double buildMs = 0;
   if (cgc_status st = timeContextCreation(s.engine, buildMs))

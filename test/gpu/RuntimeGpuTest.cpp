@@ -8,7 +8,9 @@
 //===----------------------------------------------------------------------===//
 #include "GpuTestUtil.h"
 #include "RunCommands.h"
+#include "format/FileIO.h"
 #include "format/Safetensors.h"
+#include "format/WeightsFile.h"
 #include "cgc/runtime.hpp"
 
 #include <cuda_runtime_api.h>
@@ -251,6 +253,111 @@ TEST(RuntimeGpuLoad, CorruptArtifactRefused) {
             CGC_ERROR_INVALID_ARTIFACT);
   EXPECT_EQ(e, nullptr);
   EXPECT_NE(std::string(cgc_last_error()).find("checksum"), std::string::npos);
+}
+
+/// The chain artifact with its state `w` moved out of the artifact into a
+/// weights file beside it (at a non-zero offset, other bytes around it)
+/// gives bit for bit the outputs of the in-artifact version, loaded by
+/// path and from memory with the file named; the file is mapped, checked
+/// and uploaded at load.
+TEST(RuntimeGpuLoad, WeightsBesideMatchInArtifact) {
+  CGC_REQUIRE_GPU();
+  namespace fs = std::filesystem;
+  namespace fmt = cgc::format;
+  std::string err;
+  std::vector<uint8_t> inBytes;
+  ASSERT_TRUE(buildChainArtifact(ChainSpec(), inBytes, err)) << err;
+  fmt::Artifact in;
+  ASSERT_TRUE(fmt::parseArtifact(inBytes.data(), inBytes.size(), in, err))
+      << err;
+  // The weights file: 40 bytes of noise, then w's initial value, then more.
+  const fmt::TensorDesc *w = in.findTensor("w");
+  ASSERT_NE(w, nullptr);
+  auto blob = in.blob(w->initBlob);
+  std::vector<uint8_t> file(40 + w->bytes + 24, 0x5a);
+  std::memcpy(file.data() + 40, blob.first + w->initOffset, w->bytes);
+  fmt::ContentHash hash;
+  hash.update(file.data(), file.size());
+  fmt::Manifest m = in.manifest;
+  m.weightsFile = {"w.bin", file.size(), hash.finish()};
+  fmt::BlobList blobs;
+  for (const fmt::BlobDesc &b : m.blobs)
+    if (b.name != w->initBlob) {
+      auto bytes = in.blob(b.name);
+      blobs.push_back({b.name, {bytes.first, bytes.first + bytes.second}});
+    }
+  for (fmt::TensorDesc &t : m.state)
+    if (t.name == "w") {
+      t.initBlob.clear();
+      t.initTensor = "w";
+      t.initOffset = 40;
+    }
+  std::vector<uint8_t> besideBytes = fmt::serializeArtifact(m, blobs);
+  fs::path dir = fs::temp_directory_path() /
+                 ("cgc_beside_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  std::string artifact = (dir / "m.cgc").string();
+  ASSERT_TRUE(fmt::writeFileReplacing(artifact, besideBytes.data(),
+                                      besideBytes.size(), true, err));
+  ASSERT_TRUE(fmt::writeFileReplacing((dir / "w.bin").string(), file.data(),
+                                      file.size(), true, err));
+
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> d(-4, 4);
+  std::vector<float> x(kMaxN);
+  for (float &v : x)
+    v = d(rng);
+  auto runOnce = [&](cgc_engine e) {
+    std::vector<float> y(kMaxN, -1);
+    cgc_context ctx = nullptr;
+    EXPECT_EQ(cgc_context_create(e, nullptr, 0, &ctx), CGC_OK)
+        << cgc_last_error();
+    EXPECT_EQ(cgc_context_write_input(ctx, "x", x.data(), x.size() * 4,
+                                      nullptr),
+              CGC_OK);
+    EXPECT_EQ(cgc_run(ctx, 0, nullptr, 0, nullptr), CGC_OK);
+    EXPECT_EQ(cgc_stream_synchronize(nullptr), CGC_OK);
+    EXPECT_EQ(cgc_context_read_output(ctx, "y", y.data(), y.size() * 4,
+                                      nullptr),
+              CGC_OK);
+    cgc_context_destroy(ctx);
+    return y;
+  };
+  cgc_engine inEngine = nullptr, fileEngine = nullptr, memEngine = nullptr;
+  ASSERT_EQ(cgc_engine_load_memory(inBytes.data(), inBytes.size(), 0,
+                                   &inEngine),
+            CGC_OK)
+      << cgc_last_error();
+  ASSERT_EQ(cgc_engine_load_file(artifact.c_str(), 0, &fileEngine), CGC_OK)
+      << cgc_last_error();
+  ASSERT_EQ(cgc_engine_load_memory_weights(besideBytes.data(),
+                                           besideBytes.size(),
+                                           (dir / "w.bin").c_str(), 0,
+                                           &memEngine),
+            CGC_OK)
+      << cgc_last_error();
+  std::vector<float> ref = runOnce(inEngine);
+  for (cgc_engine e : {fileEngine, memEngine}) {
+    std::vector<float> y = runOnce(e);
+    EXPECT_EQ(std::memcmp(y.data(), ref.data(), y.size() * 4), 0);
+    float wv = 0;
+    EXPECT_EQ(cgc_engine_state_read(e, "w", &wv, 4), CGC_OK);
+    EXPECT_EQ(wv, kInitialW);
+  }
+  for (int64_t i = 0; i < kMaxN; ++i)
+    ASSERT_FLOAT_EQ(ref[i], expectedY(x[i], 3, kInitialW)) << i;
+  cgc_engine_destroy(inEngine);
+  cgc_engine_destroy(fileEngine);
+  cgc_engine_destroy(memEngine);
+  // A changed byte outside w is still refused: the whole file is checked.
+  file[0] ^= 1;
+  ASSERT_TRUE(fmt::writeFileReplacing((dir / "w.bin").string(), file.data(),
+                                      file.size(), true, err));
+  cgc_engine bad = nullptr;
+  EXPECT_EQ(cgc_engine_load_file(artifact.c_str(), 0, &bad),
+            CGC_ERROR_INVALID_ARTIFACT);
+  EXPECT_EQ(bad, nullptr);
+  fs::remove_all(dir);
 }
 
 TEST(RuntimeGpuTools, RunAndBenchCommands) {

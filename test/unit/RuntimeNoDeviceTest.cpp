@@ -7,10 +7,15 @@
 //===----------------------------------------------------------------------===//
 #include "RunCommands.h"
 #include "cgc/cgc_runtime.h"
+#include "format/ArtifactFormat.h"
+#include "format/FileIO.h"
+#include "format/WeightsFile.h"
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <string>
+#include <vector>
 
 namespace {
 
@@ -60,6 +65,88 @@ TEST(RuntimeBasics, RunCommandArgumentErrors) {
   EXPECT_NE(testing::internal::GetCapturedStderr().find(
                 "--alternate-dims takes NAME=V,..., not 'B'"),
             std::string::npos);
+}
+
+/// An artifact whose one state tensor comes from the weights file
+/// `w.bin` beside it, both written into a fresh folder.
+struct BesideFixture {
+  std::string dir = testing::TempDir() + "/cgc_beside_runtime";
+  std::string artifact = dir + "/m.cgc", weights = dir + "/w.bin";
+  std::vector<uint8_t> bytes;
+
+  void write(const std::vector<uint8_t> &fileBytes, uint64_t recordedSize,
+             uint64_t recordedHash) {
+    std::string err;
+    std::remove(weights.c_str());
+    std::remove(artifact.c_str());
+    std::remove(dir.c_str());
+    std::string mk = "mkdir -p '" + dir + "'";
+    ASSERT_EQ(std::system(mk.c_str()), 0);
+    ASSERT_TRUE(cgc::format::writeFileReplacing(weights, fileBytes.data(),
+                                                fileBytes.size(), true, err))
+        << err;
+    cgc::format::Manifest m;
+    m.compilerVersion = "test";
+    m.persistentSize = 256;
+    cgc::format::TensorDesc w;
+    w.name = "w", w.kind = "parameter", w.dtype = "f32", w.shape = {4};
+    w.region = cgc::format::Region::Persistent, w.bytes = 16;
+    w.initTensor = "w", w.initOffset = 0;
+    m.state.push_back(w);
+    m.weightsFile = {"w.bin", recordedSize, recordedHash};
+    bytes = cgc::format::serializeArtifact(m, {});
+    ASSERT_TRUE(cgc::format::writeFileReplacing(artifact, bytes.data(),
+                                                bytes.size(), true, err))
+        << err;
+  }
+};
+
+uint64_t hashOf(const std::vector<uint8_t> &b) {
+  cgc::format::ContentHash h;
+  h.update(b.data(), b.size());
+  return h.finish();
+}
+
+/// The weights file is checked before the driver: the same refusals with
+/// or without a GPU; a good file gets as far as the device.
+TEST(RuntimeBasics, WeightsBesideAreCheckedAtLoad) {
+  std::vector<uint8_t> file(16, 1);
+  BesideFixture f;
+  f.write(file, file.size(), hashOf(file));
+  cgc_engine e = nullptr;
+  cgc_status s = cgc_engine_load_file(f.artifact.c_str(), 0, &e);
+  EXPECT_TRUE(s == CGC_OK || s == CGC_ERROR_NO_DEVICE) << cgc_last_error();
+  cgc_engine_destroy(e);
+  e = nullptr;
+  s = cgc_engine_load_memory_weights(f.bytes.data(), f.bytes.size(),
+                                     f.weights.c_str(), 0, &e);
+  EXPECT_TRUE(s == CGC_OK || s == CGC_ERROR_NO_DEVICE) << cgc_last_error();
+  cgc_engine_destroy(e);
+  e = nullptr;
+  // From memory, nothing says where the file is.
+  EXPECT_EQ(cgc_engine_load_memory(f.bytes.data(), f.bytes.size(), 0, &e),
+            CGC_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(cgc_last_error()).find(
+                "keeps its weights in 'w.bin' beside it"),
+            std::string::npos);
+  // Another size, another content, no file.
+  f.write(file, file.size() + 1, hashOf(file));
+  EXPECT_EQ(cgc_engine_load_file(f.artifact.c_str(), 0, &e),
+            CGC_ERROR_INVALID_ARTIFACT);
+  EXPECT_NE(std::string(cgc_last_error()).find(
+                "is 16 bytes; the artifact expects 17"),
+            std::string::npos)
+      << cgc_last_error();
+  f.write(file, file.size(), hashOf(file) ^ 1);
+  EXPECT_EQ(cgc_engine_load_file(f.artifact.c_str(), 0, &e),
+            CGC_ERROR_INVALID_ARTIFACT);
+  EXPECT_NE(std::string(cgc_last_error()).find("its contents changed"),
+            std::string::npos);
+  std::remove(f.weights.c_str());
+  EXPECT_EQ(cgc_engine_load_file(f.artifact.c_str(), 0, &e), CGC_ERROR_IO);
+  EXPECT_NE(std::string(cgc_last_error()).find("cannot open"),
+            std::string::npos);
+  EXPECT_EQ(e, nullptr);
 }
 
 } // namespace

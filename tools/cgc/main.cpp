@@ -19,6 +19,7 @@
 #include "cgc/Version.h"
 #include "driver/Compiler.h"
 #include "format/ArtifactFormat.h"
+#include "format/WeightsFile.h"
 #include "ir/JsonReader.h"
 #include "ir/Printer.h"
 #include "ir/Verifier.h"
@@ -80,6 +81,16 @@ static cl::opt<int64_t> MaxLoopIterations(
     cl::desc("The device trip bound of a while without max_iterations "
              "(1 to 2147483647)"),
     cl::init(10000000));
+static cl::opt<bool> WeightsBeside(
+    "weights-beside",
+    cl::desc("Leave the weights in the IR's weights file, beside the "
+             "artifact (the file must be in -o's folder or below); done "
+             "anyway past the state an artifact holds"));
+static cl::opt<uint64_t> ArtifactStateLimit(
+    "artifact-state-limit",
+    cl::desc("Most bytes of initial state the artifact carries (default and "
+             "at most 1 GiB; smaller for tests)"),
+    cl::init(uint64_t(1) << 30));
 static cl::opt<bool> DumpArtifact("dump-artifact",
                                   cl::desc("Verify an artifact and print its manifest"));
 static cl::list<std::string>
@@ -116,6 +127,17 @@ static int dumpArtifact() {
     return 1;
   }
   llvm::outs() << format::dumpManifest(artifact);
+  // The weights beside it are checked as the runtime checks them at load.
+  const format::WeightsFileDesc &weights = artifact.manifest.weightsFile;
+  if (weights.path.empty())
+    return 0;
+  format::MappedWeights mapped;
+  if (!mapped.open(format::weightsPathBeside(InputFile, weights.path),
+                   &weights, error)) {
+    llvm::errs() << "cgc: error: " << error << "\n";
+    return 1;
+  }
+  llvm::outs() << "weights file checked: size and checksum match\n";
   return 0;
 }
 
@@ -197,7 +219,7 @@ static int compileMain(int argc, char **argv) {
                               "cgc: ahead-of-time CUDA graph compiler\n\n"
                               "  cgc model.json [-o model.cgc] [--arch=sm_90] [--no-fuse] [--allow-tf32]\n"
                               "      [--library-products | --tiled-products]\n"
-                              "      [--bind-dim NAME=V1,V2,...]\n"
+                              "      [--bind-dim NAME=V1,V2,...] [--weights-beside]\n"
                               "  cgc model.onnx -o model.cgc   (ONNX: python/cgc imports it)\n"
                               "  cgc model.json --emit=cuda|dot|ir\n"
                               "  cgc --dump-artifact model.cgc\n"
@@ -275,6 +297,14 @@ static int compileMain(int argc, char **argv) {
   options.report = Report;
   options.gradients = Gradients;
   options.train = Train;
+  options.weightsBeside = WeightsBeside;
+  options.artifactPath = OutputFile;
+  if (ArtifactStateLimit > (uint64_t(1) << 30)) {
+    llvm::errs() << "cgc: error: --artifact-state-limit is at most "
+                 << (uint64_t(1) << 30) << " bytes\n";
+    return 2;
+  }
+  options.artifactStateLimit = ArtifactStateLimit;
   if (MaxLoopIterations < 1 || MaxLoopIterations > 2147483647) {
     diag.error({}, "--max-loop-iterations: " +
                        std::to_string(MaxLoopIterations) +

@@ -115,11 +115,24 @@ const char *cgc_last_error(void);
 /* Number of CUDA devices; CGC_ERROR_NO_DEVICE with a reason when none. */
 cgc_status cgc_device_count(int *count);
 
-/* Loading. The memory image is copied; the caller may free it afterwards. */
+/* Loading. The memory image is copied; the caller may free it afterwards.
+ * An artifact that keeps its weights beside it (docs/artifact.md, "Weights
+ * beside the artifact") reads them at load: cgc_engine_load_file from the
+ * file its manifest names, relative to the artifact's folder;
+ * cgc_engine_load_memory_weights from `weights_path` (the file itself);
+ * cgc_engine_load_memory refuses such an artifact (CGC_ERROR_INVALID_ARGUMENT).
+ * The file is mapped and checked (a regular file of the recorded size and
+ * content hash) before the GPU is touched: missing or unreadable gives
+ * CGC_ERROR_IO, another size or hash CGC_ERROR_INVALID_ARTIFACT, each with
+ * the file, the expected and the actual value in cgc_last_error(). The
+ * state's limit is the device's free memory (CGC_ERROR_OUT_OF_MEMORY). */
 cgc_status cgc_engine_load_file(const char *path, int device,
                                 cgc_engine *engine);
 cgc_status cgc_engine_load_memory(const void *data, size_t size, int device,
                                   cgc_engine *engine);
+cgc_status cgc_engine_load_memory_weights(const void *data, size_t size,
+                                          const char *weights_path, int device,
+                                          cgc_engine *engine);
 void cgc_engine_destroy(cgc_engine engine);
 
 /* Introspection. Strings stay valid for the engine's lifetime. */
