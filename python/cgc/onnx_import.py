@@ -20,12 +20,12 @@ import os
 import numpy as np
 
 from . import ops
-from .onnx_functions import expand_functions
+from .onnx_functions import check_classes, expand_functions
 from .onnx_limits import check_constant_size, check_opset, checked_tensors, folded_elements
 from .onnx_names import shown, unique_names
 from .onnx_prepare import prepared
 from .onnx_schema import check_node, check_nodes, node_label
-from .onnx_shapes import computed_model
+from .onnx_shapes import computed_model, infer_isolated
 from .onnx_types import NUMPY, RefusedError, cgc_dtype, dtype_of_array
 from .ir_builder import IRBuilder, json_number, safe_name
 from .safetensors import write_safetensors
@@ -138,7 +138,7 @@ class Importer:
 
     def __init__(self, model, constants, inline_limit, input_shapes):
         import onnx
-        from onnx import numpy_helper, shape_inference
+        from onnx import numpy_helper
         self.onnx, self.numpy_helper = onnx, numpy_helper
         check_opset(model, onnx.defs.onnx_opset_version())
         checked_tensors(model)  # dims and data agree, within the IR's limits
@@ -148,11 +148,15 @@ class Importer:
 
         def infer(m):
             try:
-                return shape_inference.infer_shapes(m, strict_mode=False, data_prop=True)
+                return infer_isolated(m, strict_mode=False, data_prop=True)
+            except RefusedError:  # ONNX's inference crashed on a function's body
+                raise
             except Exception:  # noqa: BLE001 - an unknown domain: shapes from the model
                 return m
         # Types computed, declarations checked against them (onnx_shapes.py).
-        self.model = expand_functions(computed_model(model), lambda op: op in ops.RULES, infer)
+        self.class_checks = []  # the losses' checks that wait for the importer's shapes
+        self.model = expand_functions(computed_model(model), lambda op: op in ops.RULES, infer,
+                                      self.class_checks)
         self.g = Graph(inline_limit)
         self.constants = constants or {}
         self.input_shapes = input_shapes or {}
@@ -271,6 +275,8 @@ class Importer:
             self.g.value[vi.name] = name
         for k, node in enumerate(graph.node):
             self.import_node(node, k)
+        for check in self.class_checks:
+            self.check_loss_classes(check)
         outputs = []
         listed = set()
         for vi in graph.output:
@@ -282,6 +288,19 @@ class Importer:
                 raise RefusedError(f"output '{vi.name}' is not computed by the graph")
             outputs.append({"onnx": vi.name, "value": self.g.value[vi.name]})
         return outputs
+
+    def check_loss_classes(self, check):
+        """A loss's class operands against its input's classes, from the
+        shapes the importer computed (what ONNX's inference left unknown
+        when the loss was expanded)."""
+        def shape(name):
+            return self.g.type.get(self.g.value.get(name), (None, None))[1] if name else None
+        dims = shape(check.input)
+        if not dims or len(dims) < 2 or not isinstance(dims[1], int):
+            return
+        targets = self.g.known.get(self.g.value.get(check.targets)) if check.targets else None
+        check_classes(check, dims[1], shape(check.weights),
+                      None if targets is None else np.asarray(targets))
 
     def import_node(self, node, index):
         label = node_label(node, index)
