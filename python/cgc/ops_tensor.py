@@ -315,7 +315,11 @@ def expand(ctx, ins, attrs):
     """Bidirectional broadcasting of the input's shape and the operand."""
     x = ins[0]
     target = ints_operand(ctx, ins[1], "the shape operand")
-    out = list(np.broadcast_shapes(tuple(shape(ctx, x)), tuple(target)))
+    try:
+        out = list(np.broadcast_shapes(tuple(shape(ctx, x)), tuple(target)))
+    except ValueError:
+        raise RefusedError(f"the shape operand {list(target)} does not broadcast with the "
+                           f"input's shape {shape(ctx, x)}") from None
     return [ctx.g.op("broadcast_to", [x], {"shape": out}, dtype(ctx, x), out,
                      name=ctx.node.output[0])]
 
@@ -438,8 +442,30 @@ def size(ctx, ins, attrs):
 @rule("Range")
 def range_(ctx, ins, attrs):
     start, limit, delta = (np.asarray(ctx.known(v, "a Range operand")).reshape(-1)[0] for v in ins)
-    array = np.arange(start, limit, delta).astype(np.asarray(ctx.known(ins[0], "start")).dtype)
+    count = range_count(start, limit, delta)
+    result_dtype = np.asarray(ctx.known(ins[0], "start")).dtype
+    check_constant_size(count, result_dtype.itemsize, "the Range")
+    array = np.arange(start, limit, delta).astype(result_dtype)
     return [ctx.g.constant(array, ctx.node.output[0])]
+
+
+def range_count(start, limit, delta):
+    """ONNX's element count of a Range, max(ceil((limit - start) / delta), 0),
+    in Python's numbers (no overflow); refuses a delta of 0 and operands
+    that are not finite."""
+    values = [v.item() if hasattr(v, "item") else v for v in (start, limit, delta)]
+    if any(isinstance(v, float) and not np.isfinite(v) for v in values):
+        raise RefusedError(f"a Range's start, limit and delta must be finite; they are "
+                           f"{values[0]}, {values[1]}, {values[2]}")
+    start, limit, delta = values
+    if delta == 0:
+        raise RefusedError("a Range with delta 0")
+    if all(isinstance(v, int) for v in values):
+        return max(-(-(limit - start) // delta), 0)
+    count = np.ceil((limit - start) / delta)
+    if not np.isfinite(count):  # past any float's range: past the IR's limits
+        raise RefusedError(f"a Range from {start} to {limit} by {delta} has too many elements")
+    return max(int(count), 0)
 
 
 @rule("OneHot")
