@@ -2,6 +2,8 @@
 record (torch_record.py) as cgc ops, built on torch_export.py's Lowering
 (`e`) from a RecordNode (`n`); PyTorch's type promotion where operands
 differ. An op without a rule is refused by torch_export.py."""
+import math
+
 from .ir_builder import json_number, registrar
 from .onnx_types import RefusedError
 from .torch_record import RecordNode
@@ -58,6 +60,7 @@ def binary(op):
         if op not in COMPARISONS:
             check_category(op, compute, [e.dtype(v) if isinstance(v, RecordNode) else v
                                          for v in (a, b)])
+            check_promotion(e, op, compute, (a, b))
         alpha = n.kwargs.get("alpha", 1)
         if alpha != 1:
             y = e.op("mul", [y, e.scalar(alpha, compute)])
@@ -84,6 +87,41 @@ def check_category(op, recorded, operands):
         kinds = ("bool", "integer", "float")
         raise RefusedError(f"the record gives the result dtype {recorded}, but {op} of "
                            f"these operands gives a {kinds[want]} result")
+
+
+def check_promotion(e, op, recorded, operands):
+    """Refuses an arithmetic node whose recorded result dtype is not the
+    one PyTorch's promotion gives its operands, where that is decidable
+    here: every tensor operand of rank 1 or more (a 0-d tensor promotes
+    like a number, and its record may not say so)."""
+    tensors = [v for v in operands if isinstance(v, RecordNode)]
+    if not tensors or any(not e.shape(v) for v in tensors):
+        return
+    want = promoted(op, [e.dtype(v) for v in tensors],
+                    [v for v in operands if not isinstance(v, RecordNode)])
+    if want is not None and want != recorded:
+        raise RefusedError(f"the record gives the result dtype {recorded}, but {op} of these "
+                           f"operands gives {want}")
+
+
+def promoted(op, tensor_dtypes, numbers):
+    """PyTorch's result dtype of arithmetic `op` on tensors of rank >= 1
+    of `tensor_dtypes` and Python `numbers` (f32 as the default float
+    dtype, i64 the default integer); None for a number of another kind."""
+    floats = sorted({d for d in tensor_dtypes if CATEGORY.get(d) == 2})
+    if floats:
+        result = floats[0] if len(floats) == 1 else "f32"  # f16 with bf16 gives f32
+    else:
+        result = next(d for d in ("i64", "i32", "bool") if d in tensor_dtypes)
+    for v in numbers:
+        if not isinstance(v, (bool, int, float)):
+            return None
+        kind = 0 if isinstance(v, bool) else 1 if isinstance(v, int) else 2
+        if kind > CATEGORY[result]:
+            result = "f32" if kind == 2 else "i64"
+    if op == "div" and CATEGORY[result] < 2:
+        result = "f32"
+    return result
 
 
 def promote(dtypes):
@@ -143,7 +181,11 @@ def assertion(e, n):
 
 @aten("linear")
 def linear(e, n):
-    return e.op("linear", [e.operand(a) for a in n.args if a is not None], name=n.name)
+    operands = [a for a in n.args if a is not None]
+    if not 2 <= len(operands) <= 3:
+        raise RefusedError(f"linear takes an input, a weight and an optional bias; the record "
+                           f"gives {len(operands)} operands")
+    return e.op("linear", [e.operand(a) for a in operands], name=n.name)
 
 
 @aten("mm", "bmm", "matmul")
@@ -233,6 +275,8 @@ def layer_norm(e, n):
     w = n.args[2] if len(n.args) > 2 else None
     b = n.args[3] if len(n.args) > 3 else None
     eps = n.args[4] if len(n.args) > 4 else n.kwargs.get("eps", 1e-5)
+    if not isinstance(eps, (int, float)) or not math.isfinite(eps) or eps < 0:
+        raise RefusedError(f"a layer_norm eps of {eps!r} (a finite number, at least 0)")
     operands = [e.operand(x)]
     if w is not None:
         operands.append(e.operand(w))

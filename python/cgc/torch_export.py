@@ -66,9 +66,13 @@ def lower_record(record, weights, path, *, buckets=None):
         write_safetensors(wpath, lowering.weights)
         ir["weights_file"] = os.path.basename(wpath)
     ir = {k: ir[k] for k in IR_KEYS if k in ir}
+    try:  # JSON has no NaN or infinity (constants spell them as strings)
+        text = json.dumps(ir, indent=1, allow_nan=False)
+    except ValueError:
+        raise RefusedError("the record gives an attribute NaN or an infinity (an argument "
+                           "cgc's IR cannot spell)") from None
     with open(path, "w") as f:
-        json.dump(ir, f, indent=1)
-        f.write("\n")
+        f.write(text + "\n")
     return ir
 
 
@@ -106,6 +110,20 @@ def set_buckets(dims, buckets):
             raise ValueError(f"buckets for '{name}': {outside} outside the dim's range "
                              f"[{dim['min']}, {dim['max']}]")
         dim["buckets"] = sorted(set(extents) | {dim["max"]})
+
+
+def check_input_shape(name, shape, dims):
+    """Refuses an input dim that is negative, and a shape of more elements
+    than the IR's limit (2^40) with each named dim at its max (`dims`)."""
+    from .onnx_limits import MAX_ELEMENTS
+    count = 1
+    for d in shape:
+        if isinstance(d, int) and d < 0:
+            raise RefusedError(f"input '{name}' has a negative dim: {shape}")
+        count *= d if isinstance(d, int) else dims[d]["max"]
+    if count > MAX_ELEMENTS:
+        raise RefusedError(f"input '{name}' of shape {shape} has more elements than the IR's "
+                           "limit of 2^40")
 
 
 def spelled_val(val):
@@ -336,6 +354,7 @@ class Lowering(IRBuilder):
             self.fixed[n.name] = n.val
             return
         dtype, shape = self.type_of(n)
+        check_input_shape(n.name, shape, self.dims)
         name = self.fresh(n.name)
         entry = {"name": name, "dtype": dtype, "shape": shape}
         kind, target = spec["kind"], spec["target"]
@@ -371,6 +390,8 @@ class Lowering(IRBuilder):
         if a.name in self.sizes:
             raise RefusedError(f"the size '{a.name}' ({self.sizes[a.name]}) is used as a tensor "
                                "(cgc has no value for a dim)")
+        if self.value.get(a.name, "") is None:  # an assertion's result: nothing computed
+            raise RefusedError(f"'{a.name}' computes no tensor, but is used as one")
         return self.value[a.name]
 
     def operand(self, a, like=None):
@@ -428,6 +449,9 @@ class Lowering(IRBuilder):
         if record is None:
             self.forwarded(n, overload, v, val)
             return
+        if any(isinstance(d, int) and d < 0 for d in val.shape):
+            raise RefusedError(f"node '{n.name}' ({overload}): the record gives its result the "
+                               f"negative dim of {spelled_val(val)}{self.where()}")
         declared = self.spelled(val)
         if declared is not None:
             record["type"] = declared
