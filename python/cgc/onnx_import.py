@@ -21,11 +21,12 @@ import numpy as np
 
 from . import ops
 from .onnx_functions import check_classes, expand_functions
-from .onnx_limits import check_constant_size, check_opset, checked_tensors, folded_elements
+from .onnx_limits import (MAX_RANK, check_constant_size, check_opset, checked_tensors,
+                          folded_elements)
 from .onnx_names import shown, unique_names
 from .onnx_prepare import prepared
 from .onnx_schema import check_node, check_nodes, node_label
-from .onnx_shapes import computed_model, infer_isolated
+from .onnx_shapes import computed_model, lenient
 from .onnx_types import NUMPY, RefusedError, cgc_dtype, dtype_of_array
 from .ir_builder import IRBuilder, json_number, safe_name
 from .safetensors import write_safetensors
@@ -78,6 +79,9 @@ class Graph(IRBuilder):
     def op(self, op, inputs, attrs=None, dtype=None, shape=None, name=None):
         """Appends a cgc node; returns its value name. `dtype`/`shape`
         record its type when the importer needs it later."""
+        if shape is not None and len(shape) > MAX_RANK:
+            raise RefusedError(f"a result of rank {len(shape)}; cgc's IR takes ranks up to "
+                               f"{MAX_RANK}")
         out = self.node(op, inputs, attrs, name)
         if dtype is None and inputs and inputs[0] in self.type:
             dtype = result_dtype(op, inputs, attrs or {}, self.type)
@@ -146,13 +150,8 @@ class Importer:
         check_nodes(model, lambda op: op in ops.RULES or op in FOLDED)  # before shape inference
         model = self.with_shapes(self.with_constants(model, constants or {}), input_shapes or {})
 
-        def infer(m):
-            try:
-                return infer_isolated(m, strict_mode=False, data_prop=True)
-            except RefusedError:  # ONNX's inference crashed on a function's body
-                raise
-            except Exception:  # noqa: BLE001 - an unknown domain: shapes from the model
-                return m
+        def infer(m):  # an unknown domain: shapes from the model; a crash: refused
+            return lenient(None, m)
         # Types computed, declarations checked against them (onnx_shapes.py).
         self.class_checks = []  # the losses' checks that wait for the importer's shapes
         self.model = expand_functions(computed_model(model), lambda op: op in ops.RULES, infer,
@@ -247,6 +246,9 @@ class Importer:
                 shape.append(d.dim_value)
         if any(d < 0 for d in shape):
             raise RefusedError(f"{what} '{shown(name)}' has a negative dim: {shape}")
+        if len(shape) > MAX_RANK:
+            raise RefusedError(f"{what} '{shown(name)}' has rank {len(shape)}; cgc's IR takes "
+                               f"ranks up to {MAX_RANK}")
         return dtype, shape
 
     def run(self):

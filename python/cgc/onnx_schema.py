@@ -156,6 +156,8 @@ ATTRIBUTE_VALUES = {
     ("Attention", "kv_num_heads"): (lambda v, node: v > 0, "a positive number of heads"),
     ("Split", "num_outputs"): (lambda v, node: v == len(node.output),
                                "the number of its results"),
+    ("Pad", "mode"): (lambda v, node: v in ("constant", "reflect", "edge", "wrap"),
+                      "'constant', 'reflect', 'edge' or 'wrap'"),
     ("Gelu", "approximate"): (lambda v, node: v in ("none", "tanh"), "'none' or 'tanh'"),
     ("Cast", "to"): ELEMENT_TYPE,
     ("EyeLike", "dtype"): ELEMENT_TYPE,

@@ -34,7 +34,7 @@ def computed_model(model):
     for vi in bare.graph.output:
         vi.type.Clear()
     try:
-        inferred = infer_isolated(bare, check_type=True, strict_mode=True, data_prop=True)
+        inferred = inferred_strictly(bare)
     except shape_inference.InferenceError as e:
         if not all_known_domains(model) or in_function_body(str(e)):
             inferred = lenient(shape_inference, bare)
@@ -63,21 +63,45 @@ def check_input_defaults(onnx, model):
                                f"initializer (its default) is {type_text(given)}")
 
 
+# ONNX's data propagation (shape arithmetic carried through Shape, Gather,
+# Concat, ...) can take minutes where a 1-D tensor is long (onnx 1.22: an
+# Unsqueeze of a [2^31] input), while inference without it takes
+# milliseconds: after this many seconds it is given up and inference runs
+# without it (the importer folds shape arithmetic itself, onnx_import.FOLDED).
+DATA_PROP_SECONDS = 10
+
+
+def inferred_strictly(model):
+    try:
+        return infer_isolated(model, DATA_PROP_SECONDS, check_type=True, strict_mode=True,
+                              data_prop=True)
+    except InferenceTimeout:
+        return infer_isolated(model, check_type=True, strict_mode=True)
+
+
+class InferenceTimeout(Exception):
+    """ONNX's shape inference ran past the time it was given."""
+
+
 def lenient(shape_inference, model):
     try:
-        return infer_isolated(model, strict_mode=False, data_prop=True)
+        try:
+            return infer_isolated(model, DATA_PROP_SECONDS, strict_mode=False, data_prop=True)
+        except InferenceTimeout:
+            return infer_isolated(model, strict_mode=False)
     except RefusedError:
         raise
     except Exception:  # noqa: BLE001 - left to the importer's own refusals
         return model
 
 
-def infer_isolated(model, **options):
+def infer_isolated(model, seconds=None, **options):
     """onnx.shape_inference.infer_shapes(model, **options), run in a forked
     child process: ONNX's C++ inference crashes on some malformed nodes
     (a SIGSEGV in onnx 1.22), and a signal in the child becomes a
     RefusedError here instead of ending the import. InferenceError and
-    MemoryError are raised here as the child met them.
+    MemoryError are raised here as the child met them; past `seconds`
+    (None: no limit) the child is killed and InferenceTimeout raised.
 
     Cost: the fork (copy-on-write, no copy of the parent's memory) and
     one more serialization and parse of the inferred model through a pipe,
@@ -93,10 +117,12 @@ def infer_isolated(model, **options):
         inference_child(write_end, lambda: shape_inference.infer_shapes(model, **options))
     os.close(write_end)
     try:
-        with os.fdopen(read_end, "rb") as pipe:
-            reply = pipe.read()
+        reply = read_all(read_end, seconds)
+        if reply is None:
+            end_child(pid)
+            raise InferenceTimeout()
         _, status = os.waitpid(pid, 0)
-    except BaseException:  # a signal or an alarm in this process: the child ends too
+    except BaseException:  # a timeout, a signal or an alarm here: the child ends too
         end_child(pid)
         raise
     if os.WIFSIGNALED(status) or not reply:
@@ -109,6 +135,25 @@ def infer_isolated(model, **options):
     if kind == b"E":
         raise pickle.loads(body)
     return ModelProto.FromString(body)
+
+
+def read_all(fd, seconds):
+    """Everything until end of file on `fd` (which it closes), or None
+    when that takes more than `seconds` (None: no limit)."""
+    import select
+    import time
+    deadline = None if seconds is None else time.monotonic() + seconds
+    chunks = []
+    with os.fdopen(fd, "rb", buffering=0) as pipe:
+        while True:
+            if deadline is not None:
+                left = deadline - time.monotonic()
+                if left <= 0 or not select.select([pipe], [], [], left)[0]:
+                    return None
+            chunk = pipe.read(1 << 20)
+            if not chunk:
+                return b"".join(chunks)
+            chunks.append(chunk)
 
 
 def end_child(pid):

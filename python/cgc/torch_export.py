@@ -113,16 +113,19 @@ def set_buckets(dims, buckets):
 
 
 def check_input_shape(name, shape, dims):
-    """Refuses an input dim that is negative, and a shape of more elements
-    than the IR's limit (2^40) with each named dim at its max (`dims`)."""
-    from .onnx_limits import MAX_ELEMENTS
+    """Refuses a shape (an input's, or a recorded result's) with a negative
+    dim, of a rank past the IR's 8 or of more elements than its 2^40 with
+    each named dim at its max (`dims`)."""
+    from .onnx_limits import MAX_ELEMENTS, MAX_RANK
     count = 1
     for d in shape:
         if isinstance(d, int) and d < 0:
-            raise RefusedError(f"input '{name}' has a negative dim: {shape}")
+            raise RefusedError(f"'{name}' has a negative dim: {shape}")
         count *= d if isinstance(d, int) else dims[d]["max"]
+    if len(shape) > MAX_RANK:
+        raise RefusedError(f"'{name}' of shape {shape} has a rank past the IR's {MAX_RANK}")
     if count > MAX_ELEMENTS:
-        raise RefusedError(f"input '{name}' of shape {shape} has more elements than the IR's "
+        raise RefusedError(f"'{name}' of shape {shape} has more elements than the IR's "
                            "limit of 2^40")
 
 
@@ -354,7 +357,7 @@ class Lowering(IRBuilder):
             self.fixed[n.name] = n.val
             return
         dtype, shape = self.type_of(n)
-        check_input_shape(n.name, shape, self.dims)
+        check_input_shape(f"input {n.name}", shape, self.dims)
         name = self.fresh(n.name)
         entry = {"name": name, "dtype": dtype, "shape": shape}
         kind, target = spec["kind"], spec["target"]
@@ -449,9 +452,12 @@ class Lowering(IRBuilder):
         if record is None:
             self.forwarded(n, overload, v, val)
             return
-        if any(isinstance(d, int) and d < 0 for d in val.shape):
-            raise RefusedError(f"node '{n.name}' ({overload}): the record gives its result the "
-                               f"negative dim of {spelled_val(val)}{self.where()}")
+        try:
+            check_input_shape("result", [d if isinstance(d, int) or d in self.dims else 0
+                                         for d in val.shape], self.dims)
+        except RefusedError as e:
+            raise RefusedError(f"node '{n.name}' ({overload}): the record gives its result "
+                               f"{spelled_val(val)}: {e}{self.where()}") from None
         declared = self.spelled(val)
         if declared is not None:
             record["type"] = declared
