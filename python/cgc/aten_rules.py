@@ -298,9 +298,19 @@ def reduction(op):
         if not dims:  # None, or [] (sum.dim_IntList's "every dim")
             dims = list(range(rank))
         keep = bool(n.args[2]) if len(n.args) > 2 else bool(n.kwargs.get("keepdim", False))
-        return e.op(op, [e.operand(x)], {"axes": sorted(d % rank for d in dims), "keepdim": keep},
-                    name=n.name)
+        return e.op(op, [e.operand(x)], {"axes": sorted(reduced_axes(dims, rank)),
+                                         "keepdim": keep}, name=n.name)
     return fn
+
+
+def reduced_axes(dims, rank):
+    """A reduction's dims (integers in [-rank, rank)) as axes in [0, rank);
+    refuses any other."""
+    dims = list(dims) if isinstance(dims, (list, tuple)) else [dims]
+    for d in dims:
+        if isinstance(d, bool) or not isinstance(d, int) or not -max(rank, 1) <= d < max(rank, 1):
+            raise RefusedError(f"dim {d!r} of a reduction over a tensor of rank {rank}")
+    return [d % max(rank, 1) for d in dims]
 
 
 ATEN["mean"] = reduction("mean")
@@ -317,7 +327,7 @@ def prod(e, n):
         raise RefusedError(f"prod of {e.dtype(x)} into {e.dtype(n)} (cgc's prod keeps a "
                            "float dtype)")
     rank = len(e.shape(x))
-    dims = [n.args[1] % rank] if len(n.args) > 1 and rank else list(range(rank))
+    dims = reduced_axes(n.args[1], rank) if len(n.args) > 1 and rank else list(range(rank))
     keep = bool(n.args[2]) if len(n.args) > 2 else bool(n.kwargs.get("keepdim", False))
     return e.op("prod", [e.operand(x)], {"axes": dims, "keepdim": keep}, name=n.name)
 
