@@ -304,12 +304,12 @@ def reduction(op):
 
 
 def reduced_axes(dims, rank):
-    """A reduction's dims (integers in [-rank, rank)) as axes in [0, rank);
-    refuses any other."""
+    """A reduction's (or select's) dims, integers in [-rank, rank), as axes
+    in [0, rank); refuses any other."""
     dims = list(dims) if isinstance(dims, (list, tuple)) else [dims]
     for d in dims:
         if isinstance(d, bool) or not isinstance(d, int) or not -max(rank, 1) <= d < max(rank, 1):
-            raise RefusedError(f"dim {d!r} of a reduction over a tensor of rank {rank}")
+            raise RefusedError(f"dim {d!r} of a tensor of rank {rank}")
     return [d % max(rank, 1) for d in dims]
 
 
@@ -383,15 +383,21 @@ def split(e, n):
 def select(e, n):
     x, dim, index = n.args
     rank = len(e.shape(x))
-    dim %= rank
+    dim = reduced_axes(dim, rank)[0]
     extent = e.shape(x)[dim]
+    if isinstance(index, bool) or not isinstance(index, int):
+        raise RefusedError(f"a select index {index!r}")
     if not isinstance(extent, int) and index < 0:
         raise RefusedError(f"an index from the end of dynamic dim {extent} (cgc indexes a "
                            "dynamic dim from its start)")
+    if isinstance(extent, int) and not -extent <= index < extent:
+        raise RefusedError(f"index {index} out of range for dim {dim} of extent {extent}")
     index = index % extent if isinstance(extent, int) else index
     s = e.op("slice", [e.operand(x)], {"starts": [int(index)], "ends": [int(index) + 1],
                                        "axes": [dim]})
-    return e.op("reshape", [s], {"shape": e.shape(n)}, name=n.name)
+    # The result's shape computed, not the record's (declare() checks that).
+    result = e.shape(x)[:dim] + e.shape(x)[dim + 1:]
+    return e.op("reshape", [s], {"shape": result}, name=n.name)
 
 
 @aten("full", "zeros", "ones", "scalar_tensor", "full_like", "zeros_like", "ones_like")

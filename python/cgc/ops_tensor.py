@@ -292,7 +292,13 @@ def reshape(ctx, ins, attrs):
     x = ins[0]
     target = ints_operand(ctx, ins[1], "the shape operand")
     s = shape(ctx, x)
+    if target.count(-1) > 1 or any(t < -1 for t in target):
+        raise RefusedError(f"the shape operand {list(target)}: one -1 at most, and no other "
+                           "negative size")
     if not attrs.get("allowzero", 0):
+        if any(t == 0 and k >= len(s) for k, t in enumerate(target)):
+            raise RefusedError(f"the shape operand {list(target)} copies with 0 a dim past the "
+                               f"input's rank {len(s)}")
         target = [s[k] if t == 0 else t for k, t in enumerate(target)]
     if -1 in target:
         known = int(np.prod([t for t in target if t != -1]))
