@@ -6,7 +6,7 @@ import math
 
 from .ir_builder import json_number, registrar
 from .onnx_types import RefusedError
-from .torch_record import RecordNode
+from .torch_record import RecordNode, TorchValue
 
 ATEN = {}
 # Overloads a rule registered under the base name takes; any other (such
@@ -159,7 +159,18 @@ def where(e, n):
 
 @aten("_to_copy", "to")
 def to_copy(e, n):
-    return e.op("cast", [e.operand(n.args[0])], {"dtype": e.dtype(n)}, name=n.name)
+    """A cast to the dtype its arguments give (the input's where none
+    does); the record's val is declared on it and checked, not followed."""
+    from .torch_export import DTYPE
+    given = n.kwargs.get("dtype", next((a for a in n.args[1:] if isinstance(a, TorchValue)
+                                        and a.kind == "dtype"), None))
+    if given is None:
+        dtype = e.dtype(n.args[0])
+    elif not isinstance(given, TorchValue) or DTYPE.get(given.text) is None:
+        raise RefusedError(f"a cast to {given!r}, a dtype cgc has not")
+    else:
+        dtype = DTYPE[given.text]
+    return e.op("cast", [e.operand(n.args[0])], {"dtype": dtype}, name=n.name)
 
 
 @aten("clone", "alias", "detach", "contiguous", "lift_fresh_copy", "dropout")
