@@ -69,6 +69,11 @@ def check_input_defaults(onnx, model):
 # milliseconds: after this many seconds it is given up and inference runs
 # without it (the importer folds shape arithmetic itself, onnx_import.FOLDED).
 DATA_PROP_SECONDS = 10
+# The memory ONNX's inference may take beyond the importer's own, plus 4
+# times the model's size (its serialized copies): onnx 1.22 allocates per
+# element of a long 1-D operand it reads as a shape (an AffineGrid size of
+# [2^31] took 70 GB); past it, its child fails and the model is refused.
+INFERENCE_MEMORY_BYTES = 4 << 30
 
 
 def inferred_strictly(model):
@@ -114,7 +119,8 @@ def infer_isolated(model, seconds=None, **options):
     pid = os.fork()
     if pid == 0:  # the child: never returns, never runs the parent's cleanup
         os.close(read_end)
-        inference_child(write_end, lambda: shape_inference.infer_shapes(model, **options))
+        inference_child(write_end, lambda: shape_inference.infer_shapes(model, **options),
+                        INFERENCE_MEMORY_BYTES + 4 * model.ByteSize())
     os.close(write_end)
     try:
         reply = read_all(read_end, seconds)
@@ -164,15 +170,34 @@ def end_child(pid):
         pass
 
 
-def inference_child(fd, infer):
+def cap_memory(extra):
+    """Limits this process's address space to what it maps now plus
+    `extra` bytes (or less, where a limit is already lower)."""
+    import resource
+    with open("/proc/self/statm") as f:
+        mapped = int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    limit = mapped + extra
+    if hard != resource.RLIM_INFINITY:
+        limit = min(limit, hard)
+    if soft == resource.RLIM_INFINITY or limit < soft:
+        resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
+
+
+def inference_child(fd, infer, memory):
     """Writes to `fd` one reply: b"O" and the inferred model, b"I" and an
-    InferenceError's message, b"M" (out of memory) or b"E" and another
-    error, pickled; then ends the process with os._exit."""
+    InferenceError's message, b"M" (out of memory: past `memory` bytes
+    more than the parent's) or b"E" and another error, pickled; then ends
+    the process with os._exit."""
     import faulthandler
     from onnx import shape_inference
     code = 0
     try:
         faulthandler.disable()  # a crash is reported by the parent, in one line
+        try:
+            cap_memory(memory)
+        except (OSError, ValueError):  # no /proc: no cap
+            pass
         for signum in (signal.SIGINT, signal.SIGTERM):  # the parent handles these
             signal.signal(signum, signal.SIG_DFL)
         try:

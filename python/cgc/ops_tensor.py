@@ -310,6 +310,14 @@ def reshape(ctx, ins, attrs):
 
 @rule("Flatten", "Squeeze", "Unsqueeze")
 def flatten(ctx, ins, attrs):
+    """The shape ONNX's inference gives; Flatten's axis checked first (in
+    [-rank, rank]: ONNX's inference takes one far outside as 0)."""
+    if ctx.node.op_type == "Flatten":
+        rank = len(shape(ctx, ins[0]))
+        axis = int(attrs.get("axis", 1))
+        if not -rank <= axis <= rank:
+            raise RefusedError(f"axis {axis} is out of range for a rank-{rank} input "
+                               f"(valid: {-rank} to {rank})")
     for v in ins[1:]:
         if v is not None:
             ctx.known(v, "the axes operand")
