@@ -17,9 +17,12 @@ import copy
 MAX_ROUNDS = 8
 
 
-def expand_functions(model, has_rule, infer):
+def expand_functions(model, has_rule, infer, deferred=None):
     """`model` with every function operator that `has_rule` rejects
-    replaced by its body; `infer` runs shape inference on a model."""
+    replaced by its body; `infer` runs shape inference on a model. A
+    loss's class check that needs a shape inference did not give is
+    appended to `deferred` (a list) as a ClassCheck, for the importer to
+    run once its own shapes are known (check_classes)."""
     import onnx
     opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 1)
     for round_ in range(MAX_ROUNDS):
@@ -29,7 +32,7 @@ def expand_functions(model, has_rule, infer):
         for k, node in enumerate(model.graph.node):
             body = None
             if node.domain in ("", "ai.onnx") and not has_rule(node.op_type):
-                check_class_operands(onnx, model, node, k, types)
+                check_class_operands(onnx, model, node, k, types, deferred)
                 body = function_body(onnx, node, opset, types)
             if body is None:
                 nodes.append(node)
@@ -74,35 +77,64 @@ def value_types(model):
 CLASS_OPERANDS = {"NegativeLogLikelihoodLoss": (2, 1), "SoftmaxCrossEntropyLoss": (2, 1)}
 
 
-def check_class_operands(onnx, model, node, index, types):
+class ClassCheck:
+    """A loss's class operands, to check against its input's classes
+    (check_classes): the node's label, its input, class weights and
+    targets (value names, "" where absent) and its ignore_index."""
+
+    def __init__(self, label, input, weights, targets, ignore):
+        self.label, self.input, self.weights = label, input, weights
+        self.targets, self.ignore = targets, ignore
+
+
+def check_class_operands(onnx, model, node, index, types, deferred=None):
     """Refuses a loss whose class weights are not [C] (C: dim 1 of its
     input) or whose constant targets lie outside [0, C) other than its
-    ignore_index."""
+    ignore_index. Where shape inference did not give C or the weights'
+    shape, the check goes to `deferred` (when given)."""
     from ..errors import RefusedError
     positions = CLASS_OPERANDS.get(node.op_type)
-    if positions is None or not node.input or node.input[0] not in types:
+    if positions is None or not node.input:
         return
-    dims = [d.dim_value if d.HasField("dim_value") else None
-            for d in types[node.input[0]].tensor_type.shape.dim]
-    classes = dims[1] if len(dims) > 1 else None
+    weights, targets = (node.input[p] if len(node.input) > p else "" for p in positions)
+    check = ClassCheck(f"node '{node.name or node.op_type + '_' + str(index)}' ({node.op_type})",
+                       node.input[0], weights, targets,
+                       next((a.i for a in node.attribute if a.name == "ignore_index"), None))
+    classes = static_dims(types.get(node.input[0]))
+    classes = classes[1] if classes and len(classes) > 1 else None
+    weight_shape = static_dims(types.get(weights)) if weights else None
+    if deferred is not None and (not classes or (weights and (weight_shape is None
+                                                              or None in weight_shape))):
+        deferred.append(check)
     if not classes:
         return
-    label = f"node '{node.name or node.op_type + '_' + str(index)}' ({node.op_type})"
-    weights, targets = (node.input[p] if len(node.input) > p else "" for p in positions)
-    if weights and weights in types:
-        shape = [d.dim_value if d.HasField("dim_value") else None
-                 for d in types[weights].tensor_type.shape.dim]
-        if shape != [classes] and None not in shape:
-            raise RefusedError(f"{label}: class weights of shape {shape}; the input has "
-                               f"{classes} classes")
     constant = next((t for t in model.graph.initializer if t.name == targets), None)
-    if constant is not None:
-        ignore = next((a.i for a in node.attribute if a.name == "ignore_index"), None)
-        values = onnx.numpy_helper.to_array(constant).reshape(-1)
-        bad = [int(v) for v in values if not 0 <= v < classes and v != ignore]
+    check_classes(check, classes, weight_shape if weight_shape and None not in weight_shape
+                  else None, None if constant is None else onnx.numpy_helper.to_array(constant))
+
+
+def static_dims(type_proto):
+    """The dims of a tensor TypeProto (None for a dim not static), or None
+    without a shape."""
+    if type_proto is None or not type_proto.tensor_type.HasField("shape"):
+        return None
+    return [d.dim_value if d.HasField("dim_value") else None
+            for d in type_proto.tensor_type.shape.dim]
+
+
+def check_classes(check, classes, weight_shape, targets):
+    """Refuses class weights whose static shape `weight_shape` is not
+    [classes], and `targets` (an array, known at compile time) outside
+    [0, classes) other than the ignore_index. None: not known."""
+    from ..errors import RefusedError
+    if weight_shape is not None and list(weight_shape) != [classes]:
+        raise RefusedError(f"{check.label}: class weights of shape {list(weight_shape)}; the "
+                           f"input has {classes} classes")
+    if targets is not None:
+        bad = [int(v) for v in targets.reshape(-1) if not 0 <= v < classes and v != check.ignore]
         if bad:
-            raise RefusedError(f"{label}: target {bad[0]} outside [0, {classes}) (and not the "
-                               "ignore_index)")
+            raise RefusedError(f"{check.label}: target {bad[0]} outside [0, {classes}) (and not "
+                               "the ignore_index)")
 
 
 def function_body(onnx, node, opset, types):

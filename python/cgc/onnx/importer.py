@@ -20,12 +20,13 @@ import os
 import numpy as np
 
 from . import ops
-from .functions import expand_functions
-from .limits import check_constant_size, check_opset, checked_tensors, folded_elements
+from .functions import check_classes, expand_functions
+from .limits import (MAX_RANK, check_constant_size, check_opset, checked_tensors,
+                     folded_elements)
 from .names import shown, unique_names
 from .prepare import prepared
 from .schema import check_node, check_nodes, node_label
-from .shapes import computed_model
+from .shapes import computed_model, lenient
 from .elem_types import cgc_dtype, dtype_of_array
 from ..dtypes import NUMPY
 from ..errors import RefusedError
@@ -80,6 +81,9 @@ class Graph(IRBuilder):
     def op(self, op, inputs, attrs=None, dtype=None, shape=None, name=None):
         """Appends a cgc node; returns its value name. `dtype`/`shape`
         record its type when the importer needs it later."""
+        if shape is not None and len(shape) > MAX_RANK:
+            raise RefusedError(f"a result of rank {len(shape)}; cgc's IR takes ranks up to "
+                               f"{MAX_RANK}")
         out = self.node(op, inputs, attrs, name)
         if dtype is None and inputs and inputs[0] in self.type:
             dtype = result_dtype(op, inputs, attrs or {}, self.type)
@@ -140,7 +144,7 @@ class Importer:
 
     def __init__(self, model, constants, inline_limit, input_shapes):
         import onnx
-        from onnx import numpy_helper, shape_inference
+        from onnx import numpy_helper
         self.onnx, self.numpy_helper = onnx, numpy_helper
         check_opset(model, onnx.defs.onnx_opset_version())
         checked_tensors(model)  # dims and data agree, within the IR's limits
@@ -148,13 +152,12 @@ class Importer:
         check_nodes(model, lambda op: op in ops.RULES or op in FOLDED)  # before shape inference
         model = self.with_shapes(self.with_constants(model, constants or {}), input_shapes or {})
 
-        def infer(m):
-            try:
-                return shape_inference.infer_shapes(m, strict_mode=False, data_prop=True)
-            except Exception:  # noqa: BLE001 - an unknown domain: shapes from the model
-                return m
+        def infer(m):  # an unknown domain: shapes from the model; a crash: refused
+            return lenient(None, m)
         # Types computed, declarations checked against them (shapes.py).
-        self.model = expand_functions(computed_model(model), lambda op: op in ops.RULES, infer)
+        self.class_checks = []  # the losses' checks that wait for the importer's shapes
+        self.model = expand_functions(computed_model(model), lambda op: op in ops.RULES, infer,
+                                      self.class_checks)
         self.g = Graph(inline_limit)
         self.constants = constants or {}
         self.input_shapes = input_shapes or {}
@@ -245,6 +248,9 @@ class Importer:
                 shape.append(d.dim_value)
         if any(d < 0 for d in shape):
             raise RefusedError(f"{what} '{shown(name)}' has a negative dim: {shape}")
+        if len(shape) > MAX_RANK:
+            raise RefusedError(f"{what} '{shown(name)}' has rank {len(shape)}; cgc's IR takes "
+                               f"ranks up to {MAX_RANK}")
         return dtype, shape
 
     def run(self):
@@ -273,6 +279,8 @@ class Importer:
             self.g.value[vi.name] = name
         for k, node in enumerate(graph.node):
             self.import_node(node, k)
+        for check in self.class_checks:
+            self.check_loss_classes(check)
         outputs = []
         listed = set()
         for vi in graph.output:
@@ -284,6 +292,19 @@ class Importer:
                 raise RefusedError(f"output '{vi.name}' is not computed by the graph")
             outputs.append({"onnx": vi.name, "value": self.g.value[vi.name]})
         return outputs
+
+    def check_loss_classes(self, check):
+        """A loss's class operands against its input's classes, from the
+        shapes the importer computed (what ONNX's inference left unknown
+        when the loss was expanded)."""
+        def shape(name):
+            return self.g.type.get(self.g.value.get(name), (None, None))[1] if name else None
+        dims = shape(check.input)
+        if not dims or len(dims) < 2 or not isinstance(dims[1], int):
+            return
+        targets = self.g.known.get(self.g.value.get(check.targets)) if check.targets else None
+        check_classes(check, dims[1], shape(check.weights),
+                      None if targets is None else np.asarray(targets))
 
     def import_node(self, node, index):
         label = node_label(node, index)

@@ -14,6 +14,7 @@ MAX_FILE_BYTES = 1 << 30      # a model or external-data file: the JSON reader's
 MAX_ELEMENTS = 1 << 40        # elements of one tensor (docs/ir.md)
 MAX_TENSOR_BYTES = 16 << 30   # bytes of one tensor (docs/ir.md)
 MAX_STATE_BYTES = 1 << 30     # initialized state the artifact carries (docs/ir.md)
+MAX_RANK = 8                  # dims of one tensor (docs/ir.md)
 MAX_NESTING = 16              # subgraphs (If, Loop, Scan bodies) inside subgraphs
 
 # Bits of one element of each ONNX element type (onnx.TensorProto.DataType).

@@ -4,7 +4,7 @@ concatenated, or one gather by constant indices for the edge, reflect and
 wrap modes). Registered into rules.RULES."""
 import numpy as np
 
-from .rules import check_constant_indices, const, dtype, ints_operand, rule, shape
+from .rules import check_constant_indices, checked_axis, const, dtype, ints_operand, rule, shape
 from ..errors import RefusedError
 
 
@@ -17,7 +17,10 @@ def gather_elements(ctx, ins, attrs):
     data, indices = ins
     ds, ks = shape(ctx, data), shape(ctx, indices)
     rank = len(ds)
-    axis = int(attrs.get("axis", 0)) % rank
+    if len(ks) != rank or rank == 0:
+        raise RefusedError(f"indices of rank {len(ks)} for data of rank {rank} (GatherElements "
+                           "takes both of the same rank, at least 1)")
+    axis = checked_axis(attrs.get("axis", 0), rank)
     kind = dtype(ctx, data)
     if kind == "bool":
         raise RefusedError("GatherElements of bools")

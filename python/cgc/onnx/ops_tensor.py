@@ -292,7 +292,13 @@ def reshape(ctx, ins, attrs):
     x = ins[0]
     target = ints_operand(ctx, ins[1], "the shape operand")
     s = shape(ctx, x)
+    if target.count(-1) > 1 or any(t < -1 for t in target):
+        raise RefusedError(f"the shape operand {list(target)}: one -1 at most, and no other "
+                           "negative size")
     if not attrs.get("allowzero", 0):
+        if any(t == 0 and k >= len(s) for k, t in enumerate(target)):
+            raise RefusedError(f"the shape operand {list(target)} copies with 0 a dim past the "
+                               f"input's rank {len(s)}")
         target = [s[k] if t == 0 else t for k, t in enumerate(target)]
     if -1 in target:
         known = int(np.prod([t for t in target if t != -1]))
@@ -304,6 +310,14 @@ def reshape(ctx, ins, attrs):
 
 @rule("Flatten", "Squeeze", "Unsqueeze")
 def flatten(ctx, ins, attrs):
+    """The shape ONNX's inference gives; Flatten's axis checked first (in
+    [-rank, rank]: ONNX's inference takes one far outside as 0)."""
+    if ctx.node.op_type == "Flatten":
+        rank = len(shape(ctx, ins[0]))
+        axis = int(attrs.get("axis", 1))
+        if not -rank <= axis <= rank:
+            raise RefusedError(f"axis {axis} is out of range for a rank-{rank} input "
+                               f"(valid: {-rank} to {rank})")
     for v in ins[1:]:
         if v is not None:
             ctx.known(v, "the axes operand")
@@ -315,7 +329,11 @@ def expand(ctx, ins, attrs):
     """Bidirectional broadcasting of the input's shape and the operand."""
     x = ins[0]
     target = ints_operand(ctx, ins[1], "the shape operand")
-    out = list(np.broadcast_shapes(tuple(shape(ctx, x)), tuple(target)))
+    try:
+        out = list(np.broadcast_shapes(tuple(shape(ctx, x)), tuple(target)))
+    except ValueError:
+        raise RefusedError(f"the shape operand {list(target)} does not broadcast with the "
+                           f"input's shape {shape(ctx, x)}") from None
     return [ctx.g.op("broadcast_to", [x], {"shape": out}, dtype(ctx, x), out,
                      name=ctx.node.output[0])]
 
@@ -438,8 +456,30 @@ def size(ctx, ins, attrs):
 @rule("Range")
 def range_(ctx, ins, attrs):
     start, limit, delta = (np.asarray(ctx.known(v, "a Range operand")).reshape(-1)[0] for v in ins)
-    array = np.arange(start, limit, delta).astype(np.asarray(ctx.known(ins[0], "start")).dtype)
+    count = range_count(start, limit, delta)
+    result_dtype = np.asarray(ctx.known(ins[0], "start")).dtype
+    check_constant_size(count, result_dtype.itemsize, "the Range")
+    array = np.arange(start, limit, delta).astype(result_dtype)
     return [ctx.g.constant(array, ctx.node.output[0])]
+
+
+def range_count(start, limit, delta):
+    """ONNX's element count of a Range, max(ceil((limit - start) / delta), 0),
+    in Python's numbers (no overflow); refuses a delta of 0 and operands
+    that are not finite."""
+    values = [v.item() if hasattr(v, "item") else v for v in (start, limit, delta)]
+    if any(isinstance(v, float) and not np.isfinite(v) for v in values):
+        raise RefusedError(f"a Range's start, limit and delta must be finite; they are "
+                           f"{values[0]}, {values[1]}, {values[2]}")
+    start, limit, delta = values
+    if delta == 0:
+        raise RefusedError("a Range with delta 0")
+    if all(isinstance(v, int) for v in values):
+        return max(-(-(limit - start) // delta), 0)
+    count = np.ceil((limit - start) / delta)
+    if not np.isfinite(count):  # past any float's range: past the IR's limits
+        raise RefusedError(f"a Range from {start} to {limit} by {delta} has too many elements")
+    return max(int(count), 0)
 
 
 @rule("OneHot")

@@ -10,6 +10,8 @@ of the schema's type, and every required attribute given. Graphs held in
 attributes (If, Loop, Scan) are checked the same way. What a schema cannot
 say (ranks, axis ranges, attribute values) the operator rules check.
 """
+import math
+
 from .names import shown
 from ..errors import RefusedError
 
@@ -137,6 +139,9 @@ def check_attributes(onnx, node, schema, label):
 REDUCTIONS = (lambda v, node: v in ("none", "sum", "mean"), "'none', 'sum' or 'mean'")
 ELEMENT_TYPE = (lambda v, node: is_element_type(v), "an ONNX element type")
 FLAG = (lambda v, node: v in (0, 1), "0 or 1")
+# The activations' coefficients: a NaN or an infinity has no agreed result
+# (alpha * x at x = 0, or inf - inf, differ between formulas of one op).
+FINITE = (lambda v, node: math.isfinite(v), "a finite number")
 # Integer attributes the spec defines as 0 or 1 (onnx.reference takes any
 # nonzero as 1; a rule may test == 1).
 FLAGS = {("Attention", "is_causal"), ("Mod", "fmod"), ("Gemm", "transA"), ("Gemm", "transB"),
@@ -156,6 +161,13 @@ ATTRIBUTE_VALUES = {
     ("Attention", "kv_num_heads"): (lambda v, node: v > 0, "a positive number of heads"),
     ("Split", "num_outputs"): (lambda v, node: v == len(node.output),
                                "the number of its results"),
+    ("Pad", "mode"): (lambda v, node: v in ("constant", "reflect", "edge", "wrap"),
+                      "'constant', 'reflect', 'edge' or 'wrap'"),
+    **{(op, attr): FINITE for op, attr in (
+        ("Selu", "alpha"), ("Selu", "gamma"), ("Elu", "alpha"), ("Celu", "alpha"),
+        ("LeakyRelu", "alpha"), ("HardSigmoid", "alpha"), ("HardSigmoid", "beta"),
+        ("ThresholdedRelu", "alpha"))},
+    ("Gelu", "approximate"): (lambda v, node: v in ("none", "tanh"), "'none' or 'tanh'"),
     ("Cast", "to"): ELEMENT_TYPE,
     ("EyeLike", "dtype"): ELEMENT_TYPE,
     ("RandomNormal", "dtype"): ELEMENT_TYPE,

@@ -15,7 +15,10 @@ Strict inference also refuses a model whose operators' types do not fit
 whose error arises inside the body of a function operator, is inferred
 leniently: those operators are refused by name, or expanded, later.
 """
+import os
+import pickle
 import re
+import signal
 
 from .elem_types import ONNX_TYPE_NAMES
 from ..errors import RefusedError
@@ -32,8 +35,7 @@ def computed_model(model):
     for vi in bare.graph.output:
         vi.type.Clear()
     try:
-        inferred = shape_inference.infer_shapes(bare, check_type=True, strict_mode=True,
-                                                data_prop=True)
+        inferred = inferred_strictly(bare)
     except shape_inference.InferenceError as e:
         if not all_known_domains(model) or in_function_body(str(e)):
             inferred = lenient(shape_inference, bare)
@@ -62,11 +64,180 @@ def check_input_defaults(onnx, model):
                                f"initializer (its default) is {type_text(given)}")
 
 
+# ONNX's data propagation (shape arithmetic carried through Shape, Gather,
+# Concat, ...) can take minutes where a 1-D tensor is long (onnx 1.22: an
+# Unsqueeze of a [2^31] input), while inference without it takes
+# milliseconds: after this many seconds it is given up and inference runs
+# without it (the importer folds shape arithmetic itself, onnx_import.FOLDED).
+DATA_PROP_SECONDS = 10
+# The memory ONNX's inference may take beyond the importer's own, plus 4
+# times the model's size (its serialized copies): onnx 1.22 allocates per
+# element of a long 1-D operand it reads as a shape (an AffineGrid size of
+# [2^31] took 70 GB); past it, its child fails and the model is refused.
+INFERENCE_MEMORY_BYTES = 4 << 30
+
+
+def inferred_strictly(model):
+    try:
+        return infer_isolated(model, DATA_PROP_SECONDS, check_type=True, strict_mode=True,
+                              data_prop=True)
+    except InferenceTimeout:
+        return infer_isolated(model, check_type=True, strict_mode=True)
+
+
+class InferenceTimeout(Exception):
+    """ONNX's shape inference ran past the time it was given."""
+
+
 def lenient(shape_inference, model):
     try:
-        return shape_inference.infer_shapes(model, strict_mode=False, data_prop=True)
+        try:
+            return infer_isolated(model, DATA_PROP_SECONDS, strict_mode=False, data_prop=True)
+        except InferenceTimeout:
+            return infer_isolated(model, strict_mode=False)
+    except RefusedError:
+        raise
     except Exception:  # noqa: BLE001 - left to the importer's own refusals
         return model
+
+
+def infer_isolated(model, seconds=None, **options):
+    """onnx.shape_inference.infer_shapes(model, **options), run in a forked
+    child process: ONNX's C++ inference crashes on some malformed nodes
+    (a SIGSEGV in onnx 1.22), and a signal in the child becomes a
+    RefusedError here instead of ending the import. InferenceError and
+    MemoryError are raised here as the child met them; past `seconds`
+    (None: no limit) the child is killed and InferenceTimeout raised.
+
+    Cost: the fork (copy-on-write, no copy of the parent's memory) and
+    one more serialization and parse of the inferred model through a pipe,
+    linear in the model's size, next to the two that infer_shapes itself
+    makes of a ModelProto. Without os.fork it runs in this process."""
+    from onnx import ModelProto, shape_inference
+    if not hasattr(os, "fork"):
+        return shape_inference.infer_shapes(model, **options)
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: never returns, never runs the parent's cleanup
+        os.close(read_end)
+        inference_child(write_end, lambda: shape_inference.infer_shapes(model, **options),
+                        INFERENCE_MEMORY_BYTES + 4 * model.ByteSize())
+    os.close(write_end)
+    try:
+        reply = read_all(read_end, seconds)
+        if reply is None:
+            end_child(pid)
+            raise InferenceTimeout()
+        _, status = os.waitpid(pid, 0)
+    except BaseException:  # a timeout, a signal or an alarm here: the child ends too
+        end_child(pid)
+        raise
+    if os.WIFSIGNALED(status) or not reply:
+        raise RefusedError(inference_crash_message(status))
+    kind, body = reply[:1], reply[1:]
+    if kind == b"M":
+        raise MemoryError()
+    if kind == b"I":
+        raise shape_inference.InferenceError(body.decode("utf-8", "replace"))
+    if kind == b"E":
+        raise pickle.loads(body)
+    return ModelProto.FromString(body)
+
+
+def read_all(fd, seconds):
+    """Everything until end of file on `fd` (which it closes), or None
+    when that takes more than `seconds` (None: no limit)."""
+    import select
+    import time
+    deadline = None if seconds is None else time.monotonic() + seconds
+    chunks = []
+    with os.fdopen(fd, "rb", buffering=0) as pipe:
+        while True:
+            if deadline is not None:
+                left = deadline - time.monotonic()
+                if left <= 0 or not select.select([pipe], [], [], left)[0]:
+                    return None
+            chunk = pipe.read(1 << 20)
+            if not chunk:
+                return b"".join(chunks)
+            chunks.append(chunk)
+
+
+def end_child(pid):
+    try:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+    except (ProcessLookupError, ChildProcessError):  # already reaped
+        pass
+
+
+def cap_memory(extra):
+    """Limits this process's address space to what it maps now plus
+    `extra` bytes (or less, where a limit is already lower)."""
+    import resource
+    with open("/proc/self/statm") as f:
+        mapped = int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    limit = mapped + extra
+    if hard != resource.RLIM_INFINITY:
+        limit = min(limit, hard)
+    if soft == resource.RLIM_INFINITY or limit < soft:
+        resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
+
+
+def inference_child(fd, infer, memory):
+    """Writes to `fd` one reply: b"O" and the inferred model, b"I" and an
+    InferenceError's message, b"M" (out of memory: past `memory` bytes
+    more than the parent's) or b"E" and another error, pickled; then ends
+    the process with os._exit."""
+    import faulthandler
+    from onnx import shape_inference
+    code = 0
+    try:
+        faulthandler.disable()  # a crash is reported by the parent, in one line
+        try:
+            cap_memory(memory)
+        except (OSError, ValueError):  # no /proc: no cap
+            pass
+        for signum in (signal.SIGINT, signal.SIGTERM):  # the parent handles these
+            signal.signal(signum, signal.SIG_DFL)
+        try:
+            reply = b"O" + infer().SerializeToString()
+        except shape_inference.InferenceError as e:
+            reply = b"I" + str(e).encode("utf-8", "replace")
+        except MemoryError:
+            reply = b"M"
+        except Exception as e:  # noqa: BLE001 - passed to the parent
+            reply = b"E" + picklable(e)
+        with os.fdopen(fd, "wb") as pipe:
+            pipe.write(reply)
+    except BaseException:  # noqa: BLE001 - nothing may escape the child
+        code = 1
+    finally:
+        os._exit(code)
+
+
+def picklable(error):
+    """`error` pickled, or a RuntimeError with its text where it does not
+    pickle (or unpickle)."""
+    try:
+        data = pickle.dumps(error)
+        pickle.loads(data)
+        return data
+    except Exception:  # noqa: BLE001
+        return pickle.dumps(RuntimeError(f"{type(error).__name__}: {error}"))
+
+
+def inference_crash_message(status):
+    if os.WIFSIGNALED(status):
+        signum = os.WTERMSIG(status)
+        try:
+            name = f"signal {signum}, {signal.Signals(signum).name}"
+        except ValueError:
+            name = f"signal {signum}"
+        return (f"ONNX's shape inference crashed ({name}) on this model (a malformed node "
+                f"its C++ inference does not check)")
+    return f"ONNX's shape inference ended without a result (exit status {os.WEXITSTATUS(status)})"
 
 
 def in_function_body(message):

@@ -207,7 +207,11 @@ def bitwise(op):
         dtype = e.dtype(n)
         if dtype not in INTEGERS + ("bool",):
             raise RefusedError(f"{n.target} of {dtype} (bitwise ops take integers and bool)")
-        operands = [e.as_dtype(a, dtype) for a in n.args[:1 if op == "bitwise_not" else 2]]
+        arity = 1 if op == "bitwise_not" else 2
+        if len(n.args) < arity:
+            raise RefusedError(f"{op} takes {arity} operand{'s' * (arity > 1)}; the record "
+                               f"gives {len(n.args)}")
+        operands = [e.as_dtype(a, dtype) for a in n.args[:arity]]
         if op == "bitwise_not" and dtype == "bool":
             return e.op("logical_not", operands, name=n.name)
         return e.op(op, operands, name=n.name)

@@ -2,9 +2,11 @@
 record (record.py) as cgc ops, built on export.py's Lowering
 (`e`) from a RecordNode (`n`); PyTorch's type promotion where operands
 differ. An op without a rule is refused by export.py."""
+import math
+
 from ..ir_builder import json_number, registrar
 from ..errors import RefusedError
-from .record import RecordNode
+from .record import RecordNode, TorchValue
 
 ATEN = {}
 # Overloads a rule registered under the base name takes; any other (such
@@ -58,6 +60,7 @@ def binary(op):
         if op not in COMPARISONS:
             check_category(op, compute, [e.dtype(v) if isinstance(v, RecordNode) else v
                                          for v in (a, b)])
+            check_promotion(e, op, compute, (a, b))
         alpha = n.kwargs.get("alpha", 1)
         if alpha != 1:
             y = e.op("mul", [y, e.scalar(alpha, compute)])
@@ -84,6 +87,41 @@ def check_category(op, recorded, operands):
         kinds = ("bool", "integer", "float")
         raise RefusedError(f"the record gives the result dtype {recorded}, but {op} of "
                            f"these operands gives a {kinds[want]} result")
+
+
+def check_promotion(e, op, recorded, operands):
+    """Refuses an arithmetic node whose recorded result dtype is not the
+    one PyTorch's promotion gives its operands, where that is decidable
+    here: every tensor operand of rank 1 or more (a 0-d tensor promotes
+    like a number, and its record may not say so)."""
+    tensors = [v for v in operands if isinstance(v, RecordNode)]
+    if not tensors or any(not e.shape(v) for v in tensors):
+        return
+    want = promoted(op, [e.dtype(v) for v in tensors],
+                    [v for v in operands if not isinstance(v, RecordNode)])
+    if want is not None and want != recorded:
+        raise RefusedError(f"the record gives the result dtype {recorded}, but {op} of these "
+                           f"operands gives {want}")
+
+
+def promoted(op, tensor_dtypes, numbers):
+    """PyTorch's result dtype of arithmetic `op` on tensors of rank >= 1
+    of `tensor_dtypes` and Python `numbers` (f32 as the default float
+    dtype, i64 the default integer); None for a number of another kind."""
+    floats = sorted({d for d in tensor_dtypes if CATEGORY.get(d) == 2})
+    if floats:
+        result = floats[0] if len(floats) == 1 else "f32"  # f16 with bf16 gives f32
+    else:
+        result = next(d for d in ("i64", "i32", "bool") if d in tensor_dtypes)
+    for v in numbers:
+        if not isinstance(v, (bool, int, float)):
+            return None
+        kind = 0 if isinstance(v, bool) else 1 if isinstance(v, int) else 2
+        if kind > CATEGORY[result]:
+            result = "f32" if kind == 2 else "i64"
+    if op == "div" and CATEGORY[result] < 2:
+        result = "f32"
+    return result
 
 
 def promote(dtypes):
@@ -121,7 +159,18 @@ def where(e, n):
 
 @aten("_to_copy", "to")
 def to_copy(e, n):
-    return e.op("cast", [e.operand(n.args[0])], {"dtype": e.dtype(n)}, name=n.name)
+    """A cast to the dtype its arguments give (the input's where none
+    does); the record's val is declared on it and checked, not followed."""
+    from ..dtypes import IR_OF_TORCH as DTYPE
+    given = n.kwargs.get("dtype", next((a for a in n.args[1:] if isinstance(a, TorchValue)
+                                        and a.kind == "dtype"), None))
+    if given is None:
+        dtype = e.dtype(n.args[0])
+    elif not isinstance(given, TorchValue) or DTYPE.get(given.text) is None:
+        raise RefusedError(f"a cast to {given!r}, a dtype cgc has not")
+    else:
+        dtype = DTYPE[given.text]
+    return e.op("cast", [e.operand(n.args[0])], {"dtype": dtype}, name=n.name)
 
 
 @aten("clone", "alias", "detach", "contiguous", "lift_fresh_copy", "dropout")
@@ -143,7 +192,11 @@ def assertion(e, n):
 
 @aten("linear")
 def linear(e, n):
-    return e.op("linear", [e.operand(a) for a in n.args if a is not None], name=n.name)
+    operands = [a for a in n.args if a is not None]
+    if not 2 <= len(operands) <= 3:
+        raise RefusedError(f"linear takes an input, a weight and an optional bias; the record "
+                           f"gives {len(operands)} operands")
+    return e.op("linear", [e.operand(a) for a in operands], name=n.name)
 
 
 @aten("mm", "bmm", "matmul")
@@ -233,6 +286,8 @@ def layer_norm(e, n):
     w = n.args[2] if len(n.args) > 2 else None
     b = n.args[3] if len(n.args) > 3 else None
     eps = n.args[4] if len(n.args) > 4 else n.kwargs.get("eps", 1e-5)
+    if not isinstance(eps, (int, float)) or not math.isfinite(eps) or eps < 0:
+        raise RefusedError(f"a layer_norm eps of {eps!r} (a finite number, at least 0)")
     operands = [e.operand(x)]
     if w is not None:
         operands.append(e.operand(w))
@@ -254,9 +309,19 @@ def reduction(op):
         if not dims:  # None, or [] (sum.dim_IntList's "every dim")
             dims = list(range(rank))
         keep = bool(n.args[2]) if len(n.args) > 2 else bool(n.kwargs.get("keepdim", False))
-        return e.op(op, [e.operand(x)], {"axes": sorted(d % rank for d in dims), "keepdim": keep},
-                    name=n.name)
+        return e.op(op, [e.operand(x)], {"axes": sorted(reduced_axes(dims, rank)),
+                                         "keepdim": keep}, name=n.name)
     return fn
+
+
+def reduced_axes(dims, rank):
+    """A reduction's (or select's) dims, integers in [-rank, rank), as axes
+    in [0, rank); refuses any other."""
+    dims = list(dims) if isinstance(dims, (list, tuple)) else [dims]
+    for d in dims:
+        if isinstance(d, bool) or not isinstance(d, int) or not -max(rank, 1) <= d < max(rank, 1):
+            raise RefusedError(f"dim {d!r} of a tensor of rank {rank}")
+    return [d % max(rank, 1) for d in dims]
 
 
 ATEN["mean"] = reduction("mean")
@@ -273,7 +338,7 @@ def prod(e, n):
         raise RefusedError(f"prod of {e.dtype(x)} into {e.dtype(n)} (cgc's prod keeps a "
                            "float dtype)")
     rank = len(e.shape(x))
-    dims = [n.args[1] % rank] if len(n.args) > 1 and rank else list(range(rank))
+    dims = reduced_axes(n.args[1], rank) if len(n.args) > 1 and rank else list(range(rank))
     keep = bool(n.args[2]) if len(n.args) > 2 else bool(n.kwargs.get("keepdim", False))
     return e.op("prod", [e.operand(x)], {"axes": dims, "keepdim": keep}, name=n.name)
 
@@ -329,15 +394,21 @@ def split(e, n):
 def select(e, n):
     x, dim, index = n.args
     rank = len(e.shape(x))
-    dim %= rank
+    dim = reduced_axes(dim, rank)[0]
     extent = e.shape(x)[dim]
+    if isinstance(index, bool) or not isinstance(index, int):
+        raise RefusedError(f"a select index {index!r}")
     if not isinstance(extent, int) and index < 0:
         raise RefusedError(f"an index from the end of dynamic dim {extent} (cgc indexes a "
                            "dynamic dim from its start)")
+    if isinstance(extent, int) and not -extent <= index < extent:
+        raise RefusedError(f"index {index} out of range for dim {dim} of extent {extent}")
     index = index % extent if isinstance(extent, int) else index
     s = e.op("slice", [e.operand(x)], {"starts": [int(index)], "ends": [int(index) + 1],
                                        "axes": [dim]})
-    return e.op("reshape", [s], {"shape": e.shape(n)}, name=n.name)
+    # The result's shape computed, not the record's (declare() checks that).
+    result = e.shape(x)[:dim] + e.shape(x)[dim + 1:]
+    return e.op("reshape", [s], {"shape": result}, name=n.name)
 
 
 @aten("full", "zeros", "ones", "scalar_tensor", "full_like", "zeros_like", "ones_like")

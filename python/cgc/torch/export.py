@@ -65,9 +65,13 @@ def lower_record(record, weights, path, *, buckets=None):
         write_safetensors(wpath, lowering.weights)
         ir["weights_file"] = os.path.basename(wpath)
     ir = {k: ir[k] for k in IR_KEYS if k in ir}
+    try:  # JSON has no NaN or infinity (constants spell them as strings)
+        text = json.dumps(ir, indent=1, allow_nan=False)
+    except ValueError:
+        raise RefusedError("the record gives an attribute NaN or an infinity (an argument "
+                           "cgc's IR cannot spell)") from None
     with open(path, "w") as f:
-        json.dump(ir, f, indent=1)
-        f.write("\n")
+        f.write(text + "\n")
     return ir
 
 
@@ -105,6 +109,23 @@ def set_buckets(dims, buckets):
             raise ValueError(f"buckets for '{name}': {outside} outside the dim's range "
                              f"[{dim['min']}, {dim['max']}]")
         dim["buckets"] = sorted(set(extents) | {dim["max"]})
+
+
+def check_input_shape(name, shape, dims):
+    """Refuses a shape (an input's, or a recorded result's) with a negative
+    dim, of a rank past the IR's 8 or of more elements than its 2^40 with
+    each named dim at its max (`dims`)."""
+    from ..onnx.limits import MAX_ELEMENTS, MAX_RANK
+    count = 1
+    for d in shape:
+        if isinstance(d, int) and d < 0:
+            raise RefusedError(f"'{name}' has a negative dim: {shape}")
+        count *= d if isinstance(d, int) else dims[d]["max"]
+    if len(shape) > MAX_RANK:
+        raise RefusedError(f"'{name}' of shape {shape} has a rank past the IR's {MAX_RANK}")
+    if count > MAX_ELEMENTS:
+        raise RefusedError(f"'{name}' of shape {shape} has more elements than the IR's "
+                           "limit of 2^40")
 
 
 def spelled_val(val):
@@ -335,6 +356,7 @@ class Lowering(IRBuilder):
             self.fixed[n.name] = n.val
             return
         dtype, shape = self.type_of(n)
+        check_input_shape(f"input {n.name}", shape, self.dims)
         name = self.fresh(n.name)
         entry = {"name": name, "dtype": dtype, "shape": shape}
         kind, target = spec["kind"], spec["target"]
@@ -370,6 +392,8 @@ class Lowering(IRBuilder):
         if a.name in self.sizes:
             raise RefusedError(f"the size '{a.name}' ({self.sizes[a.name]}) is used as a tensor "
                                "(cgc has no value for a dim)")
+        if self.value.get(a.name, "") is None:  # an assertion's result: nothing computed
+            raise RefusedError(f"'{a.name}' computes no tensor, but is used as one")
         return self.value[a.name]
 
     def operand(self, a, like=None):
@@ -427,6 +451,12 @@ class Lowering(IRBuilder):
         if record is None:
             self.forwarded(n, overload, v, val)
             return
+        try:
+            check_input_shape("result", [d if isinstance(d, int) or d in self.dims else 0
+                                         for d in val.shape], self.dims)
+        except RefusedError as e:
+            raise RefusedError(f"node '{n.name}' ({overload}): the record gives its result "
+                               f"{spelled_val(val)}: {e}{self.where()}") from None
         declared = self.spelled(val)
         if declared is not None:
             record["type"] = declared

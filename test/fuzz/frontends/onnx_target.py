@@ -131,6 +131,61 @@ def constants_from_data(model, case):
 
 # --- the oracles ---------------------------------------------------------------
 
+# Operators that read their data at run-time indices: op -> (data
+# operand, index operand, what range the indices must lie in).
+INDEXED = {"Gather": (0, 1, "axis"), "GatherElements": (0, 1, "axis"),
+           "NegativeLogLikelihoodLoss": (0, 1, "classes"),
+           "SoftmaxCrossEntropyLoss": (0, 1, "classes")}
+
+
+def indices_note(model, feeds):
+    """" (indices out of range at run time)" where a Gather's,
+    GatherElements' or a loss's indices (targets), as onnx.reference
+    computes them on `feeds`, lie outside their axis ([-n, n); a loss's
+    targets outside [0, C) other than its ignore_index): undefined in ONNX
+    (cgc reads zeros, onnx.reference wraps or reads elsewhere), so the
+    allow-list tells it apart from a wrong result. "" otherwise."""
+    from onnx import helper
+    from onnx.reference import ReferenceEvaluator
+    nodes = [n for n in model.graph.node if n.op_type in INDEXED and len(n.input) > 1]
+    if not nodes:
+        return ""
+    probe = copy.deepcopy(model)
+    listed = {o.name for o in probe.graph.output}
+    wanted = []
+    for n in nodes:
+        data, index, _ = INDEXED[n.op_type]
+        wanted += [n.input[data], n.input[index]]
+    for name in dict.fromkeys(wanted):
+        if name not in listed:
+            probe.graph.output.append(helper.make_empty_tensor_value_info(name))
+    try:
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore")
+            results = fuzzlib.bounded(lambda: ReferenceEvaluator(probe).run(None, feeds))
+    except Exception:  # noqa: BLE001 - the reference cannot tell: no note
+        return ""
+    values = {o.name: np.asarray(r) for o, r in zip(probe.graph.output, results)}
+    for n in nodes:
+        data, index, kind = INDEXED[n.op_type]
+        shape, indices = values[n.input[data]].shape, values[n.input[index]].reshape(-1)
+        attrs = {a.name: helper.get_attribute_value(a) for a in n.attribute}
+        if kind == "axis":
+            axis = attrs.get("axis", 0)
+            if not -len(shape) <= axis < len(shape):
+                continue
+            extent = shape[axis]
+            outside = (indices < -extent) | (indices >= extent)
+        else:
+            if len(shape) < 2:
+                continue
+            outside = ((indices < 0) | (indices >= shape[1])) & \
+                (indices != attrs.get("ignore_index", -(1 << 63)))
+        if outside.any():
+            return " (indices out of range at run time)"
+    return ""
+
+
 def located_at_onnx_node(stderr):
     """True when cgc-opt's first error on the imported IR is followed by the
     note naming the ONNX node its IR node comes from (the importer stamps
@@ -301,6 +356,7 @@ class Target:
                 continue
             problem = fuzzlib.compare(got.get(name), w)
             if problem:
+                problem += indices_note(model, feeds)
                 findings.add(f"wrong | {ops} | output {problem}", data, self.suffix, where,
                              fuzzlib.describe_difference(got.get(name), w))
                 return
