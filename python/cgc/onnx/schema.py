@@ -8,14 +8,21 @@ counts within the schema's (an optional operand left out is spelled ''; a
 required one may not be), each attribute known to the schema, given once,
 of the schema's type, and every required attribute given. Graphs held in
 attributes (If, Loop, Scan) are checked the same way. What a schema cannot
-say (ranks, axis ranges, attribute values) the operator rules check.
+say (ranks, axis ranges, attribute values) the operator rules check,
+except one thing ONNX's inference would choke on first: a shape operand
+(ConstantOfShape's, Expand's, Reshape's, AffineGrid's size) declared
+longer than cgc's rank limit, whose inference builds a shape of that rank
+(an AffineGrid size of [2^31] took minutes and tens of GB).
 """
 import math
 
+from .limits import MAX_RANK
 from .names import shown
 from ..errors import RefusedError
 
 ONNX_DOMAINS = ("", "ai.onnx")
+# Operand index of the 1-D value whose length is the rank of the result.
+SHAPE_OPERANDS = {"ConstantOfShape": 0, "Expand": 1, "Reshape": 1, "AffineGrid": 1}
 
 
 def node_label(node, index):
@@ -43,9 +50,11 @@ def check_graph(graph, opset, outer, mapped=None):
     defined.update(vi.name for vi in graph.input)
     defined.update(t.name for t in graph.initializer)
     defined.update(t.values.name for t in graph.sparse_initializer)
+    lengths = declared_lengths(graph)
     for index, node in enumerate(graph.node):
         label = node_label(node, index)
         check_node(node, opset, label, mapped)
+        check_shape_operand(node, lengths, label)
         for name in node.input:
             if name and name not in defined:
                 raise RefusedError(f"{label}: operand '{shown(name)}' is not defined before it")
@@ -53,6 +62,31 @@ def check_graph(graph, opset, outer, mapped=None):
             for sub in list(a.graphs) + ([a.g] if a.HasField("g") else []):
                 check_graph(sub, opset, defined)
         defined.update(name for name in node.output if name)
+
+
+def declared_lengths(graph):
+    """The declared length of every 1-D value of `graph` (inputs, value_info
+    and initializers) whose length is known."""
+    lengths = {}
+    for vi in list(graph.input) + list(graph.value_info):
+        dims = vi.type.tensor_type.shape.dim if vi.type.HasField("tensor_type") else []
+        if len(dims) == 1 and dims[0].HasField("dim_value"):
+            lengths[vi.name] = dims[0].dim_value
+    for t in graph.initializer:
+        if len(t.dims) == 1:
+            lengths[t.name] = t.dims[0]
+    return lengths
+
+
+def check_shape_operand(node, lengths, label):
+    index = SHAPE_OPERANDS.get(node.op_type)
+    if index is None or index >= len(node.input):
+        return
+    length = lengths.get(node.input[index])
+    if length is not None and length > MAX_RANK:
+        raise RefusedError(f"{label}: its shape operand '{shown(node.input[index])}' has "
+                           f"{length} elements: a result of rank {length} (cgc's tensors have at "
+                           f"most {MAX_RANK} dims)")
 
 
 def check_node(node, opset, label, mapped=None):

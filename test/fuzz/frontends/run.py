@@ -165,7 +165,8 @@ def replay(args):
             except ImportError as e:
                 print(f"skipped: {e}")
                 return 77
-            findings = fuzzlib.Findings(os.path.join(work, "findings"), allowlist, kind)
+            # Beside the work folder, which each check empties.
+            findings = fuzzlib.Findings(work + "-findings", allowlist, kind)
             for name in sorted(os.listdir(folder)):
                 if not name.endswith(target.suffix):
                     continue
