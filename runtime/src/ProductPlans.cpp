@@ -5,8 +5,9 @@
 // matrix layouts (strided batches when batch > 1) and a preference (the
 // reserved workspace, the alignment each operand is guaranteed), then asks
 // cublasLtMatmulAlgoGetHeuristic on the actual GPU and keeps the first
-// algorithm; every context of the engine captures that one. The product
-// part of the C API is in ProductApi.cpp.
+// algorithm, which ProductTuning.cpp then replaces with the fastest
+// candidate it times; every context of the engine captures the plan's
+// algorithm. The product part of the C API is in ProductApi.cpp.
 //
 //===----------------------------------------------------------------------===//
 #include "Internal.h"
