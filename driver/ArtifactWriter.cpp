@@ -226,6 +226,9 @@ fmt::TensorDesc ManifestBuilder::tensorDesc(const std::string &name,
   t.region = regionOf(s);
   t.offset = s.offset;
   t.bytes = numel * dtypeSize(v->getType().dtype);
+  auto source = model.sourceNames.find(name);
+  if (source != model.sourceNames.end())
+    t.sourceName = source->second;
   return t;
 }
 

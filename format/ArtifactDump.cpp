@@ -59,6 +59,21 @@ std::string paramString(const ParamDesc &p) {
   return os.str();
 }
 
+/// \p text with quotes, backslashes and control bytes as \xNN.
+std::string escaped(const std::string &text) {
+  std::string out;
+  for (unsigned char c : text) {
+    if (c < 0x20 || c == 0x7f || c == '\'' || c == '\\') {
+      char hex[5];
+      std::snprintf(hex, sizeof hex, "\\x%02x", c);
+      out += hex;
+    } else {
+      out += char(c);
+    }
+  }
+  return out;
+}
+
 void dumpTensors(std::ostringstream &os, const char *title,
                  const std::vector<TensorDesc> &list) {
   os << title << " (" << list.size() << "):\n";
@@ -70,6 +85,8 @@ void dumpTensors(std::ostringstream &os, const char *title,
       os << " init=" << t.initBlob << "+" << t.initOffset;
     if (!t.initTensor.empty())
       os << " init=weights_file:'" << t.initTensor << "'+" << t.initOffset;
+    if (!t.sourceName.empty())
+      os << " source_name='" << escaped(t.sourceName) << "'";
     os << "\n";
   }
 }

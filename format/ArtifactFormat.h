@@ -190,6 +190,9 @@ struct TensorDesc {
   /// that holds the initial value, or empty. At most one of initBlob and
   /// initTensor is set.
   std::string initTensor;
+  /// Inputs and outputs: the name in the model an importer read, where the
+  /// IR's name rules renamed it (informative; empty otherwise).
+  std::string sourceName;
 };
 
 /// The safetensors file an artifact keeps its weights in, beside it

@@ -153,6 +153,7 @@ bool readTensor(Reader &r, const json &j, const std::string &p,
   }
   return r.str(j, p, "init_blob", t.initBlob, true) &&
          r.str(j, p, "init_tensor", t.initTensor, true) &&
+         r.str(j, p, "source_name", t.sourceName, true) &&
          r.u64(j, p, "init_offset", t.initOffset, true);
 }
 

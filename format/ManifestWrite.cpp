@@ -35,6 +35,8 @@ json tensorToJson(const TensorDesc &t) {
     j["init_tensor"] = t.initTensor;
     j["init_offset"] = t.initOffset;
   }
+  if (!t.sourceName.empty())
+    j["source_name"] = t.sourceName;
   return j;
 }
 

@@ -233,6 +233,7 @@ static void copyGraph(const Graph &from, Graph &to, ValueMap &map) {
   to.formatVersion = from.formatVersion;
   to.weightsFile = from.weightsFile;
   to.weightsPath = from.weightsPath;
+  to.sourceNames = from.sourceNames;
   for (const GraphInput &in : from.inputs()) {
     map[in.value] = to.addInput(in.value->getName(), in.value->getType());
     GraphInput &copy = to.input(to.inputs().size() - 1);

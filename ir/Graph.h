@@ -219,6 +219,9 @@ public:
   int64_t formatVersion = 1;
   std::string weightsFile; ///< Relative to the IR file, as written.
   std::string weightsPath; ///< Resolved path, for loading.
+  /// Input or output name -> the name it had in the model an importer read
+  /// (where the IR's name rules made it rename; top-level graphs only).
+  std::map<std::string, std::string> sourceNames;
 
   bool isRegion() const { return parentNode != nullptr; }
   Node *getParentNode() const { return parentNode; }

@@ -38,6 +38,7 @@ private:
   bool readInitializer(const Json &j, const std::string &p,
                        const std::string &what, Initializer &init);
   bool readOutputs(const Json &j, Graph &g);
+  bool readSourceNames(const Json &j, Graph &g);
   bool readOutput(const Json &j, const std::string &p, Graph &g);
   bool checkWeights(Graph &g);
 
@@ -50,7 +51,7 @@ private:
 bool GraphReader::readHeader(const Json &top, Graph &g) {
   static const llvm::StringRef fields[] = {
       "format_version", "name", "doc", "dims", "weights_file",
-      "optimizer", "inputs", "nodes", "outputs"};
+      "source_names", "optimizer", "inputs", "nodes", "outputs"};
   if (!ctx.checkFields(top, "", fields,
                        {"format_version", "name", "inputs", "nodes", "outputs"},
                        "graph"))
@@ -444,6 +445,35 @@ bool GraphReader::checkWeights(Graph &g) {
   return ok;
 }
 
+/// "source_names": {IR name: the name in the imported model}, for inputs
+/// and outputs an importer renamed (kept in the artifact's manifest).
+bool GraphReader::readSourceNames(const Json &j, Graph &g) {
+  if (!ctx.expectObject(j, "/source_names", "'source_names'"))
+    return false;
+  for (const auto &[name, source] : j.items()) {
+    std::string p = "/source_names/" + name;
+    bool known = llvm::any_of(g.inputs(), [&](const GraphInput &in) {
+                   return in.value->getName() == name;
+                 }) ||
+                 llvm::any_of(g.outputs, [&](const GraphOutput &out) {
+                   return out.name == name;
+                 });
+    if (!known) {
+      ctx.error(p, "source_names: " + quoteName(name) +
+                       " is no input or output of the graph");
+      return false;
+    }
+    if (!source.is_string() || source.get<std::string>().empty() ||
+        source.get<std::string>().size() > 4096) {
+      ctx.error(p, "source_names: the source name of " + quoteName(name) +
+                       " must be a string of 1 to 4096 bytes");
+      return false;
+    }
+    g.sourceNames[name] = source.get<std::string>();
+  }
+  return true;
+}
+
 std::unique_ptr<Graph> GraphReader::read(const Json &top) {
   if (!ctx.expectObject(top, "", "the graph"))
     return nullptr;
@@ -461,6 +491,8 @@ std::unique_ptr<Graph> GraphReader::read(const Json &top) {
   if (!readNodes(ctx, top["nodes"], "/nodes", *g))
     return nullptr;
   if (!readOutputs(top["outputs"], *g) || !checkWeights(*g))
+    return nullptr;
+  if (top.contains("source_names") && !readSourceNames(top["source_names"], *g))
     return nullptr;
   return g;
 }

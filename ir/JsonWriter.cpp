@@ -186,6 +186,8 @@ std::string cgc::writeGraphJson(const Graph &g) {
   j["name"] = g.name;
   if (!g.doc.empty())
     j["doc"] = g.doc;
+  if (!g.sourceNames.empty())
+    j["source_names"] = g.sourceNames;
   if (g.optimizer)
     j["optimizer"] = optimizerJson(*g.optimizer);
   OJson dims = OJson::array();

@@ -388,6 +388,14 @@ def onnx_to_ir(model, name=None, constants=None, inline_limit=1024, input_shapes
     ir = {"format_version": 1,
           "name": safe_name(name or model.graph.name or "onnx"),
           "inputs": g.inputs, "nodes": g.nodes, "outputs": ir_outputs}
+    # The ONNX names the IR renamed, kept in the artifact's manifest.
+    ir_names = {i["name"] for i in g.inputs} | set(output_names.values())
+    sources = {ir_name: shown(onnx_name, limit=1000)
+               for names in (imp.input_names, output_names)
+               for onnx_name, ir_name in names.items()
+               if ir_name != onnx_name and ir_name in ir_names}
+    if sources:
+        ir["source_names"] = dict(sorted(sources.items()))
     return ir, dict(g.weights)
 
 
