@@ -435,6 +435,10 @@ def constant_of_shape(ctx, ins, attrs):
     import onnx
     dims = ints_operand(ctx, ins[0], "the shape operand")
     value = onnx.numpy_helper.to_array(attrs["value"]) if "value" in attrs else np.zeros(1, np.float32)
+    if any(d < 0 for d in dims):
+        raise RefusedError(f"the shape operand {list(dims)} has a negative dim")
+    if value.size != 1:
+        raise RefusedError(f"attribute 'value' holds {value.size} elements (one, the fill value)")
     check_constant_size(int(np.prod([max(d, 0) for d in dims], dtype=object)), value.itemsize,
                         "the result")
     return [ctx.g.constant(np.full(dims, value.reshape(-1)[0], value.dtype), ctx.node.output[0])]

@@ -191,6 +191,7 @@ ATTRIBUTE_VALUES = {
     ("NegativeLogLikelihoodLoss", "reduction"): REDUCTIONS,
     ("SoftmaxCrossEntropyLoss", "reduction"): REDUCTIONS,
     ("Attention", "softcap"): (lambda v, node: v >= 0, "a softcap of at least 0"),
+    ("Attention", "qk_matmul_output_mode"): (lambda v, node: v in (0, 1, 2, 3), "0, 1, 2 or 3"),
     ("Attention", "q_num_heads"): (lambda v, node: v > 0, "a positive number of heads"),
     ("Attention", "kv_num_heads"): (lambda v, node: v > 0, "a positive number of heads"),
     ("Split", "num_outputs"): (lambda v, node: v == len(node.output),

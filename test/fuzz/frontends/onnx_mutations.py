@@ -186,7 +186,8 @@ def mutate_attribute(model, rng):
     if node.attribute and r < 0.7:
         a = rng.choice(node.attribute)
         if a.type == A.INT:
-            a.i = rng.choice([a.i + 1, a.i - 1, -a.i, attribute_value("i", rng)])
+            value = rng.choice([a.i + 1, a.i - 1, -a.i, attribute_value("i", rng)])
+            a.i = max(-2**63, min(2**63 - 1, value))  # an int64 (INT64_MIN - 1 raised)
         elif a.type == A.FLOAT:
             a.f = rng.choice([-a.f, a.f * 1e30, attribute_value("f", rng)])
         elif a.type == A.STRING:

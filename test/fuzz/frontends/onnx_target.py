@@ -18,6 +18,7 @@ import copy
 import glob
 import os
 import re
+import signal
 import subprocess
 import sys
 import tempfile
@@ -131,6 +132,47 @@ def constants_from_data(model, case):
 
 # --- the oracles ---------------------------------------------------------------
 
+def run_reference(model, feeds):
+    """ReferenceEvaluator(model).run(None, feeds), in a forked child given
+    fuzzlib.CASE_SECONDS: its NumPy calls do not return to Python for the
+    case's alarm (np.choose over huge GatherElements indices ran for
+    minutes). Raises RuntimeError where it fails or runs past that."""
+    import pickle
+    from cgc.onnx_shapes import end_child, read_all
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: never returns
+        code = 0
+        try:
+            os.close(read_end)
+            signal.alarm(0)
+            try:
+                from onnx.reference import ReferenceEvaluator
+                with warnings.catch_warnings(), np.errstate(all="ignore"):
+                    warnings.simplefilter("ignore")
+                    reply = ("ok", ReferenceEvaluator(model).run(None, feeds))
+                data = pickle.dumps(reply)
+            except BaseException as e:  # noqa: BLE001 - passed to the parent
+                data = pickle.dumps(("error", f"{type(e).__name__}: {str(e)[:200]}"))
+            with os.fdopen(write_end, "wb") as f:
+                f.write(data)
+        except BaseException:  # noqa: BLE001 - nothing may escape the child
+            code = 1
+        finally:
+            os._exit(code)
+    os.close(write_end)
+    try:
+        reply = read_all(read_end, fuzzlib.CASE_SECONDS)
+    finally:
+        end_child(pid)  # killed if still running; reaped
+    if not reply:
+        raise RuntimeError("the reference failed or ran past the case's time")
+    kind, value = pickle.loads(reply)
+    if kind != "ok":
+        raise RuntimeError(value)
+    return value
+
+
 # Operators that read their data at run-time indices: op -> (data
 # operand, index operand, what range the indices must lie in).
 INDEXED = {"Gather": (0, 1, "axis"), "GatherElements": (0, 1, "axis"),
@@ -146,7 +188,6 @@ def indices_note(model, feeds):
     (cgc reads zeros, onnx.reference wraps or reads elsewhere), so the
     allow-list tells it apart from a wrong result. "" otherwise."""
     from onnx import helper
-    from onnx.reference import ReferenceEvaluator
     nodes = [n for n in model.graph.node if n.op_type in INDEXED and len(n.input) > 1]
     if not nodes:
         return ""
@@ -160,9 +201,7 @@ def indices_note(model, feeds):
         if name not in listed:
             probe.graph.output.append(helper.make_empty_tensor_value_info(name))
     try:
-        with warnings.catch_warnings(), np.errstate(all="ignore"):
-            warnings.simplefilter("ignore")
-            results = fuzzlib.bounded(lambda: ReferenceEvaluator(probe).run(None, feeds))
+        results = run_reference(probe, feeds)
     except Exception:  # noqa: BLE001 - the reference cannot tell: no note
         return ""
     values = {o.name: np.asarray(r) for o, r in zip(probe.graph.output, results)}
@@ -377,11 +416,8 @@ class Target:
     def reference(self, model, feeds):
         """ReferenceEvaluator's outputs, or None where it cannot run the
         model (its own refusals are not cgc's findings)."""
-        from onnx.reference import ReferenceEvaluator
         try:
-            with warnings.catch_warnings(), np.errstate(all="ignore"):
-                warnings.simplefilter("ignore")
-                return fuzzlib.bounded(lambda: ReferenceEvaluator(model).run(None, feeds))
+            return run_reference(model, feeds)
         except KeyboardInterrupt:
             raise
         except BaseException:  # noqa: BLE001 - the reference's failure, counted
