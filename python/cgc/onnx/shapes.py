@@ -74,7 +74,7 @@ DATA_PROP_SECONDS = 10
 # times the model's size (its serialized copies): onnx 1.22 allocates per
 # element of a long 1-D operand it reads as a shape (an AffineGrid size of
 # [2^31] took 70 GB); past it, its child fails and the model is refused.
-INFERENCE_MEMORY_BYTES = 4 << 30
+INFERENCE_MEMORY_BYTES = 1 << 30
 
 
 def inferred_strictly(model):

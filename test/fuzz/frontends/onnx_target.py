@@ -132,6 +132,26 @@ def constants_from_data(model, case):
 
 # --- the oracles ---------------------------------------------------------------
 
+def mask_note(model):
+    """" (attn_mask of last dim 1)" where an Attention's attn_mask has a last
+    dim of 1 and its keys more than one position: ONNX's schema takes such
+    a mask as broadcast and as "shorter, padded with -inf" both; its
+    function body (which cgc expands) broadcasts it, onnx.reference pads
+    it. "" otherwise."""
+    from cgc.onnx_functions import static_dims, value_types
+    from cgc.onnx_shapes import lenient
+    nodes = [n for n in model.graph.node if n.op_type == "Attention" and len(n.input) > 3
+             and n.input[3]]
+    if not nodes:
+        return ""
+    types = value_types(lenient(None, model))
+    for n in nodes:
+        mask, keys = static_dims(types.get(n.input[3])), static_dims(types.get(n.input[1]))
+        if mask and keys and len(keys) >= 2 and mask[-1] == 1 and keys[-2] != 1:
+            return " (attn_mask of last dim 1)"
+    return ""
+
+
 def run_reference(model, feeds):
     """ReferenceEvaluator(model).run(None, feeds), in a forked child given
     fuzzlib.CASE_SECONDS: its NumPy calls do not return to Python for the
@@ -395,7 +415,7 @@ class Target:
                 continue
             problem = fuzzlib.compare(got.get(name), w)
             if problem:
-                problem += indices_note(model, feeds)
+                problem += indices_note(model, feeds) + mask_note(model)
                 findings.add(f"wrong | {ops} | output {problem}", data, self.suffix, where,
                              fuzzlib.describe_difference(got.get(name), w))
                 return
