@@ -255,6 +255,11 @@ def repeat(e, n):
     """x.repeat(r0, r1, ...): every repeated dim d becomes [r, d] (a
     broadcast of a size-1 dim put before it), merged into r * d."""
     x, repeats = n.args[0], [number(r, "a repeat count") for r in n.args[1]]
+    if any(not isinstance(r, int) or r < 0 for r in repeats):
+        raise RefusedError(f"repeat counts {list(repeats)}: each must be an integer >= 0")
+    if len(repeats) < len(e.shape(x)):
+        raise RefusedError(f"{len(repeats)} repeat counts for a rank-{len(e.shape(x))} input "
+                           "(repeat takes at least one per dim)")
     shape = [1] * (len(repeats) - len(e.shape(x))) + list(e.shape(x))
     split, broadcast = [], []
     for r, d in zip(repeats, shape):
