@@ -106,7 +106,9 @@ def infer_isolated(model, seconds=None, **options):
     child process: ONNX's C++ inference crashes on some malformed nodes
     (a SIGSEGV in onnx 1.22), and a signal in the child becomes a
     RefusedError here instead of ending the import. InferenceError and
-    MemoryError are raised here as the child met them; past `seconds`
+    MemoryError are raised here as the child met them (a ValueError or
+    TypeError of ONNX's Python wrapper, such as "Invalid tensor data type
+    0", as an InferenceError); past `seconds`
     (None: no limit) the child is killed and InferenceTimeout raised.
 
     Cost: the fork (copy-on-write, no copy of the parent's memory) and
@@ -140,7 +142,10 @@ def infer_isolated(model, seconds=None, **options):
     if kind == b"I":
         raise shape_inference.InferenceError(body.decode("utf-8", "replace"))
     if kind == b"E":
-        raise pickle.loads(body)
+        error = pickle.loads(body)
+        if isinstance(error, (ValueError, TypeError)):  # ONNX's wrapper refusing the model
+            raise shape_inference.InferenceError(f"{type(error).__name__}: {error}")
+        raise error
     return ModelProto.FromString(body)
 
 
