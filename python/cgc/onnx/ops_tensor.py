@@ -459,7 +459,11 @@ def size(ctx, ins, attrs):
 
 @rule("Range")
 def range_(ctx, ins, attrs):
-    start, limit, delta = (np.asarray(ctx.known(v, "a Range operand")).reshape(-1)[0] for v in ins)
+    operands = [np.asarray(ctx.known(v, "a Range operand")).reshape(-1) for v in ins]
+    if any(o.size != 1 for o in operands):
+        raise RefusedError(f"a Range's start, limit and delta must each hold one element; they "
+                           f"hold {[int(o.size) for o in operands]}")
+    start, limit, delta = (o[0] for o in operands)
     count = range_count(start, limit, delta)
     result_dtype = np.asarray(ctx.known(ins[0], "start")).dtype
     check_constant_size(count, result_dtype.itemsize, "the Range")

@@ -24,6 +24,7 @@ from ..safetensors import BFloat16, write_safetensors
 from .record import RecordNode, Sym, TensorVal, read_nodes
 
 IR_KEYS = ("format_version", "name", "dims", "weights_file", "inputs", "nodes", "outputs")
+MAX_DIM = 1 << 40  # a dim's min and max lie in [0, 2^40] (docs/ir.md, dims)
 
 
 def export(module, example_args, path, dynamic_shapes=None, example_kwargs=None, *, buckets=None):
@@ -287,6 +288,9 @@ class Lowering(IRBuilder):
             low = rng["min"] if isinstance(rng["min"], int) else 0
             if low > rng["max"]:
                 raise RefusedError(f"dim {d} has the empty range [{low}, {rng['max']}]")
+            if low < 0 or rng["max"] > MAX_DIM:
+                raise RefusedError(f"dim {d} has the range [{low}, {rng['max']}]; cgc's dims lie "
+                                   f"in [0, 2^40]")
             self.dims[d] = {"name": d, "min": low, "max": rng["max"]}
         return d
 
