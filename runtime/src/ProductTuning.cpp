@@ -45,13 +45,12 @@ bool tuningEnabled() {
   return !value || std::strcmp(value, "0") != 0;
 }
 
-int64_t elementBytes(const std::string &dtype) { return dtype == "f32" ? 4 : 2; }
-
 /// Bytes a (possibly strided-batched) column-major matrix of \p cols
 /// columns with leading dimension \p ld spans.
 uint64_t matrixBytes(const ProductDesc &p, int64_t ld, int64_t cols,
                      int64_t stride) {
-  return uint64_t(((p.batch - 1) * stride + ld * cols) * elementBytes(p.dtype));
+  return uint64_t((p.batch - 1) * stride + ld * cols) *
+         cgc::format::dtypeSize(p.dtype);
 }
 
 /// What makes two products time alike.
@@ -80,8 +79,7 @@ struct Scratch {
   uint64_t evictBytes = 0;
   explicit Scratch(const Driver &drv) : drv(drv) {}
   ~Scratch() {
-    for (CUdeviceptr b : buffers)
-      drv.cuMemFree(b);
+    releaseBuffers();
     if (start)
       drv.cuEventDestroy(start);
     if (stop)
@@ -90,6 +88,12 @@ struct Scratch {
       drv.cuStreamDestroy(stream);
     if (evict)
       drv.cuMemFree(evict);
+  }
+  /// Frees the operands of the product just timed.
+  void releaseBuffers() {
+    for (CUdeviceptr b : buffers)
+      drv.cuMemFree(b);
+    buffers.clear();
   }
   /// A zeroed buffer of at least \p bytes (256-aligned, as regions are).
   cgc_status allocate(uint64_t bytes, CUdeviceptr &out) {
@@ -115,7 +119,7 @@ cgc_status allocateOperands(const ProductDesc &p, Scratch &s, Operands &o) {
     return st;
   if (p.hasBias())
     if (cgc_status st = s.allocate(uint64_t(std::max(p.m, p.n)) *
-                                       uint64_t(elementBytes(p.dtype)),
+                                       cgc::format::dtypeSize(p.dtype),
                                    o.bias))
       return st;
   if (p.workspaceBytes)
@@ -198,10 +202,7 @@ cgc_status tuneProduct(cgc_engine_s &e, size_t index, Scratch &s) {
   }
   if (desc)
     e.lt->cublasLtMatmulDescDestroy(desc);
-  // The scratch of this product is not needed by the next one.
-  for (CUdeviceptr b : s.buffers)
-    e.drv->cuMemFree(b);
-  s.buffers.clear();
+  s.releaseBuffers(); // the next product allocates its own
   return st;
 }
 
