@@ -450,7 +450,9 @@ bool GraphReader::checkWeights(Graph &g) {
 bool GraphReader::readSourceNames(const Json &j, Graph &g) {
   if (!ctx.expectObject(j, "/source_names", "'source_names'"))
     return false;
-  for (const auto &[name, source] : j.items()) {
+  for (const auto &item : j.items()) {
+    const std::string &name = item.key();
+    const Json &source = item.value();
     std::string p = "/source_names/" + name;
     bool known = llvm::any_of(g.inputs(), [&](const GraphInput &in) {
                    return in.value->getName() == name;
