@@ -29,8 +29,10 @@
 // it and the output returned through a `pack_padded`, kernels that read
 // the real extents on the device (axis 0 alone needs neither: its real
 // rows come first either way).
+// A reshape that only inserts or drops unit dims moves no element.
 // Refused with a located error, saying why: a reshape that moves a
-// symbolic axis, dropout of a tensor padded after axis 0 (its masks would
+// symbolic axis (unit dims aside), a gather along a symbolic axis
+// (negative and out-of-range indices would read padding), dropout of a tensor padded after axis 0 (its masks would
 // differ from the unpadded tensor's), control flow and sync points over
 // padded tensors.
 // Requires: a verified graph, before shape-infer binds its dims.
@@ -309,21 +311,30 @@ void PadDynamicShapesPass::rewriteLayerNorm(Node &n, unsigned axis) {
   replaced.push_back(&n);
 }
 
-/// A reshape keeps every padded axis where it was: the dims up to the last
-/// symbolic one are the same before and after.
+/// A reshape keeps every padded axis where it was: unit dims aside, the
+/// dims up to the last symbolic one are the same before and after.
 bool PadDynamicShapesPass::reshapeKeepsAxes(const Node &n) const {
-  const TensorType &in = n.operand(0)->getType(), &out = n.result()->getType();
+  // Unit dims place no element: the shapes compare without them.
+  auto withoutUnits = [](const TensorType &t) {
+    std::vector<Dim> dims;
+    for (Dim d : t.dims)
+      if (!d.isStatic() || d.extent() != 1)
+        dims.push_back(d);
+    return dims;
+  };
+  std::vector<Dim> in = withoutUnits(n.operand(0)->getType()),
+                   out = withoutUnits(n.result()->getType());
   unsigned last = 0;
   bool any = false;
-  for (unsigned a = 0; a < in.rank(); ++a)
-    if (padded(in.dims[a]))
+  for (unsigned a = 0; a < in.size(); ++a)
+    if (padded(in[a]))
       last = a, any = true;
   if (!any)
     return true;
-  if (out.rank() <= last)
+  if (out.size() <= last)
     return false;
   for (unsigned a = 0; a <= last; ++a)
-    if (in.dims[a] != out.dims[a])
+    if (in[a] != out[a])
       return false;
   return true;
 }

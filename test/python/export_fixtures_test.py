@@ -167,6 +167,22 @@ def check_unmapped_listed(fixtures):
     return "lowered a record with unmapped calls"
 
 
+def check_slice_past_max(fixtures):
+    """'' if a slice to a dynamic size that would read past its static dim
+    at the size's max is refused, saying so: hf_bert_dynamic (positions
+    sliced to `seq` from a buffer of 64) with `seq` allowed up to 100."""
+    with open(os.path.join(fixtures, "hf_bert_dynamic", "program.json")) as f:
+        record = json.load(f)
+    weights = read_safetensors(os.path.join(fixtures, "hf_bert_dynamic", "weights.safetensors"))
+    record["range_constraints"]["seq"]["max"] = 100
+    try:
+        lower_record(record, weights, os.devnull)
+    except RefusedError as e:
+        want = "at the max of seq (100): give seq a max the dim holds"
+        return "" if want in str(e) else f"refused with: {e}; expected: {want}"
+    return "lowered a slice reading past its dim at the size's max"
+
+
 def merged_view_record(order):
     """A record as torch.export writes GPT-2's Conv1D over a dynamic batch
     and sequence: x [batch, seq, 4] viewed as [batch*seq, 4], addmm'd with
@@ -284,6 +300,10 @@ def main():
     problem = check_unmapped_listed(args.fixtures)
     print(f"FAIL unmapped calls: {problem}" if problem else
           "OK unmapped calls: every one named in one refusal")
+    failed += bool(problem)
+    problem = check_slice_past_max(args.fixtures)
+    print(f"FAIL slice past max: {problem}" if problem else
+          "OK slice past max: a slice to a dynamic size past its dim refused")
     failed += bool(problem)
     with tempfile.TemporaryDirectory(prefix="cgc-export-declared-") as scratch:
         problem = check_declared_types(args.fixtures, args.cgc_opt, scratch)

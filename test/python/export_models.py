@@ -134,6 +134,10 @@ def refusals(torch):
         def forward(self, x):
             return x[:, -1]
 
+    class CrossIndex(nn.Module):  # index tensors varying along the same axes
+        def forward(self, x, rows, cols):
+            return x[rows, cols]
+
     gen = torch.Generator().manual_seed(1)
     x = torch.randn(3, 4, generator=gen)
     yield "sort", Sorts().eval(), (x,), None, refusal(
@@ -161,6 +165,13 @@ def refusals(torch):
         ({1: torch.export.Dim("seq", min=2, max=8)},), refusal(
             LastToken, "node 'select' (select.int): an index from the end of dynamic dim seq "
             "(cgc indexes a dynamic dim from its start)")
+    batch = torch.export.Dim("batch", min=2, max=8)
+    index = torch.randint(0, 3, (3, 2), generator=gen)
+    yield "index_not_orthogonal", CrossIndex().eval(), (x, index, index), \
+        ({0: batch}, {0: batch}, {0: batch}), refusal(
+            CrossIndex, "node 'index' (index.Tensor): advanced indexing of a dynamic dim by "
+            "index tensors of shapes [['batch', 2], ['batch', 2]] (cgc indexes a dynamic dim "
+            "only by orthogonal indices, each varying along its own axis)")
 
 
 def refusal(cls, text):
@@ -263,3 +274,40 @@ def keyword_models(torch):
     gpt2 = transformers.GPT2Config(n_embd=32, n_layer=2, n_head=4, vocab_size=vocab,
                                    n_positions=64, use_cache=False)
     yield "hf_gpt2", transformers.GPT2Model(gpt2), (), tokens(2)
+
+
+def dynamic_keyword_models(torch):
+    """(name, module, runs, dynamic_shapes) of the zoo's transformer
+    families at tiny configs called with keywords over a dynamic batch and
+    sequence (torch.export.Dim "batch" and "seq"): `runs` are the example
+    call's kwargs and a second call's at another batch and sequence (the
+    first is what the export traces). Needs transformers; yields nothing
+    without it."""
+    try:
+        import transformers
+    except ImportError:
+        return
+    gen = torch.Generator().manual_seed(3)
+    vocab = 100
+
+    def tokens(batch, seq, token_types=False):
+        ids = torch.randint(1, vocab, (batch, seq), generator=gen)
+        mask = torch.ones(batch, seq, dtype=torch.long)
+        mask[-1, seq - 2:] = 0  # the last row padded
+        kwargs = {"input_ids": ids, "attention_mask": mask}
+        if token_types:
+            kwargs["token_type_ids"] = (torch.arange(seq) >= seq // 2).long().expand(batch, seq)
+        return kwargs
+
+    batch, seq = torch.export.Dim("batch", min=1, max=4), torch.export.Dim("seq", min=2, max=16)
+    tiny = dict(hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                num_attention_heads=4, vocab_size=vocab, max_position_embeddings=64)
+    gpt2 = dict(n_embd=32, n_layer=2, n_head=4, vocab_size=vocab, n_positions=64,
+                use_cache=False)
+    for name, model, config, kwargs, token_types in (
+            ("hf_bert_dynamic", "BertModel", "BertConfig", tiny, True),
+            ("hf_gpt2_dynamic", "GPT2Model", "GPT2Config", gpt2, False)):
+        module = getattr(transformers, model)(getattr(transformers, config)(**kwargs))
+        runs = [tokens(2, 12, token_types), tokens(3, 7, token_types)]
+        dynamic = {k: {0: batch, 1: seq} for k in runs[0]}
+        yield name, module, runs, dynamic

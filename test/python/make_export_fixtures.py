@@ -10,13 +10,16 @@ cgc.export's lowering on without PyTorch: each module of export_models.py
   io.safetensors        inputs and PyTorch's outputs (CPU): run0.in.<input>,
                         run0.out.<output>, by the record's names; a module
                         with dynamic_shapes (its batch on axis 0 of float
-                        inputs) also runs at batch 3, as run1
+                        inputs) also runs at batch 3, as run1; a dynamic
+                        keyword model (export_models.dynamic_keyword_models)
+                        runs its second call as run1
   expect.json           {"dims": the names of the module's Dims} or, for
                         export_models.refusals, {"refusal": the text}
 
 Needs PyTorch (CPU). Rerun it after changing export_models.py or
-torch/capture.py and commit the folder: the output is the same on every
-run of one PyTorch version.
+torch/capture.py and commit the folder: the records are the same on every
+run of one PyTorch version (PyTorch's outputs may differ in their last
+bits between CPUs).
 
 Usage: PYTHONPATH=python make_export_fixtures.py [--out DIR]
 """
@@ -34,7 +37,7 @@ from cgc.torch.record import tensor_inputs, tensor_outputs
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from export_models import keyword_models, models, refusals  # noqa: E402
+from export_models import dynamic_keyword_models, keyword_models, models, refusals  # noqa: E402
 
 SECOND_BATCH = 3
 
@@ -60,10 +63,11 @@ def run_io(record, module, runs):
     return io
 
 
-def keyword_io(record, module, signature, args, kwargs):
-    """run_io's arrays for a call with keywords: the graph's inputs in the
-    record's order (the signature flattens the call as the export did), the
-    outputs as the module's result flattened (pytree order)."""
+def keyword_io(record, module, signature, args, kwargs, run=0):
+    """run_io's arrays for a call with keywords (as run `run`): the graph's
+    inputs in the record's order (the signature flattens the call as the
+    export did), the outputs as the module's result flattened (pytree
+    order)."""
     from torch.utils import _pytree
     inputs, outputs = tensor_inputs(record), tensor_outputs(record)
     with torch.no_grad():
@@ -73,8 +77,8 @@ def keyword_io(record, module, signature, args, kwargs):
     if len(tensors) != len(inputs) or len(results) != len(outputs):
         raise ValueError(f"{record['module']}: {len(tensors)} tensor inputs and {len(results)} "
                          f"outputs, the record {len(inputs)} and {len(outputs)}")
-    io = {f"run0.in.{name}": t.numpy() for name, t in zip(inputs, tensors)}
-    io.update({f"run0.out.{name}": t.numpy() for name, t in zip(outputs, results)})
+    io = {f"run{run}.in.{name}": t.numpy() for name, t in zip(inputs, tensors)}
+    io.update({f"run{run}.out.{name}": t.numpy() for name, t in zip(outputs, results)})
     return io
 
 
@@ -118,6 +122,20 @@ def main():
             continue
         write_fixture(os.path.join(args.out, name), record, weights, io, {"dims": []})
         print(f"{name}: {len(record['nodes'])} nodes, called with keywords {sorted(kwargs)}")
+    for name, module, runs, dynamic in dynamic_keyword_models(torch):
+        module.eval()
+        try:
+            record, weights, signature = capture_program(module, (), dynamic, runs[0])
+            io = {}
+            for k, kwargs in enumerate(runs):
+                io.update(keyword_io(record, module, signature, (), kwargs, run=k))
+        except Exception as e:  # noqa: BLE001 - said, then the run fails
+            print(f"{name}: FAILED: {type(e).__name__}: {e}")
+            failed.append(name)
+            continue
+        dims = sorted({dim.__name__ for spec in dynamic.values() for dim in spec.values()})
+        write_fixture(os.path.join(args.out, name), record, weights, io, {"dims": dims})
+        print(f"{name}: {len(record['nodes'])} nodes, {len(runs)} runs over {dims}")
     for name, module, example, dynamic, refusal in refusals(torch):
         record, weights = capture(module, example, dynamic)
         write_fixture(os.path.join(args.out, name), record, weights, None, {"refusal": refusal})

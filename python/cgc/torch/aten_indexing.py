@@ -66,8 +66,8 @@ def squeeze_dims(e, n):
 def index_tensor(e, n):
     """x[i0, i1, ...] with integer index tensors (None: a whole dim), as
     NumPy's advanced indexing: the indexed dims move first (or stay in
-    place where they are adjacent), flattened into one that a `gather`
-    reads at the linear index sum(i_k * stride_k)."""
+    place where they are adjacent), read by `linear_gather` where they
+    are static, else by `orthogonal_gathers`."""
     x, indices = n.args[0], list(n.args[1])
     shape = e.shape(x)
     rank = len(shape)
@@ -85,16 +85,13 @@ def index_tensor(e, n):
     source = e.operand(x)
     if indexed + rest != list(range(rank)):
         source = e.op("transpose", [source], {"perm": indexed + rest})
-    extents = static_extents(e, [shape[k] for k in indexed], "advanced indexing")
-    linear, stride = None, 1
-    for k, extent in reversed(list(zip(indexed, extents))):
-        term = wrapped_index(e, indices[k], extent)
-        if stride != 1:
-            term = e.op("mul", [term, e.scalar(stride, "i64")])
-        linear = term if linear is None else e.op("add", [term, linear])
-        stride *= extent
-    source = e.op("reshape", [source], {"shape": [stride] + [shape[k] for k in rest]})
-    out = e.op("gather", [source, linear], {"axis": 0})
+    index_list = [indices[k] for k in indexed]
+    if all(isinstance(shape[k], int) for k in indexed):
+        out = linear_gather(e, source, index_list, [shape[k] for k in indexed],
+                            [shape[k] for k in rest])
+    else:
+        out = orthogonal_gathers(e, source, index_list, [shape[k] for k in indexed],
+                                 [shape[k] for k in rest])
     adjacent = indexed == list(range(indexed[0], indexed[-1] + 1))
     if adjacent and indexed[0] > 0:  # The index dims stay where the indexed ones were.
         width = len(e.shape(n)) - len(rest)
@@ -103,6 +100,85 @@ def index_tensor(e, n):
             list(range(width + before, width + len(rest)))
         out = e.op("transpose", [out], {"perm": perm})
     return e.op("reshape", [out], {"shape": e.shape(n)}, name=n.name)
+
+
+def linear_gather(e, source, index_list, extents, rest):
+    """source (indexed dims first, static) flattened over its indexed dims,
+    gathered at the linear index sum(i_k * stride_k): the index's
+    broadcast shape, then the rest."""
+    linear, stride = None, 1
+    for index, extent in reversed(list(zip(index_list, extents))):
+        term = wrapped_index(e, index, extent)
+        if stride != 1:
+            term = e.op("mul", [term, e.scalar(stride, "i64")])
+        linear = term if linear is None else e.op("add", [term, linear])
+        stride *= extent
+    source = e.op("reshape", [source], {"shape": [stride] + rest})
+    return e.op("gather", [source, linear], {"axis": 0})
+
+
+def orthogonal_gathers(e, source, index_list, dims, rest):
+    """The indexing where an indexed dim is dynamic (no static stride):
+    possible when the index tensors are orthogonal, each varying along at
+    most one axis of their broadcast shape and no two along the same one
+    (`mask[arange(b)[:, None], arange(s)[None, :]]`, as transformers'
+    masks index). One `gather` per index along its dim `dims[k]` (gather
+    wraps a negative index; none for an arange over the whole dim), then the gathered dims ordered by their axis and
+    reshaped into the broadcast shape; the rest follow."""
+    shapes = [e.shape(i) for i in index_list]
+    width = max(len(s) for s in shapes)
+    axes = []
+    for index, ishape in zip(index_list, shapes):
+        varying = [width - len(ishape) + a for a, d in enumerate(ishape) if d != 1]
+        if len(varying) > 1 or set(varying) & set(axes):
+            raise RefusedError(f"advanced indexing of a dynamic dim by index tensors of shapes "
+                               f"{shapes} (cgc indexes a dynamic dim only by orthogonal "
+                               "indices, each varying along its own axis)")
+        axes.append(varying[0] if varying else None)
+    out = source
+    for k, (index, ishape, axis) in enumerate(zip(index_list, shapes, axes)):
+        extent = ishape[axis - (width - len(ishape))] if axis is not None else 1
+        if extent == dims[k] and whole_range(e, index, extent):
+            continue  # arange over the whole dim: it stays as it is.
+        flat = e.op("reshape", [e.as_dtype(index, "i64")], {"shape": [extent]})
+        out = e.op("gather", [out, flat], {"axis": k})
+    order = sorted(range(len(axes)), key=lambda k: (axes[k] is None, axes[k] or 0, k))
+    if order != list(range(len(axes))):
+        out = e.op("transpose", [out], {"perm": order + list(range(len(axes),
+                                                                   len(axes) + len(rest)))})
+    broadcast = [1] * width
+    for index, ishape, axis in zip(index_list, shapes, axes):
+        if axis is not None:
+            broadcast[axis] = ishape[axis - (width - len(ishape))]
+    return e.op("reshape", [out], {"shape": broadcast + rest})
+
+
+# Record ops that keep an integer range's values in order.
+RANGE_KEEPING = ("aten.unsqueeze.default", "aten.view.default", "aten.reshape.default",
+                 "aten.alias.default", "aten.clone.default", "aten._to_copy.default")
+
+
+def whole_range(e, index, extent):
+    """Whether the record node `index` holds 0, 1, ..., extent - 1 in
+    order: an integer arange from 0 by 1 over `extent`, through views
+    (one varying axis, checked by the caller), copies and `+ 0`
+    (transformers' `arange(kv_length) + kv_offset`)."""
+    n = index
+    while isinstance(n, RecordNode) and e.dtype(n) in INTEGERS:
+        if n.target in RANGE_KEEPING:
+            n = n.args[0]
+        elif n.target == "aten.add.Tensor" and len(n.args) == 2 and n.args[1] == 0 and \
+                not isinstance(n.args[1], bool):
+            n = n.args[0]
+        elif n.target.startswith("aten.arange"):
+            args = list(n.args)
+            start = args[0] if len(args) >= 2 else 0
+            step = args[2] if len(args) >= 3 else n.kwargs.get("step", 1)
+            return start == 0 and step == 1 and not isinstance(start, bool) and \
+                e.shape(n) == [extent]
+        else:
+            return False
+    return False
 
 
 @aten("gather")
@@ -174,6 +250,7 @@ def constant_pad_nd(e, n):
     value = n.args[2] if len(n.args) > 2 else n.kwargs.get("value", 0)
     dtype = e.dtype(x)
     out, shape = e.operand(x), list(e.shape(x))
+    check_padded_shape(shape, [number(p, "a pad") for p in pads], e.shape(n))
     for k in range(len(pads) // 2):
         axis = len(shape) - 1 - k
         before, after = number(pads[2 * k], "a pad"), number(pads[2 * k + 1], "a pad")
@@ -198,6 +275,22 @@ def constant_pad_nd(e, n):
             if isinstance(shape[axis], int):
                 shape[axis] += max(before, 0) + max(after, 0)
     return e.op("reshape", [out], {"shape": e.shape(n)}, name=n.name)
+
+
+def check_padded_shape(shape, pads, recorded):
+    """Refuses pads (last dim first, before and after) that do not give
+    the recorded shape on the static dims (before any `fill` is sized)."""
+    if len(pads) % 2 or len(pads) // 2 > len(shape) or len(recorded) != len(shape):
+        raise RefusedError(f"pads {pads} of a tensor of shape {shape}")
+    want = list(shape)
+    for k in range(len(pads) // 2):
+        axis = len(shape) - 1 - k
+        if isinstance(want[axis], int):
+            want[axis] += pads[2 * k] + pads[2 * k + 1]
+    for got, expected in zip(want, recorded):
+        if isinstance(got, int) and got != expected:
+            raise RefusedError(f"pads {pads} of shape {shape} give {want}, not the recorded "
+                               f"shape {recorded}")
 
 
 def bitwise(op):

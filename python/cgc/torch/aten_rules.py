@@ -6,7 +6,7 @@ import math
 
 from ..ir_builder import json_number, registrar
 from ..errors import RefusedError
-from .record import RecordNode, TorchValue
+from .record import RecordNode, Sym, TorchValue
 
 ATEN = {}
 # Overloads a rule registered under the base name takes; any other (such
@@ -357,16 +357,52 @@ def cat(e, n):
 @aten("slice")
 def slice_(e, n):
     x, dim = n.args[0], n.args[1] if len(n.args) > 1 else 0
-    start, end, step = (n.args[k] if len(n.args) > k and n.args[k] is not None else default
-                        for k, default in ((2, 0), (3, 2 ** 62), (4, 1)))
+    start, end, step = (size_text(e, n.args[k]) if len(n.args) > k and n.args[k] is not None
+                        else default for k, default in ((2, 0), (3, 2 ** 62), (4, 1)))
+    dim = int(dim) % len(e.shape(x))
+    if isinstance(end, str) and isinstance(start, int) and isinstance(step, int):
+        return slice_to_size(e, n, x, dim, start, end, step)
     if not all(isinstance(v, int) for v in (start, end, step)):
         raise RefusedError("a slice bound computed when the graph runs (from a symbolic size)")
-    extent = e.shape(x)[int(dim) % len(e.shape(x))]
+    extent = e.shape(x)[dim]
     if not isinstance(extent, int) and (start < 0 or end < 0):
         raise RefusedError(f"a slice from the end of dynamic dim {extent} (cgc slices a dynamic "
                            "dim from its start)")
     return e.op("slice", [e.operand(x)], {"starts": [start], "ends": [min(end, 2 ** 62)],
-                                          "axes": [int(dim)], "steps": [step]}, name=n.name)
+                                          "axes": [dim], "steps": [step]}, name=n.name)
+
+
+def size_text(e, value):
+    """A slice bound as a number, or as the text of the size it reads
+    (a dim's name, or an expression of dims)."""
+    if isinstance(value, RecordNode) and value.name in e.sizes:
+        return e.sizes[value.name]
+    return value.expr if isinstance(value, Sym) else value
+
+
+def slice_to_size(e, n, x, dim, start, end, step):
+    """x[start:end:step] along `dim` where `end` is a symbolic size (BERT's
+    `position_ids[:, :seq_length]`): the whole dim where it is that dim
+    from 0; from a static dim, a `gather` at start + step * iota over the
+    result's extent, refused unless the dim holds the range at its max (no
+    clamping happens when the graph runs)."""
+    extent, result = e.shape(x)[dim], e.shape(n)[dim]
+    if extent == result and start == 0 and step == 1:
+        return e.operand(x)
+    if not isinstance(extent, int) or not isinstance(result, str) or start < 0 or step <= 0:
+        raise RefusedError(f"a slice [{start}:{end}:{step}] of dim {extent} into {result} (cgc "
+                           "slices to a symbolic end from a static dim, or a whole dynamic dim)")
+    last = start + step * (e.dims[result]["max"] - 1)
+    if last >= extent:
+        raise RefusedError(f"a slice [{start}:{end}:{step}] of a dim of extent {extent} reads "
+                           f"index {last} at the max of {result} ({e.dims[result]['max']}): "
+                           f"give {result} a max the dim holds")
+    index = e.op("iota", [], {"dtype": "i64", "shape": [result], "axis": 0})
+    if step != 1:
+        index = e.op("mul", [index, e.scalar(step, "i64")])
+    if start != 0:
+        index = e.op("add", [index, e.scalar(start, "i64")])
+    return e.op("gather", [e.operand(x), index], {"axis": dim}, name=n.name)
 
 
 @aten("split_with_sizes", "split")
