@@ -111,6 +111,7 @@ static bool emitKernel(const Node &node, Kernel &kernel) {
   case Loss: emitLoss(node, kernel); return true;
   case Movement: emitMovement(node, kernel); return true;
   case SyncPoint: return false;
+  case Attention: return false; // expand-attention writes it out first.
   case ControlFlow:
     llvm_unreachable("if and while lower to conditional steps, not kernels");
   }

@@ -229,9 +229,18 @@ static bool hasSymbolicDims(const Graph &model) {
   return false;
 }
 
+/// The passes that run once on the whole model before any other, so that
+/// autodiff, eval-mode and pad-dynamic-shapes see only the ops they know.
+static bool prepareModel(Graph &model, DiagnosticEngine &diag) {
+  PassManager pm;
+  PassContext ctx{diag, {}};
+  return pm.addPipeline("expand-attention", diag) &&
+         pm.run(model, ctx, llvm::nulls());
+}
+
 bool cgc::lowerModel(Graph &model, const CompileOptions &requested,
                      Compilation &out, DiagnosticEngine &diag) {
-  if (!checkBindings(model, requested, diag))
+  if (!checkBindings(model, requested, diag) || !prepareModel(model, diag))
     return false;
   out.program.allowTf32 = requested.allowTf32;
   out.program.batchKernels = requested.fuse;

@@ -49,6 +49,7 @@ private:
   bool reduction(Types &out);
   bool matmul(Types &out);
   bool linear(Types &out);
+  bool attention(Types &out);
   bool transpose(Types &out);
   bool reshape(Types &out);
   bool broadcastTo(Types &out);

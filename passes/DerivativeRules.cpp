@@ -293,6 +293,7 @@ bool cgc::operandAdjoints(const Node &n, Value *g, ValueBuilder &gb,
   case OpKind::PackPadded: case OpKind::If: case OpKind::While: case OpKind::Fusion:
   case OpKind::ProductFusion: case OpKind::RowFusion:
   case OpKind::NonZero: case OpKind::MaskedSelect: case OpKind::Item:
+  case OpKind::Attention: // expand-attention writes it out before autodiff.
     why = "no derivative rule for " + mnemonic(n.getOp()).str() + " yet";
     return false;
   case OpKind::LogicalNot: case OpKind::Eq: case OpKind::Ne: case OpKind::Lt:

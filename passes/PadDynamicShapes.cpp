@@ -20,6 +20,8 @@
 // Indices in the padding of gather, embedding and one_hot need no mask:
 // whatever they hold reads 0 or some row (out-of-range indices give 0),
 // which lands in the padding of the result.
+//   - attention over a symbolic key axis: k and v padding becomes 0 and the
+//     keys' validity joins its mask;
 //   - layernorm normalizing over a symbolic axis: written out as its masked
 //     mean and variance over the real count (in f32), then the affine map;
 // The caller's tensors hold their real elements packed (contiguous in the
@@ -81,6 +83,7 @@ private:
   void rewriteCrossEntropy(Node &n);
   void rewriteLayerNorm(Node &n, unsigned axis);
   bool reshapeKeepsAxes(const Node &n) const;
+  bool rewriteAttention(Node &n, std::string &why);
 
   Graph *g = nullptr;
   ValueBuilder *gb = nullptr;
@@ -311,6 +314,37 @@ void PadDynamicShapesPass::rewriteLayerNorm(Node &n, unsigned axis) {
   replaced.push_back(&n);
 }
 
+/// attention over a padded key axis keeps only the real keys: k and v
+/// read zeros in their padding, and the keys' validity becomes the mask,
+/// or is and-ed into a bool mask, or makes an additive mask -inf there. Padded query rows give padded
+/// result rows; a padded contracted width is refused.
+bool PadDynamicShapesPass::rewriteAttention(Node &n, std::string &why) {
+  const TensorType &q = n.operand(0)->getType(), &k = n.operand(1)->getType();
+  unsigned rank = q.rank();
+  if (padded(q.dims[rank - 1]))
+    return why = "attention over a symbolic width (the padding would enter "
+                 "every score)",
+           false;
+  Dim keys = k.dims[rank - 2];
+  if (!padded(keys))
+    return true;
+  // Zero padded keys and values: the poison there would reach the real
+  // rows through NaN scores and 0 * NaN.
+  n.setOperand(1, masked(n.operand(1), {rank - 2}, 0));
+  n.setOperand(2, masked(n.operand(2), {rank - 2}, 0));
+  Value *valid = validAlong(keys, rank - 1, rank);
+  if (n.numOperands() < 4) {
+    n.addOperand(valid);
+    return true;
+  }
+  Value *mask = n.operand(3);
+  n.setOperand(3, mask->getType().dtype == DType::Bool
+                      ? gb->op(OpKind::LogicalAnd, {mask, valid})
+                      : gb->where(valid, mask,
+                                  gb->fill(-INFINITY, mask->getType().dtype)));
+  return true;
+}
+
 /// A reshape keeps every padded axis where it was: unit dims aside, the
 /// dims up to the last symbolic one are the same before and after.
 bool PadDynamicShapesPass::reshapeKeepsAxes(const Node &n) const {
@@ -469,6 +503,8 @@ bool PadDynamicShapesPass::rewrite(Node &n, std::string &why) {
                      "(its masks would differ from the unpadded tensor's)",
                false;
     return true;
+  case Attention:
+    return rewriteAttention(n, why);
   case SyncPoint: case ControlFlow: case Fused:
     why = mnemonic(n.getOp()).str() + " of a tensor with a symbolic dim";
     return false;

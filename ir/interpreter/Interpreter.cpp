@@ -187,6 +187,7 @@ std::vector<Tensor> Runner::runNode(const Node &node, const Operands &in) {
   case Reduction: return {evalReduction(node, in)};
   case Scan: return {evalScan(node, in)};
   case MatMul: return {evalMatMul(node, in)};
+  case Attention: return {evalAttention(node, in)};
   case Movement: return {evalMovement(node, in, env)};
   case Normalization: case Loss: case Random: return {evalNN(node, in)};
   case SyncPoint: return {evalSyncPoint(node, in)};

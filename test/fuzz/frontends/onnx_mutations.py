@@ -89,6 +89,14 @@ def mutate_dtype(model, rng):
     return f"type of '{vi.name}' set to {elem}"
 
 
+def edge_of(dtype, rng):
+    """The lowest or highest value of an integer or bool `dtype`."""
+    if dtype.kind == "b":
+        return rng.choice((False, True))
+    info = np.iinfo(dtype)
+    return rng.choice((info.min, info.max))
+
+
 def mutate_tensor_values(t, rng):
     from onnx import numpy_helper
     try:
@@ -104,8 +112,8 @@ def mutate_tensor_values(t, rng):
         with np.errstate(all="ignore"):
             try:
                 flat[rng.randrange(flat.size)] = rng.choice(edges)
-            except (OverflowError, ValueError):
-                flat[rng.randrange(flat.size)] = -1
+            except (OverflowError, ValueError):  # past the dtype (unsigned, narrow)
+                flat[rng.randrange(flat.size)] = edge_of(array.dtype, rng)
     elif choice == 1:  # another shape, the same data
         if array.size:
             array = array.reshape(-1)

@@ -31,7 +31,7 @@ from onnx_mutations import mutate
 
 CLI_EVERY = 25
 EQUIVALENCE_EVERY = 4
-DEFAULT_PIPELINE = ("shape-infer,canonicalize,remove-sync-points,cse,dce,fuse-epilogue,"
+DEFAULT_PIPELINE = ("expand-attention,shape-infer,canonicalize,remove-sync-points,cse,dce,fuse-epilogue,"
                     "fuse-rows,fuse-elementwise,schedule,plan-memory")
 def hand_built(onnx):
     """Small multi-node graphs the other seeds lack."""

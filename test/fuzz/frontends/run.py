@@ -126,7 +126,11 @@ def fuzz(args):
                                       time.monotonic() - start > args.seconds):
                 break
             rng = fuzzlib.case_rng(seed, index)
-            data, description = target.generate(rng)
+            try:
+                data, description = target.generate(rng)
+            except Exception as e:  # the fuzzer's own bug: say which case to rerun
+                raise RuntimeError(f"the {args.target} generator failed at seed {seed} case "
+                                   f"{index}: {type(e).__name__}: {e}") from e
             where = f"seed {seed} case {index} ({description})"
             if args.verbose:
                 print(where, flush=True)
