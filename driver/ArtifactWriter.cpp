@@ -293,15 +293,13 @@ bool ManifestBuilder::addInputs(fmt::Manifest &m,
       if (!referToWeights(in, t))
         return false;
     } else if (in.init.source != Initializer::Source::None) {
-      std::vector<Element> values;
+      std::vector<uint8_t> bytes;
       std::string error;
-      if (!initialValue(model, in, values, error, &weightsCache)) {
+      if (!initialBytes(model, in, bytes, error, &weightsCache)) {
         diag.error(in.loc, "input '" + in.value->getName() + "': " + error);
         return false;
       }
-      appendBlob(weights, t,
-                 encodeTensorData(in.value->getType().dtype, t.shape, values)
-                     .bytes);
+      appendBlob(weights, t, bytes);
     }
     m.state.push_back(std::move(t));
   }
@@ -523,7 +521,9 @@ bool cgc::writeArtifact(const Graph &model, const Compilation &compilation,
   bytes = fmt::serializeArtifact(m, blobs);
   fmt::Artifact check;
   std::string error;
-  if (!fmt::parseArtifact(bytes.data(), bytes.size(), check, error)) {
+  // The structure is checked; the checksum was summed over these bytes.
+  if (!fmt::parseArtifact(bytes.data(), bytes.size(), check, error,
+                          /*verifyChecksum=*/false)) {
     diag.error({}, "internal error: the generated artifact is invalid: " +
                        error);
     return false;

@@ -252,9 +252,11 @@ std::vector<uint8_t> serializeArtifact(const Manifest &manifest,
                                        const BlobList &blobs);
 
 /// Parses and validates a .cgc image. Never crashes on corrupt input; on
-/// failure returns false with a one-line reason in \p error.
+/// failure returns false with a one-line reason in \p error. Without
+/// \p verifyChecksum the checksum is not recomputed (for the writer's own
+/// check of an image serializeArtifact has just summed).
 bool parseArtifact(const uint8_t *data, size_t size, Artifact &out,
-                   std::string &error);
+                   std::string &error, bool verifyChecksum = true);
 
 /// Reads a file and parses it.
 bool loadArtifactFile(const std::string &path, Artifact &out,

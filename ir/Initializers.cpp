@@ -335,6 +335,26 @@ format::TensorData cgc::encodeTensorData(DType dtype,
   return t;
 }
 
+/// The tensor \p in reads from its graph's weights file (parsed into
+/// \p tensors once), or null after setting \p error.
+static const format::TensorData *weightsTensor(const Graph &graph,
+                                               const GraphInput &in,
+                                               format::TensorMap &tensors,
+                                               std::string &error) {
+  if (tensors.empty() &&
+      !format::readSafetensors(graph.root().weightsPath, tensors, error)) {
+    error = "cannot read weights file '" + graph.root().weightsFile +
+            "': " + error;
+    return nullptr;
+  }
+  auto it = tensors.find(in.init.tensor);
+  if (it == tensors.end()) {
+    error = "tensor '" + in.init.tensor + "' is not in the weights file";
+    return nullptr;
+  }
+  return &it->second;
+}
+
 bool cgc::initialValue(const Graph &graph, const GraphInput &in,
                        std::vector<Element> &out, std::string &error,
                        format::TensorMap *cache) {
@@ -348,26 +368,44 @@ bool cgc::initialValue(const Graph &graph, const GraphInput &in,
     return true;
   }
   format::TensorMap local;
-  format::TensorMap &tensors = cache ? *cache : local;
-  if (tensors.empty() &&
-      !format::readSafetensors(graph.root().weightsPath, tensors, error)) {
-    error = "cannot read weights file '" + graph.root().weightsFile +
-            "': " + error;
-    return false;
-  }
-  auto it = tensors.find(in.init.tensor);
-  if (it == tensors.end()) {
-    error = "tensor '" + in.init.tensor + "' is not in the weights file";
-    return false;
-  }
-  if (!decodeTensorData(it->second, out, error))
+  const format::TensorData *data =
+      weightsTensor(graph, in, cache ? *cache : local, error);
+  if (!data || !decodeTensorData(*data, out, error))
     return false;
   if (int64_t(out.size()) != type.numElements()) {
     error = "tensor '" + in.init.tensor + "' has the wrong element count";
     return false;
   }
-  auto stored = parseDType(format::fromSafetensorsDtype(it->second.dtype));
+  auto stored = parseDType(format::fromSafetensorsDtype(data->dtype));
   for (Element &e : out)
     e = castElement(*stored, type.dtype, e);
+  return true;
+}
+
+bool cgc::initialBytes(const Graph &graph, const GraphInput &in,
+                       std::vector<uint8_t> &out, std::string &error,
+                       format::TensorMap *cache) {
+  const TensorType &type = in.value->getType();
+  if (in.init.source == Initializer::Source::Weights && type.isStatic() &&
+      type.dtype != DType::Bool) {
+    format::TensorMap local;
+    const format::TensorData *data =
+        weightsTensor(graph, in, cache ? *cache : local, error);
+    if (!data)
+      return false;
+    auto stored = parseDType(format::fromSafetensorsDtype(data->dtype));
+    if (stored == type.dtype &&
+        data->bytes.size() == size_t(type.numElements()) * dtypeSize(type.dtype)) {
+      out = data->bytes; // Already the artifact's little-endian layout.
+      return true;
+    }
+  }
+  std::vector<Element> values;
+  if (!initialValue(graph, in, values, error, cache))
+    return false;
+  std::vector<int64_t> shape;
+  for (Dim d : type.dims)
+    shape.push_back(d.extent());
+  out = encodeTensorData(type.dtype, shape, values).bytes;
   return true;
 }

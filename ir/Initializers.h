@@ -92,6 +92,13 @@ format::TensorData encodeTensorData(DType dtype,
 bool initialValue(const Graph &graph, const GraphInput &in,
                   std::vector<Element> &out, std::string &error,
                   format::TensorMap *cache = nullptr);
+/// The bytes of that initial value in its dtype's little-endian layout,
+/// as the artifact stores them: a weights tensor of the input's dtype
+/// (not bool, which is normalized to 0 and 1) copied as it is, any other
+/// through initialValue.
+bool initialBytes(const Graph &graph, const GraphInput &in,
+                  std::vector<uint8_t> &out, std::string &error,
+                  format::TensorMap *cache = nullptr);
 
 } // namespace cgc
 
