@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 #include "RunCommands.h"
 #include "cgc/cgc_runtime.h"
+#include "cgc/runtime.hpp"
 #include "format/ArtifactFormat.h"
 #include "format/FileIO.h"
 #include "format/WeightsFile.h"
@@ -123,6 +124,14 @@ TEST(RuntimeBasics, WeightsBesideAreCheckedAtLoad) {
   EXPECT_TRUE(s == CGC_OK || s == CGC_ERROR_NO_DEVICE) << cgc_last_error();
   cgc_engine_destroy(e);
   e = nullptr;
+  cgc::Engine wrapped; // The C++ wrapper says the same.
+  cgc::Status ws = cgc::Engine::loadMemoryWeights(f.bytes.data(), f.bytes.size(),
+                                                 f.weights, wrapped);
+  EXPECT_TRUE(ws.code == CGC_OK || ws.code == CGC_ERROR_NO_DEVICE) << ws.message;
+  EXPECT_EQ(cgc::Engine::loadMemoryWeights(f.bytes.data(), f.bytes.size(),
+                                           f.weights + ".missing", wrapped)
+                .code,
+            CGC_ERROR_IO);
   // From memory, nothing says where the file is.
   EXPECT_EQ(cgc_engine_load_memory(f.bytes.data(), f.bytes.size(), 0, &e),
             CGC_ERROR_INVALID_ARGUMENT);

@@ -52,6 +52,18 @@ public:
       out = Engine(e);
     return s;
   }
+  /// An artifact in memory whose weights stay in their own file (see
+  /// cgc_engine_load_memory_weights).
+  static Status loadMemoryWeights(const void *data, size_t size,
+                                  const std::string &weightsPath, Engine &out,
+                                  int device = 0) {
+    cgc_engine e = nullptr;
+    Status s = Status::from(cgc_engine_load_memory_weights(
+        data, size, weightsPath.c_str(), device, &e));
+    if (s)
+      out = Engine(e);
+    return s;
+  }
 
   cgc_engine get() const { return handle; }
   size_t numGraphs() const { return cgc_engine_num_graphs(handle); }
