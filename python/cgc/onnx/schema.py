@@ -47,12 +47,15 @@ def onnx_opset(model):
 def check_graph(graph, opset, outer, mapped=None):
     """`outer`: the names a subgraph sees from the graphs around it."""
     defined = set(outer)
-    defined.update(vi.name for vi in graph.input)
-    defined.update(t.name for t in graph.initializer)
-    defined.update(t.values.name for t in graph.sparse_initializer)
+    own = check_listed_once(graph)
+    defined.update(own)
     lengths = declared_lengths(graph)
     for index, node in enumerate(graph.node):
         label = node_label(node, index)
+        for name in filter(None, node.output):  # ("": an optional output left out)
+            if name in own:
+                raise RefusedError(f"{label}: output '{shown(name)}' is defined before it")
+            own.add(name)
         check_node(node, opset, label, mapped)
         check_shape_operand(node, lengths, label)
         for name in node.input:
@@ -62,6 +65,22 @@ def check_graph(graph, opset, outer, mapped=None):
             for sub in list(a.graphs) + ([a.g] if a.HasField("g") else []):
                 check_graph(sub, opset, defined)
         defined.update(name for name in node.output if name)
+
+
+def check_listed_once(graph):
+    """The names `graph` defines before its nodes, refused where a graph
+    input or an initializer is listed twice (an initializer may also be
+    an input: the input's default)."""
+    initializers = [t.name for t in graph.initializer] + \
+        [t.values.name for t in graph.sparse_initializer]
+    for kind, names in (("graph input", [vi.name for vi in graph.input]),
+                        ("initializer", initializers)):
+        seen = set()
+        for name in names:
+            if name in seen:
+                raise RefusedError(f"{kind} '{shown(name)}' is listed twice")
+            seen.add(name)
+    return {vi.name for vi in graph.input} | set(initializers)
 
 
 def declared_lengths(graph):
