@@ -1,0 +1,148 @@
+#!/usr/bin/env python3
+"""The zoo checked on the CPU, without a GPU: each static f32 entry (or
+those named) brought to cgc's IR, `--path onnx`: exported with
+`torch.onnx.export` (the dynamo exporter) and imported with
+`python3 -m cgc.onnx.cli`; `--path torch`: by `cgc.export`, as
+`cgc.compile` does. The IR is compiled with `cgc` (NVRTC needs no GPU)
+and run by the reference interpreter (`cgc-opt --interpret`) on the
+entry's inputs; every output is compared with eager PyTorch on the CPU
+(the tolerance of the zoo's f32 tier: 1e-4 of the output's scale).
+Prints one line per entry and writes them to --log.
+
+Usage: PYTHONPATH=python bench/zoo/cpu_check.py --cgc BIN --cgc-opt BIN
+           [--path onnx|torch] [--only A,B] [--log F]
+"""
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from entries import ENTRIES  # noqa: E402
+
+TOLERANCE = 1e-4  # of max |eager output|, as zoo.py's f32 tier
+
+
+def run(cmd, timeout=1800):
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    first = (r.stderr.strip().splitlines() or ["(no message)"])[0][:300]
+    return r.returncode, first
+
+
+def check(torch, entry, args, work):
+    """(status, message) of one entry."""
+    from cgc.safetensors import read_safetensors, write_safetensors
+    module, (call_args, kwargs) = entry.build(torch)
+    if args.path == "torch":
+        return check_torch(torch, module, call_args, kwargs, args, work)
+    onnx_path, ir_path = os.path.join(work, "m.onnx"), os.path.join(work, "m.json")
+    try:
+        program = torch.onnx.export(module, tuple(call_args), kwargs=kwargs, dynamo=True)
+        program.save(onnx_path)
+    except Exception as e:  # noqa: BLE001 - reported per entry
+        return "export failed", f"{type(e).__name__}: {str(e).strip().splitlines()[0][:200]}"
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    r = subprocess.run([sys.executable, "-P", "-m", "cgc.onnx.cli", onnx_path, "-o", ir_path],
+                       capture_output=True, text=True, env=env, timeout=1800)
+    if r.returncode:
+        return "refused", (r.stderr.strip().splitlines() or ["?"])[0][:300]
+    code, message = run([args.cgc, ir_path, "-o", os.path.join(work, "m.cgc")])
+    if code:
+        return "refused", message
+    import onnx
+    names = [i.name for i in onnx.load(onnx_path, load_external_data=False).graph.input]
+    given = dict(zip(names, [a for a in call_args if isinstance(a, torch.Tensor)]))
+    given.update({k: v for k, v in kwargs.items() if k in names})
+    feed = {n: given[n].numpy() for n in names}
+    inputs, outputs = os.path.join(work, "in.safetensors"), os.path.join(work, "out.safetensors")
+    write_safetensors(inputs, feed)
+    code, message = run([args.cgc_opt, ir_path, "--interpret", "--inputs", inputs,
+                         "--outputs", outputs, "--overwrite"])
+    if code:
+        return "interpreter failed", message
+    graph_outputs = [o.name for o in onnx.load(onnx_path, load_external_data=False).graph.output]
+    return compare(torch, module, call_args, kwargs, read_safetensors(outputs), graph_outputs)
+
+
+def check_torch(torch, module, call_args, kwargs, args, work):
+    """The entry through cgc.export: (status, message)."""
+    import json
+    import cgc
+    from cgc.torch.export import export_program
+    from cgc.safetensors import read_safetensors, write_safetensors
+    ir_path = os.path.join(work, "m.json")
+    try:
+        _, signature = export_program(module, tuple(call_args), ir_path,
+                                      example_kwargs=kwargs)
+    except cgc.RefusedError as e:
+        return "refused", str(e)[:300]
+    code, message = run([args.cgc, ir_path, "-o", os.path.join(work, "m.cgc")])
+    if code:
+        return "refused", message
+    with open(ir_path) as f:
+        ir = json.load(f)
+    names = [i["name"] for i in ir["inputs"] if i.get("kind", "user_input") == "user_input"]
+    tensors = signature.inputs(tuple(call_args), kwargs)
+    inputs, outputs = os.path.join(work, "in.safetensors"), os.path.join(work, "out.safetensors")
+    write_safetensors(inputs, {n: t.numpy() for n, t in zip(names, tensors)})
+    code, message = run([args.cgc_opt, ir_path, "--interpret", "--inputs", inputs,
+                         "--outputs", outputs, "--overwrite"])
+    if code:
+        return "interpreter failed", message
+    graph_outputs = [o if isinstance(o, str) else o["name"] for o in ir["outputs"]]
+    return compare(torch, module, call_args, kwargs, read_safetensors(outputs), graph_outputs)
+
+
+def compare(torch, module, call_args, kwargs, got, graph_outputs):
+    """(status, message) of the interpreter's outputs, in graph order,
+    against the module's eager tensor outputs (pytree order)."""
+    from torch.utils import _pytree
+    with torch.no_grad():
+        want = [t.numpy() for t in _pytree.tree_leaves(module(*call_args, **kwargs))
+                if isinstance(t, torch.Tensor)]
+    if len(want) != len(graph_outputs):
+        return "wrong", f"{len(graph_outputs)} outputs, eager {len(want)}"
+    worst = 0.0
+    for name, w in zip(graph_outputs, want):
+        g = got.get(name)
+        if g is None or g.shape != w.shape:
+            return "wrong", f"output {name}: {None if g is None else g.shape} vs eager {w.shape}"
+        worst = max(worst, float(np.abs(g.astype(np.float64) - w).max() /
+                                 max(float(np.abs(w).max()), 1e-6)))
+    status = "matches" if worst <= TOLERANCE else "wrong"
+    return status, f"max error {worst:.2e} of the output's scale ({len(want)} outputs)"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--cgc", required=True)
+    ap.add_argument("--cgc-opt", required=True)
+    ap.add_argument("--path", choices=("onnx", "torch"), default="onnx")
+    ap.add_argument("--only", default="", help="comma-separated entry names")
+    ap.add_argument("--log")
+    args = ap.parse_args()
+    import torch
+    only = [s for s in args.only.split(",") if s]
+    lines = []
+    for entry in ENTRIES:
+        if entry.dtype != "f32" or entry.dynamic or (only and entry.name not in only):
+            continue
+        started = time.perf_counter()
+        with tempfile.TemporaryDirectory(prefix="cgc-zoo-onnx-") as work:
+            status, message = check(torch, entry, args, work)
+        line = f"{entry.name} ({args.path}): {status}: {message} ({time.perf_counter() - started:.0f} s)"
+        print(line, flush=True)
+        lines.append(line)
+    if args.log:
+        with open(args.log, "w") as f:
+            f.write("\n".join(lines) + "\n")
+    return 1 if any(": wrong:" in line for line in lines) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
