@@ -203,6 +203,21 @@ INDEXED = {"Gather": (0, 1, "axis"), "GatherElements": (0, 1, "axis"),
            "SoftmaxCrossEntropyLoss": (0, 1, "classes")}
 
 
+def nll_note(model):
+    """" (ignore_index -1 without weight)" where a NegativeLogLikelihoodLoss
+    has no weight operand and an ignore_index of -1: onnx.reference then
+    averages over every element (its `elif ignore_index != -1` builds no
+    weights), where the spec divides by the weights applied, ignored
+    targets weighing 0 (as cgc, and PyTorch's nll_loss). "" otherwise."""
+    from onnx import helper
+    for n in model.graph.node:
+        attrs = {a.name: helper.get_attribute_value(a) for a in n.attribute}
+        if n.op_type == "NegativeLogLikelihoodLoss" and \
+                (len(n.input) < 3 or not n.input[2]) and attrs.get("ignore_index") == -1:
+            return " (ignore_index -1 without weight)"
+    return ""
+
+
 def indices_note(model, feeds):
     """" (indices out of range at run time)" where a Gather's,
     GatherElements' or a loss's indices (targets), as onnx.reference
@@ -418,7 +433,7 @@ class Target:
                 continue
             problem = fuzzlib.compare(got.get(name), w)
             if problem:
-                problem += indices_note(model, feeds) + mask_note(model)
+                problem += indices_note(model, feeds) + mask_note(model) + nll_note(model)
                 findings.add(f"wrong | {ops} | output {problem}", data, self.suffix, where,
                              fuzzlib.describe_difference(got.get(name), w))
                 return
