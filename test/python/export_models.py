@@ -181,6 +181,19 @@ def refusal(cls, text):
     return f"{text} ({where}:{first + len(lines) - 1})"
 
 
+def token_kwargs(torch, gen, vocab, batch, seq, padded, token_types):
+    """A tokenizer's padded batch: ids in [1, vocab) drawn from `gen`, an
+    attention_mask whose last row ends in `padded` zeros, and
+    token_type_ids with a second segment where the model takes them."""
+    ids = torch.randint(1, vocab, (batch, seq), generator=gen)
+    mask = torch.ones(batch, seq, dtype=torch.long)
+    mask[-1, seq - padded:] = 0
+    kwargs = {"input_ids": ids, "attention_mask": mask}
+    if token_types:
+        kwargs["token_type_ids"] = (torch.arange(seq) >= seq // 2).long().expand(batch, seq)
+    return kwargs
+
+
 def keyword_models(torch):
     """(name, module, example_args, example_kwargs) of the modules called
     with keywords as users call them: the zoo's families at tiny configs
@@ -192,13 +205,7 @@ def keyword_models(torch):
     vocab, seq = 100, 12
 
     def tokens(batch, token_types=False):
-        ids = torch.randint(1, vocab, (batch, seq), generator=gen)
-        mask = torch.ones(batch, seq, dtype=torch.long)
-        mask[-1, seq - 3:] = 0  # the last row padded
-        kwargs = {"input_ids": ids, "attention_mask": mask}
-        if token_types:
-            kwargs["token_type_ids"] = (torch.arange(seq) >= seq // 2).long().expand(batch, seq)
-        return kwargs
+        return token_kwargs(torch, gen, vocab, batch, seq, 3, token_types)
 
     class Indexing(nn.Module):
         def forward(self, x, rows, cols):
@@ -291,13 +298,7 @@ def dynamic_keyword_models(torch):
     vocab = 100
 
     def tokens(batch, seq, token_types=False):
-        ids = torch.randint(1, vocab, (batch, seq), generator=gen)
-        mask = torch.ones(batch, seq, dtype=torch.long)
-        mask[-1, seq - 2:] = 0  # the last row padded
-        kwargs = {"input_ids": ids, "attention_mask": mask}
-        if token_types:
-            kwargs["token_type_ids"] = (torch.arange(seq) >= seq // 2).long().expand(batch, seq)
-        return kwargs
+        return token_kwargs(torch, gen, vocab, batch, seq, 2, token_types)
 
     batch, seq = torch.export.Dim("batch", min=1, max=4), torch.export.Dim("seq", min=2, max=16)
     tiny = dict(hidden_size=32, intermediate_size=64, num_hidden_layers=2,

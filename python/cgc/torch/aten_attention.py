@@ -10,8 +10,6 @@ from .aten_rules import ATEN
 from ..errors import RefusedError
 from .record import RecordNode
 
-NEG_INF = "-inf"
-
 
 def argument(n, index, name, default):
     return n.args[index] if len(n.args) > index else n.kwargs.get(name, default)
