@@ -16,6 +16,9 @@ class Entry:
     seq: int
     dtype: str           # "f32", "bf16", "f16"
     dynamic: bool = False  # batch and sequence as torch.export.Dim (buckets)
+    # A dynamic entry is also called at these (batch, seq): the smallest
+    # batch, odd sizes between, and the Dims' largest (2x the export's).
+    other_sizes: tuple = field(default=())
     tags: tuple = field(default=())  # "bench": in the benchmark tier
 
     def build(self, torch):
@@ -23,6 +26,11 @@ class Entry:
         torch.manual_seed(sum(map(ord, self.family)))
         module, inputs = BUILDERS[self.family](torch, self.batch, self.seq)
         return module.eval(), inputs
+
+    def inputs_at(self, torch, batch, seq):
+        """(args, kwargs) at another batch and sequence (the same builder,
+        whose module is dropped)."""
+        return BUILDERS[self.family](torch, batch, seq)[1]
 
 
 # ---- inputs
@@ -119,7 +127,8 @@ def entries():
         out.append(Entry(f"{family}-f32-b8-s{seq}", family, 8, seq, "f32", tags=("bench",)))
         out.append(Entry(f"{family}-f16-b1-s128", family, 1, 128, "f16"))
     for family in ("bert", "gpt2"):
-        out.append(Entry(f"{family}-f32-dynamic", family, 4, 128, "f32", dynamic=True))
+        out.append(Entry(f"{family}-f32-dynamic", family, 4, 128, "f32", dynamic=True,
+                         other_sizes=((1, 17), (3, 77), (8, 256))))
     return out
 
 
