@@ -180,8 +180,13 @@ static const char PreludeBF16[] =
 static const char PreludeHalf[] =
 #include "codegen/device/half.cuh.inc"
     ;
+// After the typed loads of every dtype it may read.
+static const char PreludeAttention[] =
+#include "codegen/device/attention.cuh.inc"
+    ;
 
-std::string cgc::cudaPrelude(bool half, bool bfloat16, bool conditionals) {
+std::string cgc::cudaPrelude(bool half, bool bfloat16, bool conditionals,
+                             bool attention) {
   std::string out = PreludeBanner;
   out += PreludeCommon;
   if (conditionals)
@@ -192,5 +197,7 @@ std::string cgc::cudaPrelude(bool half, bool bfloat16, bool conditionals) {
     out += PreludeBF16;
   if (half || bfloat16)
     out += PreludeHalf;
+  if (attention)
+    out += PreludeAttention;
   return out;
 }

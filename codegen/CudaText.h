@@ -63,9 +63,10 @@ std::string gridStrideLoop(const std::string &var, int64_t n, unsigned block,
 
 /// The helper functions every program starts with (codegen/device/*.cuh,
 /// embedded at build time): the 16-bit float helpers when \p half or
-/// \p bfloat16, and the setter kernels of conditional nodes when
-/// \p conditionals.
-std::string cudaPrelude(bool half, bool bfloat16, bool conditionals);
+/// \p bfloat16, the setter kernels of conditional nodes when
+/// \p conditionals, and the fused attention body when \p attention.
+std::string cudaPrelude(bool half, bool bfloat16, bool conditionals,
+                        bool attention = false);
 
 } // namespace cgc
 

@@ -6,7 +6,8 @@
 // row-wise kernels take the shape class their schedule record gives
 // (RowEmitter.cpp) or run one block per output row (ReduceEmitter.cpp);
 // small matrix products run a warp per output column (ProductEmitter.cpp)
-// or 32x32 tiles per block (TiledProductEmitter.cpp).
+// or 32x32 tiles per block (TiledProductEmitter.cpp); attention runs one
+// fused kernel (AttentionEmitter.cpp).
 //
 //===----------------------------------------------------------------------===//
 #ifndef CGC_CODEGEN_EMITTERS_H
@@ -79,6 +80,8 @@ void emitSplitReduction(const Node &node, const ReductionSplit &split,
 bool emitRowKernels(const Node &node, const Schedule &record,
                     const Storage *scratch, unsigned multiprocessors,
                     Kernel &first, Kernel *second, std::string &why);
+/// attention, as its fused_attention \p record says.
+void emitAttention(const Node &node, const Schedule &record, Kernel &kernel);
 /// softmax and log_softmax over a non-innermost axis.
 void emitNormalization(const Node &node, Kernel &kernel);
 /// mse_loss.

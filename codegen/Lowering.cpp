@@ -111,7 +111,9 @@ static bool emitKernel(const Node &node, Kernel &kernel) {
   case Loss: emitLoss(node, kernel); return true;
   case Movement: emitMovement(node, kernel); return true;
   case SyncPoint: return false;
-  case Attention: return false; // expand-attention writes it out first.
+  case Attention: // The schedule pass gave it a fused_attention record.
+    emitAttention(node, *node.schedule(), kernel);
+    return true;
   case ControlFlow:
     llvm_unreachable("if and while lower to conditional steps, not kernels");
   }
@@ -232,6 +234,7 @@ void Lowerer::lowerNode(const Node &node, StepGraph &out) {
   }
   shareIdenticalFunction(kernel, program.functions);
   noteDTypes(node, program);
+  program.usesAttention |= node.getOp() == OpKind::Attention;
   addKernelStep(std::move(kernel), out);
 }
 

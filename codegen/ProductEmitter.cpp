@@ -270,6 +270,7 @@ void cgc::emitProductKernel(const ProductParts &parts, const Schedule &record,
   case Strategy::Rows:
   case Strategy::SplitRows:
   case Strategy::Columns:
+  case Strategy::FusedAttention:
     llvm_unreachable("the schedule pass gives products product records");
   }
   llvm_unreachable("a Strategy value");

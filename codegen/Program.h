@@ -153,6 +153,8 @@ struct Program {
   bool usesHalf = false;
   bool usesBFloat16 = false;
   bool usesConditionals = false;
+  /// The fused attention kernel's body (codegen/device/attention.cuh).
+  bool usesAttention = false;
   /// f32 library products may use TF32 tensor cores (`cgc --allow-tf32`).
   bool allowTf32 = false;
   /// Independent small pointwise kernels run as one (KernelBatching.cpp);

@@ -549,6 +549,7 @@ bool cgc::emitRowKernels(const Node &node, const Schedule &record,
   case Strategy::GeneratedProduct:
   case Strategy::TiledProduct:
   case Strategy::LibraryProduct:
+  case Strategy::FusedAttention:
     llvm_unreachable("the schedule pass gives row ops row records");
   }
   if (reducedRun(row)) {

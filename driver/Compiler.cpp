@@ -115,6 +115,13 @@ static PlanLayout sharedLayout(const Graph &model,
   return layout;
 }
 
+/// The target every pass of a compile schedules for: \p options' arch and
+/// policies (training writes every attention out).
+static Target targetOf(const CompileOptions &options) {
+  return targetFor(options.arch, options.productPolicy,
+                   options.train ? AttentionPolicy::Expand : options.attentionPolicy);
+}
+
 /// Runs the pipeline on \p unit, lowers it into \p out and makes the next
 /// graph's constants follow its state.
 static bool lowerUnit(CompiledGraph &unit, const CompileOptions &options,
@@ -122,7 +129,7 @@ static bool lowerUnit(CompiledGraph &unit, const CompileOptions &options,
                       DiagnosticEngine &diag) {
   PassContext ctx{diag, unit.dims};
   ctx.layout = layout;
-  ctx.target = targetFor(options.arch, options.productPolicy);
+  ctx.target = targetOf(options);
   if (!runDefaultPipeline(*unit.ir, options, ctx))
     return false;
   PhaseTimer timer(options.times, "lower graph '" + unit.name + "'");
@@ -231,16 +238,18 @@ static bool hasSymbolicDims(const Graph &model) {
 
 /// The passes that run once on the whole model before any other, so that
 /// autodiff, eval-mode and pad-dynamic-shapes see only the ops they know.
-static bool prepareModel(Graph &model, DiagnosticEngine &diag) {
+static bool prepareModel(Graph &model, const CompileOptions &options,
+                         DiagnosticEngine &diag) {
   PassManager pm;
   PassContext ctx{diag, {}};
+  ctx.target = targetOf(options);
   return pm.addPipeline("expand-attention", diag) &&
          pm.run(model, ctx, llvm::nulls());
 }
 
 bool cgc::lowerModel(Graph &model, const CompileOptions &requested,
                      Compilation &out, DiagnosticEngine &diag) {
-  if (!checkBindings(model, requested, diag) || !prepareModel(model, diag))
+  if (!checkBindings(model, requested, diag) || !prepareModel(model, requested, diag))
     return false;
   out.program.allowTf32 = requested.allowTf32;
   out.program.batchKernels = requested.fuse;

@@ -67,6 +67,10 @@ struct CompileOptions {
   /// Who decides how products run (`--library-products`,
   /// `--tiled-products`); the schedule pass's target takes it.
   ProductPolicy productPolicy = ProductPolicy::CostRule;
+  /// Whether attention the fused kernel runs stays whole
+  /// (`--expand-attention` writes every one out). Training expands every
+  /// one whatever this says: autodiff has no rule for the op.
+  AttentionPolicy attentionPolicy = AttentionPolicy::FusedWhereFaster;
   /// Symbolic dims to specialize, each with the values to compile a graph
   /// for (`--bind-dim B=8,16,64`); the artifact gets one graph per
   /// combination. Empty: one graph, "main".

@@ -1,7 +1,11 @@
 //===- ExpandAttention.cpp - attention as products and a softmax ----------===//
 //
-// Algorithm: every `attention` node (in regions too) is replaced, in its
-// operands' dtype, by
+// Algorithm: every `attention` node (in regions too) that the fused
+// kernel will not run (target/Scheduler.h's attentionRunsFused: a width
+// past 128, a partly broadcast mask, a dtype or length where the products
+// measured faster, unless the node carries a schedule record; or the
+// target's policy is Expand, as for training) is
+// replaced, in its operands' dtype, by
 //   K, V    = k, v with each head repeated Hq / Hkv times (reshape,
 //             broadcast_to, reshape), when Hq != Hkv
 //   s       = matmul(q, K, transpose_b) * scale
@@ -13,13 +17,15 @@
 // the ops the fusion passes, pad-dynamic-shapes and autodiff know. The
 // driver runs it first of all (driver/Compiler.cpp); it leads the
 // default pipeline too, where it finds nothing left to expand.
-// Requires: a verified graph. Guarantees: no attention remains; each
-// result equals the interpreter's attention but for the rounding of the
-// intermediate scores and probabilities to the dtype.
+// Requires: a verified graph. Guarantees: every attention left runs fused
+// on the context's target (none under AttentionPolicy::Expand); each
+// expanded result equals the interpreter's attention but for the rounding
+// of the intermediate scores and probabilities to the dtype.
 //
 //===----------------------------------------------------------------------===//
 #include "passes/Pass.h"
 #include "passes/ValueBuilder.h"
+#include "target/Scheduler.h"
 
 #include <cmath>
 
@@ -98,13 +104,14 @@ class ExpandAttentionPass : public Pass {
 public:
   llvm::StringRef name() const override { return "expand-attention"; }
   llvm::StringRef summary() const override {
-    return "write every attention out as products and a softmax";
+    return "write attention the fused kernel does not run as products and a softmax";
   }
   bool run(Graph &graph, PassContext &ctx) override {
     return forEachGraphInnermostFirst(graph, [&](Graph &g) {
       std::vector<Node *> nodes;
       for (const auto &node : g.nodes())
-        if (node->getOp() == OpKind::Attention)
+        if (node->getOp() == OpKind::Attention &&
+            !attentionRunsFused(*node, ctx.target))
           nodes.push_back(node.get());
       GraphBuilder builder(g, ctx.diag);
       ValueBuilder vb(builder);

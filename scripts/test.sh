@@ -36,8 +36,10 @@ echo "test: examples/embed builds out of tree against the installed runtime"
 rules='productStrategy|fusesInputLayerNorm|productWorkspaceBytes|generatedRuns|tiledRuns'
 rules+='|generatedProductVector|productTile|reductionSplit|rowSchedule|rowScheduleOf'
 rules+='|columnSplit|rowReadOnce|phaseScratchBytes|partialBytesOf|rowVectorWidth'
+rules+='|fusedAttentionRefusal|fusedAttentionPays|attentionRowsPerWarp|attentionSharedBytes'
+rules+='|attentionBlocks'
 if git grep -n -w -E "$rules" -- '*.cpp' '*.h' ':!target/' ||
-   git grep -n -E '#include "target/(ProductRule|ReductionRule)\.h"' -- ':!target/'; then
+   git grep -n -E '#include "target/(ProductRule|ReductionRule|AttentionRule)\.h"' -- ':!target/'; then
   echo "test: a scheduling rule is used outside target/ (above); ask target/Scheduler.h"
   exit 1
 fi

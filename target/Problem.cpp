@@ -138,3 +138,38 @@ ColumnSplit cgc::columnSplitIn(const Schedule &r) {
                                 : 0;
   return c;
 }
+
+AttentionShape cgc::attentionShape(const Node &node) {
+  const auto &q = node.operand(0)->getType().dims, &k = node.operand(1)->getType().dims;
+  size_t rank = q.size();
+  AttentionShape s;
+  for (size_t a = 0; a + 3 < rank; ++a)
+    s.outer *= q[a].extent();
+  s.qHeads = q[rank - 3].extent();
+  s.kvHeads = k[rank - 3].extent();
+  s.rows = q[rank - 2].extent();
+  s.keys = k[rank - 2].extent();
+  s.width = q[rank - 1].extent();
+  s.valueWidth = node.operand(2)->getType().dims[rank - 1].extent();
+  if (node.numOperands() < 4)
+    return s;
+  const auto &mask = node.operand(3)->getType().dims;
+  size_t missing = rank - mask.size();
+  std::vector<int64_t> strides(mask.size(), 1);
+  for (size_t a = mask.size(); a-- > 1;)
+    strides[a - 1] = strides[a] * mask[a].extent();
+  // Over (heads, rows, keys): the mask's own stride where it is not 1.
+  for (size_t t = 0; t < 3; ++t) {
+    size_t a = rank - 3 + t;
+    if (a >= missing && mask[a - missing].extent() != 1)
+      s.maskStrides[t + 1] = strides[a - missing];
+  }
+  // The leading dims, merged: the mask's when it has them all (the fused
+  // kernel takes no mask broadcast over only some of them).
+  int64_t maskOuter = 1;
+  for (size_t a = 0; a + 3 < mask.size(); ++a)
+    maskOuter *= mask[a].extent();
+  if (s.outer > 1 && maskOuter == s.outer)
+    s.maskStrides[0] = strides[rank - 4 - missing];
+  return s;
+}

@@ -2,6 +2,7 @@
 //
 // The shapes the scheduling rules (target/Scheduler.h) reason about: a
 // matrix product as (m, n, k, batch), a reduction as a run of dims, and
+// an attention with its leading dims merged, and
 // the thread mappings a schedule record describes (RowSchedule,
 // ReductionSplit, ColumnSplit), which the emitters read from the record.
 //
@@ -12,6 +13,7 @@
 #include "ir/Graph.h"
 
 #include "llvm/ADT/Optional.h"
+#include <array>
 #include <cstdint>
 #include <vector>
 
@@ -44,6 +46,16 @@ struct ReducedRun {
 };
 /// \p node's run; none for other nodes and for an empty result.
 llvm::Optional<ReducedRun> reducedRun(const Node &node);
+
+/// A static attention node as the kernel sees it: the leading dims merged.
+struct AttentionShape {
+  int64_t outer = 1, qHeads = 1, kvHeads = 1, rows = 0, keys = 0;
+  int64_t width = 0, valueWidth = 0;
+  /// Element strides of the mask over (outer, head, row, key); 0 where it
+  /// broadcasts.
+  std::array<int64_t, 4> maskStrides{};
+};
+AttentionShape attentionShape(const Node &node);
 
 /// Threads of a kernel over \p rows contiguous rows of \p length elements.
 struct RowSchedule {

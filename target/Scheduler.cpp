@@ -13,6 +13,7 @@
 #include "ir/ProductEpilogue.h"
 #include "ir/RowFusion.h"
 #include "ir/TypeRules.h"
+#include "target/AttentionRule.h"
 #include "target/ProductRule.h"
 #include "target/ReductionRule.h"
 
@@ -58,7 +59,18 @@ bool cgc::needsSchedule(const Node &node) {
     return false;
   if (isProductNode(node))
     return node.result()->getType().numElements() != 0;
-  return runsOnRows(node);
+  return runsOnRows(node) || node.getOp() == OpKind::Attention;
+}
+
+bool cgc::attentionRunsFused(const Node &attention, const Target &target) {
+  switch (target.attention) {
+  case AttentionPolicy::FusedWhereFaster: // A record given is the schedule pass's to check.
+    return attention.schedule() ||
+           (fusedAttentionRefusal(attention).empty() && fusedAttentionPays(attention));
+  case AttentionPolicy::Expand:
+    return false;
+  }
+  llvm_unreachable("an AttentionPolicy value");
 }
 
 static int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
@@ -108,6 +120,7 @@ static Schedule productRecord(const ProductProblem &p, Strategy strategy,
   case Strategy::Rows:
   case Strategy::SplitRows:
   case Strategy::Columns:
+  case Strategy::FusedAttention:
     break;
   }
   llvm_unreachable("a product strategy");
@@ -157,6 +170,7 @@ static std::string checkProduct(const Node &node, const Schedule &r,
   case Strategy::Rows:
   case Strategy::SplitRows:
   case Strategy::Columns:
+  case Strategy::FusedAttention:
     return "a product runs as generated_product, tiled_product or "
            "library_product, not " + name;
   }
@@ -396,6 +410,46 @@ static std::string checkColumns(const Node &node, const Node &row,
 }
 
 //===----------------------------------------------------------------------===//
+// Attention
+//===----------------------------------------------------------------------===//
+
+static Schedule attentionRecord(const AttentionShape &shape, int64_t rowsPerWarp) {
+  Schedule s;
+  s.strategy = Strategy::FusedAttention;
+  s[F::Tile] = kAttentionBlock / 32 * rowsPerWarp;
+  s[F::GridX] = attentionBlocks(shape, rowsPerWarp);
+  s[F::Block] = kAttentionBlock;
+  return s;
+}
+
+static std::string checkAttention(const Node &node, const Schedule &r) {
+  if (r.strategy != Strategy::FusedAttention)
+    return "attention runs as fused_attention, not " +
+           strategyName(r.strategy).str();
+  std::string refusal = fusedAttentionRefusal(node);
+  if (!refusal.empty())
+    return refusal + "; expand-attention writes it out as products and a softmax";
+  AttentionShape shape = attentionShape(node);
+  int64_t rowsPerWarp = r[F::Tile] / (kAttentionBlock / 32);
+  if (r[F::Tile] % (kAttentionBlock / 32) != 0 ||
+      !llvm::is_contained(std::initializer_list<int64_t>{1, 2, 4, 8, 16}, rowsPerWarp))
+    return "tile must be 4, 8, 16, 32 or 64 (query rows: 4 warps of 1 to 16 rows)";
+  if (attentionSharedBytes(shape, rowsPerWarp) > kAttentionSharedBytes)
+    return "a tile of " + std::to_string(r[F::Tile]) + " query rows needs " +
+           std::to_string(attentionSharedBytes(shape, rowsPerWarp)) +
+           " bytes of shared memory, more than " +
+           std::to_string(kAttentionSharedBytes);
+  Schedule launch = attentionRecord(shape, rowsPerWarp);
+  if (launch[F::GridX] > INT32_MAX)
+    return "more than 2^31 - 1 blocks";
+  for (F f : {F::GridX, F::Block})
+    if (r[f] != launch[f])
+      return expect(f, launch[f], "one block of " + std::to_string(kAttentionBlock) +
+                                      " threads per query tile and head");
+  return "";
+}
+
+//===----------------------------------------------------------------------===//
 // The entry points
 //===----------------------------------------------------------------------===//
 
@@ -403,7 +457,17 @@ llvm::Optional<Schedule> cgc::scheduleOf(const Node &node,
                                          const Target &target,
                                          std::string &error) {
   Schedule s;
-  if (isProductNode(node)) {
+  if (node.getOp() == OpKind::Attention) {
+    AttentionShape shape = attentionShape(node);
+    int64_t rowsPerWarp = attentionRowsPerWarp(shape, target);
+    s = attentionRecord(shape, rowsPerWarp);
+    s.reason = std::to_string(attentionBlocks(shape, rowsPerWarp)) + " blocks of " +
+               std::to_string(s[F::Tile]) + " query rows (" +
+               std::to_string(target.multiprocessors) +
+               " multiprocessors), " +
+               std::to_string(attentionSharedBytes(shape, rowsPerWarp)) +
+               " bytes of shared memory";
+  } else if (isProductNode(node)) {
     ProductProblem p = productProblem(productOf(node));
     std::string reason;
     s = productRecord(p, productStrategy(p, target.products, &reason), target);
@@ -431,6 +495,8 @@ std::string cgc::checkSchedule(const Node &node, const Schedule &record,
     return "'" + mnemonic(node.getOp()).str() + "' takes no schedule record";
   if (isProductNode(node))
     return checkProduct(node, record, target);
+  if (node.getOp() == OpKind::Attention)
+    return checkAttention(node, record);
   const Node &row = rowOpOf(node);
   switch (record.strategy) {
   case Strategy::Rows: return checkRows(node, row, record);
@@ -439,6 +505,7 @@ std::string cgc::checkSchedule(const Node &node, const Schedule &record,
   case Strategy::GeneratedProduct:
   case Strategy::TiledProduct:
   case Strategy::LibraryProduct:
+  case Strategy::FusedAttention:
     return "a row op runs as rows, split_rows or columns, not " +
            strategyName(record.strategy).str();
   }

@@ -28,10 +28,15 @@ bool isProductNode(const Node &node);
 /// or prod over one run of dims, softmax or log_softmax over the innermost
 /// axis, layernorm, cross_entropy, row_fusion.
 bool runsOnRows(const Node &node);
-/// Whether \p node is heavy: a static product with a non-empty result, or
-/// a static node that runs on rows. Heavy nodes carry a record from the
-/// schedule pass on; lowering refuses one without.
+/// Whether \p node is heavy: a static product with a non-empty result, a
+/// static node that runs on rows, or a static attention. Heavy nodes carry
+/// a record from the schedule pass on; lowering refuses one without.
 bool needsSchedule(const Node &node);
+/// expand-attention: whether \p attention stays whole, to run as one
+/// fused kernel (target/AttentionRule.h: where the kernel can run it and
+/// measured faster, or where the node carries a record, hand-written in
+/// the JSON), under \p target's policy (Expand: none stays).
+bool attentionRunsFused(const Node &attention, const Target &target);
 
 /// The record the rules give heavy node \p node on \p target; none, with
 /// \p error set, when no strategy can run it.

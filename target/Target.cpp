@@ -21,8 +21,9 @@ unsigned cgc::multiprocessorsOf(const std::string &arch) {
   return count;
 }
 
-Target cgc::targetFor(const std::string &arch, ProductPolicy products) {
-  return {arch, multiprocessorsOf(arch), products};
+Target cgc::targetFor(const std::string &arch, ProductPolicy products,
+                      AttentionPolicy attention) {
+  return {arch, multiprocessorsOf(arch), products, attention};
 }
 
 uint32_t cgc::residentGrid(int64_t blocks, unsigned threadsPerBlock,

@@ -21,11 +21,17 @@ namespace cgc {
 /// run (`cgc --tiled-products`); the last two are how the rule's
 /// thresholds are measured (bench/product_rule.py).
 enum class ProductPolicy { CostRule, LibraryOnly, TiledWherePossible };
+/// Whether expand-attention keeps the attention nodes the rule gives the
+/// fused kernel (target/AttentionRule.h: where it measured faster than the
+/// products and softmax), or writes every one out (autodiff has no rule
+/// for the op; `--expand-attention` measures the difference).
+enum class AttentionPolicy { FusedWhereFaster, Expand };
 
 struct Target {
   std::string arch = "sm_90";
   unsigned multiprocessors = 132;
   ProductPolicy products = ProductPolicy::CostRule;
+  AttentionPolicy attention = AttentionPolicy::FusedWhereFaster;
 };
 
 /// The multiprocessor count of the largest part of architecture \p arch
@@ -33,7 +39,8 @@ struct Target {
 unsigned multiprocessorsOf(const std::string &arch);
 /// The target of \p arch under \p products.
 Target targetFor(const std::string &arch,
-                 ProductPolicy products = ProductPolicy::CostRule);
+                 ProductPolicy products = ProductPolicy::CostRule,
+                 AttentionPolicy attention = AttentionPolicy::FusedWhereFaster);
 
 /// Resident threads per multiprocessor (sm_70 to sm_120: 2048, or 1536 on
 /// consumer parts, where a grid of this many is still one short wave).

@@ -58,6 +58,10 @@ static cl::opt<bool> PrintMemoryPlan("print-memory-plan",
                                      cl::desc("Print the memory plan after the passes"));
 static cl::opt<bool> PrintGraphPlan("print-graph-plan",
                                     cl::desc("Print the CUDA graph nodes and edges"));
+static cl::opt<bool> ExpandAttention(
+    "expand-attention",
+    cl::desc("Schedule for a target that runs no attention fused: "
+             "expand-attention writes every one out (as cgc --train does)"));
 static cl::opt<unsigned> ErrorLimit("error-limit", cl::desc("Stop after this many errors"),
                                     cl::init(20));
 
@@ -86,6 +90,8 @@ static bool processChunk(uint32_t bufferId, llvm::StringRef baseDir,
     return false;
   llvm::raw_string_ostream os(out);
   PassContext ctx{diag, {}};
+  if (ExpandAttention)
+    ctx.target.attention = AttentionPolicy::Expand;
   for (llvm::StringRef binding : BindDims) {
     auto [name, text] = binding.split('=');
     int64_t value;

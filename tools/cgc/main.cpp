@@ -63,6 +63,10 @@ static cl::opt<bool> TiledProducts(
     cl::desc("Run every f32 matrix product of one batch with cgc's tiled "
              "kernel, not only those the cost rule gives it (how "
              "bench/product_rule.py measures the rule)"));
+static cl::opt<bool> ExpandAttention(
+    "expand-attention",
+    cl::desc("Write every attention out as products and a softmax, not "
+             "only those the fused attention kernel does not run"));
 static cl::opt<bool> Report(
     "report",
     cl::desc("Say what became of every sync point (item, nonzero, "
@@ -218,7 +222,7 @@ static int compileMain(int argc, char **argv) {
   if (!cl::ParseCommandLineOptions(argc, argv,
                               "cgc: ahead-of-time CUDA graph compiler\n\n"
                               "  cgc model.json [-o model.cgc] [--arch=sm_90] [--no-fuse] [--allow-tf32]\n"
-                              "      [--library-products | --tiled-products]\n"
+                              "      [--library-products | --tiled-products] [--expand-attention]\n"
                               "      [--bind-dim NAME=V1,V2,...] [--weights-beside]\n"
                               "  cgc model.onnx -o model.cgc   (ONNX: python/cgc imports it)\n"
                               "  cgc model.json --emit=cuda|dot|ir\n"
@@ -321,6 +325,8 @@ static int compileMain(int argc, char **argv) {
     options.productPolicy = ProductPolicy::LibraryOnly;
   if (TiledProducts)
     options.productPolicy = ProductPolicy::TiledWherePossible;
+  if (ExpandAttention)
+    options.attentionPolicy = AttentionPolicy::Expand;
   if (!parseBindDims(options))
     return 2;
   int status = 0;

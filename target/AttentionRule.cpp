@@ -1,0 +1,70 @@
+//===- AttentionRule.cpp - The fused attention kernel's rule -----------------===//
+#include "target/AttentionRule.h"
+
+#include "ir/Types.h"
+
+#include <algorithm>
+
+using namespace cgc;
+
+namespace {
+/// How the mask's leading dims (before heads, rows and keys) meet the
+/// scores': all broadcast, all full, or a mix the merged outer index
+/// cannot address.
+enum class MaskLead { Broadcast, Full, Mixed };
+
+MaskLead maskLeadOf(const Node &node) {
+  const auto &q = node.operand(0)->getType().dims;
+  const auto &mask = node.operand(3)->getType().dims;
+  size_t lead = q.size() - 3, missing = q.size() - mask.size();
+  bool broadcast = true, full = true;
+  for (size_t a = 0; a < lead; ++a) {
+    bool present = a >= missing;
+    Dim m = present ? mask[a - missing] : Dim::fixed(1);
+    broadcast &= m == Dim::fixed(1);
+    full &= m == q[a];
+  }
+  return broadcast ? MaskLead::Broadcast : full ? MaskLead::Full : MaskLead::Mixed;
+}
+} // namespace
+
+std::string cgc::fusedAttentionRefusal(const Node &node) {
+  const TensorType &q = node.operand(0)->getType(), &v = node.operand(2)->getType();
+  Dim width = q.dims.back(), valueWidth = v.dims.back();
+  if (!isFloat(q.dtype))
+    return "the fused kernel takes f32, f16 and bf16";
+  if (!width.isStatic() || !valueWidth.isStatic() || width.extent() < 1 ||
+      valueWidth.extent() < 1 || width.extent() > kAttentionMaxWidth ||
+      valueWidth.extent() > kAttentionMaxWidth)
+    return "the fused kernel takes q, k and v rows of 1 to " +
+           std::to_string(kAttentionMaxWidth) + " elements";
+  if (node.numOperands() == 4 && maskLeadOf(node) == MaskLead::Mixed)
+    return "the mask's leading dims are partly broadcast";
+  return "";
+}
+
+bool cgc::fusedAttentionPays(const Node &node) {
+  const TensorType &k = node.operand(1)->getType();
+  Dim keys = k.dims[k.rank() - 2];
+  return k.dtype == DType::F32 && keys.isStatic() &&
+         keys.extent() <= kFusedAttentionMaxKeys;
+}
+
+int64_t cgc::attentionSharedBytes(const AttentionShape &s, int64_t rowsPerWarp) {
+  int64_t rows = kAttentionBlock / 32 * rowsPerWarp;
+  return 4 * (rows * s.width + kAttentionKeyTile * (s.width + 1) +
+              kAttentionKeyTile * s.valueWidth);
+}
+
+int64_t cgc::attentionBlocks(const AttentionShape &s, int64_t rowsPerWarp) {
+  int64_t rows = kAttentionBlock / 32 * rowsPerWarp;
+  return std::max<int64_t>((s.rows + rows - 1) / rows, 1) * s.outer * s.qHeads;
+}
+
+int64_t cgc::attentionRowsPerWarp(const AttentionShape &s, const Target &target) {
+  for (int64_t r : {16, 8, 4, 2})
+    if (attentionSharedBytes(s, r) <= kAttentionSharedBytes &&
+        attentionBlocks(s, r) >= int64_t(target.multiprocessors))
+      return r;
+  return 1;
+}

@@ -1,0 +1,64 @@
+//===- AttentionRule.h - When and how attention runs as one kernel -*- C++ -*-===//
+//
+// The fused attention kernel (codegen/device/attention.cuh) runs an
+// `attention` node whose q and k rows are at most kAttentionMaxWidth wide
+// (E and Ev), in f32, f16 or bf16, with a mask (if any) whose leading dims
+// are all broadcast or all full. One block of four warps takes a tile of
+// 4 * R query rows of one head; each warp owns R rows and streams the keys
+// in tiles of kAttentionKeyTile through shared memory with an online
+// softmax (running max, sum and output per row), so no score matrix is
+// ever written. expand-attention keeps whole only the attention the kernel
+// can run and is faster for (fusedAttentionPays); it writes out the rest.
+//
+// R: the largest of 16, 8, 4, 2 whose grid still fills every
+// multiprocessor once and whose tiles fit 48 KiB of static shared memory;
+// else 1. More rows per warp reuse each key and value read from shared
+// memory R times; fewer rows per block give small batches more blocks
+// (BERT-base at batch 1, sequence 128: 12 heads x 16 tiles of 8 rows).
+// Private to the scheduling library (target/Scheduler.h).
+//
+//===----------------------------------------------------------------------===//
+#ifndef CGC_TARGET_ATTENTIONRULE_H
+#define CGC_TARGET_ATTENTIONRULE_H
+
+#include "ir/Graph.h"
+#include "target/Problem.h"
+#include "target/Target.h"
+
+#include <cstdint>
+#include <string>
+
+namespace cgc {
+
+constexpr int64_t kAttentionMaxWidth = 128;
+constexpr int64_t kAttentionKeyTile = 32;
+constexpr int64_t kAttentionBlock = 128;
+constexpr int64_t kAttentionSharedBytes = 48 * 1024;
+
+/// Why the fused kernel cannot run attention node \p node (its dims may be
+/// symbolic but for the widths); empty when it can.
+std::string fusedAttentionRefusal(const Node &node);
+
+/// The longest key sequence the fused kernel is chosen for.
+constexpr int64_t kFusedAttentionMaxKeys = 128;
+/// Whether the fused kernel is faster than the products and softmax that
+/// expand-attention writes: f32 with at most kFusedAttentionMaxKeys static
+/// keys. Measured on an H200 (bench/attention.py, docs/perf.md): BERT-base
+/// at batch 1, sequence 128 in f32 ran in 13.1 us fused against 16.5 us
+/// written out (cuBLASLt products, 21.2 us for PyTorch's best SDPA); in
+/// bf16 the products' tensor cores win (9.2 us against 17.8 fused; GPT-2
+/// causal 9.8 against 16.9), and at sequence 512 and longer by far
+/// (13.8 against 110.5 us at 512): the kernel's scores and sums are SIMT
+/// f32 arithmetic.
+bool fusedAttentionPays(const Node &node);
+
+/// Bytes of static shared memory of a block of \p rowsPerWarp.
+int64_t attentionSharedBytes(const AttentionShape &s, int64_t rowsPerWarp);
+/// The rule's rows per warp (above).
+int64_t attentionRowsPerWarp(const AttentionShape &s, const Target &target);
+/// Blocks of the kernel at \p rowsPerWarp: query tiles x heads x outer.
+int64_t attentionBlocks(const AttentionShape &s, int64_t rowsPerWarp);
+
+} // namespace cgc
+
+#endif
