@@ -111,6 +111,7 @@ static bool emitKernel(const Node &node, Kernel &kernel) {
   case Loss: emitLoss(node, kernel); return true;
   case Movement: emitMovement(node, kernel); return true;
   case SyncPoint: return false;
+  case Convolution: return false; // expand-convolution writes it out first.
   case Attention: // The schedule pass gave it a fused_attention record.
     emitAttention(node, *node.schedule(), kernel);
     return true;

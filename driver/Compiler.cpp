@@ -243,7 +243,7 @@ static bool prepareModel(Graph &model, const CompileOptions &options,
   PassManager pm;
   PassContext ctx{diag, {}};
   ctx.target = targetOf(options);
-  return pm.addPipeline("expand-attention", diag) &&
+  return pm.addPipeline("expand-attention,expand-convolution", diag) &&
          pm.run(model, ctx, llvm::nulls());
 }
 

@@ -26,7 +26,8 @@ enum OpFamily : uint8_t {
   Loss,          ///< mse_loss, cross_entropy.
   Random,        ///< Reads the Philox stream (dropout).
   MatMul,        ///< Matrix products, lowered to a library call (cuBLASLt).
-  Attention,     ///< softmax(q k^T) v, written out by expand-attention.
+  Attention,     ///< softmax(q k^T) v: a fused kernel, or written out.
+  Convolution,   ///< conv, written out by expand-convolution.
   Movement,      ///< Moves or copies elements without arithmetic.
   SyncPoint,     ///< Needs a host sync unless rewritten.
   ControlFlow,   ///< if, while.

@@ -50,6 +50,7 @@ private:
   bool matmul(Types &out);
   bool linear(Types &out);
   bool attention(Types &out);
+  bool convolution(Types &out);
   bool transpose(Types &out);
   bool reshape(Types &out);
   bool broadcastTo(Types &out);

@@ -395,6 +395,7 @@ bool TypeChecker::opRule(Types &out) {
   case OpKind::MatMul: return matmul(out);
   case OpKind::Linear: return linear(out);
   case OpKind::Attention: return attention(out);
+  case OpKind::Conv: return convolution(out);
   case OpKind::Transpose: return transpose(out);
   case OpKind::Reshape: return reshape(out);
   case OpKind::BroadcastTo: return broadcastTo(out);
@@ -407,6 +408,7 @@ bool TypeChecker::opRule(Types &out) {
   case OpKind::While: return whileOp(out);
 #define CGC_MATMUL_OP(...)
 #define CGC_ATTENTION_OP(...)
+#define CGC_CONVOLUTION_OP(...)
 #define CGC_MOVEMENT_OP(...)
 #define CGC_CONTROL_FLOW_OP(...)
 #define CGC_OP(Enum, ...) case OpKind::Enum:
@@ -426,7 +428,7 @@ bool TypeChecker::run(Types &out) {
   case Random: return dropout(out);
   case SyncPoint: return syncPoint(out);
   case Fused: return fusion(out);
-  case MatMul: case Attention: case Movement: case ControlFlow:
+  case MatMul: case Attention: case Convolution: case Movement: case ControlFlow:
     return opRule(out);
   }
   llvm_unreachable("invalid OpFamily");

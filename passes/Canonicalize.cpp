@@ -119,7 +119,8 @@ Value *CanonicalizePass::identityOperand(Node &node) {
       candidate = node.operand(0);
     break;
   case Source: case Reduction: case Scan: case Normalization: case Loss:
-  case Random: case MatMul: case Attention: case SyncPoint: case ControlFlow:
+  case Random: case MatMul: case Attention: case Convolution: case SyncPoint:
+  case ControlFlow:
   case Fused:
     break;
   }

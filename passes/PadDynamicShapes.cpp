@@ -505,6 +505,9 @@ bool PadDynamicShapesPass::rewrite(Node &n, std::string &why) {
     return true;
   case Attention:
     return rewriteAttention(n, why);
+  case Convolution: // The driver writes it out before padding.
+    why = "conv (expand-convolution writes it out first)";
+    return false;
   case SyncPoint: case ControlFlow: case Fused:
     why = mnemonic(n.getOp()).str() + " of a tensor with a symbolic dim";
     return false;

@@ -188,6 +188,7 @@ std::vector<Tensor> Runner::runNode(const Node &node, const Operands &in) {
   case Scan: return {evalScan(node, in)};
   case MatMul: return {evalMatMul(node, in)};
   case Attention: return {evalAttention(node, in)};
+  case Convolution: return {evalConvolution(node, in)};
   case Movement: return {evalMovement(node, in, env)};
   case Normalization: case Loss: case Random: return {evalNN(node, in)};
   case SyncPoint: return {evalSyncPoint(node, in)};

@@ -45,6 +45,7 @@ Tensor evalReduction(const Node &node, const Operands &in);
 Tensor evalScan(const Node &node, const Operands &in);
 Tensor evalMatMul(const Node &node, const Operands &in);
 Tensor evalAttention(const Node &node, const Operands &in);
+Tensor evalConvolution(const Node &node, const Operands &in);
 Tensor evalMovement(const Node &node, const Operands &in, const DimEnv &env);
 /// Normalizations, losses and dropout.
 Tensor evalNN(const Node &node, const Operands &in);

@@ -198,7 +198,7 @@ static void collect(const Value *v, const DimEnv &env, Domain &dom,
       }
       break;
     case Source: case Reduction: case Scan: case Normalization: case MatMul:
-    case Attention:
+    case Attention: case Convolution:
       break; // Defined everywhere.
     }
   }

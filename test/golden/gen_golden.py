@@ -15,6 +15,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import golden_attention  # noqa: E402
+import golden_convolution  # noqa: E402
 import golden_edges  # noqa: E402
 from golden_numerics import (check_philox, exact_ints, philox_uniform,  # noqa: E402
                              round_to, saturate, write_safetensors)
@@ -510,7 +511,8 @@ def main():
     for gen in (gen_unary, gen_binary, gen_cast, gen_sources, gen_reductions, gen_matmul, gen_movement,
                 gen_nn, gen_sync, gen_control, gen_symbolic, gen_initializers,
                 edges(golden_edges.gen_bitwise), edges(golden_edges.gen_edges),
-                edges(golden_edges.gen_constants_exact), edges(golden_attention.gen_attention)):
+                edges(golden_edges.gen_constants_exact), edges(golden_attention.gen_attention),
+                edges(golden_convolution.gen_convolution)):
         gen()
     with open(os.path.join(OUT, "cases.json"), "w") as f:
         json.dump(CASES, f, indent=1)

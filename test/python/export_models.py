@@ -60,6 +60,20 @@ def models(torch, small=False):
             y = torch.floor(x * 2) + torch.ceil(x) * torch.round(x)
             return y.view(4, 4) + x.view(4, 4).prod(dim=1, keepdim=True)
 
+    class ConvNet(nn.Module):  # stride, padding ("same" too), dilation, groups, 1-D
+        def __init__(self):
+            super().__init__()
+            self.c1 = nn.Conv2d(3, 8, 3, stride=2, padding=1)
+            self.c2 = nn.Conv2d(8, 8, (3, 2), padding="same", dilation=(1, 2), groups=4,
+                                bias=False)
+            self.patch = nn.Conv2d(8, 16, 2, stride=2)  # a ViT's patch embedding
+            self.c1d = nn.Conv1d(16, 4, 3, padding=2)
+
+        def forward(self, x):
+            y = torch.relu(self.c1(x))
+            y = y + self.c2(y)
+            return self.c1d(self.patch(y).flatten(2))
+
     gen = torch.Generator().manual_seed(0)
     ties = torch.tensor([0.5, 1.5, 2.5, -0.5, -2.5, 3.5])
     yield "mlp", MLP(), (torch.randn(8, d, generator=gen),), None
@@ -72,6 +86,7 @@ def models(torch, small=False):
     yield "encoder_dynamic_batch", EncoderLayer(), (torch.randn(5, seq, d, generator=gen),), \
         ({0: batch},)
     yield "rounding_prod", RoundingProd(), (torch.cat([3 * torch.randn(10, generator=gen), ties]),), None
+    yield "conv_net", ConvNet(), (torch.randn(2, 3, 12, 10, generator=gen),), None
 
 
 def refusals(torch):

@@ -272,6 +272,41 @@ def gemm(ctx, ins, attrs):
     return [y]
 
 
+@rule("Conv")
+def conv(ctx, ins, attrs):
+    """ONNX's Conv as cgc's conv: `pads` in the same order (every begin,
+    then every end); auto_pad SAME_UPPER / SAME_LOWER give the output
+    ceil(in / stride), the odd pad after / before."""
+    x, w = ins[0], ins[1]
+    need_float(ctx, x)
+    xs, ws = shape(ctx, x), shape(ctx, w)
+    spatial = len(xs) - 2
+    if spatial not in (1, 2, 3) or not all(isinstance(d, int) for d in xs[1:] + ws):
+        raise RefusedError(f"a Conv of {xs} by {ws} (cgc takes 1 to 3 static spatial dims)")
+    kernel = [int(k) for k in attrs.get("kernel_shape", ws[2:])]
+    if kernel != list(ws[2:]):
+        raise RefusedError(f"kernel_shape {kernel} differs from the weight's {ws[2:]}")
+    strides = [int(v) for v in attrs.get("strides", [1] * spatial)]
+    dilations = [int(v) for v in attrs.get("dilations", [1] * spatial)]
+    auto = attrs.get("auto_pad", "NOTSET")
+    auto = auto.decode() if isinstance(auto, bytes) else auto
+    if auto in ("SAME_UPPER", "SAME_LOWER"):
+        total = [max(0, (-(-i // s) - 1) * s + (k - 1) * d + 1 - i)
+                 for i, s, k, d in zip(xs[2:], strides, kernel, dilations)]
+        small = [t // 2 for t in total]
+        big = [t - t // 2 for t in total]
+        pads = small + big if auto == "SAME_UPPER" else big + small
+    elif auto == "VALID":
+        pads = [0] * 2 * spatial
+    elif auto == "NOTSET":
+        pads = [int(v) for v in attrs.get("pads", [0] * 2 * spatial)]
+    else:
+        raise RefusedError(f"auto_pad {auto!r}")
+    operands = [x, w] + ([ins[2]] if len(ins) > 2 and ins[2] is not None else [])
+    return [ctx.op("conv", operands, {"strides": strides, "pads": pads, "dilations": dilations,
+                                      "groups": int(attrs.get("group", 1))})]
+
+
 # ---- movement
 
 @rule("Transpose")

@@ -455,3 +455,55 @@ def full(e, n):
         check_sizes(n, n.args[0])
     return e.op("fill", [], {"dtype": e.dtype(n), "shape": e.shape(n),
                              "value": json_number(value, "f32")}, name=n.name)
+
+
+def conv_list(value, spatial, name):
+    """A conv attribute (an int or one int per spatial dim) as a list."""
+    values = [value] * spatial if isinstance(value, int) else list(value)
+    if len(values) == 1 and spatial > 1:
+        values = values * spatial
+    if len(values) != spatial or not all(isinstance(v, int) for v in values):
+        raise RefusedError(f"a convolution {name} of {value!r} for {spatial} spatial dims")
+    return values
+
+
+def conv_op(e, n, x, w, bias, stride, padding, dilation, groups):
+    """One `conv` node: x [N, C, spatial...], w [O, C / groups, kernel...]."""
+    spatial = len(e.shape(x)) - 2
+    if spatial not in (1, 2, 3):
+        raise RefusedError(f"a convolution over {spatial} spatial dims (cgc takes 1 to 3)")
+    dilation = conv_list(dilation, spatial, "dilation")
+    if isinstance(padding, str):
+        if padding == "valid":
+            pads = [0] * 2 * spatial
+        elif padding == "same":
+            kernel = e.shape(w)[2:]
+            total = [d * (k - 1) for d, k in zip(dilation, kernel)]
+            pads = [t // 2 for t in total] + [t - t // 2 for t in total]
+        else:
+            raise RefusedError(f"a convolution padding of {padding!r}")
+    else:
+        pads = conv_list(padding, spatial, "padding") * 2
+    operands = [e.operand(x), e.operand(w)] + ([e.operand(bias)] if bias is not None else [])
+    attrs = {"strides": conv_list(stride, spatial, "stride"), "pads": pads,
+             "dilations": dilation, "groups": groups}
+    return e.op("conv", operands, attrs, name=n.name)
+
+
+@aten("convolution")
+def convolution(e, n):
+    x, w, bias, stride, padding, dilation, transposed, _, groups = n.args[:9]
+    if transposed:
+        raise RefusedError("a transposed convolution (conv_transpose has no cgc op yet)")
+    return conv_op(e, n, x, w, bias, stride, padding, dilation, groups)
+
+
+@aten("conv1d", "conv2d", "conv3d", "conv1d.padding", "conv2d.padding", "conv3d.padding")
+def conv_nd(e, n):
+    args = list(n.args) + [None] * (7 - len(n.args))
+    x, w, bias = args[0], args[1], args[2]
+    stride = args[3] if args[3] is not None else n.kwargs.get("stride", 1)
+    padding = args[4] if args[4] is not None else n.kwargs.get("padding", 0)
+    dilation = args[5] if args[5] is not None else n.kwargs.get("dilation", 1)
+    groups = args[6] if args[6] is not None else n.kwargs.get("groups", 1)
+    return conv_op(e, n, x, w, bias, stride, padding, dilation, groups)

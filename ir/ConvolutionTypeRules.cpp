@@ -1,0 +1,47 @@
+//===- ConvolutionTypeRules.cpp - The result type of conv --------------------===//
+//
+// conv(x, w[, b]): x [N, C, D1..Dd] and w [O, C / groups, K1..Kd] of one
+// float dtype, d = 1, 2 or 3; b [O]. `strides` and `dilations` hold d
+// values of at least 1 (default 1), `pads` 2d values of at least 0, the
+// padding before each spatial dim and then after it (default 0), `groups`
+// divides C and O (default 1). Every dim but N is static. The result is
+// [N, O, E1..Ed] with Ei = (Di + before + after - dilation (Ki - 1) - 1)
+// / stride + 1 (rounded down), each at least 1.
+//
+//===----------------------------------------------------------------------===//
+#include "ir/ConvolutionShape.h"
+#include "ir/Printer.h"
+#include "ir/TypeChecker.h"
+
+using namespace cgc;
+using namespace cgc::typerules;
+
+bool TypeChecker::convolution(Types &out) {
+  if (!checkOperandDTypes(0, node.numOperands()))
+    return false;
+  const TensorType &x = operandType(0), &w = operandType(1);
+  unsigned rank = x.rank();
+  if (rank < 3 || rank > 5 || w.rank() != rank)
+    return fail("x and w must be [N, C, spatial...] and [O, C / groups, "
+                "kernel...] with 1 to 3 spatial dims, got " + str(x) + " and " +
+                str(w));
+  for (unsigned a = 1; a < rank; ++a)
+    if (!x.dims[a].isStatic() || !w.dims[a].isStatic() || !w.dims[0].isStatic())
+      return fail("conv needs static channels, spatial dims and weights, got " +
+                  str(x) + " and " + str(w));
+  std::string why;
+  auto shape = convolutionShape(node, why);
+  if (!shape)
+    return fail(why);
+  if (node.numOperands() == 3) {
+    const TensorType &b = operandType(2);
+    if (b.rank() != 1 || b.dims[0] != w.dims[0])
+      return fail("the bias must be [" + std::to_string(w.dims[0].extent()) +
+                  "] (one per output channel), got " + str(b));
+  }
+  std::vector<Dim> result{x.dims[0], w.dims[0]};
+  for (int64_t e : shape->out)
+    result.push_back(Dim::fixed(e));
+  out.push_back(TensorType(x.dtype, result));
+  return true;
+}

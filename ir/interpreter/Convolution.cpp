@@ -1,0 +1,72 @@
+//===- Convolution.cpp - conv --------------------------------------------===//
+//
+// out[n, o, e] = b[o] + sum over the input channels c of o's group and the
+// kernel offsets k of x[n, c, e * stride - before + k * dilation] w[o, c', k]
+// (c' = c within the group), a position outside x reading 0; per spatial
+// dim, in double, rounded once to the result's dtype.
+//
+//===----------------------------------------------------------------------===//
+#include "ir/ConvolutionShape.h"
+#include "ir/interpreter/Kernels.h"
+
+using namespace cgc;
+using namespace cgc::interp;
+
+namespace {
+/// Row-major walk over the extents \p ext: the coordinates of index \p i.
+void coordinates(int64_t i, const std::vector<int64_t> &ext, std::vector<int64_t> &c) {
+  for (size_t a = ext.size(); a-- > 0;) {
+    c[a] = i % ext[a];
+    i /= ext[a];
+  }
+}
+
+int64_t count(const std::vector<int64_t> &ext) {
+  int64_t n = 1;
+  for (int64_t e : ext)
+    n *= e;
+  return n;
+}
+} // namespace
+
+Tensor interp::evalConvolution(const Node &node, const Operands &in) {
+  const Tensor &x = *in[0], &w = *in[1];
+  const Tensor *bias = in.size() > 2 ? in[2] : nullptr;
+  std::string why;
+  ConvolutionShape s = *convolutionShape(node, why); // verified
+  size_t d = s.in.size();
+  int64_t batch = x.shape[0], perGroupIn = s.channels / s.groups,
+          perGroupOut = s.outChannels / s.groups;
+  int64_t inSize = count(s.in), outSize = count(s.out), kernelSize = count(s.kernel);
+  Shape result{batch, s.outChannels};
+  result.insert(result.end(), s.out.begin(), s.out.end());
+  Tensor out(x.dtype, result);
+  std::vector<int64_t> e(d), k(d);
+  for (int64_t n = 0; n < batch; ++n)
+    for (int64_t o = 0; o < s.outChannels; ++o) {
+      int64_t group = o / perGroupOut;
+      for (int64_t p = 0; p < outSize; ++p) {
+        coordinates(p, s.out, e);
+        double acc = bias ? bias->real(o) : 0.0;
+        for (int64_t c = 0; c < perGroupIn; ++c) {
+          int64_t channel = group * perGroupIn + c;
+          for (int64_t q = 0; q < kernelSize; ++q) {
+            coordinates(q, s.kernel, k);
+            int64_t at = 0;
+            bool inside = true;
+            for (size_t a = 0; a < d && inside; ++a) {
+              int64_t pos = e[a] * s.strides[a] - s.before[a] + k[a] * s.dilations[a];
+              inside = pos >= 0 && pos < s.in[a];
+              at = at * s.in[a] + pos;
+            }
+            if (inside)
+              acc += x.real((n * s.channels + channel) * inSize + at) *
+                     w.real((o * perGroupIn + c) * kernelSize + q);
+          }
+        }
+        out.setReal((n * s.outChannels + o) * outSize + p, acc);
+      }
+    }
+  out.round();
+  return out;
+}
