@@ -1,4 +1,4 @@
-//===- ConvolutionShape.cpp - A conv node's attributes, checked --------------===//
+//===- ConvolutionShape.cpp - A window op's attributes, checked --------------===//
 #include "ir/ConvolutionShape.h"
 
 using namespace cgc;
@@ -10,65 +10,97 @@ static std::string list(const std::vector<int64_t> &values) {
   return s + "]";
 }
 
-llvm::Optional<ConvolutionShape> cgc::convolutionShape(const Node &conv,
-                                                       std::string &why) {
-  const auto &x = conv.operand(0)->getType().dims, &w = conv.operand(1)->getType().dims;
-  size_t d = x.size() - 2;
-  ConvolutionShape s;
-  s.channels = x[1].extent();
-  s.outChannels = w[0].extent();
-  s.groups = conv.intAttr("groups", 1);
+namespace {
+/// Reads integer list attributes of \p node for \p d spatial dims.
+struct AttrReader {
+  const Node &node;
+  size_t d;
+  std::string &why;
+
   // Bounds that keep every extent below 2^62: no overflow in the sums.
-  const int64_t most = (int64_t(1) << 31) - 1;
-  auto attr = [&](llvm::StringRef key, size_t count, int64_t fallback,
-                  int64_t least, std::vector<int64_t> &into) {
-    into = conv.attr(key) ? conv.intsAttr(key) : std::vector<int64_t>(count, fallback);
+  static constexpr int64_t kMost = (int64_t(1) << 31) - 1;
+
+  bool read(llvm::StringRef key, size_t count, int64_t fallback, int64_t least,
+            std::vector<int64_t> &into) {
+    into = node.attr(key) ? node.intsAttr(key) : std::vector<int64_t>(count, fallback);
     if (into.size() != count) {
       why = "attribute '" + key.str() + "' must hold " + std::to_string(count) +
             " values (" + std::to_string(d) + " spatial dims), got " + list(into);
       return false;
     }
     for (int64_t v : into)
-      if (v < least || v > most) {
+      if (v < least || v > kMost) {
         why = "attribute '" + key.str() + "' must hold values from " +
               std::to_string(least) + " to 2^31 - 1, got " + list(into);
         return false;
       }
     return true;
-  };
-  std::vector<int64_t> pads;
-  if (!attr("strides", d, 1, 1, s.strides) || !attr("dilations", d, 1, 1, s.dilations) ||
-      !attr("pads", 2 * d, 0, 0, pads))
-    return llvm::None;
+  }
+};
+} // namespace
+
+/// The channels and kernel of a conv (from its weight, checked against
+/// its groups) or a pool (its `kernel`).
+static bool channelsAndKernel(const Node &node, AttrReader &attrs, ConvolutionShape &s) {
+  const auto &x = node.operand(0)->getType().dims;
+  s.channels = x[1].extent();
+  if (node.getOp() != OpKind::Conv) {
+    s.outChannels = s.channels;
+    return attrs.read("kernel", attrs.d, 1, 1, s.kernel);
+  }
+  const auto &w = node.operand(1)->getType().dims;
+  s.outChannels = w[0].extent();
+  s.groups = node.intAttr("groups", 1);
+  for (size_t i = 2; i < w.size(); ++i)
+    s.kernel.push_back(w[i].extent());
   if (s.groups < 1 || s.channels % s.groups != 0 || s.outChannels % s.groups != 0) {
-    why = "groups = " + std::to_string(s.groups) + " must divide the " +
-          std::to_string(s.channels) + " input and " + std::to_string(s.outChannels) +
-          " output channels";
-    return llvm::None;
+    attrs.why = "groups = " + std::to_string(s.groups) + " must divide the " +
+                std::to_string(s.channels) + " input and " +
+                std::to_string(s.outChannels) + " output channels";
+    return false;
   }
   if (w[1].extent() * s.groups != s.channels) {
-    why = "w has " + std::to_string(w[1].extent()) + " input channels per group; x has " +
-          std::to_string(s.channels) + " in " + std::to_string(s.groups) + " group(s)";
-    return llvm::None;
+    attrs.why = "w has " + std::to_string(w[1].extent()) +
+                " input channels per group; x has " + std::to_string(s.channels) +
+                " in " + std::to_string(s.groups) + " group(s)";
+    return false;
   }
+  return true;
+}
+
+llvm::Optional<ConvolutionShape> cgc::convolutionShape(const Node &node,
+                                                       std::string &why) {
+  const auto &x = node.operand(0)->getType().dims;
+  size_t d = x.size() - 2;
+  AttrReader attrs{node, d, why};
+  ConvolutionShape s;
+  std::vector<int64_t> pads;
+  if (!channelsAndKernel(node, attrs, s) || !attrs.read("strides", d, 1, 1, s.strides) ||
+      !attrs.read("dilations", d, 1, 1, s.dilations) || !attrs.read("pads", 2 * d, 0, 0, pads))
+    return llvm::None;
+  bool ceil = node.boolAttr("ceil_mode", false);
   for (size_t i = 0; i < d; ++i) {
     s.in.push_back(x[i + 2].extent());
-    s.kernel.push_back(w[i + 2].extent());
     s.before.push_back(pads[i]);
     s.after.push_back(pads[d + i]);
     int64_t padded = s.in[i] + s.before[i] + s.after[i];
     // span = dilation (kernel - 1) + 1, compared without overflow.
     bool fits = s.kernel[i] >= 1 && padded >= 1 &&
                 s.kernel[i] - 1 <= (padded - 1) / s.dilations[i];
-    int64_t span = fits ? s.dilations[i] * (s.kernel[i] - 1) + 1 : 0;
     if (!fits) {
       why = "spatial dim " + std::to_string(i) + ": the kernel spans more than " +
-            "the padded input (extent " + std::to_string(s.kernel[i]) +
-            ", dilation " + std::to_string(s.dilations[i]) + ", padded input " +
-            std::to_string(padded) + ")";
+            "the padded input (extent " + std::to_string(s.kernel[i]) + ", dilation " +
+            std::to_string(s.dilations[i]) + ", padded input " + std::to_string(padded) + ")";
       return llvm::None;
     }
-    s.out.push_back((padded - span) / s.strides[i] + 1);
+    int64_t span = s.dilations[i] * (s.kernel[i] - 1) + 1;
+    int64_t steps = padded - span, out = steps / s.strides[i] + 1;
+    // ceil_mode (PyTorch's rule): one more window when some is left over,
+    // unless it would start in the padding after the input.
+    if (ceil && steps % s.strides[i] != 0 && out * s.strides[i] < s.in[i] + s.before[i])
+      ++out;
+    s.out.push_back(out);
+    s.overhang.push_back(std::max<int64_t>(0, (out - 1) * s.strides[i] + span - padded));
   }
   return s;
 }

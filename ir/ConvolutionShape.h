@@ -1,8 +1,9 @@
-//===- ConvolutionShape.h - A conv node's attributes, checked ----*- C++ -*-===//
+//===- ConvolutionShape.h - A window op's attributes, checked ----*- C++ -*-===//
 //
-// The one reading of a `conv` node's attributes (strides, pads, dilations,
-// groups) with their defaults, checked against its operands, for the type
-// rule, the interpreter and expand-convolution.
+// The one reading of the attributes of a `conv`, `max_pool` or `avg_pool`
+// node (kernel, strides, pads, dilations, groups, ceil_mode) with their
+// defaults, checked against its operands, for the type rules, the
+// interpreter and expand-convolution.
 //
 //===----------------------------------------------------------------------===//
 #ifndef CGC_IR_CONVOLUTIONSHAPE_H
@@ -18,15 +19,18 @@
 namespace cgc {
 
 struct ConvolutionShape {
+  /// A pool's channels are its input's, its groups 1.
   int64_t channels = 0, outChannels = 0, groups = 1;
   /// Per spatial dim: input extent, kernel extent, stride, dilation,
-  /// padding before and after, output extent.
-  std::vector<int64_t> in, kernel, strides, dilations, before, after, out;
+  /// padding before and after, output extent, and the positions past the
+  /// padding that the last window of a ceil_mode pool covers (read as
+  /// nothing: never in a max, never counted in an average).
+  std::vector<int64_t> in, kernel, strides, dilations, before, after, out, overhang;
 };
 
-/// \p conv's shape (static channels, spatial dims and weights); none, with
-/// \p why set, when its attributes do not fit its operands.
-llvm::Optional<ConvolutionShape> convolutionShape(const Node &conv, std::string &why);
+/// \p node's window shape (static channels, spatial dims and weights);
+/// none, with \p why set, when its attributes do not fit its operands.
+llvm::Optional<ConvolutionShape> convolutionShape(const Node &node, std::string &why);
 
 } // namespace cgc
 

@@ -7,6 +7,10 @@
 // divides C and O (default 1). Every dim but N is static. The result is
 // [N, O, E1..Ed] with Ei = (Di + before + after - dilation (Ki - 1) - 1)
 // / stride + 1 (rounded down), each at least 1.
+// max_pool(x) and avg_pool(x): x [N, C, D1..Dd] of a float dtype and the
+// same attributes but `kernel` (d values) for w and no groups; ceil_mode
+// rounds Ei up (PyTorch's rule: not past a window that would start in the
+// padding after the input). The result is [N, C, E1..Ed].
 //
 //===----------------------------------------------------------------------===//
 #include "ir/ConvolutionShape.h"
@@ -19,8 +23,26 @@ using namespace cgc::typerules;
 bool TypeChecker::convolution(Types &out) {
   if (!checkOperandDTypes(0, node.numOperands()))
     return false;
-  const TensorType &x = operandType(0), &w = operandType(1);
+  const TensorType &x = operandType(0);
   unsigned rank = x.rank();
+  bool conv = node.getOp() == OpKind::Conv;
+  if (!conv) {
+    if (rank < 3 || rank > 5)
+      return fail("x must be [N, C, spatial...] with 1 to 3 spatial dims, got " + str(x));
+    for (unsigned a = 1; a < rank; ++a)
+      if (!x.dims[a].isStatic())
+        return fail("pooling needs static channels and spatial dims, got " + str(x));
+    std::string why;
+    auto shape = convolutionShape(node, why);
+    if (!shape)
+      return fail(why);
+    std::vector<Dim> result{x.dims[0], x.dims[1]};
+    for (int64_t e : shape->out)
+      result.push_back(Dim::fixed(e));
+    out.push_back(TensorType(x.dtype, result));
+    return true;
+  }
+  const TensorType &w = operandType(1);
   if (rank < 3 || rank > 5 || w.rank() != rank)
     return fail("x and w must be [N, C, spatial...] and [O, C / groups, "
                 "kernel...] with 1 to 3 spatial dims, got " + str(x) + " and " +

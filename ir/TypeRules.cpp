@@ -395,7 +395,8 @@ bool TypeChecker::opRule(Types &out) {
   case OpKind::MatMul: return matmul(out);
   case OpKind::Linear: return linear(out);
   case OpKind::Attention: return attention(out);
-  case OpKind::Conv: return convolution(out);
+  case OpKind::Conv: case OpKind::MaxPool: case OpKind::AvgPool:
+    return convolution(out);
   case OpKind::Transpose: return transpose(out);
   case OpKind::Reshape: return reshape(out);
   case OpKind::BroadcastTo: return broadcastTo(out);

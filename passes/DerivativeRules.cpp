@@ -294,7 +294,8 @@ bool cgc::operandAdjoints(const Node &n, Value *g, ValueBuilder &gb,
   case OpKind::ProductFusion: case OpKind::RowFusion:
   case OpKind::NonZero: case OpKind::MaskedSelect: case OpKind::Item:
   case OpKind::Attention: // expand-attention writes it out before autodiff.
-  case OpKind::Conv: // expand-convolution does too (gather has no rule yet).
+  case OpKind::Conv: case OpKind::MaxPool: case OpKind::AvgPool:
+    // expand-convolution writes them out first (gather has no rule yet).
     why = "no derivative rule for " + mnemonic(n.getOp()).str() + " yet";
     return false;
   case OpKind::LogicalNot: case OpKind::Eq: case OpKind::Ne: case OpKind::Lt:

@@ -1,4 +1,4 @@
-//===- ExpandConvolution.cpp - conv as window gathers and a product --------===//
+//===- ExpandConvolution.cpp - conv and pools as window gathers ------------===//
 //
 // Algorithm: every `conv` node (in regions too), x [N, C, D1..Dd] and
 // w [O, C / G, K1..Kd], is replaced, in its dtype, by
@@ -13,15 +13,21 @@
 //           broadcast over [N, G]: [N, G, O / G, E1..Ed], reshaped to
 //           [N, O, E1..Ed], plus the bias as [O, 1..1]
 // ops the other passes and codegen know (an im2col whose index
-// arithmetic is folded into constants). The driver runs it first, with
+// arithmetic is folded into constants). A max_pool or avg_pool takes the
+// same windows, its padding (and a ceil_mode overhang) -inf or 0, and
+// reduces them with `max` or `sum` over the K axes; an average divides by
+// the count of each window's positions inside the input (or the padded
+// input), a scalar when every window has the same. The driver runs it first, with
 // expand-attention (driver/Compiler.cpp); it leads the default pipeline.
-// Requires: a verified graph. Guarantees: no conv remains; each result
-// equals the interpreter's conv but for the order of the f32 sums.
+// Requires: a verified graph. Guarantees: no conv or pool remains; each
+// result equals the interpreter's but for the order of the f32 sums.
 //
 //===----------------------------------------------------------------------===//
 #include "ir/ConvolutionShape.h"
 #include "passes/Pass.h"
 #include "passes/ValueBuilder.h"
+
+#include <cmath>
 
 using namespace cgc;
 
@@ -34,19 +40,22 @@ int64_t product(const std::vector<int64_t> &values) {
   return n;
 }
 
-/// \p x with \p before and \p after zeros along \p axis.
-Value *padAxis(ValueBuilder &vb, Value *x, unsigned axis, int64_t before, int64_t after) {
+/// \p x with \p before and \p after elements of \p fill along \p axis.
+Value *padAxis(ValueBuilder &vb, Value *x, unsigned axis, int64_t before, int64_t after,
+               double fill) {
   std::vector<Value *> parts;
-  auto zeros = [&](int64_t extent) {
-    TensorType t = x->getType();
-    t.dims[axis] = Dim::fixed(extent);
-    return vb.zeros(t);
+  auto border = [&](int64_t extent) {
+    std::vector<Dim> dims(x->getType().dims.begin(), x->getType().dims.end());
+    dims[axis] = Dim::fixed(extent);
+    DType dtype = x->getType().dtype;
+    return vb.op(OpKind::Fill, {},
+                 {{"dtype", dtype}, {"shape", dims}, {"value", Number::ofReal(fill)}}, "border");
   };
   if (before)
-    parts.push_back(zeros(before));
+    parts.push_back(border(before));
   parts.push_back(x);
   if (after)
-    parts.push_back(zeros(after));
+    parts.push_back(border(after));
   if (parts.size() == 1)
     return x;
   return vb.op(OpKind::Concat, parts, {{"axis", int64_t(axis)}}, "pad");
@@ -78,15 +87,29 @@ Value *windows(ValueBuilder &vb, Value *x, unsigned axis, const ConvolutionShape
   return vb.op(OpKind::Gather, {x, index}, {{"axis", int64_t(axis)}}, "windows");
 }
 
-Value *expand(ValueBuilder &vb, const Node &n, const ConvolutionShape &s) {
-  Value *x = n.operand(0), *w = n.operand(1);
+/// [N, C, K1, E1, .., Kd, Ed]: \p x's windows, its padding (and a ceil
+/// pool's overhang) read as \p fill.
+Value *allWindows(ValueBuilder &vb, Value *x, const ConvolutionShape &s, double fill) {
   size_t d = s.in.size();
   for (size_t a = 0; a < d; ++a)
-    x = padAxis(vb, x, unsigned(a + 2), s.before[a], s.after[a]);
+    x = padAxis(vb, x, unsigned(a + 2), s.before[a], s.after[a] + s.overhang[a], fill);
   for (size_t a = 0; a < d; ++a)
     x = windows(vb, x, unsigned(2 + 2 * a), s, a);
+  return x;
+}
+
+std::vector<Dim> resultDims(Dim batch, int64_t channels, const ConvolutionShape &s) {
+  std::vector<Dim> dims{batch, Dim::fixed(channels)};
+  for (int64_t e : s.out)
+    dims.push_back(Dim::fixed(e));
+  return dims;
+}
+
+Value *expandConv(ValueBuilder &vb, const Node &n, const ConvolutionShape &s) {
+  Value *x = allWindows(vb, n.operand(0), s, 0.0), *w = n.operand(1);
   if (!x)
     return nullptr;
+  size_t d = s.in.size();
   std::vector<int64_t> perm{0, 1};
   for (size_t a = 0; a < d; ++a)
     perm.push_back(int64_t(2 + 2 * a));
@@ -101,11 +124,8 @@ Value *expand(ValueBuilder &vb, const Node &n, const ConvolutionShape &s) {
                                Dim::fixed(positions)}, "cols");
   Value *weights = vb.reshape(w, {Dim::fixed(g), Dim::fixed(s.outChannels / g),
                                   Dim::fixed(reduced)}, "weights");
-  Value *y = vb.matmul(weights, cols, false, false);
-  std::vector<Dim> result{batch, Dim::fixed(s.outChannels)};
-  for (int64_t e : s.out)
-    result.push_back(Dim::fixed(e));
-  y = vb.reshape(y, result, "out");
+  Value *y = vb.reshape(vb.matmul(weights, cols, false, false),
+                        resultDims(batch, s.outChannels, s), "out");
   if (n.numOperands() == 3) {
     std::vector<Dim> column(d + 1, Dim::fixed(1));
     column[0] = Dim::fixed(s.outChannels);
@@ -114,17 +134,73 @@ Value *expand(ValueBuilder &vb, const Node &n, const ConvolutionShape &s) {
   return y;
 }
 
+/// Per output position, the window positions an average divides by:
+/// those inside the input, or (count_include_pad) the padded input.
+std::vector<Number> divisors(const Node &n, const ConvolutionShape &s, bool &uniform) {
+  bool includePad = n.boolAttr("count_include_pad", false);
+  std::vector<int64_t> perDim[3];
+  for (size_t a = 0; a < s.in.size(); ++a)
+    for (int64_t e = 0; e < s.out[a]; ++e) {
+      int64_t c = 0;
+      for (int64_t k = 0; k < s.kernel[a]; ++k) {
+        int64_t pos = e * s.strides[a] - s.before[a] + k * s.dilations[a];
+        c += includePad ? pos < s.in[a] + s.after[a] : pos >= 0 && pos < s.in[a];
+      }
+      perDim[a].push_back(c);
+    }
+  std::vector<Number> out;
+  uniform = true;
+  int64_t positions = product(s.out);
+  for (int64_t p = 0; p < positions; ++p) {
+    int64_t rest = p, c = 1;
+    for (size_t a = s.in.size(); a-- > 0;) {
+      c *= perDim[a][size_t(rest % s.out[a])];
+      rest /= s.out[a];
+    }
+    out.push_back(Number::ofReal(double(c)));
+    uniform &= c == int64_t(out.front().real());
+  }
+  return out;
+}
+
+Value *expandPool(ValueBuilder &vb, const Node &n, const ConvolutionShape &s) {
+  bool max = n.getOp() == OpKind::MaxPool;
+  Value *x = allWindows(vb, n.operand(0), s, max ? -INFINITY : 0.0);
+  std::vector<int64_t> axes;
+  for (size_t a = 0; a < s.in.size(); ++a)
+    axes.push_back(int64_t(2 + 2 * a));
+  Value *y = vb.op(max ? OpKind::Max : OpKind::Sum, {x},
+                   {{"axes", axes}, {"keepdim", false}}, max ? "max" : "sum");
+  if (max || !y)
+    return y;
+  bool uniform = false;
+  std::vector<Number> counts = divisors(n, s, uniform);
+  DType dtype = y->getType().dtype;
+  if (uniform)
+    return vb.div(y, vb.fill(counts.front().real(), dtype, "count"));
+  std::vector<Dim> dims;
+  for (int64_t e : s.out)
+    dims.push_back(Dim::fixed(e));
+  Value *count = vb.op(OpKind::Constant, {},
+                       {{"dtype", dtype}, {"shape", dims}, {"value", counts}}, "count");
+  return vb.div(y, count);
+}
+
+Value *expand(ValueBuilder &vb, const Node &n, const ConvolutionShape &s) {
+  return n.getOp() == OpKind::Conv ? expandConv(vb, n, s) : expandPool(vb, n, s);
+}
+
 class ExpandConvolutionPass : public Pass {
 public:
   llvm::StringRef name() const override { return "expand-convolution"; }
   llvm::StringRef summary() const override {
-    return "write every conv out as window gathers and a matrix product";
+    return "write every conv and pool out as window gathers and a product or reduction";
   }
   bool run(Graph &graph, PassContext &ctx) override {
     return forEachGraphInnermostFirst(graph, [&](Graph &g) {
       std::vector<Node *> nodes;
       for (const auto &node : g.nodes())
-        if (node->getOp() == OpKind::Conv)
+        if (node->info().family == Convolution)
           nodes.push_back(node.get());
       GraphBuilder builder(g, ctx.diag);
       ValueBuilder vb(builder);

@@ -1,13 +1,18 @@
-//===- Convolution.cpp - conv --------------------------------------------===//
+//===- Convolution.cpp - conv, max_pool, avg_pool ------------------------===//
 //
 // out[n, o, e] = b[o] + sum over the input channels c of o's group and the
 // kernel offsets k of x[n, c, e * stride - before + k * dilation] w[o, c', k]
 // (c' = c within the group), a position outside x reading 0; per spatial
-// dim, in double, rounded once to the result's dtype.
+// dim, in double, rounded once to the result's dtype. A pool takes the
+// positions of each window inside x: their max (NaN if any is NaN; -inf
+// if none), or their sum over the count of those inside x (with
+// count_include_pad: inside the padded input).
 //
 //===----------------------------------------------------------------------===//
 #include "ir/ConvolutionShape.h"
 #include "ir/interpreter/Kernels.h"
+
+#include <cmath>
 
 using namespace cgc;
 using namespace cgc::interp;
@@ -29,7 +34,49 @@ int64_t count(const std::vector<int64_t> &ext) {
 }
 } // namespace
 
+/// max_pool and avg_pool.
+static Tensor evalPool(const Node &node, const Tensor &x, const ConvolutionShape &s) {
+  size_t d = s.in.size();
+  bool max = node.getOp() == OpKind::MaxPool;
+  bool includePad = node.boolAttr("count_include_pad", false);
+  int64_t batch = x.shape[0], inSize = count(s.in), outSize = count(s.out),
+          kernelSize = count(s.kernel);
+  Shape result{batch, s.channels};
+  result.insert(result.end(), s.out.begin(), s.out.end());
+  Tensor out(x.dtype, result);
+  std::vector<int64_t> e(d), k(d);
+  for (int64_t plane = 0; plane < batch * s.channels; ++plane)
+    for (int64_t p = 0; p < outSize; ++p) {
+      coordinates(p, s.out, e);
+      double acc = max ? -INFINITY : 0.0;
+      int64_t counted = 0;
+      for (int64_t q = 0; q < kernelSize; ++q) {
+        coordinates(q, s.kernel, k);
+        int64_t at = 0;
+        bool inside = true, inPadded = true;
+        for (size_t a = 0; a < d; ++a) {
+          int64_t pos = e[a] * s.strides[a] - s.before[a] + k[a] * s.dilations[a];
+          inside &= pos >= 0 && pos < s.in[a];
+          inPadded &= pos < s.in[a] + s.after[a];
+          at = at * s.in[a] + pos;
+        }
+        counted += includePad ? inPadded : inside;
+        if (!inside)
+          continue;
+        double v = x.real(plane * inSize + at);
+        acc = max ? (std::isnan(acc) || std::isnan(v) ? NAN : std::max(acc, v)) : acc + v;
+      }
+      out.setReal(plane * outSize + p, max ? acc : acc / double(counted));
+    }
+  out.round();
+  return out;
+}
+
 Tensor interp::evalConvolution(const Node &node, const Operands &in) {
+  if (node.getOp() != OpKind::Conv) {
+    std::string why;
+    return evalPool(node, *in[0], *convolutionShape(node, why));
+  }
   const Tensor &x = *in[0], &w = *in[1];
   const Tensor *bias = in.size() > 2 ? in[2] : nullptr;
   std::string why;

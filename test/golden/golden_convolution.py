@@ -3,7 +3,9 @@ on its random stream `g`): NumPy's sum over each output position's
 window of the zero-padded input, per group, for 1-D, 2-D and 3-D inputs
 with strides, asymmetric padding, dilation, groups (depthwise too), a
 bias, 1x1 kernels and non-overlapping patches (a ViT's), in f32, f16 and
-bf16."""
+bf16; and `max_pool` and `avg_pool` over the same windows: padding,
+dilation, ceil_mode's last partial window, count_include_pad both ways, a
+global average."""
 import itertools
 
 import numpy as np
@@ -35,6 +37,38 @@ def conv(x, w, b=None, strides=None, pads=None, dilations=None, groups=1):
     return y
 
 
+def pool(x, kernel, strides=None, pads=None, dilations=None, ceil_mode=False, include=False,
+         mode="max"):
+    """Max or mean over the positions of each window inside x (include:
+    inside the padded input, for the divisor)."""
+    d = x.ndim - 2
+    strides = strides or [1] * d
+    dilations = dilations or [1] * d
+    pads = pads or [0] * 2 * d
+    out = []
+    for i in range(d):
+        span = dilations[i] * (kernel[i] - 1) + 1
+        steps = x.shape[2 + i] + pads[i] + pads[d + i] - span
+        e = steps // strides[i] + 1
+        if ceil_mode and steps % strides[i] and e * strides[i] < x.shape[2 + i] + pads[i]:
+            e += 1
+        out.append(e)
+    y = np.zeros(list(x.shape[:2]) + out)
+    for e in itertools.product(*[range(v) for v in out]):
+        vals, count = [], 0
+        for k in itertools.product(*[range(v) for v in kernel]):
+            pos = [e[i] * strides[i] - pads[i] + k[i] * dilations[i] for i in range(d)]
+            inside = all(0 <= p < x.shape[2 + i] for i, p in enumerate(pos))
+            count += (all(p < x.shape[2 + i] + pads[d + i] for i, p in enumerate(pos))
+                      if include else inside)
+            if inside:
+                vals.append(x[(slice(None), slice(None)) + tuple(pos)])
+        stacked = np.stack(vals)
+        y[(slice(None), slice(None)) + e] = (stacked.max(axis=0) if mode == "max"
+                                             else stacked.sum(axis=0) / count)
+    return y
+
+
 def gen_convolution(g):
     cases = [  # name, x, w, bias, dtype, attrs
         ("basic_f32", (2, 3, 5, 6), (4, 3, 3, 3), True, "f32", {"pads": [1, 1, 1, 1]}),
@@ -58,3 +92,24 @@ def gen_convolution(g):
         want = conv(x, w, b, attrs.get("strides"), attrs.get("pads"), attrs.get("dilations"),
                     attrs.get("groups", 1))
         g.one_op(f"conv_{name}", "conv", ins, attrs or None, want, dt)
+    pools = [  # name, x, op, dtype, attrs
+        ("max_padded", (2, 3, 7, 8), "max_pool", "f32",
+         {"kernel": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1]}),
+        ("max_ceil_dilated", (1, 2, 7, 8), "max_pool", "f32",
+         {"kernel": [2, 3], "strides": [2, 2], "ceil_mode": True, "dilations": [1, 2]}),
+        ("max_1d_bf16", (2, 3, 9), "max_pool", "bf16", {"kernel": [3], "strides": [2]}),
+        ("avg_ceil", (2, 3, 7, 8), "avg_pool", "f32",
+         {"kernel": [3, 2], "strides": [2, 2], "pads": [1, 0, 1, 1], "ceil_mode": True}),
+        ("avg_include_pad", (1, 2, 7, 8), "avg_pool", "f32",
+         {"kernel": [3, 3], "strides": [2, 3], "pads": [1, 1, 1, 1],
+          "count_include_pad": True, "ceil_mode": True}),
+        ("avg_global_f16", (2, 4, 5, 6), "avg_pool", "f16", {"kernel": [5, 6]}),
+        ("avg_3d", (1, 2, 4, 5, 6), "avg_pool", "f32",
+         {"kernel": [2, 2, 3], "strides": [2, 2, 3], "pads": [0, 1, 0, 0, 0, 1]}),
+    ]
+    for name, xs, op, dt, attrs in pools:
+        x = g.rand(xs, dt)
+        want = pool(x, attrs["kernel"], attrs.get("strides"), attrs.get("pads"),
+                    attrs.get("dilations"), attrs.get("ceil_mode", False),
+                    attrs.get("count_include_pad", False), "max" if op == "max_pool" else "avg")
+        g.one_op(f"{op}_{name}", op, [("x", dt, x)], attrs, want, dt)

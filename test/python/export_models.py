@@ -74,6 +74,28 @@ def models(torch, small=False):
             y = y + self.c2(y)
             return self.c1d(self.patch(y).flatten(2))
 
+    class PoolNet(nn.Module):  # a ResNet's stem and head: batch norm, pools
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv2d(3, 6, 3, stride=2, padding=1, bias=False)
+            self.bn = nn.BatchNorm2d(6)
+            with torch.no_grad():  # running statistics unlike the defaults
+                self.bn.running_mean.uniform_(-0.5, 0.5, generator=gen)
+                self.bn.running_var.uniform_(0.5, 2.0, generator=gen)
+                self.bn.weight.uniform_(0.5, 1.5, generator=gen)
+                self.bn.bias.uniform_(-0.5, 0.5, generator=gen)
+            self.fc = nn.Linear(6, 5)
+
+        def forward(self, x):
+            y = torch.relu(self.bn(self.conv(x)))
+            a = nn.functional.max_pool2d(y, 3, 2, 1)
+            b = nn.functional.max_pool2d(y, (2, 3), 2, ceil_mode=True, dilation=(1, 2))
+            c = nn.functional.avg_pool2d(y, 3, 2, 1, ceil_mode=True)
+            d = nn.functional.avg_pool2d(y, (3, 2), (2, 3), (1, 1), ceil_mode=True,
+                                         count_include_pad=False)
+            head = self.fc(nn.functional.adaptive_avg_pool2d(a, 1).flatten(1))
+            return head, b.sum(dim=(2, 3)) + c.mean(dim=(2, 3)) + d.amax(dim=(2, 3))
+
     gen = torch.Generator().manual_seed(0)
     ties = torch.tensor([0.5, 1.5, 2.5, -0.5, -2.5, 3.5])
     yield "mlp", MLP(), (torch.randn(8, d, generator=gen),), None
@@ -87,6 +109,7 @@ def models(torch, small=False):
         ({0: batch},)
     yield "rounding_prod", RoundingProd(), (torch.cat([3 * torch.randn(10, generator=gen), ties]),), None
     yield "conv_net", ConvNet(), (torch.randn(2, 3, 12, 10, generator=gen),), None
+    yield "pool_net", PoolNet().eval(), (torch.randn(2, 3, 13, 11, generator=gen),), None
 
 
 def refusals(torch):

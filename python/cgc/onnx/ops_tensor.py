@@ -272,39 +272,107 @@ def gemm(ctx, ins, attrs):
     return [y]
 
 
+def window_pads(attrs, dims, kernel, strides, dilations):
+    """ONNX's pads of a windowed operator over spatial `dims` (every begin,
+    then every end, as cgc's): auto_pad SAME_UPPER / SAME_LOWER give the
+    output ceil(in / stride), the odd pad after / before."""
+    spatial = len(dims)
+    auto = attrs.get("auto_pad", "NOTSET")
+    auto = auto.decode() if isinstance(auto, bytes) else auto
+    if auto in ("SAME_UPPER", "SAME_LOWER"):
+        total = [max(0, (-(-i // s) - 1) * s + (k - 1) * d + 1 - i)
+                 for i, s, k, d in zip(dims, strides, kernel, dilations)]
+        small = [t // 2 for t in total]
+        big = [t - t // 2 for t in total]
+        return small + big if auto == "SAME_UPPER" else big + small
+    if auto == "VALID":
+        return [0] * 2 * spatial
+    if auto == "NOTSET":
+        return [int(v) for v in attrs.get("pads", [0] * 2 * spatial)]
+    raise RefusedError(f"auto_pad {auto!r}")
+
+
+def spatial_of(ctx, x, what):
+    xs = shape(ctx, x)
+    if len(xs) - 2 not in (1, 2, 3) or not all(isinstance(d, int) for d in xs[1:]):
+        raise RefusedError(f"a {what} of {xs} (cgc takes 1 to 3 static spatial dims)")
+    return xs[2:]
+
+
 @rule("Conv")
 def conv(ctx, ins, attrs):
-    """ONNX's Conv as cgc's conv: `pads` in the same order (every begin,
-    then every end); auto_pad SAME_UPPER / SAME_LOWER give the output
-    ceil(in / stride), the odd pad after / before."""
+    """ONNX's Conv as cgc's conv."""
     x, w = ins[0], ins[1]
     need_float(ctx, x)
-    xs, ws = shape(ctx, x), shape(ctx, w)
-    spatial = len(xs) - 2
-    if spatial not in (1, 2, 3) or not all(isinstance(d, int) for d in xs[1:] + ws):
-        raise RefusedError(f"a Conv of {xs} by {ws} (cgc takes 1 to 3 static spatial dims)")
+    dims, ws = spatial_of(ctx, x, "Conv"), shape(ctx, w)
+    spatial = len(dims)
     kernel = [int(k) for k in attrs.get("kernel_shape", ws[2:])]
     if kernel != list(ws[2:]):
         raise RefusedError(f"kernel_shape {kernel} differs from the weight's {ws[2:]}")
     strides = [int(v) for v in attrs.get("strides", [1] * spatial)]
     dilations = [int(v) for v in attrs.get("dilations", [1] * spatial)]
-    auto = attrs.get("auto_pad", "NOTSET")
-    auto = auto.decode() if isinstance(auto, bytes) else auto
-    if auto in ("SAME_UPPER", "SAME_LOWER"):
-        total = [max(0, (-(-i // s) - 1) * s + (k - 1) * d + 1 - i)
-                 for i, s, k, d in zip(xs[2:], strides, kernel, dilations)]
-        small = [t // 2 for t in total]
-        big = [t - t // 2 for t in total]
-        pads = small + big if auto == "SAME_UPPER" else big + small
-    elif auto == "VALID":
-        pads = [0] * 2 * spatial
-    elif auto == "NOTSET":
-        pads = [int(v) for v in attrs.get("pads", [0] * 2 * spatial)]
-    else:
-        raise RefusedError(f"auto_pad {auto!r}")
+    pads = window_pads(attrs, dims, kernel, strides, dilations)
     operands = [x, w] + ([ins[2]] if len(ins) > 2 and ins[2] is not None else [])
     return [ctx.op("conv", operands, {"strides": strides, "pads": pads, "dilations": dilations,
                                       "groups": int(attrs.get("group", 1))})]
+
+
+def pool(ctx, ins, attrs, op):
+    x = ins[0]
+    need_float(ctx, x)
+    dims = spatial_of(ctx, x, op)
+    spatial = len(dims)
+    if len(ctx.node.output) > 1 and ctx.node.output[1]:
+        raise RefusedError("a MaxPool's Indices output (cgc computes the values only)")
+    kernel = [int(k) for k in attrs["kernel_shape"]]
+    strides = [int(v) for v in attrs.get("strides", [1] * spatial)]
+    dilations = [int(v) for v in attrs.get("dilations", [1] * spatial)]
+    out = {"kernel": kernel, "strides": strides,
+           "pads": window_pads(attrs, dims, kernel, strides, dilations),
+           "ceil_mode": bool(attrs.get("ceil_mode", 0))}
+    out["dilations"] = dilations
+    if op == "avg_pool":
+        out["count_include_pad"] = bool(attrs.get("count_include_pad", 0))
+    return [ctx.op(op, [x], out)]
+
+
+@rule("MaxPool")
+def max_pool(ctx, ins, attrs):
+    return pool(ctx, ins, attrs, "max_pool")
+
+
+@rule("AveragePool")
+def average_pool(ctx, ins, attrs):
+    return pool(ctx, ins, attrs, "avg_pool")
+
+
+@rule("GlobalAveragePool", "GlobalMaxPool")
+def global_pool(ctx, ins, attrs):
+    dims = spatial_of(ctx, ins[0], "global pool")
+    op = "avg_pool" if ctx.node.op_type == "GlobalAveragePool" else "max_pool"
+    need_float(ctx, ins[0])
+    return [ctx.op(op, [ins[0]], {"kernel": list(dims)})]
+
+
+@rule("BatchNormalization")
+def batch_norm(ctx, ins, attrs):
+    """Inference (training_mode 0): (x - mean) * scale / sqrt(var + eps) + B
+    per channel (axis 1), as elementwise ops that fuse."""
+    if int(attrs.get("training_mode", 0)) != 0:
+        raise RefusedError("BatchNormalization in training mode")
+    x, scale, bias, mean, var = ins[:5]
+    need_float(ctx, x)
+    rank = len(shape(ctx, x))
+    column = [shape(ctx, x)[1]] + [1] * max(rank - 2, 0)
+
+    def per_channel(v):
+        return ctx.g.op("reshape", [v], {"shape": column}, dtype(ctx, v), column)
+
+    factor = ctx.g.op("rsqrt", [ctx.g.op("add", [per_channel(var),
+                                                 const(ctx, float(attrs.get("epsilon", 1e-5)), x)])])
+    factor = ctx.g.op("mul", [factor, per_channel(scale)])
+    y = ctx.g.op("mul", [ctx.g.op("sub", [x, per_channel(mean)]), factor])
+    return [ctx.op("add", [y, per_channel(bias)])]
 
 
 # ---- movement

@@ -507,3 +507,88 @@ def conv_nd(e, n):
     dilation = args[5] if args[5] is not None else n.kwargs.get("dilation", 1)
     groups = args[6] if args[6] is not None else n.kwargs.get("groups", 1)
     return conv_op(e, n, x, w, bias, stride, padding, dilation, groups)
+
+
+def pool_attrs(e, x, kernel, stride, padding, dilation, ceil_mode):
+    """The window attributes of a pool over x's spatial dims (an empty
+    stride is the kernel, as PyTorch's)."""
+    spatial = len(e.shape(x)) - 2
+    if spatial not in (1, 2, 3):
+        raise RefusedError(f"a pooling over {spatial} spatial dims (cgc takes 1 to 3)")
+    kernel = conv_list(kernel, spatial, "kernel_size")
+    stride = kernel if stride is None or stride == [] else conv_list(stride, spatial, "stride")
+    attrs = {"kernel": kernel, "strides": stride,
+             "pads": conv_list(padding, spatial, "padding") * 2, "ceil_mode": bool(ceil_mode)}
+    if dilation is not None:
+        attrs["dilations"] = conv_list(dilation, spatial, "dilation")
+    return attrs
+
+
+@aten("max_pool1d", "max_pool2d", "max_pool3d", "max_pool1d_with_indices",
+      "max_pool2d_with_indices", "max_pool3d_with_indices")
+def max_pool(e, n):
+    args = list(n.args) + [None] * (6 - len(n.args))
+    x = args[0]
+    stride = args[2] if args[2] is not None else n.kwargs.get("stride")
+    padding = args[3] if args[3] is not None else n.kwargs.get("padding", 0)
+    dilation = args[4] if args[4] is not None else n.kwargs.get("dilation", 1)
+    ceil_mode = args[5] if args[5] is not None else n.kwargs.get("ceil_mode", False)
+    y = e.op("max_pool", [e.operand(x)],
+             pool_attrs(e, x, args[1], stride, padding, dilation, ceil_mode), name=n.name)
+    if "with_indices" in n.target:
+        return [y, None]  # its indices: refused if read (getitem of None)
+    return y
+
+
+@aten("avg_pool1d", "avg_pool2d", "avg_pool3d")
+def avg_pool(e, n):
+    args = list(n.args) + [None] * (7 - len(n.args))
+    x = args[0]
+    stride = args[2] if args[2] is not None else n.kwargs.get("stride")
+    padding = args[3] if args[3] is not None else n.kwargs.get("padding", 0)
+    ceil_mode = args[4] if args[4] is not None else n.kwargs.get("ceil_mode", False)
+    include = args[5] if args[5] is not None else n.kwargs.get("count_include_pad", True)
+    override = args[6] if len(n.args) > 6 else n.kwargs.get("divisor_override")
+    if override is not None:
+        raise RefusedError("an avg_pool with divisor_override")
+    attrs = pool_attrs(e, x, args[1], stride, padding, None, ceil_mode)
+    attrs["count_include_pad"] = bool(include)
+    return e.op("avg_pool", [e.operand(x)], attrs, name=n.name)
+
+
+@aten("adaptive_avg_pool1d", "adaptive_avg_pool2d", "_adaptive_avg_pool2d",
+      "adaptive_avg_pool3d", "_adaptive_avg_pool3d")
+def adaptive_avg_pool(e, n):
+    x, size = n.args[0], n.args[1]
+    dims = e.shape(x)[2:]
+    size = conv_list(size, len(dims), "output_size")
+    if not all(isinstance(d, int) for d in dims) or any(d % s for d, s in zip(dims, size)):
+        raise RefusedError(f"an adaptive average pool of {dims} to {size} (cgc takes output "
+                           "sizes that divide the input's: windows of one size)")
+    kernel = [d // s for d, s in zip(dims, size)]
+    return e.op("avg_pool", [e.operand(x)], {"kernel": kernel, "strides": kernel},
+                name=n.name)
+
+
+@aten("_native_batch_norm_legit_no_training")
+def batch_norm_inference(e, n):
+    """(x - mean) * weight / sqrt(var + eps) + bias per channel (axis 1),
+    with the running statistics: elementwise ops that fuse."""
+    x, weight, bias, mean, var = n.args[:5]
+    eps = n.args[6] if len(n.args) > 6 else n.kwargs.get("eps", 1e-5)
+    rank = len(e.shape(x))
+    channels = e.shape(x)[1]
+    column = [channels] + [1] * (rank - 2)
+    dt = e.dtype(x)
+
+    def per_channel(v):
+        return e.op("reshape", [e.operand(v)], {"shape": column})
+
+    scale = e.op("rsqrt", [e.op("add", [per_channel(var), e.scalar(float(eps), dt)])])
+    if weight is not None:
+        scale = e.op("mul", [scale, per_channel(weight)])
+    centered = e.op("sub", [e.operand(x), per_channel(mean)])
+    if bias is None:
+        return [e.op("mul", [centered, scale], name=n.name), None, None]
+    y = e.op("mul", [centered, scale])
+    return [e.op("add", [y, per_channel(bias)], name=n.name), None, None]
