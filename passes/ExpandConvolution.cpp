@@ -190,6 +190,19 @@ Value *expand(ValueBuilder &vb, const Node &n, const ConvolutionShape &s) {
   return n.getOp() == OpKind::Conv ? expandConv(vb, n, s) : expandPool(vb, n, s);
 }
 
+/// The most window positions (kernel x output extent) of one spatial dim
+/// that the pass writes as a constant.
+constexpr int64_t kMaxWindowPositions = int64_t(1) << 24;
+
+std::string tooLarge(const ConvolutionShape &s) {
+  for (size_t a = 0; a < s.in.size(); ++a)
+    if (s.kernel[a] > kMaxWindowPositions / s.out[a])
+      return "spatial dim " + std::to_string(a) + " has " + std::to_string(s.kernel[a]) +
+             " x " + std::to_string(s.out[a]) +
+             " window positions; expand-convolution writes at most 2^24 per dim";
+  return "";
+}
+
 class ExpandConvolutionPass : public Pass {
 public:
   llvm::StringRef name() const override { return "expand-convolution"; }
@@ -207,7 +220,9 @@ public:
       for (Node *n : nodes) {
         std::string why;
         auto shape = convolutionShape(*n, why);
-        if (!shape) {
+        if (shape)
+          why = tooLarge(*shape);
+        if (!shape || !why.empty()) {
           ctx.diag.nodeError(*n, why);
           return false;
         }
