@@ -92,6 +92,35 @@ def encoder(torch, batch, seq):
     return model, ((x,), {"src_key_padding_mask": padding})
 
 
+def image_inputs(torch, batch, size, keyword=None):
+    """A batch of random images [batch, 3, size, size], positional or as
+    `keyword` (transformers' pixel_values)."""
+    g = torch.Generator().manual_seed(batch * 1000 + size)
+    x = torch.randn(batch, 3, size, size, generator=g)
+    return ((), {keyword: x}) if keyword else ((x,), {})
+
+
+def torchvision_model(name):
+    """A torchvision classifier with its default config; its batch norms'
+    running statistics made unlike the defaults (eval mode reads them)."""
+    def build(torch, batch, size):
+        import torchvision
+        model = getattr(torchvision.models, name)()
+        with torch.no_grad():
+            for m in model.modules():
+                if isinstance(m, torch.nn.BatchNorm2d):
+                    m.running_mean.uniform_(-0.2, 0.2)
+                    m.running_var.uniform_(0.5, 1.5)
+        return model, image_inputs(torch, batch, size)
+    return build
+
+
+def vit(torch, batch, size):
+    import transformers
+    model = transformers.ViTModel(transformers.ViTConfig(image_size=size))
+    return model, image_inputs(torch, batch, size, "pixel_values")
+
+
 def multihead_attention(torch, batch, seq):
     mha = torch.nn.MultiheadAttention(768, 12, batch_first=True)
     x = torch.randn(batch, seq, 768)
@@ -113,12 +142,23 @@ BUILDERS = {
     "encoder-layer": encoder_layer,
     "encoder": encoder,
     "mha": multihead_attention,
+    "resnet18": torchvision_model("resnet18"),
+    "resnet50": torchvision_model("resnet50"),
+    "mobilenet-v3-small": torchvision_model("mobilenet_v3_small"),
+    "efficientnet-b0": torchvision_model("efficientnet_b0"),
+    "vit-b-16": torchvision_model("vit_b_16"),
+    "vit": vit,
 }
+# Image models: their `seq` is the image size.
+IMAGE_FAMILIES = ("resnet18", "resnet50", "mobilenet-v3-small", "efficientnet-b0", "vit-b-16",
+                  "vit")
 
 
 def entries():
     out = []
     for family in BUILDERS:
+        if family in IMAGE_FAMILIES:
+            continue
         seq = 77 if family == "clip-text" else 128
         for dtype in ("f32", "bf16"):
             tags = ("bench",) if dtype == "f32" else ()
@@ -129,6 +169,9 @@ def entries():
     for family in ("bert", "gpt2"):
         out.append(Entry(f"{family}-f32-dynamic", family, 4, 128, "f32", dynamic=True,
                          other_sizes=((1, 17), (3, 77), (8, 256))))
+    for family in IMAGE_FAMILIES:
+        for dtype in ("f32", "bf16"):
+            out.append(Entry(f"{family}-{dtype}-b1-224px", family, 1, 224, dtype))
     return out
 
 

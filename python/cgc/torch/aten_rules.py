@@ -592,3 +592,48 @@ def batch_norm_inference(e, n):
         return [e.op("mul", [centered, scale], name=n.name), None, None]
     y = e.op("mul", [centered, scale])
     return [e.op("add", [y, per_channel(bias)], name=n.name), None, None]
+
+
+@aten("clamp", "clamp.Tensor", "clamp_min", "clamp_max", "hardtanh")
+def clamp(e, n):
+    """max(x, lo) then min(., hi) in the result's dtype (a bound None is
+    left out); hardtanh's bounds default to -1 and 1. NaN stays NaN, as
+    PyTorch's."""
+    args = list(n.args) + [None] * (3 - len(n.args))
+    x, lo, hi = args[0], args[1], args[2]
+    if "hardtanh" in n.target:
+        lo = -1.0 if lo is None else lo
+        hi = 1.0 if hi is None else hi
+    elif "clamp_max" in n.target:
+        lo, hi = None, args[1]
+    elif "clamp_min" not in n.target:
+        lo = n.kwargs.get("min", lo)
+        hi = n.kwargs.get("max", hi)
+    compute = e.dtype(n)
+    y = e.as_dtype(x, compute)
+    if lo is not None:
+        y = e.op("maximum", [y, e.as_dtype(lo, compute)],
+                 name=n.name if hi is None else None)
+    if hi is not None:
+        y = e.op("minimum", [y, e.as_dtype(hi, compute)], name=n.name)
+    return y
+
+
+@aten("hardsigmoid")
+def hardsigmoid(e, n):
+    """min(max(x + 3, 0), 6) / 6."""
+    x = e.operand(n.args[0])
+    dt = e.dtype(n)
+    y = e.op("minimum", [e.op("relu", [e.op("add", [x, e.scalar(3.0, dt)])]),
+                         e.scalar(6.0, dt)])
+    return e.op("div", [y, e.scalar(6.0, dt)], name=n.name)
+
+
+@aten("hardswish")
+def hardswish(e, n):
+    """x * hardsigmoid(x)."""
+    x = e.operand(n.args[0])
+    dt = e.dtype(n)
+    y = e.op("minimum", [e.op("relu", [e.op("add", [x, e.scalar(3.0, dt)])]),
+                         e.scalar(6.0, dt)])
+    return e.op("mul", [x, e.op("div", [y, e.scalar(6.0, dt)])], name=n.name)
