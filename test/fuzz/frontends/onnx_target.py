@@ -218,6 +218,21 @@ def nll_note(model):
     return ""
 
 
+def qk_note(model):
+    """" (qk_matmul_output before softcap)" where an Attention with a
+    softcap writes its qk_matmul_output in mode 0 or 1 (the product, or the
+    product plus the mask, before the softcap, as the spec and ONNX's
+    function body say); onnx.reference writes the soft-capped scores in
+    those modes. "" otherwise."""
+    from onnx import helper
+    for n in model.graph.node:
+        attrs = {a.name: helper.get_attribute_value(a) for a in n.attribute}
+        if n.op_type == "Attention" and len(n.output) > 3 and n.output[3] and \
+                attrs.get("softcap", 0.0) and attrs.get("qk_matmul_output_mode", 0) in (0, 1):
+            return " (qk_matmul_output before softcap)"
+    return ""
+
+
 def indices_note(model, feeds):
     """" (indices out of range at run time)" where a Gather's,
     GatherElements' or a loss's indices (targets), as onnx.reference
@@ -433,7 +448,8 @@ class Target:
                 continue
             problem = fuzzlib.compare(got.get(name), w)
             if problem:
-                problem += indices_note(model, feeds) + mask_note(model) + nll_note(model)
+                problem += indices_note(model, feeds) + mask_note(model) + nll_note(model) + \
+                    qk_note(model)
                 findings.add(f"wrong | {ops} | output {problem}", data, self.suffix, where,
                              fuzzlib.describe_difference(got.get(name), w))
                 return
