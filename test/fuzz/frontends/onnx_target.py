@@ -233,6 +233,25 @@ def qk_note(model):
     return ""
 
 
+def avgpool_note(model):
+    """" (AveragePool before opset 7 with padding)" where an AveragePool
+    of opset 1 to 6 pads (auto_pad SAME_* or pads): its spec divides each
+    window "by the number of elements exclude pad" (as cgc, whose
+    count_include_pad defaults to 0); onnx.reference counts the padding at
+    those opsets. "" otherwise."""
+    from onnx import helper
+    opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 0)
+    if opset >= 7:
+        return ""
+    for n in model.graph.node:
+        attrs = {a.name: helper.get_attribute_value(a) for a in n.attribute}
+        auto = attrs.get("auto_pad", b"NOTSET")
+        auto = auto.decode() if isinstance(auto, bytes) else auto
+        if n.op_type == "AveragePool" and (auto.startswith("SAME") or any(attrs.get("pads", []))):
+            return " (AveragePool before opset 7 with padding)"
+    return ""
+
+
 def indices_note(model, feeds):
     """" (indices out of range at run time)" where a Gather's,
     GatherElements' or a loss's indices (targets), as onnx.reference
@@ -449,7 +468,7 @@ class Target:
             problem = fuzzlib.compare(got.get(name), w)
             if problem:
                 problem += indices_note(model, feeds) + mask_note(model) + nll_note(model) + \
-                    qk_note(model)
+                    qk_note(model) + avgpool_note(model)
                 findings.add(f"wrong | {ops} | output {problem}", data, self.suffix, where,
                              fuzzlib.describe_difference(got.get(name), w))
                 return
