@@ -107,27 +107,12 @@ public:
     return "write attention the fused kernel does not run as products and a softmax";
   }
   bool run(Graph &graph, PassContext &ctx) override {
-    return forEachGraphInnermostFirst(graph, [&](Graph &g) {
-      std::vector<Node *> nodes;
-      for (const auto &node : g.nodes())
-        if (node->getOp() == OpKind::Attention &&
-            !attentionRunsFused(*node, ctx.target))
-          nodes.push_back(node.get());
-      GraphBuilder builder(g, ctx.diag);
-      ValueBuilder vb(builder);
-      for (Node *n : nodes) {
-        vb.setInsertionPoint(*n);
-        vb.setOrigin(*n);
-        vb.setBase(n->getName());
-        Value *out = expand(vb, *n);
-        if (!out)
-          return false;
-        g.replaceAllUsesWith(n->result(), out);
-        n->dropOperands();
-      }
-      g.erase(nodes);
-      return true;
-    });
+    return rewriteEach(
+        graph, ctx.diag,
+        [&](const Node &n) {
+          return n.getOp() == OpKind::Attention && !attentionRunsFused(n, ctx.target);
+        },
+        [](ValueBuilder &vb, const Node &n) { return expand(vb, n); });
   }
 };
 

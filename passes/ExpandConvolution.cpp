@@ -210,34 +210,19 @@ public:
     return "write every conv and pool out as window gathers and a product or reduction";
   }
   bool run(Graph &graph, PassContext &ctx) override {
-    return forEachGraphInnermostFirst(graph, [&](Graph &g) {
-      std::vector<Node *> nodes;
-      for (const auto &node : g.nodes())
-        if (node->info().family == Convolution)
-          nodes.push_back(node.get());
-      GraphBuilder builder(g, ctx.diag);
-      ValueBuilder vb(builder);
-      for (Node *n : nodes) {
-        std::string why;
-        auto shape = convolutionShape(*n, why);
-        if (shape)
-          why = tooLarge(*shape);
-        if (!shape || !why.empty()) {
-          ctx.diag.nodeError(*n, why);
-          return false;
-        }
-        vb.setInsertionPoint(*n);
-        vb.setOrigin(*n);
-        vb.setBase(n->getName());
-        Value *out = expand(vb, *n, *shape);
-        if (!out)
-          return false;
-        g.replaceAllUsesWith(n->result(), out);
-        n->dropOperands();
-      }
-      g.erase(nodes);
-      return true;
-    });
+    return rewriteEach(
+        graph, ctx.diag, [](const Node &n) { return n.info().family == Convolution; },
+        [&](ValueBuilder &vb, const Node &n) -> Value * {
+          std::string why;
+          auto shape = convolutionShape(n, why);
+          if (shape)
+            why = tooLarge(*shape);
+          if (!shape || !why.empty()) {
+            ctx.diag.nodeError(n, why);
+            return nullptr;
+          }
+          return expand(vb, n, *shape);
+        });
   }
 };
 

@@ -2,6 +2,7 @@
 #include "passes/ValueBuilder.h"
 
 #include "ir/Initializers.h"
+#include "passes/Pass.h"
 
 using namespace cgc;
 
@@ -88,4 +89,29 @@ Value *ValueBuilder::expandFrom(Value *g, const TensorType &in,
   Value *r = keepdim ? g : reshape(g, kept);
   return op(OpKind::BroadcastTo, {r},
             {{"shape", std::vector<Dim>(in.dims.begin(), in.dims.end())}});
+}
+
+bool cgc::rewriteEach(Graph &graph, DiagnosticEngine &diag,
+                      llvm::function_ref<bool(const Node &)> selected,
+                      llvm::function_ref<Value *(ValueBuilder &, const Node &)> rewrite) {
+  return forEachGraphInnermostFirst(graph, [&](Graph &g) {
+    std::vector<Node *> nodes;
+    for (const auto &node : g.nodes())
+      if (selected(*node))
+        nodes.push_back(node.get());
+    GraphBuilder builder(g, diag);
+    ValueBuilder vb(builder);
+    for (Node *n : nodes) {
+      vb.setInsertionPoint(*n);
+      vb.setOrigin(*n);
+      vb.setBase(n->getName());
+      Value *out = rewrite(vb, *n);
+      if (!out)
+        return false;
+      g.replaceAllUsesWith(n->result(), out);
+      n->dropOperands();
+    }
+    g.erase(nodes);
+    return true;
+  });
 }

@@ -1,8 +1,9 @@
 //===- ValueBuilder.h - IR ops one value at a time -------------*- C++ -*-===//
 //
 // Used by the passes that build chains of ops (autodiff's rules,
-// apply-optimizer, remove-sync-points' selections): a failed type rule
-// turns every later value into null instead of a check per op.
+// apply-optimizer, remove-sync-points' selections, the expand passes): a
+// failed type rule turns every later value into null instead of a check
+// per op.
 //
 //===----------------------------------------------------------------------===//
 #ifndef CGC_PASSES_VALUEBUILDER_H
@@ -10,6 +11,7 @@
 
 #include "ir/Builder.h"
 
+#include "llvm/ADT/STLFunctionalExtras.h"
 #include <string>
 #include <vector>
 
@@ -61,6 +63,14 @@ private:
   std::string base;
   bool failed = false;
 };
+
+/// Replaces every node of \p graph (regions too, innermost first) that
+/// \p selected picks by the value \p rewrite builds in its place (at the
+/// node, named after it, with its origin), then erases those nodes. False
+/// when \p rewrite returns null, having reported why.
+bool rewriteEach(Graph &graph, DiagnosticEngine &diag,
+                 llvm::function_ref<bool(const Node &)> selected,
+                 llvm::function_ref<Value *(ValueBuilder &, const Node &)> rewrite);
 
 } // namespace cgc
 

@@ -96,6 +96,12 @@ def models(torch, small=False):
             head = self.fc(nn.functional.adaptive_avg_pool2d(a, 1).flatten(1))
             return head, b.sum(dim=(2, 3)) + c.mean(dim=(2, 3)) + d.amax(dim=(2, 3))
 
+    class HardActivations(nn.Module):  # MobileNetV3's, and clamps by numbers and tensors
+        def forward(self, x, lo):
+            f = nn.functional
+            return f.hardswish(x) + 2 * f.hardsigmoid(x) + torch.clamp(x, -1.5, 0.7) + \
+                f.relu6(x) + f.hardtanh(x) + torch.clamp(x, min=lo) + x.clamp(max=0.25)
+
     gen = torch.Generator().manual_seed(0)
     ties = torch.tensor([0.5, 1.5, 2.5, -0.5, -2.5, 3.5])
     yield "mlp", MLP(), (torch.randn(8, d, generator=gen),), None
@@ -110,6 +116,8 @@ def models(torch, small=False):
     yield "rounding_prod", RoundingProd(), (torch.cat([3 * torch.randn(10, generator=gen), ties]),), None
     yield "conv_net", ConvNet(), (torch.randn(2, 3, 12, 10, generator=gen),), None
     yield "pool_net", PoolNet().eval(), (torch.randn(2, 3, 13, 11, generator=gen),), None
+    yield "hard_activations", HardActivations(), (4 * torch.randn(4, 33, generator=gen),
+                                                  torch.randn(33, generator=gen)), None
 
 
 def refusals(torch):

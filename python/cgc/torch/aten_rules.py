@@ -619,21 +619,20 @@ def clamp(e, n):
     return y
 
 
-@aten("hardsigmoid")
-def hardsigmoid(e, n):
-    """min(max(x + 3, 0), 6) / 6."""
-    x = e.operand(n.args[0])
-    dt = e.dtype(n)
+def hard_sigmoid(e, x, dt, name=None):
+    """min(max(x + 3, 0), 6) / 6 of cgc value x."""
     y = e.op("minimum", [e.op("relu", [e.op("add", [x, e.scalar(3.0, dt)])]),
                          e.scalar(6.0, dt)])
-    return e.op("div", [y, e.scalar(6.0, dt)], name=n.name)
+    return e.op("div", [y, e.scalar(6.0, dt)], name=name)
+
+
+@aten("hardsigmoid")
+def hardsigmoid(e, n):
+    return hard_sigmoid(e, e.operand(n.args[0]), e.dtype(n), name=n.name)
 
 
 @aten("hardswish")
 def hardswish(e, n):
     """x * hardsigmoid(x)."""
     x = e.operand(n.args[0])
-    dt = e.dtype(n)
-    y = e.op("minimum", [e.op("relu", [e.op("add", [x, e.scalar(3.0, dt)])]),
-                         e.scalar(6.0, dt)])
-    return e.op("mul", [x, e.op("div", [y, e.scalar(6.0, dt)])], name=n.name)
+    return e.op("mul", [x, hard_sigmoid(e, x, e.dtype(n))], name=n.name)
