@@ -356,10 +356,16 @@ def global_pool(ctx, ins, attrs):
 
 @rule("BatchNormalization")
 def batch_norm(ctx, ins, attrs):
-    """Inference (training_mode 0): (x - mean) * scale / sqrt(var + eps) + B
-    per channel (axis 1), as elementwise ops that fuse."""
-    if int(attrs.get("training_mode", 0)) != 0:
-        raise RefusedError("BatchNormalization in training mode")
+    """Inference (test mode: training_mode 0, one output; before opset 7,
+    is_test 1): (x - mean) * scale / sqrt(var + eps) + B per channel (axis
+    1), as elementwise ops that fuse."""
+    training = int(attrs.get("training_mode", 0)) != 0 or \
+        (ctx.opset < 7 and not int(attrs.get("is_test", 0))) or \
+        any(name for name in ctx.node.output[1:])
+    if training:
+        raise RefusedError("BatchNormalization in training mode (batch statistics)")
+    if int(attrs.get("spatial", 1)) == 0:
+        raise RefusedError("BatchNormalization with spatial 0 (statistics per element)")
     x, scale, bias, mean, var = ins[:5]
     need_float(ctx, x)
     rank = len(shape(ctx, x))

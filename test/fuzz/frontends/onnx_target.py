@@ -252,6 +252,19 @@ def avgpool_note(model):
     return ""
 
 
+def batchnorm_note(model):
+    """" (BatchNormalization of opsets 7 to 13)" where a BatchNormalization
+    of those opsets (one output: test mode, the spec says, as cgc) is run
+    by onnx.reference with batch statistics (its BatchNormalization_9
+    blends them in whenever momentum is set, as the schema's default sets
+    it; opsets 7 and 8 take BatchNormalization_6 without is_test). ""
+    otherwise."""
+    opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 0)
+    if 7 <= opset <= 13 and any(n.op_type == "BatchNormalization" for n in model.graph.node):
+        return " (BatchNormalization of opsets 7 to 13)"
+    return ""
+
+
 def indices_note(model, feeds):
     """" (indices out of range at run time)" where a Gather's,
     GatherElements' or a loss's indices (targets), as onnx.reference
@@ -468,7 +481,7 @@ class Target:
             problem = fuzzlib.compare(got.get(name), w)
             if problem:
                 problem += indices_note(model, feeds) + mask_note(model) + nll_note(model) + \
-                    qk_note(model) + avgpool_note(model)
+                    qk_note(model) + avgpool_note(model) + batchnorm_note(model)
                 findings.add(f"wrong | {ops} | output {problem}", data, self.suffix, where,
                              fuzzlib.describe_difference(got.get(name), w))
                 return
