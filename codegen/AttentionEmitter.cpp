@@ -9,8 +9,7 @@
 //===----------------------------------------------------------------------===//
 #include "codegen/CudaText.h"
 #include "codegen/Emitters.h"
-
-#include <cmath>
+#include "ir/OpAttrs.h"
 
 using namespace cgc;
 
@@ -25,8 +24,7 @@ void cgc::emitAttention(const Node &node, const Schedule &record, Kernel &kernel
               v = addParam(kernel, node.operand(2), false),
               m = hasMask ? addParam(kernel, node.operand(3), false) : "nullptr",
               out = addParam(kernel, node.result(), true);
-  double scale = node.attr("scale") ? node.floatAttr("scale", 1)
-                                    : 1.0 / std::sqrt(double(s.width));
+  double scale = attentionScale(node);
   int64_t rowsPerWarp = record[ScheduleField::Tile] / (record[ScheduleField::Block] / 32);
   int64_t tiles = (s.rows + record[ScheduleField::Tile] - 1) / record[ScheduleField::Tile];
   auto ll = [](int64_t x) { return std::to_string(x) + "LL"; };

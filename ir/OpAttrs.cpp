@@ -1,6 +1,8 @@
 //===- OpAttrs.cpp - Attribute values with their defaults applied ------------===//
 #include "ir/OpAttrs.h"
 
+#include <cmath>
+
 #include <algorithm>
 
 using namespace cgc;
@@ -36,4 +38,10 @@ SliceRange cgc::sliceRange(int64_t start, int64_t end, int64_t step,
   // (e - b - 1) / step + 1 rather than (e - b + step - 1) / step, which
   // overflows for steps near INT64_MAX.
   return {b, e > b ? (e - b - 1) / step + 1 : 0};
+}
+
+double cgc::attentionScale(const Node &attention) {
+  const TensorType &q = attention.operand(0)->getType();
+  return attention.attr("scale") ? attention.floatAttr("scale", 1)
+                                 : 1.0 / std::sqrt(double(q.dims[q.rank() - 1].extent()));
 }

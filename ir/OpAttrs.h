@@ -17,6 +17,8 @@ namespace cgc {
 
 /// transpose's `perm`, reversed axes when absent.
 std::vector<int64_t> transposePerm(const Node &node, unsigned rank);
+/// An attention's `scale`, or 1 / sqrt(E) of its static width when unset.
+double attentionScale(const Node &attention);
 
 /// slice's attributes with `axes` (0..n-1) and `steps` (1s) defaulted.
 struct SliceParams {

@@ -23,6 +23,7 @@
 // of the intermediate scores and probabilities to the dtype.
 //
 //===----------------------------------------------------------------------===//
+#include "ir/OpAttrs.h"
 #include "passes/Pass.h"
 #include "passes/ValueBuilder.h"
 #include "target/Scheduler.h"
@@ -82,8 +83,7 @@ Value *expand(ValueBuilder &vb, const Node &n) {
   Dim qHeads = qt.dims[rank - 3], kvHeads = kt.dims[rank - 3];
   int64_t groups = qHeads == kvHeads ? 1 : qHeads.extent() / kvHeads.extent();
   Value *keys = repeatHeads(vb, k, groups), *values = repeatHeads(vb, v, groups);
-  double scale = n.attr("scale") ? n.floatAttr("scale", 1)
-                                 : 1.0 / std::sqrt(double(qt.dims[rank - 1].extent()));
+  double scale = attentionScale(n);
   Value *s = vb.scale(vb.matmul(q, keys, false, true), scale);
   if (double cap = n.floatAttr("softcap", 0); cap > 0)
     s = vb.scale(vb.op(OpKind::Tanh, {vb.scale(s, 1 / cap)}), cap);

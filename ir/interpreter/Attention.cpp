@@ -12,6 +12,7 @@
 // double, rounded once to the result's dtype.
 //
 //===----------------------------------------------------------------------===//
+#include "ir/OpAttrs.h"
 #include "ir/interpreter/Kernels.h"
 
 #include <cmath>
@@ -44,8 +45,7 @@ Tensor interp::evalAttention(const Node &node, const Operands &in) {
   int64_t rows = q.shape[rank - 2], keys = k.shape[rank - 2];
   int64_t width = q.shape[rank - 1], valueWidth = v.shape[rank - 1];
   int64_t outer = numElements(Shape(q.shape.begin(), q.shape.end() - 3));
-  AttentionLimits limits{node.attr("scale") ? node.floatAttr("scale", 1)
-                                            : 1.0 / std::sqrt(double(width)),
+  AttentionLimits limits{attentionScale(node),
                          node.floatAttr("softcap", 0),
                          node.boolAttr("causal", false),
                          node.intAttr("window", 0)};
