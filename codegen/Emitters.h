@@ -84,8 +84,6 @@ bool emitRowKernels(const Node &node, const Schedule &record,
 void emitAttention(const Node &node, const Schedule &record, Kernel &kernel);
 /// softmax and log_softmax over a non-innermost axis.
 void emitNormalization(const Node &node, Kernel &kernel);
-/// mse_loss.
-void emitLoss(const Node &node, Kernel &kernel);
 /// transpose, reshape (copy), broadcast_to, concat, slice, gather,
 /// embedding and one_hot.
 void emitMovement(const Node &node, Kernel &kernel);

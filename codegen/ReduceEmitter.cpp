@@ -7,7 +7,7 @@
 // shared array (cgc_block_reduce in the prelude). Reductions over few long
 // rows run in two phases (emitSplitReduction, a split_rows record).
 // cumsum runs one thread per line, or one block per line of 128 elements or
-// more (a block scan per chunk); mse_loss reduces in one block.
+// more (a block scan per chunk).
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/Accumulator.h"
@@ -234,34 +234,3 @@ void cgc::emitNormalization(const Node &node, Kernel &kernel) {
   finish(kernel, rows, body);
 }
 
-void cgc::emitLoss(const Node &node, Kernel &kernel) {
-  switch (node.getOp()) {
-  case OpKind::MseLoss:
-    break;
-  case OpKind::CrossEntropy: // Always a row schedule (RowEmitter.cpp).
-#define CGC_LOSS_OP(...)
-#define CGC_OP(Enum, ...) case OpKind::Enum:
-#include "ir/Ops.def"
-    llvm_unreachable("not an mse_loss");
-  }
-  std::string reduction = node.strAttr("reduction", "mean");
-  std::string a = addParam(kernel, node.operand(0), false);
-  std::string t = addParam(kernel, node.operand(1), false);
-  std::string out = addParam(kernel, node.result(), true);
-  int64_t n = product(staticShape(node.operand(0)->getType()));
-  std::string d = "float d = cgc_ld(" + a + ", i) - cgc_ld(" + t + ", i);";
-  if (reduction == "none") {
-    kernel.block[0] = Block;
-    kernel.grid[0] = gridFor(n, Block);
-    kernel.body = gridStrideLoop("i", n, Block) + "    " + d + "\n    cgc_st(" +
-                    out + ", i, d * d);\n  }\n";
-    return;
-  }
-  std::string body = "  float s = 0.0f;\n  for (long long i = threadIdx.x; i < " +
-                     std::to_string(n) + "LL; i += blockDim.x) { " + d +
-                     " s += d * d; }\n  s = cgc_block_sum(s);\n" +
-                     "  if (threadIdx.x == 0) cgc_st(" + out + ", 0, s" +
-                     (reduction == "mean" ? " / " + floatLiteral(float(n)) : "") +
-                     ");\n";
-  finish(kernel, 1, body);
-}

@@ -15,7 +15,11 @@
 //     row's vector width (VectorRule.h), or when it is a dropout whose rng
 //     state the set computes. A member whose value is read after the row
 //     op, or returned, becomes a result too (a multi-output fusion),
-//     written once where the kernel reads it.
+//     written once where the kernel reads it, unless the row op is one row
+//     (a whole-tensor reduction: one block): then a member that another
+//     node reads leaves the set, so that the work that node waits for runs
+//     as an elementwise kernel over the whole GPU rather than behind one
+//     block (measured: a training step's backward waited on its loss).
 //   - the epilogue: the users of the row op's result and of epilogue
 //     values, in node order: each elementwise op or dropout of the row
 //     op's result shape whose other operands are defined before the row op
@@ -49,6 +53,7 @@
 #include "passes/FusionBuilder.h"
 #include "passes/Pass.h"
 #include "target/Scheduler.h"
+#include "target/ReductionRule.h"
 #include "target/VectorRule.h"
 
 #include "llvm/ADT/SmallPtrSet.h"
@@ -92,9 +97,10 @@ public:
 
 private:
   bool fuseGraph(Graph &graph, PassContext &ctx);
-  NodeSet prologueOf(Graph &graph, Node &root, const Access &access) const;
+  NodeSet prologueOf(Graph &graph, Node &root, const Access &access,
+                     bool sideOutputs) const;
   bool legalPrologueMember(Node &m, Node &root, const NodeSet &set,
-                           const Access &access) const;
+                           const Access &access, bool sideOutputs) const;
   void addEpilogue(Graph &graph, Node &root, const Access &access,
                    NodeSet &group) const;
 
@@ -118,7 +124,8 @@ static bool readsOutsideValue(const NodeSet &group) {
 }
 
 bool FuseRowsPass::legalPrologueMember(Node &m, Node &root, const NodeSet &set,
-                                       const Access &access) const {
+                                       const Access &access,
+                                       bool sideOutputs) const {
   unsigned at = position.lookup(&root);
   for (const Use &u : m.result()->uses()) {
     if (u.user == &root) {
@@ -126,8 +133,8 @@ bool FuseRowsPass::legalPrologueMember(Node &m, Node &root, const NodeSet &set,
         return false;
       continue;
     }
-    if (!set.count(u.user) &&
-        (position.lookup(u.user) < at || taken.count(u.user)))
+    if (!set.count(u.user) && (!sideOutputs || position.lookup(u.user) < at ||
+                               taken.count(u.user)))
       return false;
   }
   for (unsigned i = 0; i < m.numOperands(); ++i) {
@@ -143,7 +150,7 @@ bool FuseRowsPass::legalPrologueMember(Node &m, Node &root, const NodeSet &set,
 }
 
 NodeSet FuseRowsPass::prologueOf(Graph &graph, Node &root,
-                                 const Access &access) const {
+                                 const Access &access, bool sideOutputs) const {
   const auto &wanted = root.operand(0)->getType().dims;
   // Candidates: per-element ancestors of the first operand, nearest first.
   NodeSet set;
@@ -165,7 +172,7 @@ NodeSet FuseRowsPass::prologueOf(Graph &graph, Node &root,
   while (changed) {
     changed = false;
     for (Node *m : llvm::make_early_inc_range(set))
-      if (!legalPrologueMember(*m, root, set, access)) {
+      if (!legalPrologueMember(*m, root, set, access, sideOutputs)) {
         set.remove(m);
         changed = true;
       }
@@ -235,8 +242,9 @@ bool FuseRowsPass::fuseGraph(Graph &graph, PassContext &ctx) {
     if (splatOperand)
       continue;
     unsigned width = rowVectorOf(root);
+    bool oneRow = rowScheduleOf(root).rows == 1;
     NodeSet group = prologueOf(
-        graph, root, {extentsOf(root.operand(0)->getType()), width});
+        graph, root, {extentsOf(root.operand(0)->getType()), width}, !oneRow);
     group.insert(&root);
     addEpilogue(graph, root,
                 {extentsOf(root.result()->getType()), reducedRun(root) ? 1 : width},

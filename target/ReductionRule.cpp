@@ -107,7 +107,7 @@ RowSchedule cgc::rowScheduleOf(const Node &node) {
   case OpKind::Softmax: case OpKind::LogSoftmax: case OpKind::CrossEntropy:
     break;
   case OpKind::MseLoss:
-    llvm_unreachable("mse_loss runs in one block, not on rows");
+    llvm_unreachable("expand-mse-loss writes mse_loss out");
 #define CGC_NORMALIZATION_OP(...)
 #define CGC_LOSS_OP(...)
 #define CGC_OP(Enum, ...) case OpKind::Enum:

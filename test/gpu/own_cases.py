@@ -55,6 +55,15 @@ def own_cases(dir):
             put(f"own_layernorm_{dt}_{s}", [("x", dt, shape), ("w", dt, ns), ("b", dt, ns)],
                 [{"name": "y", "op": "layernorm", "inputs": ["x", "w", "b"],
                   "attrs": {"axis": -1, "eps": 1e-5}}], ["y"])
+    # mse_loss written out (expand-mse-loss): long inputs split over blocks,
+    # short ones one row kernel; f16/bf16 differences taken in f32.
+    for shape in ([640, 1024], [4097], [3, 7, 13]):
+        s = "x".join(map(str, shape))
+        for dt in ("f32", "bf16"):
+            for reduction in ("mean", "sum"):
+                put(f"own_mse_loss_{reduction}_{dt}_{s}", [("a", dt, shape), ("t", dt, shape)],
+                    [{"name": "y", "op": "mse_loss", "inputs": ["a", "t"],
+                      "attrs": {"reduction": reduction}}], ["y"])
     product_cases(put)
     attention_cases(put)
     row_cases(put)
