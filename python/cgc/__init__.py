@@ -19,7 +19,7 @@ from .onnx.importer import onnx_to_ir, write_ir  # noqa: F401
 # and cgc.torch, which would hide the caller's onnx and torch. (CgcError,
 # which needs the extension, is imported by name.)
 __all__ = ["RefusedError", "onnx_to_ir", "write_ir", "from_onnx", "export", "load",
-           "compile_file", "compile"]
+           "compile_file", "compile", "compile_train"]
 
 
 def __getattr__(name):
@@ -83,6 +83,14 @@ def compile_file(source, output, flags=(), cgc=None):
     """The `cgc` driver on an IR or ONNX file: writes the artifact `output`."""
     from .runtime import compile_file as runtime_compile_file
     return runtime_compile_file(source, output, flags, cgc)
+
+
+def compile_train(module, loss_fn, optimizer, example_batch, **options):
+    """A training step: `loss = step(*batch)` runs the loss of the module's
+    outputs, backward and the torch.optim optimizer's update as one graph
+    replay (docs/training.md)."""
+    from .train import compile_train as train_compile
+    return train_compile(module, loss_fn, optimizer, example_batch, **options)
 
 
 def compile(module, example_args, path=None, dynamic_shapes=None, cgc=None, flags=(),  # noqa: A001

@@ -193,6 +193,21 @@ public:
           "run");
   }
 
+  // The device address of persistent state `name`: copies on the caller's
+  // stream read and write it in order with the runs (no synchronize).
+  uintptr_t stateData(const std::string &name) const {
+    void *device = nullptr;
+    check(cgc_engine_state_data(engine_, name.c_str(), &device, nullptr),
+          "find state '" + name + "'");
+    return reinterpret_cast<uintptr_t>(device);
+  }
+
+  size_t findGraph(const std::string &name) const {
+    size_t graph = 0;
+    check(cgc_engine_find_graph(engine_, name.c_str(), &graph), "find graph '" + name + "'");
+    return graph;
+  }
+
   void stateRead(const std::string &name, uintptr_t host, size_t bytes) const {
     check(cgc_engine_state_read(engine_, name.c_str(), reinterpret_cast<void *>(host), bytes),
           "read state '" + name + "'");
@@ -424,6 +439,8 @@ NB_MODULE(_native, m) {
       .def("_bind", &Runner::bind, nb::arg("name"), nb::arg("ptr"))
       .def("_context_buffer", &Runner::contextBuffer, nb::arg("name"), nb::arg("output"))
       .def("_run", &Runner::run, nb::arg("graph"), nb::arg("dims"), nb::arg("stream"))
+      .def("_state_data", &Runner::stateData, nb::arg("name"))
+      .def("_find_graph", &Runner::findGraph, nb::arg("name"))
       .def("_state_read", &Runner::stateRead, nb::arg("name"), nb::arg("host"),
            nb::arg("bytes"))
       .def("_state_write", &Runner::stateWrite, nb::arg("name"), nb::arg("host"),

@@ -252,24 +252,34 @@ const std::vector<TensorDesc> *tensorList(cgc_engine e, cgc_tensor_role r) {
   return nullptr;
 }
 
-cgc_status stateCopy(cgc_engine e, const char *name, void *host, size_t bytes,
-                     bool toDevice) {
-  if (!e || !name || (!host && bytes))
+/// The persistent state tensor \p name of \p e, in \p t.
+cgc_status findState(cgc_engine e, const char *name, const TensorDesc *&t) {
+  if (!e || !name)
     return fail(CGC_ERROR_INVALID_ARGUMENT, "null argument");
-  const TensorDesc *t = nullptr;
+  t = nullptr;
   for (const TensorDesc &s : e->artifact.manifest.state)
     if (s.name == name)
       t = &s;
   if (!t)
     return fail(CGC_ERROR_NOT_FOUND,
                 std::string("no state tensor named '") + name + "'");
+  if (t->region != cgc::format::Region::Persistent)
+    return fail(CGC_ERROR_UNSUPPORTED,
+                "state '" + t->name + "' lives in the arena, not the engine");
+  return CGC_OK;
+}
+
+cgc_status stateCopy(cgc_engine e, const char *name, void *host, size_t bytes,
+                     bool toDevice) {
+  if (!host && bytes)
+    return fail(CGC_ERROR_INVALID_ARGUMENT, "null argument");
+  const TensorDesc *t = nullptr;
+  if (cgc_status s = findState(e, name, t))
+    return s;
   if (bytes != t->bytes)
     return fail(CGC_ERROR_INVALID_ARGUMENT,
                 "state '" + t->name + "' has " + std::to_string(t->bytes) +
                     " bytes, not " + std::to_string(bytes));
-  if (t->region != cgc::format::Region::Persistent)
-    return fail(CGC_ERROR_UNSUPPORTED,
-                "state '" + t->name + "' lives in the arena, not the engine");
   if (cgc_status s = e->makeCurrent())
     return s;
   if (toDevice)
@@ -433,6 +443,19 @@ cgc_status cgc_engine_state_write(cgc_engine e, const char *name,
                                   const void *host_src, size_t bytes) {
   return stateCopy(e, name, const_cast<void *>(host_src), bytes,
                    /*toDevice=*/true);
+}
+
+cgc_status cgc_engine_state_data(cgc_engine e, const char *name,
+                                 void **device, size_t *bytes) {
+  const TensorDesc *t = nullptr;
+  if (!device)
+    return fail(CGC_ERROR_INVALID_ARGUMENT, "null argument");
+  if (cgc_status s = findState(e, name, t))
+    return s;
+  *device = reinterpret_cast<void *>(e->persistent + t->offset);
+  if (bytes)
+    *bytes = t->bytes;
+  return CGC_OK;
 }
 
 cgc_status cgc_engine_set_rng_seed(cgc_engine e, uint64_t seed) {

@@ -197,7 +197,7 @@ def refusals(torch):
         "no weight")
     yield "train_dropout", Dropping().train(), (x,), None, refusal(
         Dropping, "node 'native_dropout' (native_dropout.default): dropout in training mode; "
-        "export the module in eval mode")
+        "export the module in eval mode (or train it with cgc.compile_train)")
     yield "buffer_mutation", Counting().eval(), (x,), None, (
         "output 'add' mutates state (buffer_mutation); export in eval mode")
     yield "float64_input", Doubling().eval(), (x.double(),), None, (

@@ -173,16 +173,9 @@ def to_copy(e, n):
     return e.op("cast", [e.operand(n.args[0])], {"dtype": dtype}, name=n.name)
 
 
-@aten("clone", "alias", "detach", "contiguous", "lift_fresh_copy", "dropout")
+@aten("clone", "alias", "detach", "contiguous", "lift_fresh_copy")
 def identity(e, n):
-    if "dropout" in n.target and len(n.args) > 2 and n.args[2]:
-        raise RefusedError("dropout in training mode; export the module in eval mode")
     return e.operand(n.args[0])
-
-
-@aten("native_dropout")
-def native_dropout(e, n):
-    raise RefusedError("dropout in training mode; export the module in eval mode")
 
 
 @aten("_assert_tensor_metadata", "_assert_scalar", "sym_constrain_range_for_size")
@@ -309,8 +302,11 @@ def reduction(op):
         if not dims:  # None, or [] (sum.dim_IntList's "every dim")
             dims = list(range(rank))
         keep = bool(n.args[2]) if len(n.args) > 2 else bool(n.kwargs.get("keepdim", False))
-        return e.op(op, [e.operand(x)], {"axes": sorted(reduced_axes(dims, rank)),
-                                         "keepdim": keep}, name=n.name)
+        # PyTorch sums bools and narrower integers as int64, and casts to a
+        # `dtype` given: in the result's dtype.
+        v = e.as_dtype(x, e.dtype(n)) if op in ("sum", "mean") else e.operand(x)
+        return e.op(op, [v], {"axes": sorted(reduced_axes(dims, rank)), "keepdim": keep},
+                    name=n.name)
     return fn
 
 

@@ -23,7 +23,7 @@ from .record import RECORD_VERSION
 # that fusion sees their elementwise neighbours (and a batched matmul keeps
 # its batch dims, rather than folding them into one a dynamic dim cannot be).
 KEPT = ("linear", "layer_norm", "gelu", "_softmax", "_log_softmax", "matmul",
-        "scaled_dot_product_attention")
+        "scaled_dot_product_attention", "nll_loss_forward")
 TORCH_VALUES = (("dtype", torch.dtype), ("device", torch.device),
                 ("memory_format", torch.memory_format), ("layout", torch.layout))
 WEIGHT_KINDS = ("parameter", "buffer", "constant")
@@ -46,6 +46,72 @@ def capture_program(module, example_args, dynamic_shapes=None, example_kwargs=No
     rename = dim_names(ep, module, example_args, example_kwargs, dynamic_shapes)
     return (program_record(ep, type(module).__name__, rename), weights(ep),
             CallSignature(ep, type(module).__name__))
+
+
+class TrainProgram(torch.nn.Module):
+    """What compile_train exports: the loss of the module's outputs on a
+    batch, `loss_fn(module(*batch[:inputs]), *batch[inputs:])`, and (with
+    `returns_outputs`) the module's outputs after it."""
+
+    def __init__(self, module, loss_fn, inputs, returns_outputs):
+        super().__init__()
+        self.module, self.loss_fn = module, loss_fn
+        self.inputs, self.returns_outputs = inputs, returns_outputs
+
+    def forward(self, *batch):
+        out = self.module(*batch[:self.inputs])
+        loss = self.loss_fn(out, *batch[self.inputs:])
+        return (loss, out) if self.returns_outputs else (loss,)
+
+
+def capture_train(module, loss_fn, example_batch, inputs, returns_outputs):
+    """(record, weights) of TrainProgram exported in training mode; the
+    module's mode is restored after. Weights are named as the module's
+    state_dict names them."""
+    program = TrainProgram(module, loss_fn, inputs, returns_outputs)
+    was_training = module.training
+    program.train()
+    try:
+        ep = decompose(export_program(program, tuple(example_batch), None, None))
+    finally:
+        module.train(was_training)
+    record = program_record(ep, type(module).__name__, {})
+    for entry in record["inputs"]:
+        if entry["target"] and entry["target"].startswith("module."):
+            entry["target"] = entry["target"][len("module."):]
+    tie_parameters(record, module)
+    return record, {k[len("module."):] if k.startswith("module.") else k: v
+                    for k, v in weights(ep).items()}
+
+
+def tie_parameters(record, module):
+    """Makes tied parameters one input: torch.export keeps a placeholder
+    per name of a tied tensor (and may read either), so every read of
+    another name's placeholder becomes a read of the first name's (as
+    named_parameters() names the tensor), and the others are dropped."""
+    first = {}
+    for name, p in module.named_parameters(remove_duplicate=False):
+        first.setdefault(id(p), name)
+    canonical = {name: first[id(p)] for name, p in module.named_parameters(remove_duplicate=False)}
+    placeholder = {i["target"]: i["name"] for i in record["inputs"] if i["target"]}
+    rename = {i["name"]: placeholder[canonical[i["target"]]] for i in record["inputs"]
+              if i["target"] in canonical and canonical[i["target"]] != i["target"]
+              and canonical[i["target"]] in placeholder}
+    if not rename:
+        return
+
+    def renamed(value):
+        if isinstance(value, dict):
+            if set(value) == {"node"}:
+                return {"node": rename.get(value["node"], value["node"])}
+            return {k: renamed(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [renamed(v) for v in value]
+        return value
+
+    record["inputs"] = [i for i in record["inputs"] if i["name"] not in rename]
+    record["nodes"] = [dict(n, args=renamed(n["args"]), kwargs=renamed(n["kwargs"]))
+                       for n in record["nodes"] if n["name"] not in rename]
 
 
 def children(spec):

@@ -15,7 +15,7 @@ import json
 import operator
 import os
 
-from . import aten_attention, aten_indexing  # noqa: F401 - their rules join ATEN
+from . import aten_attention, aten_indexing, aten_training  # noqa: F401 - their rules join ATEN
 from .aten_rules import ATEN, PLAIN_OVERLOADS
 from ..ir_builder import IRBuilder, is_dim_name, json_number, safe_name
 from ..dtypes import IR_OF_TORCH as DTYPE, ir_of_numpy
@@ -23,7 +23,9 @@ from ..errors import RefusedError
 from ..safetensors import BFloat16, write_safetensors
 from .record import RecordNode, Sym, TensorVal, read_nodes
 
-IR_KEYS = ("format_version", "name", "dims", "weights_file", "inputs", "nodes", "outputs")
+IR_KEYS = ("format_version", "name", "dims", "weights_file", "inputs", "nodes", "outputs",
+           "optimizer")
+RNG_STATE = "rng"  # the rng_state input a training program's dropouts read
 MAX_DIM = 1 << 40  # a dim's min and max lie in [0, 2^40] (docs/ir.md, dims)
 
 
@@ -44,12 +46,17 @@ def export_program(module, example_args, path, dynamic_shapes=None, example_kwar
     return lower_record(record, weights, path, buckets=buckets), signature
 
 
-def lower_record(record, weights, path, *, buckets=None):
+def lower_record(record, weights, path, *, buckets=None, training=False, extend=None):
     """Writes the IR of a program record (record.py) to `path`, and
     the values of the weights it reads (`weights`: NumPy arrays by
     state_dict name) to a safetensors file beside it. `buckets`: extents
-    to compile each named dim for (set_buckets). Returns the IR dict."""
+    to compile each named dim for (set_buckets). `training`: dropouts
+    draw masks from an `rng_state` input (docs/training.md) instead of
+    being refused. `extend(ir, lowering)` may add to the IR dict before it
+    is written (cgc.torch.training's optimizer and loss). Returns the IR
+    dict."""
     lowering = Lowering(record, weights)
+    lowering.training = training
     try:
         outputs = lowering.run()
     except RefusedError:
@@ -61,6 +68,8 @@ def lower_record(record, weights, path, *, buckets=None):
           "inputs": lowering.inputs, "nodes": lowering.nodes, "outputs": outputs}
     if lowering.dims:
         ir["dims"] = list(lowering.dims.values())
+    if extend:
+        extend(ir, lowering)
     if lowering.weights:
         wpath = os.path.splitext(path)[0] + ".safetensors"
         write_safetensors(wpath, lowering.weights)
@@ -264,6 +273,10 @@ class Lowering(IRBuilder):
         self.current = None  # the record node being lowered
         self.merges = {}  # a merged dim ("batch*seq") -> its factors in IR order
         self.recorded = {}  # cgc value -> the TensorVal the record gives it
+        self.training = False  # dropouts draw masks (lower_record's training)
+        self.dropout_elements = 0  # the Philox stream the dropouts so far draw
+        self.rng = None  # the rng_state input, made by the first dropout
+        self.weight_names = {}  # state_dict name -> the IR input holding it
 
     def op(self, op, inputs, attrs=None, name=None):
         return self.node(op, inputs, attrs, name)
@@ -376,9 +389,25 @@ class Lowering(IRBuilder):
             entry["kind"] = "parameter" if kind == "parameter" else "buffer"
             entry["weight"] = name
             self.weights[name] = array
+            self.weight_names[target] = name
         self.inputs.append(entry)
         self.value[n.name] = name
         self.recorded[name] = n.val
+
+    def dropout(self, x, p, shape):
+        """A dropout of `x` (of `shape`) drawing its own range of the
+        program's Philox stream: each dropout starts where the previous one's
+        elements end (at the dims' maxima, rounded up to 4)."""
+        if self.rng is None:
+            self.rng = self.fresh(RNG_STATE)
+            self.inputs.append({"name": self.rng, "kind": "rng_state", "dtype": "i64",
+                                "shape": [2], "init": {"dist": "zeros"}})
+        elements = 1
+        for d in shape:
+            elements *= d if isinstance(d, int) else self.dims[d]["max"]
+        offset = self.dropout_elements
+        self.dropout_elements += (elements + 3) // 4 * 4
+        return self.op("dropout", [x, self.rng], {"p": p, "offset": offset})
 
     def as_dtype(self, a, dtype):
         """A node argument as a cgc value of `dtype` (cast, or a constant)."""

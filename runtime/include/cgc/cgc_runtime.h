@@ -211,6 +211,12 @@ cgc_status cgc_engine_state_read(cgc_engine engine, const char *name,
                                  void *host_dst, size_t bytes);
 cgc_status cgc_engine_state_write(cgc_engine engine, const char *name,
                                   const void *host_src, size_t bytes);
+/* The device address (and size) of persistent state `name`, for reads and
+ * writes the caller orders with its runs on its own streams (a learning
+ * rate written by a copy on the stream that replays the step: no host
+ * synchronization). Valid as long as the engine. */
+cgc_status cgc_engine_state_data(cgc_engine engine, const char *name,
+                                 void **device, size_t *bytes);
 /* Writes {seed, 0} into the "rng_state" state tensor if present; otherwise
  * does nothing and returns CGC_OK. */
 cgc_status cgc_engine_set_rng_seed(cgc_engine engine, uint64_t seed);

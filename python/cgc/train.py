@@ -1,0 +1,238 @@
+"""Training a PyTorch module with cgc: forward, loss, backward and the
+optimizer's update as one graph replay (docs/training.md).
+
+    step = cgc.compile_train(model, F.cross_entropy, opt, (x, y))
+    loss = step(x, y)            # on torch's current stream, no host sync
+    step.copy_to(model)          # the trained parameters back in the module
+
+The module is exported in training mode with the loss (capture.py
+TrainProgram), lowered with the optimizer torch.optim describes
+(torch/training.py), compiled with `cgc --train` and run by a TrainStep
+over the artifact's `train` and `eval` graphs, which share the
+parameters and optimizer state in the engine."""
+import os
+
+from .errors import RefusedError
+
+KINDS = {"SGD": "sgd", "Adam": "adam", "AdamW": "adamw"}
+# torch.optim flags that pick an implementation, not what a step computes.
+IMPLEMENTATION_FLAGS = ("foreach", "fused", "capturable")
+HYPER = ("lr", "momentum", "dampening", "weight_decay", "nesterov", "maximize", "betas",
+         "eps", "amsgrad", "differentiable", "decoupled_weight_decay")
+STATES = {"sgd": ("momentum_buffer",), "adam": ("exp_avg", "exp_avg_sq"),
+          "adamw": ("exp_avg", "exp_avg_sq")}
+
+
+def describe_optimizer(optimizer, names):
+    """(description, trained state_dict names in the optimizer's order) of
+    a torch.optim optimizer whose parameters `names` ({id(param): name})
+    names. Param groups must agree on every hyperparameter."""
+    kind = KINDS.get(type(optimizer).__name__)
+    if kind is None:
+        raise RefusedError(f"the optimizer {type(optimizer).__name__}: cgc trains with "
+                           "torch.optim.SGD, Adam and AdamW")
+    described, order = None, []
+    for g, group in enumerate(optimizer.param_groups):
+        hyper = {k: (tuple(v) if isinstance(v, list) else v) for k, v in group.items()
+                 if k in HYPER}
+        if hasattr(hyper.get("lr"), "item"):
+            hyper["lr"] = float(hyper["lr"])
+        if described is not None and hyper != described:
+            changed = sorted(k for k in hyper if hyper[k] != described.get(k))
+            raise RefusedError(f"param group {g} has its own {', '.join(changed)}: cgc's "
+                               "optimizer takes one set of hyperparameters for every parameter")
+        described = hyper
+        for p in group["params"]:
+            if id(p) not in names:
+                raise RefusedError("the optimizer updates a tensor that is not a parameter "
+                                   "of the module")
+            order.append(names[id(p)])
+    return dict(described, kind=kind), order
+
+
+def compile_train(module, loss_fn, optimizer, example_batch, *, inputs=None,
+                  returns_outputs=False, accumulate=None, skip_nonfinite=None,
+                  seed=0, path=None, cgc=None, flags=()):
+    """A TrainStep: `loss = step(*batch)` runs `loss_fn(module(*batch[:inputs]),
+    *batch[inputs:])`, its backward and `optimizer`'s update (SGD, Adam or
+    AdamW) as one graph replay. `inputs`: how many of the batch's tensors
+    the module takes (all but the last by default). `returns_outputs`:
+    the step returns (loss, module outputs). `accumulate=k` updates every
+    k-th call with the mean gradient; `skip_nonfinite` keeps the state on
+    a step whose gradients are not finite (both decided on the device).
+    `seed`: dropout's Philox seed."""
+    import shutil
+    import tempfile
+    import torch
+    from .runtime import compile_file
+    from .torch.capture import capture_train
+    from .torch.training import lower_train_record
+    example_batch = tuple(example_batch)
+    inputs = len(example_batch) - 1 if inputs is None else inputs
+    names = {}
+    for name, p in module.named_parameters():
+        names.setdefault(id(p), name)
+    describe, trained = describe_optimizer(optimizer, names)
+    describe.update({k: v for k, v in (("accumulate", accumulate),
+                                       ("skip_nonfinite", skip_nonfinite)) if v is not None})
+    frozen = [n for p_id, n in names.items() if n not in trained]
+    record, weights = capture_train(module, loss_fn, example_batch, inputs, returns_outputs)
+    work = tempfile.mkdtemp(prefix="cgc-train-")
+    try:
+        ir_path = os.path.join(work, "step.json")
+        _, ir_names = lower_train_record(record, weights, ir_path, describe, frozen,
+                                         2 if returns_outputs else 1)
+        art = compile_file(ir_path, path or os.path.join(work, "step.cgc"),
+                           ("--train", *flags), cgc)
+        return TrainStep(art, optimizer, describe["kind"], trained, ir_names, seed,
+                         returns_outputs, torch)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+class TrainStep:
+    """The compiled step of compile_train over one engine and context:
+    `step(*batch)` replays `train`, `step.eval(*batch)` replays `eval`
+    (the forward and loss, dropout off) over the same parameters."""
+
+    def __init__(self, artifact, optimizer, kind, trained, ir_names, seed, returns_outputs,
+                 torch):
+        from .runtime import Artifact
+        self.torch, self.optimizer, self.kind = torch, optimizer, kind
+        self.artifact = Artifact(artifact)
+        self.trained, self.ir_names = trained, ir_names  # state_dict name -> IR input
+        self.returns_outputs = returns_outputs
+        self.graphs = {g: self.artifact._find_graph(g) for g in ("train", "eval")}
+        self.outputs = [t for t in self.artifact.outputs if t["kind"] in ("loss", "output")]
+        self._views = {}
+        self.lr = None
+        rng = [n for n, t in self.artifact.states.items() if t["kind"] == "rng_state"]
+        for name in rng:
+            self.state_view(name).copy_(torch.tensor([seed, 0], dtype=torch.int64))
+        torch.cuda.current_stream().synchronize()
+
+    def state_view(self, name):
+        """A torch tensor over persistent state `name` on the device: reads
+        and writes on torch's stream are ordered with the steps."""
+        if name not in self._views:
+            spec = self.artifact._state_spec(name)
+            ptr = self.artifact._state_data(name)
+            torch = self.torch
+            count = 1
+            for d in spec["shape"]:
+                count *= d
+            typestr = ("<i2" if spec["dtype"] == torch.bfloat16
+                       else torch.empty(0, dtype=spec["dtype"]).numpy().dtype.str)
+            holder = type("State", (), {"__cuda_array_interface__": {
+                "shape": (count,), "typestr": typestr, "data": (ptr, False), "version": 2}})()
+            holder.owner = self.artifact._owner
+            flat = torch.as_tensor(holder, device=self.artifact.device)
+            if spec["dtype"] == torch.bfloat16:
+                flat = flat.view(torch.bfloat16)
+            self._views[name] = flat.view(spec["shape"])
+        return self._views[name]
+
+    def _hyperparameters(self):
+        """The optimizer's learning rate, written to the device by a kernel
+        on torch's stream when it changed (a scheduler's or the user's)."""
+        lr = self.optimizer.param_groups[0]["lr"]
+        lr = float(lr) if hasattr(lr, "item") else lr
+        if lr != self.lr:
+            self.state_view("optimizer.lr").fill_(lr)
+            self.lr = lr
+
+    def _run(self, graph, batch):
+        art = self.artifact
+        if len(batch) != len(art.inputs):
+            raise TypeError(f"expected {len(art.inputs)} tensors "
+                            f"({', '.join(t['name'] for t in art.inputs)}), got {len(batch)}")
+        values = art._dims_of(batch)
+        for spec, x in zip(art.inputs, batch):
+            if x.data_ptr() % art._bind_alignment == 0 and not art._in_outputs(x):
+                art._bind(spec["name"], x.data_ptr())
+            else:
+                art._bind(spec["name"], 0)
+                art._buffer(spec, "input").copy_(x.reshape(-1))
+        results = [art._real(art._buffer(spec, "output"), spec, values) for spec in self.outputs]
+        art._run(graph, values, art._stream(art.device.index))
+        return results
+
+    def __call__(self, *batch):
+        self._hyperparameters()
+        results = self._run(self.graphs["train"], batch)
+        return tuple(results) if self.returns_outputs else results[0]
+
+    def eval(self, *batch):
+        """The loss (and outputs) of the current parameters, dropout off."""
+        results = self._run(self.graphs["eval"], batch)
+        return tuple(results) if self.returns_outputs else results[0]
+
+    # -- parameters and optimizer state, both ways
+
+    def _optimizer_states(self, name):
+        ir = self.ir_names[name]
+        kind = self.kind
+        if kind == "sgd" and not self.optimizer.param_groups[0].get("momentum"):
+            return {}
+        return {s: f"{ir}.{s}" for s in STATES[kind]}
+
+    def state_dict(self):
+        """torch.optim's state_dict of the compiled optimizer's state (CPU
+        tensors after the work on torch's stream)."""
+        torch = self.torch
+        torch.cuda.current_stream().synchronize()
+        state = {}
+        step = None
+        if self.kind != "sgd":
+            step = self.state_view("optimizer.step").detach().cpu().reshape(())
+        for i, name in enumerate(self.trained):
+            entry = {k: self.state_view(v).detach().cpu().clone()
+                     for k, v in self._optimizer_states(name).items()}
+            if step is not None:
+                entry["step"] = step.clone()
+            if entry:
+                state[i] = entry
+        groups = []
+        start = 0
+        for g in self.optimizer.param_groups:
+            count = len(g["params"])
+            groups.append({**{k: v for k, v in g.items() if k != "params"},
+                           "params": list(range(start, start + count))})
+            start += count
+        return {"state": state, "param_groups": groups}
+
+    def load_state_dict(self, state_dict):
+        """Writes a torch.optim state_dict's state (from this optimizer's
+        parameters, in its order) into the engine, on torch's stream."""
+        step = None
+        for i, entry in state_dict["state"].items():
+            name = self.trained[int(i)]
+            for k, v in self._optimizer_states(name).items():
+                self.state_view(v).copy_(entry[k])
+            step = entry.get("step", step)
+        if step is not None and self.kind != "sgd":
+            self.state_view("optimizer.step").copy_(self.torch.as_tensor(step).reshape(()))
+
+    def parameters(self):
+        """{state_dict name: device view} of every parameter and buffer in
+        the engine."""
+        return {name: self.state_view(ir) for name, ir in self.ir_names.items()}
+
+    def copy_to(self, module):
+        """Copies the engine's parameters and buffers into `module` (on
+        torch's stream)."""
+        own = dict(module.named_parameters())
+        own.update(dict(module.named_buffers()))
+        with self.torch.no_grad():
+            for name, view in self.parameters().items():
+                if name in own:
+                    own[name].copy_(view)
+
+    def load_from(self, module):
+        """Copies `module`'s parameters and buffers into the engine."""
+        own = dict(module.named_parameters())
+        own.update(dict(module.named_buffers()))
+        with self.torch.no_grad():
+            for name, view in self.parameters().items():
+                if name in own:
+                    view.copy_(own[name])

@@ -1,0 +1,126 @@
+#!/usr/bin/env python3
+"""Writes test/python/train-fixtures/, what train_fixtures_test.py checks
+cgc.compile_train's lowering on without PyTorch: each training program of
+TRAINING below captured as compile_train captures it (capture_train, in
+training mode with the loss), with PyTorch's parameters after STEPS
+optimizer steps on fixed batches. For each, under train-fixtures/<name>/:
+
+  program.json         the record (python/cgc/torch/record.py)
+  weights.safetensors  the parameters' and buffers' values before training
+  steps.safetensors    step<k>.<input> (the batch of step k, by the
+                       record's input order: in0, in1, ...) and
+                       after.<state_dict name>: PyTorch's parameters after
+                       the last step
+  train.json           {"optimizer": describe_optimizer's description,
+                        "trained": [names], "frozen": [names], "steps": k}
+
+Needs PyTorch (CPU). Rerun it after changing this file or the training
+capture, and commit the folder.
+
+Usage: PYTHONPATH=python make_train_fixtures.py [--out DIR]
+"""
+import argparse
+import json
+import os
+import shutil
+
+import torch
+import torch.nn.functional as F
+
+from cgc.safetensors import write_safetensors
+from cgc.torch.capture import capture_train
+from cgc.train import describe_optimizer
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+STEPS = 3
+
+
+class Tied(torch.nn.Module):
+    """Two products sharing one weight, a frozen layer norm before them."""
+
+    def __init__(self):
+        super().__init__()
+        self.norm = torch.nn.LayerNorm(8)
+        self.a = torch.nn.Linear(8, 8)
+        self.b = torch.nn.Linear(8, 8)
+        self.b.weight = self.a.weight
+        self.head = torch.nn.Linear(8, 5)
+        self.norm.requires_grad_(False)
+
+    def forward(self, x):
+        return self.head(F.gelu(self.b(torch.tanh(self.a(self.norm(x))))))
+
+
+def mlp(act):
+    return torch.nn.Sequential(torch.nn.Linear(6, 16), act, torch.nn.Dropout(0.0),
+                               torch.nn.Linear(16, 4))
+
+
+def batches(x_shape, target):
+    gen = torch.Generator().manual_seed(5)
+    return [(torch.randn(x_shape, generator=gen), target(gen)) for _ in range(STEPS)]
+
+
+def smoothed(out, y):
+    return F.cross_entropy(out, y, label_smoothing=0.1, ignore_index=2)
+
+
+# name: (module, loss, optimizer factory, batches)
+TRAINING = {
+    "mlp_sgd_nesterov": (lambda: mlp(torch.nn.ReLU()), F.mse_loss,
+                         lambda ps: torch.optim.SGD(ps, lr=0.1, momentum=0.9, nesterov=True,
+                                                    weight_decay=0.01),
+                         lambda: batches((5, 6), lambda g: torch.randn(5, 4, generator=g))),
+    "mlp_adam_cross_entropy": (lambda: mlp(torch.nn.Tanh()), F.cross_entropy,
+                               lambda ps: torch.optim.Adam(ps, lr=0.01, weight_decay=0.1),
+                               lambda: batches((7, 6), lambda g: torch.randint(0, 4, (7,),
+                                                                                generator=g))),
+    "tied_adamw_smoothing": (Tied, smoothed,
+                             lambda ps: torch.optim.AdamW(ps, lr=0.02, betas=(0.8, 0.99)),
+                             lambda: batches((6, 8), lambda g: torch.randint(0, 5, (6,),
+                                                                              generator=g))),
+}
+
+
+def write_fixture(name, folder):
+    make, loss_fn, make_opt, make_batches = TRAINING[name]
+    torch.manual_seed(0)
+    module = make()
+    optimizer = make_opt([p for p in module.parameters() if p.requires_grad])
+    data = make_batches()
+    record, weights = capture_train(module, loss_fn, data[0], 1, False)
+    names = {}
+    for n, p in module.named_parameters():
+        names.setdefault(id(p), n)
+    describe, trained = describe_optimizer(optimizer, names)
+    frozen = [n for n in names.values() if n not in trained]
+    os.makedirs(folder)
+    with open(os.path.join(folder, "program.json"), "w") as f:
+        json.dump(record, f, indent=1)
+    write_safetensors(os.path.join(folder, "weights.safetensors"), weights)
+    steps = {}
+    for k, (x, y) in enumerate(data, 1):
+        steps[f"step{k}.in0"], steps[f"step{k}.in1"] = x.numpy(), y.numpy()
+        optimizer.zero_grad()
+        loss_fn(module(x), y).backward()
+        optimizer.step()
+    for n, p in module.state_dict().items():
+        steps["after." + n] = p.detach().numpy().copy()
+    write_safetensors(os.path.join(folder, "steps.safetensors"), steps)
+    with open(os.path.join(folder, "train.json"), "w") as f:
+        json.dump({"optimizer": describe, "trained": trained, "frozen": frozen,
+                   "steps": STEPS}, f, indent=1)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--out", default=os.path.join(HERE, "train-fixtures"))
+    args = ap.parse_args()
+    shutil.rmtree(args.out, ignore_errors=True)
+    for name in TRAINING:
+        write_fixture(name, os.path.join(args.out, name))
+        print("wrote", name)
+
+
+if __name__ == "__main__":
+    main()
