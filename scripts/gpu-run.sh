@@ -18,10 +18,11 @@
 #    (test/onnx/gpu_node_tests.py: compiled with cgc, run with cgc run),
 #    failing if any is wrong or none was staged; then, with the Python
 #    package's wheel (DIR/dist) installed, cgc.export of nn.Modules against
-#    PyTorch and cgc.compile from Python against PyTorch
-#    (test/python/torch_export_gpu.py, runtime_gpu.py), then the model zoo's
-#    correctness tier (bench/zoo/zoo.py; CGC_ZOO=0 leaves it out;
-#    CGC_PYTHON_GPU=0 leaves out the three Python scripts before it).
+#    PyTorch, cgc.compile from Python against PyTorch and cgc.compile_train
+#    against PyTorch's training (test/python/torch_export_gpu.py,
+#    runtime_gpu.py, train_gpu.py), then the model zoo's correctness tier
+#    (bench/zoo/zoo.py; CGC_ZOO=0 leaves it out; CGC_PYTHON_GPU=0 leaves
+#    out the four Python scripts before it).
 # 2. Reruns them under compute-sanitizer --tool memcheck, racecheck and
 #    synccheck where it exists (says so if not; CGC_SANITIZER=0 turns it
 #    off, CGC_SANITIZER_TOOLS picks tools); CGC_OP_MEMCHECK_FILTER narrows
@@ -150,6 +151,13 @@ PYTHONPATH=$PKG python3 "$HERE/test/python/runtime_gpu.py" --cgc "$BUILD/bin/cgc
   --log "$RES/python.log" >"$RES/python.out" 2>&1
 rc=$?
 grep -E '^(CHECK|RESULT|ERROR|skipped)' "$RES/python.out"
+if [ $rc -ne 0 ] && { [ $rc -ne 77 ] || [ "$GPU_VISIBLE" -eq 1 ]; }; then status=1; fi
+# cgc.compile_train against PyTorch training the same modules.
+echo "== cgc.compile_train against PyTorch (test/python/train_gpu.py)"
+PYTHONPATH=$PKG python3 "$HERE/test/python/train_gpu.py" --cgc "$BUILD/bin/cgc" \
+  >"$RES/train.out" 2>&1
+rc=$?
+grep -E '^(OK|FAIL|skipped|train_gpu)' "$RES/train.out"
 if [ $rc -ne 0 ] && { [ $rc -ne 77 ] || [ "$GPU_VISIBLE" -eq 1 ]; }; then status=1; fi
 # The README's example, pasted as is, with the installed wheel's driver.
 echo "== the README's PyTorch example (test/python/readme_example_gpu.py)"

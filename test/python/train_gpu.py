@@ -1,0 +1,205 @@
+#!/usr/bin/env python3
+"""cgc.compile_train on the GPU machine against PyTorch training the same
+module from the same weights on the same batches (f32, TF32 off):
+
+- the loss at every step within 1e-4 relative of PyTorch's, and the
+  parameters after the last step within 1e-3 relative L2 distance, for
+  SGD with momentum and weight decay, Adam, AdamW (tied weights and a
+  frozen layer norm), with a torch.optim.lr_scheduler changing the
+  learning rate every step (read from the optimizer at each call and
+  written on the stream);
+- state_dict() equal to torch.optim's (moments and step), a
+  load_state_dict() round trip, copy_to(module), and the eval callable's
+  loss equal to PyTorch's in eval mode;
+- with dropout on (cgc's own masks), the loss falls as PyTorch's does;
+- no host synchronization in a step: 200 steps are queued faster than
+  they run (the host returns before the GPU is done).
+
+Usage: train_gpu.py --cgc PATH [--steps N]
+Exit status 1 on a failed check; 77 without PyTorch or a GPU.
+"""
+import argparse, os, sys, time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from cuda_torch import SKIPPED, cuda_torch  # noqa: E402
+
+LOSS_RTOL, PARAM_RL2 = 1e-4, 1e-3
+
+
+def rel_l2(a, b):
+    return float((a.double() - b.double()).norm() / max(float(b.double().norm()), 1e-30))
+
+
+def models(torch):
+    nn, F = torch.nn, torch.nn.functional
+
+    class Tied(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.norm = nn.LayerNorm(64)
+            self.a, self.b = nn.Linear(64, 64), nn.Linear(64, 64)
+            self.b.weight = self.a.weight
+            self.head = nn.Linear(64, 10)
+            self.norm.requires_grad_(False)
+
+        def forward(self, x):
+            return self.head(F.gelu(self.b(torch.tanh(self.a(self.norm(x))))))
+
+    def mlp(p=0.0):
+        return nn.Sequential(nn.Linear(64, 256), nn.ReLU(), nn.Dropout(p), nn.Linear(256, 10))
+
+    sched = lambda o: torch.optim.lr_scheduler.LambdaLR(o, lambda s: 1.0 / (1 + 0.1 * s))  # noqa: E731
+    return [
+        ("mlp_sgd", mlp, F.mse_loss, lambda ps: torch.optim.SGD(
+            ps, lr=0.05, momentum=0.9, weight_decay=1e-4), None, "mse"),
+        ("mlp_adam_sched", mlp, F.cross_entropy, lambda ps: torch.optim.Adam(ps, lr=3e-3),
+         sched, "ce"),
+        ("tied_adamw", Tied, lambda o, y: F.cross_entropy(o, y, label_smoothing=0.1),
+         lambda ps: torch.optim.AdamW(ps, lr=2e-3, weight_decay=0.05), None, "ce"),
+    ]
+
+
+def batch(torch, kind, k):
+    g = torch.Generator(device="cuda").manual_seed(100 + k)
+    x = torch.randn(32, 64, device="cuda", generator=g)
+    y = (torch.randn(32, 10, device="cuda", generator=g) if kind == "mse"
+         else torch.randint(0, 10, (32,), device="cuda", generator=g))
+    return x, y
+
+
+def check_model(torch, cgc, spec, steps, say):
+    name, make, loss_fn, make_opt, make_sched, kind = spec
+    torch.manual_seed(0)
+    ours, theirs = make().cuda(), make().cuda()
+    theirs.load_state_dict(ours.state_dict())
+    opt_c = make_opt([p for p in ours.parameters() if p.requires_grad])
+    opt_t = make_opt([p for p in theirs.parameters() if p.requires_grad])
+    sched_c, sched_t = (make_sched(opt_c), make_sched(opt_t)) if make_sched else (None, None)
+    step = cgc.compile_train(ours, loss_fn, opt_c, batch(torch, kind, 0))
+    ok, worst = True, 0.0
+    for k in range(steps):
+        x, y = batch(torch, kind, k)
+        got = float(step(x, y))
+        opt_t.zero_grad()
+        want = loss_fn(theirs(x), y)
+        want.backward()
+        opt_t.step()
+        want = float(want)
+        for s in (sched_c, sched_t):
+            if s:
+                s.step()
+        err = abs(got - want) / max(abs(want), 1e-12)
+        worst = max(worst, err)
+        if err > LOSS_RTOL:
+            say(f"FAIL {name}: step {k} loss {got} against PyTorch's {want}")
+            ok = False
+            break
+    params = step.parameters()
+    dist = max(rel_l2(params[n], p) for n, p in theirs.named_parameters() if n in params)
+    ok &= dist < PARAM_RL2
+    # state_dict against torch.optim's, a round trip, copy_to, eval.
+    mine, ref = step.state_dict(), opt_t.state_dict()
+    sd = 0.0
+    for i, entry in ref["state"].items():
+        for key, value in entry.items():
+            if key in mine["state"].get(i, {}):
+                sd = max(sd, rel_l2(mine["state"][i][key].float(), value.float().cpu()))
+            else:
+                say(f"FAIL {name}: state_dict lacks state[{i}][{key}]")
+                ok = False
+    ok &= sd < PARAM_RL2
+    step.load_state_dict(mine)
+    again = step.state_dict()
+    same = all(torch.equal(again["state"][i][k], v) for i, e in mine["state"].items()
+               for k, v in e.items())
+    fresh = make().cuda()
+    step.copy_to(fresh)
+    copied = max(rel_l2(dict(fresh.named_parameters())[n], p) for n, p in
+                 theirs.named_parameters())
+    x, y = batch(torch, kind, 999)
+    theirs.eval()
+    with torch.no_grad():
+        want = float(loss_fn(theirs(x), y))
+    got = float(step.eval(x, y))
+    eval_err = abs(got - want) / max(abs(want), 1e-12)
+    ok &= same and copied < PARAM_RL2 and eval_err < LOSS_RTOL
+    say(f"{'OK' if ok else 'FAIL'} {name}: {steps} steps, max loss rel err {worst:.2e}, "
+        f"params rel L2 {dist:.2e}, optimizer state rel L2 {sd:.2e}, round trip "
+        f"{'equal' if same else 'DIFFERS'}, copy_to {copied:.2e}, eval rel err {eval_err:.2e}")
+    return ok
+
+
+def check_dropout_and_sync(torch, cgc, say):
+    """Dropout on: the loss falls for both; steps queue without a sync."""
+    F = torch.nn.functional
+    torch.manual_seed(1)
+    make = lambda: torch.nn.Sequential(  # noqa: E731
+        torch.nn.Linear(64, 256), torch.nn.ReLU(), torch.nn.Dropout(0.2),
+        torch.nn.Linear(256, 10)).cuda()
+    ours, theirs = make(), make()
+    theirs.load_state_dict(ours.state_dict())
+    opt_c = torch.optim.Adam(ours.parameters(), lr=1e-3)
+    opt_t = torch.optim.Adam(theirs.parameters(), lr=1e-3)
+    x, y = batch(torch, "ce", 0)
+    step = cgc.compile_train(ours, F.cross_entropy, opt_c, (x, y))
+    first_c = first_t = None
+    for k in range(100):
+        lc = step(x, y).clone()
+        opt_t.zero_grad()
+        lt = F.cross_entropy(theirs.train()(x), y)
+        lt.backward()
+        opt_t.step()
+        if k == 0:
+            first_c, first_t = float(lc), float(lt)
+    last_c, last_t = float(lc), float(lt)
+    falls = last_c < 0.5 * first_c and last_t < 0.5 * first_t
+    # Queue 200 steps: with no host sync the host is done long before the GPU.
+    torch.cuda.synchronize()
+    start = torch.cuda.Event(enable_timing=True)
+    end = torch.cuda.Event(enable_timing=True)
+    big = torch.nn.Sequential(torch.nn.Linear(1024, 4096), torch.nn.ReLU(),
+                              torch.nn.Linear(4096, 1024)).cuda()
+    xb = torch.randn(512, 1024, device="cuda")
+    yb = torch.randn(512, 1024, device="cuda")
+    big_step = cgc.compile_train(big, F.mse_loss, torch.optim.SGD(big.parameters(), lr=1e-3),
+                                 (xb, yb))
+    big_step(xb, yb)
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    start.record()
+    for _ in range(200):
+        big_step(xb, yb)
+    host = time.perf_counter() - t0
+    end.record()
+    end.synchronize()
+    gpu = start.elapsed_time(end) / 1000.0
+    nosync = host < 0.5 * gpu
+    say(f"{'OK' if falls and nosync else 'FAIL'} dropout and sync: loss {first_c:.3f} -> "
+        f"{last_c:.3f} (PyTorch {first_t:.3f} -> {last_t:.3f}); 200 steps queued in "
+        f"{host * 1e3:.1f} ms of host time, {gpu * 1e3:.1f} ms on the GPU")
+    return falls and nosync
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--cgc", default="")
+    ap.add_argument("--steps", type=int, default=50)
+    args = ap.parse_args()
+    torch = cuda_torch()
+    if torch is None:
+        return SKIPPED
+    if args.cgc:
+        os.environ["CGC"] = args.cgc
+    torch.backends.cuda.matmul.allow_tf32 = False
+    import cgc
+    ok = True
+    for spec in models(torch):
+        ok &= check_model(torch, cgc, spec, args.steps, print)
+    ok &= check_dropout_and_sync(torch, cgc, print)
+    print("train_gpu:", "PASS" if ok else "FAIL")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
