@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 #include "passes/DerivativeRules.h"
 
+#include "ir/OpAttrs.h"
 #include "ir/TypeRules.h"
 
 #include <cmath>
@@ -37,6 +38,13 @@ struct Rules {
   Value *sign();
   Value *geluSlope();
   bool reduction();
+  bool extremum();
+  Value *geluTanhSlope();
+  bool pow();
+  bool pick(OpKind wins);
+  bool slice(std::string &why);
+  bool concat();
+  bool gather(std::string &why);
   bool product();
   bool normalization();
   bool layerNorm();
@@ -99,16 +107,159 @@ bool Rules::reduction() {
   return false;
 }
 
+/// max or min over axes: g to the elements equal to the result, split
+/// evenly among ties (PyTorch's amax/amin).
+bool Rules::extremum() {
+  const TensorType &in = x()->getType();
+  auto axes = reductionAxes(n, in.rank());
+  bool keepdim = n.boolAttr("keepdim", false);
+  std::vector<int64_t> ax(axes.begin(), axes.end());
+  Value *at = gb.op(OpKind::Cast, {gb.op(OpKind::Eq, {x(), gb.expandFrom(y(), in, axes, keepdim)})},
+                    {{"dtype", dtype()}});
+  Value *ties = gb.expandFrom(gb.sum(at, ax, true), in, axes, true);
+  adj[0] = gb.div(gb.mul(at, gb.expandFrom(g, in, axes, keepdim)), ties);
+  return true;
+}
+
+/// d(0.5 a (1 + tanh(u))) with u = c (a + 0.044715 a^3), c = sqrt(2/pi):
+/// 0.5 (1 + t) + 0.5 a (1 - t^2) c (1 + 3 * 0.044715 a^2).
+Value *Rules::geluTanhSlope() {
+  Value *a = x(), *a2 = gb.mul(x(), x());
+  double c = M_2_SQRTPI * M_SQRT1_2;
+  Value *t = gb.op(OpKind::Tanh, {gb.scale(gb.add(a, gb.scale(gb.mul(a2, a), 0.044715)), c)});
+  Value *du = gb.scale(gb.add(k(1), gb.scale(a2, 3 * 0.044715)), c);
+  Value *half = gb.scale(gb.add(k(1), t), 0.5);
+  return gb.add(half, gb.mul(gb.scale(a, 0.5), gb.mul(gb.sub(k(1), gb.mul(t, t)), du)));
+}
+
+/// y = a^b: da = g b a^(b-1), db = g y log(a).
+bool Rules::pow() {
+  Value *a = x(0), *b = x(1);
+  set(0, gb.mul(g, gb.mul(b, gb.op(OpKind::Pow, {a, gb.sub(b, k(1))}))));
+  set(1, gb.mul(g, gb.mul(y(), gb.op(OpKind::Log, {a}))));
+  return true;
+}
+
+/// maximum (wins = Gt) or minimum (Lt): g to the winner, half to each of
+/// a tie (PyTorch's).
+bool Rules::pick(OpKind wins) {
+  Value *a = x(0), *b = x(1);
+  Value *half = gb.scale(g, 0.5), *zero = k(0);
+  Value *tie = gb.op(OpKind::Eq, {a, b});
+  set(0, gb.where(gb.op(wins, {a, b}), g, gb.where(tie, half, zero)));
+  set(1, gb.where(gb.op(wins, {b, a}), g, gb.where(tie, half, zero)));
+  return true;
+}
+
+/// g put back where the slice took it from: zeros before and after along
+/// each sliced axis (concat). Steps of 1 over static axes.
+bool Rules::slice(std::string &why) {
+  const TensorType &in = x()->getType();
+  auto [starts, ends, axes, steps] = sliceParams(n);
+  Value *d = g;
+  for (size_t i = 0; i < starts.size(); ++i) {
+    unsigned axis = *normalizeAxis(axes[i], in.rank());
+    if (steps[i] != 1 || !in.dims[axis].isStatic()) {
+      why = "no derivative rule for a slice with a step or over a symbolic dim yet";
+      return false;
+    }
+    int64_t extent = in.dims[axis].extent();
+    SliceRange range = sliceRange(starts[i], ends[i], 1, extent);
+    std::vector<Value *> parts;
+    auto zeros = [&](int64_t count) {
+      TensorType t = d->getType();
+      t.dims[axis] = Dim::fixed(count);
+      parts.push_back(gb.zeros(t));
+    };
+    if (range.begin > 0)
+      zeros(range.begin);
+    parts.push_back(d);
+    if (range.begin + range.extent < extent)
+      zeros(extent - range.begin - range.extent);
+    if (parts.size() > 1)
+      d = gb.op(OpKind::Concat, parts, {{"axis", int64_t(axis)}});
+  }
+  adj[0] = d;
+  return true;
+}
+
+/// Each operand's part of g along the axis.
+bool Rules::concat() {
+  unsigned axis = *normalizeAxis(n.intAttr("axis", 0), y()->getType().rank());
+  int64_t offset = 0;
+  for (unsigned i = 0; i < n.numOperands(); ++i) {
+    int64_t extent = x(i)->getType().dims[axis].extent();
+    adj[i] = gb.op(OpKind::Slice, {g},
+                   {{"starts", std::vector<int64_t>{offset}},
+                    {"ends", std::vector<int64_t>{offset + extent}},
+                    {"axes", std::vector<int64_t>{int64_t(axis)}}});
+    offset += extent;
+  }
+  return true;
+}
+
+/// The most one_hot elements gather's rule makes (1 GiB of f32).
+constexpr int64_t kMaxOneHotElements = int64_t(1) << 28;
+
+/// gather (numpy.take along an axis) and embedding (axis 0): the data's
+/// adjoint sums g's rows into the rows the indices took, as a product
+/// with their one_hot: d[pre, v, post] = sum_j [idx_j == v] g[pre, j, post]
+/// (deterministic: a matrix product, no atomics; negative indices wrapped
+/// once, out-of-range ones contribute nothing, as they read zeros).
+bool Rules::gather(std::string &why) {
+  Value *data = x(0), *idx = x(1);
+  const TensorType &dt = data->getType(), &it = idx->getType();
+  if (!dt.isStatic() || !it.isStatic()) {
+    why = "no derivative rule for a gather over symbolic dims yet";
+    return false;
+  }
+  unsigned axis = n.getOp() == OpKind::Embedding
+                      ? 0
+                      : *normalizeAxis(n.intAttr("axis", 0), dt.rank());
+  int64_t rows = dt.dims[axis].extent(), picks = it.numElements(), pre = 1, post = 1;
+  for (unsigned d = 0; d < dt.rank(); ++d)
+    (d < axis ? pre : post) *= d == axis ? 1 : dt.dims[d].extent();
+  if (picks * rows > kMaxOneHotElements) {
+    why = "the derivative of this gather would make a one_hot of " +
+          std::to_string(picks) + " x " + std::to_string(rows) +
+          " elements (at most 2^28)";
+    return false;
+  }
+  DType index = it.dtype;
+  Value *flat = gb.reshape(idx, {Dim::fixed(picks)});
+  Value *wrapped = gb.where(gb.op(OpKind::Lt, {flat, gb.fill(0, index)}),
+                            gb.add(flat, gb.fill(double(rows), index)), flat);
+  Value *hot = gb.op(OpKind::OneHot, {wrapped}, {{"num_classes", rows}, {"dtype", dtype()}});
+  Value *gj = gb.reshape(g, {Dim::fixed(pre), Dim::fixed(picks), Dim::fixed(post)});
+  if (pre != 1)
+    gj = gb.op(OpKind::Transpose, {gj}, {{"perm", std::vector<int64_t>{1, 0, 2}}});
+  gj = gb.reshape(gj, {Dim::fixed(picks), Dim::fixed(pre * post)});
+  Value *d = gb.matmul(hot, gj, true, false); // [rows, pre * post]
+  if (pre != 1) {
+    d = gb.reshape(d, {Dim::fixed(rows), Dim::fixed(pre), Dim::fixed(post)});
+    d = gb.op(OpKind::Transpose, {d}, {{"perm", std::vector<int64_t>{1, 0, 2}}});
+  }
+  adj[0] = gb.reshape(d, dt.dims);
+  return true;
+}
+
 bool Rules::product() {
   Value *a = x(0), *b = x(1);
   if (n.getOp() == OpKind::Linear) { // y = a w^T + bias
+    // Leading dims of a (static) merged into rows: [M, K] and g [M, N].
     const TensorType &ta = a->getType();
-    if (ta.rank() != 2 || g->getType().rank() != 2)
-      return false;
-    adj[0] = gb.matmul(g, b, false, false);
-    adj[1] = gb.matmul(g, a, true, false);
+    Value *a2 = a, *g2 = g;
+    if (ta.rank() != 2) {
+      if (!ta.isStatic())
+        return false;
+      int64_t rows = ta.numElements() / ta.dims.back().extent();
+      a2 = gb.reshape(a, {Dim::fixed(rows), ta.dims.back()});
+      g2 = gb.reshape(g, {Dim::fixed(rows), g->getType().dims.back()});
+    }
+    adj[0] = gb.reshape(gb.matmul(g2, b, false, false), ta.dims);
+    adj[1] = gb.matmul(g2, a2, true, false);
     if (n.numOperands() == 3)
-      adj[2] = gb.sum(g, {0}, false);
+      adj[2] = gb.sum(g2, {0}, false);
     return true;
   }
   bool ta = n.boolAttr("transpose_a", false), tb = n.boolAttr("transpose_b", false);
@@ -285,17 +436,22 @@ bool cgc::operandAdjoints(const Node &n, Value *g, ValueBuilder &gb,
     adjoints[0] = gb.reduceTo(g, n.operand(0)->getType());
     ok = true;
     break;
-  case OpKind::GeluTanh: case OpKind::Pow: case OpKind::Fmod:
-  case OpKind::Maximum:
-  case OpKind::Minimum: case OpKind::Max: case OpKind::Min: case OpKind::Prod:
-  case OpKind::CumSum: case OpKind::Concat: case OpKind::Slice:
-  case OpKind::Gather: case OpKind::Embedding: case OpKind::PadPacked:
+  case OpKind::GeluTanh: r.set(0, gb.mul(g, r.geluTanhSlope())); return true;
+  case OpKind::Pow: return r.pow();
+  case OpKind::Maximum: return r.pick(OpKind::Gt);
+  case OpKind::Minimum: return r.pick(OpKind::Lt);
+  case OpKind::Max: case OpKind::Min: return r.extremum();
+  case OpKind::Slice: return r.slice(why);
+  case OpKind::Concat: return r.concat();
+  case OpKind::Gather: case OpKind::Embedding: return r.gather(why);
+  case OpKind::Fmod: case OpKind::Prod:
+  case OpKind::CumSum: case OpKind::PadPacked:
   case OpKind::PackPadded: case OpKind::If: case OpKind::While: case OpKind::Fusion:
   case OpKind::ProductFusion: case OpKind::RowFusion:
   case OpKind::NonZero: case OpKind::MaskedSelect: case OpKind::Item:
   case OpKind::Attention: // expand-attention writes it out before autodiff.
   case OpKind::Conv: case OpKind::MaxPool: case OpKind::AvgPool:
-    // expand-convolution writes them out first (gather has no rule yet).
+    // expand-convolution writes them out first.
     why = "no derivative rule for " + mnemonic(n.getOp()).str() + " yet";
     return false;
   case OpKind::LogicalNot: case OpKind::Eq: case OpKind::Ne: case OpKind::Lt:
