@@ -103,14 +103,27 @@ struct Initializer {
 /// A training model's optimizer (the JSON's "optimizer"; the
 /// apply-optimizer pass builds its update). Hyperparameters are the
 /// initial values of optimizer_state inputs the caller can overwrite.
-struct OptimizerDecl {
-  enum class Kind : uint8_t { Sgd, Adam, AdamW };
-  Kind kind = Kind::Sgd;
+/// An optimizer's hyperparameters (PyTorch's names and defaults).
+struct OptimizerHyper {
   double lr = 0.01;
   double momentum = 0;     ///< SGD.
   bool nesterov = false;   ///< SGD, with momentum.
   double weightDecay = 0;  ///< SGD and Adam: added to the gradient; AdamW: decoupled.
   double beta1 = 0.9, beta2 = 0.999, eps = 1e-8; ///< Adam, AdamW.
+};
+
+/// Parameters whose hyperparameters differ from the declaration's (a
+/// torch.optim param group after the first).
+struct OptimizerGroup {
+  std::vector<std::string> params;
+  OptimizerHyper hyper;
+};
+
+struct OptimizerDecl : OptimizerHyper {
+  enum class Kind : uint8_t { Sgd, Adam, AdamW };
+  Kind kind = Kind::Sgd;
+  /// Groups 1.. (group 0 is every parameter no group lists).
+  std::vector<OptimizerGroup> groups;
   /// Leave parameters and state as they are when a gradient holds an
   /// inf or NaN (mixed precision's skipped step).
   bool skipNonFinite = false;

@@ -155,24 +155,38 @@ static OJson nodesJson(const Graph &g) {
   return nodes;
 }
 
+/// The hyperparameters of an optimizer of \p kind into \p j.
+static void hyperJson(OptimizerDecl::Kind kind, const OptimizerHyper &h, OJson &j) {
+  using K = OptimizerDecl::Kind;
+  j["lr"] = h.lr;
+  switch (kind) {
+  case K::Sgd:
+    j["momentum"] = h.momentum;
+    j["nesterov"] = h.nesterov;
+    break;
+  case K::Adam: case K::AdamW:
+    j["betas"] = {h.beta1, h.beta2};
+    j["eps"] = h.eps;
+    break;
+  }
+  j["weight_decay"] = h.weightDecay;
+}
+
 static OJson optimizerJson(const OptimizerDecl &o) {
   using K = OptimizerDecl::Kind;
   OJson j;
   switch (o.kind) {
-  case K::Sgd:
-    j["kind"] = "sgd";
-    j["lr"] = o.lr;
-    j["momentum"] = o.momentum;
-    j["nesterov"] = o.nesterov;
-    break;
-  case K::Adam: case K::AdamW:
-    j["kind"] = o.kind == K::Adam ? "adam" : "adamw";
-    j["lr"] = o.lr;
-    j["betas"] = {o.beta1, o.beta2};
-    j["eps"] = o.eps;
-    break;
+  case K::Sgd: j["kind"] = "sgd"; break;
+  case K::Adam: j["kind"] = "adam"; break;
+  case K::AdamW: j["kind"] = "adamw"; break;
   }
-  j["weight_decay"] = o.weightDecay;
+  hyperJson(o.kind, o, j);
+  for (const OptimizerGroup &g : o.groups) {
+    OJson group;
+    group["params"] = g.params;
+    hyperJson(o.kind, g.hyper, group);
+    j["groups"].push_back(group);
+  }
   if (o.skipNonFinite)
     j["skip_nonfinite"] = true;
   if (o.accumulate != 1)

@@ -4,8 +4,11 @@
 // {"kind": "sgd", "lr": 0.1, "momentum": 0.9, "nesterov": false,
 //  "weight_decay": 0} or {"kind": "adam" | "adamw", "lr": 1e-3,
 //  "betas": [0.9, 0.999], "eps": 1e-8, "weight_decay": 0}, either with
-// "skip_nonfinite": true and "accumulate": k. Every field but "kind" and
-// "lr" has PyTorch's default; each is checked where it stands.
+// "skip_nonfinite": true and "accumulate": k, and "groups": [{"params":
+// [names], "lr": ..., ...}], each group overriding any hyperparameter for
+// its parameters (torch.optim's param groups after the first). Every field
+// but "kind" and "lr" has PyTorch's default; each is checked where it
+// stands.
 //
 //===----------------------------------------------------------------------===//
 #include "ir/Printer.h"
@@ -33,6 +36,78 @@ bool readNumber(ReaderContext &ctx, const Json &j, const std::string &p,
   return true;
 }
 
+/// The hyperparameters at \p j (\p p) over \p out, which holds their
+/// defaults (or the declaration's, for a group).
+bool readHyper(ReaderContext &ctx, const Json &j, const std::string &p,
+               OptimizerHyper &out) {
+  if (!readNumber(ctx, j, p, "lr", 0, 1e6, false, out.lr) ||
+      !readNumber(ctx, j, p, "momentum", 0, 1, true, out.momentum) ||
+      !readNumber(ctx, j, p, "weight_decay", 0, 1e6, false, out.weightDecay) ||
+      !readNumber(ctx, j, p, "eps", 0, 1, false, out.eps))
+    return false;
+  if (out.lr <= 0) {
+    ctx.error(p + "/lr", "optimizer: 'lr' must be positive");
+    return false;
+  }
+  if (j.contains("nesterov")) {
+    if (!j["nesterov"].is_boolean()) {
+      ctx.error(p + "/nesterov", "optimizer: 'nesterov' must be a boolean");
+      return false;
+    }
+    out.nesterov = j["nesterov"].get<bool>();
+  }
+  if (out.nesterov && out.momentum == 0) {
+    ctx.error(p + "/nesterov", "optimizer: nesterov needs a momentum above 0");
+    return false;
+  }
+  if (j.contains("betas")) {
+    const Json &b = j["betas"];
+    bool ok = b.is_array() && b.size() == 2 && b[0].is_number() && b[1].is_number();
+    double b1 = ok ? b[0].get<double>() : -1, b2 = ok ? b[1].get<double>() : -1;
+    if (!ok || b1 < 0 || b1 >= 1 || b2 < 0 || b2 >= 1) {
+      ctx.error(p + "/betas", "optimizer: 'betas' must be two numbers in [0, 1)");
+      return false;
+    }
+    out.beta1 = b1;
+    out.beta2 = b2;
+  }
+  return true;
+}
+
+/// "groups": each an object of "params" (parameter names) and the
+/// hyperparameters of the optimizer's kind.
+bool readGroups(ReaderContext &ctx, const Json &j, const std::string &p,
+                llvm::ArrayRef<llvm::StringRef> fields, OptimizerDecl &out) {
+  if (!j.is_array()) {
+    ctx.error(p, "optimizer: 'groups' must be an array");
+    return false;
+  }
+  for (size_t k = 0; k < j.size(); ++k) {
+    std::string at = p + "/" + std::to_string(k);
+    std::vector<llvm::StringRef> allowed(fields.begin(), fields.end());
+    allowed.push_back("params");
+    if (!ctx.expectObject(j[k], at, "an optimizer group") ||
+        !ctx.checkFields(j[k], at, allowed, {"params"}, "optimizer group"))
+      return false;
+    OptimizerGroup group;
+    group.hyper = out;
+    const Json &params = j[k]["params"];
+    bool names = params.is_array();
+    for (size_t i = 0; names && i < params.size(); ++i)
+      names = params[i].is_string();
+    if (!names) {
+      ctx.error(at + "/params", "optimizer: a group's 'params' must be parameter names");
+      return false;
+    }
+    for (const Json &name : params)
+      group.params.push_back(name.get<std::string>());
+    if (!readHyper(ctx, j[k], at, group.hyper))
+      return false;
+    out.groups.push_back(std::move(group));
+  }
+  return true;
+}
+
 } // namespace
 
 bool cgc::readOptimizer(ReaderContext &ctx, const Json &j, OptimizerDecl &out) {
@@ -53,12 +128,12 @@ bool cgc::readOptimizer(ReaderContext &ctx, const Json &j, OptimizerDecl &out) {
     return false;
   }
   bool sgd = out.kind == K::Sgd;
-  if (sgd ? !ctx.checkFields(j, p, {"kind", "lr", "momentum", "nesterov", "weight_decay",
-                                    "skip_nonfinite", "accumulate"},
-                             {"kind", "lr"}, "optimizer (sgd)")
-          : !ctx.checkFields(j, p, {"kind", "lr", "betas", "eps", "weight_decay",
-                                    "skip_nonfinite", "accumulate"},
-                             {"kind", "lr"}, "optimizer (" + kind + ")"))
+  std::vector<llvm::StringRef> hyper =
+      sgd ? std::vector<llvm::StringRef>{"lr", "momentum", "nesterov", "weight_decay"}
+          : std::vector<llvm::StringRef>{"lr", "betas", "eps", "weight_decay"};
+  std::vector<llvm::StringRef> fields = hyper;
+  fields.insert(fields.end(), {"kind", "skip_nonfinite", "accumulate", "groups"});
+  if (!ctx.checkFields(j, p, fields, {"kind", "lr"}, "optimizer (" + kind + ")"))
     return false;
   if (j.contains("skip_nonfinite")) {
     if (!j["skip_nonfinite"].is_boolean()) {
@@ -78,36 +153,9 @@ bool cgc::readOptimizer(ReaderContext &ctx, const Json &j, OptimizerDecl &out) {
   out.loc = ctx.at(p);
   if (out.kind == K::AdamW)
     out.weightDecay = 0.01; // torch.optim.AdamW's default.
-  if (!readNumber(ctx, j, p, "lr", 0, 1e6, false, out.lr) ||
-      !readNumber(ctx, j, p, "momentum", 0, 1, true, out.momentum) ||
-      !readNumber(ctx, j, p, "weight_decay", 0, 1e6, false, out.weightDecay) ||
-      !readNumber(ctx, j, p, "eps", 0, 1, false, out.eps))
+  if (!readHyper(ctx, j, p, out))
     return false;
-  if (out.lr <= 0) {
-    ctx.error(p + "/lr", "optimizer: 'lr' must be positive");
+  if (j.contains("groups") && !readGroups(ctx, j["groups"], p + "/groups", hyper, out))
     return false;
-  }
-  if (j.contains("nesterov")) {
-    if (!j["nesterov"].is_boolean()) {
-      ctx.error(p + "/nesterov", "optimizer: 'nesterov' must be a boolean");
-      return false;
-    }
-    out.nesterov = j["nesterov"].get<bool>();
-    if (out.nesterov && out.momentum == 0) {
-      ctx.error(p + "/nesterov", "optimizer: nesterov needs a momentum above 0");
-      return false;
-    }
-  }
-  if (j.contains("betas")) {
-    const Json &b = j["betas"];
-    bool ok = b.is_array() && b.size() == 2 && b[0].is_number() && b[1].is_number();
-    double b1 = ok ? b[0].get<double>() : -1, b2 = ok ? b[1].get<double>() : -1;
-    if (!ok || b1 < 0 || b1 >= 1 || b2 < 0 || b2 >= 1) {
-      ctx.error(p + "/betas", "optimizer: 'betas' must be two numbers in [0, 1)");
-      return false;
-    }
-    out.beta1 = b1;
-    out.beta2 = b2;
-  }
   return true;
 }

@@ -12,7 +12,9 @@
 // The hyperparameters are `optimizer_state` scalars named `optimizer.lr`,
 // `optimizer.momentum`, ..., initialized to the declared values, so the
 // caller can set them between replays (cgc_engine_state_write) without a
-// compile; a weight decay or momentum of 0 leaves its term out. Moments
+// compile; a weight decay or momentum of 0 leaves its term out. The
+// parameters of group k (the declaration's `groups`, torch.optim's param
+// groups after the first) read their own, `optimizer.group<k>.lr`, ... Moments
 // are `optimizer_state` inputs `<p>.momentum_buffer`, `<p>.exp_avg` and
 // `<p>.exp_avg_sq` (zeros); Adam's step count is `optimizer.step`. Each
 // `rng_state` that dropouts read advances its offset by more than the
@@ -53,6 +55,7 @@ public:
 private:
   Value *state(const std::string &name, const TensorType &type, double init);
   Value *hyper(const char *name, double value);
+  bool assignGroups(const std::vector<Value *> &params, DiagnosticEngine &diag);
   void update(Value *target, Value *next, OutputKind kind, bool gated = true);
   Value *accumulated(Value *p, Value *g);
   Value *gate(llvm::ArrayRef<Value *> gradients);
@@ -71,6 +74,11 @@ private:
   ValueBuilder *gb = nullptr;
   OptimizerDecl decl;
   llvm::StringMap<Value *> hypers;
+  /// The group whose hyperparameters the update being built reads, and
+  /// each parameter's group (0: the declaration's own).
+  const OptimizerHyper *group = nullptr;
+  std::string groupPrefix;
+  llvm::DenseMap<Value *, unsigned> groupOf;
   Value *step = nullptr; ///< Adam's t + 1, built once.
   Value *isKth = nullptr; ///< accumulate: this replay updates.
   Value *apply = nullptr; ///< Whether this replay updates (null: always).
@@ -101,13 +109,39 @@ Value *ApplyOptimizerPass::state(const std::string &name, const TensorType &type
   return v;
 }
 
-/// Hyperparameter \p name as state, read where the update is built.
+/// Hyperparameter \p name of the current group as state, read where the
+/// update is built.
 Value *ApplyOptimizerPass::hyper(const char *name, double value) {
-  Value *&v = hypers[name];
+  std::string full = "optimizer." + groupPrefix + name;
+  Value *&v = hypers[full];
   if (!v)
-    v = state(std::string("optimizer.") + name, TensorType::scalar(DType::F32),
-              value);
+    v = state(full, TensorType::scalar(DType::F32), value);
   return local(v);
+}
+
+/// Each parameter's group: k for the parameters group k lists (once, in
+/// one group), 0 for the rest.
+bool ApplyOptimizerPass::assignGroups(const std::vector<Value *> &params,
+                                      DiagnosticEngine &diag) {
+  llvm::StringMap<Value *> byName;
+  for (Value *p : params)
+    byName[p->getName()] = p;
+  groupOf.clear();
+  for (size_t k = 0; k < decl.groups.size(); ++k)
+    for (const std::string &name : decl.groups[k].params) {
+      Value *p = byName.lookup(name);
+      if (!p) {
+        diag.error(decl.loc, "apply-optimizer: group " + std::to_string(k + 1) +
+                                 " lists '" + name + "', which is no float parameter");
+        return false;
+      }
+      if (!groupOf.try_emplace(p, unsigned(k + 1)).second) {
+        diag.error(decl.loc, "apply-optimizer: parameter '" + name +
+                                 "' is in two groups");
+        return false;
+      }
+    }
+  return true;
 }
 
 /// \p next replaces \p target after the replay; a gated update (computed
@@ -203,16 +237,17 @@ Value *ApplyOptimizerPass::gate(llvm::ArrayRef<Value *> gradients) {
 
 Value *ApplyOptimizerPass::sgd(Value *param, Value *g) {
   Value *p = local(param), *d = local(g);
-  if (decl.weightDecay > 0)
-    d = gb->add(d, gb->mul(hyper("weight_decay", decl.weightDecay), p));
-  if (decl.momentum > 0) {
-    Value *mu = hyper("momentum", decl.momentum);
+  const OptimizerHyper &h = *group;
+  if (h.weightDecay > 0)
+    d = gb->add(d, gb->mul(hyper("weight_decay", h.weightDecay), p));
+  if (h.momentum > 0) {
+    Value *mu = hyper("momentum", h.momentum);
     Value *buffer = state(param->getName() + ".momentum_buffer", param->getType(), 0);
     Value *next = gb->add(gb->mul(mu, local(buffer)), d);
     update(buffer, next, OutputKind::BufferMutation);
-    d = decl.nesterov ? gb->add(d, gb->mul(mu, next)) : next;
+    d = h.nesterov ? gb->add(d, gb->mul(mu, next)) : next;
   }
-  return gb->sub(p, gb->mul(hyper("lr", decl.lr), d));
+  return gb->sub(p, gb->mul(hyper("lr", h.lr), d));
 }
 
 Value *ApplyOptimizerPass::adamStep() {
@@ -225,16 +260,17 @@ Value *ApplyOptimizerPass::adamStep() {
 }
 
 Value *ApplyOptimizerPass::adam(Value *param, Value *grad) {
-  Value *p = local(param), *g = local(grad), *lr = hyper("lr", decl.lr);
+  const OptimizerHyper &h = *group;
+  Value *p = local(param), *g = local(grad), *lr = hyper("lr", h.lr);
   Value *one = gb->fill(1.0, DType::F32);
-  if (decl.weightDecay > 0) {
-    Value *wd = hyper("weight_decay", decl.weightDecay);
+  if (h.weightDecay > 0) {
+    Value *wd = hyper("weight_decay", h.weightDecay);
     if (decl.kind == OptimizerDecl::Kind::AdamW)
       p = gb->mul(p, gb->sub(one, gb->mul(lr, wd)));
     else
       g = gb->add(g, gb->mul(wd, p));
   }
-  Value *b1 = hyper("beta1", decl.beta1), *b2 = hyper("beta2", decl.beta2);
+  Value *b1 = hyper("beta1", h.beta1), *b2 = hyper("beta2", h.beta2);
   Value *m = state(param->getName() + ".exp_avg", param->getType(), 0);
   Value *v = state(param->getName() + ".exp_avg_sq", param->getType(), 0);
   Value *m2 = gb->add(gb->mul(b1, local(m)), gb->mul(gb->sub(one, b1), g));
@@ -245,7 +281,7 @@ Value *ApplyOptimizerPass::adam(Value *param, Value *grad) {
   Value *bc1 = gb->sub(one, gb->op(OpKind::Pow, {b1, t}));
   Value *bc2 = gb->sub(one, gb->op(OpKind::Pow, {b2, t}));
   Value *denom = gb->add(gb->div(gb->op(OpKind::Sqrt, {v2}), gb->op(OpKind::Sqrt, {bc2})),
-                         hyper("eps", decl.eps));
+                         hyper("eps", h.eps));
   return gb->sub(p, gb->mul(gb->div(lr, bc1), gb->div(m2, denom)));
 }
 
@@ -327,6 +363,8 @@ bool ApplyOptimizerPass::run(Graph &g, PassContext &ctx) {
     if (in.kind == InputKind::Parameter && isFloat(in.value->getType().dtype))
       params.push_back(in.value);
   isKth = apply = nullptr;
+  if (!assignGroups(params, ctx.diag))
+    return false;
   for (Value *p : params) {
     Value *grad = gradient.lookup(p->getName());
     if (p->getType().dtype != DType::F32) {
@@ -350,6 +388,9 @@ bool ApplyOptimizerPass::run(Graph &g, PassContext &ctx) {
   for (size_t i = 0; i < params.size(); ++i) {
     Value *p = params[i];
     grads.setBase(p->getName() + ".step");
+    unsigned k = groupOf.lookup(p);
+    group = k ? &decl.groups[k - 1].hyper : &decl;
+    groupPrefix = k ? "group" + std::to_string(k) + "." : "";
     update(p, decl.kind == OptimizerDecl::Kind::Sgd ? sgd(p, effective[i])
                                                     : adam(p, effective[i]),
            OutputKind::ParameterUpdate);

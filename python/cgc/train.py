@@ -26,28 +26,33 @@ STATES = {"sgd": ("momentum_buffer",), "adam": ("exp_avg", "exp_avg_sq"),
 def describe_optimizer(optimizer, names):
     """(description, trained state_dict names in the optimizer's order) of
     a torch.optim optimizer whose parameters `names` ({id(param): name})
-    names. Param groups must agree on every hyperparameter."""
+    names: the first param group's hyperparameters, and each later group
+    as {"params": [state_dict names], its hyperparameters} under "groups"."""
     kind = KINDS.get(type(optimizer).__name__)
     if kind is None:
         raise RefusedError(f"the optimizer {type(optimizer).__name__}: cgc trains with "
                            "torch.optim.SGD, Adam and AdamW")
-    described, order = None, []
-    for g, group in enumerate(optimizer.param_groups):
+    described, groups, order = None, [], []
+    for group in optimizer.param_groups:
         hyper = {k: (tuple(v) if isinstance(v, list) else v) for k, v in group.items()
                  if k in HYPER}
         if hasattr(hyper.get("lr"), "item"):
             hyper["lr"] = float(hyper["lr"])
-        if described is not None and hyper != described:
-            changed = sorted(k for k in hyper if hyper[k] != described.get(k))
-            raise RefusedError(f"param group {g} has its own {', '.join(changed)}: cgc's "
-                               "optimizer takes one set of hyperparameters for every parameter")
-        described = hyper
+        members = []
         for p in group["params"]:
             if id(p) not in names:
                 raise RefusedError("the optimizer updates a tensor that is not a parameter "
                                    "of the module")
-            order.append(names[id(p)])
-    return dict(described, kind=kind), order
+            members.append(names[id(p)])
+        order += members
+        if described is None:
+            described = hyper
+        else:
+            groups.append(dict(hyper, params=members))
+    out = dict(described, kind=kind)
+    if groups:
+        out["groups"] = groups
+    return out, order
 
 
 def compile_train(module, loss_fn, optimizer, example_batch, *, inputs=None,
@@ -133,13 +138,19 @@ class TrainStep:
         return self._views[name]
 
     def _hyperparameters(self):
-        """The optimizer's learning rate, written to the device by a kernel
-        on torch's stream when it changed (a scheduler's or the user's)."""
-        lr = self.optimizer.param_groups[0]["lr"]
-        lr = float(lr) if hasattr(lr, "item") else lr
-        if lr != self.lr:
-            self.state_view("optimizer.lr").fill_(lr)
-            self.lr = lr
+        """Each param group's learning rate, written to the device by a
+        kernel on torch's stream when it changed (a scheduler's or the
+        user's): group k's is `optimizer.group<k>.lr` (the first's
+        `optimizer.lr`)."""
+        groups = self.optimizer.param_groups
+        if self.lr is None:
+            self.lr = [None] * len(groups)
+        for k, group in enumerate(groups):
+            lr = group["lr"]
+            lr = float(lr) if hasattr(lr, "item") else lr
+            if lr != self.lr[k]:
+                self.state_view(f"optimizer.group{k}.lr" if k else "optimizer.lr").fill_(lr)
+                self.lr[k] = lr
 
     def _run(self, graph, batch):
         art = self.artifact

@@ -79,7 +79,19 @@ TRAINING = {
                              lambda ps: torch.optim.AdamW(ps, lr=0.02, betas=(0.8, 0.99)),
                              lambda: batches((6, 8), lambda g: torch.randint(0, 5, (6,),
                                                                               generator=g))),
+    "mlp_adamw_groups": (lambda: mlp(torch.nn.GELU()), F.cross_entropy,
+                         lambda ps: torch.optim.AdamW(groups_by_decay(ps), lr=0.01),
+                         lambda: batches((7, 6), lambda g: torch.randint(0, 4, (7,),
+                                                                          generator=g))),
 }
+
+
+def groups_by_decay(params):
+    """The fine-tuning recipe's param groups: weights with decay, biases
+    without and at twice the learning rate."""
+    params = list(params)
+    return [{"params": [p for p in params if p.dim() > 1], "weight_decay": 0.1},
+            {"params": [p for p in params if p.dim() <= 1], "weight_decay": 0.0, "lr": 0.02}]
 
 
 def write_fixture(name, folder):

@@ -27,10 +27,31 @@ UNSUPPORTED = {"dampening": 0.0, "amsgrad": False, "maximize": False,
                "differentiable": False, "decoupled_weight_decay": None}
 
 
-def optimizer_ir(describe):
+def optimizer_ir(describe, ir_names=None):
     """The IR's `optimizer` of a description (a dict with `kind` and
     PyTorch's hyperparameter names; training control `accumulate` and
-    `skip_nonfinite` as docs/ir.md has them)."""
+    `skip_nonfinite` as docs/ir.md has them; `groups`, each with `params`
+    (state_dict names, which `ir_names` maps to IR inputs; parameters it
+    lacks are frozen, and left out) and its hyperparameters)."""
+    out = hyperparameters(describe)
+    for field in ("accumulate", "skip_nonfinite"):
+        if describe.get(field) is not None:
+            out[field] = describe[field]
+    groups = []
+    for group in describe.get("groups", []):
+        params = [ir_names.get(p) if ir_names is not None else p for p in group["params"]]
+        params = [p for p in params if p is not None]
+        if params:
+            hyper = hyperparameters(dict(group, kind=describe.get("kind")))
+            hyper = {k: v for k, v in hyper.items() if k != "kind"}
+            groups.append(dict(hyper, params=params))
+    if groups:
+        out["groups"] = groups
+    return out
+
+
+def hyperparameters(describe):
+    """The kind and hyperparameters of a description (or of one group)."""
     kind = describe.get("kind")
     if kind not in FIELDS:
         raise RefusedError(f"the optimizer {kind!r}: cgc trains with SGD, Adam and AdamW")
@@ -52,9 +73,6 @@ def optimizer_ir(describe):
         out[field] = list(value) if isinstance(value, tuple) else value
     if describe.get("nesterov") and not describe.get("momentum"):
         raise RefusedError("nesterov needs a momentum")
-    for field in ("accumulate", "skip_nonfinite"):
-        if describe.get(field) is not None:
-            out[field] = describe[field]
     return out
 
 
@@ -63,7 +81,7 @@ def lower_train_record(record, weights, path, describe, frozen=(), outputs=1):
     first (then `outputs - 1` more values): the loss an output of kind
     `loss`, the parameters named (state_dict names) in `frozen` buffers,
     the optimizer `describe`'s. Returns (IR dict, {state_dict name: IR input})."""
-    optimizer = optimizer_ir(describe)
+    optimizer_ir(describe)  # refuses what cgc does not implement, before the export
     names = {}
 
     def extend(ir, lowering):
@@ -80,7 +98,8 @@ def lower_train_record(record, weights, path, describe, frozen=(), outputs=1):
         for entry in ir["inputs"]:
             if entry["name"] in still and entry.get("kind") == "parameter":
                 entry["kind"] = "buffer"
-        ir["optimizer"] = optimizer
+        trained = {t: v for t, v in lowering.weight_names.items() if t not in frozen}
+        ir["optimizer"] = optimizer_ir(describe, trained)
 
     ir = lower_record(record, weights, path, training=True, extend=extend)
     return ir, names

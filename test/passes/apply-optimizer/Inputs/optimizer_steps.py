@@ -69,19 +69,23 @@ def reference(opt, w, b, xs, y, steps):
         t += 1
         for name, g in (("w", gw), ("b", gb)):
             p, s = params[name], state[name]
-            lr, wd = opt["lr"], opt.get("weight_decay", 0.0)
-            if opt["kind"] == "sgd":
-                mu = opt.get("momentum", 0.0)
+            h = dict(opt)  # a group's hyperparameters over the declaration's
+            for group in opt.get("groups", []):
+                if name in group["params"]:
+                    h.update(group)
+            lr, wd = h["lr"], h.get("weight_decay", 0.0)
+            if h["kind"] == "sgd":
+                mu = h.get("momentum", 0.0)
                 if wd:
                     g = g + wd * p
                 if mu:
                     s["buf"] = g if "buf" not in s else mu * s["buf"] + g
-                    g = g + mu * s["buf"] if opt.get("nesterov") else s["buf"]
+                    g = g + mu * s["buf"] if h.get("nesterov") else s["buf"]
                 p = p - lr * g
             else:
-                b1, b2 = opt.get("betas", [0.9, 0.999])
-                eps = opt.get("eps", 1e-8)
-                if wd and opt["kind"] == "adamw":
+                b1, b2 = h.get("betas", [0.9, 0.999])
+                eps = h.get("eps", 1e-8)
+                if wd and h["kind"] == "adamw":
                     p = p * (1 - lr * wd)
                 elif wd:
                     g = g + wd * p
