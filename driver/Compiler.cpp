@@ -1,6 +1,9 @@
 //===- Compiler.cpp - The compile driver: IR to .cgc artifact ----------------===//
 #include "driver/Compiler.h"
 
+#include "ir/Builder.h"
+#include "ir/Initializers.h"
+
 #include <chrono>
 #include <cstdlib>
 
@@ -144,8 +147,9 @@ static bool lowerUnit(CompiledGraph &unit, const CompileOptions &options,
 
 /// Gives \p eval (the forward graph) the inputs and outputs of \p train, in
 /// its order, so both graphs share every slot and state tensor: the inputs
-/// apply-optimizer added join it, and each update becomes its target
-/// itself (eval leaves the state as it is).
+/// apply-optimizer added join it, each update becomes its target itself
+/// (eval leaves the state as it is), and an output of the step alone
+/// (apply-optimizer's gradient norm) is zeros in eval.
 static bool matchTrainingSignature(Graph &eval, const Graph &train,
                                    DiagnosticEngine &diag) {
   for (size_t i = 0; i < train.inputs().size(); ++i) {
@@ -169,6 +173,16 @@ static bool matchTrainingSignature(Graph &eval, const Graph &train,
     GraphOutput copy = update ? o : same ? *same : GraphOutput();
     if (update)
       copy.value = eval.lookupValue(o.target);
+    else if (!same && o.value->getType().isStatic()) {
+      GraphBuilder b(eval, diag);
+      const TensorType &t = o.value->getType();
+      Node *zeros = b.create(OpKind::Fill, o.name, {},
+                             {{"dtype", t.dtype},
+                              {"shape", std::vector<Dim>(t.dims.begin(), t.dims.end())},
+                              {"value", numberOf(t.dtype, Element())}});
+      copy = o;
+      copy.value = zeros ? zeros->result() : nullptr;
+    }
     if (!copy.value || eval.inputs().size() != train.inputs().size()) {
       diag.error(o.loc, "cgc --train: the eval graph cannot share output '" +
                             o.name + "' and the inputs of the train graph");

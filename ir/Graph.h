@@ -129,6 +129,9 @@ struct OptimizerDecl : OptimizerHyper {
   bool skipNonFinite = false;
   /// Update on every k-th replay with the mean of the k gradients.
   int64_t accumulate = 1;
+  /// Scale the gradients so that their global 2-norm is at most this (0:
+  /// no clipping), as torch.nn.utils.clip_grad_norm_.
+  double maxGradNorm = 0;
   Location loc;
 };
 

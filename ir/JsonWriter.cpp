@@ -191,6 +191,8 @@ static OJson optimizerJson(const OptimizerDecl &o) {
     j["skip_nonfinite"] = true;
   if (o.accumulate != 1)
     j["accumulate"] = o.accumulate;
+  if (o.maxGradNorm > 0)
+    j["max_grad_norm"] = o.maxGradNorm;
   return j;
 }
 

@@ -4,7 +4,8 @@
 // {"kind": "sgd", "lr": 0.1, "momentum": 0.9, "nesterov": false,
 //  "weight_decay": 0} or {"kind": "adam" | "adamw", "lr": 1e-3,
 //  "betas": [0.9, 0.999], "eps": 1e-8, "weight_decay": 0}, either with
-// "skip_nonfinite": true and "accumulate": k, and "groups": [{"params":
+// "skip_nonfinite": true, "accumulate": k and "max_grad_norm": c, and
+// "groups": [{"params":
 // [names], "lr": ..., ...}], each group overriding any hyperparameter for
 // its parameters (torch.optim's param groups after the first). Every field
 // but "kind" and "lr" has PyTorch's default; each is checked where it
@@ -132,7 +133,8 @@ bool cgc::readOptimizer(ReaderContext &ctx, const Json &j, OptimizerDecl &out) {
       sgd ? std::vector<llvm::StringRef>{"lr", "momentum", "nesterov", "weight_decay"}
           : std::vector<llvm::StringRef>{"lr", "betas", "eps", "weight_decay"};
   std::vector<llvm::StringRef> fields = hyper;
-  fields.insert(fields.end(), {"kind", "skip_nonfinite", "accumulate", "groups"});
+  fields.insert(fields.end(),
+                {"kind", "skip_nonfinite", "accumulate", "max_grad_norm", "groups"});
   if (!ctx.checkFields(j, p, fields, {"kind", "lr"}, "optimizer (" + kind + ")"))
     return false;
   if (j.contains("skip_nonfinite")) {
@@ -153,8 +155,13 @@ bool cgc::readOptimizer(ReaderContext &ctx, const Json &j, OptimizerDecl &out) {
   out.loc = ctx.at(p);
   if (out.kind == K::AdamW)
     out.weightDecay = 0.01; // torch.optim.AdamW's default.
-  if (!readHyper(ctx, j, p, out))
+  if (!readHyper(ctx, j, p, out) ||
+      !readNumber(ctx, j, p, "max_grad_norm", 0, 1e30, false, out.maxGradNorm))
     return false;
+  if (j.contains("max_grad_norm") && out.maxGradNorm <= 0) {
+    ctx.error(p + "/max_grad_norm", "optimizer: 'max_grad_norm' must be positive");
+    return false;
+  }
   if (j.contains("groups") && !readGroups(ctx, j["groups"], p + "/groups", hyper, out))
     return false;
   return true;

@@ -21,6 +21,9 @@
 // largest stream they draw (offset attr + elements, rounded up to 4), so
 // every replay draws fresh masks with no host work. The `.grad` outputs
 // are dropped (`cgc --gradients` keeps them, without an update).
+// `max_grad_norm: c` scales every gradient by min(1, c / (norm + 1e-6)), norm
+// their global 2-norm, which becomes the output `optimizer.grad_norm`
+// (torch.nn.utils.clip_grad_norm_).
 // Training control, on the device with no host read: `accumulate: k` sums
 // the gradients in `<p>.grad_accum` and updates on every k-th replay (an
 // `optimizer.micro_step` counter) with their mean; `skip_nonfinite` keeps
@@ -59,6 +62,7 @@ private:
   void update(Value *target, Value *next, OutputKind kind, bool gated = true);
   Value *accumulated(Value *p, Value *g);
   Value *gate(llvm::ArrayRef<Value *> gradients);
+  Value *clip(std::vector<Value *> &gradients);
   Value *sgd(Value *p, Value *g);
   Value *adam(Value *p, Value *g);
   Value *adamStep();
@@ -235,6 +239,24 @@ Value *ApplyOptimizerPass::gate(llvm::ArrayRef<Value *> gradients) {
   return go;
 }
 
+/// max_grad_norm = c: every gradient scaled by min(1, c / (norm + 1e-6)),
+/// norm the 2-norm of all of them together (torch.nn.utils.clip_grad_norm_);
+/// returns the norm (before clipping).
+Value *ApplyOptimizerPass::clip(std::vector<Value *> &gradients) {
+  Value *squares = nullptr;
+  for (Value *g : gradients) {
+    Value *s = gb->op(OpKind::Sum, {gb->mul(g, g)});
+    squares = squares ? gb->add(squares, s) : s;
+  }
+  Value *norm = gb->op(OpKind::Sqrt, {squares});
+  Value *coef = gb->div(hyper("max_grad_norm", decl.maxGradNorm),
+                        gb->add(norm, gb->fill(1e-6, DType::F32)));
+  coef = gb->op(OpKind::Minimum, {coef, gb->fill(1.0, DType::F32)});
+  for (Value *&g : gradients)
+    g = gb->mul(g, coef);
+  return norm;
+}
+
 Value *ApplyOptimizerPass::sgd(Value *param, Value *g) {
   Value *p = local(param), *d = local(g);
   const OptimizerHyper &h = *group;
@@ -380,6 +402,12 @@ bool ApplyOptimizerPass::run(Graph &g, PassContext &ctx) {
     }
     grads.setBase(p->getName() + ".accumulate");
     effective.push_back(decl.accumulate > 1 ? accumulated(p, grad) : grad);
+  }
+  groupPrefix.clear();
+  if (decl.maxGradNorm > 0 && !params.empty()) {
+    grads.setBase("optimizer.clip");
+    Value *norm = clip(effective);
+    kept.push_back({"optimizer.grad_norm", norm, OutputKind::Output, "", decl.loc});
   }
   grads.setBase("optimizer.gate");
   apply = gate(effective);

@@ -19,6 +19,7 @@ KINDS = {"SGD": "sgd", "Adam": "adam", "AdamW": "adamw"}
 IMPLEMENTATION_FLAGS = ("foreach", "fused", "capturable")
 HYPER = ("lr", "momentum", "dampening", "weight_decay", "nesterov", "maximize", "betas",
          "eps", "amsgrad", "differentiable", "decoupled_weight_decay")
+GRAD_NORM = "optimizer.grad_norm"  # apply-optimizer's output with max_grad_norm
 STATES = {"sgd": ("momentum_buffer",), "adam": ("exp_avg", "exp_avg_sq"),
           "adamw": ("exp_avg", "exp_avg_sq")}
 
@@ -57,14 +58,16 @@ def describe_optimizer(optimizer, names):
 
 def compile_train(module, loss_fn, optimizer, example_batch, *, inputs=None,
                   returns_outputs=False, accumulate=None, skip_nonfinite=None,
-                  seed=0, path=None, cgc=None, flags=()):
+                  max_grad_norm=None, seed=0, path=None, cgc=None, flags=()):
     """A TrainStep: `loss = step(*batch)` runs `loss_fn(module(*batch[:inputs]),
     *batch[inputs:])`, its backward and `optimizer`'s update (SGD, Adam or
     AdamW) as one graph replay. `inputs`: how many of the batch's tensors
     the module takes (all but the last by default). `returns_outputs`:
     the step returns (loss, module outputs). `accumulate=k` updates every
     k-th call with the mean gradient; `skip_nonfinite` keeps the state on
-    a step whose gradients are not finite (both decided on the device).
+    a step whose gradients are not finite (both decided on the device);
+    `max_grad_norm` clips the gradients by their global norm as
+    torch.nn.utils.clip_grad_norm_ does (`step.grad_norm` holds the norm).
     `seed`: dropout's Philox seed."""
     import shutil
     import tempfile
@@ -79,7 +82,8 @@ def compile_train(module, loss_fn, optimizer, example_batch, *, inputs=None,
         names.setdefault(id(p), name)
     describe, trained = describe_optimizer(optimizer, names)
     describe.update({k: v for k, v in (("accumulate", accumulate),
-                                       ("skip_nonfinite", skip_nonfinite)) if v is not None})
+                                       ("skip_nonfinite", skip_nonfinite),
+                                       ("max_grad_norm", max_grad_norm)) if v is not None})
     frozen = [n for p_id, n in names.items() if n not in trained]
     record, weights = capture_train(module, loss_fn, example_batch, inputs, returns_outputs)
     work = tempfile.mkdtemp(prefix="cgc-train-")
@@ -108,7 +112,10 @@ class TrainStep:
         self.trained, self.ir_names = trained, ir_names  # state_dict name -> IR input
         self.returns_outputs = returns_outputs
         self.graphs = {g: self.artifact._find_graph(g) for g in ("train", "eval")}
-        self.outputs = [t for t in self.artifact.outputs if t["kind"] in ("loss", "output")]
+        self.outputs = [t for t in self.artifact.outputs if t["kind"] in ("loss", "output")
+                        and t["name"] != GRAD_NORM]
+        norm = [t for t in self.artifact.outputs if t["name"] == GRAD_NORM]
+        self._grad_norm = self.artifact._buffer(norm[0], "output").view(()) if norm else None
         self._views = {}
         self.lr = None
         rng = [n for n, t in self.artifact.states.items() if t["kind"] == "rng_state"]
@@ -172,6 +179,14 @@ class TrainStep:
         self._hyperparameters()
         results = self._run(self.graphs["train"], batch)
         return tuple(results) if self.returns_outputs else results[0]
+
+    @property
+    def grad_norm(self):
+        """The global gradient norm of the last step, before clipping (with
+        max_grad_norm): a device scalar, read without a sync until used."""
+        if self._grad_norm is None:
+            raise AttributeError("the step clips no gradients (compile_train's max_grad_norm)")
+        return self._grad_norm
 
     def eval(self, *batch):
         """The loss (and outputs) of the current parameters, dropout off."""

@@ -20,6 +20,9 @@ module from the same weights on the same batches (f32, TF32 off):
   within 1e-3 relative L2 or twice PyTorch's own spread (the same
   training on the CPU against the GPU's), whichever is larger; with
   dropout 0.1 the loss of a fixed batch falls below half in 60 steps;
+- accumulation over 2 micro-batches with clipping by the global norm
+  against PyTorch's mean of 2 micro-batches and clip_grad_norm_ (the norm
+  too), and a step whose gradients hold an inf skipped on the device;
 - no host synchronization in a step: 200 steps are queued faster than
   they run (the host returns before the GPU is done).
 
@@ -262,6 +265,45 @@ def check_hf(torch, cgc, spec, steps, say):
     return ok
 
 
+def check_control(torch, cgc, say):
+    """Accumulation over 2 micro-batches, clipping by the global norm and
+    skipping a non-finite step, on the device, against PyTorch doing the
+    same by hand (the mean of 2 micro-batches' gradients, clip_grad_norm_)."""
+    F = torch.nn.functional
+    torch.manual_seed(2)
+    make = lambda: torch.nn.Sequential(torch.nn.Linear(64, 128), torch.nn.Tanh(),  # noqa: E731
+                                       torch.nn.Linear(128, 10)).cuda()
+    ours, theirs = make(), make()
+    theirs.load_state_dict(ours.state_dict())
+    opt_c = torch.optim.SGD(ours.parameters(), lr=0.1, momentum=0.9)
+    opt_t = torch.optim.SGD(theirs.parameters(), lr=0.1, momentum=0.9)
+    step = cgc.compile_train(ours, F.cross_entropy, opt_c, batch(torch, "ce", 0), accumulate=2,
+                             max_grad_norm=0.5, skip_nonfinite=True)
+    ok, norms = True, []
+    for k in range(0, 20, 2):
+        a, b = batch(torch, "ce", k), batch(torch, "ce", k + 1)
+        step(*a)
+        step(*b)
+        opt_t.zero_grad()
+        ((F.cross_entropy(theirs(a[0]), a[1]) + F.cross_entropy(theirs(b[0]), b[1])) / 2).backward()
+        want = float(torch.nn.utils.clip_grad_norm_(theirs.parameters(), 0.5))
+        opt_t.step()
+        norms.append(abs(float(step.grad_norm) - want) / want)
+    params = step.parameters()
+    dist = max(rel_l2(params[n], p) for n, p in theirs.named_parameters())
+    before = {n: p.clone() for n, p in params.items()}
+    x, y = batch(torch, "ce", 99)
+    x[0, 0] = float("inf")
+    step(x, y)
+    step(x, y)  # the update of this accumulation sees an inf: skipped
+    skipped = all(torch.equal(before[n], p) for n, p in step.parameters().items())
+    ok = dist < PARAM_RL2 and max(norms) < 1e-4 and skipped
+    say(f"{'OK' if ok else 'FAIL'} accumulate 2, clip 0.5, skip: params rel L2 {dist:.2e}, "
+        f"gradient norm rel err {max(norms):.2e}, non-finite step "
+        f"{'skipped' if skipped else 'APPLIED'}")
+    return ok
+
+
 def check_dropout_and_sync(torch, cgc, say):
     """Dropout on: the loss falls for both; steps queue without a sync."""
     F = torch.nn.functional
@@ -333,6 +375,8 @@ def main():
     for spec in hf_models(torch):
         if args.only in spec[0]:
             ok &= check_hf(torch, cgc, spec, 20, print)
+    if args.only in "accumulate clip skip":
+        ok &= check_control(torch, cgc, print)
     if args.only in "dropout and sync":
         ok &= check_dropout_and_sync(torch, cgc, print)
     print("train_gpu:", "PASS" if ok else "FAIL")

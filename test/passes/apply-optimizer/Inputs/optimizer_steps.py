@@ -55,6 +55,7 @@ def reference(opt, w, b, xs, y, steps):
     state = {"w": {}, "b": {}}
     params = {"w": w.astype(np.float64), "b": b.astype(np.float64)}
     out, k, t, acc = [], opt.get("accumulate", 1), 0, None
+    norms = reference.norms = []  # the global gradient norm of each update
     for micro in range(1, steps + 1):
         gw, gb = grads(params["w"], params["b"], xs[micro - 1], y)
         acc = (gw, gb) if acc is None else (acc[0] + gw, acc[1] + gb)
@@ -63,6 +64,11 @@ def reference(opt, w, b, xs, y, steps):
             continue
         gw, gb = acc[0] / k, acc[1] / k
         acc = None
+        if opt.get("max_grad_norm"):  # torch.nn.utils.clip_grad_norm_
+            norm = np.sqrt(np.sum(gw * gw) + np.sum(gb * gb))
+            norms.append(norm)
+            coef = min(1.0, opt["max_grad_norm"] / (norm + 1e-6))
+            gw, gb = gw * coef, gb * coef
         if opt.get("skip_nonfinite") and not (np.isfinite(gw).all() and np.isfinite(gb).all()):
             out.append((params["w"].copy(), params["b"].copy()))
             continue
@@ -137,6 +143,12 @@ def main():
         got = read(dst)
         err = max(float(np.max(np.abs(got["w.next"] - ww))), float(np.max(np.abs(got["b.next"] - wb))))
         err = err if np.isfinite(err) else np.inf
+        if "optimizer.grad_norm" in got:
+            want_norm = reference.norms[step - 1]
+            norm_err = abs(float(got["optimizer.grad_norm"]) - want_norm) / want_norm
+            print(f"step {step}: gradient norm {float(got['optimizer.grad_norm']):.6g}, "
+                  f"relative error {norm_err:.1e}")
+            err = max(err, norm_err * 1e-2)  # 1e-3 relative on the norm
         print(f"step {step}: max |cgc - reference| = {err:.2e}")
         ok &= err < 1e-5
         # The updated parameters and optimizer state are the next inputs.
