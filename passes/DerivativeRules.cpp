@@ -205,7 +205,8 @@ constexpr int64_t kMaxOneHotElements = int64_t(1) << 28;
 /// adjoint sums g's rows into the rows the indices took, as a product
 /// with their one_hot: d[pre, v, post] = sum_j [idx_j == v] g[pre, j, post]
 /// (deterministic: a matrix product, no atomics; negative indices wrapped
-/// once, out-of-range ones contribute nothing, as they read zeros).
+/// once, out-of-range ones contribute nothing, as they read zeros; an
+/// embedding's padding_idx row gets none, as in PyTorch).
 bool Rules::gather(std::string &why) {
   Value *data = x(0), *idx = x(1);
   const TensorType &dt = data->getType(), &it = idx->getType();
@@ -229,6 +230,9 @@ bool Rules::gather(std::string &why) {
   Value *flat = gb.reshape(idx, {Dim::fixed(picks)});
   Value *wrapped = gb.where(gb.op(OpKind::Lt, {flat, gb.fill(0, index)}),
                             gb.add(flat, gb.fill(double(rows), index)), flat);
+  if (n.getOp() == OpKind::Embedding && n.attr("padding_idx")) // No gradient: -1 is no row.
+    wrapped = gb.where(gb.op(OpKind::Eq, {wrapped, gb.fill(double(n.intAttr("padding_idx", -1)), index)}),
+                       gb.fill(-1, index), wrapped);
   Value *hot = gb.op(OpKind::OneHot, {wrapped}, {{"num_classes", rows}, {"dtype", dtype()}});
   Value *gj = gb.reshape(g, {Dim::fixed(pre), Dim::fixed(picks), Dim::fixed(post)});
   if (pre != 1)

@@ -341,7 +341,13 @@ def prod(e, n):
 
 @aten("embedding")
 def embedding(e, n):
-    return e.op("embedding", [e.operand(n.args[0]), e.operand(n.args[1])], name=n.name)
+    """embedding(weight, indices, padding_idx=-1, scale_grad_by_freq, sparse):
+    padding_idx's row gets no gradient (an attribute the derivative reads)."""
+    padding = n.args[2] if len(n.args) > 2 else n.kwargs.get("padding_idx", -1)
+    if (n.args[3] if len(n.args) > 3 else n.kwargs.get("scale_grad_by_freq", False)):
+        raise RefusedError("embedding with scale_grad_by_freq")
+    attrs = {"padding_idx": int(padding)} if padding is not None and padding >= 0 else {}
+    return e.op("embedding", [e.operand(n.args[0]), e.operand(n.args[1])], attrs, name=n.name)
 
 
 @aten("cat")
