@@ -1,0 +1,114 @@
+#!/usr/bin/env python3
+"""Training steps of real models: cgc.compile_train against PyTorch in the
+same process on the same GPU, f32 without TF32.
+
+  bench/train_models.py --cgc build/tools/cgc [--only NAME] [--iters N] [--log FILE]
+
+Workloads (the training issue's): a BERT-base fine-tuning step
+(BertForSequenceClassification, 2 labels, batch 8, sequence 128, AdamW)
+and a GPT-2 small language-model step (GPT2LMHeadModel, batch 4,
+sequence 256, AdamW), random weights from the configs, dropout as
+configured (0.1). Each is timed as one whole step (forward, loss,
+backward, optimizer) with CUDA events around N back-to-back steps, median
+of 5 after warm-up: cgc's step; PyTorch eager (zero_grad, forward,
+backward, step); the whole step captured in one torch.cuda.graph
+(capturable AdamW, static batch). RESULT lines give µs per step and
+tokens per second; COMPILE lines the cold compile_train time. Writes
+bench/results/train-models-<gpu>-<date>.log (or --log).
+"""
+import argparse, os, sys, time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from torch_timing import BenchLog, capture, time_events  # noqa: E402
+
+
+def workloads(torch, transformers):
+    F = torch.nn.functional
+
+    def bert():
+        cfg = transformers.BertConfig(num_labels=2)
+        model = transformers.BertForSequenceClassification(cfg)
+        ids = torch.randint(0, cfg.vocab_size, (8, 128), device="cuda")
+        batch = (ids, torch.ones_like(ids), torch.randint(0, 2, (8,), device="cuda"))
+        return model, lambda out, y: F.cross_entropy(out.logits, y), batch, 2, 8 * 128
+
+    def gpt2():
+        cfg = transformers.GPT2Config(use_cache=False)
+        model = transformers.GPT2LMHeadModel(cfg)
+        ids = torch.randint(0, cfg.vocab_size, (4, 256), device="cuda")
+
+        def lm(out, ids):
+            logits = out.logits[:, :-1]
+            return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), ids[:, 1:].reshape(-1))
+        return model, lm, (ids, ids), 1, 4 * 256
+
+    return {"bert_base_finetune": bert, "gpt2_small_lm": gpt2}
+
+
+def torch_step(model, loss_fn, opt, batch, inputs):
+    def step():
+        opt.zero_grad(set_to_none=False)
+        loss = loss_fn(model(*batch[:inputs]), *batch[inputs:])
+        loss.backward()
+        opt.step()
+        return loss
+    return step
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--cgc", required=True)
+    ap.add_argument("--only", default="")
+    ap.add_argument("--iters", type=int, default=10)
+    ap.add_argument("--log", default="")
+    args = ap.parse_args()
+    os.environ["CGC"] = args.cgc
+    import torch
+    import transformers
+    import cgc
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    say = BenchLog(torch, "train-models", args.log,
+                   f"CUDA events around {args.iters} back-to-back steps, median of 5 after "
+                   "warm-up; f32 without TF32")
+    status = 0
+    for name, make in workloads(torch, transformers).items():
+        if args.only not in name:
+            continue
+        torch.manual_seed(0)
+        model, loss_fn, batch, inputs, tokens = make()
+        model = model.cuda().train()
+
+        def result(impl, us):
+            say(f"RESULT workload={name} impl={impl} us={us:.1f} "
+                f"tokens_per_s={tokens / us * 1e6:.0f}")
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-5)
+        t0 = time.perf_counter()
+        try:
+            step = cgc.compile_train(model, loss_fn, opt, batch, inputs=inputs)
+            say(f"COMPILE workload={name} impl=cgc s={time.perf_counter() - t0:.1f}")
+            result("cgc", time_events(lambda: step(*batch), args.iters, 3)[0])
+            del step
+        except Exception as e:  # noqa: BLE001 - reported, the peers still run
+            say(f"ERROR workload={name} impl=cgc {type(e).__name__}: {str(e)[:300]}")
+            status = 1
+        torch.cuda.empty_cache()
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-5)
+        result("torch_eager", time_events(torch_step(model, loss_fn, opt, batch, inputs),
+                                          args.iters, 3)[0])
+        try:
+            opt = torch.optim.AdamW(model.parameters(), lr=1e-5, capturable=True)
+            g = capture(torch, torch_step(model, loss_fn, opt, batch, inputs))
+            result("torch_graph", time_events(g.replay, args.iters, 3)[0])
+            del g
+        except Exception as e:  # noqa: BLE001
+            say(f"ERROR workload={name} impl=torch_graph {type(e).__name__}: {str(e)[:300]}")
+        del model, opt
+        torch.cuda.empty_cache()
+    say.write()
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())
