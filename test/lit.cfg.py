@@ -13,6 +13,9 @@ config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.cgc_obj_root, "test")
 
 config.environment["FILECHECK_OPTS"] = "--enable-var-scope --dump-input=fail"
+# Every compile compiles: the compile cache's own tests turn it on with a
+# folder of their own (tools/compile-cache.test).
+config.environment["CGC_CACHE"] = "0"
 for var in ("ASAN_OPTIONS", "UBSAN_OPTIONS", "PATH"):
     if var in os.environ:
         config.environment[var] = os.environ[var]

@@ -10,6 +10,7 @@
 //   cgc --dump-artifact model.cgc  verify an artifact and print its manifest
 //   cgc run model.cgc ...          replay an artifact on the GPU
 //   cgc bench model.cgc ...        time replays on the GPU
+//   cgc cache info|list|clear      the compile cache (driver/CompileCache.h)
 //   cgc --version                  print cgc's version (project() in CMake)
 //
 // Exit codes: 0 success; 1 invalid input, failed compile or failed run;
@@ -17,6 +18,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "cgc/Version.h"
+#include "driver/CompileCache.h"
 #include "driver/Compiler.h"
 #include "format/ArtifactFormat.h"
 #include "format/WeightsFile.h"
@@ -24,6 +26,7 @@
 #include "ir/Printer.h"
 #include "ir/Verifier.h"
 #include "support/ToolSupport.h"
+#include "CacheCommand.h"
 #include "OnnxImport.h"
 #ifdef CGC_HAVE_RUN_COMMANDS
 #include "RunCommands.h"
@@ -34,6 +37,7 @@
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/Path.h"
 #include <cstring>
 
 using namespace cgc;
@@ -95,6 +99,9 @@ static cl::opt<uint64_t> ArtifactStateLimit(
     cl::desc("Most bytes of initial state the artifact carries (default and "
              "at most 1 GiB; smaller for tests)"),
     cl::init(uint64_t(1) << 30));
+static cl::opt<bool> NoCache(
+    "no-cache",
+    cl::desc("Neither read nor write the compile cache (also CGC_CACHE=0)"));
 static cl::opt<bool> DumpArtifact("dump-artifact",
                                   cl::desc("Verify an artifact and print its manifest"));
 static cl::list<std::string>
@@ -162,21 +169,74 @@ static int emitText(Graph &graph, const CompileOptions &options,
   return 0;
 }
 
-static int compile(Graph &graph, const CompileOptions &options,
-                   DiagnosticEngine &diag) {
+/// The compile cache this compile may use: none with --no-cache, and none
+/// for --report, --time-passes (which ask about the compile itself) and
+/// --weights-beside (whose artifact needs its weights file).
+static CompileCache cacheFor(const CompileOptions &options) {
+  if (NoCache || Report || TimePasses || options.weightsBeside)
+    return CompileCache();
+  return CompileCache::fromEnvironment();
+}
+
+/// The weights file \p graph reads, relative to the IR at \p modelPath.
+static std::string weightsPathOf(const Graph &graph, llvm::StringRef modelPath) {
+  if (graph.weightsFile.empty())
+    return "";
+  llvm::SmallString<256> path(llvm::sys::path::parent_path(modelPath));
+  llvm::sys::path::append(path, graph.weightsFile);
+  return path.str().str();
+}
+
+/// Whether \p bytes hold their weights (none left in a file beside).
+static bool selfContained(const std::vector<uint8_t> &bytes) {
+  format::Artifact artifact;
+  std::string error;
+  return format::parseArtifact(bytes.data(), bytes.size(), artifact, error,
+                               /*verifyChecksum=*/false) &&
+         artifact.manifest.weightsFile.path.empty();
+}
+
+static int writeArtifactFile(llvm::StringRef bytes, const CompileOptions &options) {
+  std::string error;
+  PhaseTimer timer(options.times, "write " + OutputFile);
+  if (!writeFileAtomically(OutputFile, bytes, /*overwrite=*/true, error)) {
+    llvm::errs() << "cgc: error: " << error << "\n";
+    return 1;
+  }
+  return 0;
+}
+
+static int compile(Graph &graph, llvm::StringRef modelPath,
+                   const CompileOptions &options, DiagnosticEngine &diag) {
+  CompileCache cache = cacheFor(options);
+  std::string key, note, error;
+  if (cache.enabled())
+    key = CompileCache::keyOf(modelPath, weightsPathOf(graph, modelPath), options, error);
+  if (!key.empty()) {
+    std::vector<uint8_t> cached;
+    bool hit = cache.lookup(key, cached, note);
+    if (!note.empty())
+      llvm::errs() << "cgc: note: " << note << "\n";
+    if (hit) {
+      if (int status = writeArtifactFile(
+              llvm::StringRef(reinterpret_cast<const char *>(cached.data()), cached.size()),
+              options))
+        return status;
+      llvm::errs() << "cgc: wrote " << OutputFile << " from the compile cache ("
+                   << cache.folder() << ")\n";
+      return 0;
+    }
+  }
   CompileResult result;
   if (!compileModel(graph, options, diag, result))
     return 1;
-  std::string error;
   llvm::StringRef bytes(reinterpret_cast<const char *>(result.bytes.data()),
                         result.bytes.size());
-  {
-    PhaseTimer timer(options.times, "write " + OutputFile);
-    if (!writeFileAtomically(OutputFile, bytes, /*overwrite=*/true, error)) {
-      llvm::errs() << "cgc: error: " << error << "\n";
-      return 1;
-    }
-  }
+  if (int status = writeArtifactFile(bytes, options))
+    return status;
+  if (!key.empty() && selfContained(result.bytes) &&
+      !cache.store(key, result.bytes, error))
+    llvm::errs() << "cgc: warning: " << error << " (the artifact is written)\n";
   llvm::errs() << "cgc: wrote " << OutputFile << ": " << result.graphs
                << (result.graphs == 1 ? " graph, " : " graphs, ")
                << result.kernels
@@ -333,7 +393,7 @@ static int compileMain(int argc, char **argv) {
   if (!Emit.empty())
     status = emitText(*graph, options, diag);
   else if (!OutputFile.empty())
-    status = compile(*graph, options, diag);
+    status = compile(*graph, modelPath, options, diag);
   else
     printSummary(*graph);
   if (TimePasses)
@@ -343,6 +403,8 @@ static int compileMain(int argc, char **argv) {
 
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
+  if (argc >= 2 && !std::strcmp(argv[1], "cache"))
+    return cgcCacheMain(argc - 1, argv + 1);
   if (argc >= 2 && (!std::strcmp(argv[1], "run") || !std::strcmp(argv[1], "bench"))) {
 #ifdef CGC_HAVE_RUN_COMMANDS
     return !std::strcmp(argv[1], "run") ? cgcRunMain(argc - 1, argv + 1)

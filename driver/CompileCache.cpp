@@ -1,0 +1,213 @@
+//===- CompileCache.cpp - Artifacts kept across compiles ------------------===//
+//
+// Key: SHA-256 of "cgc-cache 1", cgc's version, the running binary's size
+// and modification time, the IR file's bytes, the weights file's identity
+// (its bytes' xxHash64 up to 256 MiB; past that its absolute path, size
+// and modification time, which hashing on every compile would cost more
+// than it saves), and artifactOptionsText. Entry: <dir>/<key>.cgc, its
+// modification time its last use.
+//
+//===----------------------------------------------------------------------===//
+#include "driver/CompileCache.h"
+
+#include "cgc/Version.h"
+#include "driver/Compiler.h"
+#include "format/ArtifactFormat.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/SHA256.h"
+#include "llvm/Support/raw_ostream.h"
+#include "llvm/Support/xxhash.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <fcntl.h>
+#include <sys/stat.h>
+
+using namespace cgc;
+namespace fs = llvm::sys::fs;
+
+static constexpr uint64_t kDefaultLimit = uint64_t(10) << 30;
+static constexpr uint64_t kHashedWeightsLimit = uint64_t(256) << 20;
+
+CompileCache CompileCache::fromEnvironment() {
+  const char *off = std::getenv("CGC_CACHE");
+  if (off && llvm::StringRef(off) == "0")
+    return CompileCache();
+  std::string dir;
+  if (const char *d = std::getenv("CGC_CACHE_DIR"); d && *d)
+    dir = d;
+  else if (const char *x = std::getenv("XDG_CACHE_HOME"); x && *x)
+    dir = std::string(x) + "/cgc";
+  else if (const char *h = std::getenv("HOME"); h && *h)
+    dir = std::string(h) + "/.cache/cgc";
+  uint64_t limit = kDefaultLimit;
+  if (const char *m = std::getenv("CGC_CACHE_MAX_BYTES"))
+    if (llvm::StringRef(m).getAsInteger(10, limit))
+      limit = kDefaultLimit;
+  return CompileCache(dir, limit);
+}
+
+std::string cgc::artifactOptionsText(const CompileOptions &o) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << "arch=" << o.arch << " fuse=" << o.fuse << " tf32=" << o.allowTf32
+     << " products=" << int(o.productPolicy) << " attention=" << int(o.attentionPolicy)
+     << " loops=" << o.maxLoopIterations << " gradients=" << o.gradients
+     << " train=" << o.train << " beside=" << o.weightsBeside
+     << " state-limit=" << o.artifactStateLimit << " bind=";
+  for (const auto &[name, values] : o.bindDims) {
+    os << name << ":";
+    for (int64_t v : values)
+      os << v << ",";
+    os << ";";
+  }
+  return os.str();
+}
+
+/// Size and modification time of \p path, or an error.
+static bool identityOf(const llvm::Twine &path, std::string &out, std::string &error) {
+  fs::file_status st;
+  if (std::error_code ec = fs::status(path, st)) {
+    error = "cannot stat " + path.str() + ": " + ec.message();
+    return false;
+  }
+  out = std::to_string(st.getSize()) + "@" +
+        std::to_string(st.getLastModificationTime().time_since_epoch().count());
+  return true;
+}
+
+std::string CompileCache::keyOf(llvm::StringRef irPath, llvm::StringRef weightsPath,
+                                const CompileOptions &options, std::string &error) {
+  llvm::SHA256 hash;
+  hash.update("cgc-cache 1\n");
+  hash.update(kCompilerVersion);
+  std::string self, identity;
+  self = fs::getMainExecutable(nullptr, nullptr);
+  if (self.empty() || !identityOf(self, identity, error))
+    return "";
+  hash.update("\nbinary " + identity + "\n");
+  auto ir = llvm::MemoryBuffer::getFile(irPath);
+  if (!ir) {
+    error = "cannot read " + irPath.str() + ": " + ir.getError().message();
+    return "";
+  }
+  hash.update((*ir)->getBuffer());
+  if (!weightsPath.empty()) {
+    uint64_t size = 0;
+    if (std::error_code ec = fs::file_size(weightsPath, size)) {
+      error = "cannot stat " + weightsPath.str() + ": " + ec.message();
+      return "";
+    }
+    if (size <= kHashedWeightsLimit) {
+      auto w = llvm::MemoryBuffer::getFile(weightsPath);
+      if (!w) {
+        error = "cannot read " + weightsPath.str() + ": " + w.getError().message();
+        return "";
+      }
+      hash.update("\nweights " + std::to_string(llvm::xxHash64((*w)->getBuffer())) + "\n");
+    } else {
+      llvm::SmallString<256> absolute(weightsPath);
+      fs::make_absolute(absolute);
+      if (!identityOf(absolute, identity, error))
+        return "";
+      hash.update("\nweights at " + absolute.str().str() + " " + identity + "\n");
+    }
+  }
+  hash.update("\noptions " + artifactOptionsText(options));
+  return llvm::toHex(hash.final(), /*LowerCase=*/true);
+}
+
+std::string CompileCache::pathOf(const std::string &key) const {
+  return dir + "/" + key + ".cgc";
+}
+
+bool CompileCache::lookup(const std::string &key, std::vector<uint8_t> &bytes,
+                          std::string &note) const {
+  std::string path = pathOf(key);
+  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
+                                            /*RequiresNullTerminator=*/false);
+  if (!buffer)
+    return false;
+  const auto *data = reinterpret_cast<const uint8_t *>((*buffer)->getBufferStart());
+  format::Artifact artifact;
+  std::string error;
+  if (!format::parseArtifact(data, (*buffer)->getBufferSize(), artifact, error)) {
+    note = "the compile cache's entry " + path + " is corrupt (" + error +
+           "); removed, compiling again";
+    fs::remove(path);
+    return false;
+  }
+  bytes.assign(data, data + (*buffer)->getBufferSize());
+  ::utimensat(AT_FDCWD, path.c_str(), nullptr, 0); // Its last use: now.
+  return true;
+}
+
+bool CompileCache::store(const std::string &key, llvm::ArrayRef<uint8_t> bytes,
+                         std::string &error) const {
+  if (std::error_code ec = fs::create_directories(dir, true, fs::owner_all)) {
+    error = "cannot create the compile cache " + dir + ": " + ec.message();
+    return false;
+  }
+  llvm::SmallString<256> temp;
+  int fd = -1;
+  if (std::error_code ec = fs::createUniqueFile(dir + "/" + key + ".tmp-%%%%%%%%", fd, temp)) {
+    error = "cannot write into the compile cache " + dir + ": " + ec.message();
+    return false;
+  }
+  {
+    llvm::raw_fd_ostream os(fd, /*shouldClose=*/true);
+    os.write(reinterpret_cast<const char *>(bytes.data()), bytes.size());
+    os.close();
+    if (os.has_error()) {
+      error = "cannot write " + temp.str().str() + ": " + os.error().message();
+      os.clear_error();
+      fs::remove(temp);
+      return false;
+    }
+  }
+  if (std::error_code ec = fs::rename(temp, pathOf(key))) {
+    error = "cannot store " + pathOf(key) + ": " + ec.message();
+    fs::remove(temp);
+    return false;
+  }
+  evict();
+  return true;
+}
+
+std::vector<CompileCache::Entry> CompileCache::entries() const {
+  std::vector<Entry> out;
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    llvm::StringRef name = llvm::sys::path::filename(it->path());
+    fs::file_status st;
+    if (!name.endswith(".cgc") || fs::status(it->path(), st))
+      continue;
+    out.push_back({name.drop_back(4).str(), st.getSize(), st.getLastModificationTime()});
+  }
+  std::sort(out.begin(), out.end(), [](const Entry &a, const Entry &b) {
+    return a.lastUse != b.lastUse ? a.lastUse > b.lastUse : a.key < b.key;
+  });
+  return out;
+}
+
+size_t CompileCache::clear() const {
+  size_t removed = 0;
+  for (const Entry &e : entries())
+    removed += !fs::remove(pathOf(e.key));
+  return removed;
+}
+
+void CompileCache::evict() const {
+  std::vector<Entry> all = entries();
+  uint64_t total = 0;
+  for (const Entry &e : all)
+    total += e.bytes;
+  for (size_t i = all.size(); i-- > 1 && total > maxBytes;) { // Keeps the newest.
+    fs::remove(pathOf(all[i].key));
+    total -= all[i].bytes;
+  }
+}

@@ -1,0 +1,83 @@
+//===- CompileCache.h - Artifacts kept across compiles ----------*- C++ -*-===//
+//
+// A second compile of an unchanged model costs a file copy: `cgc -o` looks
+// its artifact up by a key of everything that changes the artifact (the IR
+// file's bytes, its weights file, every option that reaches the artifact,
+// cgc's version and the compiler binary itself, so a development build
+// never reuses another build's entry) in a folder private to the user.
+// Entries are whole artifacts, checked by their checksum when read (a
+// corrupt or truncated one is removed and the model recompiled), written
+// to a temporary file and renamed into place (two processes storing one
+// key leave one whole entry), and evicted least recently used first past
+// a size limit. docs/artifact.md, "The compile cache".
+//
+//===----------------------------------------------------------------------===//
+#ifndef CGC_DRIVER_COMPILECACHE_H
+#define CGC_DRIVER_COMPILECACHE_H
+
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/StringRef.h"
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace cgc {
+
+struct CompileOptions;
+
+class CompileCache {
+public:
+  /// The cache the environment gives: off with CGC_CACHE=0; the folder
+  /// $CGC_CACHE_DIR, else $XDG_CACHE_HOME/cgc, else $HOME/.cache/cgc; the
+  /// limit $CGC_CACHE_MAX_BYTES (default 10 GiB).
+  static CompileCache fromEnvironment();
+  /// A cache in \p dir holding at most \p maxBytes.
+  CompileCache(std::string dir, uint64_t maxBytes)
+      : dir(std::move(dir)), maxBytes(maxBytes) {}
+  CompileCache() = default;
+
+  bool enabled() const { return !dir.empty(); }
+  const std::string &folder() const { return dir; }
+  uint64_t limit() const { return maxBytes; }
+
+  /// The key of compiling the IR file at \p irPath (its weights file, if
+  /// any, at \p weightsPath) with \p options: a SHA-256, in hex.
+  static std::string keyOf(llvm::StringRef irPath, llvm::StringRef weightsPath,
+                           const CompileOptions &options, std::string &error);
+
+  /// The artifact stored under \p key, its checksum verified; false when
+  /// there is none. A corrupt entry is removed and \p note says so.
+  bool lookup(const std::string &key, std::vector<uint8_t> &bytes,
+              std::string &note) const;
+  /// Stores \p bytes under \p key (a temporary file renamed into place),
+  /// then evicts the least recently used entries past the limit.
+  bool store(const std::string &key, llvm::ArrayRef<uint8_t> bytes,
+             std::string &error) const;
+
+  struct Entry {
+    std::string key;
+    uint64_t bytes = 0;
+    std::chrono::system_clock::time_point lastUse;
+  };
+  /// Every entry, most recently used first.
+  std::vector<Entry> entries() const;
+  /// Removes every entry; the number removed.
+  size_t clear() const;
+
+private:
+  std::string pathOf(const std::string &key) const;
+  void evict() const;
+
+  std::string dir;
+  uint64_t maxBytes = 0;
+};
+
+/// The options that change an artifact, as canonical text (part of the
+/// key); --report and --time-passes, which only print, are not among them.
+std::string artifactOptionsText(const CompileOptions &options);
+
+} // namespace cgc
+
+#endif
