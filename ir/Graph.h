@@ -132,6 +132,12 @@ struct OptimizerDecl : OptimizerHyper {
   /// Scale the gradients so that their global 2-norm is at most this (0:
   /// no clipping), as torch.nn.utils.clip_grad_norm_.
   double maxGradNorm = 0;
+  /// A learning-rate schedule the graph runs itself (transformers'
+  /// get_linear/cosine_schedule_with_warmup): the declared rates times
+  /// its factor at the update's index.
+  enum class Schedule : uint8_t { Constant, Linear, Cosine };
+  Schedule schedule = Schedule::Constant;
+  int64_t warmupSteps = 0, totalSteps = 0;
   Location loc;
 };
 

@@ -193,6 +193,15 @@ static OJson optimizerJson(const OptimizerDecl &o) {
     j["accumulate"] = o.accumulate;
   if (o.maxGradNorm > 0)
     j["max_grad_norm"] = o.maxGradNorm;
+  switch (o.schedule) {
+  case OptimizerDecl::Schedule::Constant:
+    break;
+  case OptimizerDecl::Schedule::Linear: case OptimizerDecl::Schedule::Cosine:
+    j["schedule"] = {{"kind", o.schedule == OptimizerDecl::Schedule::Linear ? "linear" : "cosine"},
+                     {"warmup_steps", o.warmupSteps},
+                     {"total_steps", o.totalSteps}};
+    break;
+  }
   return j;
 }
 

@@ -109,6 +109,42 @@ bool readGroups(ReaderContext &ctx, const Json &j, const std::string &p,
   return true;
 }
 
+/// "schedule": {"kind": "linear" | "cosine", "warmup_steps": W,
+/// "total_steps": T}, 0 <= W <= T, T >= 1.
+bool readSchedule(ReaderContext &ctx, const Json &j, const std::string &p,
+                  OptimizerDecl &out) {
+  if (!ctx.expectObject(j, p, "a learning-rate schedule") ||
+      !ctx.checkFields(j, p, {"kind", "warmup_steps", "total_steps"},
+                       {"kind", "total_steps"}, "schedule"))
+    return false;
+  std::string kind = j["kind"].is_string() ? j["kind"].get<std::string>() : "";
+  if (kind != "linear" && kind != "cosine") {
+    ctx.error(p + "/kind", "optimizer: a schedule's 'kind' must be \"linear\" or \"cosine\"");
+    return false;
+  }
+  out.schedule = kind == "linear" ? OptimizerDecl::Schedule::Linear
+                                  : OptimizerDecl::Schedule::Cosine;
+  auto steps = [&](const char *key, int64_t lo, int64_t &v) {
+    if (!j.contains(key))
+      return true;
+    const Json &n = j[key];
+    if (!n.is_number_integer() || n.get<int64_t>() < lo || n.get<int64_t>() > (int64_t(1) << 40)) {
+      ctx.error(p + "/" + key, std::string("optimizer: '") + key +
+                                   "' must be an integer in [" + std::to_string(lo) + ", 2^40]");
+      return false;
+    }
+    v = n.get<int64_t>();
+    return true;
+  };
+  if (!steps("warmup_steps", 0, out.warmupSteps) || !steps("total_steps", 1, out.totalSteps))
+    return false;
+  if (out.warmupSteps > out.totalSteps) {
+    ctx.error(p + "/warmup_steps", "optimizer: 'warmup_steps' exceeds 'total_steps'");
+    return false;
+  }
+  return true;
+}
+
 } // namespace
 
 bool cgc::readOptimizer(ReaderContext &ctx, const Json &j, OptimizerDecl &out) {
@@ -133,8 +169,8 @@ bool cgc::readOptimizer(ReaderContext &ctx, const Json &j, OptimizerDecl &out) {
       sgd ? std::vector<llvm::StringRef>{"lr", "momentum", "nesterov", "weight_decay"}
           : std::vector<llvm::StringRef>{"lr", "betas", "eps", "weight_decay"};
   std::vector<llvm::StringRef> fields = hyper;
-  fields.insert(fields.end(),
-                {"kind", "skip_nonfinite", "accumulate", "max_grad_norm", "groups"});
+  fields.insert(fields.end(), {"kind", "skip_nonfinite", "accumulate", "max_grad_norm",
+                              "schedule", "groups"});
   if (!ctx.checkFields(j, p, fields, {"kind", "lr"}, "optimizer (" + kind + ")"))
     return false;
   if (j.contains("skip_nonfinite")) {
@@ -157,6 +193,8 @@ bool cgc::readOptimizer(ReaderContext &ctx, const Json &j, OptimizerDecl &out) {
     out.weightDecay = 0.01; // torch.optim.AdamW's default.
   if (!readHyper(ctx, j, p, out) ||
       !readNumber(ctx, j, p, "max_grad_norm", 0, 1e30, false, out.maxGradNorm))
+    return false;
+  if (j.contains("schedule") && !readSchedule(ctx, j["schedule"], p + "/schedule", out))
     return false;
   if (j.contains("max_grad_norm") && out.maxGradNorm <= 0) {
     ctx.error(p + "/max_grad_norm", "optimizer: 'max_grad_norm' must be positive");

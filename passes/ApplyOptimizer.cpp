@@ -21,6 +21,10 @@
 // largest stream they draw (offset attr + elements, rounded up to 4), so
 // every replay draws fresh masks with no host work. The `.grad` outputs
 // are dropped (`cgc --gradients` keeps them, without an update).
+// A `schedule` (linear or cosine after a linear warmup, transformers'
+// rules) multiplies every learning rate by its factor at the update's
+// index, an `optimizer.schedule_step` state the update advances: the host
+// writes nothing per step.
 // `max_grad_norm: c` scales every gradient by min(1, c / (norm + 1e-6)), norm
 // their global 2-norm, which becomes the output `optimizer.grad_norm`
 // (torch.nn.utils.clip_grad_norm_).
@@ -63,6 +67,8 @@ private:
   Value *accumulated(Value *p, Value *g);
   Value *gate(llvm::ArrayRef<Value *> gradients);
   Value *clip(std::vector<Value *> &gradients);
+  Value *learningRate(double declared);
+  Value *scheduleFactor();
   Value *sgd(Value *p, Value *g);
   Value *adam(Value *p, Value *g);
   Value *adamStep();
@@ -84,6 +90,7 @@ private:
   std::string groupPrefix;
   llvm::DenseMap<Value *, unsigned> groupOf;
   Value *step = nullptr; ///< Adam's t + 1, built once.
+  Value *factor = nullptr; ///< The schedule's factor, built once.
   Value *isKth = nullptr; ///< accumulate: this replay updates.
   Value *apply = nullptr; ///< Whether this replay updates (null: always).
   std::vector<GraphOutput> updates;
@@ -257,6 +264,45 @@ Value *ApplyOptimizerPass::clip(std::vector<Value *> &gradients) {
   return norm;
 }
 
+/// The schedule's factor at this update's index t (a state counting the
+/// updates, advanced by this one), transformers' rules:
+/// t < W: t / max(1, W); then linear: max(0, (T - t) / max(1, T - W)),
+/// cosine: max(0, (1 + cos(pi (t - W) / max(1, T - W))) / 2).
+Value *ApplyOptimizerPass::scheduleFactor() {
+  if (factor)
+    return factor;
+  auto k = [&](double v) { return gb->fill(v, DType::F32); };
+  Value *count = state("optimizer.schedule_step", TensorType::scalar(DType::F32), 0);
+  Value *t = local(count);
+  update(count, gb->add(t, k(1)), OutputKind::BufferMutation);
+  double w = double(decl.warmupSteps), total = double(decl.totalSteps);
+  Value *warm = gb->scale(t, 1.0 / std::max(1.0, w));
+  Value *span = k(std::max(1.0, total - w));
+  Value *decay;
+  switch (decl.schedule) {
+  case OptimizerDecl::Schedule::Linear:
+    decay = gb->div(gb->sub(k(total), t), span);
+    break;
+  case OptimizerDecl::Schedule::Cosine:
+  case OptimizerDecl::Schedule::Constant: {
+    Value *progress = gb->div(gb->sub(t, k(w)), span);
+    decay = gb->scale(gb->add(k(1), gb->op(OpKind::Cos, {gb->scale(progress, M_PI)})), 0.5);
+    break;
+  }
+  }
+  decay = gb->op(OpKind::Maximum, {decay, k(0)});
+  factor = gb->where(gb->op(OpKind::Lt, {t, k(w)}), warm, decay);
+  return factor;
+}
+
+/// The current group's learning rate, times the schedule's factor.
+Value *ApplyOptimizerPass::learningRate(double declared) {
+  Value *lr = hyper("lr", declared);
+  if (decl.schedule == OptimizerDecl::Schedule::Constant)
+    return lr;
+  return gb->mul(lr, scheduleFactor());
+}
+
 Value *ApplyOptimizerPass::sgd(Value *param, Value *g) {
   Value *p = local(param), *d = local(g);
   const OptimizerHyper &h = *group;
@@ -269,7 +315,7 @@ Value *ApplyOptimizerPass::sgd(Value *param, Value *g) {
     update(buffer, next, OutputKind::BufferMutation);
     d = h.nesterov ? gb->add(d, gb->mul(mu, next)) : next;
   }
-  return gb->sub(p, gb->mul(hyper("lr", h.lr), d));
+  return gb->sub(p, gb->mul(learningRate(h.lr), d));
 }
 
 Value *ApplyOptimizerPass::adamStep() {
@@ -283,7 +329,7 @@ Value *ApplyOptimizerPass::adamStep() {
 
 Value *ApplyOptimizerPass::adam(Value *param, Value *grad) {
   const OptimizerHyper &h = *group;
-  Value *p = local(param), *g = local(grad), *lr = hyper("lr", h.lr);
+  Value *p = local(param), *g = local(grad), *lr = learningRate(h.lr);
   Value *one = gb->fill(1.0, DType::F32);
   if (h.weightDecay > 0) {
     Value *wd = hyper("weight_decay", h.weightDecay);
@@ -362,7 +408,7 @@ bool ApplyOptimizerPass::run(Graph &g, PassContext &ctx) {
   graph = &g;
   decl = *g.optimizer;
   hypers.clear();
-  step = nullptr;
+  step = factor = nullptr;
   updates.clear();
   gated = nullptr;
   armInputs.clear();

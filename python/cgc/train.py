@@ -58,7 +58,8 @@ def describe_optimizer(optimizer, names):
 
 def compile_train(module, loss_fn, optimizer, example_batch, *, inputs=None,
                   returns_outputs=False, accumulate=None, skip_nonfinite=None,
-                  max_grad_norm=None, seed=0, path=None, cgc=None, flags=()):
+                  max_grad_norm=None, lr_schedule=None, seed=0, path=None, cgc=None,
+                  flags=()):
     """A TrainStep: `loss = step(*batch)` runs `loss_fn(module(*batch[:inputs]),
     *batch[inputs:])`, its backward and `optimizer`'s update (SGD, Adam or
     AdamW) as one graph replay. `inputs`: how many of the batch's tensors
@@ -67,7 +68,10 @@ def compile_train(module, loss_fn, optimizer, example_batch, *, inputs=None,
     k-th call with the mean gradient; `skip_nonfinite` keeps the state on
     a step whose gradients are not finite (both decided on the device);
     `max_grad_norm` clips the gradients by their global norm as
-    torch.nn.utils.clip_grad_norm_ does (`step.grad_norm` holds the norm).
+    torch.nn.utils.clip_grad_norm_ does (`step.grad_norm` holds the norm);
+    `lr_schedule={"kind": "linear" | "cosine", "warmup_steps": W,
+    "total_steps": T}` runs transformers' get_linear/cosine_schedule_with_warmup
+    on the device, times each group's learning rate.
     `seed`: dropout's Philox seed."""
     import shutil
     import tempfile
@@ -83,7 +87,8 @@ def compile_train(module, loss_fn, optimizer, example_batch, *, inputs=None,
     describe, trained = describe_optimizer(optimizer, names)
     describe.update({k: v for k, v in (("accumulate", accumulate),
                                        ("skip_nonfinite", skip_nonfinite),
-                                       ("max_grad_norm", max_grad_norm)) if v is not None})
+                                       ("max_grad_norm", max_grad_norm),
+                                       ("schedule", lr_schedule)) if v is not None})
     frozen = [n for p_id, n in names.items() if n not in trained]
     record, weights = capture_train(module, loss_fn, example_batch, inputs, returns_outputs)
     work = tempfile.mkdtemp(prefix="cgc-train-")

@@ -34,7 +34,7 @@ def optimizer_ir(describe, ir_names=None):
     (state_dict names, which `ir_names` maps to IR inputs; parameters it
     lacks are frozen, and left out) and its hyperparameters)."""
     out = hyperparameters(describe)
-    for field in ("accumulate", "skip_nonfinite", "max_grad_norm"):
+    for field in ("accumulate", "skip_nonfinite", "max_grad_norm", "schedule"):
         if describe.get(field) is not None:
             out[field] = describe[field]
     groups = []

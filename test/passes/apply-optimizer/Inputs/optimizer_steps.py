@@ -47,6 +47,19 @@ def grads(w, b, x, y):
     return d.T @ x, d.sum(0)
 
 
+def schedule_factor(schedule, t):
+    """transformers' get_linear/cosine_schedule_with_warmup at update t (from 0)."""
+    if not schedule:
+        return 1.0
+    w, total = schedule.get("warmup_steps", 0), schedule["total_steps"]
+    if t < w:
+        return t / max(1, w)
+    progress = (t - w) / max(1, total - w)
+    if schedule["kind"] == "linear":
+        return max(0.0, (total - t) / max(1, total - w))
+    return max(0.0, 0.5 * (1 + np.cos(np.pi * progress)))
+
+
 def reference(opt, w, b, xs, y, steps):
     """PyTorch's rules (docs of torch.optim), in float64, with the training
     control of the declaration: the mean of `accumulate` gradients on every
@@ -72,6 +85,7 @@ def reference(opt, w, b, xs, y, steps):
         if opt.get("skip_nonfinite") and not (np.isfinite(gw).all() and np.isfinite(gb).all()):
             out.append((params["w"].copy(), params["b"].copy()))
             continue
+        factor = schedule_factor(opt.get("schedule"), t)
         t += 1
         for name, g in (("w", gw), ("b", gb)):
             p, s = params[name], state[name]
@@ -79,7 +93,7 @@ def reference(opt, w, b, xs, y, steps):
             for group in opt.get("groups", []):
                 if name in group["params"]:
                     h.update(group)
-            lr, wd = h["lr"], h.get("weight_decay", 0.0)
+            lr, wd = h["lr"] * factor, h.get("weight_decay", 0.0)
             if h["kind"] == "sgd":
                 mu = h.get("momentum", 0.0)
                 if wd:
