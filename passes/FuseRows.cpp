@@ -53,7 +53,6 @@
 #include "passes/FusionBuilder.h"
 #include "passes/Pass.h"
 #include "target/Scheduler.h"
-#include "target/ReductionRule.h"
 #include "target/VectorRule.h"
 
 #include "llvm/ADT/SmallPtrSet.h"
@@ -242,7 +241,7 @@ bool FuseRowsPass::fuseGraph(Graph &graph, PassContext &ctx) {
     if (splatOperand)
       continue;
     unsigned width = rowVectorOf(root);
-    bool oneRow = rowScheduleOf(root).rows == 1;
+    bool oneRow = runsAsOneRow(root);
     NodeSet group = prologueOf(
         graph, root, {extentsOf(root.operand(0)->getType()), width}, !oneRow);
     group.insert(&root);

@@ -523,6 +523,8 @@ bool cgc::productNormalizesInput(const Node &product, const Target &target) {
 
 bool cgc::readsRowsOnce(const Node &node) { return rowReadOnce(node); }
 
+bool cgc::runsAsOneRow(const Node &node) { return rowScheduleOf(node).rows == 1; }
+
 unsigned cgc::rowVectorOf(const Node &node) {
   return rowScheduleOf(node).vector;
 }

@@ -56,6 +56,9 @@ bool productNormalizesInput(const Node &product, const Target &target);
 /// log_softmax or layernorm whose rows fit registers), and the elements per
 /// load of that kernel, which its prologue and epilogue must share.
 bool readsRowsOnce(const Node &node);
+/// Whether row node \p node is one row (a whole-tensor reduction): its
+/// kernel is one block.
+bool runsAsOneRow(const Node &node);
 unsigned rowVectorOf(const Node &node);
 
 } // namespace cgc
