@@ -18,6 +18,8 @@ bench/results/train-models-<gpu>-<date>.log (or --log).
 """
 import argparse, os, sys, time
 
+os.environ.setdefault("CGC_CACHE", "0")  # the cold compile time: no cgc compile cache
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from torch_timing import BenchLog, capture, time_events  # noqa: E402

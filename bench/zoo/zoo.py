@@ -31,6 +31,9 @@ import tempfile
 import time
 import traceback
 
+# Compile times are cold ones: no cgc compile cache (docs/artifact.md).
+os.environ.setdefault("CGC_CACHE", "0")
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.dirname(HERE))  # bench/: torch_timing

@@ -14,6 +14,7 @@ import argparse, os, sys, time
 
 # Cold compiles: no Inductor or autotuning cache from an earlier run.
 os.environ.setdefault("TORCHINDUCTOR_FORCE_DISABLE_CACHES", "1")
+os.environ.setdefault("CGC_CACHE", "0")  # and no cgc compile cache
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)  # `cgc` itself: the installed wheel, or PYTHONPATH=build/python
