@@ -52,8 +52,6 @@ std::string GraphBuilder::uniqueNameIn(const Graph &g, llvm::StringRef base) {
 Node *GraphBuilder::insert(OpKind op, std::string name, Location at,
                            llvm::ArrayRef<Value *> operands,
                            const AttrMap &attrs) {
-  assert(int(operands.size()) >= opInfo(op).minOperands &&
-         "too few operands");
 #ifndef NDEBUG
   for (const AttrSpec &spec : attrSpecs(op))
     assert((spec.optional || attrs.count(spec.name.str())) &&
@@ -86,6 +84,7 @@ Node *GraphBuilder::create(OpKind op, llvm::StringRef base,
                            llvm::ArrayRef<Value *> operands,
                            const AttrMap &attrs) {
   assert(regionNames(op).empty() && "use createWithRegions()");
+  assert(int(operands.size()) >= opInfo(op).minOperands && "too few operands");
   std::string name = uniqueName(base);
   Node *node = insert(op, name, loc, operands, attrs);
   node->setSourceLoc(sourceLoc);
@@ -95,6 +94,8 @@ Node *GraphBuilder::create(OpKind op, llvm::StringRef base,
 Node *GraphBuilder::clone(const Node &node, llvm::ArrayRef<Value *> operands) {
   assert(!node.numRegions() && node.numResults() == 1 &&
          "clone() copies ops without regions");
+  assert(int(operands.size()) >= opInfo(node.getOp()).minOperands &&
+         "too few operands");
   const std::string &oldResult = node.result()->getName();
   std::string result = uniqueName(oldResult);
   std::string name =
@@ -117,6 +118,9 @@ Node *GraphBuilder::createWithRegions(OpKind op, llvm::StringRef base,
 
 bool GraphBuilder::addResults(Node &node, llvm::ArrayRef<std::string> bases) {
   assert(!node.numResults() && "the node has its results");
+  // A node with regions gets its operands after createWithRegions: counted now.
+  assert(int(node.numOperands()) >= opInfo(node.getOp()).minOperands &&
+         "too few operands");
   llvm::SmallVector<TensorType, 4> types;
   if (!inferResultTypes(node, types, diag))
     return false;
