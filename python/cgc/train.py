@@ -201,11 +201,18 @@ class TrainStep:
     # -- parameters and optimizer state, both ways
 
     def _optimizer_states(self, name):
+        """{torch.optim's name: the engine's state} of parameter `name`
+        (SGD keeps a momentum buffer only where its group has a momentum)."""
         ir = self.ir_names[name]
-        kind = self.kind
-        if kind == "sgd" and not self.optimizer.param_groups[0].get("momentum"):
-            return {}
-        return {s: f"{ir}.{s}" for s in STATES[kind]}
+        if self.kind == "sgd":
+            index = self.trained.index(name)
+            for group in self.optimizer.param_groups:
+                if index < len(group["params"]):
+                    break
+                index -= len(group["params"])
+            if not group.get("momentum"):
+                return {}
+        return {s: f"{ir}.{s}" for s in STATES[self.kind]}
 
     def state_dict(self):
         """torch.optim's state_dict of the compiled optimizer's state (CPU
