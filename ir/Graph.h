@@ -100,9 +100,6 @@ struct Initializer {
   uint64_t seed = 0;
 };
 
-/// A training model's optimizer (the JSON's "optimizer"; the
-/// apply-optimizer pass builds its update). Hyperparameters are the
-/// initial values of optimizer_state inputs the caller can overwrite.
 /// An optimizer's hyperparameters (PyTorch's names and defaults).
 struct OptimizerHyper {
   double lr = 0.01;
@@ -119,6 +116,9 @@ struct OptimizerGroup {
   OptimizerHyper hyper;
 };
 
+/// A training model's optimizer (the JSON's "optimizer"; the
+/// apply-optimizer pass builds its update). Hyperparameters are the
+/// initial values of optimizer_state inputs the caller can overwrite.
 struct OptimizerDecl : OptimizerHyper {
   enum class Kind : uint8_t { Sgd, Adam, AdamW };
   Kind kind = Kind::Sgd;
@@ -135,8 +135,8 @@ struct OptimizerDecl : OptimizerHyper {
   /// A learning-rate schedule the graph runs itself (transformers'
   /// get_linear/cosine_schedule_with_warmup): the declared rates times
   /// its factor at the update's index.
-  enum class Schedule : uint8_t { Constant, Linear, Cosine };
-  Schedule schedule = Schedule::Constant;
+  enum class LrSchedule : uint8_t { Constant, Linear, Cosine };
+  LrSchedule lrSchedule = LrSchedule::Constant;
   int64_t warmupSteps = 0, totalSteps = 0;
   Location loc;
 };

@@ -193,11 +193,11 @@ static OJson optimizerJson(const OptimizerDecl &o) {
     j["accumulate"] = o.accumulate;
   if (o.maxGradNorm > 0)
     j["max_grad_norm"] = o.maxGradNorm;
-  switch (o.schedule) {
-  case OptimizerDecl::Schedule::Constant:
+  switch (o.lrSchedule) {
+  case OptimizerDecl::LrSchedule::Constant:
     break;
-  case OptimizerDecl::Schedule::Linear: case OptimizerDecl::Schedule::Cosine:
-    j["schedule"] = {{"kind", o.schedule == OptimizerDecl::Schedule::Linear ? "linear" : "cosine"},
+  case OptimizerDecl::LrSchedule::Linear: case OptimizerDecl::LrSchedule::Cosine:
+    j["schedule"] = {{"kind", o.lrSchedule == OptimizerDecl::LrSchedule::Linear ? "linear" : "cosine"},
                      {"warmup_steps", o.warmupSteps},
                      {"total_steps", o.totalSteps}};
     break;

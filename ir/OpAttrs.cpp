@@ -1,9 +1,8 @@
 //===- OpAttrs.cpp - Attribute values with their defaults applied ------------===//
 #include "ir/OpAttrs.h"
 
-#include <cmath>
-
 #include <algorithm>
+#include <cmath>
 
 using namespace cgc;
 

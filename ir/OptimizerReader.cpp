@@ -37,6 +37,23 @@ bool readNumber(ReaderContext &ctx, const Json &j, const std::string &p,
   return true;
 }
 
+/// An integer at \p key of \p j in [lo, 2^hiLog2].
+bool readInteger(ReaderContext &ctx, const Json &j, const std::string &p,
+                 const char *key, int64_t lo, unsigned hiLog2, int64_t &out) {
+  if (!j.contains(key))
+    return true;
+  const Json &v = j[key];
+  if (!v.is_number_integer() || v.get<int64_t>() < lo ||
+      v.get<int64_t>() > (int64_t(1) << hiLog2)) {
+    ctx.error(p + "/" + key, std::string("optimizer: '") + key +
+                                 "' must be an integer in [" + std::to_string(lo) +
+                                 ", 2^" + std::to_string(hiLog2) + "]");
+    return false;
+  }
+  out = v.get<int64_t>();
+  return true;
+}
+
 /// The hyperparameters at \p j (\p p) over \p out, which holds their
 /// defaults (or the declaration's, for a group).
 bool readHyper(ReaderContext &ctx, const Json &j, const std::string &p,
@@ -122,21 +139,10 @@ bool readSchedule(ReaderContext &ctx, const Json &j, const std::string &p,
     ctx.error(p + "/kind", "optimizer: a schedule's 'kind' must be \"linear\" or \"cosine\"");
     return false;
   }
-  out.schedule = kind == "linear" ? OptimizerDecl::Schedule::Linear
-                                  : OptimizerDecl::Schedule::Cosine;
-  auto steps = [&](const char *key, int64_t lo, int64_t &v) {
-    if (!j.contains(key))
-      return true;
-    const Json &n = j[key];
-    if (!n.is_number_integer() || n.get<int64_t>() < lo || n.get<int64_t>() > (int64_t(1) << 40)) {
-      ctx.error(p + "/" + key, std::string("optimizer: '") + key +
-                                   "' must be an integer in [" + std::to_string(lo) + ", 2^40]");
-      return false;
-    }
-    v = n.get<int64_t>();
-    return true;
-  };
-  if (!steps("warmup_steps", 0, out.warmupSteps) || !steps("total_steps", 1, out.totalSteps))
+  out.lrSchedule = kind == "linear" ? OptimizerDecl::LrSchedule::Linear
+                                    : OptimizerDecl::LrSchedule::Cosine;
+  if (!readInteger(ctx, j, p, "warmup_steps", 0, 40, out.warmupSteps) ||
+      !readInteger(ctx, j, p, "total_steps", 1, 40, out.totalSteps))
     return false;
   if (out.warmupSteps > out.totalSteps) {
     ctx.error(p + "/warmup_steps", "optimizer: 'warmup_steps' exceeds 'total_steps'");
@@ -180,14 +186,8 @@ bool cgc::readOptimizer(ReaderContext &ctx, const Json &j, OptimizerDecl &out) {
     }
     out.skipNonFinite = j["skip_nonfinite"].get<bool>();
   }
-  if (j.contains("accumulate")) {
-    const Json &k = j["accumulate"];
-    if (!k.is_number_integer() || k.get<int64_t>() < 1 || k.get<int64_t>() > (1 << 20)) {
-      ctx.error(p + "/accumulate", "optimizer: 'accumulate' must be an integer in [1, 2^20]");
-      return false;
-    }
-    out.accumulate = k.get<int64_t>();
-  }
+  if (!readInteger(ctx, j, p, "accumulate", 1, 20, out.accumulate))
+    return false;
   out.loc = ctx.at(p);
   if (out.kind == K::AdamW)
     out.weightDecay = 0.01; // torch.optim.AdamW's default.

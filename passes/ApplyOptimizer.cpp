@@ -45,6 +45,7 @@
 #include "passes/Pass.h"
 
 #include "llvm/ADT/StringMap.h"
+#include "llvm/Support/ErrorHandling.h"
 
 using namespace cgc;
 
@@ -278,17 +279,18 @@ Value *ApplyOptimizerPass::scheduleFactor() {
   double w = double(decl.warmupSteps), total = double(decl.totalSteps);
   Value *warm = gb->scale(t, 1.0 / std::max(1.0, w));
   Value *span = k(std::max(1.0, total - w));
-  Value *decay;
-  switch (decl.schedule) {
-  case OptimizerDecl::Schedule::Linear:
+  Value *decay = nullptr;
+  switch (decl.lrSchedule) {
+  case OptimizerDecl::LrSchedule::Linear:
     decay = gb->div(gb->sub(k(total), t), span);
     break;
-  case OptimizerDecl::Schedule::Cosine:
-  case OptimizerDecl::Schedule::Constant: {
+  case OptimizerDecl::LrSchedule::Cosine: {
     Value *progress = gb->div(gb->sub(t, k(w)), span);
     decay = gb->scale(gb->add(k(1), gb->op(OpKind::Cos, {gb->scale(progress, M_PI)})), 0.5);
     break;
   }
+  case OptimizerDecl::LrSchedule::Constant:
+    llvm_unreachable("learningRate() applies no factor without a schedule");
   }
   decay = gb->op(OpKind::Maximum, {decay, k(0)});
   factor = gb->where(gb->op(OpKind::Lt, {t, k(w)}), warm, decay);
@@ -298,7 +300,7 @@ Value *ApplyOptimizerPass::scheduleFactor() {
 /// The current group's learning rate, times the schedule's factor.
 Value *ApplyOptimizerPass::learningRate(double declared) {
   Value *lr = hyper("lr", declared);
-  if (decl.schedule == OptimizerDecl::Schedule::Constant)
+  if (decl.lrSchedule == OptimizerDecl::LrSchedule::Constant)
     return lr;
   return gb->mul(lr, scheduleFactor());
 }

@@ -230,9 +230,10 @@ bool Rules::gather(std::string &why) {
   Value *flat = gb.reshape(idx, {Dim::fixed(picks)});
   Value *wrapped = gb.where(gb.op(OpKind::Lt, {flat, gb.fill(0, index)}),
                             gb.add(flat, gb.fill(double(rows), index)), flat);
-  if (n.getOp() == OpKind::Embedding && n.attr("padding_idx")) // No gradient: -1 is no row.
-    wrapped = gb.where(gb.op(OpKind::Eq, {wrapped, gb.fill(double(n.intAttr("padding_idx", -1)), index)}),
-                       gb.fill(-1, index), wrapped);
+  if (n.getOp() == OpKind::Embedding && n.attr("padding_idx")) { // -1: no row.
+    Value *pad = gb.fill(double(n.intAttr("padding_idx", -1)), index);
+    wrapped = gb.where(gb.op(OpKind::Eq, {wrapped, pad}), gb.fill(-1, index), wrapped);
+  }
   Value *hot = gb.op(OpKind::OneHot, {wrapped}, {{"num_classes", rows}, {"dtype", dtype()}});
   Value *gj = gb.reshape(g, {Dim::fixed(pre), Dim::fixed(picks), Dim::fixed(post)});
   if (pre != 1)

@@ -177,17 +177,29 @@ class Artifact(_native.Runner):
     def _context_view(self, spec, role):
         """The context's own buffer of input or output `spec`, flat, as a
         torch tensor."""
-        torch = self.torch
         ptr = self._context_buffer(spec["name"], role == "output")
-        count = _count(spec["shape"])
+        if role == "output":
+            self.output_ranges.append((ptr, ptr + spec["bytes"]))
+        return self._device_view(ptr, spec)
+
+    def state_view(self, name):
+        """Persistent state `name` as a torch tensor on the device, of its
+        shape: reads and writes on torch's stream are ordered with the runs
+        (no synchronization, unlike state() and set_state())."""
+        spec = self._state_spec(name)
+        return self._device_view(self._state_data(name), spec).view(spec["shape"])
+
+    def _device_view(self, ptr, spec):
+        """The device memory at `ptr` holding `spec`'s elements, flat, as a
+        torch tensor that keeps the engine and context alive."""
+        torch = self.torch
         typestr = ("<i2" if spec["dtype"] == torch.bfloat16
                    else torch.empty(0, dtype=spec["dtype"]).numpy().dtype.str)
         holder = type("Buffer", (), {"__cuda_array_interface__": {
-            "shape": (count,), "typestr": typestr, "data": (ptr, False), "version": 2}})()
-        holder.owner = self._owner  # The context's memory lives as long as a view of it.
+            "shape": (_count(spec["shape"]),), "typestr": typestr, "data": (ptr, False),
+            "version": 2}})()
+        holder.owner = self._owner  # The memory lives as long as a view of it.
         flat = torch.as_tensor(holder, device=self.device)  # (its storage holds `holder`)
-        if role == "output":
-            self.output_ranges.append((ptr, ptr + spec["bytes"]))
         return flat.view(spec["dtype"]) if spec["dtype"] == torch.bfloat16 else flat
 
 

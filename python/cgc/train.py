@@ -132,21 +132,7 @@ class TrainStep:
         """A torch tensor over persistent state `name` on the device: reads
         and writes on torch's stream are ordered with the steps."""
         if name not in self._views:
-            spec = self.artifact._state_spec(name)
-            ptr = self.artifact._state_data(name)
-            torch = self.torch
-            count = 1
-            for d in spec["shape"]:
-                count *= d
-            typestr = ("<i2" if spec["dtype"] == torch.bfloat16
-                       else torch.empty(0, dtype=spec["dtype"]).numpy().dtype.str)
-            holder = type("State", (), {"__cuda_array_interface__": {
-                "shape": (count,), "typestr": typestr, "data": (ptr, False), "version": 2}})()
-            holder.owner = self.artifact._owner
-            flat = torch.as_tensor(holder, device=self.artifact.device)
-            if spec["dtype"] == torch.bfloat16:
-                flat = flat.view(torch.bfloat16)
-            self._views[name] = flat.view(spec["shape"])
+            self._views[name] = self.artifact.state_view(name)
         return self._views[name]
 
     def _hyperparameters(self):
