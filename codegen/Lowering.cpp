@@ -162,19 +162,32 @@ void Lowerer::addKernelStep(Kernel kernel, StepGraph &out) {
 }
 
 void Lowerer::addCopies(const std::vector<Copy> &copies, StepGraph &out) {
-  for (const Copy &c : copies) {
-    Step step;
-    step.kind = Step::Kind::Memcpy;
-    step.label = "memcpy";
-    step.src = bufferStorage(c.from);
-    step.dst = bufferStorage(c.to);
-    if (!step.dst.bytes)
-      continue;
-    step.src.bytes = step.dst.bytes;
-    step.reads.push_back(rangeOf(step.src));
-    step.writes.push_back(rangeOf(step.dst));
-    out.steps.push_back(std::move(step));
-  }
+  for (const Copy &c : copies)
+    addMemcpy(bufferStorage(c.from), bufferStorage(c.to), out);
+}
+
+/// A copy of dst.bytes bytes from \p src to \p dst (none when empty).
+void Lowerer::addMemcpy(Storage src, const Storage &dst, StepGraph &out) {
+  if (!dst.bytes)
+    return;
+  Step step;
+  step.kind = Step::Kind::Memcpy;
+  step.label = "memcpy";
+  step.src = src;
+  step.dst = dst;
+  step.src.bytes = dst.bytes;
+  step.reads.push_back(rangeOf(step.src));
+  step.writes.push_back(rangeOf(step.dst));
+  out.steps.push_back(std::move(step));
+}
+
+/// Copies \p from into \p to's storage unless plan-memory gave both the
+/// same bytes (a node that then writes only part of \p to).
+void Lowerer::copyUnlessInPlace(const Value *from, const Value *to,
+                                StepGraph &out) {
+  Storage src = storageOf(from), dst = storageOf(to);
+  if (src.region != dst.region || src.offset != dst.offset)
+    addMemcpy(src, dst, out);
 }
 
 void Lowerer::addMemset(const Storage &dst, const Node *node, StepGraph &out) {
@@ -219,6 +232,8 @@ void Lowerer::lowerNode(const Node &node, StepGraph &out) {
     if (node.schedule()->strategy == Strategy::LibraryProduct)
       return lowerLibraryProduct(node, productParts(node), out);
   }
+  if (node.getOp() == OpKind::IndexCopy)
+    copyUnlessInPlace(node.operand(0), node.result(), out);
   Kernel kernel;
   kernel.node = &node;
   kernel.name = uniqueKernelName(

@@ -57,6 +57,8 @@ private:
   void addKernelStep(Kernel kernel, StepGraph &out);
   void addCopies(const std::vector<Copy> &copies, StepGraph &out);
   void addMemset(const Storage &dst, const Node *node, StepGraph &out);
+  void addMemcpy(Storage src, const Storage &dst, StepGraph &out);
+  void copyUnlessInPlace(const Value *from, const Value *to, StepGraph &out);
   /// The kernel that reads an `if`'s predicate (negated when \p invert)
   /// and sets conditional \p handle.
   Kernel ifSetter(const Node &n, unsigned handle, const Storage &predicate,

@@ -2,16 +2,20 @@
 //
 // One thread per output element: decompose the linear index into output
 // coordinates (static strides baked in), compute the source offset for the
-// op, load and store (a grid-stride body: kernel batching may merge it). Indices read from tensors (gather, embedding) wrap
-// negatives once and clamp into range so a bad index never faults.
+// op, load and store (a grid-stride body: kernel batching may merge it).
+// Indices read from tensors (gather, embedding) wrap negatives once and
+// clamp into range so a bad index never faults. index_copy instead runs one
+// thread per source element and writes only the copied slices.
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/CudaText.h"
 #include "codegen/Emitters.h"
 
+#include "ir/Initializers.h"
 #include "ir/OpAttrs.h"
 
 #include "llvm/Support/ErrorHandling.h"
+#include <algorithm>
 using namespace cgc;
 
 static std::string offsetOf(const Shape &shape,
@@ -67,7 +71,66 @@ static std::string packedMove(const Node &node, const Shape &shape,
          ", cgc_ld(" + ps[0] + ", " + (pad ? packed : "i") + "));\n";
 }
 
+/// Whether index_copy's index is known distinct: an iota, or a constant
+/// with no value twice (a prefill's cache positions).
+static bool distinctIndices(const Node &node) {
+  const Node *def = node.operand(1)->getDef();
+  if (node.operand(1)->getType().numElements() <= 1 ||
+      (def && def->getOp() == OpKind::Iota))
+    return true;
+  if (!def || def->getOp() != OpKind::Constant)
+    return false;
+  const auto *values = std::get_if<std::vector<Number>>(def->attr("value"));
+  if (!values || values->size() < 2)
+    return false;
+  std::vector<int64_t> seen;
+  for (const Number &v : *values)
+    seen.push_back(elementOf(node.operand(1)->getType().dtype, v).integer());
+  std::sort(seen.begin(), seen.end());
+  return std::adjacent_find(seen.begin(), seen.end()) == seen.end();
+}
+
+/// index_copy, one thread per source element: the result already holds x
+/// (its buffer, or a copy lowering put there), so only the slices are
+/// written; an out-of-range index writes nothing and, unless the indices
+/// are known distinct, a slice whose index comes again later is skipped
+/// (the last wins).
+static void emitIndexCopy(const Node &node, Kernel &kernel) {
+  Shape x = staticShape(node.operand(0)->getType());
+  unsigned axis = *normalizeAxis(node.intAttr("axis", 0), x.size());
+  int64_t extent = x[axis];
+  int64_t count = node.operand(1)->getType().numElements();
+  int64_t inner = 1;
+  for (size_t d = axis + 1; d < x.size(); ++d)
+    inner *= x[d];
+  int64_t n = count * product(Shape(x.begin(), x.begin() + axis)) * inner;
+  std::string idx = addParam(kernel, node.operand(1), false);
+  std::string src = addParam(kernel, node.operand(2), false);
+  std::string out = addParam(kernel, node.result(), true);
+  std::string e = std::to_string(extent) + "LL", c = std::to_string(count) + "LL",
+              in = std::to_string(inner) + "LL";
+  auto wrapped = [&](const std::string &name, const std::string &at) {
+    return "    long long " + name + " = (long long)cgc_ld(" + idx + ", " + at +
+           ");\n    if (" + name + " < 0) " + name + " += " + e + ";\n";
+  };
+  std::string body = "    long long q = i % " + in + ", j = i / " + in + " % " + c +
+                     ", o = i / (" + in + " * " + c + ");\n" + wrapped("k", "j") +
+                     "    bool write = k >= 0 && k < " + e + ";\n";
+  if (!distinctIndices(node))
+    body += "    for (long long jj = j + 1; jj < " + c + " && write; ++jj) {\n" +
+            wrapped("kk", "jj") + "      write = kk != k;\n    }\n";
+  body += "    if (write) cgc_st(" + out + ", (o * " + e + " + k) * " + in +
+          " + q, cgc_ld(" + src + ", i));\n";
+  const unsigned block = 256;
+  kernel.block[0] = block;
+  kernel.grid[0] = gridFor(n, block);
+  kernel.gridStride = true;
+  kernel.body = gridStrideLoop("i", n, block, /*overBx=*/true) + body + "  }\n";
+}
+
 void cgc::emitMovement(const Node &node, Kernel &kernel) {
+  if (node.getOp() == OpKind::IndexCopy)
+    return emitIndexCopy(node, kernel);
   const Value *result = node.result();
   Shape out = staticShape(result->getType());
   Shape in = staticShape(node.operand(0)->getType());
@@ -153,6 +216,8 @@ void cgc::emitMovement(const Node &node, Kernel &kernel) {
   case OpKind::PadPacked: case OpKind::PackPadded:
     body += packedMove(node, out, ps, py);
     break;
+  case OpKind::IndexCopy:
+    llvm_unreachable("emitIndexCopy writes index_copy's slices");
 #define CGC_MOVEMENT_OP(...)
 #define CGC_OP(Enum, ...) case OpKind::Enum:
 #include "ir/Ops.def"

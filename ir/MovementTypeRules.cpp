@@ -188,6 +188,31 @@ bool TypeChecker::gather(Types &out) {
   return true;
 }
 
+/// index_copy keeps x's type: index is an integer vector [n], source x's
+/// shape but n along the axis, of x's dtype.
+bool TypeChecker::indexCopy(Types &out) {
+  const TensorType &x = operandType(0), &idx = operandType(1),
+                   &source = operandType(2);
+  if (x.rank() == 0)
+    return fail("cannot copy into a scalar's axis");
+  unsigned axis = 0;
+  if (!axisAttr("axis", 0, x.rank(), axis))
+    return false;
+  if (!isInteger(idx.dtype) || idx.rank() != 1)
+    return fail("operand #1 (index) is " + str(idx) +
+                ", expected an i32 or i64 vector");
+  if (!constantIndicesInRange(x.dims[axis], axis))
+    return false;
+  Shape expected = x.dims;
+  expected[axis] = idx.dims[0];
+  if (source.dtype != x.dtype || source.dims != expected)
+    return fail("operand #2 (source) is " + str(source) + ", expected " +
+                str(TensorType(x.dtype, expected)) + " (x's shape with the " +
+                "index's length along axis " + llvm::Twine(axis) + ")");
+  out.push_back(x);
+  return true;
+}
+
 /// pad_packed and pack_padded keep the type; each listed axis (increasing)
 /// takes one i64[] real extent.
 bool TypeChecker::packing(Types &out) {

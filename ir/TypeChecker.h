@@ -57,6 +57,7 @@ private:
   bool concat(Types &out);
   bool slice(Types &out);
   bool gather(Types &out);
+  bool indexCopy(Types &out);
   bool constantIndicesInRange(Dim extent, unsigned axis);
   bool oneHot(Types &out);
   bool packing(Types &out);

@@ -450,7 +450,7 @@ bool cgc::operandAdjoints(const Node &n, Value *g, ValueBuilder &gb,
   case OpKind::Concat: return r.concat();
   case OpKind::Gather: case OpKind::Embedding: return r.gather(why);
   case OpKind::Fmod: case OpKind::Prod:
-  case OpKind::CumSum: case OpKind::PadPacked:
+  case OpKind::CumSum: case OpKind::PadPacked: case OpKind::IndexCopy:
   case OpKind::PackPadded: case OpKind::If: case OpKind::While: case OpKind::Fusion:
   case OpKind::ProductFusion: case OpKind::RowFusion:
   case OpKind::NonZero: case OpKind::MaskedSelect: case OpKind::Item:

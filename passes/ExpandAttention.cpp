@@ -13,7 +13,10 @@
 //   s       = where(mask, s, -inf) or s + mask      a bool or additive mask
 //   s       = where(keep, s, -inf)                  causal (col <= row) and
 //             window (row - col < w), from iotas over [Sq, Sk]
-//   result  = matmul(softmax(s, -1), V)
+//   p       = softmax(s, -1), 0 in a row whose every score is -inf
+//             (a max over the row says so; only with a mask or window,
+//             without which a row always keeps a key)
+//   result  = matmul(p, V)
 // the ops the fusion passes, pad-dynamic-shapes and autodiff know. The
 // driver runs it first of all (driver/Compiler.cpp); it leads the
 // default pipeline too, where it finds nothing left to expand.
@@ -97,6 +100,13 @@ Value *expand(ValueBuilder &vb, const Node &n) {
   if (Value *keep = keptByLimits(vb, n, qt.dims[rank - 2], kt.dims[rank - 2]))
     s = drop(keep, s);
   Value *p = vb.op(OpKind::Softmax, {s}, {{"axis", int64_t(-1)}}, "weights");
+  if (n.numOperands() == 4 || n.intAttr("window", 0) > 0) {
+    // A row that keeps no key weighs every value 0 (softmax would give NaN).
+    Value *top = vb.op(OpKind::Max, {s},
+                       {{"axes", std::vector<int64_t>{-1}}, {"keepdim", true}}, "top");
+    Value *empty = vb.op(OpKind::Eq, {top, vb.fill(-INFINITY, dtype, "dropped")});
+    p = vb.where(empty, vb.fill(0, dtype, "zero"), p);
+  }
   return vb.matmul(p, values, false, false);
 }
 

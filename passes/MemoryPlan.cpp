@@ -8,8 +8,9 @@
 //    the target; otherwise it is computed elsewhere and copied at the end.
 // 3. Walking the nodes in order (regions at their place, see Liveness.h), a
 //    reshape shares its operand's buffer, an elementwise node may take over
-//    the buffer of a same-shaped operand that dies there, and every other
-//    result gets a temporary buffer.
+//    the buffer of a same-shaped operand that dies there (index_copy that
+//    of its x, a KV cache updated in place), and every other result gets a
+//    temporary buffer.
 //    - `if`: region inputs share the operands' buffers; each result gets a
 //      buffer that both arms write, directly where an arm computes it,
 //      else by a copy at the arm's end.
@@ -71,6 +72,19 @@ const std::vector<Copy> &MemoryPlan::copiesBefore(const Node &loop) const {
 static bool isPointwise(const Node &n) {
   return n.info().has(Elementwise) || n.getOp() == OpKind::Fusion ||
          n.getOp() == OpKind::Dropout;
+}
+
+/// Whether \p n may compute its result in the buffer of its operand \p v:
+/// it reads an element of v only to write the result's element at the same
+/// place (pointwise over a same-shaped operand; index_copy's x, which it
+/// then leaves as it is but for the copied slices).
+static bool mayWriteOverOperand(const Node &n, const Value *v) {
+  if (isPointwise(n))
+    return v->getType().dims == n.result()->getType().dims &&
+           (n.getOp() != OpKind::Dropout || n.operand(0) == v);
+  if (n.getOp() == OpKind::IndexCopy)
+    return n.operand(0) == v && n.operand(1) != v && n.operand(2) != v;
+  return false;
 }
 
 namespace {
@@ -161,8 +175,7 @@ bool Planner::updateInPlace(Value *v, Value *target) const {
     int user = live.span(u.user).end;
     if (user > at)
       return false;
-    if (user == at && !(isPointwise(*def) &&
-                        target->getType().dims == v->getType().dims))
+    if (user == at && !mayWriteOverOperand(*def, target))
       return false;
   }
   return true;
@@ -254,12 +267,13 @@ bool Planner::claimOutputs() {
 }
 
 bool Planner::takeOperand(Node &n, Value *r, llvm::DenseSet<unsigned> &taken) {
-  if (!isPointwise(n))
+  if (!isPointwise(n) && n.getOp() != OpKind::IndexCopy)
     return false;
   int at = live.span(&n).start;
-  unsigned operands = n.getOp() == OpKind::Dropout ? 1 : n.numOperands();
-  for (unsigned k = 0; k < operands; ++k) {
+  for (unsigned k = 0; k < n.numOperands(); ++k) {
     Value *op = n.operand(k);
+    if (!mayWriteOverOperand(n, op))
+      continue;
     auto it = plan.bufferOf.find(op);
     if (it == plan.bufferOf.end())
       continue;
@@ -420,8 +434,7 @@ bool Planner::mayWriteOver(const Graph &region, const Value *old, unsigned k,
   int at = live.span(def).start;
   for (const Use &u : old->uses()) {
     int user = live.span(u.user).end;
-    if (user > at || (user == at && !(isPointwise(*def) &&
-                                      old->getType().dims == v->getType().dims)))
+    if (user > at || (user == at && !mayWriteOverOperand(*def, old)))
       return false;
   }
   return true;

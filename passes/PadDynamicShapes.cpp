@@ -477,6 +477,12 @@ bool PadDynamicShapesPass::rewrite(Node &n, std::string &why) {
                      "out-of-range indices would read padding)",
                false;
       return true; // Indices in the padding read 0 or a row: padding.
+    case OpKind::IndexCopy:
+      if (padded(x.dims[*normalizeAxis(n.intAttr("axis", 0), x.rank())]))
+        return why = "index_copy along a symbolic axis (negative indices "
+                     "would count from the padding's end)",
+               false;
+      return true; // Sources' padding lands in x's padding.
     case OpKind::Reshape:
       if (!reshapeKeepsAxes(n))
         return why = "a reshape that moves a symbolic axis (the padding "

@@ -8,8 +8,8 @@
 // m, sum l and output acc (online softmax: acc and l are rescaled by
 // exp(m_old - m_new)), then adds p_j * v_j for the tile's keys, lane c
 // owning output columns c, c + 32, ... . Dropped scores (mask, causal,
-// window, keys past sk) are -inf; a row whose every key is dropped, or
-// whose scores hold a NaN, gives NaN (the interpreter's rule). Causal
+// window, keys past sk) are -inf; a row whose every key is dropped gives
+// 0 and one whose scores hold a NaN gives NaN (the interpreter's rule). Causal
 // and window limits also skip the key tiles no row of the block keeps.
 // The next tile's loads are issued before the current tile is scored.
 // MASK: 0 none, 1 bool (true: kept), 2 additive; the mask is read at
@@ -153,11 +153,11 @@ __device__ __forceinline__ void cgc_attention(
   for (int r = 0; r < R; ++r) {
     const int i = first + warp * R + r;
     if (i >= sq) continue;
-    const bool none = nan[r] || l[r] == 0.0f;
+    const bool none = l[r] == 0.0f; // Every key dropped.
 #pragma unroll
     for (int c = 0; c < C; ++c)
       if (c * 32 + lane < EV)
         cgc_st(out, (head * sq + i) * EV + c * 32 + lane,
-               none ? __int_as_float(0x7fffffff) : acc[r][c] / l[r]);
+               nan[r] ? __int_as_float(0x7fffffff) : none ? 0.0f : acc[r][c] / l[r]);
   }
 }

@@ -8,8 +8,9 @@
 //   causal drops j > i, a window w > 0 drops j <= i - w (both top-left
 //   aligned, as PyTorch's is_causal); a dropped score is -inf;
 //   out_i = sum_j softmax(s)_j v_j
-// (a row with every key dropped gives NaN, as PyTorch's math backend). In
-// double, rounded once to the result's dtype.
+// (a row with every key dropped gives 0, as PyTorch's scaled_dot_product_
+// attention does; a NaN score gives NaN). In double, rounded once to the
+// result's dtype.
 //
 //===----------------------------------------------------------------------===//
 #include "ir/OpAttrs.h"
@@ -77,6 +78,11 @@ Tensor interp::evalAttention(const Node &node, const Operands &in) {
         }
         s[size_t(j)] = limits.dropped(i, j) ? -INFINITY : x;
         m = std::isnan(m) || std::isnan(s[size_t(j)]) ? NAN : std::max(m, s[size_t(j)]);
+      }
+      if (m == -INFINITY) { // Every key dropped.
+        for (int64_t c = 0; c < valueWidth; ++c)
+          out.setReal(row * valueWidth + c, 0.0);
+        continue;
       }
       double sum = 0;
       for (int64_t j = 0; j < keys; ++j)

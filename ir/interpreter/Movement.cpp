@@ -110,6 +110,27 @@ static Tensor gather(const Tensor &data, const Tensor &idx, unsigned axis) {
   return out;
 }
 
+/// x with source's slices j along \p axis written at index[j], in order of
+/// j (the last of duplicates wins); an index outside [-n, n) writes nothing.
+static Tensor indexCopy(const Tensor &x, const Tensor &idx,
+                        const Tensor &source, unsigned axis) {
+  Tensor out = x;
+  int64_t outer = numElements(Shape(x.shape.begin(), x.shape.begin() + axis));
+  int64_t inner = numElements(Shape(x.shape.begin() + axis + 1, x.shape.end()));
+  int64_t n = x.shape[axis], count = idx.numel();
+  for (int64_t j = 0; j < count; ++j) {
+    int64_t k = idx.integer(j);
+    if (k < 0)
+      k += n;
+    if (k < 0 || k >= n)
+      continue;
+    for (int64_t o = 0; o < outer; ++o)
+      for (int64_t q = 0; q < inner; ++q)
+        out.data[(o * n + k) * inner + q] = source.data[(o * count + j) * inner + q];
+  }
+  return out;
+}
+
 /// The packed tensor's index of each real element of the padded \p x (-1
 /// for padding): its coordinates in row-major order of the real shape.
 static std::vector<int64_t> packedIndices(const Node &node, const Operands &in) {
@@ -200,6 +221,9 @@ Tensor interp::evalMovement(const Node &node, const Operands &in,
     return gather(x, *in[1], 0);
   case OpKind::OneHot:
     return oneHot(node, x);
+  case OpKind::IndexCopy:
+    return indexCopy(x, *in[1], *in[2],
+                     *normalizeAxis(node.intAttr("axis", 0), x.rank()));
   case OpKind::PadPacked: case OpKind::PackPadded:
     return packing(node, in);
 #define CGC_MOVEMENT_OP(...)

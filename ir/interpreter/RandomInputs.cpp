@@ -88,6 +88,12 @@ static int64_t indexBound(const Node &n, unsigned k, const DimEnv &env) {
   }
   case OpKind::Embedding:
     return k == 1 ? env.resolve(data.dims[0]) : -1;
+  case OpKind::IndexCopy: {
+    if (k != 1)
+      return -1;
+    unsigned axis = *normalizeAxis(n.intAttr("axis", 0), data.rank());
+    return env.resolve(data.dims[axis]);
+  }
   case OpKind::OneHot:
     return n.intAttr("num_classes", 1);
   case OpKind::PadPacked: case OpKind::PackPadded: // Real extents: [0, dim].
@@ -108,6 +114,8 @@ static bool movesData(const Node &n, unsigned k) {
   switch (n.getOp()) {
   case OpKind::Gather: case OpKind::PadPacked: case OpKind::PackPadded:
     return k == 0;
+  case OpKind::IndexCopy:
+    return k != 1;
   case OpKind::Embedding: case OpKind::OneHot:
     return false;
   case OpKind::Transpose: case OpKind::Reshape: case OpKind::BroadcastTo:

@@ -19,7 +19,7 @@ from .onnx.importer import onnx_to_ir, write_ir  # noqa: F401
 # and cgc.torch, which would hide the caller's onnx and torch. (CgcError,
 # which needs the extension, is imported by name.)
 __all__ = ["RefusedError", "onnx_to_ir", "write_ir", "from_onnx", "export", "load",
-           "compile_file", "compile", "compile_train"]
+           "compile_file", "compile", "compile_train", "compile_generate"]
 
 
 def __getattr__(name):
@@ -91,6 +91,13 @@ def compile_train(module, loss_fn, optimizer, example_batch, **options):
     replay (docs/training.md)."""
     from .train import compile_train as train_compile
     return train_compile(module, loss_fn, optimizer, example_batch, **options)
+
+
+def compile_generate(model, max_new_tokens, max_prompt, batch, **options):
+    """A transformers decoder's generation loop as one graph launch:
+    `tokens, lengths = gen(input_ids, attention_mask)` (docs/generation.md)."""
+    from .generate import compile_generate as generate_compile
+    return generate_compile(model, max_new_tokens, max_prompt, batch, **options)
 
 
 def compile(module, example_args, path=None, dynamic_shapes=None, cgc=None, flags=(),  # noqa: A001

@@ -3,7 +3,7 @@ others, on its random stream `g`): NumPy's softmax(q k^T * scale + mask) v
 with each key and value head repeated for its group of query heads,
 soft-capping, causal and window limits (top-left aligned), bool and
 additive masks broadcast to the scores, a row with every key dropped
-(NaN), one query row, and f32, f16 and bf16."""
+(0, as torch's scaled_dot_product_attention), one query row, and f32, f16 and bf16."""
 import numpy as np
 
 
@@ -20,8 +20,10 @@ def attention(q, k, v, mask=None, scale=None, causal=False, window=0, softcap=0.
         rows, cols = np.arange(s.shape[-2])[:, None], np.arange(s.shape[-1])[None, :]
         dropped = (causal & (cols > rows)) | ((window > 0) & (cols <= rows - window))
         s = np.where(dropped, -np.inf, s)
-        e = np.exp(s - s.max(axis=-1, keepdims=True))
-        return (e / e.sum(axis=-1, keepdims=True)) @ values
+        top = s.max(axis=-1, keepdims=True)
+        empty = top == -np.inf
+        e = np.exp(s - np.where(empty, 0.0, top))
+        return np.where(empty, 0.0, e / np.where(empty, 1.0, e.sum(axis=-1, keepdims=True))) @ values
 
 
 def gen_attention(g):
@@ -54,7 +56,7 @@ def gen_attention(g):
                          attrs.get("window", 0), attrs.get("softcap", 0.0))
         g.one_op(f"attention_{name}", "attention", ins, attrs or None, want, dt)
     q = g.rand((1, 1, 2, 4), "f32")
-    keep = np.array([[1.0, 1.0, 0.0], [0.0, 0.0, 0.0]])  # row 1 keeps no key: NaN
+    keep = np.array([[1.0, 1.0, 0.0], [0.0, 0.0, 0.0]])  # row 1 keeps no key: 0
     k, v = g.rand((1, 1, 3, 4), "f32"), g.rand((1, 1, 3, 4), "f32")
     g.one_op("attention_row_all_dropped", "attention",
              [("q", "f32", q), ("k", "f32", k), ("v", "f32", v), ("mask", "bool", keep)], None,

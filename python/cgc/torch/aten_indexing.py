@@ -1,8 +1,9 @@
 """ATen rules for ranges, indexing, padding and masks, each a composition
 of cgc ops (aten_rules.py has the one-op rules): arange, index.Tensor
 (advanced indexing by integer tensors), gather (take-along-dim), argmax,
-cumsum, constant_pad_nd, squeeze.dims, remainder, index_select, repeat
-and the bitwise ops.
+cumsum, constant_pad_nd, squeeze.dims, remainder, index_select, repeat,
+the bitwise ops, and index_copy and index_put (a static KV cache's
+update, written as cgc's index_copy).
 Indices are wrapped like PyTorch's (a negative one counts from the end):
 a `gather` along one dim wraps a negative index itself (docs/ir.md);
 a linear index over several dims wraps each one here. An index still
@@ -367,3 +368,36 @@ def repeat(e, n):
     out = e.op("reshape", [e.operand(x)], {"shape": split})
     out = e.op("broadcast_to", [out], {"shape": broadcast})
     return e.op("reshape", [out], {"shape": e.shape(n)}, name=n.name)
+
+
+@aten("index_copy")
+def index_copy(e, n):
+    """x.index_copy(dim, index, source): cgc's index_copy (an index out of
+    range when the graph runs writes nothing, where PyTorch raises)."""
+    x, dim, index, source = n.args[:4]
+    dim %= max(len(e.shape(x)), 1)
+    return e.op("index_copy", [e.operand(x), e.as_dtype(index, "i64"), e.operand(source)],
+                {"axis": dim}, name=n.name)
+
+
+@aten("index_put")
+def index_put(e, n):
+    """x.index_put(indices, values) with one 1-D integer index tensor and
+    None elsewhere, x[:, ..., index] = values (a static KV cache's update):
+    an index_copy of the values broadcast to the indexed shape."""
+    x, indices, values = n.args[:3]
+    accumulate = n.args[3] if len(n.args) > 3 else n.kwargs.get("accumulate", False)
+    given = [(d, i) for d, i in enumerate(indices) if i is not None]
+    shape = list(e.shape(x))
+    if accumulate or len(given) != 1 or len(e.shape(given[0][1])) != 1 or \
+            e.type_of(given[0][1])[0] not in INTEGERS:
+        raise RefusedError("index_put other than x[:, ..., index] = values with one 1-D "
+                           "integer index tensor and no accumulate (cgc writes that form as "
+                           "index_copy)")
+    dim, index = given[0]
+    shape[dim] = e.shape(index)[0]
+    source = e.operand(values)
+    if list(e.shape(values)) != shape:
+        source = e.op("broadcast_to", [source], {"shape": shape})
+    return e.op("index_copy", [e.operand(x), e.as_dtype(index, "i64"), source],
+                {"axis": dim}, name=n.name)

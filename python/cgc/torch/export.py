@@ -55,19 +55,7 @@ def lower_record(record, weights, path, *, buckets=None, training=False, extend=
     being refused. `extend(ir, lowering)` may add to the IR dict before it
     is written (cgc.torch.training's optimizer and loss). Returns the IR
     dict."""
-    lowering = Lowering(record, weights)
-    lowering.training = training
-    try:
-        outputs = lowering.run()
-    except RefusedError:
-        raise
-    except MALFORMED as e:
-        raise RefusedError(malformed(lowering, e)) from None
-    set_buckets(lowering.dims, buckets or {})
-    ir = {"format_version": 1, "name": safe_name(record["module"]),
-          "inputs": lowering.inputs, "nodes": lowering.nodes, "outputs": outputs}
-    if lowering.dims:
-        ir["dims"] = list(lowering.dims.values())
+    ir, lowering = lower_ir(record, weights, buckets=buckets, training=training)
     if extend:
         extend(ir, lowering)
     if lowering.weights:
@@ -83,6 +71,25 @@ def lower_record(record, weights, path, *, buckets=None, training=False, extend=
     with open(path, "w") as f:
         f.write(text + "\n")
     return ir
+
+
+def lower_ir(record, weights, *, buckets=None, training=False):
+    """(IR dict, Lowering) of a program record, nothing written: the
+    lowering holds the weights the IR reads (`lowering.weights`)."""
+    lowering = Lowering(record, weights)
+    lowering.training = training
+    try:
+        outputs = lowering.run()
+    except RefusedError:
+        raise
+    except MALFORMED as e:
+        raise RefusedError(malformed(lowering, e)) from None
+    set_buckets(lowering.dims, buckets or {})
+    ir = {"format_version": 1, "name": safe_name(record["module"]),
+          "inputs": lowering.inputs, "nodes": lowering.nodes, "outputs": outputs}
+    if lowering.dims:
+        ir["dims"] = list(lowering.dims.values())
+    return ir, lowering
 
 
 # What a rule or the record reader raises on a record that torch.export

@@ -1,0 +1,147 @@
+"""Text generation with cgc: a decoder's whole token loop in one graph
+launch (docs/generation.md).
+
+    gen = cgc.compile_generate(model, max_new_tokens=128, max_prompt=64, batch=4)
+    tokens, lengths = gen(input_ids, attention_mask)   # CUDA tensors
+
+The model (a transformers decoder-only LM) is exported twice over a
+static KV cache (torch/generation.py), once for the padded prompt and
+once for one token; generation_ir.py composes the two into one graph
+whose `while` decodes until every sequence has ended or max_new_tokens
+columns exist, and the `cgc` driver compiles it."""
+import os
+
+from .errors import RefusedError
+
+
+def settings_of(model, config, batch, max_prompt, max_new_tokens):
+    """generation_ir.Settings from the model's GenerationConfig, `config`
+    (a GenerationConfig or a dict of its fields) over it."""
+    from .generation_ir import Settings
+    fields = model.generation_config.to_dict() if model.generation_config else {}
+    if config is not None:
+        fields.update(config if isinstance(config, dict) else config.to_dict())
+    if fields.get("num_beams", 1) not in (None, 1):
+        raise RefusedError("beam search (num_beams > 1): compile_generate runs greedy "
+                           "decoding")
+    if fields.get("do_sample"):
+        raise RefusedError("sampling (do_sample=True) is not in compile_generate yet: it "
+                           "decodes greedily")
+    for name in ("max_new_tokens", "max_prompt", "batch"):
+        value = locals()[name]
+        if not isinstance(value, int) or value < 1:
+            raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    eos = fields.get("eos_token_id")
+    eos = [] if eos is None else [eos] if isinstance(eos, int) else list(eos)
+    pad = fields.get("pad_token_id")
+    pad = pad if pad is not None else (eos[0] if eos else 0)
+    vocab = model.get_output_embeddings().weight.shape[0]
+    penalty = float(fields.get("repetition_penalty") or 1.0)
+    if penalty <= 0:
+        raise ValueError(f"repetition_penalty must be positive, got {penalty}")
+    return Settings(batch=batch, max_prompt=max_prompt, max_new_tokens=max_new_tokens,
+                    vocab=vocab, eos=eos, pad=pad,
+                    min_new_tokens=int(fields.get("min_new_tokens") or 0),
+                    repetition_penalty=penalty)
+
+
+def generation_program(model, s):
+    """(IR dict, weights by IR input name) of the generation graph."""
+    from .generation_ir import generation_graph, state_inputs
+    from .torch.export import lower_ir
+    from .torch.generation import capture_step, check_decoder
+    check_decoder(model)
+    steps, weights = [], {}
+    for tokens in (s.max_prompt, 1):
+        record, given = capture_step(model, s.batch, tokens, s.cache_len)
+        ir, lowering = lower_ir(record, given)
+        steps.append(ir)
+        weights.update(lowering.weights)
+    prefill, decode = steps
+    if [(i["name"], i["shape"]) for i in state_inputs(prefill)] != \
+            [(i["name"], i["shape"]) for i in state_inputs(decode)]:
+        raise RefusedError(f"{type(model).__name__}'s prompt and decoding steps read different "
+                           "weights")
+    return generation_graph(prefill, decode, s, name=type(model).__name__), weights
+
+
+def compile_generate(model, max_new_tokens, max_prompt, batch, *, generation_config=None,
+                     path=None, cgc=None, flags=()):
+    """A Generator for `model` (a transformers decoder-only LM, in eval
+    mode on a CUDA device): `tokens, lengths = gen(input_ids,
+    attention_mask)` generates up to `max_new_tokens` tokens for up to
+    `batch` prompts of up to `max_prompt` tokens in one graph launch."""
+    import json
+    import shutil
+    import tempfile
+    from .runtime import compile_file, load
+    from .safetensors import write_safetensors
+    s = settings_of(model, generation_config, batch, max_prompt, max_new_tokens)
+    ir, weights = generation_program(model, s)
+    work = tempfile.mkdtemp(prefix="cgc-generate-")
+    try:
+        ir_path = os.path.join(work, "generate.json")
+        if weights:
+            write_safetensors(os.path.join(work, "generate.safetensors"), weights)
+            ir["weights_file"] = "generate.safetensors"
+        with open(ir_path, "w") as f:
+            json.dump(ir, f, allow_nan=False)
+        art = compile_file(ir_path, path or os.path.join(work, "generate.cgc"), flags, cgc)
+        return Generator(load(art, next(model.parameters()).device.index), s)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+class Generator:
+    """Runs the compiled generation: prompts in, generated tokens out."""
+
+    def __init__(self, artifact, settings):
+        self.artifact, self.settings = artifact, settings
+
+    def __call__(self, input_ids, attention_mask=None):
+        """(tokens [b, max_new_tokens], lengths [b]) for b <= batch prompts:
+        tokens after each sequence's end are the pad id; lengths count the
+        tokens up to and including the end. Prompts may be padded on either
+        side (attention_mask marks the real tokens)."""
+        ids, mask = self.packed(input_ids, attention_mask)
+        tokens, lengths, _ = self.artifact(ids, mask)
+        rows = input_ids.shape[0]
+        return tokens[:rows].clone(), lengths[:rows].clone()
+
+    def packed(self, input_ids, attention_mask):
+        """The prompts as the graph takes them: [batch, max_prompt], each
+        row's real tokens at its end; rows past the caller's hold one pad
+        token (their output is dropped)."""
+        import torch
+        s = self.settings
+        if input_ids.dim() != 2:
+            raise ValueError(f"input_ids must be [batch, length], got {list(input_ids.shape)}")
+        rows = input_ids.shape[0]
+        if attention_mask is None:
+            attention_mask = torch.ones_like(input_ids)
+        if attention_mask.shape != input_ids.shape:
+            raise ValueError(f"attention_mask {list(attention_mask.shape)} does not match "
+                             f"input_ids {list(input_ids.shape)}")
+        if rows > s.batch:
+            raise ValueError(f"{rows} prompts, but the generator was compiled for a batch of "
+                             f"at most {s.batch}")
+        device = self.artifact.device
+        real = attention_mask.to(device=device, dtype=torch.bool)
+        counts = real.sum(dim=1)
+        longest = int(counts.max()) if rows else 0
+        if longest > s.max_prompt:
+            raise ValueError(f"a prompt of {longest} tokens, but the generator was compiled "
+                             f"for at most max_prompt={s.max_prompt}")
+        if rows and int(counts.min()) == 0:
+            raise ValueError("a prompt with no real token (its attention_mask is all zero)")
+        ids = torch.full((s.batch, s.max_prompt), s.pad, dtype=torch.long, device=device)
+        mask = torch.zeros((s.batch, s.max_prompt), dtype=torch.long, device=device)
+        ids[rows:, -1] = s.pad
+        mask[rows:, -1] = 1
+        # Each real token's column: right-aligned in the order it came.
+        column = s.max_prompt - counts[:, None] + real.long().cumsum(dim=1) - 1
+        row = torch.arange(rows, device=device)[:, None].expand_as(column)
+        source = input_ids.to(device=device, dtype=torch.long)
+        ids[row[real], column[real]] = source[real]
+        mask[row[real], column[real]] = 1
+        return ids, mask

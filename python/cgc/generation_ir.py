@@ -1,0 +1,234 @@
+"""The generation loop as one IR graph (docs/generation.md): the prompt's
+forward pass, then a `while` whose body runs one decoding step for the
+whole batch, so that N tokens take one graph launch and stopping is
+decided on the device. Needs neither torch nor transformers: it composes
+the IR of the two exported steps (torch/generation.py).
+
+The graph takes input_ids and attention_mask [B, P] (prompts padded on
+the left, as transformers pads a batch for generation) and returns
+tokens [B, N] (pad_token_id after a sequence's end), lengths [B] (tokens
+up to and including the end) and steps [] (columns generated). The KV
+caches [B, heads, P + N, head dim] are values of the graph, carried by
+the loop: the context's arena holds them, so contexts generate
+concurrently over one engine's weights.
+
+Positions follow transformers' generate: a prompt token's position is the
+count of real tokens before it, a pad's is 1; the k-th generated token of
+a sequence with L real prompt tokens sits at position L + k and in cache
+slot P + k; the mask shows a step the real prompt tokens and the
+generated ones so far. Logits are processed in f32 in transformers'
+order (repetition penalty, the end held back before min_new_tokens,
+temperature, top-k, top-p), then the argmax (greedy) or a draw from
+cgc's Philox stream (sampling)."""
+from .ir_builder import IRBuilder
+
+
+class Settings:
+    """What a generation does, read from a transformers GenerationConfig
+    and compile_generate's arguments (generate.py checks them)."""
+
+    def __init__(self, *, batch, max_prompt, max_new_tokens, vocab, eos, pad,
+                 min_new_tokens=0, repetition_penalty=1.0):
+        self.batch, self.max_prompt, self.max_new = batch, max_prompt, max_new_tokens
+        self.vocab, self.eos, self.pad = vocab, list(eos), pad
+        self.min_new, self.penalty = min_new_tokens, repetition_penalty
+
+    @property
+    def cache_len(self):
+        return self.max_prompt + self.max_new
+
+
+class Builder(IRBuilder):
+    """IRBuilder with the few ops the loop spells often."""
+
+    def op(self, op, inputs, attrs=None, name=None):
+        return self.node(op, inputs, attrs, name)
+
+    def const(self, value, dtype, shape=()):
+        return self.op("constant", [], {"dtype": dtype, "shape": list(shape), "value": value},
+                       "c")
+
+    def fill(self, value, dtype, shape):
+        return self.op("fill", [], {"dtype": dtype, "shape": list(shape), "value": value}, "fill")
+
+    def reshape(self, x, shape):
+        return self.op("reshape", [x], {"shape": list(shape)})
+
+
+def user_inputs(step):
+    return [i for i in step["inputs"] if i.get("kind", "user_input") == "user_input"]
+
+
+def state_inputs(step):
+    return [i for i in step["inputs"] if i.get("kind", "user_input") != "user_input"]
+
+
+def inline(b, step, bound, prefix):
+    """Appends the nodes of the exported `step` to builder `b`, its inputs
+    read from `bound` ({step input name: value name in b}); returns the
+    value names of its outputs."""
+    names = dict(bound)
+
+    def rename(old):
+        names[old] = b.fresh(prefix + old)
+        return names[old]
+
+    for node in step["nodes"]:
+        if node.get("regions"):
+            raise ValueError(f"step node '{node['name']}' has regions")
+        copy = dict(node, inputs=[names[v] for v in node["inputs"]])
+        if "outputs" in node:
+            copy["outputs"] = [rename(v) for v in node["outputs"]]
+        copy["name"] = rename(node["name"])
+        b.nodes.append(copy)
+    return [names[o if isinstance(o, str) else o["value"]] for o in step["outputs"]]
+
+
+def is_end(b, token, s):
+    """bool [B]: the token is one of the end ids."""
+    hit = None
+    for e in s.eos:
+        eq = b.op("eq", [token, b.const(e, "i64")])
+        hit = eq if hit is None else b.op("logical_or", [hit, eq])
+    return hit if hit is not None else b.fill(0, "bool", [s.batch])
+
+
+def processed(b, logits, generated, seen, s):
+    """The scores [B, V] (f32) the next token is chosen from: the logits of
+    the last position after transformers' processors. `generated` (i64[])
+    counts the tokens generated before this one; `seen` (bool [B, V], or
+    None) marks the ids so far, for the repetition penalty."""
+    scores = b.reshape(logits, [s.batch, s.vocab])
+    scores = b.op("cast", [scores], {"dtype": "f32"})
+    if seen is not None:
+        p = b.const(float(s.penalty), "f32")
+        negative = b.op("lt", [scores, b.const(0.0, "f32")])
+        penalized = b.op("where", [negative, b.op("mul", [scores, p]),
+                                   b.op("div", [scores, p])])
+        scores = b.op("where", [seen, penalized, scores])
+    if s.min_new > 0 and s.eos:
+        early = b.op("lt", [generated, b.const(s.min_new, "i64")])
+        ends = [1 if v in s.eos else 0 for v in range(s.vocab)]
+        end_ids = b.const(ends, "bool", [s.vocab])
+        hold = b.op("logical_and", [end_ids, early])
+        scores = b.op("where", [hold, b.const("-inf", "f32"), scores])
+    return scores
+
+
+def chosen(b, scores, s):
+    """The next token of each sequence, i64 [B]."""
+    return b.op("argmax", [scores], {"axis": 1})
+
+
+def seen_after(b, seen, token, s):
+    hot = b.op("one_hot", [token], {"num_classes": s.vocab, "dtype": "bool"})
+    return b.op("logical_or", [seen, hot])
+
+
+def prompt_seen(b, input_ids, s):
+    """bool [B, V]: the ids in the prompt (pads included, as transformers'
+    repetition penalty reads the padded input_ids)."""
+    hot = b.op("one_hot", [input_ids], {"num_classes": s.vocab, "dtype": "i32"})
+    return b.op("gt", [b.op("max", [hot], {"axes": [1]}), b.const(0, "i32")])
+
+
+def generation_graph(prefill, decode, s, name="generate"):
+    """The IR dict of the generation graph over the two exported steps."""
+    b = Builder()
+    B, P, N, T = s.batch, s.max_prompt, s.max_new, s.cache_len
+    states = state_inputs(prefill)
+    kv_specs = user_inputs(prefill)[4:]
+    b.inputs = [{"name": "input_ids", "dtype": "i64", "shape": [B, P]},
+                {"name": "attention_mask", "dtype": "i64", "shape": [B, P]}] + \
+        [dict(i) for i in states]
+    b.names.update(i["name"] for i in b.inputs)
+    mask = "attention_mask"
+    full_mask = b.op("concat", [mask, b.fill(0, "i64", [B, N])], {"axis": 1})
+    positions = b.op("sub", [b.op("cumsum", [mask], {"axis": 1}), b.const(1, "i64")])
+    positions = b.op("where", [b.op("eq", [mask, b.const(0, "i64")]), b.const(1, "i64"),
+                               positions])
+    caches = [b.fill(0, k["dtype"], k["shape"]) for k in kv_specs]
+    bound = dict(zip([i["name"] for i in user_inputs(prefill)],
+                     ["input_ids", full_mask, positions,
+                      b.op("iota", [], {"dtype": "i64", "shape": [P], "axis": 0}), *caches]))
+    bound.update((i["name"], i["name"]) for i in states)
+    logits, *caches = inline(b, prefill, bound, "prefill.")
+    zero = b.const(0, "i64")
+    seen = prompt_seen(b, "input_ids", s) if s.penalty != 1.0 else None
+    token = chosen(b, processed(b, logits, zero, seen, s), s)
+    if seen is not None:
+        seen = seen_after(b, seen, token, s)
+    done = is_end(b, token, s)
+    tokens = b.op("index_copy", [b.fill(s.pad, "i64", [B, N]), b.const([0], "i64", [1]),
+                                 b.reshape(token, [B, 1])], {"axis": 1})
+    lengths = b.fill(1, "i64", [B])
+    real = b.op("sum", [mask], {"axes": [1]})
+    carried = [b.const(1, "i64"), token, done, tokens, lengths, *caches, real, mask] + \
+        ([seen] if seen is not None else []) + [i["name"] for i in states]
+    types = [("i64", []), ("i64", [B]), ("bool", [B]), ("i64", [B, N]), ("i64", [B])] + \
+        [(k["dtype"], k["shape"]) for k in kv_specs] + [("i64", [B]), ("i64", [B, P])] + \
+        ([("bool", [B, s.vocab])] if seen is not None else []) + \
+        [(i["dtype"], i["shape"]) for i in states]
+    names = ["step", "token", "done", "tokens", "lengths"] + \
+        [f"cache{k}" for k in range(len(kv_specs))] + ["real", "mask"] + \
+        (["seen"] if seen is not None else []) + [i["name"] for i in states]
+    regions = {"cond": condition(names, types, s),
+               "body": body(decode, names, types, len(kv_specs), states, s)}
+    results = [b.fresh("loop." + n) for n in names]
+    b.nodes.append({"name": b.fresh("loop"), "op": "while", "inputs": carried,
+                    "outputs": results, "attrs": {"max_iterations": max(N, 1)},
+                    "regions": regions})
+    outputs = [{"name": "tokens", "value": results[3]}, {"name": "lengths", "value": results[4]},
+               {"name": "steps", "value": results[0]}]
+    return {"format_version": 1, "name": name, "inputs": b.inputs, "nodes": b.nodes,
+            "outputs": outputs}
+
+
+def region_inputs(names, types):
+    return [{"name": n, "dtype": d, "shape": list(sh)} for n, (d, sh) in zip(names, types)]
+
+
+def condition(names, types, s):
+    """Some sequence not done and fewer than N columns generated."""
+    b = Builder()
+    b.inputs = region_inputs(names, types)
+    b.names.update(names)
+    room = b.op("lt", ["step", b.const(s.max_new, "i64")])
+    going = b.op("cast", [b.op("logical_not", ["done"])], {"dtype": "i32"})
+    some = b.op("gt", [b.op("max", [going], {"axes": [0]}), b.const(0, "i32")])
+    go = b.op("logical_and", [room, some], name="go")
+    return {"inputs": b.inputs, "nodes": b.nodes, "outputs": [go]}
+
+
+def body(decode, names, types, caches, states, s):
+    """One decoding step of the whole batch: the last token in, the next
+    one out, the caches updated in their slots."""
+    b = Builder()
+    b.inputs = region_inputs(names, types)
+    b.names.update(names)
+    B, P, N = s.batch, s.max_prompt, s.max_new
+    one = b.const(1, "i64")
+    before = b.op("sub", ["step", one])  # the fed token's index among the generated
+    slot = b.reshape(b.op("add", [before, b.const(P, "i64")]), [1])
+    shown = b.op("lt", [b.op("iota", [], {"dtype": "i64", "shape": [N], "axis": 0}), "step"])
+    shown = b.op("broadcast_to", [b.reshape(b.op("cast", [shown], {"dtype": "i64"}), [1, N])],
+                 {"shape": [B, N]})
+    mask = b.op("concat", ["mask", shown], {"axis": 1})
+    position = b.reshape(b.op("add", ["real", before]), [B, 1])
+    cache_names = [f"cache{k}" for k in range(caches)]
+    bound = dict(zip([i["name"] for i in user_inputs(decode)],
+                     [b.reshape("token", [B, 1]), mask, position, slot, *cache_names]))
+    bound.update((i["name"], i["name"]) for i in states)
+    logits, *new_caches = inline(b, decode, bound, "decode.")
+    seen = "seen" if "seen" in names else None
+    token = chosen(b, processed(b, logits, "step", seen, s), s)
+    token = b.op("where", ["done", b.const(s.pad, "i64"), token])
+    tokens = b.op("index_copy", ["tokens", b.reshape("step", [1]), b.reshape(token, [B, 1])],
+                  {"axis": 1})
+    going = b.op("cast", [b.op("logical_not", ["done"])], {"dtype": "i64"})
+    lengths = b.op("add", ["lengths", going])
+    done = b.op("logical_or", ["done", is_end(b, token, s)])
+    outputs = [b.op("add", ["step", one]), token, done, tokens, lengths, *new_caches,
+               "real", "mask"] + ([seen_after(b, seen, token, s)] if seen else []) + \
+        [i["name"] for i in states]
+    return {"inputs": b.inputs, "nodes": b.nodes, "outputs": outputs}
