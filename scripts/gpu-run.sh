@@ -159,6 +159,13 @@ PYTHONPATH=$PKG python3 "$HERE/test/python/train_gpu.py" --cgc "$BUILD/bin/cgc" 
 rc=$?
 grep -E '^(OK|FAIL|skipped|train_gpu)' "$RES/train.out"
 if [ $rc -ne 0 ] && { [ $rc -ne 77 ] || [ "$GPU_VISIBLE" -eq 1 ]; }; then status=1; fi
+# cgc.compile_generate against transformers' generate.
+echo "== cgc.compile_generate against transformers (test/python/generate_gpu.py)"
+PYTHONPATH=$PKG python3 "$HERE/test/python/generate_gpu.py" --cgc "$BUILD/bin/cgc" \
+  >"$RES/generate.out" 2>&1
+rc=$?
+grep -E '^(PASS|FAIL|skipped|generate:|  )' "$RES/generate.out" | cut -c1-300
+if [ $rc -ne 0 ] && { [ $rc -ne 77 ] || [ "$GPU_VISIBLE" -eq 1 ]; }; then status=1; fi
 # The README's example, pasted as is, with the installed wheel's driver.
 echo "== the README's PyTorch example (test/python/readme_example_gpu.py)"
 PYTHONPATH=$PKG python3 "$HERE/test/python/readme_example_gpu.py" "$HERE/README.md" 2>&1 | tail -5

@@ -5,10 +5,11 @@ import lit.formats
 config.name = "cgc"
 config.test_format = lit.formats.ShTest(execute_external=False)
 config.suffixes = [".json", ".test"]
-# export-fixtures and train-fixtures hold program records (JSON, not lit tests:
-# ctest export_fixtures and train_fixtures run them).
+# export-fixtures, train-fixtures and generate-fixtures hold program records
+# (JSON, not lit tests: ctest export_fixtures, train_fixtures and
+# generate_fixtures run them).
 config.excludes = ["Inputs", "CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py",
-                   "export-fixtures", "train-fixtures"]
+                   "export-fixtures", "train-fixtures", "generate-fixtures"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.cgc_obj_root, "test")
 

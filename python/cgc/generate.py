@@ -17,25 +17,31 @@ from .errors import RefusedError
 def settings_of(model, config, batch, max_prompt, max_new_tokens):
     """generation_ir.Settings from the model's GenerationConfig, `config`
     (a GenerationConfig or a dict of its fields) over it."""
-    from .generation_ir import Settings
     fields = model.generation_config.to_dict() if model.generation_config else {}
     if config is not None:
         fields.update(config if isinstance(config, dict) else config.to_dict())
+    vocab = model.get_output_embeddings().weight.shape[0]
+    return settings_from(fields, batch, max_prompt, max_new_tokens, vocab)
+
+
+def settings_from(fields, batch, max_prompt, max_new_tokens, vocab):
+    """generation_ir.Settings from a GenerationConfig's fields (a dict),
+    refusing what compile_generate does not run."""
+    from .generation_ir import Settings
     if fields.get("num_beams", 1) not in (None, 1):
         raise RefusedError("beam search (num_beams > 1): compile_generate runs greedy "
                            "decoding")
     if fields.get("do_sample"):
         raise RefusedError("sampling (do_sample=True) is not in compile_generate yet: it "
                            "decodes greedily")
-    for name in ("max_new_tokens", "max_prompt", "batch"):
-        value = locals()[name]
+    for name, value in (("max_new_tokens", max_new_tokens), ("max_prompt", max_prompt),
+                        ("batch", batch)):
         if not isinstance(value, int) or value < 1:
             raise ValueError(f"{name} must be a positive integer, got {value!r}")
     eos = fields.get("eos_token_id")
     eos = [] if eos is None else [eos] if isinstance(eos, int) else list(eos)
     pad = fields.get("pad_token_id")
     pad = pad if pad is not None else (eos[0] if eos else 0)
-    vocab = model.get_output_embeddings().weight.shape[0]
     penalty = float(fields.get("repetition_penalty") or 1.0)
     if penalty <= 0:
         raise ValueError(f"repetition_penalty must be positive, got {penalty}")
@@ -47,36 +53,47 @@ def settings_of(model, config, batch, max_prompt, max_new_tokens):
 
 def generation_program(model, s):
     """(IR dict, weights by IR input name) of the generation graph."""
-    from .generation_ir import generation_graph, state_inputs
-    from .torch.export import lower_ir
     from .torch.generation import capture_step, check_decoder
     check_decoder(model)
-    steps, weights = [], {}
-    for tokens in (s.max_prompt, 1):
-        record, given = capture_step(model, s.batch, tokens, s.cache_len)
+    steps = [capture_step(model, s.batch, tokens, s.cache_len)
+             for tokens in (s.max_prompt, 1)]
+    return program_of_records(steps, s, type(model).__name__)
+
+
+def program_of_records(steps, s, name):
+    """(IR dict, weights) of the generation graph over the (record,
+    weights) of the prompt's step and of one decoding step."""
+    from .generation_ir import generation_graph, state_inputs
+    from .torch.export import lower_ir
+    irs, weights = [], {}
+    for record, given in steps:
         ir, lowering = lower_ir(record, given)
-        steps.append(ir)
+        irs.append(ir)
         weights.update(lowering.weights)
-    prefill, decode = steps
+    prefill, decode = irs
     if [(i["name"], i["shape"]) for i in state_inputs(prefill)] != \
             [(i["name"], i["shape"]) for i in state_inputs(decode)]:
-        raise RefusedError(f"{type(model).__name__}'s prompt and decoding steps read different "
-                           "weights")
-    return generation_graph(prefill, decode, s, name=type(model).__name__), weights
+        raise RefusedError(f"{name}'s prompt and decoding steps read different weights")
+    return generation_graph(prefill, decode, s, name=name), weights
 
 
 def compile_generate(model, max_new_tokens, max_prompt, batch, *, generation_config=None,
-                     path=None, cgc=None, flags=()):
+                     output_scores=False, path=None, cgc=None, flags=()):
     """A Generator for `model` (a transformers decoder-only LM, in eval
     mode on a CUDA device): `tokens, lengths = gen(input_ids,
     attention_mask)` generates up to `max_new_tokens` tokens for up to
-    `batch` prompts of up to `max_prompt` tokens in one graph launch."""
+    `batch` prompts of up to `max_prompt` tokens in one graph launch.
+    `generation_config` (a transformers GenerationConfig or a dict) goes
+    over the model's; `output_scores`: the call returns each column's
+    processed logits too, as transformers' output_scores."""
     import json
     import shutil
     import tempfile
-    from .runtime import compile_file, load
+    from .errors import CgcError
+    from .runtime import _weights_beside, compile_file, load
     from .safetensors import write_safetensors
     s = settings_of(model, generation_config, batch, max_prompt, max_new_tokens)
+    s.output_scores = bool(output_scores)
     ir, weights = generation_program(model, s)
     work = tempfile.mkdtemp(prefix="cgc-generate-")
     try:
@@ -86,7 +103,16 @@ def compile_generate(model, max_new_tokens, max_prompt, batch, *, generation_con
             ir["weights_file"] = "generate.safetensors"
         with open(ir_path, "w") as f:
             json.dump(ir, f, allow_nan=False)
-        art = compile_file(ir_path, path or os.path.join(work, "generate.cgc"), flags, cgc)
+        art = path or os.path.join(work, "generate.cgc")
+        # Past what an artifact carries, the weights stay beside it.
+        moved = _weights_beside(ir_path, path) if path else None
+        try:
+            compile_file(ir_path, art, (*flags, "--weights-beside") if moved else flags, cgc)
+        except CgcError as e:
+            if moved:
+                os.remove(moved)
+            raise CgcError(str(e).replace(ir_path, f"{type(model).__name__} (generation)")) \
+                from None
         return Generator(load(art, next(model.parameters()).device.index), s)
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -97,16 +123,21 @@ class Generator:
 
     def __init__(self, artifact, settings):
         self.artifact, self.settings = artifact, settings
+        self.steps = None
 
     def __call__(self, input_ids, attention_mask=None):
         """(tokens [b, max_new_tokens], lengths [b]) for b <= batch prompts:
         tokens after each sequence's end are the pad id; lengths count the
-        tokens up to and including the end. Prompts may be padded on either
-        side (attention_mask marks the real tokens)."""
+        tokens up to and including the end (and, compiled with
+        output_scores, scores [b, max_new_tokens, vocab]). Prompts may be
+        padded on either side (attention_mask marks the real tokens);
+        `self.steps` then holds the columns generated, on the device."""
         ids, mask = self.packed(input_ids, attention_mask)
-        tokens, lengths, _ = self.artifact(ids, mask)
+        tokens, lengths, steps, *scores = self.artifact(ids, mask)
         rows = input_ids.shape[0]
-        return tokens[:rows].clone(), lengths[:rows].clone()
+        self.steps = steps.clone()  # columns generated (a device tensor: no sync)
+        out = (tokens[:rows].clone(), lengths[:rows].clone())
+        return out + (scores[0][:rows].clone(),) if scores else out
 
     def packed(self, input_ids, attention_mask):
         """The prompts as the graph takes them: [batch, max_prompt], each

@@ -7,7 +7,9 @@ the IR of the two exported steps (torch/generation.py).
 The graph takes input_ids and attention_mask [B, P] (prompts padded on
 the left, as transformers pads a batch for generation) and returns
 tokens [B, N] (pad_token_id after a sequence's end), lengths [B] (tokens
-up to and including the end) and steps [] (columns generated). The KV
+up to and including the end), steps [] (columns generated) and, with
+output_scores, scores [B, N, V] (f32: each column's processed logits,
+transformers' output_scores; columns past `steps` are 0). The KV
 caches [B, heads, P + N, head dim] are values of the graph, carried by
 the loop: the context's arena holds them, so contexts generate
 concurrently over one engine's weights.
@@ -28,10 +30,11 @@ class Settings:
     and compile_generate's arguments (generate.py checks them)."""
 
     def __init__(self, *, batch, max_prompt, max_new_tokens, vocab, eos, pad,
-                 min_new_tokens=0, repetition_penalty=1.0):
+                 min_new_tokens=0, repetition_penalty=1.0, output_scores=False):
         self.batch, self.max_prompt, self.max_new = batch, max_prompt, max_new_tokens
         self.vocab, self.eos, self.pad = vocab, list(eos), pad
         self.min_new, self.penalty = min_new_tokens, repetition_penalty
+        self.output_scores = output_scores
 
     @property
     def cache_len(self):
@@ -155,23 +158,30 @@ def generation_graph(prefill, decode, s, name="generate"):
     logits, *caches = inline(b, prefill, bound, "prefill.")
     zero = b.const(0, "i64")
     seen = prompt_seen(b, "input_ids", s) if s.penalty != 1.0 else None
-    token = chosen(b, processed(b, logits, zero, seen, s), s)
+    scores = processed(b, logits, zero, seen, s)
+    token = chosen(b, scores, s)
     if seen is not None:
         seen = seen_after(b, seen, token, s)
+    if s.output_scores:
+        scores = b.op("index_copy", [b.fill(0, "f32", [B, N, s.vocab]), b.const([0], "i64", [1]),
+                                     b.reshape(scores, [B, 1, s.vocab])], {"axis": 1})
     done = is_end(b, token, s)
     tokens = b.op("index_copy", [b.fill(s.pad, "i64", [B, N]), b.const([0], "i64", [1]),
                                  b.reshape(token, [B, 1])], {"axis": 1})
     lengths = b.fill(1, "i64", [B])
     real = b.op("sum", [mask], {"axes": [1]})
     carried = [b.const(1, "i64"), token, done, tokens, lengths, *caches, real, mask] + \
-        ([seen] if seen is not None else []) + [i["name"] for i in states]
+        ([seen] if seen is not None else []) + ([scores] if s.output_scores else []) + \
+        [i["name"] for i in states]
     types = [("i64", []), ("i64", [B]), ("bool", [B]), ("i64", [B, N]), ("i64", [B])] + \
         [(k["dtype"], k["shape"]) for k in kv_specs] + [("i64", [B]), ("i64", [B, P])] + \
         ([("bool", [B, s.vocab])] if seen is not None else []) + \
+        ([("f32", [B, N, s.vocab])] if s.output_scores else []) + \
         [(i["dtype"], i["shape"]) for i in states]
     names = ["step", "token", "done", "tokens", "lengths"] + \
         [f"cache{k}" for k in range(len(kv_specs))] + ["real", "mask"] + \
-        (["seen"] if seen is not None else []) + [i["name"] for i in states]
+        (["seen"] if seen is not None else []) + (["scores"] if s.output_scores else []) + \
+        [i["name"] for i in states]
     regions = {"cond": condition(names, types, s),
                "body": body(decode, names, types, len(kv_specs), states, s)}
     results = [b.fresh("loop." + n) for n in names]
@@ -180,6 +190,8 @@ def generation_graph(prefill, decode, s, name="generate"):
                     "regions": regions})
     outputs = [{"name": "tokens", "value": results[3]}, {"name": "lengths", "value": results[4]},
                {"name": "steps", "value": results[0]}]
+    if s.output_scores:
+        outputs.append({"name": "scores", "value": results[names.index("scores")]})
     return {"format_version": 1, "name": name, "inputs": b.inputs, "nodes": b.nodes,
             "outputs": outputs}
 
@@ -221,7 +233,8 @@ def body(decode, names, types, caches, states, s):
     bound.update((i["name"], i["name"]) for i in states)
     logits, *new_caches = inline(b, decode, bound, "decode.")
     seen = "seen" if "seen" in names else None
-    token = chosen(b, processed(b, logits, "step", seen, s), s)
+    scores = processed(b, logits, "step", seen, s)
+    token = chosen(b, scores, s)
     token = b.op("where", ["done", b.const(s.pad, "i64"), token])
     tokens = b.op("index_copy", ["tokens", b.reshape("step", [1]), b.reshape(token, [B, 1])],
                   {"axis": 1})
@@ -230,5 +243,7 @@ def body(decode, names, types, caches, states, s):
     done = b.op("logical_or", ["done", is_end(b, token, s)])
     outputs = [b.op("add", ["step", one]), token, done, tokens, lengths, *new_caches,
                "real", "mask"] + ([seen_after(b, seen, token, s)] if seen else []) + \
-        [i["name"] for i in states]
+        ([b.op("index_copy", ["scores", b.reshape("step", [1]),
+                              b.reshape(scores, [B, 1, s.vocab])], {"axis": 1})]
+         if s.output_scores else []) + [i["name"] for i in states]
     return {"inputs": b.inputs, "nodes": b.nodes, "outputs": outputs}

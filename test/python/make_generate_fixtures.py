@@ -1,0 +1,92 @@
+#!/usr/bin/env python3
+"""Writes generate-fixtures/: for small random decoders (Llama with
+grouped-query heads, GPT-2), the program records of their prompt and
+decoding steps (cgc.torch.generation.capture_step), their weights, a
+left- and right-padded batch of prompts, the generation settings and
+transformers' greedy generate (tokens and scores, f32 on the CPU), for
+generate_fixtures_test.py, which runs without PyTorch. Needs torch and
+transformers; rerun it when the records' format changes.
+
+Usage: PYTHONPATH=python make_generate_fixtures.py [OUT_DIR]
+"""
+import json
+import os
+import sys
+
+import torch
+from transformers import GPT2Config, LlamaConfig, AutoModelForCausalLM
+
+from cgc.safetensors import write_safetensors
+from cgc.torch.generation import capture_step
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+BATCH, PROMPT, NEW = 3, 7, 6
+
+
+def models():
+    return {
+        "llama_gqa": (LlamaConfig(hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                                  num_attention_heads=4, num_key_value_heads=2, vocab_size=64,
+                                  max_position_embeddings=64),
+                      {"eos_token_id": [33, 47], "min_new_tokens": 2, "repetition_penalty": 1.3}),
+        "gpt2": (GPT2Config(n_layer=2, n_embd=32, n_head=2, n_positions=64, vocab_size=64),
+                 {"eos_token_id": [18, 63]}),
+    }
+
+
+def prompts(vocab):
+    g = torch.Generator().manual_seed(3)
+    ids = torch.randint(1, vocab, (BATCH, PROMPT), generator=g)
+    mask = torch.ones(BATCH, PROMPT, dtype=torch.long)
+    mask[0, :3] = 0   # left-padded
+    mask[2, 5:] = 0   # right-padded
+    return ids, mask
+
+
+def left_aligned(ids, mask):
+    out_ids, out_mask = torch.zeros_like(ids), torch.zeros_like(mask)
+    for r in range(ids.shape[0]):
+        real = ids[r][mask[r].bool()]
+        out_ids[r, ids.shape[1] - real.numel():] = real
+        out_mask[r, ids.shape[1] - real.numel():] = 1
+    return out_ids, out_mask
+
+
+def write_fixture(name, config, generation, folder):
+    torch.manual_seed(0)
+    model = AutoModelForCausalLM.from_config(config).eval().requires_grad_(False)
+    model.generation_config.pad_token_id = 0
+    os.makedirs(folder, exist_ok=True)
+    weights = {}
+    for tokens, step in ((PROMPT, "prefill"), (1, "decode")):
+        record, given = capture_step(model, BATCH, tokens, PROMPT + NEW)
+        with open(os.path.join(folder, f"{step}.json"), "w") as f:
+            json.dump(record, f, indent=1)
+        weights.update(given)
+    write_safetensors(os.path.join(folder, "weights.safetensors"),
+                      {k: v for k, v in weights.items()})
+    ids, mask = prompts(config.vocab_size)
+    left_ids, left_mask = left_aligned(ids, mask)
+    out = model.generate(input_ids=left_ids, attention_mask=left_mask, max_new_tokens=NEW,
+                         do_sample=False, output_scores=True, return_dict_in_generate=True,
+                         pad_token_id=0, **generation)
+    tokens = out.sequences[:, PROMPT:]
+    scores = torch.stack(out.scores, dim=1)
+    write_safetensors(os.path.join(folder, "expected.safetensors"),
+                      {"input_ids": ids.numpy(), "attention_mask": mask.numpy(),
+                       "tokens": tokens.numpy(), "scores": scores.numpy()})
+    with open(os.path.join(folder, "settings.json"), "w") as f:
+        json.dump({"batch": BATCH, "max_prompt": PROMPT, "max_new_tokens": NEW,
+                   "vocab": config.vocab_size, "generation": generation}, f, indent=1)
+
+
+def main():
+    out = sys.argv[1] if len(sys.argv) > 1 else os.path.join(HERE, "generate-fixtures")
+    for name, (config, generation) in models().items():
+        write_fixture(name, config, generation, os.path.join(out, name))
+        print(f"wrote {name}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
