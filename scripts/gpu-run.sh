@@ -161,7 +161,7 @@ grep -E '^(OK|FAIL|skipped|train_gpu)' "$RES/train.out"
 if [ $rc -ne 0 ] && { [ $rc -ne 77 ] || [ "$GPU_VISIBLE" -eq 1 ]; }; then status=1; fi
 # cgc.compile_generate against transformers' generate.
 echo "== cgc.compile_generate against transformers (test/python/generate_gpu.py)"
-PYTHONPATH=$PKG python3 "$HERE/test/python/generate_gpu.py" --cgc "$BUILD/bin/cgc" \
+PYTHONPATH=$PKG PYTHONWARNINGS=ignore python3 "$HERE/test/python/generate_gpu.py" --cgc "$BUILD/bin/cgc" \
   >"$RES/generate.out" 2>&1
 rc=$?
 grep -E '^(PASS|FAIL|skipped|generate:|  )' "$RES/generate.out" | cut -c1-300
