@@ -31,9 +31,19 @@ def settings_from(fields, batch, max_prompt, max_new_tokens, vocab):
     if fields.get("num_beams", 1) not in (None, 1):
         raise RefusedError("beam search (num_beams > 1): compile_generate runs greedy "
                            "decoding")
-    if fields.get("do_sample"):
-        raise RefusedError("sampling (do_sample=True) is not in compile_generate yet: it "
-                           "decodes greedily")
+    sample = bool(fields.get("do_sample"))
+    if sample:
+        for name, off in (("top_k", (None, 0)), ("top_p", (None, 1.0)),
+                          ("typical_p", (None, 1.0)), ("min_p", (None,)),
+                          ("epsilon_cutoff", (None, 0.0)), ("eta_cutoff", (None, 0.0))):
+            if fields.get(name) not in off:
+                raise RefusedError(f"sampling with {name}={fields[name]!r}: compile_generate "
+                                   f"samples with a temperature only yet (pass {name}="
+                                   f"{off[-1]!r}; top_k=50 is GenerationConfig's default)")
+    temperature = fields.get("temperature")
+    temperature = 1.0 if not sample or temperature is None else float(temperature)
+    if temperature <= 0:
+        raise ValueError(f"temperature must be positive, got {temperature}")
     for name, value in (("max_new_tokens", max_new_tokens), ("max_prompt", max_prompt),
                         ("batch", batch)):
         if not isinstance(value, int) or value < 1:
@@ -48,7 +58,7 @@ def settings_from(fields, batch, max_prompt, max_new_tokens, vocab):
     return Settings(batch=batch, max_prompt=max_prompt, max_new_tokens=max_new_tokens,
                     vocab=vocab, eos=eos, pad=pad,
                     min_new_tokens=int(fields.get("min_new_tokens") or 0),
-                    repetition_penalty=penalty)
+                    repetition_penalty=penalty, do_sample=sample, temperature=temperature)
 
 
 def generation_program(model, s):
@@ -125,19 +135,32 @@ class Generator:
         self.artifact, self.settings = artifact, settings
         self.steps = None
 
-    def __call__(self, input_ids, attention_mask=None):
+    def __call__(self, input_ids, attention_mask=None, seed=None):
         """(tokens [b, max_new_tokens], lengths [b]) for b <= batch prompts:
         tokens after each sequence's end are the pad id; lengths count the
         tokens up to and including the end (and, compiled with
         output_scores, scores [b, max_new_tokens, vocab]). Prompts may be
         padded on either side (attention_mask marks the real tokens);
-        `self.steps` then holds the columns generated, on the device."""
+        `self.steps` then holds the columns generated, on the device.
+        Sampling draws from cgc's Philox stream at `seed` (the same seed,
+        the same tokens; None: a seed from torch's CPU generator, so
+        torch.manual_seed makes runs repeat)."""
         ids, mask = self.packed(input_ids, attention_mask)
-        tokens, lengths, steps, *scores = self.artifact(ids, mask)
+        args = (ids, mask) + ((self.stream(seed),) if self.settings.do_sample else ())
+        tokens, lengths, steps, *scores = self.artifact(*args)
         rows = input_ids.shape[0]
         self.steps = steps.clone()  # columns generated (a device tensor: no sync)
         out = (tokens[:rows].clone(), lengths[:rows].clone())
         return out + (scores[0][:rows].clone(),) if scores else out
+
+    def stream(self, seed):
+        """The graph's rng input {seed, 0}."""
+        import torch
+        if seed is None:
+            seed = int(torch.randint(0, 2 ** 62, (1,)))
+        if not isinstance(seed, int) or not 0 <= seed < 2 ** 63:
+            raise ValueError(f"seed must be an integer in [0, 2^63), got {seed!r}")
+        return torch.tensor([seed, 0], dtype=torch.long, device=self.artifact.device)
 
     def packed(self, input_ids, attention_mask):
         """The prompts as the graph takes them: [batch, max_prompt], each

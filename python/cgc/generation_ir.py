@@ -20,8 +20,10 @@ a sequence with L real prompt tokens sits at position L + k and in cache
 slot P + k; the mask shows a step the real prompt tokens and the
 generated ones so far. Logits are processed in f32 in transformers'
 order (repetition penalty, the end held back before min_new_tokens,
-temperature, top-k, top-p), then the argmax (greedy) or a draw from
-cgc's Philox stream (sampling)."""
+temperature when sampling), then the argmax (greedy) or, sampling, a draw
+from softmax by one uniform number per row and token from cgc's Philox
+stream (graph input rng = {seed, offset}; each step moves the offset on
+by rng_stride). Top-k and top-p are not written yet."""
 from .ir_builder import IRBuilder
 
 
@@ -30,10 +32,12 @@ class Settings:
     and compile_generate's arguments (generate.py checks them)."""
 
     def __init__(self, *, batch, max_prompt, max_new_tokens, vocab, eos, pad,
-                 min_new_tokens=0, repetition_penalty=1.0, output_scores=False):
+                 min_new_tokens=0, repetition_penalty=1.0, do_sample=False, temperature=1.0,
+                 output_scores=False):
         self.batch, self.max_prompt, self.max_new = batch, max_prompt, max_new_tokens
         self.vocab, self.eos, self.pad = vocab, list(eos), pad
         self.min_new, self.penalty = min_new_tokens, repetition_penalty
+        self.do_sample, self.temperature = do_sample, temperature
         self.output_scores = output_scores
 
     @property
@@ -115,12 +119,52 @@ def processed(b, logits, generated, seen, s):
         end_ids = b.const(ends, "bool", [s.vocab])
         hold = b.op("logical_and", [end_ids, early])
         scores = b.op("where", [hold, b.const("-inf", "f32"), scores])
+    if s.do_sample and s.temperature != 1.0:
+        scores = b.op("div", [scores, b.const(float(s.temperature), "f32")])
     return scores
 
 
-def chosen(b, scores, s):
-    """The next token of each sequence, i64 [B]."""
+# A draw's uniform number: UNIFORM_BITS fair bits, each a dropout(p = 0.5)
+# of a one (2 where kept, else 0) on its own stretch of the Philox stream:
+# u = sum_k bit_k 2^-(k+1), exact in f32. A row draws one u per token.
+UNIFORM_BITS = 24
+
+
+def uniform(b, rng, s):
+    """f32 [B] uniform in [0, 1) from the stream at `rng` ({seed, offset}),
+    reading UNIFORM_BITS * B numbers from its offset on."""
+    ones = b.fill(1.0, "f32", [s.batch])
+    u = None
+    for k in range(UNIFORM_BITS):
+        kept = b.op("dropout", [ones, rng], {"p": 0.5, "offset": k * s.batch})
+        bit = b.op("mul", [kept, b.const(2.0 ** -(k + 2), "f32")])
+        u = bit if u is None else b.op("add", [u, bit])
+    return u
+
+
+def drawn(b, scores, rng, s):
+    """A token per row drawn from softmax(scores) by the inverse of its
+    distribution function: the first id whose cumulative probability passes
+    u times the row's total (an id of probability 0 is never drawn)."""
+    probs = b.op("softmax", [scores], {"axis": 1})
+    cdf = b.op("cumsum", [probs], {"axis": 1})
+    total = b.op("slice", [cdf], {"starts": [s.vocab - 1], "ends": [s.vocab], "axes": [1]})
+    threshold = b.op("mul", [b.reshape(uniform(b, rng, s), [s.batch, 1]), total])
+    below = b.op("cast", [b.op("le", [cdf, threshold])], {"dtype": "i64"})
+    count = b.op("sum", [below], {"axes": [1]})
+    return b.op("minimum", [count, b.const(s.vocab - 1, "i64")])
+
+
+def chosen(b, scores, rng, s):
+    """The next token of each sequence, i64 [B]: the argmax, or a draw."""
+    if s.do_sample:
+        return drawn(b, scores, rng, s)
     return b.op("argmax", [scores], {"axis": 1})
+
+
+def rng_stride(s):
+    """How far a step moves the stream: past the numbers its draw read."""
+    return UNIFORM_BITS * s.batch
 
 
 def seen_after(b, seen, token, s):
@@ -143,6 +187,7 @@ def generation_graph(prefill, decode, s, name="generate"):
     kv_specs = user_inputs(prefill)[4:]
     b.inputs = [{"name": "input_ids", "dtype": "i64", "shape": [B, P]},
                 {"name": "attention_mask", "dtype": "i64", "shape": [B, P]}] + \
+        ([{"name": "rng", "dtype": "i64", "shape": [2]}] if s.do_sample else []) + \
         [dict(i) for i in states]
     b.names.update(i["name"] for i in b.inputs)
     mask = "attention_mask"
@@ -159,7 +204,7 @@ def generation_graph(prefill, decode, s, name="generate"):
     zero = b.const(0, "i64")
     seen = prompt_seen(b, "input_ids", s) if s.penalty != 1.0 else None
     scores = processed(b, logits, zero, seen, s)
-    token = chosen(b, scores, s)
+    token = chosen(b, scores, "rng", s)
     if seen is not None:
         seen = seen_after(b, seen, token, s)
     if s.output_scores:
@@ -170,18 +215,19 @@ def generation_graph(prefill, decode, s, name="generate"):
                                  b.reshape(token, [B, 1])], {"axis": 1})
     lengths = b.fill(1, "i64", [B])
     real = b.op("sum", [mask], {"axes": [1]})
+    stride = b.const([0, rng_stride(s)], "i64", [2])
     carried = [b.const(1, "i64"), token, done, tokens, lengths, *caches, real, mask] + \
         ([seen] if seen is not None else []) + ([scores] if s.output_scores else []) + \
-        [i["name"] for i in states]
+        ([b.op("add", ["rng", stride])] if s.do_sample else []) + [i["name"] for i in states]
     types = [("i64", []), ("i64", [B]), ("bool", [B]), ("i64", [B, N]), ("i64", [B])] + \
         [(k["dtype"], k["shape"]) for k in kv_specs] + [("i64", [B]), ("i64", [B, P])] + \
         ([("bool", [B, s.vocab])] if seen is not None else []) + \
         ([("f32", [B, N, s.vocab])] if s.output_scores else []) + \
-        [(i["dtype"], i["shape"]) for i in states]
+        ([("i64", [2])] if s.do_sample else []) + [(i["dtype"], i["shape"]) for i in states]
     names = ["step", "token", "done", "tokens", "lengths"] + \
         [f"cache{k}" for k in range(len(kv_specs))] + ["real", "mask"] + \
         (["seen"] if seen is not None else []) + (["scores"] if s.output_scores else []) + \
-        [i["name"] for i in states]
+        (["rng"] if s.do_sample else []) + [i["name"] for i in states]
     regions = {"cond": condition(names, types, s),
                "body": body(decode, names, types, len(kv_specs), states, s)}
     results = [b.fresh("loop." + n) for n in names]
@@ -234,7 +280,7 @@ def body(decode, names, types, caches, states, s):
     logits, *new_caches = inline(b, decode, bound, "decode.")
     seen = "seen" if "seen" in names else None
     scores = processed(b, logits, "step", seen, s)
-    token = chosen(b, scores, s)
+    token = chosen(b, scores, "rng", s)
     token = b.op("where", ["done", b.const(s.pad, "i64"), token])
     tokens = b.op("index_copy", ["tokens", b.reshape("step", [1]), b.reshape(token, [B, 1])],
                   {"axis": 1})
@@ -245,5 +291,7 @@ def body(decode, names, types, caches, states, s):
                "real", "mask"] + ([seen_after(b, seen, token, s)] if seen else []) + \
         ([b.op("index_copy", ["scores", b.reshape("step", [1]),
                               b.reshape(scores, [B, 1, s.vocab])], {"axis": 1})]
-         if s.output_scores else []) + [i["name"] for i in states]
+         if s.output_scores else []) + \
+        ([b.op("add", ["rng", b.const([0, rng_stride(s)], "i64", [2])])] if s.do_sample else []) + \
+        [i["name"] for i in states]
     return {"inputs": b.inputs, "nodes": b.nodes, "outputs": outputs}

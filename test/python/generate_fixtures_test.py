@@ -6,8 +6,16 @@ output_scores), run in the reference interpreter (`cgc-opt --interpret`)
 on the fixture's prompts (padded on the left and on the right), and must
 give transformers' greedy tokens exactly, its scores within
 |cgc - hf| <= 1e-4 + 1e-4 |hf| (-inf where transformers' are), and the
-lengths up to each sequence's end. A refusal check: sampling is refused
-by name.
+lengths up to each sequence's end.
+
+Sampling (temperature 0.7) over the same records: the first column's
+scores are transformers' greedy ones over 0.7; every token is the one
+the draw rule gives for cgc's own scores of its column and the uniform
+number the Philox stream holds for its row and step (computed here by an
+independent Philox, test/golden/golden_numerics.py); an end token is
+never drawn before min_new_tokens; the same seed gives the same tokens
+and another seed others. Refusal checks: top-k sampling and beam search
+are refused by name.
 
 Usage: PYTHONPATH=python generate_fixtures_test.py --cgc-opt PATH [--fixtures DIR]
 """
@@ -22,9 +30,12 @@ import numpy as np
 
 from cgc.errors import RefusedError
 from cgc.generate import program_of_records, settings_from
+from cgc.generation_ir import UNIFORM_BITS, rng_stride
 from cgc.safetensors import read_safetensors, write_safetensors
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, os.pardir, "golden"))
+from golden_numerics import philox_uniform  # noqa: E402
 ATOL = RTOL = 1e-4
 
 
@@ -46,38 +57,51 @@ def expected_lengths(tokens, eos, new):
     return np.array(lengths)
 
 
-def check(name, folder, cgc_opt, work):
-    with open(os.path.join(folder, "settings.json")) as f:
-        spec = json.load(f)
+def compose(folder, spec, fields, work, tag):
+    """(settings, IR path) of the generation graph over the fixture's
+    records, with output_scores."""
     records = []
     weights = read_safetensors(os.path.join(folder, "weights.safetensors"))
     for step in ("prefill", "decode"):
         with open(os.path.join(folder, f"{step}.json")) as f:
             records.append((json.load(f), weights))
-    fields = dict(spec["generation"], pad_token_id=0)
-    s = settings_from(fields, spec["batch"], spec["max_prompt"], spec["max_new_tokens"],
-                      spec["vocab"])
+    s = settings_from(dict(fields, pad_token_id=0), spec["batch"], spec["max_prompt"],
+                      spec["max_new_tokens"], spec["vocab"])
     s.output_scores = True
-    ir, ir_weights = program_of_records(records, s, name)
-    out = os.path.join(work, name)
+    ir, ir_weights = program_of_records(records, s, tag)
+    out = os.path.join(work, tag)
     os.makedirs(out, exist_ok=True)
     write_safetensors(os.path.join(out, "g.safetensors"), ir_weights)
     ir["weights_file"] = "g.safetensors"
     ir_path = os.path.join(out, "g.json")
     with open(ir_path, "w") as f:
         json.dump(ir, f)
-    want = read_safetensors(os.path.join(folder, "expected.safetensors"))
-    ids, mask = right_aligned(want["input_ids"], want["attention_mask"], s.pad)
-    write_safetensors(os.path.join(out, "in.safetensors"), {"input_ids": ids,
-                                                            "attention_mask": mask})
+    return s, ir_path
+
+
+def interpret(cgc_opt, ir_path, feed, tag):
+    """The interpreter's outputs on `feed`, or None (printed) on a failure."""
+    folder = os.path.dirname(ir_path)
+    write_safetensors(os.path.join(folder, f"in-{tag}.safetensors"), feed)
     r = subprocess.run([cgc_opt, ir_path, "--interpret", "--inputs",
-                        os.path.join(out, "in.safetensors"), "--outputs",
-                        os.path.join(out, "out.safetensors"), "--overwrite"],
+                        os.path.join(folder, f"in-{tag}.safetensors"), "--outputs",
+                        os.path.join(folder, f"out-{tag}.safetensors"), "--overwrite"],
                        capture_output=True, text=True)
     if r.returncode:
-        print(f"{name}: the interpreter failed: {r.stderr.strip()[-2000:]}")
+        print(f"{tag}: the interpreter failed: {r.stderr.strip()[-2000:]}")
+        return None
+    return read_safetensors(os.path.join(folder, f"out-{tag}.safetensors"))
+
+
+def check(name, folder, cgc_opt, work):
+    with open(os.path.join(folder, "settings.json")) as f:
+        spec = json.load(f)
+    s, ir_path = compose(folder, spec, spec["generation"], work, name)
+    want = read_safetensors(os.path.join(folder, "expected.safetensors"))
+    ids, mask = right_aligned(want["input_ids"], want["attention_mask"], s.pad)
+    got = interpret(cgc_opt, ir_path, {"input_ids": ids, "attention_mask": mask}, name)
+    if got is None:
         return False
-    got = read_safetensors(os.path.join(out, "out.safetensors"))
     columns = want["tokens"].shape[1]  # transformers stops when every row has ended
     ok = True
     if not np.array_equal(got["tokens"][:, :columns], want["tokens"]) or \
@@ -103,6 +127,82 @@ def check(name, folder, cgc_opt, work):
     return ok
 
 
+TEMPERATURE = 0.7
+
+
+def uniforms(seed, s, steps):
+    """u [steps, B] of the graph's draws: step t's bit k of row r is the
+    Philox number at offset t * rng_stride + k * B, element r, >= 0.5."""
+    u = np.zeros((steps, s.batch))
+    for t in range(steps):
+        for k in range(UNIFORM_BITS):
+            offset = t * rng_stride(s) + k * s.batch
+            u[t] += (philox_uniform(seed, offset, np.arange(s.batch)) >= 0.5) * 2.0 ** -(k + 1)
+    return u
+
+
+def drawn(scores, u):
+    """The draw rule (generation_ir.drawn): the first id whose cumulative
+    probability passes u times the total."""
+    finite = np.isfinite(scores)
+    e = np.where(finite, np.exp(scores - scores[finite].max()), 0.0)
+    cdf = np.cumsum(e / e.sum())
+    return min(int(np.sum(cdf <= u * cdf[-1])), scores.size - 1)
+
+
+def check_sampling(name, folder, cgc_opt, work):
+    """Temperature sampling over the fixture's records (see the module's
+    docstring)."""
+    with open(os.path.join(folder, "settings.json")) as f:
+        spec = json.load(f)
+    fields = dict(spec["generation"], do_sample=True, temperature=TEMPERATURE, top_k=0)
+    s, ir_path = compose(folder, spec, fields, work, name + "_sample")
+    want = read_safetensors(os.path.join(folder, "expected.safetensors"))
+    ids, mask = right_aligned(want["input_ids"], want["attention_mask"], s.pad)
+    runs = {}
+    for seed in (5, 5, 6):
+        feed = {"input_ids": ids, "attention_mask": mask, "rng": np.array([seed, 0])}
+        runs.setdefault(seed, []).append(interpret(cgc_opt, ir_path, feed, f"{name}_{seed}"))
+    if any(r is None for rs in runs.values() for r in rs):
+        return False
+    ok = True
+    first, again = runs[5]
+    if not np.array_equal(first["tokens"], again["tokens"]):
+        print(f"{name} sampling: seed 5 gave {first['tokens'].tolist()}, then "
+              f"{again['tokens'].tolist()}")
+        ok = False
+    if np.array_equal(first["tokens"], runs[6][0]["tokens"]):
+        print(f"{name} sampling: seeds 5 and 6 gave the same tokens")
+        ok = False
+    theirs = want["scores"][:, 0].astype(np.float64) / TEMPERATURE
+    ours = first["scores"][:, 0].astype(np.float64)
+    finite = np.isfinite(theirs)
+    with np.errstate(invalid="ignore"):
+        off = np.abs(ours - theirs)
+    if not np.array_equal(finite, np.isfinite(ours)) or \
+            np.any(off[finite] > 1e-4 + 1e-4 * np.abs(theirs[finite])):
+        print(f"{name} sampling: the first column's scores are not transformers' / {TEMPERATURE}")
+        ok = False
+    steps, done = int(first["steps"]), np.zeros(s.batch, dtype=bool)
+    u = uniforms(5, s, steps)
+    for c in range(steps):
+        for r in range(s.batch):
+            token = int(first["tokens"][r, c])
+            expected = s.pad if done[r] else drawn(first["scores"][r, c].astype(np.float64),
+                                                   u[c, r])
+            if token != expected:
+                print(f"{name} sampling: row {r} column {c}: token {token}, the draw rule "
+                      f"gives {expected}")
+                ok = False
+            if c < s.min_new and token in s.eos and not done[r]:
+                print(f"{name} sampling: row {r} drew an end token at column {c}")
+                ok = False
+            done[r] |= token in s.eos
+    print(f"{name} sampling: {'ok' if ok else 'FAILED'}: {steps} columns, "
+          f"tokens {first['tokens'].tolist()}")
+    return ok
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--cgc-opt", required=True)
@@ -112,12 +212,19 @@ def main():
     with tempfile.TemporaryDirectory(prefix="cgc-generate-fixtures-") as work:
         for name in sorted(os.listdir(args.fixtures)):
             ok &= check(name, os.path.join(args.fixtures, name), args.cgc_opt, work)
-    try:
-        settings_from({"do_sample": True}, 1, 4, 4, 10)
-        print("sampling was not refused")
-        ok = False
-    except RefusedError as e:
-        ok &= "sampling" in str(e)
+        ok &= check_sampling("llama_gqa", os.path.join(args.fixtures, "llama_gqa"),
+                             args.cgc_opt, work)
+    for fields, word in (({"do_sample": True, "top_k": 50}, "top_k=50"),
+                         ({"do_sample": True, "top_k": 0, "top_p": 0.9}, "top_p=0.9"),
+                         ({"num_beams": 4}, "beam search")):
+        try:
+            settings_from(fields, 1, 4, 4, 10)
+            print(f"{fields} was not refused")
+            ok = False
+        except RefusedError as e:
+            if word not in str(e):
+                print(f"{fields}: refused without naming {word}: {e}")
+                ok = False
     print(f"generate_fixtures: {'all passed' if ok else 'FAILED'}")
     return 0 if ok else 1
 

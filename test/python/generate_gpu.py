@@ -13,6 +13,10 @@ equal transformers' within SCORE_TOL at every compared column. Then
 stopping: with an end token that one sequence emits early, that
 sequence pads after it and the others go on; with an end every
 sequence emits, the loop ends early (the steps output says so).
+Sampling (temperature 0.8, batch 4): the same seed gives the same
+tokens, another seed others, and every token is the one the draw rule
+gives for cgc's scores of its column and the Philox stream's uniform
+number (generate_fixtures_test.py's independent Philox).
 
     generate_gpu.py --cgc build/tools/cgc [--only llama]
 """
@@ -132,6 +136,32 @@ def check_family(name, config, cgc_tool):
         if (lengths != new).any():
             failures.append(f"{tag}: lengths {lengths.tolist()}, expected all {new}")
     failures += check_stopping(name, model, cgc_tool, vocab)
+    failures += check_sampling(name, model, cgc_tool, vocab)
+    return failures
+
+
+def check_sampling(name, model, cgc_tool, vocab):
+    import cgc
+    import numpy as np
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from generate_fixtures_test import drawn, uniforms
+    gen = cgc.compile_generate(model, 16, 12, 4, output_scores=True, cgc=cgc_tool,
+                               generation_config={"do_sample": True, "temperature": 0.8,
+                                                  "top_k": 0})
+    ids, mask = prompts(4, 12, vocab, True)
+    runs = [gen(ids, mask, seed=seed) for seed in (5, 5, 6)]
+    failures = []
+    if not (runs[0][0] == runs[1][0]).all():
+        failures.append(f"{name} sampling: seed 5 gave two different token sequences")
+    if (runs[0][0] == runs[2][0]).all():
+        failures.append(f"{name} sampling: seeds 5 and 6 gave the same tokens")
+    tokens, _, scores = (t.cpu().numpy() for t in runs[0])
+    u = uniforms(5, gen.settings, tokens.shape[1])
+    wrong = [(r, c) for c in range(tokens.shape[1]) for r in range(tokens.shape[0])
+             if int(tokens[r, c]) != drawn(scores[r, c].astype(np.float64), u[c, r])]
+    if wrong:
+        failures.append(f"{name} sampling: {len(wrong)} tokens are not the draw rule's "
+                        f"(first at row, column {wrong[0]})")
     return failures
 
 
