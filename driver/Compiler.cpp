@@ -133,9 +133,10 @@ static bool lowerUnit(CompiledGraph &unit, const CompileOptions &options,
   PassContext ctx{diag, unit.dims};
   ctx.layout = layout;
   ctx.target = targetOf(options);
+  announcePhase(options.progress, "passes on graph '" + unit.name + "'");
   if (!runDefaultPipeline(*unit.ir, options, ctx))
     return false;
-  PhaseTimer timer(options.times, "lower graph '" + unit.name + "'");
+  PhaseTimer timer(options.times, "lower graph '" + unit.name + "'", options.progress);
   if (!lowerGraph(*unit.ir, *ctx.memoryPlan, unit.name, out.program, diag))
     return false;
   out.program.graphs.back().dims = unit.dims;
@@ -319,15 +320,17 @@ bool cgc::compileModel(Graph &model, const CompileOptions &options,
   }
   DeviceCode code;
   {
-    PhaseTimer timer(options.times, "NVRTC (" + std::to_string(program.kernels.size()) +
-                                        " kernels; cubin and PTX in parallel)");
+    PhaseTimer timer(options.times,
+                     "NVRTC (" + std::to_string(program.kernels.size()) +
+                         " kernels; cubin and PTX in parallel)",
+                     options.progress);
     if (!compileWithNvrtc(source, options.arch, code)) {
       reportNvrtcFailure(program, code.log, diag);
       return false;
     }
   }
   {
-    PhaseTimer timer(options.times, "artifact writer");
+    PhaseTimer timer(options.times, "artifact writer", options.progress);
     if (!writeArtifact(model, compilation, code, options, result.bytes, diag))
       return false;
   }

@@ -25,6 +25,8 @@
 #include "passes/Pass.h"
 #include "target/Target.h"
 
+#include "llvm/Support/raw_ostream.h"
+
 #include <chrono>
 #include <map>
 #include <memory>
@@ -36,13 +38,25 @@ namespace cgc {
 /// Milliseconds per compile phase, in order (`cgc --time-passes`).
 using PhaseTimes = Timings;
 
-/// Appends the time from construction to destruction to \p times (when
-/// set) as \p phase.
+/// The line `cgc` prints as a phase starts (`--progress`, or stderr on a
+/// terminal): "cgc: phase: <phase>". cgc.compile_file logs these lines.
+inline void announcePhase(llvm::raw_ostream *progress, llvm::StringRef phase) {
+  if (!progress)
+    return;
+  *progress << "cgc: phase: " << phase << "\n";
+  progress->flush();
+}
+
+/// Announces \p phase on \p progress (when set) and appends the time from
+/// construction to destruction to \p times (when set).
 class PhaseTimer {
 public:
-  PhaseTimer(PhaseTimes *times, std::string phase)
+  PhaseTimer(PhaseTimes *times, std::string phase,
+             llvm::raw_ostream *progress = nullptr)
       : times(times), phase(std::move(phase)),
-        start(std::chrono::steady_clock::now()) {}
+        start(std::chrono::steady_clock::now()) {
+    announcePhase(progress, this->phase);
+  }
   ~PhaseTimer() {
     if (times)
       times->push_back({phase, std::chrono::duration<double, std::milli>(
@@ -78,6 +92,8 @@ struct CompileOptions {
   /// When set, every phase's time is appended here: each pass (per graph
   /// when there are several), lowering, the CUDA text, NVRTC, the writer.
   PhaseTimes *times = nullptr;
+  /// When set, each phase is announced here as it starts (announcePhase).
+  llvm::raw_ostream *progress = nullptr;
   /// Passes say what they rewrote for the device, as notes (`--report`:
   /// every sync point and how it was removed).
   bool report = false;

@@ -81,8 +81,8 @@ def load(path, device=None):
 
 def compile_file(source, output, flags=(), cgc=None):
     """The `cgc` driver on an IR or ONNX file: writes the artifact `output`."""
-    from .runtime import compile_file as runtime_compile_file
-    return runtime_compile_file(source, output, flags, cgc)
+    from .driver import compile_file as driver_compile_file
+    return driver_compile_file(source, output, flags, cgc)
 
 
 def compile_train(module, loss_fn, optimizer, example_batch, **options):

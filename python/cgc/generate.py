@@ -100,7 +100,8 @@ def compile_generate(model, max_new_tokens, max_prompt, batch, *, generation_con
     import shutil
     import tempfile
     from .errors import CgcError
-    from .runtime import _weights_beside, compile_file, load
+    from .driver import compile_file
+    from .runtime import _weights_beside, load
     from .safetensors import write_safetensors
     s = settings_of(model, generation_config, batch, max_prompt, max_new_tokens)
     s.output_scores = bool(output_scores)

@@ -24,6 +24,7 @@ extension what to repeat at those dims (Runner.remember).
 import os
 
 from . import _native
+from .driver import compile_file, compiler  # noqa: F401 - cgc.runtime's API since before driver.py
 from .dtypes import DTYPES
 from .errors import CgcError
 
@@ -230,26 +231,6 @@ def _count(shape):
 def load(path, device=None):
     """A callable running the artifact at `path` on torch CUDA tensors."""
     return Artifact(path, device)
-
-
-def compiler():
-    """The `cgc` driver: $CGC, else the one a wheel bundles (cgc/bin/cgc),
-    else `cgc` on the PATH."""
-    bundled = os.path.join(os.path.dirname(os.path.abspath(__file__)), "bin", "cgc")
-    return os.environ.get("CGC") or (bundled if os.path.exists(bundled) else "cgc")
-
-
-def compile_file(source, output, flags=(), cgc=None):
-    """Compiles an IR (.json) or ONNX (.onnx) file into the artifact at
-    `output` with the `cgc` driver; raises CgcError with its diagnostics."""
-    import subprocess
-    import sys
-    env = dict(os.environ, CGC_PYTHON=sys.executable)  # an ONNX import runs in this Python
-    r = subprocess.run([cgc or compiler(), os.fspath(source), "-o", os.fspath(output), *flags],
-                       capture_output=True, text=True, env=env)
-    if r.returncode:
-        raise CgcError(r.stderr.strip())
-    return output
 
 
 def compile(module, example_args, path=None, dynamic_shapes=None, cgc=None, flags=(),  # noqa: A001

@@ -76,7 +76,7 @@ def compile_train(module, loss_fn, optimizer, example_batch, *, inputs=None,
     import shutil
     import tempfile
     import torch
-    from .runtime import compile_file
+    from .driver import compile_file
     from .torch.capture import capture_train
     from .torch.training import lower_train_record
     example_batch = tuple(example_batch)

@@ -51,6 +51,14 @@ static cl::opt<std::string> Arch("arch", cl::desc("Target GPU architecture"),
 static cl::opt<std::string> Emit("emit", cl::desc("Print instead of compiling: cuda, dot or ir"),
                                  cl::value_desc("cuda|dot"));
 static cl::opt<bool> NoFuse("no-fuse", cl::desc("Keep one kernel per op"));
+static cl::opt<bool> Progress(
+    "progress",
+    cl::desc("Print a line to stderr as each compile phase starts (the "
+             "default on a terminal): reading, passes, lowering, NVRTC, "
+             "writing"));
+static cl::opt<bool> Quiet(
+    "quiet", cl::desc("Print only errors, warnings and notes: no phase lines "
+                      "(even on a terminal or with --progress) and no summary"));
 static cl::opt<bool> TimePasses(
     "time-passes",
     cl::desc("Print the time of every compile phase: reading, each pass, "
@@ -198,7 +206,7 @@ static bool selfContained(const std::vector<uint8_t> &bytes) {
 
 static int writeArtifactFile(llvm::StringRef bytes, const CompileOptions &options) {
   std::string error;
-  PhaseTimer timer(options.times, "write " + OutputFile);
+  PhaseTimer timer(options.times, "write " + OutputFile, options.progress);
   if (!writeFileAtomically(OutputFile, bytes, /*overwrite=*/true, error)) {
     llvm::errs() << "cgc: error: " << error << "\n";
     return 1;
@@ -222,8 +230,9 @@ static int compile(Graph &graph, llvm::StringRef modelPath,
               llvm::StringRef(reinterpret_cast<const char *>(cached.data()), cached.size()),
               options))
         return status;
-      llvm::errs() << "cgc: wrote " << OutputFile << " from the compile cache ("
-                   << cache.folder() << ")\n";
+      if (!Quiet)
+        llvm::errs() << "cgc: wrote " << OutputFile << " from the compile cache ("
+                     << cache.folder() << ")\n";
       return 0;
     }
   }
@@ -237,6 +246,8 @@ static int compile(Graph &graph, llvm::StringRef modelPath,
   if (!key.empty() && selfContained(result.bytes) &&
       !cache.store(key, result.bytes, error))
     llvm::errs() << "cgc: warning: " << error << " (the artifact is written)\n";
+  if (Quiet)
+    return 0;
   llvm::errs() << "cgc: wrote " << OutputFile << ": " << result.graphs
                << (result.graphs == 1 ? " graph, " : " graphs, ")
                << result.kernels
@@ -329,11 +340,13 @@ static int compileMain(int argc, char **argv) {
   }
   DiagnosticEngine diag(llvm::errs(), ErrorLimit);
   PhaseTimes times;
+  llvm::raw_ostream *progress =
+      !Quiet && (Progress || llvm::errs().is_displayed()) ? &llvm::errs() : nullptr;
   std::unique_ptr<Graph> graph;
   std::string modelPath = InputFile;
   OnnxImport onnxImport;
   if (isOnnxModel(InputFile)) {
-    PhaseTimer timer(&times, "import ONNX");
+    PhaseTimer timer(&times, "import ONNX", progress);
     std::string error;
     int status = 1;
     if (!onnxImport.run(InputFile, OnnxShapes, error, status)) {
@@ -347,7 +360,7 @@ static int compileMain(int argc, char **argv) {
     diag.showLocationsAs(InputFile);
   }
   {
-    PhaseTimer timer(&times, "read and verify");
+    PhaseTimer timer(&times, "read and verify " + modelPath, progress);
     graph = readGraphFile(modelPath, diag, ReadOptions());
     if (!graph || !verifyGraph(*graph, diag))
       return 1;
@@ -355,6 +368,7 @@ static int compileMain(int argc, char **argv) {
   CompileOptions options;
   if (TimePasses)
     options.times = &times;
+  options.progress = progress;
   options.arch = Arch;
   options.fuse = !NoFuse;
   options.allowTf32 = AllowTf32;
