@@ -1,11 +1,10 @@
 """The `cgc` driver from Python: which binary, and a compile that logs the
 driver's phases (`cgc --progress`) through Python's logging as they start,
 under the logger "cgc" at INFO (`logging.basicConfig(level=logging.INFO)`
-shows them). Needs neither torch nor the runtime's extension."""
+shows them). Needs no torch; the runtime's extension only to raise
+CgcError (which it defines)."""
 import logging
 import os
-
-from .errors import CgcError
 
 LOG = logging.getLogger("cgc")
 PHASE = "cgc: phase: "  # the driver's progress lines (driver/Compiler.h announcePhase)
@@ -39,6 +38,7 @@ def compile_file(source, output, flags=(), cgc=None):
                 said.append(line)
         status = driver.wait()
     if status:
+        from .errors import CgcError
         raise CgcError("\n".join(said).strip())
     for line in said:
         quiet = line.startswith("cgc: wrote ")
