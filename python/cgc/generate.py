@@ -88,14 +88,17 @@ def program_of_records(steps, s, name):
 
 
 def compile_generate(model, max_new_tokens, max_prompt, batch, *, generation_config=None,
-                     output_scores=False, path=None, cgc=None, flags=()):
+                     output_scores=False, output_logprobs=False, path=None, cgc=None,
+                     flags=()):
     """A Generator for `model` (a transformers decoder-only LM, in eval
     mode on a CUDA device): `tokens, lengths = gen(input_ids,
     attention_mask)` generates up to `max_new_tokens` tokens for up to
     `batch` prompts of up to `max_prompt` tokens in one graph launch.
     `generation_config` (a transformers GenerationConfig or a dict) goes
     over the model's; `output_scores`: the call returns each column's
-    processed logits too, as transformers' output_scores."""
+    processed logits too, as transformers' output_scores;
+    `output_logprobs`: and each chosen token's log-probability under
+    them."""
     import json
     import shutil
     import tempfile
@@ -104,7 +107,7 @@ def compile_generate(model, max_new_tokens, max_prompt, batch, *, generation_con
     from .runtime import _weights_beside, load
     from .safetensors import write_safetensors
     s = settings_of(model, generation_config, batch, max_prompt, max_new_tokens)
-    s.output_scores = bool(output_scores)
+    s.output_scores, s.output_logprobs = bool(output_scores), bool(output_logprobs)
     ir, weights = generation_program(model, s)
     work = tempfile.mkdtemp(prefix="cgc-generate-")
     try:
@@ -139,8 +142,8 @@ class Generator:
     def __call__(self, input_ids, attention_mask=None, seed=None):
         """(tokens [b, max_new_tokens], lengths [b]) for b <= batch prompts:
         tokens after each sequence's end are the pad id; lengths count the
-        tokens up to and including the end (and, compiled with
-        output_scores, scores [b, max_new_tokens, vocab]). Prompts may be
+        tokens up to and including the end (and, as compiled, scores
+        [b, max_new_tokens, vocab] and logprobs [b, max_new_tokens]). Prompts may be
         padded on either side (attention_mask marks the real tokens);
         `self.steps` then holds the columns generated, on the device.
         Sampling draws from cgc's Philox stream at `seed` (the same seed,
@@ -148,11 +151,10 @@ class Generator:
         torch.manual_seed makes runs repeat)."""
         ids, mask = self.packed(input_ids, attention_mask)
         args = (ids, mask) + ((self.stream(seed),) if self.settings.do_sample else ())
-        tokens, lengths, steps, *scores = self.artifact(*args)
+        tokens, lengths, steps, *extra = self.artifact(*args)
         rows = input_ids.shape[0]
         self.steps = steps.clone()  # columns generated (a device tensor: no sync)
-        out = (tokens[:rows].clone(), lengths[:rows].clone())
-        return out + (scores[0][:rows].clone(),) if scores else out
+        return tuple(t[:rows].clone() for t in (tokens, lengths, *extra))
 
     def stream(self, seed):
         """The graph's rng input {seed, 0}."""

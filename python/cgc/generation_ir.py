@@ -7,9 +7,11 @@ the IR of the two exported steps (torch/generation.py).
 The graph takes input_ids and attention_mask [B, P] (prompts padded on
 the left, as transformers pads a batch for generation) and returns
 tokens [B, N] (pad_token_id after a sequence's end), lengths [B] (tokens
-up to and including the end), steps [] (columns generated) and, with
-output_scores, scores [B, N, V] (f32: each column's processed logits,
-transformers' output_scores; columns past `steps` are 0). The KV
+up to and including the end), steps [] (columns generated), with
+output_scores scores [B, N, V] (f32: each column's processed logits,
+transformers' output_scores; columns past `steps` are 0) and with
+output_logprobs logprobs [B, N] (f32: the chosen token's log-probability
+under those scores, 0 after a sequence's end). The KV
 caches [B, heads, P + N, head dim] are values of the graph, carried by
 the loop: the context's arena holds them, so contexts generate
 concurrently over one engine's weights.
@@ -33,12 +35,12 @@ class Settings:
 
     def __init__(self, *, batch, max_prompt, max_new_tokens, vocab, eos, pad,
                  min_new_tokens=0, repetition_penalty=1.0, do_sample=False, temperature=1.0,
-                 output_scores=False):
+                 output_scores=False, output_logprobs=False):
         self.batch, self.max_prompt, self.max_new = batch, max_prompt, max_new_tokens
         self.vocab, self.eos, self.pad = vocab, list(eos), pad
         self.min_new, self.penalty = min_new_tokens, repetition_penalty
         self.do_sample, self.temperature = do_sample, temperature
-        self.output_scores = output_scores
+        self.output_scores, self.output_logprobs = output_scores, output_logprobs
 
     @property
     def cache_len(self):
@@ -182,7 +184,7 @@ def prompt_seen(b, input_ids, s):
 def generation_graph(prefill, decode, s, name="generate"):
     """The IR dict of the generation graph over the two exported steps."""
     b = Builder()
-    B, P, N, T = s.batch, s.max_prompt, s.max_new, s.cache_len
+    B, P, N = s.batch, s.max_prompt, s.max_new
     states = state_inputs(prefill)
     kv_specs = user_inputs(prefill)[4:]
     b.inputs = [{"name": "input_ids", "dtype": "i64", "shape": [B, P]},
@@ -201,56 +203,80 @@ def generation_graph(prefill, decode, s, name="generate"):
                       b.op("iota", [], {"dtype": "i64", "shape": [P], "axis": 0}), *caches]))
     bound.update((i["name"], i["name"]) for i in states)
     logits, *caches = inline(b, prefill, bound, "prefill.")
-    zero = b.const(0, "i64")
     seen = prompt_seen(b, "input_ids", s) if s.penalty != 1.0 else None
-    scores = processed(b, logits, zero, seen, s)
+    scores = processed(b, logits, b.const(0, "i64"), seen, s)
     token = chosen(b, scores, "rng", s)
+    loop = [("step", "i64", [], b.const(1, "i64")), ("token", "i64", [B], token),
+            ("done", "bool", [B], is_end(b, token, s)),
+            ("lengths", "i64", [B], b.fill(1, "i64", [B]))]
+    for column, (dtype, trailing, blank, value) in recorded(b, token, scores, None, s).items():
+        start = b.fill(blank, dtype, [B, N] + trailing)
+        loop.append((column, dtype, [B, N] + trailing,
+                     write_column(b, start, b.const([0], "i64", [1]), value, trailing, s)))
+    loop += [(f"cache{k}", spec["dtype"], spec["shape"], cache)
+             for k, (spec, cache) in enumerate(zip(kv_specs, caches))]
+    loop += [("real", "i64", [B], b.op("sum", [mask], {"axes": [1]})),
+             ("mask", "i64", [B, P], mask)]
     if seen is not None:
-        seen = seen_after(b, seen, token, s)
-    if s.output_scores:
-        scores = b.op("index_copy", [b.fill(0, "f32", [B, N, s.vocab]), b.const([0], "i64", [1]),
-                                     b.reshape(scores, [B, 1, s.vocab])], {"axis": 1})
-    done = is_end(b, token, s)
-    tokens = b.op("index_copy", [b.fill(s.pad, "i64", [B, N]), b.const([0], "i64", [1]),
-                                 b.reshape(token, [B, 1])], {"axis": 1})
-    lengths = b.fill(1, "i64", [B])
-    real = b.op("sum", [mask], {"axes": [1]})
-    stride = b.const([0, rng_stride(s)], "i64", [2])
-    carried = [b.const(1, "i64"), token, done, tokens, lengths, *caches, real, mask] + \
-        ([seen] if seen is not None else []) + ([scores] if s.output_scores else []) + \
-        ([b.op("add", ["rng", stride])] if s.do_sample else []) + [i["name"] for i in states]
-    types = [("i64", []), ("i64", [B]), ("bool", [B]), ("i64", [B, N]), ("i64", [B])] + \
-        [(k["dtype"], k["shape"]) for k in kv_specs] + [("i64", [B]), ("i64", [B, P])] + \
-        ([("bool", [B, s.vocab])] if seen is not None else []) + \
-        ([("f32", [B, N, s.vocab])] if s.output_scores else []) + \
-        ([("i64", [2])] if s.do_sample else []) + [(i["dtype"], i["shape"]) for i in states]
-    names = ["step", "token", "done", "tokens", "lengths"] + \
-        [f"cache{k}" for k in range(len(kv_specs))] + ["real", "mask"] + \
-        (["seen"] if seen is not None else []) + (["scores"] if s.output_scores else []) + \
-        (["rng"] if s.do_sample else []) + [i["name"] for i in states]
-    regions = {"cond": condition(names, types, s),
-               "body": body(decode, names, types, len(kv_specs), states, s)}
-    results = [b.fresh("loop." + n) for n in names]
-    b.nodes.append({"name": b.fresh("loop"), "op": "while", "inputs": carried,
-                    "outputs": results, "attrs": {"max_iterations": max(N, 1)},
+        loop.append(("seen", "bool", [B, s.vocab], seen_after(b, seen, token, s)))
+    if s.do_sample:
+        loop.append(("rng", "i64", [2], advanced(b, "rng", s)))
+    loop += [(i["name"], i["dtype"], i["shape"], i["name"]) for i in states]
+    carried = [(n, d, sh) for n, d, sh, _ in loop]
+    regions = {"cond": condition(carried, s),
+               "body": body(decode, carried, len(kv_specs), states, s)}
+    results = {n: b.fresh("loop." + n) for n, _, _ in carried}
+    b.nodes.append({"name": b.fresh("loop"), "op": "while", "inputs": [v for *_, v in loop],
+                    "outputs": list(results.values()), "attrs": {"max_iterations": max(N, 1)},
                     "regions": regions})
-    outputs = [{"name": "tokens", "value": results[3]}, {"name": "lengths", "value": results[4]},
-               {"name": "steps", "value": results[0]}]
-    if s.output_scores:
-        outputs.append({"name": "scores", "value": results[names.index("scores")]})
+    outputs = [{"name": n, "value": results[n]}
+               for n in ("tokens", "lengths", "step", "scores", "logprobs") if n in results]
+    outputs[2]["name"] = "steps"
     return {"format_version": 1, "name": name, "inputs": b.inputs, "nodes": b.nodes,
             "outputs": outputs}
 
 
-def region_inputs(names, types):
-    return [{"name": n, "dtype": d, "shape": list(sh)} for n, (d, sh) in zip(names, types)]
+def recorded(b, token, scores, done, s):
+    """{column output: (dtype, trailing shape, value before generation,
+    this step's value [B, ...])}: what each step writes into its column
+    (a finished sequence's: the pad token, log-probability 0)."""
+    out = {"tokens": ("i64", [], s.pad, token)}
+    if s.output_scores:
+        out["scores"] = ("f32", [s.vocab], 0.0, scores)
+    if s.output_logprobs:
+        out["logprobs"] = ("f32", [], 0.0, logprob(b, scores, token, done, s))
+    return out
 
 
-def condition(names, types, s):
+def logprob(b, scores, token, done, s):
+    """f32 [B]: log softmax(scores) at the token; 0 where `done` (None at
+    the first column, before any sequence can have ended)."""
+    logs = b.op("log_softmax", [scores], {"axis": 1})
+    hot = b.op("one_hot", [token], {"num_classes": s.vocab, "dtype": "bool"})
+    picked = b.op("sum", [b.op("where", [hot, logs, b.const(0.0, "f32")])], {"axes": [1]})
+    return picked if done is None else b.op("where", [done, b.const(0.0, "f32"), picked])
+
+
+def write_column(b, columns, at, value, trailing, s):
+    """`columns` [B, N, ...] with column `at` (i64 [1]) set to value [B, ...]."""
+    return b.op("index_copy", [columns, at, b.reshape(value, [s.batch, 1] + trailing)],
+                {"axis": 1})
+
+
+def advanced(b, rng, s):
+    """The stream's state past one step's draw."""
+    return b.op("add", [rng, b.const([0, rng_stride(s)], "i64", [2])])
+
+
+def region_inputs(carried):
+    return [{"name": n, "dtype": d, "shape": list(sh)} for n, d, sh in carried]
+
+
+def condition(carried, s):
     """Some sequence not done and fewer than N columns generated."""
     b = Builder()
-    b.inputs = region_inputs(names, types)
-    b.names.update(names)
+    b.inputs = region_inputs(carried)
+    b.names.update(n for n, _, _ in carried)
     room = b.op("lt", ["step", b.const(s.max_new, "i64")])
     going = b.op("cast", [b.op("logical_not", ["done"])], {"dtype": "i32"})
     some = b.op("gt", [b.op("max", [going], {"axes": [0]}), b.const(0, "i32")])
@@ -258,11 +284,13 @@ def condition(names, types, s):
     return {"inputs": b.inputs, "nodes": b.nodes, "outputs": [go]}
 
 
-def body(decode, names, types, caches, states, s):
+def body(decode, carried, caches, states, s):
     """One decoding step of the whole batch: the last token in, the next
-    one out, the caches updated in their slots."""
+    one out, the caches updated in their slots. Returns the next value of
+    each carried value (the ones not named here pass through)."""
     b = Builder()
-    b.inputs = region_inputs(names, types)
+    b.inputs = region_inputs(carried)
+    names = [n for n, _, _ in carried]
     b.names.update(names)
     B, P, N = s.batch, s.max_prompt, s.max_new
     one = b.const(1, "i64")
@@ -273,25 +301,24 @@ def body(decode, names, types, caches, states, s):
                  {"shape": [B, N]})
     mask = b.op("concat", ["mask", shown], {"axis": 1})
     position = b.reshape(b.op("add", ["real", before]), [B, 1])
-    cache_names = [f"cache{k}" for k in range(caches)]
     bound = dict(zip([i["name"] for i in user_inputs(decode)],
-                     [b.reshape("token", [B, 1]), mask, position, slot, *cache_names]))
+                     [b.reshape("token", [B, 1]), mask, position, slot,
+                      *[f"cache{k}" for k in range(caches)]]))
     bound.update((i["name"], i["name"]) for i in states)
     logits, *new_caches = inline(b, decode, bound, "decode.")
     seen = "seen" if "seen" in names else None
     scores = processed(b, logits, "step", seen, s)
-    token = chosen(b, scores, "rng", s)
-    token = b.op("where", ["done", b.const(s.pad, "i64"), token])
-    tokens = b.op("index_copy", ["tokens", b.reshape("step", [1]), b.reshape(token, [B, 1])],
-                  {"axis": 1})
+    token = b.op("where", ["done", b.const(s.pad, "i64"), chosen(b, scores, "rng", s)])
     going = b.op("cast", [b.op("logical_not", ["done"])], {"dtype": "i64"})
-    lengths = b.op("add", ["lengths", going])
-    done = b.op("logical_or", ["done", is_end(b, token, s)])
-    outputs = [b.op("add", ["step", one]), token, done, tokens, lengths, *new_caches,
-               "real", "mask"] + ([seen_after(b, seen, token, s)] if seen else []) + \
-        ([b.op("index_copy", ["scores", b.reshape("step", [1]),
-                              b.reshape(scores, [B, 1, s.vocab])], {"axis": 1})]
-         if s.output_scores else []) + \
-        ([b.op("add", ["rng", b.const([0, rng_stride(s)], "i64", [2])])] if s.do_sample else []) + \
-        [i["name"] for i in states]
-    return {"inputs": b.inputs, "nodes": b.nodes, "outputs": outputs}
+    nxt = {"step": b.op("add", ["step", one]), "token": token,
+           "done": b.op("logical_or", ["done", is_end(b, token, s)]),
+           "lengths": b.op("add", ["lengths", going])}
+    at = b.reshape("step", [1])
+    for column, (_, trailing, _, value) in recorded(b, token, scores, "done", s).items():
+        nxt[column] = write_column(b, column, at, value, trailing, s)
+    nxt.update((f"cache{k}", c) for k, c in enumerate(new_caches))
+    if seen:
+        nxt["seen"] = seen_after(b, seen, token, s)
+    if s.do_sample:
+        nxt["rng"] = advanced(b, "rng", s)
+    return {"inputs": b.inputs, "nodes": b.nodes, "outputs": [nxt.get(n, n) for n in names]}

@@ -6,7 +6,8 @@ output_scores), run in the reference interpreter (`cgc-opt --interpret`)
 on the fixture's prompts (padded on the left and on the right), and must
 give transformers' greedy tokens exactly, its scores within
 |cgc - hf| <= 1e-4 + 1e-4 |hf| (-inf where transformers' are), and the
-lengths up to each sequence's end.
+lengths up to each sequence's end; the log-probabilities (output_logprobs)
+are log softmax of transformers' scores at its tokens, 0 after the end.
 
 Sampling (temperature 0.7) over the same records: the first column's
 scores are transformers' greedy ones over 0.7; every token is the one
@@ -67,7 +68,7 @@ def compose(folder, spec, fields, work, tag):
             records.append((json.load(f), weights))
     s = settings_from(dict(fields, pad_token_id=0), spec["batch"], spec["max_prompt"],
                       spec["max_new_tokens"], spec["vocab"])
-    s.output_scores = True
+    s.output_scores = s.output_logprobs = True
     ir, ir_weights = program_of_records(records, s, tag)
     out = os.path.join(work, tag)
     os.makedirs(out, exist_ok=True)
@@ -91,6 +92,26 @@ def interpret(cgc_opt, ir_path, feed, tag):
         print(f"{tag}: the interpreter failed: {r.stderr.strip()[-2000:]}")
         return None
     return read_safetensors(os.path.join(folder, f"out-{tag}.safetensors"))
+
+
+def log_softmax(scores):
+    finite = np.isfinite(scores)
+    top = scores[finite].max()
+    return scores - top - np.log(np.exp(np.where(finite, scores - top, -np.inf)).sum())
+
+
+def check_logprobs(name, ours, scores, tokens, lengths):
+    """cgc's logprobs: log softmax of `scores` at each token up to the
+    row's length, 0 after it."""
+    ok = True
+    for r in range(tokens.shape[0]):
+        for c in range(tokens.shape[1]):
+            want = log_softmax(scores[r, c])[int(tokens[r, c])] if c < lengths[r] else 0.0
+            if abs(float(ours[r, c]) - want) > 1e-4 + 1e-4 * abs(want):
+                print(f"{name}: row {r} column {c}: log-probability {float(ours[r, c])}, "
+                      f"expected {want}")
+                ok = False
+    return ok
 
 
 def check(name, folder, cgc_opt, work):
@@ -122,6 +143,7 @@ def check(name, folder, cgc_opt, work):
         worst = np.max(off[finite & np.isfinite(ours)])
         print(f"{name}: scores differ from transformers' (worst {worst:.3g}, or -inf elsewhere)")
         ok = False
+    ok &= check_logprobs(name, got["logprobs"][:, :columns], theirs, want["tokens"], lengths)
     print(f"{name}: {'ok' if ok else 'FAILED'}: {want['tokens'].shape[0]} prompts, "
           f"{columns} columns, tokens {'equal' if ok else 'differ'}")
     return ok
@@ -198,6 +220,10 @@ def check_sampling(name, folder, cgc_opt, work):
                 print(f"{name} sampling: row {r} drew an end token at column {c}")
                 ok = False
             done[r] |= token in s.eos
+    lengths = np.array([int(first["lengths"][r]) for r in range(s.batch)])
+    ok &= check_logprobs(name + " sampling", first["logprobs"][:, :steps],
+                         first["scores"][:, :steps].astype(np.float64),
+                         first["tokens"][:, :steps], lengths)
     print(f"{name} sampling: {'ok' if ok else 'FAILED'}: {steps} columns, "
           f"tokens {first['tokens'].tolist()}")
     return ok

@@ -16,7 +16,9 @@ sequence emits, the loop ends early (the steps output says so).
 Sampling (temperature 0.8, batch 4): the same seed gives the same
 tokens, another seed others, and every token is the one the draw rule
 gives for cgc's scores of its column and the Philox stream's uniform
-number (generate_fixtures_test.py's independent Philox).
+number (generate_fixtures_test.py's independent Philox); the
+log-probabilities are log softmax of those scores at the tokens. An
+encoder-decoder (T5) is refused by name.
 
     generate_gpu.py --cgc build/tools/cgc [--only llama]
 """
@@ -144,8 +146,9 @@ def check_sampling(name, model, cgc_tool, vocab):
     import cgc
     import numpy as np
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    from generate_fixtures_test import drawn, uniforms
-    gen = cgc.compile_generate(model, 16, 12, 4, output_scores=True, cgc=cgc_tool,
+    from generate_fixtures_test import check_logprobs, drawn, uniforms
+    gen = cgc.compile_generate(model, 16, 12, 4, output_scores=True, output_logprobs=True,
+                               cgc=cgc_tool,
                                generation_config={"do_sample": True, "temperature": 0.8,
                                                   "top_k": 0})
     ids, mask = prompts(4, 12, vocab, True)
@@ -155,7 +158,10 @@ def check_sampling(name, model, cgc_tool, vocab):
         failures.append(f"{name} sampling: seed 5 gave two different token sequences")
     if (runs[0][0] == runs[2][0]).all():
         failures.append(f"{name} sampling: seeds 5 and 6 gave the same tokens")
-    tokens, _, scores = (t.cpu().numpy() for t in runs[0])
+    tokens, lengths, scores, logprobs = (t.cpu().numpy() for t in runs[0])
+    if not check_logprobs(f"{name} sampling", logprobs, scores.astype(np.float64), tokens,
+                          lengths):
+        failures.append(f"{name} sampling: log-probabilities differ (above)")
     u = uniforms(5, gen.settings, tokens.shape[1])
     wrong = [(r, c) for c in range(tokens.shape[1]) for r in range(tokens.shape[0])
              if int(tokens[r, c]) != drawn(scores[r, c].astype(np.float64), u[c, r])]
@@ -195,6 +201,20 @@ def check_stopping(name, model, cgc_tool, vocab):
     return failures
 
 
+def check_refusals(cgc_tool):
+    import cgc
+    from transformers import T5Config, T5ForConditionalGeneration
+    model = T5ForConditionalGeneration(T5Config(d_model=64, d_ff=128, num_layers=1,
+                                                num_heads=2, vocab_size=128)).cuda().eval()
+    try:
+        cgc.compile_generate(model, 4, 4, 1, cgc=cgc_tool)
+    except cgc.RefusedError as e:
+        if "encoder-decoder" in str(e):
+            return []
+        return [f"T5 refused without saying it is an encoder-decoder: {e}"]
+    return ["T5 (an encoder-decoder) was not refused"]
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--cgc", required=True)
@@ -211,6 +231,7 @@ def main():
         return 77
     os.environ["CGC_CACHE"] = "0"
     failures = []
+    failures += check_refusals(args.cgc)
     for name, config in configs().items():
         if args.only and args.only not in name:
             continue
