@@ -72,8 +72,9 @@ static std::string packedMove(const Node &node, const Shape &shape,
 }
 
 /// Whether index_copy's index is known distinct: an iota, or a constant
-/// with no value twice (a prefill's cache positions).
-static bool distinctIndices(const Node &node) {
+/// with no position twice once negatives are wrapped (a prefill's cache
+/// positions).
+static bool distinctIndices(const Node &node, int64_t extent) {
   const Node *def = node.operand(1)->getDef();
   if (node.operand(1)->getType().numElements() <= 1 ||
       (def && def->getOp() == OpKind::Iota))
@@ -84,8 +85,10 @@ static bool distinctIndices(const Node &node) {
   if (!values || values->size() < 2)
     return false;
   std::vector<int64_t> seen;
-  for (const Number &v : *values)
-    seen.push_back(elementOf(node.operand(1)->getType().dtype, v).integer());
+  for (const Number &v : *values) {
+    int64_t k = elementOf(node.operand(1)->getType().dtype, v).integer();
+    seen.push_back(k < 0 ? k + extent : k);
+  }
   std::sort(seen.begin(), seen.end());
   return std::adjacent_find(seen.begin(), seen.end()) == seen.end();
 }
@@ -116,7 +119,7 @@ static void emitIndexCopy(const Node &node, Kernel &kernel) {
   std::string body = "    long long q = i % " + in + ", j = i / " + in + " % " + c +
                      ", o = i / (" + in + " * " + c + ");\n" + wrapped("k", "j") +
                      "    bool write = k >= 0 && k < " + e + ";\n";
-  if (!distinctIndices(node))
+  if (!distinctIndices(node, extent))
     body += "    for (long long jj = j + 1; jj < " + c + " && write; ++jj) {\n" +
             wrapped("kk", "jj") + "      write = kk != k;\n    }\n";
   body += "    if (write) cgc_st(" + out + ", (o * " + e + " + k) * " + in +

@@ -74,13 +74,13 @@ static bool isPointwise(const Node &n) {
          n.getOp() == OpKind::Dropout;
 }
 
-/// Whether \p n may compute its result in the buffer of its operand \p v:
-/// it reads an element of v only to write the result's element at the same
+/// Whether \p n may compute its result \p r in the buffer of its operand
+/// \p v: it reads an element of v only to write r's element at the same
 /// place (pointwise over a same-shaped operand; index_copy's x, which it
 /// then leaves as it is but for the copied slices).
-static bool mayWriteOverOperand(const Node &n, const Value *v) {
+static bool mayWriteOverOperand(const Node &n, const Value *v, const Value *r) {
   if (isPointwise(n))
-    return v->getType().dims == n.result()->getType().dims &&
+    return v->getType().dims == r->getType().dims &&
            (n.getOp() != OpKind::Dropout || n.operand(0) == v);
   if (n.getOp() == OpKind::IndexCopy)
     return n.operand(0) == v && n.operand(1) != v && n.operand(2) != v;
@@ -175,7 +175,7 @@ bool Planner::updateInPlace(Value *v, Value *target) const {
     int user = live.span(u.user).end;
     if (user > at)
       return false;
-    if (user == at && !mayWriteOverOperand(*def, target))
+    if (user == at && !mayWriteOverOperand(*def, target, v))
       return false;
   }
   return true;
@@ -267,12 +267,10 @@ bool Planner::claimOutputs() {
 }
 
 bool Planner::takeOperand(Node &n, Value *r, llvm::DenseSet<unsigned> &taken) {
-  if (!isPointwise(n) && n.getOp() != OpKind::IndexCopy)
-    return false;
   int at = live.span(&n).start;
   for (unsigned k = 0; k < n.numOperands(); ++k) {
     Value *op = n.operand(k);
-    if (!mayWriteOverOperand(n, op))
+    if (!mayWriteOverOperand(n, op, r))
       continue;
     auto it = plan.bufferOf.find(op);
     if (it == plan.bufferOf.end())
@@ -434,7 +432,7 @@ bool Planner::mayWriteOver(const Graph &region, const Value *old, unsigned k,
   int at = live.span(def).start;
   for (const Use &u : old->uses()) {
     int user = live.span(u.user).end;
-    if (user > at || (user == at && !mayWriteOverOperand(*def, old)))
+    if (user > at || (user == at && !mayWriteOverOperand(*def, old, v)))
       return false;
   }
   return true;

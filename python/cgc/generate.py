@@ -29,8 +29,8 @@ def settings_from(fields, batch, max_prompt, max_new_tokens, vocab):
     refusing what compile_generate does not run."""
     from .generation_ir import Settings
     if fields.get("num_beams", 1) not in (None, 1):
-        raise RefusedError("beam search (num_beams > 1): compile_generate runs greedy "
-                           "decoding")
+        raise RefusedError("beam search (num_beams > 1): compile_generate decodes "
+                           "greedily or samples")
     sample = bool(fields.get("do_sample"))
     if sample:
         for name, off in (("top_k", (None, 0)), ("top_p", (None, 1.0)),
@@ -52,7 +52,8 @@ def settings_from(fields, batch, max_prompt, max_new_tokens, vocab):
     eos = [] if eos is None else [eos] if isinstance(eos, int) else list(eos)
     pad = fields.get("pad_token_id")
     pad = pad if pad is not None else (eos[0] if eos else 0)
-    penalty = float(fields.get("repetition_penalty") or 1.0)
+    penalty = fields.get("repetition_penalty")
+    penalty = 1.0 if penalty is None else float(penalty)
     if penalty <= 0:
         raise ValueError(f"repetition_penalty must be positive, got {penalty}")
     return Settings(batch=batch, max_prompt=max_prompt, max_new_tokens=max_new_tokens,
@@ -167,8 +168,12 @@ class Generator:
 
     def packed(self, input_ids, attention_mask):
         """The prompts as the graph takes them: [batch, max_prompt], each
-        row's real tokens at its end; rows past the caller's hold one pad
-        token (their output is dropped)."""
+        row's real tokens at its end. The columns before them hold an id
+        the caller's row holds already, so the repetition penalty sees the
+        ids transformers would (pads only where the caller's row had
+        them): the row's own pad id if it was padded, else its first
+        token. Rows past the caller's have no real token: the graph
+        starts them ended (their output is dropped)."""
         import torch
         s = self.settings
         if input_ids.dim() != 2:
@@ -191,14 +196,15 @@ class Generator:
                              f"for at most max_prompt={s.max_prompt}")
         if rows and int(counts.min()) == 0:
             raise ValueError("a prompt with no real token (its attention_mask is all zero)")
+        source = input_ids.to(device=device, dtype=torch.long)
+        padded = ~real.all(dim=1)
+        first = torch.where(padded, (~real).long().argmax(dim=1), real.long().argmax(dim=1))
         ids = torch.full((s.batch, s.max_prompt), s.pad, dtype=torch.long, device=device)
         mask = torch.zeros((s.batch, s.max_prompt), dtype=torch.long, device=device)
-        ids[rows:, -1] = s.pad
-        mask[rows:, -1] = 1
+        ids[:rows] = source.gather(1, first[:, None])
         # Each real token's column: right-aligned in the order it came.
         column = s.max_prompt - counts[:, None] + real.long().cumsum(dim=1) - 1
         row = torch.arange(rows, device=device)[:, None].expand_as(column)
-        source = input_ids.to(device=device, dtype=torch.long)
         ids[row[real], column[real]] = source[real]
         mask[row[real], column[real]] = 1
         return ids, mask

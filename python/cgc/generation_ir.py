@@ -5,7 +5,8 @@ decided on the device. Needs neither torch nor transformers: it composes
 the IR of the two exported steps (torch/generation.py).
 
 The graph takes input_ids and attention_mask [B, P] (prompts padded on
-the left, as transformers pads a batch for generation) and returns
+the left, as transformers pads a batch for generation; a row with no
+real token starts ended: a call with fewer prompts than B) and returns
 tokens [B, N] (pad_token_id after a sequence's end), lengths [B] (tokens
 up to and including the end), steps [] (columns generated), with
 output_scores scores [B, N, V] (f32: each column's processed logits,
@@ -205,18 +206,20 @@ def generation_graph(prefill, decode, s, name="generate"):
     logits, *caches = inline(b, prefill, bound, "prefill.")
     seen = prompt_seen(b, "input_ids", s) if s.penalty != 1.0 else None
     scores = processed(b, logits, b.const(0, "i64"), seen, s)
-    token = chosen(b, scores, "rng", s)
+    real = b.op("sum", [mask], {"axes": [1]})
+    empty = b.op("eq", [real, b.const(0, "i64")])  # a row past the caller's: ended
+    token = b.op("where", [empty, b.const(s.pad, "i64"), chosen(b, scores, "rng", s)])
     loop = [("step", "i64", [], b.const(1, "i64")), ("token", "i64", [B], token),
-            ("done", "bool", [B], is_end(b, token, s)),
-            ("lengths", "i64", [B], b.fill(1, "i64", [B]))]
-    for column, (dtype, trailing, blank, value) in recorded(b, token, scores, None, s).items():
+            ("done", "bool", [B], b.op("logical_or", [is_end(b, token, s), empty])),
+            ("lengths", "i64", [B],
+             b.op("cast", [b.op("logical_not", [empty])], {"dtype": "i64"}))]
+    for column, (dtype, trailing, blank, value) in recorded(b, token, scores, empty, s).items():
         start = b.fill(blank, dtype, [B, N] + trailing)
         loop.append((column, dtype, [B, N] + trailing,
                      write_column(b, start, b.const([0], "i64", [1]), value, trailing, s)))
     loop += [(f"cache{k}", spec["dtype"], spec["shape"], cache)
              for k, (spec, cache) in enumerate(zip(kv_specs, caches))]
-    loop += [("real", "i64", [B], b.op("sum", [mask], {"axes": [1]})),
-             ("mask", "i64", [B, P], mask)]
+    loop += [("real", "i64", [B], real), ("mask", "i64", [B, P], mask)]
     if seen is not None:
         loop.append(("seen", "bool", [B, s.vocab], seen_after(b, seen, token, s)))
     if s.do_sample:
@@ -249,12 +252,11 @@ def recorded(b, token, scores, done, s):
 
 
 def logprob(b, scores, token, done, s):
-    """f32 [B]: log softmax(scores) at the token; 0 where `done` (None at
-    the first column, before any sequence can have ended)."""
+    """f32 [B]: log softmax(scores) at the token; 0 where `done`."""
     logs = b.op("log_softmax", [scores], {"axis": 1})
     hot = b.op("one_hot", [token], {"num_classes": s.vocab, "dtype": "bool"})
     picked = b.op("sum", [b.op("where", [hot, logs, b.const(0.0, "f32")])], {"axes": [1]})
-    return picked if done is None else b.op("where", [done, b.const(0.0, "f32"), picked])
+    return b.op("where", [done, b.const(0.0, "f32"), picked])
 
 
 def write_column(b, columns, at, value, trailing, s):
@@ -284,7 +286,7 @@ def condition(carried, s):
     return {"inputs": b.inputs, "nodes": b.nodes, "outputs": [go]}
 
 
-def body(decode, carried, caches, states, s):
+def body(decode, carried, cache_count, states, s):
     """One decoding step of the whole batch: the last token in, the next
     one out, the caches updated in their slots. Returns the next value of
     each carried value (the ones not named here pass through)."""
@@ -303,18 +305,18 @@ def body(decode, carried, caches, states, s):
     position = b.reshape(b.op("add", ["real", before]), [B, 1])
     bound = dict(zip([i["name"] for i in user_inputs(decode)],
                      [b.reshape("token", [B, 1]), mask, position, slot,
-                      *[f"cache{k}" for k in range(caches)]]))
+                      *[f"cache{k}" for k in range(cache_count)]]))
     bound.update((i["name"], i["name"]) for i in states)
     logits, *new_caches = inline(b, decode, bound, "decode.")
     seen = "seen" if "seen" in names else None
-    scores = processed(b, logits, "step", seen, s)
-    token = b.op("where", ["done", b.const(s.pad, "i64"), chosen(b, scores, "rng", s)])
+    step_scores = processed(b, logits, "step", seen, s)
+    token = b.op("where", ["done", b.const(s.pad, "i64"), chosen(b, step_scores, "rng", s)])
     going = b.op("cast", [b.op("logical_not", ["done"])], {"dtype": "i64"})
     nxt = {"step": b.op("add", ["step", one]), "token": token,
            "done": b.op("logical_or", ["done", is_end(b, token, s)]),
            "lengths": b.op("add", ["lengths", going])}
     at = b.reshape("step", [1])
-    for column, (_, trailing, _, value) in recorded(b, token, scores, "done", s).items():
+    for column, (_, trailing, _, value) in recorded(b, token, step_scores, "done", s).items():
         nxt[column] = write_column(b, column, at, value, trailing, s)
     nxt.update((f"cache{k}", c) for k, c in enumerate(new_caches))
     if seen:

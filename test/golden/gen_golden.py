@@ -347,6 +347,13 @@ def gen_index_copy():
         one_op(f"index_copy_{i}", "index_copy", [("x", dt, x), ("i", "i64", idx.astype(float)),
                                                  ("s", dt, src)], {"axis": 2},
                index_copied(x, idx, src, 2), dt)
+    # A constant index whose wrapped positions repeat (-1 and 2 of 3): the
+    # last write wins on the GPU too.
+    x, src = rand((2, 3, 2), "f32"), rand((2, 2, 2), "f32")
+    emit("index_copy_const_wrapped", [("x", "f32", x), ("s", "f32", src)],
+         [{"name": "i", "op": "constant", "attrs": {"dtype": "i64", "shape": [2], "value": [-1, 2]}},
+          {"name": "r", "op": "index_copy", "inputs": ["x", "i", "s"], "attrs": {"axis": 1}}],
+         [("r", "f32", index_copied(x, [-1, 2], src, 1))])
     xi, si = rand((5, 3), "i64"), rand((2, 3), "i64")
     one_op("index_copy_i64_axis0", "index_copy", [("x", "i64", xi), ("i", "i32", np.array([3.0, -5.0])),
                                                   ("s", "i64", si)], {"axis": -2},

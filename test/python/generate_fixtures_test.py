@@ -40,13 +40,20 @@ from golden_numerics import philox_uniform  # noqa: E402
 ATOL = RTOL = 1e-4
 
 
-def right_aligned(ids, mask, pad):
-    """The prompts as Generator.packed gives them to the graph."""
-    out_ids, out_mask = np.full_like(ids, pad), np.zeros_like(mask)
+def right_aligned(ids, mask, pad, width):
+    """The prompts as Generator.packed gives them to the graph: real tokens
+    at the end, the columns before them the row's pad id where it was
+    padded, else its first token; a row with no real token all pad."""
+    out_ids = np.full((ids.shape[0], width), pad, dtype=ids.dtype)
+    out_mask = np.zeros((ids.shape[0], width), dtype=mask.dtype)
     for r in range(ids.shape[0]):
-        real = ids[r][mask[r].astype(bool)]
-        out_ids[r, ids.shape[1] - real.size:] = real
-        out_mask[r, ids.shape[1] - real.size:] = 1
+        keep = mask[r].astype(bool)
+        if not keep.any():
+            continue
+        real = ids[r][keep]
+        out_ids[r] = ids[r][~keep][0] if not keep.all() else real[0]
+        out_ids[r, width - real.size:] = real
+        out_mask[r, width - real.size:] = 1
     return out_ids, out_mask
 
 
@@ -115,38 +122,67 @@ def check_logprobs(name, ours, scores, tokens, lengths):
 
 
 def check(name, folder, cgc_opt, work):
+    """The fixture's prompts as given, narrower than max_prompt, and with
+    row 1 left out (a call with fewer prompts than the batch)."""
     with open(os.path.join(folder, "settings.json")) as f:
         spec = json.load(f)
     s, ir_path = compose(folder, spec, spec["generation"], work, name)
-    want = read_safetensors(os.path.join(folder, "expected.safetensors"))
-    ids, mask = right_aligned(want["input_ids"], want["attention_mask"], s.pad)
-    got = interpret(cgc_opt, ir_path, {"input_ids": ids, "attention_mask": mask}, name)
+    ok = True
+    for suffix in ("", "_narrow"):
+        want = read_safetensors(os.path.join(folder, f"expected{suffix}.safetensors"))
+        ok &= check_run(name + suffix, s, ir_path, want, cgc_opt)
+    want = {k: v.copy() for k, v in
+            read_safetensors(os.path.join(folder, "expected.safetensors")).items()}
+    want["attention_mask"][1] = 0
+    lengths = expected_lengths(want["tokens"], s.eos, s.max_new)
+    columns = max(lengths[0], lengths[2])
+    want["tokens"] = want["tokens"][:, :columns].copy()
+    want["tokens"][1] = s.pad
+    want["scores"] = None
+    return ok & check_run(name + "_row_left_out", s, ir_path, want, cgc_opt)
+
+
+def check_run(tag, s, ir_path, want, cgc_opt):
+    """The graph on `want`'s prompts against its tokens (and, where given,
+    transformers' scores and the log-probabilities under them)."""
+    ids, mask = right_aligned(want["input_ids"], want["attention_mask"], s.pad, s.max_prompt)
+    got = interpret(cgc_opt, ir_path, {"input_ids": ids, "attention_mask": mask}, tag)
     if got is None:
         return False
     columns = want["tokens"].shape[1]  # transformers stops when every row has ended
     ok = True
     if not np.array_equal(got["tokens"][:, :columns], want["tokens"]) or \
             (got["tokens"][:, columns:] != s.pad).any():
-        print(f"{name}: tokens {got['tokens'].tolist()}, transformers' {want['tokens'].tolist()}")
+        print(f"{tag}: tokens {got['tokens'].tolist()}, expected {want['tokens'].tolist()}")
         ok = False
     lengths = expected_lengths(want["tokens"], s.eos, s.max_new)
-    if not np.array_equal(got["lengths"], lengths) or int(got["steps"]) != columns:
-        print(f"{name}: lengths {got['lengths'].tolist()} steps {int(got['steps'])}, expected "
+    real = want["attention_mask"].any(axis=1)
+    if not np.array_equal(got["lengths"][real], lengths[real]) or int(got["steps"]) != columns:
+        print(f"{tag}: lengths {got['lengths'].tolist()} steps {int(got['steps'])}, expected "
               f"{lengths.tolist()} and {columns}")
         ok = False
-    theirs, ours = want["scores"].astype(np.float64), got["scores"][:, :columns].astype(np.float64)
+    if want["scores"] is not None:
+        ok &= check_scores(tag, got["scores"][:, :columns], want["scores"])
+        ok &= check_logprobs(tag, got["logprobs"][:, :columns],
+                             want["scores"].astype(np.float64), want["tokens"], lengths)
+    print(f"{tag}: {'ok' if ok else 'FAILED'}: {want['tokens'].shape[0]} prompts, "
+          f"{columns} columns, tokens {'equal' if ok else 'differ'}")
+    return ok
+
+
+def check_scores(tag, ours, theirs):
+    """cgc's scores against transformers' within ATOL + RTOL |theirs|, -inf
+    where theirs are."""
+    ours, theirs = ours.astype(np.float64), theirs.astype(np.float64)
     finite = np.isfinite(theirs)
     with np.errstate(invalid="ignore"):  # -inf - -inf where both ended
         off = np.abs(ours - theirs)
-    if not np.array_equal(finite, np.isfinite(ours)) or \
-            np.any(off[finite] > ATOL + RTOL * np.abs(theirs[finite])):
-        worst = np.max(off[finite & np.isfinite(ours)])
-        print(f"{name}: scores differ from transformers' (worst {worst:.3g}, or -inf elsewhere)")
-        ok = False
-    ok &= check_logprobs(name, got["logprobs"][:, :columns], theirs, want["tokens"], lengths)
-    print(f"{name}: {'ok' if ok else 'FAILED'}: {want['tokens'].shape[0]} prompts, "
-          f"{columns} columns, tokens {'equal' if ok else 'differ'}")
-    return ok
+    if np.array_equal(finite, np.isfinite(ours)) and \
+            np.all(off[finite] <= ATOL + RTOL * np.abs(theirs[finite])):
+        return True
+    worst = np.max(off[finite & np.isfinite(ours)])
+    print(f"{tag}: scores differ from transformers' (worst {worst:.3g}, or -inf elsewhere)")
+    return False
 
 
 TEMPERATURE = 0.7
@@ -180,7 +216,8 @@ def check_sampling(name, folder, cgc_opt, work):
     fields = dict(spec["generation"], do_sample=True, temperature=TEMPERATURE, top_k=0)
     s, ir_path = compose(folder, spec, fields, work, name + "_sample")
     want = read_safetensors(os.path.join(folder, "expected.safetensors"))
-    ids, mask = right_aligned(want["input_ids"], want["attention_mask"], s.pad)
+    ids, mask = right_aligned(want["input_ids"], want["attention_mask"], s.pad,
+                              s.max_prompt)
     runs = {}
     for seed in (5, 5, 6):
         feed = {"input_ids": ids, "attention_mask": mask, "rng": np.array([seed, 0])}

@@ -198,6 +198,10 @@ def check_stopping(name, model, cgc_tool, vocab):
     if int(gen.steps) != 1 or (lengths != 1).any():
         failures.append(f"{name} all stop: {int(gen.steps)} steps, lengths "
                         f"{lengths.tolist()}; expected 1 and all 1")
+    tokens, lengths = gen(ids[:3], mask[:3])  # the batch's fourth row left out: ended
+    if int(gen.steps) != 1 or tokens.shape[0] != 3 or (tokens[:, 0] != plain[:3, 0]).any():
+        failures.append(f"{name} 3 of 4 prompts: {int(gen.steps)} steps, first tokens "
+                        f"{tokens[:, 0].tolist()}; expected 1 and {plain[:3, 0].tolist()}")
     return failures
 
 

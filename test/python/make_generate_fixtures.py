@@ -40,6 +40,7 @@ def prompts(vocab):
     mask = torch.ones(BATCH, PROMPT, dtype=torch.long)
     mask[0, :3] = 0   # left-padded
     mask[2, 5:] = 0   # right-padded
+    ids[mask == 0] = 0  # the pad id, as a tokenizer pads
     return ids, mask
 
 
@@ -66,15 +67,20 @@ def write_fixture(name, config, generation, folder):
     write_safetensors(os.path.join(folder, "weights.safetensors"),
                       {k: v for k, v in weights.items()})
     ids, mask = prompts(config.vocab_size)
-    left_ids, left_mask = left_aligned(ids, mask)
-    out = model.generate(input_ids=left_ids, attention_mask=left_mask, max_new_tokens=NEW,
-                         do_sample=False, output_scores=True, return_dict_in_generate=True,
-                         pad_token_id=0, **generation)
-    tokens = out.sequences[:, PROMPT:]
-    scores = torch.stack(out.scores, dim=1)
-    write_safetensors(os.path.join(folder, "expected.safetensors"),
-                      {"input_ids": ids.numpy(), "attention_mask": mask.numpy(),
-                       "tokens": tokens.numpy(), "scores": scores.numpy()})
+    # The prompts as given, and narrower than max_prompt (their first two
+    # columns dropped: rows 1 and 2 are then unpadded, which the graph
+    # pads to max_prompt without adding a pad id to what is penalized).
+    for suffix, (x, m) in (("", (ids, mask)), ("_narrow", (ids[:, 2:], mask[:, 2:]))):
+        left_ids, left_mask = left_aligned(x, m)
+        out = model.generate(input_ids=left_ids, attention_mask=left_mask, max_new_tokens=NEW,
+                             do_sample=False, output_scores=True,
+                             return_dict_in_generate=True, pad_token_id=0, **generation)
+        tokens = out.sequences[:, x.shape[1]:]
+        scores = torch.stack(out.scores, dim=1)
+        write_safetensors(os.path.join(folder, f"expected{suffix}.safetensors"),
+                          {"input_ids": x.contiguous().numpy(),
+                           "attention_mask": m.contiguous().numpy(),
+                           "tokens": tokens.numpy(), "scores": scores.numpy()})
     with open(os.path.join(folder, "settings.json"), "w") as f:
         json.dump({"batch": BATCH, "max_prompt": PROMPT, "max_new_tokens": NEW,
                    "vocab": config.vocab_size, "generation": generation}, f, indent=1)
