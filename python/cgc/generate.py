@@ -33,13 +33,17 @@ def settings_from(fields, batch, max_prompt, max_new_tokens, vocab):
                            "greedily or samples")
     sample = bool(fields.get("do_sample"))
     if sample:
-        for name, off in (("top_k", (None, 0)), ("top_p", (None, 1.0)),
-                          ("typical_p", (None, 1.0)), ("min_p", (None,)),
+        for name, off in (("typical_p", (None, 1.0)), ("min_p", (None,)),
                           ("epsilon_cutoff", (None, 0.0)), ("eta_cutoff", (None, 0.0))):
             if fields.get(name) not in off:
                 raise RefusedError(f"sampling with {name}={fields[name]!r}: compile_generate "
-                                   f"samples with a temperature only yet (pass {name}="
-                                   f"{off[-1]!r}; top_k=50 is GenerationConfig's default)")
+                                   "samples with a temperature, top_k and top_p only yet "
+                                   f"(pass {name}={off[-1]!r})")
+    top_k = int(fields.get("top_k") or 0) if sample else 0
+    top_p = fields.get("top_p")
+    top_p = 1.0 if not sample or top_p is None else float(top_p)
+    if top_k < 0 or not 0.0 < top_p <= 1.0:
+        raise ValueError(f"top_k must be >= 0 and top_p in (0, 1], got {top_k} and {top_p}")
     temperature = fields.get("temperature")
     temperature = 1.0 if not sample or temperature is None else float(temperature)
     if temperature <= 0:
@@ -59,7 +63,8 @@ def settings_from(fields, batch, max_prompt, max_new_tokens, vocab):
     return Settings(batch=batch, max_prompt=max_prompt, max_new_tokens=max_new_tokens,
                     vocab=vocab, eos=eos, pad=pad,
                     min_new_tokens=int(fields.get("min_new_tokens") or 0),
-                    repetition_penalty=penalty, do_sample=sample, temperature=temperature)
+                    repetition_penalty=penalty, do_sample=sample, temperature=temperature,
+                    top_k=top_k, top_p=top_p)
 
 
 def generation_program(model, s):

@@ -22,11 +22,11 @@ count of real tokens before it, a pad's is 1; the k-th generated token of
 a sequence with L real prompt tokens sits at position L + k and in cache
 slot P + k; the mask shows a step the real prompt tokens and the
 generated ones so far. Logits are processed in f32 in transformers'
-order (repetition penalty, the end held back before min_new_tokens,
-temperature when sampling), then the argmax (greedy) or, sampling, a draw
-from softmax by one uniform number per row and token from cgc's Philox
-stream (graph input rng = {seed, offset}; each step moves the offset on
-by rng_stride). Top-k and top-p are not written yet."""
+order (repetition penalty, the end held back before min_new_tokens, and
+when sampling temperature, top-k and top-p), then the argmax (greedy) or,
+sampling, a draw from softmax by one uniform number per row and token
+from cgc's Philox stream (graph input rng = {seed, offset}; each step
+moves the offset on by rng_stride)."""
 from .ir_builder import IRBuilder
 
 
@@ -36,11 +36,12 @@ class Settings:
 
     def __init__(self, *, batch, max_prompt, max_new_tokens, vocab, eos, pad,
                  min_new_tokens=0, repetition_penalty=1.0, do_sample=False, temperature=1.0,
-                 output_scores=False, output_logprobs=False):
+                 top_k=0, top_p=1.0, output_scores=False, output_logprobs=False):
         self.batch, self.max_prompt, self.max_new = batch, max_prompt, max_new_tokens
         self.vocab, self.eos, self.pad = vocab, list(eos), pad
         self.min_new, self.penalty = min_new_tokens, repetition_penalty
         self.do_sample, self.temperature = do_sample, temperature
+        self.top_k, self.top_p = top_k, top_p
         self.output_scores, self.output_logprobs = output_scores, output_logprobs
 
     @property
@@ -124,7 +125,79 @@ def processed(b, logits, generated, seen, s):
         scores = b.op("where", [hold, b.const("-inf", "f32"), scores])
     if s.do_sample and s.temperature != 1.0:
         scores = b.op("div", [scores, b.const(float(s.temperature), "f32")])
+    if s.do_sample and 0 < s.top_k < s.vocab:
+        scores = b.op("where", [top_k_kept(b, scores, s), scores, b.const("-inf", "f32")])
+    if s.do_sample and s.top_p < 1.0:
+        scores = b.op("where", [top_p_kept(b, scores, s), scores, b.const("-inf", "f32")])
     return scores
+
+
+# Top-k and top-p find each row's threshold by multisection: ROUNDS
+# rounds, each counting (or summing) the row at SECTIONS evenly spaced
+# candidates between lo and hi at once and keeping the bracket where the
+# count crosses, so [lo, hi) shrinks SECTIONS + 1 times a round (17^6:
+# about 2e-7 of the first bracket, f32's resolution). A token within that
+# of the threshold may fall on either side (transformers sorts: a near-tie
+# only).
+SECTIONS, ROUNDS = 16, 6
+
+
+def multisection(b, lo, hi, measure, accept, s):
+    """The final lo [B, 1] of the bracket search: `measure(candidates
+    [B, SECTIONS, 1])` gives [B, SECTIONS] (monotone in the candidate),
+    `accept` of it is true up to some candidate and false after."""
+    fractions = b.const([float(m + 1) for m in range(SECTIONS)], "f32", [1, SECTIONS])
+    for _ in range(ROUNDS):
+        step = b.op("div", [b.op("sub", [hi, lo]), b.const(float(SECTIONS + 1), "f32")])
+        candidates = b.op("add", [lo, b.op("mul", [step, fractions])])
+        measured = measure(b.reshape(candidates, [s.batch, SECTIONS, 1]))
+        taken = b.op("sum", [b.op("cast", [accept(measured)], {"dtype": "f32"})],
+                     {"axes": [1], "keepdim": True})
+        lo, hi = (b.op("add", [lo, b.op("mul", [step, taken])]),
+                  b.op("add", [lo, b.op("mul", [step, b.op("add", [taken, b.const(1.0, "f32")])])]))
+    return lo
+
+
+def top_k_kept(b, scores, s):
+    """bool [B, V]: the scores at or above the row's top_k-th largest
+    (transformers' TopKLogitsWarper; all finite ones when fewer are)."""
+    inf = b.const("inf", "f32")
+    finite = b.op("lt", [scores, inf])
+    finite = b.op("logical_and", [finite, b.op("gt", [scores, b.const("-inf", "f32")])])
+    lowest = b.op("min", [b.op("where", [finite, scores, inf])], {"axes": [1], "keepdim": True})
+    one = b.const(1.0, "f32")
+    lo = b.op("sub", [lowest, one])
+    hi = b.op("add", [b.op("max", [scores], {"axes": [1], "keepdim": True}), one])
+    rows = b.reshape(scores, [s.batch, 1, s.vocab])
+
+    def count(candidates):
+        above = b.op("cast", [b.op("ge", [rows, candidates])], {"dtype": "f32"})
+        return b.op("sum", [above], {"axes": [2]})
+
+    def enough(counts):
+        return b.op("ge", [counts, b.const(float(s.top_k), "f32")])
+
+    return b.op("ge", [scores, multisection(b, lo, hi, count, enough, s)])
+
+
+def top_p_kept(b, scores, s):
+    """bool [B, V]: transformers' TopPLogitsWarper: the most probable ids
+    whose mass passes top_p, the rest removed while the mass of what is
+    removed stays at most 1 - top_p (the most probable id always kept)."""
+    probs = b.op("softmax", [scores], {"axis": 1})
+    lo = b.fill(0.0, "f32", [s.batch, 1])
+    hi = b.op("max", [probs], {"axes": [1], "keepdim": True})
+    rows = b.reshape(probs, [s.batch, 1, s.vocab])
+    zero = b.const(0.0, "f32")
+
+    def mass(candidates):
+        below = b.op("where", [b.op("le", [rows, candidates]), rows, zero])
+        return b.op("sum", [below], {"axes": [2]})
+
+    def removable(masses):
+        return b.op("le", [masses, b.const(1.0 - float(s.top_p), "f32")])
+
+    return b.op("gt", [probs, multisection(b, lo, hi, mass, removable, s)])
 
 
 # A draw's uniform number: UNIFORM_BITS fair bits, each a dropout(p = 0.5)

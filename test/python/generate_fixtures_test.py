@@ -9,14 +9,15 @@ give transformers' greedy tokens exactly, its scores within
 lengths up to each sequence's end; the log-probabilities (output_logprobs)
 are log softmax of transformers' scores at its tokens, 0 after the end.
 
-Sampling (temperature 0.7) over the same records: the first column's
-scores are transformers' greedy ones over 0.7; every token is the one
+Sampling (temperature, top-k and top-p) over the same records: the first
+column's scores are transformers' after its warpers (-inf where they
+removed an id), no column keeps more than top_k ids; every token is the one
 the draw rule gives for cgc's own scores of its column and the uniform
 number the Philox stream holds for its row and step (computed here by an
 independent Philox, test/golden/golden_numerics.py); an end token is
 never drawn before min_new_tokens; the same seed gives the same tokens
-and another seed others. Refusal checks: top-k sampling and beam search
-are refused by name.
+and another seed others. Refusal checks: typical-p and min-p sampling and
+beam search are refused by name.
 
 Usage: PYTHONPATH=python generate_fixtures_test.py --cgc-opt PATH [--fixtures DIR]
 """
@@ -185,9 +186,6 @@ def check_scores(tag, ours, theirs):
     return False
 
 
-TEMPERATURE = 0.7
-
-
 def uniforms(seed, s, steps):
     """u [steps, B] of the graph's draws: step t's bit k of row r is the
     Philox number at offset t * rng_stride + k * B, element r, >= 0.5."""
@@ -213,7 +211,7 @@ def check_sampling(name, folder, cgc_opt, work):
     docstring)."""
     with open(os.path.join(folder, "settings.json")) as f:
         spec = json.load(f)
-    fields = dict(spec["generation"], do_sample=True, temperature=TEMPERATURE, top_k=0)
+    fields = dict(spec["generation"], **spec["sampling"])
     s, ir_path = compose(folder, spec, fields, work, name + "_sample")
     want = read_safetensors(os.path.join(folder, "expected.safetensors"))
     ids, mask = right_aligned(want["input_ids"], want["attention_mask"], s.pad,
@@ -233,14 +231,11 @@ def check_sampling(name, folder, cgc_opt, work):
     if np.array_equal(first["tokens"], runs[6][0]["tokens"]):
         print(f"{name} sampling: seeds 5 and 6 gave the same tokens")
         ok = False
-    theirs = want["scores"][:, 0].astype(np.float64) / TEMPERATURE
-    ours = first["scores"][:, 0].astype(np.float64)
-    finite = np.isfinite(theirs)
-    with np.errstate(invalid="ignore"):
-        off = np.abs(ours - theirs)
-    if not np.array_equal(finite, np.isfinite(ours)) or \
-            np.any(off[finite] > 1e-4 + 1e-4 * np.abs(theirs[finite])):
-        print(f"{name} sampling: the first column's scores are not transformers' / {TEMPERATURE}")
+    warped = read_safetensors(os.path.join(folder, "expected_sample.safetensors"))["scores"]
+    ok &= check_scores(f"{name} sampling, first column", first["scores"][:, 0], warped)
+    kept = np.isfinite(first["scores"]).sum(axis=2)
+    if (kept > s.top_k).any():
+        print(f"{name} sampling: more than top_k={s.top_k} ids kept: {kept.tolist()}")
         ok = False
     steps, done = int(first["steps"]), np.zeros(s.batch, dtype=bool)
     u = uniforms(5, s, steps)
@@ -275,10 +270,9 @@ def main():
     with tempfile.TemporaryDirectory(prefix="cgc-generate-fixtures-") as work:
         for name in sorted(os.listdir(args.fixtures)):
             ok &= check(name, os.path.join(args.fixtures, name), args.cgc_opt, work)
-        ok &= check_sampling("llama_gqa", os.path.join(args.fixtures, "llama_gqa"),
-                             args.cgc_opt, work)
-    for fields, word in (({"do_sample": True, "top_k": 50}, "top_k=50"),
-                         ({"do_sample": True, "top_k": 0, "top_p": 0.9}, "top_p=0.9"),
+            ok &= check_sampling(name, os.path.join(args.fixtures, name), args.cgc_opt, work)
+    for fields, word in (({"do_sample": True, "typical_p": 0.9}, "typical_p=0.9"),
+                         ({"do_sample": True, "min_p": 0.1}, "min_p=0.1"),
                          ({"num_beams": 4}, "beam search")):
         try:
             settings_from(fields, 1, 4, 4, 10)

@@ -13,7 +13,8 @@ equal transformers' within SCORE_TOL at every compared column. Then
 stopping: with an end token that one sequence emits early, that
 sequence pads after it and the others go on; with an end every
 sequence emits, the loop ends early (the steps output says so).
-Sampling (temperature 0.8, batch 4): the same seed gives the same
+Sampling (temperature 0.8, top_k 20, top_p 0.9, batch 4): at most 20
+ids kept a column, the same seed gives the same
 tokens, another seed others, and every token is the one the draw rule
 gives for cgc's scores of its column and the Philox stream's uniform
 number (generate_fixtures_test.py's independent Philox); the
@@ -150,7 +151,7 @@ def check_sampling(name, model, cgc_tool, vocab):
     gen = cgc.compile_generate(model, 16, 12, 4, output_scores=True, output_logprobs=True,
                                cgc=cgc_tool,
                                generation_config={"do_sample": True, "temperature": 0.8,
-                                                  "top_k": 0})
+                                                  "top_k": 20, "top_p": 0.9})
     ids, mask = prompts(4, 12, vocab, True)
     runs = [gen(ids, mask, seed=seed) for seed in (5, 5, 6)]
     failures = []
@@ -159,6 +160,9 @@ def check_sampling(name, model, cgc_tool, vocab):
     if (runs[0][0] == runs[2][0]).all():
         failures.append(f"{name} sampling: seeds 5 and 6 gave the same tokens")
     tokens, lengths, scores, logprobs = (t.cpu().numpy() for t in runs[0])
+    kept = np.isfinite(scores).sum(axis=2)
+    if (kept > 20).any() or (kept < 1).any():
+        failures.append(f"{name} sampling: top_k=20 kept {kept.min()} to {kept.max()} ids")
     if not check_logprobs(f"{name} sampling", logprobs, scores.astype(np.float64), tokens,
                           lengths):
         failures.append(f"{name} sampling: log-probabilities differ (above)")

@@ -21,6 +21,7 @@ from cgc.torch.generation import capture_step
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 BATCH, PROMPT, NEW = 3, 7, 6
+SAMPLING = {"do_sample": True, "temperature": 0.7, "top_k": 12, "top_p": 0.8}
 
 
 def models():
@@ -81,9 +82,19 @@ def write_fixture(name, config, generation, folder):
                           {"input_ids": x.contiguous().numpy(),
                            "attention_mask": m.contiguous().numpy(),
                            "tokens": tokens.numpy(), "scores": scores.numpy()})
+    # Sampling's first column: transformers' scores after its warpers
+    # (temperature, top-k, top-p), the same whatever its draws.
+    left_ids, left_mask = left_aligned(ids, mask)
+    torch.manual_seed(1)
+    out = model.generate(input_ids=left_ids, attention_mask=left_mask, max_new_tokens=1,
+                         output_scores=True, return_dict_in_generate=True, pad_token_id=0,
+                         **dict(generation, **SAMPLING))
+    write_safetensors(os.path.join(folder, "expected_sample.safetensors"),
+                      {"scores": out.scores[0].numpy()})
     with open(os.path.join(folder, "settings.json"), "w") as f:
         json.dump({"batch": BATCH, "max_prompt": PROMPT, "max_new_tokens": NEW,
-                   "vocab": config.vocab_size, "generation": generation}, f, indent=1)
+                   "vocab": config.vocab_size, "generation": generation,
+                   "sampling": SAMPLING}, f, indent=1)
 
 
 def main():
