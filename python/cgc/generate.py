@@ -195,11 +195,13 @@ class Generator:
         device = self.artifact.device
         real = attention_mask.to(device=device, dtype=torch.bool)
         counts = real.sum(dim=1)
-        longest = int(counts.max()) if rows else 0
+        # One host read a call (the checks need the lengths on the host).
+        longest, shortest = torch.stack([counts.max(), counts.min()]).tolist() \
+            if rows else (0, 1)
         if longest > s.max_prompt:
             raise ValueError(f"a prompt of {longest} tokens, but the generator was compiled "
                              f"for at most max_prompt={s.max_prompt}")
-        if rows and int(counts.min()) == 0:
+        if shortest == 0:
             raise ValueError("a prompt with no real token (its attention_mask is all zero)")
         source = input_ids.to(device=device, dtype=torch.long)
         padded = ~real.all(dim=1)
