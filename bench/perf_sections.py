@@ -312,3 +312,33 @@ def compile_times_section(path):
         w.append(f"| {r['model']} | {r['nodes']} | {r['kernels']} | {r['ms']} | {r['nvrtc_ms']} | "
                  f"{r['writer_ms']} |")
     return w
+
+
+GENERATION_NAMES = {"gpt2": "GPT-2 (124M)", "llama4": "Llama 4 x 512",
+                    "llama1b": "Llama 16 x 2048 (1B class)"}
+
+
+def generation_table(path):
+    """The per-token table of a bench/generate.py log (RESULT lines, one
+    dict each; rows of several invocations for one model, dtype and batch
+    merged): the table docs/perf.md and docs/generation.md show."""
+    import ast
+    rows = {}
+    for line in open(path):
+        if line.startswith("RESULT "):
+            r = ast.literal_eval(line[len("RESULT "):])
+            rows.setdefault((r["model"], r["dtype"], r["batch"]), {}).update(r)
+    w = ["| model | dtype | batch | cgc ms/token | HF static + torch.compile | HF eager | floor "
+         "| cgc / compiled | cgc / floor | cgc TTFT ms | compiled TTFT | eager TTFT |",
+         "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    order = list(GENERATION_NAMES)
+    for key in sorted(rows, key=lambda k: (order.index(k[0]) if k[0] in order else 99,) + k[1:]):
+        r = rows[key]
+        cgc, eager, compiled = (r.get(n, {}) for n in ("cgc", "hf_eager", "hf_static_compiled"))
+        ours, peer = cgc.get("per_token_ms"), compiled.get("per_token_ms")
+        w.append(f"| {GENERATION_NAMES.get(key[0], key[0])} | {key[1]} | {key[2]} | {fmt(ours)} | "
+                 f"{fmt(peer)} | {fmt(eager.get('per_token_ms'))} | {r['floor_ms']:.3f} | "
+                 f"{fmt(ours / peer if ours and peer else None)} | "
+                 f"{fmt(ours / r['floor_ms'] if ours else None)} | {fmt(cgc.get('ttft_ms'))} | "
+                 f"{fmt(compiled.get('ttft_ms'))} | {fmt(eager.get('ttft_ms'))} |")
+    return w
