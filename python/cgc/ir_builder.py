@@ -5,6 +5,13 @@ import re
 
 import numpy as np
 
+from .errors import RefusedError
+
+# docs/ir.md "Limits": the elements of a shape. A node whose static `shape`
+# attribute passes it is refused here, at the node the front end is
+# lowering, not later by cgc at the IR it writes.
+MAX_ELEMENTS = 1 << 40
+
 
 def safe_name(name):
     """`name` with the characters IR names cannot hold replaced by `_`."""
@@ -62,6 +69,7 @@ class IRBuilder:
 
     def node(self, op, inputs, attrs=None, name=None):
         """Appends a node; returns its value name."""
+        check_shape_attr(op, attrs)
         out = self.fresh(name or op)
         record = {"name": out, "op": op, "inputs": list(inputs)}
         if attrs:
@@ -70,3 +78,16 @@ class IRBuilder:
             record["loc"] = self.loc
         self.nodes.append(record)
         return out
+
+
+def check_shape_attr(op, attrs):
+    """Refuses a static `shape` attribute of more than MAX_ELEMENTS."""
+    shape = (attrs or {}).get("shape")
+    if not isinstance(shape, list) or not all(isinstance(d, int) for d in shape):
+        return
+    count = 1
+    for d in shape:
+        count *= max(d, 0)
+    if count > MAX_ELEMENTS:
+        shown = shape if len(shape) <= 8 else shape[:8] + ["..."]
+        raise RefusedError(f"a {op} of shape {shown}: more than 2^40 elements, the IR's limit")

@@ -396,10 +396,16 @@ def reshape_to(ctx, x):
 
 @rule("Reshape")
 def reshape(ctx, ins, attrs):
-    """ONNX's shape: 0 copies the input's dim (unless allowzero), -1 takes
-    what is left."""
+    """ONNX's shape (an operand from opset 5, the attribute `shape`
+    before): 0 copies the input's dim (unless allowzero), -1 takes what is
+    left."""
     x = ins[0]
-    target = ints_operand(ctx, ins[1], "the shape operand")
+    if len(ins) > 1:
+        target = ints_operand(ctx, ins[1], "the shape operand")
+    elif isinstance(attrs.get("shape"), (list, tuple)):
+        target = [int(t) for t in attrs["shape"]]
+    else:
+        raise RefusedError("no shape: an operand from opset 5, the attribute 'shape' before")
     s = shape(ctx, x)
     if target.count(-1) > 1 or any(t < -1 for t in target):
         raise RefusedError(f"the shape operand {list(target)}: one -1 at most, and no other "

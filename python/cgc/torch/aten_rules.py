@@ -281,6 +281,7 @@ def layer_norm(e, n):
     eps = n.args[4] if len(n.args) > 4 else n.kwargs.get("eps", 1e-5)
     if not isinstance(eps, (int, float)) or not math.isfinite(eps) or eps < 0:
         raise RefusedError(f"a layer_norm eps of {eps!r} (a finite number, at least 0)")
+    check_normalized_shape(normalized, e.shape(x))
     operands = [e.operand(x)]
     if w is not None:
         operands.append(e.operand(w))
@@ -292,6 +293,16 @@ def layer_norm(e, n):
     if "native" in n.target:
         return [y, None, None]  # its mean and rstd: refused if read (getitem of None)
     return y
+
+
+def check_normalized_shape(normalized, shape):
+    """layer_norm's normalized_shape must be the input's last dims (at
+    least one; a symbolic one is taken as it comes), as PyTorch requires."""
+    if not isinstance(normalized, (list, tuple)) or not 0 < len(normalized) <= len(shape) or \
+            any(isinstance(d, int) and isinstance(s, int) and d != s
+                for d, s in zip(normalized, shape[len(shape) - len(normalized):])):
+        raise RefusedError(f"a layer_norm over normalized_shape {normalized!r} of an input of "
+                           f"shape {list(shape)} (it must be the input's last dims, at least one)")
 
 
 def reduction(op):
