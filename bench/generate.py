@@ -19,9 +19,11 @@ Prints one RESULT line per row (the log bench/results/generate-*.log).
 """
 import argparse
 import os
-import statistics
 import sys
 import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from torch_timing import time_events  # noqa: E402
 
 PROMPT = 128
 
@@ -37,19 +39,10 @@ def model_configs():
     }
 
 
-def median_ms(fn, runs=5):
-    import torch
-    fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(runs):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end))
-    return statistics.median(times)
+def median_ms(fn):
+    """Milliseconds of one call: torch_timing.time_events' median of 5
+    (CUDA events, one call per sample after a warm-up call)."""
+    return time_events(fn, iters=1, warmup=1)[0] / 1000.0
 
 
 def copy_bandwidth():
