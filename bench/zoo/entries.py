@@ -166,8 +166,7 @@ def entries():
             continue
         seq = 77 if family == "clip-text" else 128
         for dtype in ("f32", "bf16"):
-            tags = ("bench",) if dtype == "f32" else ()
-            out.append(Entry(f"{family}-{dtype}-b1-s{seq}", family, 1, seq, dtype, tags=tags))
+            out.append(Entry(f"{family}-{dtype}-b1-s{seq}", family, 1, seq, dtype, tags=("bench",)))
     for family, seq in (("bert", 512), ("gpt2", 128), ("llama", 128)):
         out.append(Entry(f"{family}-f32-b8-s{seq}", family, 8, seq, "f32", tags=("bench",)))
         out.append(Entry(f"{family}-f16-b1-s128", family, 1, 128, "f16"))

@@ -74,8 +74,10 @@ def relative_error(torch, got, want):
     return worst
 
 
-def check_entry(torch, cgc, entry, export_only, work):
-    """The entry's result row: status, message, errors, compile time."""
+def check_entry(torch, cgc, entry, export_only, work, kept=None):
+    """The entry's result row: status, message, errors, compile time. Into
+    `kept` (when given) go cgc's callable, the module in the entry's dtype
+    and the call's arguments, for the benchmark tier to time."""
     import copy
     module, (args, kwargs) = entry.build(torch)
     row = {"entry": entry.name, "family": entry.family, "dtype": entry.dtype,
@@ -109,6 +111,8 @@ def check_entry(torch, cgc, entry, export_only, work):
                    trace=traceback.format_exc(limit=4))
         return row
     row["compile_s"] = time.perf_counter() - started
+    if kept is not None:
+        kept.update(fn=fn, model=model, args=call_args, kwargs=call_kwargs)
     with torch.no_grad():
         got = leaves(torch, fn(*call_args, **call_kwargs, fresh_outputs=True))
         torch.cuda.synchronize()
@@ -150,18 +154,16 @@ def other_size_error(torch, entry, fn, reference, batch, seq):
     return relative_error(torch, got, want), None
 
 
-def bench_entry(torch, cgc, entry, row, work, iters, autotune_budget_s):
+def bench_entry(torch, kept, entry, row, iters, autotune_budget_s):
     """Times of one call (µs, CUDA events around `iters` back-to-back calls,
     median of 5 after warm-up) of eager, torch.cuda.graph (replay),
     torch.compile reduce-overhead, max-autotune for entries tagged
-    "autotune" when their compile fits the budget, and cgc's callable, all
-    in this process on the same inputs; plus each compile's cold time."""
+    "autotune" when their compile fits the budget, and cgc's callable (the
+    one the correctness tier compiled and checked), all in this process on
+    the same inputs; plus each torch.compile's cold time."""
     from torch_timing import capture, time_events
-    module, (args, kwargs) = entry.build(torch)
-    dtype = torch_dtype(torch, entry.dtype)
-    model = module.cuda().to(dtype)
-    call_args = [on_device(torch, a, dtype) for a in args]
-    call_kwargs = {k: on_device(torch, v, dtype) for k, v in kwargs.items()}
+    model, fn = kept["model"], kept["fn"]
+    call_args, call_kwargs = kept["args"], kept["kwargs"]
     times = {}
     with torch.no_grad():
         times["eager"] = time_events(lambda: model(*call_args, **call_kwargs), iters, 5)[0]
@@ -181,8 +183,6 @@ def bench_entry(torch, cgc, entry, row, work, iters, autotune_budget_s):
                                  f"> budget {autotune_budget_s} s"
             times[mode] = time_events(lambda: compiled(*call_args, **call_kwargs), iters, 5)[0]
         torch._dynamo.reset()
-        fn = cgc.compile(model, tuple(call_args), example_kwargs=call_kwargs,
-                         path=os.path.join(work, "model.cgc"))
         times["cgc"] = time_events(lambda: fn(*call_args, **call_kwargs), iters, 5)[0]
     row["times_us"] = times
     return row
@@ -287,6 +287,16 @@ def report(paths, out, title):
     return 0
 
 
+def write_results(rows, args, header):
+    """models.md and zoo-results.json of the rows so far, into --out."""
+    os.makedirs(args.out, exist_ok=True)
+    title = "Model zoo: export only" if args.export_only else args.title
+    with open(os.path.join(args.out, "models.md"), "w") as f:
+        f.write(markdown(rows, title, header))
+    with open(os.path.join(args.out, "zoo-results.json"), "w") as f:
+        json.dump({"header": header, "rows": rows}, f, indent=1)
+
+
 def run_header(torch):
     import datetime
     try:
@@ -336,18 +346,20 @@ def main():
     for entry in ENTRIES:
         if not any(part in entry.name for part in args.only.split(",")):
             continue
+        timed = args.bench and "bench" in entry.tags and \
+            any(part in entry.name for part in args.bench_only.split(","))
+        kept = {} if timed else None
         with tempfile.TemporaryDirectory(prefix="cgc-zoo-") as work:
             try:
-                row = check_entry(torch, cgc, entry, args.export_only, work)
+                row = check_entry(torch, cgc, entry, args.export_only, work, kept)
             except Exception as e:  # noqa: BLE001 - eager itself failed: the entry is broken
                 row = {"entry": entry.name, "status": "broken",
                        "message": f"{type(e).__name__}: {e}"}
-        if args.bench and row["status"] == "passed" and "bench" in entry.tags and \
-                any(part in entry.name for part in args.bench_only.split(",")):
-            with tempfile.TemporaryDirectory(prefix="cgc-zoo-") as work:
-                bench_entry(torch, cgc, entry, row, work, args.iters, args.autotune_budget_s)
-            print(f"{entry.name}: " + " ".join(f"{k}={v:.1f}us" for k, v in
-                                                row["times_us"].items()), flush=True)
+            if timed and row["status"] == "passed":
+                bench_entry(torch, kept, entry, row, args.iters, args.autotune_budget_s)
+                print(f"{entry.name}: " + " ".join(f"{k}={v:.1f}us" for k, v in
+                                                    row["times_us"].items()), flush=True)
+        kept = None
         if args.onnx and entry.dtype == "f32" and not entry.dynamic:
             with tempfile.TemporaryDirectory(prefix="cgc-zoo-onnx-") as work:
                 row["onnx"], row["onnx_message"] = onnx_status(
@@ -362,13 +374,7 @@ def main():
                 row["status"] != "passed":
             failed.append(f"{entry.name} (passed before, now {row['status']})")
         torch.cuda.empty_cache()
-    os.makedirs(args.out, exist_ok=True)
-    title = "Model zoo: export only" if args.export_only else args.title
-    header = run_header(torch)
-    with open(os.path.join(args.out, "models.md"), "w") as f:
-        f.write(markdown(rows, title, header))
-    with open(os.path.join(args.out, "zoo-results.json"), "w") as f:
-        json.dump({"header": header, "rows": rows}, f, indent=1)
+        write_results(rows, args, run_header(torch))  # after each entry: a cut run keeps its rows
     if args.update_status and not args.export_only:
         with open(args.status, "w") as f:
             json.dump({r["entry"]: r["status"] for r in rows}, f, indent=1)
