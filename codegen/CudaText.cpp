@@ -184,6 +184,9 @@ static const char PreludeHalf[] =
 static const char PreludeAttention[] =
 #include "codegen/device/attention.cuh.inc"
     ;
+static const char PreludeAttentionMma[] =
+#include "codegen/device/attention_mma.cuh.inc"
+    ;
 
 std::string cgc::cudaPrelude(bool half, bool bfloat16, bool conditionals,
                              bool attention) {
@@ -197,7 +200,9 @@ std::string cgc::cudaPrelude(bool half, bool bfloat16, bool conditionals,
     out += PreludeBF16;
   if (half || bfloat16)
     out += PreludeHalf;
-  if (attention)
+  if (attention) {
     out += PreludeAttention;
+    out += PreludeAttentionMma;
+  }
   return out;
 }

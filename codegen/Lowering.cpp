@@ -112,7 +112,7 @@ static bool emitKernel(const Node &node, Kernel &kernel) {
   case Movement: emitMovement(node, kernel); return true;
   case SyncPoint: return false;
   case Convolution: return false; // expand-convolution writes it out first.
-  case Attention: // The schedule pass gave it a fused_attention record.
+  case Attention: // The schedule pass gave it a fused_ or mma_attention record.
     emitAttention(node, *node.schedule(), kernel);
     return true;
   case ControlFlow:

@@ -271,6 +271,7 @@ void cgc::emitProductKernel(const ProductParts &parts, const Schedule &record,
   case Strategy::SplitRows:
   case Strategy::Columns:
   case Strategy::FusedAttention:
+  case Strategy::MmaAttention:
     llvm_unreachable("the schedule pass gives products product records");
   }
   llvm_unreachable("a Strategy value");

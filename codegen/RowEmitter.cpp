@@ -550,6 +550,7 @@ bool cgc::emitRowKernels(const Node &node, const Schedule &record,
   case Strategy::TiledProduct:
   case Strategy::LibraryProduct:
   case Strategy::FusedAttention:
+  case Strategy::MmaAttention:
     llvm_unreachable("the schedule pass gives row ops row records");
   }
   if (reducedRun(row)) {

@@ -4,6 +4,7 @@
 #include "ir/Types.h"
 
 #include <algorithm>
+#include <cstdlib>
 
 using namespace cgc;
 
@@ -28,19 +29,57 @@ MaskLead maskLeadOf(const Node &node) {
 }
 } // namespace
 
-std::string cgc::fusedAttentionRefusal(const Node &node) {
-  const TensorType &q = node.operand(0)->getType(), &v = node.operand(2)->getType();
-  Dim width = q.dims.back(), valueWidth = v.dims.back();
-  if (!isFloat(q.dtype))
-    return "the fused kernel takes f32, f16 and bf16";
-  if (!width.isStatic() || !valueWidth.isStatic() || width.extent() < 1 ||
-      valueWidth.extent() < 1 || width.extent() > kAttentionMaxWidth ||
-      valueWidth.extent() > kAttentionMaxWidth)
-    return "the fused kernel takes q, k and v rows of 1 to " +
-           std::to_string(kAttentionMaxWidth) + " elements";
+/// Why neither kernel can address the node's mask; empty when they can.
+static std::string maskRefusal(const Node &node) {
   if (node.numOperands() == 4 && maskLeadOf(node) == MaskLead::Mixed)
     return "the mask's leading dims are partly broadcast";
   return "";
+}
+
+/// Whether \p d is static, from 1 to kAttentionMaxWidth and a multiple
+/// of \p multiple.
+static bool widthFits(Dim d, int64_t multiple) {
+  return d.isStatic() && d.extent() >= 1 && d.extent() <= kAttentionMaxWidth &&
+         d.extent() % multiple == 0;
+}
+
+std::string cgc::fusedAttentionRefusal(const Node &node) {
+  const TensorType &q = node.operand(0)->getType(), &v = node.operand(2)->getType();
+  if (!isFloat(q.dtype))
+    return "the fused kernel takes f32, f16 and bf16";
+  if (!widthFits(q.dims.back(), 1) || !widthFits(v.dims.back(), 1))
+    return "the fused kernel takes q, k and v rows of 1 to " +
+           std::to_string(kAttentionMaxWidth) + " elements";
+  return maskRefusal(node);
+}
+
+std::string cgc::mmaAttentionRefusal(const Node &node, const Target &target) {
+  const TensorType &q = node.operand(0)->getType(), &v = node.operand(2)->getType();
+  if (q.dtype != DType::F16 && q.dtype != DType::BF16)
+    return "the tensor-core kernel takes f16 and bf16";
+  if (std::strtoul(target.arch.c_str() + 3, nullptr, 10) < 80)
+    return "the tensor-core kernel needs sm_80 or later";
+  if (!widthFits(q.dims.back(), 16) || !widthFits(v.dims.back(), 8))
+    return "the tensor-core kernel takes q and k rows of a multiple of 16 and v rows "
+           "of a multiple of 8 elements, at most " + std::to_string(kAttentionMaxWidth);
+  return maskRefusal(node);
+}
+
+bool cgc::mmaAttentionPays(const Node &node) {
+  const TensorType &k = node.operand(1)->getType(), &v = node.operand(2)->getType();
+  Dim keys = k.dims[k.rank() - 2];
+  return keys.isStatic() && keys.extent() <= kMmaAttentionMaxKeys &&
+         k.dims.back().extent() <= kMmaAttentionMaxChosenWidth &&
+         v.dims.back().extent() <= kMmaAttentionMaxChosenWidth;
+}
+
+int64_t cgc::mmaAttentionBlocks(const AttentionShape &s, int64_t warps) {
+  int64_t rows = 16 * warps;
+  return std::max<int64_t>((s.rows + rows - 1) / rows, 1) * s.outer * s.qHeads;
+}
+
+int64_t cgc::mmaAttentionWarps(const AttentionShape &s, const Target &target) {
+  return mmaAttentionBlocks(s, 4) >= int64_t(target.multiprocessors) ? 4 : 1;
 }
 
 bool cgc::fusedAttentionPays(const Node &node) {

@@ -52,6 +52,33 @@ constexpr int64_t kFusedAttentionMaxKeys = 128;
 /// f32 arithmetic.
 bool fusedAttentionPays(const Node &node);
 
+/// Why the tensor-core kernel (codegen/device/attention_mma.cuh) cannot
+/// run \p node on \p target; empty when it can: f16 or bf16 on sm_80 or
+/// later, q and k rows of a multiple of 16 elements and v rows of a
+/// multiple of 8, at most kAttentionMaxWidth (the accumulators of a warp's
+/// 16 rows stay in registers), a mask as the fused kernel takes it.
+std::string mmaAttentionRefusal(const Node &node, const Target &target);
+/// The longest key sequence and the widest rows the tensor-core kernel is
+/// chosen for.
+constexpr int64_t kMmaAttentionMaxKeys = 128;
+constexpr int64_t kMmaAttentionMaxChosenWidth = 64;
+/// Whether the tensor-core kernel is chosen over the written-out products:
+/// at most kMmaAttentionMaxKeys static keys and rows of at most
+/// kMmaAttentionMaxChosenWidth. Measured on an H200 (bench/attention.py,
+/// docs/perf.md), batch 1, sequence 128, width 64: BERT-base's masked
+/// attention 9.7 us against 12.7 written out (cuDNN's SDPA 11.1), Llama's
+/// causal grouped-query one 10.5 against 13.4, GPT-2's causal one 10.5
+/// against 10.0; at sequence 512 it loses (32.8 against 13.6 at width 64,
+/// 112 against 18.7 at width 128: every warp reads all of its head's
+/// keys and values from L2, and width 128 spills registers).
+bool mmaAttentionPays(const Node &node);
+/// Warps per block of the tensor-core kernel: 4 (64 query rows) when such
+/// blocks still fill every multiprocessor, else 1 (BERT-base at batch 1,
+/// sequence 128: 12 heads x 8 blocks of 16 rows).
+int64_t mmaAttentionWarps(const AttentionShape &s, const Target &target);
+/// Blocks of the tensor-core kernel at \p warps per block.
+int64_t mmaAttentionBlocks(const AttentionShape &s, int64_t warps);
+
 /// Bytes of static shared memory of a block of \p rowsPerWarp.
 int64_t attentionSharedBytes(const AttentionShape &s, int64_t rowsPerWarp);
 /// The rule's rows per warp (above).

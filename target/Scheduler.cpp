@@ -66,7 +66,8 @@ bool cgc::attentionRunsFused(const Node &attention, const Target &target) {
   switch (target.attention) {
   case AttentionPolicy::FusedWhereFaster: // A record given is the schedule pass's to check.
     return attention.schedule() ||
-           (fusedAttentionRefusal(attention).empty() && fusedAttentionPays(attention));
+           (fusedAttentionRefusal(attention).empty() && fusedAttentionPays(attention)) ||
+           (mmaAttentionRefusal(attention, target).empty() && mmaAttentionPays(attention));
   case AttentionPolicy::Expand:
     return false;
   }
@@ -121,6 +122,7 @@ static Schedule productRecord(const ProductProblem &p, Strategy strategy,
   case Strategy::SplitRows:
   case Strategy::Columns:
   case Strategy::FusedAttention:
+  case Strategy::MmaAttention:
     break;
   }
   llvm_unreachable("a product strategy");
@@ -171,6 +173,7 @@ static std::string checkProduct(const Node &node, const Schedule &r,
   case Strategy::SplitRows:
   case Strategy::Columns:
   case Strategy::FusedAttention:
+  case Strategy::MmaAttention:
     return "a product runs as generated_product, tiled_product or "
            "library_product, not " + name;
   }
@@ -422,9 +425,39 @@ static Schedule attentionRecord(const AttentionShape &shape, int64_t rowsPerWarp
   return s;
 }
 
-static std::string checkAttention(const Node &node, const Schedule &r) {
+static Schedule mmaAttentionRecord(const AttentionShape &shape, int64_t warps) {
+  Schedule s;
+  s.strategy = Strategy::MmaAttention;
+  s[F::Tile] = 16 * warps;
+  s[F::GridX] = mmaAttentionBlocks(shape, warps);
+  s[F::Block] = 32 * warps;
+  return s;
+}
+
+static std::string checkMmaAttention(const Node &node, const Schedule &r,
+                                     const Target &target) {
+  std::string refusal = mmaAttentionRefusal(node, target);
+  if (!refusal.empty())
+    return refusal + "; expand-attention writes it out as products and a softmax";
+  int64_t warps = r[F::Tile] / 16;
+  if (r[F::Tile] % 16 != 0 || warps < 1 || warps > 4)
+    return "tile must be 16, 32, 48 or 64 (query rows: 1 to 4 warps of 16 rows)";
+  Schedule launch = mmaAttentionRecord(attentionShape(node), warps);
+  if (launch[F::GridX] > INT32_MAX)
+    return "more than 2^31 - 1 blocks";
+  for (F f : {F::GridX, F::Block})
+    if (r[f] != launch[f])
+      return expect(f, launch[f], "one warp per 16 query rows, one block per " +
+                                      std::to_string(r[F::Tile]) + " rows and head");
+  return "";
+}
+
+static std::string checkAttention(const Node &node, const Schedule &r,
+                                  const Target &target) {
+  if (r.strategy == Strategy::MmaAttention)
+    return checkMmaAttention(node, r, target);
   if (r.strategy != Strategy::FusedAttention)
-    return "attention runs as fused_attention, not " +
+    return "attention runs as fused_attention or mma_attention, not " +
            strategyName(r.strategy).str();
   std::string refusal = fusedAttentionRefusal(node);
   if (!refusal.empty())
@@ -457,7 +490,15 @@ llvm::Optional<Schedule> cgc::scheduleOf(const Node &node,
                                          const Target &target,
                                          std::string &error) {
   Schedule s;
-  if (node.getOp() == OpKind::Attention) {
+  if (node.getOp() == OpKind::Attention &&
+      mmaAttentionRefusal(node, target).empty()) {
+    AttentionShape shape = attentionShape(node);
+    int64_t warps = mmaAttentionWarps(shape, target);
+    s = mmaAttentionRecord(shape, warps);
+    s.reason = "tensor cores: " + std::to_string(s[F::GridX]) + " blocks of " +
+               std::to_string(warps) + " warps of 16 query rows (" +
+               std::to_string(target.multiprocessors) + " multiprocessors)";
+  } else if (node.getOp() == OpKind::Attention) {
     AttentionShape shape = attentionShape(node);
     int64_t rowsPerWarp = attentionRowsPerWarp(shape, target);
     s = attentionRecord(shape, rowsPerWarp);
@@ -496,7 +537,7 @@ std::string cgc::checkSchedule(const Node &node, const Schedule &record,
   if (isProductNode(node))
     return checkProduct(node, record, target);
   if (node.getOp() == OpKind::Attention)
-    return checkAttention(node, record);
+    return checkAttention(node, record, target);
   const Node &row = rowOpOf(node);
   switch (record.strategy) {
   case Strategy::Rows: return checkRows(node, row, record);
@@ -506,6 +547,7 @@ std::string cgc::checkSchedule(const Node &node, const Schedule &record,
   case Strategy::TiledProduct:
   case Strategy::LibraryProduct:
   case Strategy::FusedAttention:
+  case Strategy::MmaAttention:
     return "a row op runs as rows, split_rows or columns, not " +
            strategyName(record.strategy).str();
   }

@@ -362,6 +362,64 @@ def attention_cases(put):
     # about 30 rounded to bf16 before the softmax; docs/passes.md.)
     case("rule", "f32", 0, [2, 6, 128, 64], [2, 6, 128, 64], [2, 6, 128, 64],
          {"causal": True})
+    mma_attention_cases(put)
+
+
+def mma_attention_cases(put):
+    """attention of f16 and bf16 on the tensor-core kernel
+    (codegen/device/attention_mma.cuh) through hand-written mma_attention
+    records of 1 to 4 warps per block (rows past the sequence in the last
+    block, warps with no row at all), and the rule's own choice: head
+    widths 16, 64, 80 and 128, a value width unlike the key width (40,
+    32); sequences 1, 7, 31, 128, 129, 512 and keys longer or shorter than
+    the queries; grouped heads; bool masks (random ones leave rows with no
+    key: NaN on both sides) and additive masks of the input type, broadcast
+    every way the kernel takes; causal, window, soft-capping, an explicit
+    scale; ranks 3 and 5."""
+    def case(tag, dt, warps, q, k, v, attrs=None, mask=None):
+        ins = [("q", dt, q), ("k", dt, k), ("v", dt, v)]
+        if mask:
+            ins.append(("m", mask[1], mask[0]))
+        node = {"name": "y", "op": "attention", "inputs": [n for n, _, _ in ins]}
+        if attrs:
+            node["attrs"] = attrs
+        if warps:
+            heads = int(np.prod(q[:-2]))
+            node["schedule"] = {"strategy": "mma_attention", "tile": 16 * warps,
+                                "grid_x": -(-q[-2] // (16 * warps)) * heads,
+                                "block": 32 * warps}
+        put(f"own_mma_attention_{tag}_{dt}", ins, [node], ["y"])
+
+    for dt, warps in (("bf16", 1), ("f16", 4)):
+        case("bert_b1_s128", dt, warps, [1, 12, 128, 64], [1, 12, 128, 64], [1, 12, 128, 64],
+             mask=([1, 1, 1, 128], "bool"))
+        case("gpt2_causal_s129", dt, warps, [1, 4, 129, 64], [1, 4, 129, 64], [1, 4, 129, 64],
+             {"causal": True})
+    case("llama_gqa_causal", "bf16", 2, [2, 8, 129, 64], [2, 2, 129, 64], [2, 2, 129, 64],
+         {"causal": True}, ([2, 1, 1, 129], "bool"))
+    case("width80_additive", "f16", 3, [2, 4, 31, 80], [2, 4, 31, 80], [2, 4, 31, 80],
+         mask=([2, 1, 31, 31], "f16"))
+    case("width128_causal_s512", "bf16", 4, [1, 4, 512, 128], [1, 4, 512, 128],
+         [1, 4, 512, 128], {"causal": True})
+    case("width128_s7_h16", "f16", 1, [2, 16, 7, 128], [2, 16, 7, 128], [2, 16, 7, 128])
+    case("width16_value40", "bf16", 2, [2, 3, 33, 16], [2, 3, 70, 16], [2, 3, 70, 40],
+         mask=([2, 3, 33, 70], "bf16"))
+    case("decode_one_row", "bf16", 1, [3, 2, 1, 64], [3, 2, 129, 64], [3, 2, 129, 64],
+         mask=([3, 1, 1, 129], "bool"))
+    case("window_causal", "f16", 2, [1, 2, 129, 64], [1, 2, 129, 64], [1, 2, 129, 64],
+         {"causal": True, "window": 16})
+    case("window_only_s512", "bf16", 4, [1, 2, 512, 64], [1, 2, 512, 64], [1, 2, 512, 64],
+         {"window": 100})
+    case("softcap_scale", "bf16", 1, [1, 2, 128, 64], [1, 2, 128, 64], [1, 2, 128, 64],
+         {"causal": True, "softcap": 5.0, "scale": 0.3})
+    case("rank5_full_mask", "f16", 1, [2, 3, 2, 7, 32], [2, 3, 2, 9, 32], [2, 3, 2, 9, 32],
+         mask=([2, 3, 1, 7, 9], "bool"))
+    case("rank3_head_mask", "bf16", 2, [4, 33, 64], [4, 33, 64], [4, 33, 32],
+         mask=([4, 1, 33], "bf16"))
+    case("rule_causal", "bf16", 0, [2, 6, 128, 64], [2, 6, 128, 64], [2, 6, 128, 64],
+         {"causal": True})
+    case("rule_s512_mask", "f16", 0, [2, 8, 512, 64], [2, 8, 512, 64], [2, 8, 512, 64],
+         mask=([2, 1, 1, 512], "bool"))
 
 
 def product_cases(put):

@@ -1,0 +1,207 @@
+// The tensor-core attention kernel's body, for f16 and bf16
+// (codegen/AttentionEmitter.cpp calls it with the node's constants;
+// target/AttentionRule.h gives the rule). FlashAttention-2's scheme on
+// mma.sync.m16n8k16 (f32 accumulators): each warp owns 16 query rows of
+// one head and needs no other warp (no shared memory, no barrier); a block
+// holds W warps over 16 * W consecutive rows (blockIdx.x is tile + tiles
+// * head, head = outer index * hq + query head).
+//   The warp keeps its rows of q as A fragments in registers, then walks
+// the keys in tiles of 32, each tile's loads issued together first (k's
+// and v's B fragments and the mask's values: one trip to memory per
+// tile): S = q k^T from B fragments read straight from k (row-major k is
+// the column-major B the instruction wants: two adjacent elements of a
+// key per 32-bit load), then scale, soft-cap, mask, causal
+// and window limits on S's accumulators (each thread holds rows g and g +
+// 8 of the tile, g = lane / 4, at keys 2 * (lane % 4) + {0, 1} of each 8),
+// then the online softmax (running max m and partial sum l per row; the
+// row max over the quad of four lanes that share a row), then O += P v
+// with P rounded to the input type and reused from S's accumulators as A
+// fragments (their layouts coincide) and v's B fragments read as 16-bit
+// pairs. At the end the quad sums l, and each row is O / l, 0 where every
+// key was dropped, NaN where a score was NaN (the interpreter's rule, as
+// the SIMT kernel in attention.cuh).
+//   BF: 1 bf16, 0 f16 (the tensors are read as raw 16-bit words).
+// MASK: 0 none, 1 bool (true: kept), 2 additive, read at o * mo + h * mh +
+// i * mr + j * mc. E: q and k width, a multiple of 16; EV: v width, a
+// multiple of 8.
+#define CGC_MMA_KEYS 32
+template <int BF>
+__device__ __forceinline__ void cgc_mma16816(float (&d)[4], const unsigned (&a)[4],
+                                             unsigned b0, unsigned b1) {
+  if constexpr (BF)
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, "
+                 "{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  else
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, "
+                 "{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+// Two floats as one 32-bit pair of the 16-bit type, lo in the low half
+// (rounded to nearest even).
+template <int BF> __device__ __forceinline__ unsigned cgc_pack2(float lo, float hi) {
+  unsigned r;
+  if constexpr (BF) asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+  else asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+  return r;
+}
+template <int BF, class M, int MASK, int E, int EV, int W>
+__device__ __forceinline__ void cgc_attention_mma(
+    const unsigned short *__restrict__ q, const unsigned short *__restrict__ k,
+    const unsigned short *__restrict__ v, const M *__restrict__ mask,
+    unsigned short *__restrict__ out, int hq, int group, int sq, int sk, int tiles,
+    float scale, float softcap, bool causal, int window, long long mo, long long mh,
+    long long mr, long long mc) {
+  constexpr int KS = E / 16, NV = EV / 8, KT = CGC_MMA_KEYS, NT = KT / 8;
+  const int tile = int(blockIdx.x % unsigned(tiles));
+  const long long head = blockIdx.x / unsigned(tiles);
+  const long long o = head / hq;
+  const int h = int(head % hq);
+  const long long kvHead = o * (hq / group) + h / group;
+  const int lane = int(threadIdx.x & 31), g = lane >> 2, t = lane & 3;
+  const int first = (tile * W + int(threadIdx.x >> 5)) * 16;
+  if (first >= sq) return;
+  const int rows[2] = {first + g, first + g + 8};
+  // q's A fragments: rows g and g + 8, columns 2t, 2t + 1 and 8 more.
+  unsigned qa[KS][4];
+#pragma unroll
+  for (int s = 0; s < KS; ++s)
+#pragma unroll
+    for (int x = 0; x < 4; ++x) {
+      const int i = rows[x & 1], col = s * 16 + 2 * t + (x >> 1) * 8;
+      qa[s][x] = i < sq ? *reinterpret_cast<const unsigned *>(q + (head * sq + i) * E + col) : 0u;
+    }
+  float acc[NV][4], m[2] = {-CGC_INF, -CGC_INF}, l[2] = {0.0f, 0.0f};
+  bool nan[2] = {false, false};
+#pragma unroll
+  for (int n = 0; n < NV; ++n)
+#pragma unroll
+    for (int x = 0; x < 4; ++x) acc[n][x] = 0.0f;
+  const int last = (first + 16 < sq ? first + 16 : sq) - 1;
+  const int end = causal && last + 1 < sk ? last + 1 : sk;
+  const int begin = window > 0 && first - window + 1 > 0 ? (first - window + 1) / KT * KT : 0;
+  const unsigned short *kh = k + kvHead * sk * E, *vh = v + kvHead * sk * EV;
+  for (int kt = begin; kt < end; kt += KT) {
+    // The tile's loads first, all in flight together: k's and v's B
+    // fragments and the mask's values at this thread's scores.
+    unsigned kb[NT][KS][2], vb[NT / 2][NV][2];
+    float mv[NT][4];
+#pragma unroll
+    for (int n = 0; n < NT; ++n) {
+      const int j = kt + n * 8 + g;  // the key this lane's k fragments read
+#pragma unroll
+      for (int e = 0; e < KS; ++e) {
+        const unsigned *row = reinterpret_cast<const unsigned *>(kh + (long long)j * E + e * 16 + 2 * t);
+        kb[n][e][0] = j < sk ? row[0] : 0u;
+        kb[n][e][1] = j < sk ? row[4] : 0u;
+      }
+    }
+#pragma unroll
+    for (int c = 0; c < NT / 2; ++c) {
+      const int j = kt + c * 16 + 2 * t;  // v's fragments: keys j, j + 1, j + 8, j + 9
+#pragma unroll
+      for (int n = 0; n < NV; ++n) {
+        const unsigned short *col = vh + n * 8 + g;
+        const unsigned v0 = j < sk ? col[(long long)j * EV] : 0u;
+        const unsigned v1 = j + 1 < sk ? col[(long long)(j + 1) * EV] : 0u;
+        const unsigned v8 = j + 8 < sk ? col[(long long)(j + 8) * EV] : 0u;
+        const unsigned v9 = j + 9 < sk ? col[(long long)(j + 9) * EV] : 0u;
+        vb[c][n][0] = v0 | (v1 << 16);
+        vb[c][n][1] = v8 | (v9 << 16);
+      }
+    }
+#pragma unroll
+    for (int n = 0; n < NT; ++n)
+#pragma unroll
+      for (int x = 0; x < 4; ++x) {
+        const int i = rows[x >> 1], j = kt + n * 8 + 2 * t + (x & 1);
+        mv[n][x] = 0.0f;
+        if constexpr (MASK != 0) {
+          if (i < sq && j < sk) {
+            const long long at = o * mo + h * mh + (long long)i * mr + (long long)j * mc;
+            mv[n][x] = MASK == 1 ? (cgc_ld(mask, at) ? 1.0f : 0.0f) : float(cgc_ld(mask, at));
+          }
+        }
+      }
+    float s[NT][4];
+#pragma unroll
+    for (int n = 0; n < NT; ++n) {
+#pragma unroll
+      for (int x = 0; x < 4; ++x) s[n][x] = 0.0f;
+#pragma unroll
+      for (int e = 0; e < KS; ++e) cgc_mma16816<BF>(s[n], qa[e], kb[n][e][0], kb[n][e][1]);
+    }
+    // Scores: limits, mask, the tile's row max.
+    float top[2] = {-CGC_INF, -CGC_INF};
+#pragma unroll
+    for (int n = 0; n < NT; ++n)
+#pragma unroll
+      for (int x = 0; x < 4; ++x) {
+        const int i = rows[x >> 1], j = kt + n * 8 + 2 * t + (x & 1);
+        float y = s[n][x] * scale;
+        if (softcap > 0.0f) y = softcap * tanhf(y / softcap);
+        bool dropped = j >= sk || (causal && j > i) || (window > 0 && j <= i - window);
+        if constexpr (MASK == 1) dropped |= i < sq && mv[n][x] == 0.0f;
+        if constexpr (MASK == 2) y += mv[n][x];
+        y = dropped ? -CGC_INF : y;
+        nan[x >> 1] |= y != y;
+        s[n][x] = y;
+        top[x >> 1] = fmaxf(top[x >> 1], y != y ? -CGC_INF : y);
+      }
+    float rescale[2];
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      top[r] = fmaxf(top[r], __shfl_xor_sync(0xffffffffu, top[r], 1));
+      top[r] = fmaxf(top[r], __shfl_xor_sync(0xffffffffu, top[r], 2));
+      const float next = fmaxf(m[r], top[r]);
+      rescale[r] = next == -CGC_INF ? 1.0f : expf(m[r] - next);
+      m[r] = next;
+      l[r] *= rescale[r];
+    }
+#pragma unroll
+    for (int n = 0; n < NV; ++n)
+#pragma unroll
+      for (int x = 0; x < 4; ++x) acc[n][x] *= rescale[x >> 1];
+    // P = exp(s - m), rounded to the input type as O's A fragments.
+    unsigned pa[NT / 2][4];
+#pragma unroll
+    for (int n = 0; n < NT; ++n) {
+      float p[4];
+#pragma unroll
+      for (int x = 0; x < 4; ++x) {
+        const float mm = m[x >> 1];
+        p[x] = mm == -CGC_INF ? 0.0f : expf(s[n][x] - mm);
+        l[x >> 1] += p[x];
+      }
+      pa[n / 2][(n & 1) * 2] = cgc_pack2<BF>(p[0], p[1]);
+      pa[n / 2][(n & 1) * 2 + 1] = cgc_pack2<BF>(p[2], p[3]);
+    }
+    // O += P v.
+#pragma unroll
+    for (int c = 0; c < NT / 2; ++c)
+#pragma unroll
+      for (int n = 0; n < NV; ++n) cgc_mma16816<BF>(acc[n], pa[c], vb[c][n][0], vb[c][n][1]);
+  }
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    l[r] += __shfl_xor_sync(0xffffffffu, l[r], 1);
+    l[r] += __shfl_xor_sync(0xffffffffu, l[r], 2);
+    nan[r] = __shfl_xor_sync(0xffffffffu, int(nan[r]), 1) | nan[r];
+    nan[r] = __shfl_xor_sync(0xffffffffu, int(nan[r]), 2) | nan[r];
+  }
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    const int i = rows[r];
+    if (i >= sq) continue;
+    const float inv = l[r] == 0.0f ? 0.0f : 1.0f / l[r];  // 0: every key dropped
+#pragma unroll
+    for (int n = 0; n < NV; ++n) {
+      float lo = acc[n][2 * r] * inv, hi = acc[n][2 * r + 1] * inv;
+      if (nan[r]) lo = hi = __int_as_float(0x7fffffff);
+      *reinterpret_cast<unsigned *>(out + (head * sq + i) * EV + n * 8 + 2 * t) =
+          cgc_pack2<BF>(lo, hi);
+    }
+  }
+}
