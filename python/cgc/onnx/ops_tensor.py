@@ -475,6 +475,11 @@ def slice_(ctx, ins, attrs):
                  if len(ins) > 4 and ins[4] is not None else [1] * len(starts))
     if any(s <= 0 for s in steps):
         raise RefusedError("a Slice with a negative step (cgc's slice takes steps > 0)")
+    if rank == 0:
+        raise RefusedError("a Slice of a rank-0 input (it has no axis to slice)")
+    if any(not -rank <= int(a) < rank for a in axes):
+        raise RefusedError(f"a Slice axis outside [-{rank}, {rank}) (axes {list(axes)} of a "
+                           f"rank-{rank} input)")
     big = 2 ** 62
     clamp = lambda v: max(-big, min(big, int(v)))  # noqa: E731
     return [ctx.op("slice", [x], {"starts": [clamp(s) for s in starts],
