@@ -1,12 +1,14 @@
 #!/usr/bin/env python3
-"""The zoo checked on the CPU, without a GPU: each static f32 entry (or
-those named) brought to cgc's IR, `--path onnx`: exported with
+"""The zoo checked on the CPU, without a GPU: each static entry (f32 and,
+through ONNX, bf16 and f16 too; or those named) brought to cgc's IR, `--path onnx`: exported with
 `torch.onnx.export` (the dynamo exporter) and imported with
 `python3 -m cgc.onnx.cli`; `--path torch`: by `cgc.export`, as
 `cgc.compile` does. The IR is compiled with `cgc` (NVRTC needs no GPU)
 and run by the reference interpreter (`cgc-opt --interpret`) on the
 entry's inputs; every output is compared with eager PyTorch on the CPU
-(the tolerance of the zoo's f32 tier: 1e-4 of the output's scale).
+(the tolerance of the zoo's f32 tier: 1e-4 of the output's scale; a
+bf16/f16 entry, exported and run in its dtype, against eager f32 within
+2x eager's own bf16/f16 difference from f32, as the GPU tier).
 Prints one line per entry and writes them to --log.
 
 Usage: PYTHONPATH=python bench/zoo/cpu_check.py --cgc BIN --cgc-opt BIN
@@ -34,10 +36,32 @@ def run(cmd, timeout=1800):
     return r.returncode, first
 
 
+def in_dtype(torch, value, dtype):
+    """A module argument with its floats in `dtype`."""
+    if isinstance(value, torch.Tensor) and value.is_floating_point():
+        return value.to(dtype)
+    return value
+
+
+def as_numpy(torch, t):
+    """A CPU tensor as what write_safetensors takes (bf16 as its bits)."""
+    from cgc.safetensors import BFloat16
+    if t.dtype == torch.bfloat16:
+        return BFloat16(t.view(torch.int16).numpy().view(np.uint16))
+    return t.numpy()
+
+
 def check(torch, entry, args, work):
     """(status, message) of one entry."""
     from cgc.safetensors import read_safetensors, write_safetensors
-    module, (call_args, kwargs) = entry.build(torch)
+    reference, (call_args, kwargs) = entry.build(torch)
+    module = reference
+    if entry.dtype != "f32":  # (the reference stays in f32: the bound)
+        import copy
+        dtype = {"bf16": torch.bfloat16, "f16": torch.float16}[entry.dtype]
+        module = copy.deepcopy(reference).to(dtype)
+        call_args = [in_dtype(torch, a, dtype) for a in call_args]
+        kwargs = {k: in_dtype(torch, v, dtype) for k, v in kwargs.items()}
     if args.path == "torch":
         return check_torch(torch, module, call_args, kwargs, args, work)
     onnx_path, ir_path = os.path.join(work, "m.onnx"), os.path.join(work, "m.json")
@@ -58,7 +82,7 @@ def check(torch, entry, args, work):
     names = [i.name for i in onnx.load(onnx_path, load_external_data=False).graph.input]
     given = dict(zip(names, [a for a in call_args if isinstance(a, torch.Tensor)]))
     given.update({k: v for k, v in kwargs.items() if k in names})
-    feed = {n: given[n].numpy() for n in names}
+    feed = {n: as_numpy(torch, given[n]) for n in names}
     inputs, outputs = os.path.join(work, "in.safetensors"), os.path.join(work, "out.safetensors")
     write_safetensors(inputs, feed)
     code, message = run([args.cgc_opt, ir_path, "--interpret", "--inputs", inputs,
@@ -66,6 +90,9 @@ def check(torch, entry, args, work):
     if code:
         return "interpreter failed", message
     graph_outputs = [o.name for o in onnx.load(onnx_path, load_external_data=False).graph.output]
+    if entry.dtype != "f32":
+        return compare_low(torch, reference, module, call_args, kwargs,
+                           read_safetensors(outputs), graph_outputs)
     return compare(torch, module, call_args, kwargs, read_safetensors(outputs), graph_outputs)
 
 
@@ -118,6 +145,43 @@ def compare(torch, module, call_args, kwargs, got, graph_outputs):
     return status, f"max error {worst:.2e} of the output's scale ({len(want)} outputs)"
 
 
+def eager_leaves(torch, module, call_args, kwargs):
+    """The module's tensor outputs, in pytree order, as float64 arrays."""
+    from torch.utils import _pytree
+    with torch.no_grad():
+        out = module(*call_args, **kwargs)
+    return [t.double().numpy() for t in _pytree.tree_leaves(out) if isinstance(t, torch.Tensor)]
+
+
+def relative(got, want):
+    return float(np.abs(got - want).max() / max(float(np.abs(want).max()), 1e-6))
+
+
+def compare_low(torch, reference, module, call_args, kwargs, got, graph_outputs):
+    """(status, message) of a bf16/f16 entry's interpreter outputs against
+    eager f32 (the reference on the arguments in f32), within 2x eager
+    bf16/f16's own difference from it (+1e-6), as zoo.py's GPU tier."""
+    f32_args = [a.float() if isinstance(a, torch.Tensor) and a.is_floating_point() else a
+                for a in call_args]
+    f32_kwargs = {k: v.float() if isinstance(v, torch.Tensor) and v.is_floating_point() else v
+                  for k, v in kwargs.items()}
+    want = eager_leaves(torch, reference, f32_args, f32_kwargs)
+    eager = eager_leaves(torch, module, call_args, kwargs)
+    if len(want) != len(graph_outputs):
+        return "wrong", f"{len(graph_outputs)} outputs, eager {len(want)}"
+    worst = bound = 0.0
+    for name, w, e in zip(graph_outputs, want, eager):
+        g = got.get(name)
+        if g is None or g.shape != w.shape:
+            return "wrong", f"output {name}: {None if g is None else g.shape} vs eager {w.shape}"
+        worst = max(worst, relative(np.asarray(g, dtype=np.float64), w))
+        bound = max(bound, relative(e, w))
+    bound = 2.0 * bound + 1e-6
+    status = "matches" if worst <= bound else "wrong"
+    return status, (f"max error {worst:.2e} of the output's scale, bound {bound:.2e} "
+                    f"({len(want)} outputs)")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--cgc", required=True)
@@ -130,7 +194,8 @@ def main():
     only = [s for s in args.only.split(",") if s]
     lines = []
     for entry in ENTRIES:
-        if entry.dtype != "f32" or entry.dynamic or (only and entry.name not in only):
+        half = entry.dtype != "f32"
+        if entry.dynamic or (half and args.path != "onnx") or (only and entry.name not in only):
             continue
         started = time.perf_counter()
         with tempfile.TemporaryDirectory(prefix="cgc-zoo-onnx-") as work:

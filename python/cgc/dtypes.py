@@ -31,5 +31,13 @@ NUMPY = {d.ir: d.numpy for d in DTYPES if d.numpy is not None}
 
 def ir_of_numpy(dtype):
     """The IR dtype of NumPy's `dtype` (a np.dtype or a type), else None."""
-    kind = np.dtype(dtype).type
-    return next((d.ir for d in DTYPES if d.numpy is kind), None)
+    dtype = np.dtype(dtype)
+    if is_bfloat16(dtype):
+        return "bf16"
+    return next((d.ir for d in DTYPES if d.numpy is dtype.type), None)
+
+
+def is_bfloat16(dtype):
+    """Whether NumPy dtype `dtype` is ml_dtypes' bfloat16 (what onnx's
+    numpy_helper gives for BFLOAT16 tensors; NumPy itself has none)."""
+    return dtype.name == "bfloat16" and dtype.itemsize == 2

@@ -1,12 +1,13 @@
 """safetensors files from NumPy arrays and back (F32, F16, I64, I32, BOOL;
-BF16, which NumPy has not, written from BFloat16 bit patterns and read
-widened to f32): the format of cgc's weights, inputs and outputs."""
+BF16, which NumPy has not, written from BFloat16 bit patterns or
+ml_dtypes' bfloat16 arrays and read widened to f32): the format of cgc's
+weights, inputs and outputs."""
 import json
 import struct
 
 import numpy as np
 
-from .dtypes import BY_IR, DTYPES
+from .dtypes import BY_IR, DTYPES, is_bfloat16
 
 # safetensors' name of each NumPy type cgc has (cgc.dtypes), and back.
 DTYPE_OF = {d.numpy: d.safetensors for d in DTYPES if d.numpy is not None}
@@ -33,6 +34,8 @@ def encoded(name, array):
     if isinstance(array, BFloat16):
         return BF16, list(array.shape), array.bits.astype("<u2").tobytes()
     array = np.require(array, requirements="C")  # (keeps a 0-d array 0-d)
+    if is_bfloat16(array.dtype):  # ml_dtypes' bfloat16 (onnx's numpy_helper)
+        return BF16, list(array.shape), array.view(np.uint16).astype("<u2").tobytes()
     if array.dtype.type not in DTYPE_OF:
         raise ValueError(f"safetensors: '{name}' has dtype {array.dtype}, which cgc has not")
     return DTYPE_OF[array.dtype.type], list(array.shape), \
