@@ -1,0 +1,142 @@
+"""ATen rules for convolutions, pooling and inference batch norm, as
+cgc's conv, max_pool and avg_pool ops and elementwise arithmetic
+(aten_rules.py has the one-op rules)."""
+from ..errors import RefusedError
+from .aten_rules import aten
+
+
+def conv_list(value, spatial, name):
+    """A conv attribute (an int or one int per spatial dim) as a list."""
+    values = [value] * spatial if isinstance(value, int) else list(value)
+    if len(values) == 1 and spatial > 1:
+        values = values * spatial
+    if len(values) != spatial or not all(isinstance(v, int) for v in values):
+        raise RefusedError(f"a convolution {name} of {value!r} for {spatial} spatial dims")
+    return values
+
+
+def conv_op(e, n, x, w, bias, stride, padding, dilation, groups):
+    """One `conv` node: x [N, C, spatial...], w [O, C / groups, kernel...]."""
+    spatial = len(e.shape(x)) - 2
+    if spatial not in (1, 2, 3):
+        raise RefusedError(f"a convolution over {spatial} spatial dims (cgc takes 1 to 3)")
+    dilation = conv_list(dilation, spatial, "dilation")
+    if isinstance(padding, str):
+        if padding == "valid":
+            pads = [0] * 2 * spatial
+        elif padding == "same":
+            kernel = e.shape(w)[2:]
+            total = [d * (k - 1) for d, k in zip(dilation, kernel)]
+            pads = [t // 2 for t in total] + [t - t // 2 for t in total]
+        else:
+            raise RefusedError(f"a convolution padding of {padding!r}")
+    else:
+        pads = conv_list(padding, spatial, "padding") * 2
+    operands = [e.operand(x), e.operand(w)] + ([e.operand(bias)] if bias is not None else [])
+    attrs = {"strides": conv_list(stride, spatial, "stride"), "pads": pads,
+             "dilations": dilation, "groups": groups}
+    return e.op("conv", operands, attrs, name=n.name)
+
+
+@aten("convolution")
+def convolution(e, n):
+    x, w, bias, stride, padding, dilation, transposed, _, groups = n.args[:9]
+    if transposed:
+        raise RefusedError("a transposed convolution (conv_transpose has no cgc op yet)")
+    return conv_op(e, n, x, w, bias, stride, padding, dilation, groups)
+
+
+@aten("conv1d", "conv2d", "conv3d", "conv1d.padding", "conv2d.padding", "conv3d.padding")
+def conv_nd(e, n):
+    args = list(n.args) + [None] * (7 - len(n.args))
+    x, w, bias = args[0], args[1], args[2]
+    stride = args[3] if args[3] is not None else n.kwargs.get("stride", 1)
+    padding = args[4] if args[4] is not None else n.kwargs.get("padding", 0)
+    dilation = args[5] if args[5] is not None else n.kwargs.get("dilation", 1)
+    groups = args[6] if args[6] is not None else n.kwargs.get("groups", 1)
+    return conv_op(e, n, x, w, bias, stride, padding, dilation, groups)
+
+
+def pool_attrs(e, x, kernel, stride, padding, dilation, ceil_mode):
+    """The window attributes of a pool over x's spatial dims (an empty
+    stride is the kernel, as PyTorch's)."""
+    spatial = len(e.shape(x)) - 2
+    if spatial not in (1, 2, 3):
+        raise RefusedError(f"a pooling over {spatial} spatial dims (cgc takes 1 to 3)")
+    kernel = conv_list(kernel, spatial, "kernel_size")
+    stride = kernel if stride is None or stride == [] else conv_list(stride, spatial, "stride")
+    attrs = {"kernel": kernel, "strides": stride,
+             "pads": conv_list(padding, spatial, "padding") * 2, "ceil_mode": bool(ceil_mode)}
+    if dilation is not None:
+        attrs["dilations"] = conv_list(dilation, spatial, "dilation")
+    return attrs
+
+
+@aten("max_pool1d", "max_pool2d", "max_pool3d", "max_pool1d_with_indices",
+      "max_pool2d_with_indices", "max_pool3d_with_indices")
+def max_pool(e, n):
+    args = list(n.args) + [None] * (6 - len(n.args))
+    x = args[0]
+    stride = args[2] if args[2] is not None else n.kwargs.get("stride")
+    padding = args[3] if args[3] is not None else n.kwargs.get("padding", 0)
+    dilation = args[4] if args[4] is not None else n.kwargs.get("dilation", 1)
+    ceil_mode = args[5] if args[5] is not None else n.kwargs.get("ceil_mode", False)
+    y = e.op("max_pool", [e.operand(x)],
+             pool_attrs(e, x, args[1], stride, padding, dilation, ceil_mode), name=n.name)
+    if "with_indices" in n.target:
+        return [y, None]  # its indices: refused if read (getitem of None)
+    return y
+
+
+@aten("avg_pool1d", "avg_pool2d", "avg_pool3d")
+def avg_pool(e, n):
+    args = list(n.args) + [None] * (7 - len(n.args))
+    x = args[0]
+    stride = args[2] if args[2] is not None else n.kwargs.get("stride")
+    padding = args[3] if args[3] is not None else n.kwargs.get("padding", 0)
+    ceil_mode = args[4] if args[4] is not None else n.kwargs.get("ceil_mode", False)
+    include = args[5] if args[5] is not None else n.kwargs.get("count_include_pad", True)
+    override = args[6] if len(n.args) > 6 else n.kwargs.get("divisor_override")
+    if override is not None:
+        raise RefusedError("an avg_pool with divisor_override")
+    attrs = pool_attrs(e, x, args[1], stride, padding, None, ceil_mode)
+    attrs["count_include_pad"] = bool(include)
+    return e.op("avg_pool", [e.operand(x)], attrs, name=n.name)
+
+
+@aten("adaptive_avg_pool1d", "adaptive_avg_pool2d", "_adaptive_avg_pool2d",
+      "adaptive_avg_pool3d", "_adaptive_avg_pool3d")
+def adaptive_avg_pool(e, n):
+    x, size = n.args[0], n.args[1]
+    dims = e.shape(x)[2:]
+    size = conv_list(size, len(dims), "output_size")
+    if not all(isinstance(d, int) for d in dims) or any(d % s for d, s in zip(dims, size)):
+        raise RefusedError(f"an adaptive average pool of {dims} to {size} (cgc takes output "
+                           "sizes that divide the input's: windows of one size)")
+    kernel = [d // s for d, s in zip(dims, size)]
+    return e.op("avg_pool", [e.operand(x)], {"kernel": kernel, "strides": kernel},
+                name=n.name)
+
+
+@aten("_native_batch_norm_legit_no_training")
+def batch_norm_inference(e, n):
+    """(x - mean) * weight / sqrt(var + eps) + bias per channel (axis 1),
+    with the running statistics: elementwise ops that fuse."""
+    x, weight, bias, mean, var = n.args[:5]
+    eps = n.args[6] if len(n.args) > 6 else n.kwargs.get("eps", 1e-5)
+    rank = len(e.shape(x))
+    channels = e.shape(x)[1]
+    column = [channels] + [1] * (rank - 2)
+    dt = e.dtype(x)
+
+    def per_channel(v):
+        return e.op("reshape", [e.operand(v)], {"shape": column})
+
+    scale = e.op("rsqrt", [e.op("add", [per_channel(var), e.scalar(float(eps), dt)])])
+    if weight is not None:
+        scale = e.op("mul", [scale, per_channel(weight)])
+    centered = e.op("sub", [e.operand(x), per_channel(mean)])
+    if bias is None:
+        return [e.op("mul", [centered, scale], name=n.name), None, None]
+    y = e.op("mul", [centered, scale])
+    return [e.op("add", [y, per_channel(bias)], name=n.name), None, None]
