@@ -17,6 +17,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import golden_attention  # noqa: E402
 import golden_convolution  # noqa: E402
 import golden_edges  # noqa: E402
+import golden_movement  # noqa: E402
 from golden_numerics import (check_philox, exact_ints, philox_uniform,  # noqa: E402
                              round_to, saturate, write_safetensors)
 
@@ -318,85 +319,7 @@ def gen_movement():
         attrs = {"num_classes": 5} if i == 0 else {"num_classes": 5, "dtype": dt}
         one_op(f"one_hot_{i}", "one_hot", [("i", "i64", idx.astype(float))], attrs, ref, dt)
 
-    gen_index_copy()
-
-
-def index_copied(x, idx, source, axis):
-    """torch.index_copy with the IR's edges: an index outside [-n, n)
-    writes nothing; of duplicates the last wins."""
-    out, n = x.copy(), x.shape[axis]
-    for j, k in enumerate(np.asarray(idx, dtype=np.int64)):
-        k = k + n if k < 0 else k
-        if 0 <= k < n:
-            dst = [slice(None)] * x.ndim
-            dst[axis] = k
-            src = [slice(None)] * x.ndim
-            src[axis] = j
-            out[tuple(dst)] = source[tuple(src)]
-    return out
-
-
-def gen_index_copy():
-    """index_copy into a graph input (copied first), into a value that dies
-    there (written in place) and into one read again after it."""
-    cache = rand((2, 3, 6, 4), "f32")
-    for i, (idx, dt) in enumerate(((np.array([4, 0]), "f32"), (np.array([1, 3, 1]), "f32"),
-                                   (np.array([-1, 7, -9, 2]), "f32"), (np.array([5]), "bf16"))):
-        x = round_to(dt, cache)
-        src = rand((2, 3, len(idx), 4), dt)
-        one_op(f"index_copy_{i}", "index_copy", [("x", dt, x), ("i", "i64", idx.astype(float)),
-                                                 ("s", dt, src)], {"axis": 2},
-               index_copied(x, idx, src, 2), dt)
-    # A constant index whose wrapped positions repeat (-1 and 2 of 3): the
-    # last write wins on the GPU too.
-    x, src = rand((2, 3, 2), "f32"), rand((2, 2, 2), "f32")
-    emit("index_copy_const_wrapped", [("x", "f32", x), ("s", "f32", src)],
-         [{"name": "i", "op": "constant", "attrs": {"dtype": "i64", "shape": [2], "value": [-1, 2]}},
-          {"name": "r", "op": "index_copy", "inputs": ["x", "i", "s"], "attrs": {"axis": 1}}],
-         [("r", "f32", index_copied(x, [-1, 2], src, 1))])
-    xi, si = rand((5, 3), "i64"), rand((2, 3), "i64")
-    one_op("index_copy_i64_axis0", "index_copy", [("x", "i64", xi), ("i", "i32", np.array([3.0, -5.0])),
-                                                  ("s", "i64", si)], {"axis": -2},
-           index_copied(xi, [3, -5], si, 0), "i64", exact=True)
-    x, src, idx = rand((2, 6, 4), "f32"), rand((2, 2, 4), "f32"), np.array([5, 2])
-    nodes = [{"name": "y", "op": "neg", "inputs": ["x"]},
-             {"name": "z", "op": "index_copy", "inputs": ["y", "i", "s"], "attrs": {"axis": 1}}]
-    emit("index_copy_in_place", [("x", "f32", x), ("i", "i64", idx.astype(float)), ("s", "f32", src)],
-         nodes + [{"name": "u", "op": "exp", "inputs": ["z"]}],
-         [("u", "f32", np.exp(index_copied(-x, idx, src, 1)))])
-    nodes.append({"name": "w", "op": "add", "inputs": ["y", "z"]})
-    emit("index_copy_read_after", [("x", "f32", x), ("i", "i64", idx.astype(float)), ("s", "f32", src)],
-         nodes, [("z", "f32", index_copied(-x, idx, src, 1)),
-                 ("w", "f32", -x + index_copied(-x, idx, src, 1))])
-
-    # A cache carried through a `while`, one slice per trip at the trip's
-    # index (a decoding loop's KV cache update).
-    cache, steps = rand((2, 6, 3), "f32"), 4
-    body = {"inputs": [{"name": "i", "dtype": "i64", "shape": []},
-                       {"name": "c", "dtype": "f32", "shape": [2, 6, 3]},
-                       {"name": "v", "dtype": "f32", "shape": [2, 1, 3]}],
-            "nodes": [{"name": "at", "op": "reshape", "inputs": ["i"], "attrs": {"shape": [1]}},
-                      {"name": "c2", "op": "index_copy", "inputs": ["c", "at", "v"], "attrs": {"axis": 1}},
-                      {"name": "one", "op": "constant", "attrs": {"dtype": "i64", "shape": [], "value": 1}},
-                      {"name": "i2", "op": "add", "inputs": ["i", "one"]},
-                      {"name": "two", "op": "constant", "attrs": {"dtype": "f32", "shape": [], "value": 2.0}},
-                      {"name": "v2", "op": "mul", "inputs": ["v", "two"]}],
-            "outputs": ["i2", "c2", "v2"]}
-    cond = {"inputs": body["inputs"],
-            "nodes": [{"name": "n", "op": "constant", "attrs": {"dtype": "i64", "shape": [], "value": steps}},
-                      {"name": "go", "op": "lt", "inputs": ["i", "n"]}],
-            "outputs": ["go"]}
-    v = rand((2, 1, 3), "f32")
-    expected = cache.copy()
-    for k in range(steps):
-        expected[:, k:k + 1, :] = v * 2.0 ** k
-    emit("index_copy_while", [("c0", "f32", cache), ("v", "f32", v)],
-         [{"name": "zero", "op": "constant", "attrs": {"dtype": "i64", "shape": [], "value": 0}},
-          {"name": "cn", "op": "neg", "inputs": ["c0"]},
-          {"name": "c1", "op": "neg", "inputs": ["cn"]},
-          {"name": "loop", "op": "while", "inputs": ["zero", "c1", "v"], "outputs": ["i", "c", "vl"],
-           "regions": {"cond": cond, "body": body}}],
-         [("c", "f32", expected)])
+    golden_movement.gen_index_copy(sys.modules[__name__])
 
 
 def gen_nn():
