@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 #include "format/ArtifactFormat.h"
 #include "format/FileIO.h"
+#include "format/WeightsFile.h"
 
 #include <cstring>
 #include <fstream>
@@ -47,8 +48,10 @@ bool addNoOverflow(uint64_t a, uint64_t b, uint64_t &sum) {
 } // namespace
 
 uint64_t artifactChecksum(const uint8_t *data, size_t size) {
-  uint64_t h = fnv1a64(data, 24);
-  return fnv1a64(data + kHeaderSize, size - kHeaderSize, h);
+  ContentHash h;
+  h.update(data, 24);
+  h.update(data + kHeaderSize, size - kHeaderSize);
+  return h.finish();
 }
 
 uint64_t fnv1a64(const uint8_t *data, size_t size, uint64_t seed) {

@@ -82,8 +82,7 @@ inline std::string errorFor(const Manifest &m) {
 
 /// Recomputes the header checksum after an edit.
 inline void reseal(std::vector<uint8_t> &b) {
-  uint64_t h = fnv1a64(b.data(), 24);
-  h = fnv1a64(b.data() + kHeaderSize, b.size() - kHeaderSize, h);
+  uint64_t h = artifactChecksum(b.data(), b.size());
   for (int i = 0; i < 8; ++i)
     b[24 + i] = uint8_t(h >> (8 * i));
 }
