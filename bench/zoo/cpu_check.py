@@ -12,7 +12,7 @@ bf16/f16 entry, exported and run in its dtype, against eager f32 within
 Prints one line per entry and writes them to --log.
 
 Usage: PYTHONPATH=python bench/zoo/cpu_check.py --cgc BIN --cgc-opt BIN
-           [--path onnx|torch] [--only A,B] [--log F]
+           [--path onnx|torch] [--only A,B] [--log F] [--compile-only] [--dynamic]
 """
 import argparse
 import os
@@ -66,7 +66,12 @@ def check(torch, entry, args, work):
         return check_torch(torch, module, call_args, kwargs, args, work)
     onnx_path, ir_path = os.path.join(work, "m.onnx"), os.path.join(work, "m.json")
     try:
-        program = torch.onnx.export(module, tuple(call_args), kwargs=kwargs, dynamo=True)
+        dynamic = None
+        if entry.dynamic:  # the Dims zoo.py exports them with
+            from zoo import dynamic_shapes
+            dynamic = dynamic_shapes(torch, entry, call_args, kwargs)
+        program = torch.onnx.export(module, tuple(call_args), kwargs=kwargs, dynamo=True,
+                                    dynamic_shapes=dynamic)
         program.save(onnx_path)
     except Exception as e:  # noqa: BLE001 - reported per entry
         return "export failed", f"{type(e).__name__}: {str(e).strip().splitlines()[0][:200]}"
@@ -78,6 +83,8 @@ def check(torch, entry, args, work):
     code, message = run([args.cgc, ir_path, "-o", os.path.join(work, "m.cgc")])
     if code:
         return "refused", message
+    if args.compile_only:
+        return "compiled", "(not run: --compile-only)"
     import onnx
     names = [i.name for i in onnx.load(onnx_path, load_external_data=False).graph.input]
     given = dict(zip(names, [a for a in call_args if isinstance(a, torch.Tensor)]))
@@ -189,13 +196,19 @@ def main():
     ap.add_argument("--path", choices=("onnx", "torch"), default="onnx")
     ap.add_argument("--only", default="", help="comma-separated entry names")
     ap.add_argument("--log")
+    ap.add_argument("--compile-only", action="store_true",
+                    help="stop once cgc compiles the entry (no interpreter run): the ONNX "
+                         "status of the entries too large to interpret here")
+    ap.add_argument("--dynamic", action="store_true",
+                    help="take the dynamic entries too, exported with their Dims")
     args = ap.parse_args()
     import torch
     only = [s for s in args.only.split(",") if s]
     lines = []
     for entry in ENTRIES:
         half = entry.dtype != "f32"
-        if entry.dynamic or (half and args.path != "onnx") or (only and entry.name not in only):
+        if (entry.dynamic and not args.dynamic) or (half and args.path != "onnx") or \
+                (only and entry.name not in only):
             continue
         started = time.perf_counter()
         with tempfile.TemporaryDirectory(prefix="cgc-zoo-onnx-") as work:
