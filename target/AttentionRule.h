@@ -7,8 +7,12 @@
 // 4 * R query rows of one head; each warp owns R rows and streams the keys
 // in tiles of kAttentionKeyTile through shared memory with an online
 // softmax (running max, sum and output per row), so no score matrix is
-// ever written. expand-attention keeps whole only the attention the kernel
-// can run and is faster for (fusedAttentionPays); it writes out the rest.
+// ever written. The tensor-core kernel (codegen/device/attention_mma.cuh)
+// runs f16 and bf16 attention whose rows fit mma.sync's fragments
+// (mmaAttentionRefusal): a warp per 16 query rows. expand-attention keeps
+// whole only the attention a kernel can run and is faster for
+// (fusedAttentionPays, mmaAttentionPays); it writes out the rest, and the
+// schedule pass gives the tensor-core kernel whatever it can run.
 //
 // R: the largest of 16, 8, 4, 2 whose grid still fills every
 // multiprocessor once and whose tiles fit 48 KiB of static shared memory;
