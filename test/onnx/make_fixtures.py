@@ -103,15 +103,16 @@ def main(directory):
     save(directory, "sparse_constant", [helper.make_node("Constant", [], ["c"], sparse_value=sparse),
                                         helper.make_node("Identity", ["c"], ["y"])],
          [], [tensor("y", TensorProto.FLOAT, [4])])
-    # bfloat16 initializers, one large (the weights file) and one inline:
-    # ones(2, 40) @ full(40, 2, 0.5) + [1, -2], cast to float: [[21, 18]] * 2.
+    # bfloat16 initializers, two past the importer's inline limit of 1024
+    # elements (the weights file) and one inline: ones(2, 600) @ full(600,
+    # 2, 0.5) + [1, -2] in bf16 (301 rounds to 300), cast: [[300, 298]] * 2.
     bf16 = lambda name, shape, value: helper.make_tensor(  # noqa: E731
         name, TensorProto.BFLOAT16, shape, [value] * int(np.prod(shape)))
     save(directory, "bf16_weights", [helper.make_node("MatMul", ["a", "w"], ["m"]),
                                      helper.make_node("Add", ["m", "b"], ["s"]),
                                      helper.make_node("Cast", ["s"], ["y"], to=TensorProto.FLOAT)],
          [], [tensor("y", TensorProto.FLOAT, [2, 2])],
-         [bf16("a", [2, 40], 1.0), bf16("w", [40, 2], 0.5),
+         [bf16("a", [2, 600], 1.0), bf16("w", [600, 2], 0.5),
           helper.make_tensor("b", TensorProto.BFLOAT16, [2], [1.0, -2.0])])
     with open(os.path.join(directory, "garbage.onnx"), "wb") as f:
         f.write(b"\x08not an onnx model")
