@@ -12,9 +12,19 @@
 #include "codegen/Emitters.h"
 #include "ir/OpAttrs.h"
 
+#include <algorithm>
+
 using namespace cgc;
 
 namespace {
+/// The window as the kernels' int: a window of at least the query rows
+/// drops no key (j <= i - window never holds), so larger ones, which an
+/// int cannot hold, are passed as the row count; 0 is no window.
+int64_t kernelWindow(const Node &node, const AttentionShape &s) {
+  int64_t window = node.intAttr("window", 0);
+  return window > 0 ? std::min<int64_t>(window, std::max<int64_t>(s.rows, 1)) : 0;
+}
+
 /// The call's template arguments after the kernel's own first ones, and
 /// its arguments: everything both kernels take alike.
 struct AttentionCall {
@@ -43,7 +53,7 @@ AttentionCall attentionCall(const Node &node, const Schedule &record, Kernel &ke
            floatLiteral(float(attentionScale(node))) + ", " +
            floatLiteral(float(node.floatAttr("softcap", 0))) + ", " +
            (node.boolAttr("causal", false) ? "true" : "false") + ", " +
-           std::to_string(node.intAttr("window", 0)) + ", " + ll(s.maskStrides[0]) + ", " +
+           std::to_string(kernelWindow(node, s)) + ", " + ll(s.maskStrides[0]) + ", " +
            ll(s.maskStrides[1]) + ", " + ll(s.maskStrides[2]) + ", " +
            ll(s.maskStrides[3]);
   return c;

@@ -195,10 +195,13 @@ __device__ __forceinline__ void cgc_attention_mma(
   for (int r = 0; r < 2; ++r) {
     const int i = rows[r];
     if (i >= sq) continue;
-    const float inv = l[r] == 0.0f ? 0.0f : 1.0f / l[r];  // 0: every key dropped
+    const float inv = 1.0f / l[r];
 #pragma unroll
     for (int n = 0; n < NV; ++n) {
       float lo = acc[n][2 * r] * inv, hi = acc[n][2 * r + 1] * inv;
+      // Every key dropped: 0, even where a dropped key's v was inf or NaN
+      // (acc took 0 * v).
+      if (l[r] == 0.0f) lo = hi = 0.0f;
       if (nan[r]) lo = hi = __int_as_float(0x7fffffff);
       *reinterpret_cast<unsigned *>(out + (head * sq + i) * EV + n * 8 + 2 * t) =
           cgc_pack2<BF>(lo, hi);
