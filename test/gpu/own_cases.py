@@ -311,7 +311,7 @@ def attention_cases(put):
     target/AttentionRule.h): head widths 32, 64, 80, 128; sequences 1, 7,
     128, 129, 512; heads 1 to 16 and grouped; bool and additive masks
     broadcast every way the kernel takes (random bool masks leave some
-    rows with no key: NaN on both sides); causal, window, soft-capping, an
+    rows with no key: 0 on both sides); causal, window, soft-capping, an
     explicit scale; f32, f16, bf16; ranks 3 to 5; a value width unlike the
     key width; one case too wide for the kernel (written out)."""
     def case(tag, dt, rows, q, k, v, attrs=None, mask=None):
@@ -373,7 +373,7 @@ def mma_attention_cases(put):
     widths 16, 64, 80 and 128, a value width unlike the key width (40,
     32); sequences 1, 7, 31, 128, 129, 512 and keys longer or shorter than
     the queries; grouped heads; bool masks (random ones leave rows with no
-    key: NaN on both sides) and additive masks of the input type, broadcast
+    key: 0 on both sides) and additive masks of the input type, broadcast
     every way the kernel takes; causal, window, soft-capping, an explicit
     scale; ranks 3 and 5."""
     def case(tag, dt, warps, q, k, v, attrs=None, mask=None):
