@@ -304,6 +304,20 @@ def row_cases(put):
             [("x", dt, shape)], op, {"axes": axes})
 
 
+def attention_case(put, name, dt, q, k, v, attrs, mask, schedule):
+    """One attention node over inputs of shapes q, k, v (and a mask of
+    (shape, dtype)), with `schedule` as its hand-written record when given."""
+    ins = [("q", dt, q), ("k", dt, k), ("v", dt, v)]
+    if mask:
+        ins.append(("m", mask[1], mask[0]))
+    node = {"name": "y", "op": "attention", "inputs": [n for n, _, _ in ins]}
+    if attrs:
+        node["attrs"] = attrs
+    if schedule:
+        node["schedule"] = schedule
+    put(name, ins, [node], ["y"])
+
+
 def attention_cases(put):
     """attention at real models' shapes, each on the fused kernel through a
     hand-written fused_attention record with R query rows per warp (every
@@ -315,18 +329,10 @@ def attention_cases(put):
     explicit scale; f32, f16, bf16; ranks 3 to 5; a value width unlike the
     key width; one case too wide for the kernel (written out)."""
     def case(tag, dt, rows, q, k, v, attrs=None, mask=None):
-        ins = [("q", dt, q), ("k", dt, k), ("v", dt, v)]
-        if mask:
-            ins.append(("m", mask[1], mask[0]))
-        node = {"name": "y", "op": "attention", "inputs": [n for n, _, _ in ins]}
-        if attrs:
-            node["attrs"] = attrs
-        if rows:
-            tile = 4 * rows
-            heads = int(np.prod(q[:-2]))
-            node["schedule"] = {"strategy": "fused_attention", "tile": tile,
-                                "grid_x": -(-q[-2] // tile) * heads, "block": 128}
-        put(f"own_attention_{tag}_{dt}", ins, [node], ["y"])
+        tile = 4 * rows
+        schedule = rows and {"strategy": "fused_attention", "tile": tile,
+                             "grid_x": -(-q[-2] // tile) * int(np.prod(q[:-2])), "block": 128}
+        attention_case(put, f"own_attention_{tag}_{dt}", dt, q, k, v, attrs, mask, schedule)
 
     for dt, rows in (("f32", 2), ("f16", 1), ("bf16", 4)):
         case("bert_b1_s128", dt, rows, [1, 12, 128, 64], [1, 12, 128, 64], [1, 12, 128, 64],
@@ -377,18 +383,10 @@ def mma_attention_cases(put):
     every way the kernel takes; causal, window, soft-capping, an explicit
     scale; ranks 3 and 5."""
     def case(tag, dt, warps, q, k, v, attrs=None, mask=None):
-        ins = [("q", dt, q), ("k", dt, k), ("v", dt, v)]
-        if mask:
-            ins.append(("m", mask[1], mask[0]))
-        node = {"name": "y", "op": "attention", "inputs": [n for n, _, _ in ins]}
-        if attrs:
-            node["attrs"] = attrs
-        if warps:
-            heads = int(np.prod(q[:-2]))
-            node["schedule"] = {"strategy": "mma_attention", "tile": 16 * warps,
-                                "grid_x": -(-q[-2] // (16 * warps)) * heads,
-                                "block": 32 * warps}
-        put(f"own_mma_attention_{tag}_{dt}", ins, [node], ["y"])
+        schedule = warps and {"strategy": "mma_attention", "tile": 16 * warps,
+                              "grid_x": -(-q[-2] // (16 * warps)) * int(np.prod(q[:-2])),
+                              "block": 32 * warps}
+        attention_case(put, f"own_mma_attention_{tag}_{dt}", dt, q, k, v, attrs, mask, schedule)
 
     for dt, warps in (("bf16", 1), ("f16", 4)):
         case("bert_b1_s128", dt, warps, [1, 12, 128, 64], [1, 12, 128, 64], [1, 12, 128, 64],
