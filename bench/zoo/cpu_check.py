@@ -146,8 +146,7 @@ def compare(torch, module, call_args, kwargs, got, graph_outputs):
         g = got.get(name)
         if g is None or g.shape != w.shape:
             return "wrong", f"output {name}: {None if g is None else g.shape} vs eager {w.shape}"
-        worst = max(worst, float(np.abs(g.astype(np.float64) - w).max() /
-                                 max(float(np.abs(w).max()), 1e-6)))
+        worst = max(worst, relative(g.astype(np.float64), w))
     status = "matches" if worst <= TOLERANCE else "wrong"
     return status, f"max error {worst:.2e} of the output's scale ({len(want)} outputs)"
 
