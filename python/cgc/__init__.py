@@ -6,6 +6,7 @@
     ir, weights = cgc.from_onnx("model.onnx")        # the JSON IR and its weights
     cgc.write_ir(ir, weights, "model.json")           # then: cgc model.json -o model.cgc
     cgc.__version__                                   # cgc's version, as `cgc --version`
+    torch.compile(module, backend="cgc")              # parts cgc cannot express stay in PyTorch
 
 The front ends are the subpackages cgc.onnx (the ONNX importer) and
 cgc.torch (torch.export programs; torch is imported only when a module is
@@ -19,7 +20,7 @@ from .onnx.importer import onnx_to_ir, write_ir  # noqa: F401
 # and cgc.torch, which would hide the caller's onnx and torch. (CgcError,
 # which needs the extension, is imported by name.)
 __all__ = ["RefusedError", "onnx_to_ir", "write_ir", "from_onnx", "export", "load",
-           "compile_file", "compile", "compile_train", "compile_generate"]
+           "compile_file", "compile", "compile_train", "compile_generate", "explain"]
 
 
 def __getattr__(name):
@@ -107,3 +108,12 @@ def compile(module, example_args, path=None, dynamic_shapes=None, cgc=None, flag
     from .runtime import compile as runtime_compile
     return runtime_compile(module, example_args, path, dynamic_shapes, cgc, flags,
                            buckets=buckets, example_kwargs=example_kwargs)
+
+
+def explain(model, *args, **kwargs):
+    """What `torch.compile(model, backend="cgc")` runs in cgc and what it
+    leaves to PyTorch (each op with its reason and source line), for a
+    call with these arguments: the graphs are split and lowered, nothing
+    is compiled, and the call runs in PyTorch (docs/python.md)."""
+    from .torch.backend import explain as backend_explain
+    return backend_explain(model, args, kwargs)

@@ -2,6 +2,7 @@
 record (record.py) as cgc ops, built on export.py's Lowering
 (`e`) from a RecordNode (`n`); PyTorch's type promotion where operands
 differ. An op without a rule is refused by export.py."""
+import functools
 import math
 
 from ..ir_builder import json_number, registrar
@@ -290,9 +291,28 @@ def layer_norm(e, n):
     elif b is not None:
         raise RefusedError("a layer_norm with a bias and no weight")
     y = e.op("layernorm", operands, {"axis": -len(normalized), "eps": float(eps)}, name=n.name)
-    if "native" in n.target:
-        return [y, None, None]  # its mean and rstd: refused if read (getitem of None)
+    if "native" in n.target:  # its mean and rstd, made when a getitem reads them
+        vals = n.val if isinstance(n.val, list) else []
+        dtypes = [e.dtype_of_val(v) for v in vals[1:3]]
+        if len(dtypes) != 2 or None in dtypes:
+            return [y, None, None]
+        moments = functools.lru_cache(maxsize=None)(
+            lambda: layer_norm_moments(e, x, len(normalized), float(eps)))
+        return [y, lambda: e.as_ir_dtype(moments()[0], dtypes[0]),
+                lambda: e.as_ir_dtype(moments()[1], dtypes[1])]
     return y
+
+
+def layer_norm_moments(e, x, count, eps):
+    """(mean, 1 / sqrt(variance + eps)) of `x` over its last `count`
+    dims, kept, in f32: native_layer_norm's second and third results."""
+    v = e.as_dtype(x, "f32")
+    axes = list(range(len(e.shape(x)) - count, len(e.shape(x))))
+    mean = e.op("mean", [v], {"axes": axes, "keepdim": True})
+    centered = e.op("sub", [v, mean])
+    variance = e.op("mean", [e.op("mul", [centered, centered])], {"axes": axes, "keepdim": True})
+    rstd = e.op("rsqrt", [e.op("add", [variance, e.scalar(eps, "f32")])])
+    return mean, rstd
 
 
 def check_normalized_shape(normalized, shape):
@@ -331,6 +351,27 @@ def reduced_axes(dims, rank):
     return [d % max(rank, 1) for d in dims]
 
 
+def truth_reduction(op):
+    """any (op "max") or all ("min") over dims: whether some or every
+    element is nonzero, as the max or min of 0/1 in i32."""
+    def fn(e, n):
+        x = n.args[0]
+        rank = len(e.shape(x))
+        dims = n.args[1] if len(n.args) > 1 else n.kwargs.get("dim")
+        if dims is None or dims == []:
+            dims = list(range(rank))
+        keep = bool(n.args[2]) if len(n.args) > 2 else bool(n.kwargs.get("keepdim", False))
+        v = e.operand(x)
+        if e.dtype(x) != "bool":
+            v = e.op("ne", [v, e.scalar(0, e.dtype(x))])
+        v = e.op(op, [e.op("cast", [v], {"dtype": "i32"})],
+                 {"axes": sorted(reduced_axes(dims, rank)), "keepdim": keep})
+        return e.op("cast", [v], {"dtype": "bool"}, name=n.name)
+    return fn
+
+
+ATEN["any"] = ATEN["any.dims"] = truth_reduction("max")
+ATEN["all"] = ATEN["all.dims"] = truth_reduction("min")
 ATEN["mean"] = reduction("mean")
 ATEN["sum"] = reduction("sum")
 ATEN["amax"] = reduction("max")

@@ -223,15 +223,21 @@ def export_failure(module_name, error):
     return f"torch.export could not export {module_name}: {type(error).__name__}: {text}"
 
 
+def decomposition_table():
+    """Core ATen's decompositions but for the composites cgc has ops for
+    (KEPT): what cgc.export and the torch.compile backend both lower."""
+    table = torch.export.default_decompositions()
+    for name in KEPT:
+        packet = getattr(torch.ops.aten, name)
+        for overload in packet.overloads():
+            table.pop(getattr(packet, overload), None)
+    return table
+
+
 def decompose(ep):
     """Core ATen, keeping the composites cgc has ops for."""
     try:
-        table = torch.export.default_decompositions()
-        for name in KEPT:
-            packet = getattr(torch.ops.aten, name)
-            for overload in packet.overloads():
-                table.pop(getattr(packet, overload), None)
-        return ep.run_decompositions(table)
+        return ep.run_decompositions(decomposition_table())
     except (AttributeError, TypeError):  # an older torch: no export.default_decompositions
         return ep.run_decompositions()
 
@@ -300,12 +306,7 @@ def input_kind(kind):
 def program_record(ep, module_name, rename):
     """The JSON-serializable record of the decomposed program `ep`, torch's
     symbols renamed by `rename`."""
-    library = os.path.dirname(os.path.abspath(torch.__file__))
-    nodes = [{"op": n.op, "name": n.name, "target": target_name(n),
-              "args": encode(list(n.args), rename, n.name),
-              "kwargs": {k: encode(v, rename, n.name) for k, v in n.kwargs.items()},
-              "val": encode_val(n.meta.get("val"), rename, n.name),
-              "source": source_line(n, library)} for n in ep.graph.nodes]
+    nodes = graph_nodes(ep.graph, rename)
     signature = ep.graph_signature
     return {"record_version": RECORD_VERSION, "module": module_name,
             "inputs": [{"name": s.arg.name, "kind": input_kind(s.kind), "target": s.target}
@@ -316,6 +317,16 @@ def program_record(ep, module_name, rename):
                 (sym_text(sym, rename), {"min": bound(r.lower), "max": bound(r.upper)})
                 for sym, r in ep.range_constraints.items())),
             "nodes": nodes}
+
+
+def graph_nodes(graph, rename):
+    """Every node of the fx `graph` as the record writes it."""
+    library = os.path.dirname(os.path.abspath(torch.__file__))
+    return [{"op": n.op, "name": n.name, "target": target_name(n),
+             "args": encode(list(n.args), rename, n.name),
+             "kwargs": {k: encode(v, rename, n.name) for k, v in n.kwargs.items()},
+             "val": encode_val(n.meta.get("val"), rename, n.name),
+             "source": source_line(n, library)} for n in graph.nodes]
 
 
 def target_name(n):

@@ -15,7 +15,7 @@ import json
 import operator
 import os
 
-from . import aten_attention, aten_convolution, aten_indexing, aten_training  # noqa: F401 - their rules join ATEN
+from . import aten_attention, aten_convolution, aten_fused_modules, aten_indexing, aten_training  # noqa: F401 - their rules join ATEN
 from .aten_rules import ATEN, PLAIN_OVERLOADS
 from ..ir_builder import IRBuilder, is_dim_name, json_number, safe_name
 from ..dtypes import IR_OF_TORCH as DTYPE, ir_of_numpy
@@ -345,6 +345,15 @@ class Lowering(IRBuilder):
     def dtype(self, n):
         return self.type_of(n)[0]
 
+    @staticmethod
+    def dtype_of_val(val):
+        """The IR dtype of a record's TensorVal, or None."""
+        return DTYPE.get(val.dtype) if isinstance(val, TensorVal) else None
+
+    def as_ir_dtype(self, v, dtype):
+        """Value `v` (f32) cast to `dtype` where that differs."""
+        return v if dtype == "f32" else self.op("cast", [v], {"dtype": dtype})
+
     def shape(self, n):
         return self.type_of(n)[1]
 
@@ -451,6 +460,8 @@ class Lowering(IRBuilder):
         if n.target == "getitem":
             base, index = n.args
             v = self.value.get(f"{base.name}#{index}")
+            if callable(v):  # a result the rule makes only when it is read
+                v = self.value[f"{base.name}#{index}"] = v()
             if v is None:
                 raise RefusedError(f"node '{n.name}': result #{index} of '{base.name}' "
                                    "(a layer_norm's mean or rstd) has no cgc value")

@@ -1,0 +1,335 @@
+"""`torch.compile(model, backend="cgc")`: the graphs TorchDynamo captures,
+lowered by AOTAutograd to ATen (with cgc.export's decomposition table,
+capture.decomposition_table) and split between cgc and PyTorch
+(partition.py): each part cgc can express is lowered by the ATen rules
+cgc.export uses, compiled by the `cgc` driver (its compile cache
+included) and replayed as one CUDA graph; every other call runs in
+PyTorch between the parts (docs/python.md, "The torch.compile backend").
+
+    model = torch.compile(model, backend="cgc")              # the wheel registers it
+    model = torch.compile(model, backend="cgc", options={"flags": ["--no-fuse"]})
+    print(cgc.explain(model, x))                              # what stays in PyTorch
+
+Options: "flags" (the driver's, a list), "executor" ("cuda", or
+"interpreter": each part runs in cgc's reference interpreter through
+`cgc-opt --interpret`, on any device, for checking), "cgc_opt" (the
+cgc-opt binary for the interpreter; default $CGC_OPT), "report" (a
+list: each compiled graph appends its Report), "compile" (False: split
+and lower only; every call then runs in PyTorch, as cgc.explain does).
+
+Parameters are graph inputs here (AOTAutograd lifts them): a part binds
+them by pointer on every call, as it binds any input, without copies.
+A part's outputs are fresh tensors (its own buffers are reused by its next
+replay). Dynamo's guards and recompiles are its own; a graph with
+symbolic sizes (a dynamic dim) runs in PyTorch, reported as such.
+Training graphs (AOTAutograd's forward and backward) are split the same
+way. Grad mode off, scaled_dot_product_attention is kept whole
+(cgc::scaled_dot_product_attention, which runs PyTorch's own where PyTorch
+runs it) so that it becomes cgc's attention op.
+"""
+import functools
+import itertools
+import json
+import logging
+import operator
+import os
+import shutil
+import tempfile
+from collections import namedtuple
+
+import torch
+
+from ..errors import RefusedError
+from .capture import decomposition_table, graph_nodes, target_name
+from .export import lower_ir
+from .partition import VIEWS, overload_base, part_record, refused_node, split
+from .record import RECORD_VERSION
+
+LOG = logging.getLogger("cgc")
+DEFAULTS = {"flags": (), "executor": "cuda", "cgc_opt": None, "report": None, "compile": True}
+KEPT_ATTENTION = "cgc.scaled_dot_product_attention.default"
+GRAPHS = itertools.count()
+
+# What one graph came to: its name, the parts cgc runs (their node
+# counts) and {node: (op, why, source line)} of the calls PyTorch runs.
+Report = namedtuple("Report", "graph parts kept_out")
+
+
+@torch.library.custom_op("cgc::scaled_dot_product_attention", mutates_args=())
+def kept_attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
+                   attn_mask: torch.Tensor | None = None, dropout_p: float = 0.0,
+                   is_causal: bool = False, *, scale: float | None = None,
+                   enable_gqa: bool = False) -> torch.Tensor:
+    """scaled_dot_product_attention, which AOTAutograd keeps whole."""
+    return torch.nn.functional.scaled_dot_product_attention(
+        query, key, value, attn_mask=attn_mask, dropout_p=dropout_p, is_causal=is_causal,
+        scale=scale, enable_gqa=enable_gqa).contiguous()
+
+
+@kept_attention.register_fake
+def _(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, *, scale=None,
+      enable_gqa=False):
+    return query.new_empty((*query.shape[:-1], value.shape[-1]))
+
+
+SDPA_ARGS = ("attn_mask", "dropout_p", "is_causal")
+
+
+def keep_attention_whole(gm):
+    """Points every scaled_dot_product_attention call of Dynamo's graph at
+    cgc::scaled_dot_product_attention (its arguments as aten's schema
+    takes them)."""
+    sdpa = torch.nn.functional.scaled_dot_product_attention
+    for n in gm.graph.nodes:
+        if n.op == "call_function" and n.target is sdpa:
+            args = list(n.args)
+            kwargs = dict(n.kwargs)
+            for i, name in enumerate(SDPA_ARGS, start=3):
+                if len(args) > i:
+                    kwargs[name] = args[i]
+            n.args = tuple(args[:3]) + tuple(kwargs.pop(k, d) for k, d in
+                                             zip(SDPA_ARGS, (None, 0.0, False)))
+            n.kwargs = kwargs
+            n.target = torch.ops.cgc.scaled_dot_product_attention.default
+    gm.recompile()
+
+
+def cgc_backend(gm, example_inputs, options=None, **unused):
+    """The backend torch.compile calls with each graph Dynamo captures."""
+    opts = dict(DEFAULTS, **(options or {}))
+    unknown = set(opts) - set(DEFAULTS)
+    if unknown:
+        raise ValueError(f"cgc backend: unknown options {sorted(unknown)} "
+                         f"(it takes {sorted(DEFAULTS)})")
+    if not torch.is_grad_enabled():
+        keep_attention_whole(gm)
+    from torch._dynamo.backends.common import aot_autograd
+    compiler = functools.partial(compile_graph, options=opts)
+    return aot_autograd(fw_compiler=compiler, bw_compiler=compiler,
+                        decompositions=decomposition_table())(gm, example_inputs)
+
+
+def compile_graph(gm, example_inputs, options):
+    """The callable of one ATen graph: its parts compiled by cgc, the rest
+    left to PyTorch."""
+    name = f"graph{next(GRAPHS)}"
+    separate_returned_views(gm)
+    record = graph_record(gm, name)
+    why_not = unsupported_graph(gm, options)
+    steps, kept_out, parts = [], {}, {}
+    if why_not:
+        kept_out = {n.name: (str(n.target), why_not, None) for n in gm.graph.nodes
+                    if n.op == "call_function"}
+    else:
+        steps, kept_out, parts = lowered_parts(record, name)
+    report = Report(name, [len(parts[k][0].nodes) for k in sorted(parts)], kept_out)
+    log_report(report)
+    if options["report"] is not None:
+        options["report"].append(report)
+    from functorch.compile import make_boxed_func  # AOTAutograd's calling convention
+    if why_not or not options["compile"] or not parts:
+        return make_boxed_func(gm)
+    runners = {k: part_runner(gm, step, ir, options) for k, (step, ir) in parts.items()}
+    return make_boxed_func(rebuilt(gm, steps, runners))
+
+
+def unsupported_graph(gm, options):
+    """Why no part of `gm` can run in cgc, or None."""
+    for n in gm.graph.nodes:
+        val = n.meta.get("val")
+        if n.op == "placeholder" and isinstance(val, (torch.SymInt, torch.SymFloat)):
+            return "a graph with symbolic sizes (compile with dynamic=False)"
+        if isinstance(val, torch.Tensor) and any(not isinstance(d, int) for d in val.shape):
+            return "a graph with symbolic sizes (compile with dynamic=False)"
+    if options["compile"] and options["executor"] == "cuda" and not any(
+            isinstance(n.meta.get("val"), torch.Tensor) and n.meta["val"].is_cuda
+            for n in gm.graph.nodes if n.op == "placeholder"):
+        return "no CUDA tensor among the graph's inputs (cgc runs graphs on CUDA devices)"
+    return None
+
+
+def separate_returned_views(gm):
+    """Gives each view the graph returns that other nodes also read a twin
+    for those readers: the returned view stays PyTorch's (partition.py),
+    aliasing its base as AOTAutograd expects, while its twin may join a
+    cgc part with its readers."""
+    output = next(n for n in gm.graph.nodes if n.op == "output")
+    for n in list(gm.graph.nodes):
+        if n.op != "call_function" or output not in n.users or len(n.users) < 2 or \
+                overload_base(target_name(n)) not in VIEWS:
+            continue
+        with gm.graph.inserting_after(n):
+            twin = gm.graph.call_function(n.target, n.args, n.kwargs)
+        twin.meta = dict(n.meta)
+        for user in list(n.users):
+            if user is not output:
+                user.replace_input_with(n, twin)
+    gm.recompile()
+
+
+def graph_record(gm, name):
+    """The program record of an ATen graph: every placeholder a user input;
+    the kept attention as aten's scaled_dot_product_attention."""
+    nodes = graph_nodes(gm.graph, {})
+    for entry, n in zip(nodes, gm.graph.nodes):
+        if entry["target"] == KEPT_ATTENTION:
+            entry["target"] = "aten.scaled_dot_product_attention.default"
+        if n.op == "get_attr" and entry["val"] is None:
+            value = getattr(gm, n.target, None)
+            if isinstance(value, torch.Tensor):
+                entry["val"] = {"dtype": str(value.dtype), "shape": list(value.shape)}
+    output = next(n for n in gm.graph.nodes if n.op == "output")
+    returned = output.args[0] if isinstance(output.args[0], (list, tuple)) else [output.args[0]]
+    return {"record_version": RECORD_VERSION, "module": name,
+            "inputs": [{"name": n.name, "kind": "user_input", "target": None}
+                       for n in gm.graph.nodes if n.op in ("placeholder", "get_attr")],
+            "outputs": [{"name": getattr(a, "name", str(i)), "kind": "user_output"}
+                        for i, a in enumerate(returned)],
+            "range_constraints": {}, "nodes": nodes}
+
+
+def lowered_parts(record, name):
+    """(steps, kept_out, {step index: (step, IR dict)}): the split of
+    `record` whose every cgc part lowers; a node whose lowering is refused
+    goes to PyTorch and the record is split again."""
+    refused = {}
+    while True:
+        steps, reasons = split(record, refused)
+        parts, again = {}, False
+        for k, step in enumerate(steps):
+            if step.kind != "cgc":
+                continue
+            try:
+                ir, _ = lower_ir(part_record(record, step, f"{name}_part{k}"), {})
+            except RefusedError as e:
+                node = refused_node(str(e), step)
+                for n in ([node] if node else step.nodes):
+                    refused[n] = str(e)
+                again = True
+                break
+            parts[k] = (step, ir)
+        if not again:
+            break
+    entries = {e["name"]: e for e in record["nodes"]}
+    kept_out = {n: (entries[n]["target"], why, entries[n]["source"])
+                for n, why in reasons.items()}
+    return steps, kept_out, parts
+
+
+def log_report(report):
+    LOG.info("cgc backend: %s: %d part(s) in cgc (%s nodes), %d call(s) in PyTorch",
+             report.graph, len(report.parts), "+".join(map(str, report.parts)) or "no",
+             len(report.kept_out))
+    for node, (op, why, source) in report.kept_out.items():
+        LOG.debug("cgc backend: %s: %s (%s) stays in PyTorch: %s%s", report.graph, node, op,
+                  why, f" ({source})" if source else "")
+
+
+class Part(torch.nn.Module):
+    """One cgc part in the rebuilt graph: its inputs made what the
+    compiled graph takes (contiguous, on its device), its outputs a
+    tuple of fresh tensors."""
+
+    def __init__(self, run, fixes):
+        super().__init__()
+        self.run, self.fixes = run, fixes  # fixes: (input index, device or None)
+
+    def forward(self, *args):
+        if self.fixes:
+            args = list(args)
+            for i, device in self.fixes:
+                args[i] = args[i].to(device).contiguous() if device else args[i].contiguous()
+        out = self.run(*args)
+        return out if isinstance(out, tuple) else (out,)
+
+
+def part_runner(gm, step, ir, options):
+    """The Part running `step` (lowered to `ir`) with options' executor."""
+    vals = {n.name: n.meta.get("val") for n in gm.graph.nodes}
+    device = next(vals[i].device for i in step.inputs if isinstance(vals[i], torch.Tensor)
+                  and vals[i].is_cuda) if options["executor"] == "cuda" else None
+    fixes = []
+    for k, i in enumerate(step.inputs):
+        v = vals[i]
+        if not isinstance(v, torch.Tensor):
+            continue
+        moved = device if device is not None and v.device != device else None
+        if moved is not None or not v.is_contiguous():
+            fixes.append((k, moved))
+    work = tempfile.mkdtemp(prefix="cgc-backend-")
+    try:
+        ir_path = os.path.join(work, f"{ir['name']}.json")
+        with open(ir_path, "w") as f:
+            json.dump(ir, f, indent=1, allow_nan=False)
+        if options["executor"] == "interpreter":
+            from .interpreted import Interpreted
+            run = Interpreted(ir, [vals[o].dtype for o in step.outputs], options["cgc_opt"])
+        else:
+            from ..runtime import compile_file, load
+            artifact = load(compile_file(ir_path, os.path.join(work, "part.cgc"),
+                                         tuple(options["flags"])), device.index)
+            run = functools.partial(artifact, fresh_outputs=True)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return Part(run, tuple(fixes))
+
+
+def rebuilt(gm, steps, runners):
+    """`gm` with each cgc part's nodes replaced by a call of its Part."""
+    old = {n.name: n for n in gm.graph.nodes}
+    graph = torch.fx.Graph()
+    env = {}
+    for n in gm.graph.nodes:
+        if n.op in ("placeholder", "get_attr"):
+            env[n] = graph.node_copy(n, env.__getitem__)
+    for k, step in enumerate(steps):
+        if step.kind == "torch":
+            n = old[step.nodes[0]]
+            env[n] = graph.node_copy(n, env.__getitem__)
+            continue
+        target = f"cgc_part{k}"
+        gm.add_submodule(target, runners[k])
+        call = graph.call_module(target, tuple(env[old[i]] for i in step.inputs))
+        for j, o in enumerate(step.outputs):
+            env[old[o]] = graph.call_function(operator.getitem, (call, j))
+            env[old[o]].meta = dict(old[o].meta)
+    output = next(n for n in gm.graph.nodes if n.op == "output")
+    graph.node_copy(output, env.__getitem__)
+    return torch.fx.GraphModule(gm, graph)
+
+
+class Explanation:
+    """What the backend made of each graph Dynamo captured (`reports`, a
+    list of Report); str() lists each graph's parts and the ops PyTorch
+    keeps, grouped by op and reason, with a count and the first source
+    line."""
+
+    def __init__(self, reports):
+        self.reports = reports
+
+    def __str__(self):
+        lines = [f"cgc backend: {len(self.reports)} graph(s)"]
+        for r in self.reports:
+            lines.append(f"{r.graph}: {len(r.parts)} part(s) in cgc "
+                         f"({' + '.join(map(str, r.parts)) or 'no'} nodes)"
+                         + ("; in PyTorch:" if r.kept_out else ""))
+            groups = {}
+            for op, why, source in r.kept_out.values():
+                entry = groups.setdefault((op, why), [0, source])
+                entry[0] += 1
+                entry[1] = entry[1] or source
+            for (op, why), (count, source) in groups.items():
+                lines.append(f"  {op} x{count}: {why}" + (f" ({source})" if source else ""))
+        return "\n".join(lines)
+
+    __repr__ = __str__
+
+
+def explain(model, args, kwargs):
+    """The Explanation of torch.compile(model, backend="cgc") on a call
+    with `args` and `kwargs`: the graphs are split and lowered, nothing is
+    compiled, and the call runs in PyTorch."""
+    reports = []
+    backend = functools.partial(cgc_backend, options={"compile": False, "report": reports})
+    torch.compile(model, backend=backend, dynamic=False)(*args, **kwargs)
+    return Explanation(reports)
