@@ -18,11 +18,14 @@
 #    (test/onnx/gpu_node_tests.py: compiled with cgc, run with cgc run),
 #    failing if any is wrong or none was staged; then, with the Python
 #    package's wheel (DIR/dist) installed, cgc.export of nn.Modules against
-#    PyTorch, cgc.compile from Python against PyTorch and cgc.compile_train
-#    against PyTorch's training (test/python/torch_export_gpu.py,
-#    runtime_gpu.py, train_gpu.py), then the model zoo's correctness tier
-#    (bench/zoo/zoo.py; CGC_ZOO=0 leaves it out; CGC_PYTHON_GPU=0 leaves
-#    out the four Python scripts before it).
+#    PyTorch, cgc.compile from Python against PyTorch, cgc.compile_train
+#    against PyTorch's training, torch.compile(backend="cgc") against
+#    eager and compile_generate against transformers
+#    (test/python/torch_export_gpu.py, runtime_gpu.py, train_gpu.py,
+#    backend_gpu.py, generate_gpu.py, readme_example_gpu.py), then the
+#    model zoo's correctness tier, with the backend (bench/zoo/zoo.py;
+#    CGC_ZOO=0 leaves it out; CGC_PYTHON_GPU=0 leaves out the Python
+#    scripts before it).
 # 2. Reruns them under compute-sanitizer --tool memcheck, racecheck and
 #    synccheck where it exists (says so if not; CGC_SANITIZER=0 turns it
 #    off, CGC_SANITIZER_TOOLS picks tools); CGC_OP_MEMCHECK_FILTER narrows
@@ -159,6 +162,13 @@ PYTHONPATH=$PKG python3 "$HERE/test/python/train_gpu.py" --cgc "$BUILD/bin/cgc" 
 rc=$?
 grep -E '^(OK|FAIL|skipped|train_gpu)' "$RES/train.out"
 if [ $rc -ne 0 ] && { [ $rc -ne 77 ] || [ "$GPU_VISIBLE" -eq 1 ]; }; then status=1; fi
+# torch.compile(model, backend="cgc") against eager PyTorch.
+echo "== torch.compile(backend=\"cgc\") against PyTorch (test/python/backend_gpu.py)"
+PYTHONPATH=$PKG PYTHONWARNINGS=ignore python3 "$HERE/test/python/backend_gpu.py" --cgc "$BUILD/bin/cgc" \
+  >"$RES/backend.out" 2>&1
+rc=$?
+grep -E '^(OK|FAIL|skipped|backend_gpu)' "$RES/backend.out" | cut -c1-300
+if [ $rc -ne 0 ] && { [ $rc -ne 77 ] || [ "$GPU_VISIBLE" -eq 1 ]; }; then status=1; fi
 # cgc.compile_generate against transformers' generate.
 echo "== cgc.compile_generate against transformers (test/python/generate_gpu.py)"
 PYTHONPATH=$PKG PYTHONWARNINGS=ignore python3 "$HERE/test/python/generate_gpu.py" --cgc "$BUILD/bin/cgc" \
@@ -177,15 +187,20 @@ fi
 
 # The model zoo's correctness tier (bench/zoo/zoo.py): real models through
 # cgc.compile against eager PyTorch; fails on a wrong entry or on one the
-# committed bench/zoo/status.json says passed that is now refused. About
-# 6 minutes for every entry on an H200 (mostly cgc's and torch's cold
-# compiles); CGC_ZOO=0 leaves it out, CGC_ZOO_ONLY=SUBSTR narrows it.
+# committed bench/zoo/status.json says passed that is now refused, and
+# (--backend) every entry under torch.compile(backend="cgc") against the
+# same bound. About 6 minutes for every entry on an H200 without the
+# backend (mostly cgc's and torch's cold compiles); CGC_ZOO=0 leaves it
+# out, CGC_ZOO_ONLY=SUBSTR narrows it, CGC_ZOO_BACKEND=0 leaves the
+# backend out.
 if [ "${CGC_ZOO:-1}" != 0 ]; then
   echo "== the model zoo, correctness tier (bench/zoo/zoo.py)"
+  backend=--backend
+  [ "${CGC_ZOO_BACKEND:-1}" = 0 ] && backend=
   PYTHONPATH=$PKG PYTHONWARNINGS=ignore python3 "$HERE/bench/zoo/zoo.py" --cgc "$BUILD/bin/cgc" \
-    --only "${CGC_ZOO_ONLY:-}" --out "$RES/zoo" >"$RES/zoo.log" 2>&1
+    --only "${CGC_ZOO_ONLY:-}" $backend --out "$RES/zoo" >"$RES/zoo.log" 2>&1
   rc=$?
-  grep -E '^zoo:|: (passed|refused|wrong|broken)' "$RES/zoo.log" | cut -c1-300
+  grep -E '^zoo:|: (passed|refused|wrong|broken|backend)' "$RES/zoo.log" | cut -c1-300
   if [ $rc -ne 0 ] && { [ $rc -ne 77 ] || [ "$GPU_VISIBLE" -eq 1 ]; }; then status=1; fi
 fi
 

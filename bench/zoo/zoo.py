@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The model zoo runner (entries.py), on the GPU machine.
 
-    zoo.py [--cgc PATH] [--only SUBSTR] [--export-only] [--bench] [--out DIR]
+    zoo.py [--cgc PATH] [--only SUBSTR] [--export-only] [--bench] [--backend] [--out DIR]
            [--status bench/zoo/status.json] [--update-status]
 
 Correctness tier (the default, run by scripts/gpu-run.sh): each entry is
@@ -16,10 +16,16 @@ the run fails on any wrong entry and on an entry the committed status file
 says passed that is now refused. `--export-only` stops after cgc.export
 (the IR: no compile, no run): how far the front end gets.
 
+With `--backend`, each entry (but the dynamic ones) also runs under
+torch.compile(model, backend="cgc", dynamic=False) against the same bound,
+whether cgc.compile passed it or not; a backend result that is not
+`passed` fails the run.
+
 Benchmark tier (`--bench`): each passing entry tagged "bench" is timed
 from Python in this process (bench_entry): eager, torch.cuda.graph,
 torch.compile reduce-overhead (and max-autotune where tagged "autotune",
-its compile held to --autotune-budget-s) and cgc's callable.
+its compile held to --autotune-budget-s), cgc's callable, and with
+--backend the backend's.
 Writes models.md and status.json into --out (default: $OUT or the
 current folder); `--update-status` rewrites the committed status file.
 """
@@ -74,10 +80,12 @@ def relative_error(torch, got, want):
     return worst
 
 
-def check_entry(torch, cgc, entry, export_only, work, kept=None):
+def check_entry(torch, cgc, entry, export_only, work, kept=None, backend=False):
     """The entry's result row: status, message, errors, compile time. Into
     `kept` (when given) go cgc's callable, the module in the entry's dtype
-    and the call's arguments, for the benchmark tier to time."""
+    and the call's arguments, for the benchmark tier to time. With
+    `backend`, the row also holds torch.compile(backend="cgc")'s result
+    (check_backend), whatever cgc.compile did."""
     import copy
     module, (args, kwargs) = entry.build(torch)
     row = {"entry": entry.name, "family": entry.family, "dtype": entry.dtype,
@@ -94,6 +102,16 @@ def check_entry(torch, cgc, entry, export_only, work, kept=None):
     dynamic = None
     if entry.dynamic:
         dynamic = dynamic_shapes(torch, entry, args, kwargs)
+    if dtype == torch.float32:
+        bound = F32_TOLERANCE
+    else:
+        with torch.no_grad():
+            eager = leaves(torch, model(*call_args, **call_kwargs))
+        row["eager_error"] = relative_error(torch, eager, want)
+        bound = LOW_PRECISION_FACTOR * row["eager_error"] + LOW_PRECISION_FLOOR
+    row["bound"] = bound
+    if backend and not export_only and not entry.dynamic:
+        check_backend(torch, model, call_args, call_kwargs, want, row, kept)
     started = time.perf_counter()
     try:
         if export_only:
@@ -128,15 +146,38 @@ def check_entry(torch, cgc, entry, export_only, work, kept=None):
                 return row
             error = max(error, at_size)
         row["error"] = error
-        if dtype == torch.float32:
-            bound = F32_TOLERANCE
-        else:
-            eager = leaves(torch, model(*call_args, **call_kwargs))
-            row["eager_error"] = relative_error(torch, eager, want)
-            bound = LOW_PRECISION_FACTOR * row["eager_error"] + LOW_PRECISION_FLOOR
-        row["bound"] = bound
         row["status"] = "passed" if error <= bound else "wrong"
     return row
+
+
+def check_backend(torch, model, call_args, call_kwargs, want, row, kept):
+    """torch.compile(model, backend="cgc") on the entry's call, against
+    the same bound as cgc.compile: backend_status (passed, wrong or
+    failed with backend_message), backend_error, backend_parts (cgc parts
+    over all graphs), backend_kept_out (calls left to PyTorch), and the
+    cold time of the first call (backend_compile_s)."""
+    torch._dynamo.reset()
+    reports = []
+    started = time.perf_counter()
+    try:
+        compiled = torch.compile(model, backend="cgc", dynamic=False,
+                                 options={"report": reports})
+        with torch.no_grad():
+            got = leaves(torch, compiled(*call_args, **call_kwargs))
+        torch.cuda.synchronize()
+    except Exception as e:  # noqa: BLE001 - a crash of the backend is a finding
+        row.update(backend_status="failed", backend_message=f"{type(e).__name__}: {e}"[:2000])
+        return
+    row["backend_compile_s"] = time.perf_counter() - started
+    row["backend_parts"] = sum(len(r.parts) for r in reports)
+    row["backend_kept_out"] = sorted({op for r in reports for op, _, _ in r.kept_out.values()})
+    if len(got) != len(want) or any(g.shape != w.shape for g, w in zip(got, want)):
+        row.update(backend_status="wrong", backend_message="output shapes differ")
+        return
+    row["backend_error"] = relative_error(torch, got, want)
+    row["backend_status"] = "passed" if row["backend_error"] <= row["bound"] else "wrong"
+    if kept is not None:
+        kept["backend"] = compiled
 
 
 def other_size_error(torch, entry, fn, reference, batch, seq):
@@ -170,6 +211,10 @@ def bench_entry(torch, kept, entry, row, iters, autotune_budget_s):
         graph = capture(torch, lambda: model(*call_args, **call_kwargs))
         times["cuda_graph"] = time_events(graph.replay, iters, 5)[0]
         del graph
+        if "backend" in kept:  # (before the modes' resets drop its compiled code)
+            backend = kept["backend"]
+            times["cgc-backend"] = time_events(lambda: backend(*call_args, **call_kwargs),
+                                               iters, 5)[0]
         modes = ["reduce-overhead"] + (["max-autotune"] if "autotune" in entry.tags else [])
         for mode in modes:
             torch._dynamo.reset()
@@ -223,15 +268,18 @@ def bench_table(rows):
         return []
     lines = ["", "## Benchmark tier (µs per call from Python)", "",
              "| entry | eager | torch.cuda.graph | reduce-overhead | max-autotune | cgc | "
-             "vs cuda.graph | vs reduce-overhead | reduce-overhead compile s |",
-             "|---|---|---|---|---|---|---|---|---|"]
+             "vs cuda.graph | vs reduce-overhead | reduce-overhead compile s | "
+             'backend="cgc" | backend / cgc |',
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in timed:
         t = r["times_us"]
         cell = lambda k: f"{t[k]:.1f}" if k in t else ""  # noqa: E731
+        ratio = f"{t['cgc-backend'] / t['cgc']:.2f}x" if "cgc-backend" in t else ""
         lines.append(f"| {r['entry']} | {cell('eager')} | {cell('cuda_graph')} | "
                      f"{cell('reduce-overhead')} | {cell('max-autotune')} | {cell('cgc')} | "
                      f"{t['cuda_graph'] / t['cgc']:.2f}x | {t['reduce-overhead'] / t['cgc']:.2f}x | "
-                     f"{r.get('compile_s_reduce-overhead', 0):.1f} |")
+                     f"{r.get('compile_s_reduce-overhead', 0):.1f} | {cell('cgc-backend')} | "
+                     f"{ratio} |")
     return lines
 
 
@@ -266,8 +314,27 @@ def markdown(rows, title, header=()):
                   "| entry | status | message |", "|---|---|---|"]
         lines += [f"| {r['entry']} | {r['onnx']} | "
                   f"{r['onnx_message'].replace('|', '/')} |" for r in exported]
-    lines += bench_table(rows) + [""]
+    lines += backend_table(rows) + bench_table(rows) + [""]
     return "\n".join(lines)
+
+
+def backend_table(rows):
+    """The backend's rows (zoo.py --backend): status, error, cgc parts,
+    ops left to PyTorch, cold first call."""
+    checked = [r for r in rows if "backend_status" in r]
+    if not checked:
+        return []
+    lines = ["", '## Under torch.compile(backend="cgc")', "",
+             "| entry | status | max rel. error | cgc parts | ops in PyTorch | cold first call s |",
+             "|---|---|---|---|---|---|"]
+    for r in checked:
+        err = f"{r['backend_error']:.2e}" if "backend_error" in r else ""
+        kept = ", ".join(op.replace("aten.", "") for op in r.get("backend_kept_out", [])) or \
+            (r.get("backend_message") or "").replace("|", "/")[:300]
+        cold = f"{r['backend_compile_s']:.1f}" if "backend_compile_s" in r else ""
+        lines.append(f"| {r['entry']} | {r['backend_status']} | {err} | "
+                     f"{r.get('backend_parts', '')} | {kept} | {cold} |")
+    return lines
 
 
 def report(paths, out, title):
@@ -329,6 +396,8 @@ def main():
                     help="also export each f32 entry with torch.onnx.export and compile it "
                          "with `cgc model.onnx`")
     ap.add_argument("--autotune-budget-s", type=float, default=300)
+    ap.add_argument("--backend", action="store_true",
+                    help='also run each entry under torch.compile(backend="cgc")')
     args = ap.parse_args()
     if args.report:
         return report(args.report, args.out, args.title)
@@ -351,7 +420,8 @@ def main():
         kept = {} if timed else None
         with tempfile.TemporaryDirectory(prefix="cgc-zoo-") as work:
             try:
-                row = check_entry(torch, cgc, entry, args.export_only, work, kept)
+                row = check_entry(torch, cgc, entry, args.export_only, work, kept,
+                                  args.backend)
             except Exception as e:  # noqa: BLE001 - eager itself failed: the entry is broken
                 row = {"entry": entry.name, "status": "broken",
                        "message": f"{type(e).__name__}: {e}"}
@@ -370,6 +440,13 @@ def main():
               f"{row.get('error', '')} {(row.get('message') or '')[:300]}", flush=True)
         if row["status"] in ("wrong", "broken"):
             failed.append(row["entry"])
+        if "backend_status" in row:
+            print(f"{row['entry']}: backend {row['backend_status']} "
+                  f"{row.get('backend_error', '')} parts {row.get('backend_parts')} kept out "
+                  f"{row.get('backend_kept_out')} {(row.get('backend_message') or '')[:300]}",
+                  flush=True)
+            if row["backend_status"] != "passed":
+                failed.append(f"{row['entry']} (backend {row['backend_status']})")
         if not args.export_only and committed.get(entry.name) == "passed" and \
                 row["status"] != "passed":
             failed.append(f"{entry.name} (passed before, now {row['status']})")

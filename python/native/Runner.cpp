@@ -414,6 +414,10 @@ nb::handle Runner::sDtype_, Runner::sGetDevice_, Runner::sIsContiguous_, Runner:
 
 NB_MODULE(_native, m) {
   m.doc() = "cgc's runtime (cgc/cgc_runtime.h) for python/cgc/runtime.py";
+  // Callables that torch's caches hold (torch.compile's backend, Dynamo's
+  // code cache) are still alive when the interpreter exits, which Python
+  // does not collect: nanobind's exit report of them would be noise.
+  nb::set_leak_warnings(false);
   nb::exception<CgcFailure>(m, "CgcError", PyExc_RuntimeError);
   Runner::sDtype_ = nb::str("dtype").release();
   Runner::sGetDevice_ = nb::str("get_device").release();

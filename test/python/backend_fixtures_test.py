@@ -9,7 +9,8 @@ without PyTorch on the graphs of backend-fixtures/ (make_backend_fixtures.py):
 - the number of cgc parts and the ATen ops left to PyTorch are the
   fixture's expectations, and a view kept for aliasing is one the graph
   returns;
-- each cgc part lowers (cgc.torch.export.lower_ir) and the reference
+- each cgc part lowers (cgc.torch.partition.lowered_parts, which leaves a
+  node whose lowering is refused to PyTorch) and the reference
   interpreter (`cgc-opt --interpret`), run on PyTorch's values of the
   part's inputs, gives PyTorch's values of its outputs: within rtol 1e-4
   + atol 1e-5 for floats, exactly for any other dtype.
@@ -28,8 +29,7 @@ import tempfile
 import numpy as np
 
 from cgc.safetensors import read_safetensors, write_safetensors
-from cgc.torch.export import lower_ir
-from cgc.torch.partition import operands, part_record, split
+from cgc.torch.partition import lowered_parts, operands
 from cgc.torch.record import read_nodes
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -89,15 +89,12 @@ def compare(got, want):
     return ""
 
 
-def check_parts(record, steps, values, cgc_opt, work):
-    for k, step in enumerate(steps):
-        if step.kind != "cgc":
-            continue
-        ir, _ = lower_ir(part_record(record, step, f"part{k}"), {})
+def check_parts(parts, values, cgc_opt, work):
+    for k, (step, ir, arguments) in sorted(parts.items()):
         ir_path = os.path.join(work, f"part{k}.json")
         with open(ir_path, "w") as f:
             json.dump(ir, f)
-        feed = {i["name"]: values[src] for i, src in zip(ir["inputs"], step.inputs)}
+        feed = {i["name"]: values[step.inputs[j]] for i, j in zip(ir["inputs"], arguments)}
         inputs, outputs = (os.path.join(work, f"part{k}.{w}.safetensors") for w in ("in", "out"))
         write_safetensors(inputs, feed)
         r = subprocess.run([cgc_opt, ir_path, "--interpret", "--inputs", inputs, "--outputs",
@@ -126,11 +123,12 @@ def main():
         with open(os.path.join(folder, "expect.json")) as f:
             expect = json.load(f)
         values = read_safetensors(os.path.join(folder, "values.safetensors"))
-        steps, reasons = split(record)
+        steps, kept_out, parts = lowered_parts(record, name, {})
+        reasons = {node: why for node, (_, why, _) in kept_out.items()}
         with tempfile.TemporaryDirectory(prefix="cgc-backend-") as work:
             problem = (check_order(record, steps)
                        or check_expectations(record, steps, reasons, expect)
-                       or check_parts(record, steps, values, args.cgc_opt, work))
+                       or check_parts(parts, values, args.cgc_opt, work))
         parts = [len(s.nodes) for s in steps if s.kind == "cgc"]
         print(f"{name}: {'FAIL: ' + problem if problem else 'ok'} (parts {parts}, "
               f"{len(reasons)} calls in PyTorch)")

@@ -6,7 +6,8 @@ the CPU, and every ATen graph AOTAutograd hands the backend (an inference
 graph, or a training step's forward and backward) is written as the
 backend sees it (cgc.torch.backend.graph_record, after
 separate_returned_views), with the values PyTorch computes for its nodes
-on the call. For each graph, under backend-fixtures/<model>.<k>/:
+on the call (a dynamic graph's record holds its dims' ranges, as
+cgc.torch.backend.dynamic_dims gives them). For each graph, under backend-fixtures/<model>.<k>/:
 
   record.json          the graph's program record
   values.safetensors   PyTorch's value of every node a cgc part reads or
@@ -29,9 +30,10 @@ import torch
 from torch._dynamo.backends.common import aot_autograd
 
 from cgc.safetensors import write_safetensors
-from cgc.torch.backend import graph_record, keep_attention_whole, separate_returned_views
+from cgc.torch.backend import (DEFAULTS, dynamic_dims, graph_record, keep_attention_whole,
+                               separate_returned_views)
 from cgc.torch.capture import decomposition_table, weight_value
-from cgc.torch.partition import split
+from cgc.torch.partition import lowered_parts
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -72,15 +74,17 @@ def tiny_bert():
     return transformers.BertModel(config)
 
 
-def token_inputs():
-    ids = torch.randint(1, 100, (2, 8), generator=torch.Generator().manual_seed(0))
-    mask = torch.ones(2, 8, dtype=torch.long)
-    mask[1, 6:] = 0
+def token_inputs(batch=2, seq=8):
+    ids = torch.randint(1, 100, (batch, seq), generator=torch.Generator().manual_seed(seq))
+    mask = torch.ones(batch, seq, dtype=torch.long)
+    mask[1, seq - 2:] = 0
     return {"input_ids": ids, "attention_mask": mask}
 
 
 def models():
-    """(name, module, args, kwargs, training, expectations per graph)."""
+    """(name, module, args, kwargs, training, expectations per graph);
+    kwargs a list of calls' kwargs for a module called at several sizes
+    (Dynamo's second graph is then dynamic)."""
     x = torch.randn(4, 16, generator=torch.Generator().manual_seed(2))
     seq = torch.randn(2, 8, 32, generator=torch.Generator().manual_seed(3))
     padding = torch.zeros(2, 8, dtype=torch.bool)
@@ -96,6 +100,11 @@ def models():
         ("encoder_fast_path",
          torch.nn.TransformerEncoder(layer, 2, enable_nested_tensor=False).eval(), (seq,),
          {"src_key_padding_mask": padding}, False, [{"parts": 1, "torch": []}]),
+        ("bert_dynamic", tiny_bert().eval(), (), [token_inputs(), token_inputs(3, 12)], False,
+         [{"parts": 1, "torch": []},
+          # (BERT's token_type_ids buffer, gathered to the dynamic length,
+          # and that length's product with the batch: PyTorch's)
+          {"parts": 2, "torch": ["aten.gather.default", "mul"]}]),
         ("norm_training", Norm(), (x,), {}, True,
          [{"parts": 1, "torch": ["aten.permute.default"]},  # the saved weight^T
           {"parts": 1, "torch": ["aten.permute.default", "aten.view.default"]}]),
@@ -122,6 +131,7 @@ def capture_graphs(module, args, kwargs, training):
     def compiler(gm, example_inputs):
         separate_returned_views(gm)
         entry = [graph_record(gm, f"graph{len(graphs)}"), None]
+        dynamic_dims(entry[0], example_inputs, dict(DEFAULTS))
         graphs.append(entry)
 
         def run(*call_args):
@@ -139,20 +149,22 @@ def capture_graphs(module, args, kwargs, training):
                             decompositions=decomposition_table())(gm, example_inputs)
 
     torch._dynamo.reset()
-    compiled = torch.compile(module, backend=backend, dynamic=False)
+    calls = kwargs if isinstance(kwargs, list) else [kwargs]
+    compiled = torch.compile(module, backend=backend, dynamic=False if len(calls) == 1 else None)
     if training:
         out = compiled(*args, **kwargs)
         out.backward()
     else:
         with torch.no_grad():
-            compiled(*args, **kwargs)
+            for call in calls:
+                compiled(*args, **call)
     return graphs
 
 
 def write_graph(folder, record, values, expect):
     os.makedirs(folder)
-    steps, _ = split(record)
-    boundary = {name for s in steps if s.kind == "cgc" for name in s.inputs + s.outputs}
+    _, _, parts = lowered_parts(record, "fixture", {})
+    boundary = {name for step, _, _ in parts.values() for name in step.inputs + step.outputs}
     tensors = {name: weight_value(values[name]) for name in sorted(boundary)
                if isinstance(values.get(name), torch.Tensor)}
     with open(os.path.join(folder, "record.json"), "w") as f:

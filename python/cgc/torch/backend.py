@@ -10,7 +10,8 @@ PyTorch between the parts (docs/python.md, "The torch.compile backend").
     model = torch.compile(model, backend="cgc", options={"flags": ["--no-fuse"]})
     print(cgc.explain(model, x))                              # what stays in PyTorch
 
-Options: "flags" (the driver's, a list), "executor" ("cuda", or
+Options: "flags" (the driver's, a list), "max_extent" and "buckets"
+(dynamic sizes, below), "executor" ("cuda", or
 "interpreter": each part runs in cgc's reference interpreter through
 `cgc-opt --interpret`, on any device, for checking), "cgc_opt" (the
 cgc-opt binary for the interpreter; default $CGC_OPT), "report" (a
@@ -20,10 +21,14 @@ and lower only; every call then runs in PyTorch, as cgc.explain does).
 Parameters are graph inputs here (AOTAutograd lifts them): a part binds
 them by pointer on every call, as it binds any input, without copies.
 A part's outputs are fresh tensors (its own buffers are reused by its next
-replay). Dynamo's guards and recompiles are its own; a graph with
-symbolic sizes (a dynamic dim) runs in PyTorch, reported as such.
-Training graphs (AOTAutograd's forward and backward) are split the same
-way. Grad mode off, scaled_dot_product_attention is kept whole
+replay). Dynamo's guards and recompiles are its own.
+Dynamo's symbolic sizes become cgc's dims: Dynamo's range, an unbounded
+max set by the option "max_extent" (default: 4x the size Dynamo compiled
+for, rounded up to a power of two, at least 64), buckets by "buckets" (a
+list for every dim, or a dict by Dynamo's symbol; default: the size
+compiled for, so a call pads up to it or to the max); a call past a
+dim's max runs that part in PyTorch, with a warning. Training graphs
+(AOTAutograd's forward and backward) are split the same way. Grad mode off, scaled_dot_product_attention is kept whole
 (cgc::scaled_dot_product_attention, which runs PyTorch's own where PyTorch
 runs it) so that it becomes cgc's attention op.
 """
@@ -39,15 +44,18 @@ from collections import namedtuple
 
 import torch
 
-from ..errors import RefusedError
-from .capture import decomposition_table, graph_nodes, target_name
-from .export import lower_ir
-from .partition import VIEWS, overload_base, part_record, refused_node, split
+from .capture import bound, decomposition_table, graph_nodes, target_name
+from .partition import VIEWS, lowered_parts, overload_base
 from .record import RECORD_VERSION
 
 LOG = logging.getLogger("cgc")
-DEFAULTS = {"flags": (), "executor": "cuda", "cgc_opt": None, "report": None, "compile": True}
+DEFAULTS = {"flags": (), "executor": "cuda", "cgc_opt": None, "report": None, "compile": True,
+            "max_extent": None, "buckets": None}
+# An unbounded dynamic dim's max, at least: 4x the size Dynamo compiled for,
+# rounded up to a power of two, and at least this.
+MIN_UNBOUNDED_MAX = 64
 KEPT_ATTENTION = "cgc.scaled_dot_product_attention.default"
+ATTENTION = torch._C._nn.scaled_dot_product_attention  # F.scaled_dot_product_attention
 GRAPHS = itertools.count()
 
 # What one graph came to: its name, the parts cgc runs (their node
@@ -61,9 +69,8 @@ def kept_attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
                    is_causal: bool = False, *, scale: float | None = None,
                    enable_gqa: bool = False) -> torch.Tensor:
     """scaled_dot_product_attention, which AOTAutograd keeps whole."""
-    return torch.nn.functional.scaled_dot_product_attention(
-        query, key, value, attn_mask=attn_mask, dropout_p=dropout_p, is_causal=is_causal,
-        scale=scale, enable_gqa=enable_gqa).contiguous()
+    return ATTENTION(query, key, value, attn_mask=attn_mask, dropout_p=dropout_p,
+                     is_causal=is_causal, scale=scale, enable_gqa=enable_gqa).contiguous()
 
 
 @kept_attention.register_fake
@@ -75,13 +82,33 @@ def _(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, *, scal
 SDPA_ARGS = ("attn_mask", "dropout_p", "is_causal")
 
 
+def multi_head_attention_kept(*args, **kwargs):
+    """F.multi_head_attention_forward (which Dynamo leaves whole for
+    AOTAutograd to trace) with its attention kept whole: torch.nn.functional's
+    scaled_dot_product_attention, which it calls, is ours while it runs."""
+    functional = torch.nn.functional
+    functional.scaled_dot_product_attention = kept_sdpa
+    try:
+        return functional.multi_head_attention_forward(*args, **kwargs)
+    finally:
+        functional.scaled_dot_product_attention = ATTENTION
+
+
+def kept_sdpa(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+              enable_gqa=False):
+    return torch.ops.cgc.scaled_dot_product_attention(
+        query, key, value, attn_mask, dropout_p, is_causal, scale=scale, enable_gqa=enable_gqa)
+
+
 def keep_attention_whole(gm):
     """Points every scaled_dot_product_attention call of Dynamo's graph at
     cgc::scaled_dot_product_attention (its arguments as aten's schema
-    takes them)."""
-    sdpa = torch.nn.functional.scaled_dot_product_attention
+    takes them), and every F.multi_head_attention_forward call at
+    multi_head_attention_kept."""
     for n in gm.graph.nodes:
-        if n.op == "call_function" and n.target is sdpa:
+        if n.op == "call_function" and n.target is torch.nn.functional.multi_head_attention_forward:
+            n.target = multi_head_attention_kept
+        if n.op == "call_function" and n.target is ATTENTION:
             args = list(n.args)
             kwargs = dict(n.kwargs)
             for i, name in enumerate(SDPA_ARGS, start=3):
@@ -121,7 +148,8 @@ def compile_graph(gm, example_inputs, options):
         kept_out = {n.name: (str(n.target), why_not, None) for n in gm.graph.nodes
                     if n.op == "call_function"}
     else:
-        steps, kept_out, parts = lowered_parts(record, name)
+        buckets = dynamic_dims(record, example_inputs, options)
+        steps, kept_out, parts = lowered_parts(record, name, buckets)
     report = Report(name, [len(parts[k][0].nodes) for k in sorted(parts)], kept_out)
     log_report(report)
     if options["report"] is not None:
@@ -129,18 +157,12 @@ def compile_graph(gm, example_inputs, options):
     from functorch.compile import make_boxed_func  # AOTAutograd's calling convention
     if why_not or not options["compile"] or not parts:
         return make_boxed_func(gm)
-    runners = {k: part_runner(gm, step, ir, options) for k, (step, ir) in parts.items()}
+    runners = {k: part_runner(gm, *part, options) for k, part in parts.items()}
     return make_boxed_func(rebuilt(gm, steps, runners))
 
 
 def unsupported_graph(gm, options):
     """Why no part of `gm` can run in cgc, or None."""
-    for n in gm.graph.nodes:
-        val = n.meta.get("val")
-        if n.op == "placeholder" and isinstance(val, (torch.SymInt, torch.SymFloat)):
-            return "a graph with symbolic sizes (compile with dynamic=False)"
-        if isinstance(val, torch.Tensor) and any(not isinstance(d, int) for d in val.shape):
-            return "a graph with symbolic sizes (compile with dynamic=False)"
     if options["compile"] and options["executor"] == "cuda" and not any(
             isinstance(n.meta.get("val"), torch.Tensor) and n.meta["val"].is_cuda
             for n in gm.graph.nodes if n.op == "placeholder"):
@@ -188,32 +210,31 @@ def graph_record(gm, name):
             "range_constraints": {}, "nodes": nodes}
 
 
-def lowered_parts(record, name):
-    """(steps, kept_out, {step index: (step, IR dict)}): the split of
-    `record` whose every cgc part lowers; a node whose lowering is refused
-    goes to PyTorch and the record is split again."""
-    refused = {}
-    while True:
-        steps, reasons = split(record, refused)
-        parts, again = {}, False
-        for k, step in enumerate(steps):
-            if step.kind != "cgc":
-                continue
-            try:
-                ir, _ = lower_ir(part_record(record, step, f"{name}_part{k}"), {})
-            except RefusedError as e:
-                node = refused_node(str(e), step)
-                for n in ([node] if node else step.nodes):
-                    refused[n] = str(e)
-                again = True
-                break
-            parts[k] = (step, ir)
-        if not again:
-            break
-    entries = {e["name"]: e for e in record["nodes"]}
-    kept_out = {n: (entries[n]["target"], why, entries[n]["source"])
-                for n, why in reasons.items()}
-    return steps, kept_out, parts
+def dynamic_dims(record, example_inputs, options):
+    """Gives the record's range_constraints each symbol of Dynamo's that a
+    placeholder's size holds ({symbol: {min, max}}: Dynamo's range, an
+    unbounded max options' "max_extent" or the policy of MIN_UNBOUNDED_MAX)
+    and returns each one's buckets: options' "buckets" (a list for every
+    dim, or a dict by symbol), else the size Dynamo compiled for (every
+    call pads to it or to the max)."""
+    fake = torch._guards.detect_fake_mode(example_inputs)
+    env = fake.shape_env if fake is not None else None
+    if env is None:
+        return {}
+    values = env.backed_var_to_val if hasattr(env, "backed_var_to_val") else env.var_to_val
+    symbols = {}
+    for sym, r in env.var_to_range.items():
+        if not str(sym).startswith("s") or sym not in values:
+            continue
+        hint, lower, upper = int(values[sym]), bound(r.lower), bound(r.upper)
+        if not isinstance(upper, int):
+            upper = max(int(options["max_extent"]), hint) if options["max_extent"] else \
+                max(MIN_UNBOUNDED_MAX, 1 << (4 * hint - 1).bit_length())
+        symbols[str(sym)] = ({"min": lower if isinstance(lower, int) else 0, "max": upper}, hint)
+    record["range_constraints"] = {k: v for k, (v, _) in sorted(symbols.items())}
+    given = options["buckets"]
+    return {k: list(given.get(k, [hint]) if isinstance(given, dict) else given or [hint])
+            for k, (_, hint) in symbols.items()}
 
 
 def log_report(report):
@@ -226,33 +247,41 @@ def log_report(report):
 
 
 class Part(torch.nn.Module):
-    """One cgc part in the rebuilt graph: its inputs made what the
-    compiled graph takes (contiguous, on its device), its outputs a
-    tuple of fresh tensors."""
+    """One cgc part in the rebuilt graph: of the step's inputs, the IR's
+    (`arguments`: the step input each IR input is), each made what the
+    compiled graph takes (`fixes`: contiguous, moved to its device), its
+    outputs a tuple of fresh tensors."""
 
-    def __init__(self, run, fixes):
+    def __init__(self, run, arguments, fixes, eager):
         super().__init__()
-        self.run, self.fixes = run, fixes  # fixes: (input index, device or None)
+        self.run, self.arguments, self.fixes = run, arguments, fixes
+        self.eager, self.warned = eager, False  # the part's nodes, run by PyTorch
 
-    def forward(self, *args):
-        if self.fixes:
-            args = list(args)
-            for i, device in self.fixes:
-                args[i] = args[i].to(device).contiguous() if device else args[i].contiguous()
-        out = self.run(*args)
+    def forward(self, *given):
+        args = [given[j] for j in self.arguments]
+        for i, device in self.fixes:
+            args[i] = args[i].to(device).contiguous() if device else args[i].contiguous()
+        try:
+            out = self.run(*args)
+        except ValueError as e:  # a dynamic size past its dim's max
+            if "is outside [" not in str(e):
+                raise
+            if not self.warned:
+                LOG.warning("cgc backend: %s; this part runs in PyTorch at such sizes (raise "
+                            "the backend's max_extent option)", e)
+                self.warned = True
+            return tuple(self.eager(*given))
         return out if isinstance(out, tuple) else (out,)
 
 
-def part_runner(gm, step, ir, options):
+def part_runner(gm, step, ir, arguments, options):
     """The Part running `step` (lowered to `ir`) with options' executor."""
     vals = {n.name: n.meta.get("val") for n in gm.graph.nodes}
-    device = next(vals[i].device for i in step.inputs if isinstance(vals[i], torch.Tensor)
-                  and vals[i].is_cuda) if options["executor"] == "cuda" else None
+    inputs = [vals[step.inputs[j]] for j in arguments]
+    device = next(v.device for v in vals.values() if isinstance(v, torch.Tensor) and v.is_cuda) \
+        if options["executor"] == "cuda" else None  # (unsupported_graph: there is one)
     fixes = []
-    for k, i in enumerate(step.inputs):
-        v = vals[i]
-        if not isinstance(v, torch.Tensor):
-            continue
+    for k, v in enumerate(inputs):
         moved = device if device is not None and v.device != device else None
         if moved is not None or not v.is_contiguous():
             fixes.append((k, moved))
@@ -268,10 +297,31 @@ def part_runner(gm, step, ir, options):
             from ..runtime import compile_file, load
             artifact = load(compile_file(ir_path, os.path.join(work, "part.cgc"),
                                          tuple(options["flags"])), device.index)
-            run = functools.partial(artifact, fresh_outputs=True)
+            run = by_name(artifact, [i["name"] for i in ir["inputs"]])
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    return Part(run, tuple(fixes))
+    return Part(run, tuple(arguments), tuple(fixes), part_module(gm, step))
+
+
+def part_module(gm, step):
+    """The nodes of `step` as a GraphModule of their own (PyTorch runs them
+    where the compiled part cannot)."""
+    old = {n.name: n for n in gm.graph.nodes}
+    graph = torch.fx.Graph()
+    env = {old[i]: graph.placeholder(i) for i in step.inputs}
+    for name in step.nodes:
+        env[old[name]] = graph.node_copy(old[name], env.__getitem__)
+    graph.output(tuple(env[old[o]] for o in step.outputs))
+    return torch.fx.GraphModule(gm, graph)
+
+
+def by_name(artifact, names):
+    """`artifact` called with the IR's inputs in the IR's order (`names`),
+    whatever order its manifest gives them; fresh outputs."""
+    order = [names.index(spec["name"]) for spec in artifact.inputs]
+    if order == list(range(len(names))):
+        return functools.partial(artifact, fresh_outputs=True)
+    return lambda *args: artifact(*(args[i] for i in order), fresh_outputs=True)
 
 
 def rebuilt(gm, steps, runners):

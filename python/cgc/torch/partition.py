@@ -23,13 +23,16 @@ outside it (by a later part, a call or the graph's output).
 
 `split` returns the steps in that order; `part_record` makes a part a
 program record of its own (its inputs user inputs), which export.py
-lowers as it lowers a whole program.
+lowers as it lowers a whole program; `lowered_parts` splits again, with
+every node whose lowering is refused left to PyTorch, until every part
+lowers.
 """
 import re
 from collections import namedtuple
 
 from ..dtypes import IR_OF_TORCH
-from .export import rule_of
+from ..errors import RefusedError
+from .export import lower_ir, rule_of, set_buckets
 from .record import RECORD_VERSION, Sym, TensorVal, read_nodes
 
 # One step: "cgc" (a part: its node names, the names it reads from outside
@@ -157,18 +160,26 @@ def part_step(part, nodes):
 
 def part_record(record, step, name):
     """The program record of cgc's part `step` of `record`: each input a
-    user input placeholder (of the type its producer's record gives), its
-    nodes as they are, an output node returning its outputs."""
+    user input placeholder (of the type its producer's record gives) or,
+    for a size, a size node, its nodes as they are, an output node
+    returning its outputs."""
     entries = {e["name"]: e for e in record["nodes"]}
-    placeholders = [{"op": "placeholder", "name": i, "target": i, "args": [], "kwargs": {},
-                     "val": entries[i]["val"], "source": entries[i]["source"]}
-                    for i in step.inputs]
+
+    def is_size(val):
+        return isinstance(val, dict) and set(val) == {"sym"}
+    # A size the part reads (Dynamo's symbolic size): no input, but a
+    # size node of its own, which the lowering reads as the dim.
+    placeholders = [{"op": "call_function" if is_size(entries[i]["val"]) else "placeholder",
+                     "name": i, "target": "sym_size" if is_size(entries[i]["val"]) else i,
+                     "args": [], "kwargs": {}, "val": entries[i]["val"],
+                     "source": entries[i]["source"]} for i in step.inputs]
     body = [entries[n] for n in step.nodes]
     output = {"op": "output", "name": "output", "target": "output",
               "args": [[{"node": o} for o in step.outputs]], "kwargs": {}, "val": None,
               "source": None}
     return {"record_version": RECORD_VERSION, "module": name,
-            "inputs": [{"name": i, "kind": "user_input", "target": None} for i in step.inputs],
+            "inputs": [{"name": p["name"], "kind": "user_input", "target": None}
+                       for p in placeholders if p["op"] == "placeholder"],
             "outputs": [{"name": o, "kind": "user_output"} for o in step.outputs],
             "range_constraints": record.get("range_constraints", {}),
             "nodes": placeholders + body + [output]}
@@ -181,3 +192,40 @@ def refused_node(message, step):
     """The node of `step` a lowering's refusal names, or None."""
     m = REFUSED_NODE.match(message)
     return m.group(1) if m and m.group(1) in step.nodes else None
+
+
+def lowered_parts(record, name, buckets):
+    """(steps, kept_out, {step index: (step, IR dict, arguments)}): the
+    split of `record` whose every cgc part lowers (a node whose lowering is
+    refused goes to PyTorch and the record is split again), each part's
+    dims given `buckets` ({dim: extents}) where it has them; kept_out is
+    {node: (op, why, source line)} of PyTorch's calls, arguments the step
+    input each IR input is."""
+    refused = {}
+    while True:
+        steps, reasons = split(record, refused)
+        parts, again = {}, False
+        for k, step in enumerate(steps):
+            if step.kind != "cgc":
+                continue
+            try:
+                ir, lowering = lower_ir(part_record(record, step, f"{name}_part{k}"), {})
+                set_buckets(lowering.dims, {d: [v for v in b if lowering.dims[d]["min"] <= v
+                                                <= lowering.dims[d]["max"]]
+                                            for d, b in buckets.items() if d in lowering.dims})
+            except RefusedError as e:
+                node = refused_node(str(e), step)
+                for n in ([node] if node else step.nodes):
+                    refused[n] = str(e)
+                again = True
+                break
+            # Which of the step's inputs each IR input is (a number or
+            # flag the part reads is no IR input).
+            source = {lowering.value.get(i): j for j, i in enumerate(step.inputs)}
+            parts[k] = (step, ir, [source[i["name"]] for i in ir["inputs"]])
+        if not again:
+            break
+    entries = {e["name"]: e for e in record["nodes"]}
+    kept_out = {n: (entries[n]["target"], why, entries[n]["source"])
+                for n, why in reasons.items()}
+    return steps, kept_out, parts
