@@ -15,8 +15,9 @@ from eager f32, + 1e-6):
 - dynamic sizes: Dynamo's dynamic graph (after a call at a new size)
   in cgc parts over padded dims, within the f32 bound at every size,
   and a batch past the dim's max run by PyTorch;
-- a training step (grad mode on): the loss and every parameter's
-  gradient of a tiny BERT within 1e-4 relative of eager's;
+- a training step (grad mode on): the loss of a tiny BERT within 1e-4
+  relative of eager's, every parameter's gradient within 1e-4 of the
+  largest gradient;
 - nn.TransformerEncoder's inference fast path (its fused op, a padding
   mask) in cgc.
 
@@ -191,11 +192,17 @@ def check_training(torch, say):
     problem = ""
     if abs(loss.item() - want.item()) > F32_RTOL * abs(want.item()):
         problem = f"loss {loss.item()} against {want.item()}"
+    # Relative to the largest gradient of any parameter: some are 0 but for
+    # rounding (a key bias's, which softmax cancels), whose own scale is noise.
+    scale = max(q.grad.abs().max().item() for q in reference.parameters() if q.grad is not None)
     for (name, p), q in zip(model.named_parameters(), reference.parameters()):
-        if (p.grad is None) != (q.grad is None):
-            problem = problem or f"{name}: a gradient on one side only"
-        elif p.grad is not None and relative(torch, p.grad, q.grad) > F32_RTOL:
-            problem = problem or f"{name}: gradient error {relative(torch, p.grad, q.grad):.2e}"
+        # A parameter the loss does not reach (the pooler's) has no gradient
+        # in eager and a zero one through AOTAutograd, as under any backend.
+        got = p.grad if p.grad is not None else torch.zeros_like(p)
+        want = q.grad if q.grad is not None else torch.zeros_like(q)
+        if (got - want).abs().max().item() > F32_RTOL * scale:
+            problem = problem or (f"{name}: gradient error "
+                                  f"{(got - want).abs().max().item() / scale:.2e}")
     return report("a training step (forward and backward graphs)", problem, say)
 
 

@@ -38,6 +38,7 @@ import json
 import logging
 import operator
 import os
+import re
 import shutil
 import tempfile
 from collections import namedtuple
@@ -143,22 +144,60 @@ def compile_graph(gm, example_inputs, options):
     separate_returned_views(gm)
     record = graph_record(gm, name)
     why_not = unsupported_graph(gm, options)
-    steps, kept_out, parts = [], {}, {}
+    steps, kept_out, parts, runners = [], {}, {}, {}
     if why_not:
         kept_out = {n.name: (str(n.target), why_not, None) for n in gm.graph.nodes
                     if n.op == "call_function"}
     else:
         buckets = dynamic_dims(record, example_inputs, options)
-        steps, kept_out, parts = lowered_parts(record, name, buckets)
+        steps, kept_out, parts, runners = compiled_parts(gm, record, name, buckets, options)
     report = Report(name, [len(parts[k][0].nodes) for k in sorted(parts)], kept_out)
     log_report(report)
     if options["report"] is not None:
         options["report"].append(report)
     from functorch.compile import make_boxed_func  # AOTAutograd's calling convention
-    if why_not or not options["compile"] or not parts:
+    if not runners:
         return make_boxed_func(gm)
-    runners = {k: part_runner(gm, *part, options) for k, part in parts.items()}
     return make_boxed_func(rebuilt(gm, steps, runners))
+
+
+DRIVER_REFUSED_NODE = re.compile(r"error: node '([^']+)'")
+
+
+def compiled_parts(gm, record, name, buckets, options):
+    """(steps, kept_out, parts, {step index: Part}) of lowered_parts, each
+    part compiled (unless options' "compile" is off); where the driver
+    refuses a part, the node it names (else the whole part) goes to
+    PyTorch and the graph is split again. A part compiled before is not
+    compiled again."""
+    refused, done = {}, {}
+    while True:
+        steps, kept_out, parts = lowered_parts(record, name, buckets, refused)
+        if not options["compile"]:
+            return steps, kept_out, parts, {}
+        runners, again = {}, False
+        for k, part in parts.items():
+            key = tuple(part[0].nodes)
+            try:
+                runners[k] = done[key] if key in done else part_runner(gm, *part, options)
+            except DriverRefused as e:
+                m = DRIVER_REFUSED_NODE.search(e.message)
+                nodes = [m.group(1)] if m and m.group(1) in part[0].nodes else part[0].nodes
+                why = "the driver refused it: " + e.message.split("\n")[0]
+                refused.update({n: why for n in nodes})
+                again = True
+                break
+            done[key] = runners[k]
+        if not again:
+            return steps, kept_out, parts, runners
+
+
+class DriverRefused(Exception):
+    """The `cgc` driver refused a part (its message)."""
+
+    def __init__(self, message):
+        super().__init__(message)
+        self.message = message
 
 
 def unsupported_graph(gm, options):
@@ -294,9 +333,13 @@ def part_runner(gm, step, ir, arguments, options):
             from .interpreted import Interpreted
             run = Interpreted(ir, [vals[o].dtype for o in step.outputs], options["cgc_opt"])
         else:
-            from ..runtime import compile_file, load
-            artifact = load(compile_file(ir_path, os.path.join(work, "part.cgc"),
-                                         tuple(options["flags"])), device.index)
+            from ..runtime import CgcError, compile_file, load
+            try:
+                path = compile_file(ir_path, os.path.join(work, "part.cgc"),
+                                    tuple(options["flags"]))
+            except CgcError as e:
+                raise DriverRefused(str(e)) from None
+            artifact = load(path, device.index)
             run = by_name(artifact, [i["name"] for i in ir["inputs"]])
     finally:
         shutil.rmtree(work, ignore_errors=True)

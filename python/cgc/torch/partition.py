@@ -194,14 +194,14 @@ def refused_node(message, step):
     return m.group(1) if m and m.group(1) in step.nodes else None
 
 
-def lowered_parts(record, name, buckets):
+def lowered_parts(record, name, buckets, refused=None):
     """(steps, kept_out, {step index: (step, IR dict, arguments)}): the
     split of `record` whose every cgc part lowers (a node whose lowering is
     refused goes to PyTorch and the record is split again), each part's
     dims given `buckets` ({dim: extents}) where it has them; kept_out is
     {node: (op, why, source line)} of PyTorch's calls, arguments the step
-    input each IR input is."""
-    refused = {}
+    input each IR input is. `refused` ({node: why}) starts PyTorch's share."""
+    refused = dict(refused or {})
     while True:
         steps, reasons = split(record, refused)
         parts, again = {}, False
