@@ -14,7 +14,8 @@
 #    that fails to stage fails the run.
 # 1. Runs every GPU gtest binary with XML output, prints run/passed/failed/
 #    skipped, fails if any failed, or if nvidia-smi sees a GPU but a test was
-#    skipped or none ran; then the ONNX node tests staged in DIR/onnx-cases
+#    skipped or none ran (the concurrent stress tests among them); then the
+#    serving example (examples/serve); then the ONNX node tests staged in DIR/onnx-cases
 #    (test/onnx/gpu_node_tests.py: compiled with cgc, run with cgc run),
 #    failing if any is wrong or none was staged; then, with the Python
 #    package's wheel (DIR/dist) installed, cgc.export of nn.Modules against
@@ -125,6 +126,20 @@ elif [ "$GPU_VISIBLE" -eq 1 ]; then
   status=1
 fi
 
+# ---- 1b'. The serving example (examples/serve): a pool of 4 contexts over
+# one engine behind a request queue, against one context, at 1, 4 and 16
+# closed-loop clients, every result checked; on example_mlp8_infer_b1.
+CASES_DIR=${CGC_GPU_CASES:-$BUILD/gpu-cases}
+if [ -x "$BUILD/bin/serve" ] && [ -f "$CASES_DIR/example_mlp8_infer_b1/model.cgc" ]; then
+  echo "== examples/serve on example_mlp8_infer_b1"
+  "$BUILD/bin/serve" "$CASES_DIR/example_mlp8_infer_b1/model.cgc" --contexts 4 \
+    --seconds "${CGC_SERVE_SECONDS:-2}" >"$RES/serve.log" 2>&1 || status=1
+  cat "$RES/serve.log"
+elif [ "$GPU_VISIBLE" -eq 1 ]; then
+  echo "gpu-run: error: no serve example or no staged example_mlp8_infer_b1" >&2
+  status=1
+fi
+
 # ---- 1c. The Python package: the wheel stage-gpu.sh staged (DIR/dist),
 # installed into a folder of its own (else DIR/python, a build's staged
 # package), then cgc.export of ordinary nn.Modules against PyTorch (PyTorch
@@ -205,7 +220,8 @@ if [ "${CGC_ZOO:-1}" != 0 ]; then
 fi
 
 # ---- 2. compute-sanitizer: memcheck, racecheck, synccheck
-# Each tool reruns the GPU tests (the soak test excepted: 10^6 replays).
+# Each tool reruns the GPU tests (the soak test excepted: 10^6 replays; and
+# the concurrent stress tests: 8 threads x 10^5).
 # Two limits of the tools (CUDA 13.0, measured on an H100), worked around:
 #  - racecheck and synccheck on kernels inside a conditional node's body:
 #    racecheck crashes in its own collection thread, synccheck flags every
@@ -235,10 +251,12 @@ if [ "${CGC_SANITIZER:-1}" != 0 ] && [ "$GPU_VISIBLE" -eq 1 ]; then
           cgc_gpu_op_tests) filter=${CGC_OP_MEMCHECK_FILTER:-*} ;;
           *) filter=${CGC_SANITIZER_FILTER:-*-RuntimeGpuLoad.PtxFallbackAndArchMismatch} ;;
         esac
-        filter=$(without "$filter" "StagedCases.Soak*")
+        # (the long runs: the soak test, and the concurrent stress tests,
+        # whose other Concurrent.* tests run short under the tools)
+        filter=$(without "$filter" "StagedCases.Soak*:Stress/*")
         [ "$tool" = memcheck ] || filter="$filter:$CONDITIONAL_BODY_CASES"
         echo "== $tool $name ($filter)"
-        timeout "${CGC_MEMCHECK_TIMEOUT:-300}" "$SAN" --tool "$tool" --error-exitcode 3 "$bin" \
+        CGC_STRESS_REPLAYS=2000 timeout "${CGC_MEMCHECK_TIMEOUT:-300}" "$SAN" --tool "$tool" --error-exitcode 3 "$bin" \
           --gtest_filter="$filter" >"$RES/$name.$tool.log" 2>&1
         rc=$?
         grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|tests ran' "$RES/$name.$tool.log" | tail -3

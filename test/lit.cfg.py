@@ -5,11 +5,12 @@ import lit.formats
 config.name = "cgc"
 config.test_format = lit.formats.ShTest(execute_external=False)
 config.suffixes = [".json", ".test"]
-# export-fixtures, train-fixtures and generate-fixtures hold program records
-# (JSON, not lit tests: ctest export_fixtures, train_fixtures and
-# generate_fixtures run them).
+# export-fixtures, train-fixtures, generate-fixtures and backend-fixtures hold program records
+# (JSON, not lit tests: ctest export_fixtures, train_fixtures,
+# generate_fixtures and backend_fixtures run them).
 config.excludes = ["Inputs", "CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py",
-                   "export-fixtures", "train-fixtures", "generate-fixtures"]
+                   "export-fixtures", "train-fixtures", "generate-fixtures",
+                   "backend-fixtures"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.cgc_obj_root, "test")
 

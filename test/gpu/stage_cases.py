@@ -451,7 +451,8 @@ def main():
     ap.add_argument("--cgc", required=True)
     ap.add_argument("--cgc-opt", required=True)
     ap.add_argument("--out", required=True)
-    ap.add_argument("--filter", default="")
+    ap.add_argument("--filter", default="",
+                    help="stage the cases whose name holds one of these (comma-separated)")
     ap.add_argument("--replays", type=int, default=20)
     ap.add_argument("--jobs", type=int, default=2)
     args = ap.parse_args()
@@ -491,7 +492,9 @@ def main():
     if twice:  # One case's folder would overwrite the other's (and gtest aborts).
         sys.exit(f"stage_cases: cases named twice: {', '.join(twice)}")
     not_staged = []
-    todo = [t for t in todo if args.filter in t[0] and t[0] not in {n["name"] for n in not_staged}]
+    wanted = args.filter.split(",")  # any of these substrings
+    todo = [t for t in todo if any(w in t[0] for w in wanted)
+            and t[0] not in {n["name"] for n in not_staged}]
     with ThreadPoolExecutor(args.jobs) as ex:
         results = list(ex.map(lambda t: stage_one(args, *t), todo))
     cases = [r[2] for r in results if r[0] == "ok"]

@@ -27,7 +27,7 @@ def used_ops():
     names.update(ops.BINARY.values())
     names.update(v for k, v in re.findall(r'"([a-z_]+)": "([a-z_]+)"',
                                           open(os.path.join(PACKAGE, "torch", "aten_rules.py")).read())
-                 if not k.startswith("torch"))
+                 if not k.startswith("torch") and k != "dtype")  # (not {"dtype": "bool"})
     return names
 
 
