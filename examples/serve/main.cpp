@@ -34,6 +34,7 @@
 #include <future>
 #include <memory>
 #include <mutex>
+#include <new>
 #include <random>
 #include <sstream>
 #include <thread>
@@ -41,7 +42,25 @@
 
 namespace {
 
-using Bytes = std::vector<uint8_t>;
+/// Page-locked host memory: copies to and from the device run as DMA
+/// without the driver's staging (whose pageable copies serialize across
+/// threads), which is what lets several contexts overlap.
+template <typename T> struct Pinned {
+  using value_type = T;
+  Pinned() = default;
+  template <typename U> Pinned(const Pinned<U> &) {}
+  T *allocate(size_t n) {
+    void *p = nullptr;
+    if (cudaMallocHost(&p, n * sizeof(T)) != cudaSuccess)
+      throw std::bad_alloc();
+    return static_cast<T *>(p);
+  }
+  void deallocate(T *p, size_t) { cudaFreeHost(p); }
+  template <typename U> bool operator==(const Pinned<U> &) const { return true; }
+  template <typename U> bool operator!=(const Pinned<U> &) const { return false; }
+};
+using Bytes = std::vector<uint8_t, Pinned<uint8_t>>; // inputs and a worker's outputs
+using Result = std::vector<std::vector<uint8_t>>;      // a request's outputs
 using Clock = std::chrono::steady_clock;
 
 /// The artifact's user inputs and outputs (names and sizes).
@@ -70,7 +89,7 @@ struct Request {
   enum class End { Done, Cancelled, Failed };
   explicit Request(const std::vector<Bytes> &inputs) : inputs(inputs) {}
   const std::vector<Bytes> &inputs;
-  std::vector<Bytes> outputs;
+  Result outputs;
   std::atomic<bool> cancelled{false};
   std::promise<End> ended;
   std::string error;
@@ -128,8 +147,11 @@ private:
   void work(cgc::Context ctx) {
     cudaStream_t stream = nullptr;
     cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
+    std::vector<Bytes> outputs; // read here, then copied into the request
+    for (const auto &output : sig.outputs)
+      outputs.emplace_back(output.second);
     while (std::shared_ptr<Request> r = next())
-      r->ended.set_value(serve(ctx, stream, *r));
+      r->ended.set_value(serve(ctx, stream, outputs, *r));
     cudaStreamDestroy(stream);
   }
 
@@ -143,7 +165,8 @@ private:
     return r;
   }
 
-  Request::End serve(cgc::Context &ctx, cudaStream_t stream, Request &r) {
+  Request::End serve(cgc::Context &ctx, cudaStream_t stream, std::vector<Bytes> &outputs,
+                     Request &r) {
     if (r.cancelled.load())
       return Request::End::Cancelled;
     cgc::Status s;
@@ -151,11 +174,9 @@ private:
       s = ctx.writeInput(sig.inputs[i].first, r.inputs[i].data(), r.inputs[i].size(), stream);
     if (s)
       s = ctx.run(0, {}, stream);
-    r.outputs.resize(sig.outputs.size());
     for (size_t i = 0; s && i < sig.outputs.size(); ++i) {
-      r.outputs[i].resize(sig.outputs[i].second);
-      s = ctx.readOutput(sig.outputs[i].first, r.outputs[i].data(), r.outputs[i].size(),
-                         stream);
+      s = ctx.readOutput(sig.outputs[i].first, outputs[i].data(), outputs[i].size(), stream);
+      r.outputs.emplace_back(outputs[i].begin(), outputs[i].end());
     }
     if (s)
       return Request::End::Done;
@@ -195,7 +216,7 @@ std::vector<std::vector<Bytes>> inputSets(const cgc::Engine &engine, const Signa
   return sets;
 }
 
-struct Result {
+struct Load {
   double seconds = 0;
   std::vector<double> latenciesUs;
   int64_t cancelled = 0, wrong = 0, failed = 0;
@@ -204,17 +225,16 @@ struct Result {
 /// `clients` closed-loop clients for `seconds` against `server`; every
 /// `cancelEvery`-th request of a client is cancelled right after it is
 /// submitted (it completes cancelled, or done if a worker took it first).
-Result load(Server &server, const std::vector<std::vector<Bytes>> &sets,
-            const std::vector<std::vector<Bytes>> &expected, int clients, double seconds,
-            int cancelEvery) {
-  std::vector<Result> each(clients);
+Load load(Server &server, const std::vector<std::vector<Bytes>> &sets,
+          const std::vector<Result> &expected, int clients, double seconds, int cancelEvery) {
+  std::vector<Load> each(clients);
   std::vector<std::thread> threads;
   const Clock::time_point end = Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                                    std::chrono::duration<double>(seconds));
   auto start = Clock::now();
   for (int c = 0; c < clients; ++c)
     threads.emplace_back([&, c] {
-      Result &mine = each[c];
+      Load &mine = each[c];
       for (int64_t k = 0; Clock::now() < end; ++k) {
         size_t set = size_t(c * 7 + k) % sets.size();
         auto sent = Clock::now();
@@ -240,9 +260,9 @@ Result load(Server &server, const std::vector<std::vector<Bytes>> &sets,
     });
   for (std::thread &t : threads)
     t.join();
-  Result all;
+  Load all;
   all.seconds = std::chrono::duration<double>(Clock::now() - start).count();
-  for (const Result &r : each) {
+  for (const Load &r : each) {
     all.latenciesUs.insert(all.latenciesUs.end(), r.latenciesUs.begin(), r.latenciesUs.end());
     all.cancelled += r.cancelled;
     all.wrong += r.wrong;
@@ -297,7 +317,8 @@ int main(int argc, char **argv) {
     return 1;
   }
   Signature sig = signatureOf(engine);
-  std::vector<std::vector<Bytes>> sets = inputSets(engine, sig, 16), expected;
+  std::vector<std::vector<Bytes>> sets = inputSets(engine, sig, 16);
+  std::vector<Result> expected;
   {
     Server reference(engine, sig, 1);
     for (const auto &set : sets) {
@@ -317,7 +338,7 @@ int main(int argc, char **argv) {
     for (int clients : clientCounts) {
       Server server(engine, sig, pool);
       load(server, sets, expected, clients, 0.2, 0); // warm-up
-      Result r = load(server, sets, expected, clients, seconds, cancelEvery);
+      Load r = load(server, sets, expected, clients, seconds, cancelEvery);
       std::printf("| %d | %d | %.0f | %.1f | %.1f | %.1f | %lld | %lld |\n", pool, clients,
                   double(r.latenciesUs.size()) / r.seconds, percentile(r.latenciesUs, 0.5),
                   percentile(r.latenciesUs, 0.9), percentile(r.latenciesUs, 0.99),
