@@ -2,10 +2,10 @@
 //
 // Key: SHA-256 of "cgc-cache 1", cgc's version, the running binary's size
 // and modification time, the IR file's bytes, the weights file's identity
-// (its bytes' xxHash64 up to 256 MiB; past that its absolute path, size
-// and modification time, which hashing on every compile would cost more
-// than it saves), and artifactOptionsText. Entry: <dir>/<key>.cgc, its
-// modification time its last use.
+// (its bytes' xxHash64 up to the 1 GiB an artifact carries; past that its
+// absolute path, size and modification time: such weights stay beside the
+// artifact, which is not cached anyway), and artifactOptionsText. Entry:
+// <dir>/<key>.cgc, its modification time its last use.
 //
 //===----------------------------------------------------------------------===//
 #include "driver/CompileCache.h"
@@ -31,7 +31,7 @@ using namespace cgc;
 namespace fs = llvm::sys::fs;
 
 static constexpr uint64_t kDefaultLimit = uint64_t(10) << 30;
-static constexpr uint64_t kHashedWeightsLimit = uint64_t(256) << 20;
+static constexpr uint64_t kHashedWeightsLimit = uint64_t(1) << 30;
 
 CompileCache CompileCache::fromEnvironment() {
   const char *off = std::getenv("CGC_CACHE");

@@ -239,13 +239,17 @@ def compile(module, example_args, path=None, dynamic_shapes=None, cgc=None, flag
     loads the artifact: a CompiledModule, called as the module is."""
     import shutil
     import tempfile
+    import time
+    from .driver import LOG
     from .torch.export import export_program
     work = tempfile.mkdtemp(prefix="cgc-compile-")
+    times = [time.perf_counter()]
     try:
         ir_path = os.path.join(work, "model.json")
         _, signature = export_program(module, example_args, ir_path, dynamic_shapes,
                                       example_kwargs, buckets=buckets)
         moved = _weights_beside(ir_path, path) if path else None
+        times.append(time.perf_counter())
         try:
             art = compile_file(ir_path, path or os.path.join(work, "model.cgc"),
                                (*flags, "--weights-beside") if moved else flags, cgc)
@@ -254,7 +258,13 @@ def compile(module, example_args, path=None, dynamic_shapes=None, cgc=None, flag
                 os.remove(moved)
             raise CgcError(str(e).replace(ir_path, f"{type(module).__name__} (exported)")) \
                 from None
-        return CompiledModule(load(art), signature)  # (the engine holds the artifact's bytes)
+        times.append(time.perf_counter())
+        compiled = CompiledModule(load(art), signature)  # (the engine holds the bytes)
+        times.append(time.perf_counter())
+        LOG.info("cgc.compile of %s: %.2f s: export %.2f s, cgc %.2f s, load %.2f s",
+                 type(module).__name__, times[3] - times[0], times[1] - times[0],
+                 times[2] - times[1], times[3] - times[2])
+        return compiled
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
