@@ -47,6 +47,9 @@ echo "test: the scheduling rules are called from target/ only"
 if [ -f scripts/check-sanitizers.sh ]; then
   bash scripts/check-sanitizers.sh
 fi
+# The runtime's host paths from many threads under ThreadSanitizer (a stub
+# driver stands in for the GPU).
+bash scripts/check-tsan.sh build
 bash scripts/fuzz.sh "${CGC_FUZZ_SECONDS:-45}"
 # The front ends' differential fuzzers (test/fuzz/frontends/run.py) for
 # CGC_FRONTEND_FUZZ_SECONDS (default 60) each, on CGC_FUZZ_SEED (default:
