@@ -4,7 +4,8 @@ capture.decomposition_table) and split between cgc and PyTorch
 (partition.py): each part cgc can express is lowered by the ATen rules
 cgc.export uses, compiled by the `cgc` driver (its compile cache
 included) and replayed as one CUDA graph; every other call runs in
-PyTorch between the parts (docs/python.md, "The torch.compile backend").
+PyTorch between the parts (docs/python.md, `torch.compile(model,
+backend="cgc")`).
 
     model = torch.compile(model, backend="cgc")              # the wheel registers it
     model = torch.compile(model, backend="cgc", options={"flags": ["--no-fuse"]})
@@ -28,9 +29,11 @@ for, rounded up to a power of two, at least 64), buckets by "buckets" (a
 list for every dim, or a dict by Dynamo's symbol; default: the size
 compiled for, so a call pads up to it or to the max); a call past a
 dim's max runs that part in PyTorch, with a warning. Training graphs
-(AOTAutograd's forward and backward) are split the same way. Grad mode off, scaled_dot_product_attention is kept whole
+(AOTAutograd's forward and backward) are split the same way. With grad
+mode off, scaled_dot_product_attention is kept whole
 (cgc::scaled_dot_product_attention, which runs PyTorch's own where PyTorch
-runs it) so that it becomes cgc's attention op.
+runs it) so that it becomes cgc's attention op. torch.compile's `mode` is
+ignored.
 """
 import functools
 import itertools
@@ -86,7 +89,9 @@ SDPA_ARGS = ("attn_mask", "dropout_p", "is_causal")
 def multi_head_attention_kept(*args, **kwargs):
     """F.multi_head_attention_forward (which Dynamo leaves whole for
     AOTAutograd to trace) with its attention kept whole: torch.nn.functional's
-    scaled_dot_product_attention, which it calls, is ours while it runs."""
+    scaled_dot_product_attention, which it calls, is kept_sdpa while it
+    runs (a swap of a module global, made only while AOTAutograd traces the
+    graph: what runs later are the ATen ops it traced)."""
     functional = torch.nn.functional
     functional.scaled_dot_product_attention = kept_sdpa
     try:
@@ -97,6 +102,7 @@ def multi_head_attention_kept(*args, **kwargs):
 
 def kept_sdpa(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
               enable_gqa=False):
+    """F.scaled_dot_product_attention's signature over the kept op."""
     return torch.ops.cgc.scaled_dot_product_attention(
         query, key, value, attn_mask, dropout_p, is_causal, scale=scale, enable_gqa=enable_gqa)
 
@@ -122,8 +128,9 @@ def keep_attention_whole(gm):
     gm.recompile()
 
 
-def cgc_backend(gm, example_inputs, options=None, **unused):
-    """The backend torch.compile calls with each graph Dynamo captures."""
+def cgc_backend(gm, example_inputs, options=None, mode=None):
+    """The backend torch.compile calls with each graph Dynamo captures
+    (`options` torch.compile's, `mode` ignored)."""
     opts = dict(DEFAULTS, **(options or {}))
     unknown = set(opts) - set(DEFAULTS)
     if unknown:
