@@ -65,6 +65,22 @@ class Norm(torch.nn.Module):
         return self.fc(self.norm(x)).square().mean()
 
 
+class BertLoss(torch.nn.Module):
+    """A tiny BERT's output against a fixed probe: a loss whose gradient
+    reaches every weight through the attention (kept whole, its backward
+    traced)."""
+
+    def __init__(self):
+        super().__init__()
+        self.bert = tiny_bert()
+        self.register_buffer("probe", torch.randn(2, 8, 32, generator=torch.Generator()
+                                                  .manual_seed(5)))
+
+    def forward(self, input_ids, attention_mask):
+        out = self.bert(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+        return (out * self.probe).sum()
+
+
 def tiny_bert():
     import transformers
     config = transformers.BertConfig(num_hidden_layers=1, hidden_size=32, num_attention_heads=2,
@@ -105,6 +121,13 @@ def models():
           # (BERT's token_type_ids buffer, gathered to the dynamic length,
           # and that length's product with the batch: PyTorch's)
           {"parts": 2, "torch": ["aten.gather.default", "mul"]}]),
+        ("bert_training", BertLoss(), (), token_inputs(), True,
+         # (the views saved for the backward, which alias their bases; the
+         # embeddings' scatter-add of their gradients)
+         [{"parts": 1, "torch": ["aten.expand.default", "aten.permute.default",
+                                 "aten.slice.Tensor", "aten.view.default"]},
+          {"parts": 1, "torch": ["aten.index_put.default", "aten.permute.default",
+                                 "aten.view.default"]}]),
         ("norm_training", Norm(), (x,), {}, True,
          [{"parts": 1, "torch": ["aten.permute.default"]},  # the saved weight^T
           {"parts": 1, "torch": ["aten.permute.default", "aten.view.default"]}]),
@@ -143,8 +166,7 @@ def capture_graphs(module, args, kwargs, training):
         return make_boxed_func(run)
 
     def backend(gm, example_inputs):
-        if not torch.is_grad_enabled():
-            keep_attention_whole(gm)
+        keep_attention_whole(gm)
         return aot_autograd(fw_compiler=compiler, bw_compiler=compiler,
                             decompositions=decomposition_table())(gm, example_inputs)
 

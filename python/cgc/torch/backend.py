@@ -29,10 +29,12 @@ for, rounded up to a power of two, at least 64), buckets by "buckets" (a
 list for every dim, or a dict by Dynamo's symbol; default: the size
 compiled for, so a call pads up to it or to the max); a call past a
 dim's max runs that part in PyTorch, with a warning. Training graphs
-(AOTAutograd's forward and backward) are split the same way. With grad
-mode off, scaled_dot_product_attention is kept whole
-(cgc::scaled_dot_product_attention, which runs PyTorch's own where PyTorch
-runs it) so that it becomes cgc's attention op. torch.compile's `mode` is
+(AOTAutograd's forward and backward) are split the same way.
+scaled_dot_product_attention is kept whole (cgc::scaled_dot_product_attention,
+which runs PyTorch's own where PyTorch runs it, its gradients written with
+PyTorch ops that AOTAutograd traces into the backward graph) so that it
+becomes cgc's attention op; with grad mode on and a dropout probability,
+it is left to AOTAutograd's decomposition. torch.compile's `mode` is
 ignored.
 """
 import functools
@@ -83,6 +85,51 @@ def _(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, *, scal
     return query.new_empty((*query.shape[:-1], value.shape[-1]))
 
 
+def attention_backward(ctx, grad):
+    """The kept op's gradients, written with PyTorch ops that AOTAutograd
+    traces into the backward graph (where cgc compiles them): the
+    probabilities recomputed from q and k, then
+    dv = p^T g,  ds = p (g v^T - rowsum(p g v^T)),  dq = ds k s,  dk = ds^T q s
+    (each key and value head summed over the query heads it serves)."""
+    query, key, value, mask = ctx.saved_tensors
+    scale = ctx.scale if ctx.scale is not None else query.shape[-1] ** -0.5
+    groups = query.shape[-3] // key.shape[-3] if query.dim() >= 3 else 1
+    keys, values = (t.repeat_interleave(groups, dim=-3) if groups > 1 else t
+                    for t in (key, value))
+    scores = (query @ keys.transpose(-2, -1)) * scale
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf")) if mask.dtype == torch.bool \
+            else scores + mask
+    if ctx.is_causal:
+        rows, cols = scores.shape[-2:]
+        causal = torch.ones(rows, cols, dtype=torch.bool, device=scores.device).tril()
+        scores = scores.masked_fill(~causal, float("-inf"))
+    half = scores.dtype in (torch.float16, torch.bfloat16)
+    probs = torch.softmax(scores.float() if half else scores, dim=-1)  # (half: in f32)
+    if mask is not None or ctx.is_causal:  # a row that keeps no key weighs nothing
+        empty = scores.amax(-1, keepdim=True) == float("-inf")
+        probs = torch.where(empty, torch.zeros_like(probs), probs)
+    probs = probs.to(query.dtype)
+    d_values = probs.transpose(-2, -1) @ grad
+    d_probs = grad @ values.transpose(-2, -1)
+    d_scores = probs * (d_probs - (d_probs * probs).sum(-1, keepdim=True))
+    d_query = (d_scores @ keys) * scale
+    d_keys = (d_scores.transpose(-2, -1) @ query) * scale
+    if groups > 1:
+        d_keys, d_values = (d.reshape(d.shape[:-3] + (key.shape[-3], groups) + d.shape[-2:])
+                            .sum(-3) for d in (d_keys, d_values))
+    return d_query, d_keys, d_values, None, None, None
+
+
+def attention_context(ctx, inputs, keyword_only_inputs, output):
+    query, key, value, mask, _, is_causal = inputs
+    ctx.save_for_backward(query, key, value, mask)
+    ctx.is_causal, ctx.scale = is_causal, keyword_only_inputs["scale"]
+
+
+kept_attention.register_autograd(attention_backward, setup_context=attention_context)
+
+
 SDPA_ARGS = ("attn_mask", "dropout_p", "is_causal")
 
 
@@ -102,7 +149,11 @@ def multi_head_attention_kept(*args, **kwargs):
 
 def kept_sdpa(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
               enable_gqa=False):
-    """F.scaled_dot_product_attention's signature over the kept op."""
+    """F.scaled_dot_product_attention's signature over the kept op (but
+    for training-mode dropout, which its backward does not draw)."""
+    if dropout_p and torch.is_grad_enabled():
+        return ATTENTION(query, key, value, attn_mask=attn_mask, dropout_p=dropout_p,
+                         is_causal=is_causal, scale=scale, enable_gqa=enable_gqa)
     return torch.ops.cgc.scaled_dot_product_attention(
         query, key, value, attn_mask, dropout_p, is_causal, scale=scale, enable_gqa=enable_gqa)
 
@@ -121,6 +172,8 @@ def keep_attention_whole(gm):
             for i, name in enumerate(SDPA_ARGS, start=3):
                 if len(args) > i:
                     kwargs[name] = args[i]
+            if kwargs.get("dropout_p", 0.0) != 0.0 and torch.is_grad_enabled():
+                continue  # training-mode dropout: left to AOTAutograd's decomposition
             n.args = tuple(args[:3]) + tuple(kwargs.pop(k, d) for k, d in
                                              zip(SDPA_ARGS, (None, 0.0, False)))
             n.kwargs = kwargs
@@ -136,8 +189,7 @@ def cgc_backend(gm, example_inputs, options=None, mode=None):
     if unknown:
         raise ValueError(f"cgc backend: unknown options {sorted(unknown)} "
                          f"(it takes {sorted(DEFAULTS)})")
-    if not torch.is_grad_enabled():
-        keep_attention_whole(gm)
+    keep_attention_whole(gm)
     from torch._dynamo.backends.common import aot_autograd
     compiler = functools.partial(compile_graph, options=opts)
     return aot_autograd(fw_compiler=compiler, bw_compiler=compiler,
