@@ -24,25 +24,11 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <thread>
 
 using namespace cgctest;
 
 namespace {
-
-size_t deviceBytesInUse() {
-  size_t free = 0, total = 0;
-  cudaMemGetInfo(&free, &total);
-  return total - free;
-}
-
-size_t hostResidentBytes() {
-  std::ifstream statm("/proc/self/statm");
-  size_t pages = 0, resident = 0;
-  statm >> pages >> resident;
-  return resident * 4096;
-}
 
 int64_t stressReplays() {
   const char *env = std::getenv("CGC_STRESS_REPLAYS");

@@ -165,6 +165,19 @@ std::string fmtStatus(cgc_status s) {
   return std::string(cgc_status_message(s)) + ": " + cgc_last_error();
 }
 
+size_t deviceBytesInUse() {
+  size_t free = 0, total = 0;
+  cudaMemGetInfo(&free, &total);
+  return total - free;
+}
+
+size_t hostResidentBytes() {
+  std::ifstream statm("/proc/self/statm");
+  size_t pages = 0, resident = 0;
+  statm >> pages >> resident;
+  return resident * 4096;
+}
+
 void PrintTo(const Case &c, std::ostream *os) { *os << c.name; }
 
 bool readTensors(const std::string &path, TensorMap &out) {

@@ -67,6 +67,10 @@ std::string compareOutput(const OutSpec &o, const Decoded &got,
                           const Decoded &ref);
 /// \p s and the runtime's last error, as one line.
 std::string fmtStatus(cgc_status s);
+/// Device memory in use on the current GPU, in bytes.
+size_t deviceBytesInUse();
+/// This process's resident set, in bytes.
+size_t hostResidentBytes();
 
 /// Reads a safetensors file (a failed read is a test failure).
 bool readTensors(const std::string &path, TensorMap &out);

@@ -17,7 +17,6 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 
 using namespace cgctest;
 
@@ -198,21 +197,6 @@ TEST(StagedCases, ProductRebindingInsideIfBodies) {
     EXPECT_EQ(runBound(l, yOnly, in, ref, false), "");
     EXPECT_EQ(runBound(l, yOnly, in, ref, true), "");
   }
-}
-
-/// Device memory in use on the current GPU, in bytes.
-static size_t deviceBytesInUse() {
-  size_t free = 0, total = 0;
-  cudaMemGetInfo(&free, &total);
-  return total - free;
-}
-
-/// This process's resident set, in bytes.
-static size_t hostResidentBytes() {
-  std::ifstream statm("/proc/self/statm");
-  size_t pages = 0, resident = 0;
-  statm >> pages >> resident;
-  return resident * 4096;
 }
 
 /// Long runs: CGC_SOAK_REPLAYS (default 10^6) replays of the staged
