@@ -22,13 +22,13 @@ Usage: PYTHONPATH=python backend_fixtures_test.py --cgc-opt PATH [--fixtures DIR
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
 
 import numpy as np
 
-from cgc.safetensors import read_safetensors, write_safetensors
+from cgc.safetensors import read_safetensors
+from export_fixtures_test import interpret  # (this folder: the same interpreter run)
 from cgc.torch.partition import lowered_parts, operands
 from cgc.torch.record import read_nodes
 
@@ -95,13 +95,10 @@ def check_parts(parts, values, cgc_opt, work):
         with open(ir_path, "w") as f:
             json.dump(ir, f)
         feed = {i["name"]: values[step.inputs[j]] for i, j in zip(ir["inputs"], arguments)}
-        inputs, outputs = (os.path.join(work, f"part{k}.{w}.safetensors") for w in ("in", "out"))
-        write_safetensors(inputs, feed)
-        r = subprocess.run([cgc_opt, ir_path, "--interpret", "--inputs", inputs, "--outputs",
-                            outputs, "--overwrite"], capture_output=True, text=True, timeout=300)
-        if r.returncode:
-            return f"part {k}: cgc-opt exit {r.returncode}: {r.stderr.strip()[-400:]}"
-        got = read_safetensors(outputs)
+        try:
+            got = interpret(cgc_opt, ir_path, feed, work)
+        except RuntimeError as e:
+            return f"part {k}: {e}"
         names = [o if isinstance(o, str) else o["name"] for o in ir["outputs"]]
         for name, node in zip(names, step.outputs):
             problem = compare(got[name], values[node])
