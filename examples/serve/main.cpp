@@ -63,9 +63,16 @@ using Bytes = std::vector<uint8_t, Pinned<uint8_t>>; // inputs and a worker's ou
 using Result = std::vector<std::vector<uint8_t>>;      // a request's outputs
 using Clock = std::chrono::steady_clock;
 
-/// The artifact's user inputs and outputs (names and sizes).
+/// One tensor of the artifact's signature.
+struct TensorSpec {
+  std::string name;
+  size_t bytes;
+  int32_t dtype; ///< cgc_dtype
+};
+
+/// The artifact's user inputs and outputs.
 struct Signature {
-  std::vector<std::pair<std::string, size_t>> inputs, outputs;
+  std::vector<TensorSpec> inputs, outputs;
 };
 
 Signature signatureOf(const cgc::Engine &engine) {
@@ -74,11 +81,11 @@ Signature signatureOf(const cgc::Engine &engine) {
   for (size_t i = 0; i < cgc_engine_num_tensors(engine.get(), CGC_ROLE_INPUT); ++i) {
     cgc_engine_tensor_info(engine.get(), CGC_ROLE_INPUT, i, &info);
     if (std::strcmp(info.kind, "user_input") == 0)
-      sig.inputs.emplace_back(info.name, info.bytes);
+      sig.inputs.push_back({info.name, info.bytes, info.dtype});
   }
   for (size_t i = 0; i < cgc_engine_num_tensors(engine.get(), CGC_ROLE_OUTPUT); ++i) {
     cgc_engine_tensor_info(engine.get(), CGC_ROLE_OUTPUT, i, &info);
-    sig.outputs.emplace_back(info.name, info.bytes);
+    sig.outputs.push_back({info.name, info.bytes, info.dtype});
   }
   return sig;
 }
@@ -148,8 +155,8 @@ private:
     cudaStream_t stream = nullptr;
     cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
     std::vector<Bytes> outputs; // read here, then copied into the request
-    for (const auto &output : sig.outputs)
-      outputs.emplace_back(output.second);
+    for (const TensorSpec &output : sig.outputs)
+      outputs.emplace_back(output.bytes);
     while (std::shared_ptr<Request> r = next())
       r->ended.set_value(serve(ctx, stream, outputs, *r));
     cudaStreamDestroy(stream);
@@ -171,13 +178,13 @@ private:
       return Request::End::Cancelled;
     cgc::Status s;
     for (size_t i = 0; s && i < sig.inputs.size(); ++i)
-      s = ctx.writeInput(sig.inputs[i].first, r.inputs[i].data(), r.inputs[i].size(), stream);
+      s = ctx.writeInput(sig.inputs[i].name, r.inputs[i].data(), r.inputs[i].size(), stream);
     if (s)
       s = ctx.run(0, {}, stream);
-    for (size_t i = 0; s && i < sig.outputs.size(); ++i) {
-      s = ctx.readOutput(sig.outputs[i].first, outputs[i].data(), outputs[i].size(), stream);
-      r.outputs.emplace_back(outputs[i].begin(), outputs[i].end());
-    }
+    for (size_t i = 0; s && i < sig.outputs.size(); ++i)
+      if ((s = ctx.readOutput(sig.outputs[i].name, outputs[i].data(), outputs[i].size(),
+                              stream)))
+        r.outputs.emplace_back(outputs[i].begin(), outputs[i].end());
     if (s)
       return Request::End::Done;
     r.error = s.message;
@@ -194,23 +201,18 @@ private:
 
 /// Input sets of random values (uniform in [-1, 1) for f32 inputs,
 /// zero bytes for any other dtype).
-std::vector<std::vector<Bytes>> inputSets(const cgc::Engine &engine, const Signature &sig,
-                                          int count) {
+std::vector<std::vector<Bytes>> inputSets(const Signature &sig, int count) {
   std::mt19937 gen(7);
   std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
   std::vector<std::vector<Bytes>> sets(count);
   for (auto &set : sets)
-    for (const auto &[name, bytes] : sig.inputs) {
-      Bytes b(bytes, 0);
-      cgc_tensor_info info;
-      for (size_t i = 0; i < cgc_engine_num_tensors(engine.get(), CGC_ROLE_INPUT); ++i) {
-        cgc_engine_tensor_info(engine.get(), CGC_ROLE_INPUT, i, &info);
-        if (name == info.name && info.dtype == CGC_DTYPE_F32)
-          for (size_t k = 0; k < bytes / 4; ++k) {
-            float v = uniform(gen);
-            std::memcpy(b.data() + 4 * k, &v, 4);
-          }
-      }
+    for (const TensorSpec &input : sig.inputs) {
+      Bytes b(input.bytes, 0);
+      if (input.dtype == CGC_DTYPE_F32)
+        for (size_t k = 0; k < input.bytes / 4; ++k) {
+          float v = uniform(gen);
+          std::memcpy(b.data() + 4 * k, &v, 4);
+        }
       set.push_back(std::move(b));
     }
   return sets;
@@ -317,7 +319,7 @@ int main(int argc, char **argv) {
     return 1;
   }
   Signature sig = signatureOf(engine);
-  std::vector<std::vector<Bytes>> sets = inputSets(engine, sig, 16);
+  std::vector<std::vector<Bytes>> sets = inputSets(sig, 16);
   std::vector<Result> expected;
   {
     Server reference(engine, sig, 1);

@@ -13,13 +13,13 @@ cgc.torch (torch.export programs; torch is imported only when a module is
 exported); cgc.dtypes is their one dtype table, cgc.errors their
 exceptions, cgc.runtime the callable on torch tensors.
 """
-from .errors import RefusedError  # noqa: F401
+from .errors import RefusedError, SizeOutOfRange  # noqa: F401
 from .onnx.importer import onnx_to_ir, write_ir  # noqa: F401
 
 # What `from cgc import *` takes: the API, never the subpackages cgc.onnx
 # and cgc.torch, which would hide the caller's onnx and torch. (CgcError,
 # which needs the extension, is imported by name.)
-__all__ = ["RefusedError", "onnx_to_ir", "write_ir", "from_onnx", "export", "load",
+__all__ = ["RefusedError", "SizeOutOfRange", "onnx_to_ir", "write_ir", "from_onnx", "export", "load",
            "compile_file", "compile", "compile_train", "compile_generate", "explain"]
 
 

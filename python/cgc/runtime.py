@@ -26,7 +26,7 @@ import os
 from . import _native
 from .driver import compile_file, compiler  # noqa: F401 - cgc.runtime's API since before driver.py
 from .dtypes import DTYPES
-from .errors import CgcError
+from .errors import CgcError, SizeOutOfRange
 
 # The torch dtype of each IR dtype (the extension names them as the IR does).
 TORCH_DTYPES = {d.ir: d.torch for d in DTYPES}
@@ -88,7 +88,7 @@ class Artifact(_native.Runner):
                 if d >= 0:
                     dname, lo, hi = self.dims[d]
                     if not lo <= n <= hi:
-                        raise ValueError(f"input '{name}': dim {dname} = {n} is outside "
+                        raise SizeOutOfRange(f"input '{name}': dim {dname} = {n} is outside "
                                          f"[{lo}, {hi}]")
                     if seen[d] and values[d] != n:
                         raise ValueError(f"input '{name}': dim {dname} = {n}, but {values[d]} "

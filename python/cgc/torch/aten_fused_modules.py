@@ -8,16 +8,13 @@ True (or nonzero) where a key is masked out; mask_type says its shape: 0
 [L, S], 1 [B, S] (key padding), 2 [B, H, L, S]; a row masked out
 entirely gives 0, as PyTorch's masked softmax does and cgc's attention
 defines."""
+from .aten_attention import argument
 from .aten_rules import ATEN
 from ..errors import RefusedError
 from .record import RecordNode
 
 
-def argument(n, index, name, default):
-    return n.args[index] if len(n.args) > index else n.kwargs.get(name, default)
-
-
-def heads(x, batch, rows, count, width, e):
+def heads(e, x, batch, rows, count, width):
     """[B, rows, count * width] as [B, count, rows, width]."""
     split = e.op("reshape", [x], {"shape": [batch, rows, count, width]})
     return e.op("transpose", [split], {"perm": [0, 2, 1, 3]})
@@ -62,7 +59,7 @@ def multi_head_attention(e, qkv, shapes, embed, count, weights, mask, mask_type,
                                      third(e.operand(qkv_bias), i, 0)])
                      for i, x in enumerate(qkv)]
     lengths = (rows, keys, keys)
-    operands = [heads(x, batch, lengths[i], count, width, e) for i, x in enumerate(projected)]
+    operands = [heads(e, x, batch, lengths[i], count, width) for i, x in enumerate(projected)]
     keep = kept_keys(e, mask, mask_type, batch, rows, keys)
     if keep is not None:
         operands.append(keep)

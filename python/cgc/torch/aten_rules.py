@@ -325,19 +325,24 @@ def check_normalized_shape(normalized, shape):
                            f"shape {list(shape)} (it must be the input's last dims, at least one)")
 
 
+def reduction_attrs(e, n):
+    """A reduction's {"axes", "keepdim"} from (x, dim=None, keepdim=False):
+    every dim where `dim` is None or [] (sum.dim_IntList's "every dim")."""
+    rank = len(e.shape(n.args[0]))
+    dims = n.args[1] if len(n.args) > 1 else n.kwargs.get("dim")
+    if not dims:
+        dims = list(range(rank))
+    keep = bool(n.args[2]) if len(n.args) > 2 else bool(n.kwargs.get("keepdim", False))
+    return {"axes": sorted(reduced_axes(dims, rank)), "keepdim": keep}
+
+
 def reduction(op):
     def fn(e, n):
         x = n.args[0]
-        rank = len(e.shape(x))
-        dims = n.args[1] if len(n.args) > 1 else None
-        if not dims:  # None, or [] (sum.dim_IntList's "every dim")
-            dims = list(range(rank))
-        keep = bool(n.args[2]) if len(n.args) > 2 else bool(n.kwargs.get("keepdim", False))
         # PyTorch sums bools and narrower integers as int64, and casts to a
         # `dtype` given: in the result's dtype.
         v = e.as_dtype(x, e.dtype(n)) if op in ("sum", "mean") else e.operand(x)
-        return e.op(op, [v], {"axes": sorted(reduced_axes(dims, rank)), "keepdim": keep},
-                    name=n.name)
+        return e.op(op, [v], reduction_attrs(e, n), name=n.name)
     return fn
 
 
@@ -356,16 +361,10 @@ def truth_reduction(op):
     element is nonzero, as the max or min of 0/1 in i32."""
     def fn(e, n):
         x = n.args[0]
-        rank = len(e.shape(x))
-        dims = n.args[1] if len(n.args) > 1 else n.kwargs.get("dim")
-        if dims is None or dims == []:
-            dims = list(range(rank))
-        keep = bool(n.args[2]) if len(n.args) > 2 else bool(n.kwargs.get("keepdim", False))
         v = e.operand(x)
         if e.dtype(x) != "bool":
             v = e.op("ne", [v, e.scalar(0, e.dtype(x))])
-        v = e.op(op, [e.op("cast", [v], {"dtype": "i32"})],
-                 {"axes": sorted(reduced_axes(dims, rank)), "keepdim": keep})
+        v = e.op(op, [e.op("cast", [v], {"dtype": "i32"})], reduction_attrs(e, n))
         return e.op("cast", [v], {"dtype": "bool"}, name=n.name)
     return fn
 

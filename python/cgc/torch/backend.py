@@ -50,6 +50,7 @@ from collections import namedtuple
 
 import torch
 
+from ..errors import SizeOutOfRange
 from .capture import bound, decomposition_table, graph_nodes, target_name
 from .partition import VIEWS, lowered_parts, overload_base
 from .record import RECORD_VERSION
@@ -322,6 +323,7 @@ def dynamic_dims(record, example_inputs, options):
     values = env.backed_var_to_val if hasattr(env, "backed_var_to_val") else env.var_to_val
     symbols = {}
     for sym, r in env.var_to_range.items():
+        # Sizes are Dynamo's backed "s" symbols (not its float "zf" ones).
         if not str(sym).startswith("s") or sym not in values:
             continue
         hint, lower, upper = int(values[sym]), bound(r.lower), bound(r.upper)
@@ -361,9 +363,7 @@ class Part(torch.nn.Module):
             args[i] = args[i].to(device).contiguous() if device else args[i].contiguous()
         try:
             out = self.run(*args)
-        except ValueError as e:  # a dynamic size past its dim's max
-            if "is outside [" not in str(e):
-                raise
+        except SizeOutOfRange as e:
             if not self.warned:
                 LOG.warning("cgc backend: %s; this part runs in PyTorch at such sizes (raise "
                             "the backend's max_extent option)", e)
@@ -373,16 +373,11 @@ class Part(torch.nn.Module):
 
 
 def part_runner(gm, step, ir, arguments, options):
-    """The Part running `step` (lowered to `ir`) with options' executor."""
+    """The Part running `step` (lowered to `ir`, whose input k is the
+    step's input arguments[k]) with options' executor."""
     vals = {n.name: n.meta.get("val") for n in gm.graph.nodes}
-    inputs = [vals[step.inputs[j]] for j in arguments]
     device = next(v.device for v in vals.values() if isinstance(v, torch.Tensor) and v.is_cuda) \
         if options["executor"] == "cuda" else None  # (unsupported_graph: there is one)
-    fixes = []
-    for k, v in enumerate(inputs):
-        moved = device if device is not None and v.device != device else None
-        if moved is not None or not v.is_contiguous():
-            fixes.append((k, moved))
     work = tempfile.mkdtemp(prefix="cgc-backend-")
     try:
         ir_path = os.path.join(work, f"{ir['name']}.json")
@@ -399,9 +394,18 @@ def part_runner(gm, step, ir, arguments, options):
             except CgcError as e:
                 raise DriverRefused(str(e)) from None
             artifact = load(path, device.index)
-            run = by_name(artifact, [i["name"] for i in ir["inputs"]])
+            run = functools.partial(artifact, fresh_outputs=True)
+            # The artifact's inputs by name, whatever order its manifest has.
+            names = [i["name"] for i in ir["inputs"]]
+            arguments = [arguments[names.index(spec["name"])] for spec in artifact.inputs]
     finally:
         shutil.rmtree(work, ignore_errors=True)
+    fixes = []
+    for k, j in enumerate(arguments):
+        v = vals[step.inputs[j]]
+        moved = device if device is not None and v.device != device else None
+        if moved is not None or not v.is_contiguous():
+            fixes.append((k, moved))
     return Part(run, tuple(arguments), tuple(fixes), part_module(gm, step))
 
 
@@ -415,15 +419,6 @@ def part_module(gm, step):
         env[old[name]] = graph.node_copy(old[name], env.__getitem__)
     graph.output(tuple(env[old[o]] for o in step.outputs))
     return torch.fx.GraphModule(gm, graph)
-
-
-def by_name(artifact, names):
-    """`artifact` called with the IR's inputs in the IR's order (`names`),
-    whatever order its manifest gives them; fresh outputs."""
-    order = [names.index(spec["name"]) for spec in artifact.inputs]
-    if order == list(range(len(names))):
-        return functools.partial(artifact, fresh_outputs=True)
-    return lambda *args: artifact(*(args[i] for i in order), fresh_outputs=True)
 
 
 def rebuilt(gm, steps, runners):

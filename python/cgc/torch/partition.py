@@ -108,13 +108,15 @@ def split(record, refused=None):
     for n in nodes:
         depth[n.name] = max((depth[p.name] + (owner.get(p.name) == "torch")
                              for p in operands(n)), default=0)
+    parts, calls = {}, {}  # depth -> cgc's nodes, PyTorch's calls (graph order)
+    for n in nodes:
+        if n.name in owner:
+            (parts if owner[n.name] == "cgc" else calls).setdefault(depth[n.name], []).append(n)
     steps = []
-    for d in sorted({depth[name] for name in owner}):
-        part = [n for n in nodes if owner.get(n.name) == "cgc" and depth[n.name] == d]
-        if part:
-            steps.append(part_step(part, nodes))
-        steps += [Step("torch", [n.name], [], []) for n in nodes
-                  if owner.get(n.name) == "torch" and depth[n.name] == d]
+    for d in sorted(set(parts) | set(calls)):
+        if d in parts:
+            steps.append(part_step(parts[d], nodes))
+        steps += [Step("torch", [n.name], [], []) for n in calls.get(d, [])]
     return steps, reasons
 
 
