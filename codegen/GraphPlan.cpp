@@ -92,6 +92,30 @@ static void printLibraryProduct(const LibraryProduct &lp,
   os << "]";
 }
 
+/// `[c1 bf16 x=1,64,56,56 w=64,64,3,3 y=1,64,56,56 stride=1,1 pad=1,1/1,1
+/// dilation=1,1]`, in cuDNN's terms.
+static void printLibraryConvolution(const LibraryConvolution &lc,
+                                    llvm::raw_ostream &os) {
+  const format::ConvolutionDesc &d = lc.desc;
+  auto list = [&](const char *label, const std::vector<int64_t> &v) {
+    os << " " << label << "=";
+    for (size_t i = 0; i < v.size(); ++i)
+      os << (i ? "," : "") << v[i];
+  };
+  os << " [" << lc.node->getName() << " " << d.dtype
+     << (d.allowTf32 ? " tf32" : "");
+  list("x", d.xDims);
+  list("w", d.wDims);
+  list("y", d.yDims);
+  list("stride", d.strides);
+  list("pad", d.prePadding);
+  os << "/";
+  for (size_t i = 0; i < d.postPadding.size(); ++i)
+    os << (i ? "," : "") << d.postPadding[i];
+  list("dilation", d.dilations);
+  os << "]";
+}
+
 static void printSteps(const StepGraph &g, const Program &program,
                        const std::string &indent, llvm::raw_ostream &os) {
   for (size_t j = 0; j < g.steps.size(); ++j) {
@@ -99,6 +123,8 @@ static void printSteps(const StepGraph &g, const Program &program,
     os << indent << "k" << j << " " << step.label;
     if (step.kind == Step::Kind::Product)
       printLibraryProduct(program.products[step.product], os);
+    if (step.kind == Step::Kind::Convolution)
+      printLibraryConvolution(program.convolutions[step.convolution], os);
     bool first = true;
     for (size_t e = 0; e < g.edges.size(); ++e)
       if (g.edges[e].second == j) {

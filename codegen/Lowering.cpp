@@ -4,7 +4,8 @@
 // the persistent region and reshapes that alias their operand need no step;
 // zero fills become memsets; `if` and `while` become conditional steps
 // (ControlFlowLowering.cpp); products that call cuBLASLt become library
-// steps (ProductLowering.cpp); every other supported node becomes one kernel;
+// steps (ProductLowering.cpp), and so do convolutions that call cuDNN
+// (ConvolutionLowering.cpp); every other supported node becomes one kernel;
 // the plan's copies become memcpys. Unsupported ops and symbolic dims get
 // located errors; lowering goes on to report them all.
 //
@@ -96,6 +97,7 @@ static bool emitKernel(const Node &node, Kernel &kernel) {
       emitProductKernel(productParts(node), *node.schedule(), kernel);
       return true;
     case OpKind::RowFusion: // Always a row schedule (lowerRowNode).
+    case OpKind::ConvolutionFusion: // Always cuDNN (lowerLibraryConvolution).
 #define CGC_FUSED_OP(...)
 #define CGC_OP(Enum, ...) case OpKind::Enum:
 #include "ir/Ops.def"
@@ -232,6 +234,8 @@ void Lowerer::lowerNode(const Node &node, StepGraph &out) {
     if (node.schedule()->strategy == Strategy::LibraryProduct)
       return lowerLibraryProduct(node, productParts(node), out);
   }
+  if (isConvolutionNode(node))
+    return lowerLibraryConvolution(node, out);
   if (node.getOp() == OpKind::IndexCopy)
     copyUnlessInPlace(node.operand(0), node.result(), out);
   Kernel kernel;

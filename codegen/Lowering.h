@@ -3,7 +3,8 @@
 // Internal to codegen. Lowerer builds one top-level step graph and its
 // bodies: Lowering.cpp handles plain nodes and copies,
 // ControlFlowLowering.cpp handles `if` and `while`, ProductLowering.cpp the
-// matrix products that call cuBLASLt.
+// matrix products that call cuBLASLt, ConvolutionLowering.cpp the
+// convolutions that call cuDNN.
 //
 //===----------------------------------------------------------------------===//
 #ifndef CGC_CODEGEN_LOWERING_H
@@ -51,6 +52,9 @@ private:
   void addLibraryStep(const Node &n, const ProductParts &parts,
                       const format::ProductDesc &desc,
                       std::array<int64_t, 3> offsets, StepGraph &out);
+  /// A conv whose strategy is library_convolution: one cuDNN step
+  /// (ConvolutionLowering.cpp).
+  void lowerLibraryConvolution(const Node &n, StepGraph &out);
   /// Plans \p body's edges and adds it to the program's bodies.
   unsigned addBody(StepGraph body);
 

@@ -272,6 +272,7 @@ void cgc::emitProductKernel(const ProductParts &parts, const Schedule &record,
   case Strategy::Columns:
   case Strategy::FusedAttention:
   case Strategy::MmaAttention:
+  case Strategy::LibraryConvolution:
     llvm_unreachable("the schedule pass gives products product records");
   }
   llvm_unreachable("a Strategy value");

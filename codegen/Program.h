@@ -98,6 +98,14 @@ struct LibraryProduct {
   Storage a, b, c, d, bias, workspace;
 };
 
+/// One cuDNN convolution: the call in cuDNN's terms (its pointers are left
+/// empty) and the storage of each tensor it reads or writes.
+struct LibraryConvolution {
+  const Node *node = nullptr;
+  format::ConvolutionDesc desc;
+  Storage x, w, y, scale, bias, residual, workspace;
+};
+
 struct ByteRange {
   Storage::Region region;
   uint64_t begin, end;
@@ -105,15 +113,18 @@ struct ByteRange {
 
 /// One node of a CUDA graph to be.
 struct Step {
-  enum class Kind : uint8_t { Kernel, Memset, Memcpy, Conditional, Product };
-  static constexpr unsigned NumKinds = 5;
+  enum class Kind : uint8_t {
+    Kernel, Memset, Memcpy, Conditional, Product, Convolution
+  };
+  static constexpr unsigned NumKinds = 6;
   enum class Condition : uint8_t { If, While };
 
   Kind kind = Kind::Kernel;
-  std::string label;         ///< Kernel name, "memset", "memcpy", "if", "cublasLt"...
+  std::string label; ///< Kernel name, "memset", "memcpy", "if", "cublasLt", "cudnn"...
   const Node *node = nullptr; ///< The IR node it comes from, if any.
   unsigned kernel = 0;       ///< Kernel: index into Program::kernels.
   unsigned product = 0;      ///< Product: index into Program::products.
+  unsigned convolution = 0;  ///< Convolution: index into Program::convolutions.
   Storage dst, src;          ///< Memset: dst (zeroed). Memcpy: src -> dst.
   // Conditional.
   Condition condition = Condition::If;
@@ -148,6 +159,7 @@ struct StepGraph {
 struct Program {
   std::vector<Kernel> kernels;
   std::vector<LibraryProduct> products;
+  std::vector<LibraryConvolution> convolutions;
   std::vector<StepGraph> graphs;
   std::vector<StepGraph> bodies;
   bool usesHalf = false;

@@ -74,6 +74,7 @@ private:
   void addOutputs(fmt::Manifest &m) const;
   void addKernels(fmt::Manifest &m) const;
   void addProducts(fmt::Manifest &m) const;
+  void addConvolutions(fmt::Manifest &m) const;
   void reportDuplicateName(const std::string &name) const;
   fmt::GraphDesc graphDesc(const StepGraph &g) const;
 
@@ -203,6 +204,7 @@ bool ManifestBuilder::referToWeights(const GraphInput &in,
   if (t.bytes) {
     t.initTensor = in.init.tensor;
     t.initOffset = it->second.begin;
+    t.initPermutation = in.init.permutation;
   }
   return true;
 }
@@ -395,6 +397,23 @@ void ManifestBuilder::addProducts(fmt::Manifest &m) const {
   }
 }
 
+void ManifestBuilder::addConvolutions(fmt::Manifest &m) const {
+  for (const LibraryConvolution &lc : compilation.program.convolutions) {
+    fmt::ConvolutionDesc d = lc.desc;
+    d.x = pointerDesc(lc.x);
+    d.w = pointerDesc(lc.w);
+    d.y = pointerDesc(lc.y);
+    d.workspace = pointerDesc(lc.workspace);
+    if (d.hasScale)
+      d.scale = pointerDesc(lc.scale);
+    if (d.hasBias)
+      d.bias = pointerDesc(lc.bias);
+    if (d.hasResidual)
+      d.residual = pointerDesc(lc.residual);
+    m.convolutions.push_back(std::move(d));
+  }
+}
+
 static fmt::NodeDesc nodeDesc(const Step &step) {
   fmt::NodeDesc d;
   switch (step.kind) {
@@ -436,6 +455,10 @@ static fmt::NodeDesc nodeDesc(const Step &step) {
   case Step::Kind::Product:
     d.kind = fmt::NodeDesc::Kind::Product;
     d.product = step.product;
+    return d;
+  case Step::Kind::Convolution:
+    d.kind = fmt::NodeDesc::Kind::Convolution;
+    d.convolution = step.convolution;
     return d;
   }
   llvm_unreachable("a Step::Kind value");
@@ -495,6 +518,7 @@ bool ManifestBuilder::build(fmt::Manifest &m, std::vector<uint8_t> &weights) {
       }
   addKernels(m);
   addProducts(m);
+  addConvolutions(m);
   for (const StepGraph &g : compilation.program.graphs)
     m.graphs.push_back(graphDesc(g));
   for (const StepGraph &g : compilation.program.bodies)

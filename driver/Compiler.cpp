@@ -119,10 +119,12 @@ static PlanLayout sharedLayout(const Graph &model,
 }
 
 /// The target every pass of a compile schedules for: \p options' arch and
-/// policies (training writes every attention out).
+/// policies (training writes every attention and convolution out).
 static Target targetOf(const CompileOptions &options) {
   return targetFor(options.arch, options.productPolicy,
-                   options.train ? AttentionPolicy::Expand : options.attentionPolicy);
+                   options.train ? AttentionPolicy::Expand : options.attentionPolicy,
+                   options.train ? ConvolutionPolicy::Expand
+                                 : options.convolutionPolicy);
 }
 
 /// Runs the pipeline on \p unit, lowers it into \p out and makes the next
@@ -258,7 +260,7 @@ static bool prepareModel(Graph &model, const CompileOptions &options,
   PassManager pm;
   PassContext ctx{diag, {}};
   ctx.target = targetOf(options);
-  return pm.addPipeline("expand-attention,expand-convolution", diag) &&
+  return pm.addPipeline("expand-attention,layout,expand-convolution", diag) &&
          pm.run(model, ctx, llvm::nulls());
 }
 

@@ -85,6 +85,10 @@ struct CompileOptions {
   /// (`--expand-attention` writes every one out). Training expands every
   /// one whatever this says: autodiff has no rule for the op.
   AttentionPolicy attentionPolicy = AttentionPolicy::FusedWhereFaster;
+  /// Whether the convolutions cuDNN can run stay whole
+  /// (`--expand-convolution` writes every one out). Training expands every
+  /// one whatever this says: autodiff has no rule for the op.
+  ConvolutionPolicy convolutionPolicy = ConvolutionPolicy::LibraryWherePossible;
   /// Symbolic dims to specialize, each with the values to compile a graph
   /// for (`--bind-dim B=8,16,64`); the artifact gets one graph per
   /// combination. Empty: one graph, "main".

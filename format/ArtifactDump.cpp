@@ -85,6 +85,11 @@ void dumpTensors(std::ostringstream &os, const char *title,
       os << " init=" << t.initBlob << "+" << t.initOffset;
     if (!t.initTensor.empty())
       os << " init=weights_file:'" << t.initTensor << "'+" << t.initOffset;
+    if (!t.initPermutation.empty()) {
+      os << " permuted";
+      for (size_t i = 0; i < t.initPermutation.size(); ++i)
+        os << (i ? "," : " ") << t.initPermutation[i];
+    }
     if (!t.sourceName.empty())
       os << " source_name='" << escaped(t.sourceName) << "'";
     os << "\n";
@@ -128,6 +133,28 @@ void dumpNode(std::ostringstream &os, const Manifest &m, const NodeDesc &n) {
       os << " beta " << p.beta;
     os << " epilogue " << epilogueName(p.epilogue) << " workspace="
        << p.workspaceBytes;
+    return;
+  }
+  case NodeDesc::Kind::Convolution: {
+    const ConvolutionDesc &c = m.convolutions[n.convolution];
+    auto list = [&](const char *label, const std::vector<int64_t> &v) {
+      os << " " << label;
+      for (size_t i = 0; i < v.size(); ++i)
+        os << (i ? "," : "") << v[i];
+    };
+    os << " #" << n.convolution << " " << c.source.node << " " << c.dtype
+       << (c.allowTf32 ? " tf32" : "");
+    list("x", c.xDims);
+    list("w", c.wDims);
+    list("y", c.yDims);
+    list("stride", c.strides);
+    list("dilation", c.dilations);
+    list("pad", c.prePadding);
+    list("/", c.postPadding);
+    os << (c.xStrides.size() > 1 && c.xStrides[1] == 1 ? " nhwc" : "")
+       << (c.hasScale ? " scale" : "") << (c.hasBias ? " bias" : "")
+       << (c.hasResidual ? " residual" : "") << " activation "
+       << activationName(c.activation) << " workspace=" << c.workspaceBytes;
     return;
   }
   }

@@ -127,8 +127,17 @@ const char *nodeKindName(NodeDesc::Kind k) {
   case NodeDesc::Kind::Memcpy: return "memcpy";
   case NodeDesc::Kind::Conditional: return "conditional";
   case NodeDesc::Kind::Product: return "product";
+  case NodeDesc::Kind::Convolution: return "convolution";
   }
   return "?"; // Not a Kind value: only a corrupt cast gets here.
+}
+
+const char *activationName(ConvolutionDesc::Activation a) {
+  switch (a) {
+  case ConvolutionDesc::Activation::None: return "none";
+  case ConvolutionDesc::Activation::Relu: return "relu";
+  }
+  return "?"; // Not an Activation value: only a corrupt cast gets here.
 }
 
 const char *epilogueName(ProductDesc::Epilogue e) {

@@ -18,7 +18,7 @@ namespace cgc {
 namespace format {
 
 constexpr char kArtifactMagic[4] = {'C', 'G', 'C', 'A'};
-constexpr uint32_t kArtifactFormatVersion = 6;
+constexpr uint32_t kArtifactFormatVersion = 7;
 constexpr size_t kHeaderSize = 32;
 constexpr size_t kBlobAlignment = 256;
 /// Conventional blob names for device code.
@@ -102,6 +102,38 @@ struct ProductDesc {
   }
 };
 
+/// A convolution run by cuDNN (its forward, the cross-correlation of
+/// PyTorch and ONNX), fixed at compile time in cuDNN's terms
+/// (docs/artifact.md):
+///   y = activation(conv(x, w) * scale + bias + residual)
+/// x [N, C, D...], w [O, C / G, K...], y and residual [N, O, E...] of rank
+/// 4 or 5 (a 1-D convolution is a 2-D one with a unit first spatial dim),
+/// each tensor's layout given by its strides in elements (NCHW or NHWC);
+/// the group count G is C / w's dim 1. scale and bias are f32 whatever
+/// the dtype, O elements, one per output channel; the epilogue terms are
+/// each optional and computed in f32. The runtime picks the engine on the
+/// actual GPU.
+struct ConvolutionDesc {
+  enum class Activation { None, Relu };
+  static constexpr unsigned NumActivations = 2;
+  std::string dtype;      ///< x, w, y, residual: f32, f16 or bf16.
+  bool allowTf32 = false; ///< f32 only: engines may use TF32 tensor cores.
+  std::vector<int64_t> xDims, xStrides, wDims, wStrides, yDims, yStrides;
+  /// One per spatial dim.
+  std::vector<int64_t> prePadding, postPadding, strides, dilations;
+  bool hasScale = false, hasBias = false, hasResidual = false;
+  Activation activation = Activation::None;
+  PointerDesc x, w, y, scale, bias, residual; ///< Each only when it is used.
+  PointerDesc workspace; ///< Arena scratch (binding empty).
+  uint64_t workspaceBytes = 0;
+  SourceRef source;
+
+  bool hasEpilogue() const {
+    return hasScale || hasBias || hasResidual ||
+           activation != Activation::None;
+  }
+};
+
 struct KernelDesc {
   std::string name; ///< extern "C" symbol in the device code.
   uint32_t grid[3] = {1, 1, 1};
@@ -113,14 +145,16 @@ struct KernelDesc {
 
 /// A graph node, of a closed set of kinds (nodeKindName lists them).
 struct NodeDesc {
-  enum class Kind { Kernel, Memset, Memcpy, Conditional, Product };
-  static constexpr unsigned NumKinds = 5;
+  enum class Kind { Kernel, Memset, Memcpy, Conditional, Product, Convolution };
+  static constexpr unsigned NumKinds = 6;
   /// Conditional: an IF runs bodies[0] when its handle is non-zero, else
   /// bodies[1] if present; a WHILE runs bodies[0] while it is non-zero.
   enum class Condition { If, While };
   Kind kind = Kind::Kernel;
   uint32_t kernel = 0; ///< Kernel: index into Manifest::kernels.
   uint32_t product = 0; ///< Product: index into Manifest::products.
+  /// Convolution: index into Manifest::convolutions.
+  uint32_t convolution = 0;
   // Memset: dst*, bytes, value. Memcpy: src*, dst*, bytes.
   Region dstRegion = Region::Arena;
   uint64_t dstOffset = 0;
@@ -193,6 +227,10 @@ struct TensorDesc {
   /// Inputs and outputs: the name in the model an importer read, where the
   /// IR's name rules renamed it (informative; empty otherwise).
   std::string sourceName;
+  /// initTensor only: the tensor is the file's tensor transposed, its axis
+  /// i the file tensor's axis initPermutation[i] (format/Permutation.h);
+  /// the runtime permutes it as it uploads it. Empty: as stored.
+  std::vector<int64_t> initPermutation;
 };
 
 /// The safetensors file an artifact keeps its weights in, beside it
@@ -215,6 +253,8 @@ struct Manifest {
   std::vector<KernelDesc> kernels;
   /// Library matrix products, run by Product nodes.
   std::vector<ProductDesc> products;
+  /// Library convolutions, run by Convolution nodes.
+  std::vector<ConvolutionDesc> convolutions;
   std::vector<GraphDesc> graphs;
   /// Bodies of conditional nodes; each belongs to exactly one node.
   std::vector<GraphDesc> bodies;
@@ -299,6 +339,7 @@ const char *paramKindName(ParamDesc::Kind k);
 const char *nodeKindName(NodeDesc::Kind k);
 const char *conditionName(NodeDesc::Condition c);
 const char *epilogueName(ProductDesc::Epilogue e);
+const char *activationName(ConvolutionDesc::Activation a);
 
 // Manifest <-> JSON text (ManifestJson.cpp).
 std::string manifestToJson(const Manifest &m);

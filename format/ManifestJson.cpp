@@ -151,6 +151,14 @@ bool readTensor(Reader &r, const json &j, const std::string &p,
   } else if (!r.error.empty()) {
     return false;
   }
+  if (const json *perm = r.array(j, p, "init_permutation", true)) {
+    t.initPermutation.resize(perm->size());
+    for (size_t i = 0; i < perm->size(); ++i)
+      if (!r.i64Value((*perm)[i], at(p + ".init_permutation", i), t.initPermutation[i]))
+        return false;
+  } else if (!r.error.empty()) {
+    return false;
+  }
   return r.str(j, p, "init_blob", t.initBlob, true) &&
          r.str(j, p, "init_tensor", t.initTensor, true) &&
          r.str(j, p, "source_name", t.sourceName, true) &&
@@ -339,6 +347,67 @@ bool readProduct(Reader &r, const json &j, const std::string &p,
          r.str(*source, p + ".source", "loc", d.source.loc, true);
 }
 
+bool readI64s(Reader &r, const json &j, const std::string &p, const char *key,
+              std::vector<int64_t> &out) {
+  const json *values = r.array(j, p, key);
+  if (!values)
+    return false;
+  out.resize(values->size());
+  for (size_t i = 0; i < values->size(); ++i)
+    if (!r.i64Value((*values)[i], at(p + "." + key, i), out[i]))
+      return false;
+  return true;
+}
+
+bool readActivation(Reader &r, const json &j, const std::string &p,
+                    ConvolutionDesc::Activation &out) {
+  std::string name;
+  if (!r.str(j, p, "activation", name))
+    return false;
+  for (unsigned a = 0; a < ConvolutionDesc::NumActivations; ++a)
+    if (name == activationName(static_cast<ConvolutionDesc::Activation>(a))) {
+      out = static_cast<ConvolutionDesc::Activation>(a);
+      return true;
+    }
+  return r.fail(p + ".activation", "unknown activation '" + name + "'");
+}
+
+/// An optional pointer: present when the key is.
+bool readOptionalPointer(Reader &r, const json &j, const std::string &p,
+                         const char *key, bool &has, PointerDesc &out) {
+  has = j.is_object() && j.contains(key);
+  return !has || readPointer(r, j, p, key, out);
+}
+
+bool readConvolution(Reader &r, const json &j, const std::string &p,
+                     ConvolutionDesc &d) {
+  if (!r.str(j, p, "dtype", d.dtype) ||
+      !readBool(r, j, p, "allow_tf32", d.allowTf32) ||
+      !readI64s(r, j, p, "x_dims", d.xDims) ||
+      !readI64s(r, j, p, "x_strides", d.xStrides) ||
+      !readI64s(r, j, p, "w_dims", d.wDims) ||
+      !readI64s(r, j, p, "w_strides", d.wStrides) ||
+      !readI64s(r, j, p, "y_dims", d.yDims) ||
+      !readI64s(r, j, p, "y_strides", d.yStrides) ||
+      !readI64s(r, j, p, "pre_padding", d.prePadding) ||
+      !readI64s(r, j, p, "post_padding", d.postPadding) ||
+      !readI64s(r, j, p, "strides", d.strides) ||
+      !readI64s(r, j, p, "dilations", d.dilations) ||
+      !readActivation(r, j, p, d.activation) ||
+      !readPointer(r, j, p, "x", d.x) || !readPointer(r, j, p, "w", d.w) ||
+      !readPointer(r, j, p, "y", d.y) ||
+      !readOptionalPointer(r, j, p, "scale", d.hasScale, d.scale) ||
+      !readOptionalPointer(r, j, p, "bias", d.hasBias, d.bias) ||
+      !readOptionalPointer(r, j, p, "residual", d.hasResidual, d.residual) ||
+      !readPointer(r, j, p, "workspace", d.workspace) ||
+      !r.u64(j, p, "workspace_bytes", d.workspaceBytes))
+    return false;
+  const json *source = r.field(j, p, "source");
+  return source && r.str(*source, p + ".source", "node", d.source.node) &&
+         r.str(*source, p + ".source", "op", d.source.op) &&
+         r.str(*source, p + ".source", "loc", d.source.loc, true);
+}
+
 bool readConditional(Reader &r, const json &j, const std::string &p,
                      NodeDesc &n) {
   n.kind = NodeDesc::Kind::Conditional;
@@ -392,6 +461,10 @@ bool readNode(Reader &r, const json &j, const std::string &p, NodeDesc &n) {
   if (kind == "product") {
     n.kind = NodeDesc::Kind::Product;
     return r.u32(j, p, "product", n.product);
+  }
+  if (kind == "convolution") {
+    n.kind = NodeDesc::Kind::Convolution;
+    return r.u32(j, p, "convolution", n.convolution);
   }
   if (kind != "memset" && kind != "memcpy")
     return r.fail(p + ".kind", "unsupported node kind '" + kind + "'");
@@ -537,6 +610,14 @@ bool manifestFromJson(const char *text, size_t size, Manifest &out,
   m.products.resize(products->size());
   for (size_t i = 0; i < products->size(); ++i)
     if (!readProduct(r, (*products)[i], at("products", i), m.products[i]))
+      return false;
+  const json *convolutions = r.array(root, "$", "convolutions");
+  if (!convolutions)
+    return false;
+  m.convolutions.resize(convolutions->size());
+  for (size_t i = 0; i < convolutions->size(); ++i)
+    if (!readConvolution(r, (*convolutions)[i], at("convolutions", i),
+                         m.convolutions[i]))
       return false;
   const json *graphs = r.array(root, "$", "graphs");
   if (!graphs)

@@ -5,11 +5,14 @@
 // and acyclic, every body owned by exactly one conditional node of one tree
 // (so bodies form trees under the named graphs), conditional handles unique
 // within a tree and in range, dim values in range, every matrix of a
-// library product (with its leading dimension and batch stride) in bounds. The runtime relies on
+// library product (with its leading dimension and batch stride) and every
+// tensor of a library convolution (by its strides) in bounds, and a
+// convolution's shapes consistent. The runtime relies on
 // these checks.
 //
 //===----------------------------------------------------------------------===//
 #include "format/ArtifactFormat.h"
+#include "format/Permutation.h"
 #include "format/WeightsFile.h"
 
 #include <map>
@@ -59,6 +62,10 @@ bool checkFileInit(Checker &c, const Manifest &m, const TensorDesc &t,
                   "' but the artifact names no weights_file");
   if (!t.initBlob.empty())
     return c.fail(p + ": both init_blob and init_tensor");
+  if (!t.initPermutation.empty() &&
+      !isPermutation(t.initPermutation, t.shape.size()))
+    return c.fail(p + ": init_permutation is not a permutation of its " +
+                  std::to_string(t.shape.size()) + " axes");
   if (t.region != Region::Persistent)
     return c.fail(p + ": an initial value from the weights file must go to "
                       "the persistent region");
@@ -106,6 +113,8 @@ bool checkTensors(Checker &c, const Manifest &m,
       return false;
     if (!t.initTensor.empty() && !checkFileInit(c, m, t, p))
       return false;
+    if (!t.initPermutation.empty() && t.initTensor.empty())
+      return c.fail(p + ": init_permutation applies to an init_tensor only");
     if (t.initBlob.empty())
       continue;
     auto it = blobs.find(t.initBlob);
@@ -278,6 +287,106 @@ bool checkProduct(Checker &c, const Manifest &m, const ProductDesc &d,
   return true;
 }
 
+bool checkConvolutionNode(Checker &c, const Manifest &m, const NodeDesc &nd,
+                          const std::string &np) {
+  if (nd.convolution >= m.convolutions.size())
+    return c.fail(np + ": convolution index " +
+                  std::to_string(nd.convolution) + " out of range");
+  return true;
+}
+
+/// Checks that a strided tensor of \p dims lies in its region.
+bool checkStrided(Checker &c, const Manifest &m, const PointerDesc &ptr,
+                  const std::vector<int64_t> &dims,
+                  const std::vector<int64_t> &strides, size_t elem,
+                  const std::string &p) {
+  if (strides.size() != dims.size())
+    return c.fail(p + ": " + std::to_string(strides.size()) +
+                  " strides for " + std::to_string(dims.size()) + " dims");
+  uint64_t last = 0; // The offset of the last element, in elements.
+  for (size_t i = 0; i < dims.size(); ++i) {
+    if (dims[i] < 1 || dims[i] >= (int64_t(1) << 31) || strides[i] < 1 ||
+        strides[i] > (int64_t(1) << 48))
+      return c.fail(p + ": dims must be in [1, 2^31) and strides in [1, 2^48]");
+    uint64_t term;
+    if (!mulNoOverflow(uint64_t(dims[i] - 1), uint64_t(strides[i]), term) ||
+        !addNoOverflow(last, term, last))
+      return c.fail(p + ": the tensor's extent overflows 64 bits");
+  }
+  uint64_t bytes;
+  if (!addNoOverflow(last, 1, last) || !mulNoOverflow(last, elem, bytes))
+    return c.fail(p + ": the tensor's extent overflows 64 bits");
+  return checkRange(c, m, ptr.region, ptr.offset, bytes, p) &&
+         checkBinding(c, m, ptr.binding, ptr.region, ptr.offset, bytes, p);
+}
+
+/// The shapes of a convolution agree: ranks, groups and output extents.
+bool checkConvolutionShape(Checker &c, const ConvolutionDesc &d,
+                           const std::string &p) {
+  size_t rank = d.xDims.size(), spatial = rank - 2;
+  if ((rank != 4 && rank != 5) || d.wDims.size() != rank ||
+      d.yDims.size() != rank)
+    return c.fail(p + ": x, w and y must all have rank 4 or 5");
+  for (const std::vector<int64_t> *v :
+       {&d.prePadding, &d.postPadding, &d.strides, &d.dilations})
+    if (v->size() != spatial)
+      return c.fail(p + ": padding, strides and dilations need one value "
+                        "per spatial dim");
+  for (size_t a = 0; a < spatial; ++a)
+    if (d.prePadding[a] < 0 || d.postPadding[a] < 0 || d.strides[a] < 1 ||
+        d.dilations[a] < 1 || d.prePadding[a] >= (int64_t(1) << 31) ||
+        d.postPadding[a] >= (int64_t(1) << 31) ||
+        d.strides[a] >= (int64_t(1) << 31) ||
+        d.dilations[a] >= (int64_t(1) << 31))
+      return c.fail(p + ": bad padding, stride or dilation");
+  for (size_t i = 0; i < rank; ++i)
+    if (d.xDims[i] < 1 || d.wDims[i] < 1 || d.yDims[i] < 1 ||
+        d.xDims[i] >= (int64_t(1) << 31) || d.wDims[i] >= (int64_t(1) << 31) ||
+        d.yDims[i] >= (int64_t(1) << 31))
+      return c.fail(p + ": dims must be in [1, 2^31)");
+  int64_t groups = d.xDims[1] / d.wDims[1];
+  if (d.xDims[1] % d.wDims[1] || d.wDims[0] % groups ||
+      d.yDims[1] != d.wDims[0] || d.yDims[0] != d.xDims[0])
+    return c.fail(p + ": x's channels must be a multiple of w's dim 1, the "
+                      "groups must divide w's dim 0, and y must have w's "
+                      "dim 0 channels and x's batch");
+  for (size_t a = 0; a < spatial; ++a) {
+    int64_t span = d.dilations[a] * (d.wDims[a + 2] - 1) + 1;
+    int64_t padded = d.xDims[a + 2] + d.prePadding[a] + d.postPadding[a];
+    if (span > padded || (padded - span) / d.strides[a] + 1 != d.yDims[a + 2])
+      return c.fail(p + ": y's spatial dim " + std::to_string(a) +
+                    " does not follow from x, w, padding, stride and "
+                    "dilation");
+  }
+  return true;
+}
+
+bool checkConvolution(Checker &c, const Manifest &m, const ConvolutionDesc &d,
+                      const std::string &p) {
+  size_t elem = dtypeSize(d.dtype);
+  if (d.dtype != "f32" && d.dtype != "f16" && d.dtype != "bf16")
+    return c.fail(p + ": dtype '" + d.dtype + "' is not f32, f16 or bf16");
+  if (d.allowTf32 && d.dtype != "f32")
+    return c.fail(p + ": allow_tf32 applies to f32 convolutions only");
+  if (!checkConvolutionShape(c, d, p))
+    return false;
+  if (d.workspace.region != Region::Arena || !d.workspace.binding.empty())
+    return c.fail(p + ": the workspace must be arena scratch");
+  if (!checkRange(c, m, d.workspace.region, d.workspace.offset,
+                  d.workspaceBytes, p + " workspace"))
+    return false;
+  const std::vector<int64_t> channel = {d.yDims[1]}, unit = {1};
+  return checkStrided(c, m, d.x, d.xDims, d.xStrides, elem, p + " x") &&
+         checkStrided(c, m, d.w, d.wDims, d.wStrides, elem, p + " w") &&
+         checkStrided(c, m, d.y, d.yDims, d.yStrides, elem, p + " y") &&
+         (!d.hasResidual || checkStrided(c, m, d.residual, d.yDims,
+                                         d.yStrides, elem, p + " residual")) &&
+         (!d.hasScale ||
+          checkStrided(c, m, d.scale, channel, unit, 4, p + " scale (f32)")) &&
+         (!d.hasBias ||
+          checkStrided(c, m, d.bias, channel, unit, 4, p + " bias (f32)"));
+}
+
 bool checkNode(Checker &c, const Manifest &m, const NodeDesc &nd, Tree &tree,
                const std::string &np) {
   switch (nd.kind) {
@@ -287,6 +396,8 @@ bool checkNode(Checker &c, const Manifest &m, const NodeDesc &nd, Tree &tree,
   case NodeDesc::Kind::Conditional:
     return checkConditionalNode(c, m, nd, tree, np);
   case NodeDesc::Kind::Product: return checkProductNode(c, m, nd, np);
+  case NodeDesc::Kind::Convolution:
+    return checkConvolutionNode(c, m, nd, np);
   }
   return c.fail(np + ": unknown node kind");
 }
@@ -414,6 +525,11 @@ bool validateManifest(const Manifest &m, std::string &error) {
     if (!checkProduct(c, m, m.products[k],
                       "products[" + std::to_string(k) + "] '" +
                           m.products[k].source.node + "'"))
+      return false;
+  for (size_t k = 0; k < m.convolutions.size(); ++k)
+    if (!checkConvolution(c, m, m.convolutions[k],
+                          "convolutions[" + std::to_string(k) + "] '" +
+                              m.convolutions[k].source.node + "'"))
       return false;
   std::set<std::string> graphNames;
   std::vector<size_t> owners(m.bodies.size(), 0);

@@ -34,6 +34,8 @@ json tensorToJson(const TensorDesc &t) {
   if (!t.initTensor.empty()) {
     j["init_tensor"] = t.initTensor;
     j["init_offset"] = t.initOffset;
+    if (!t.initPermutation.empty())
+      j["init_permutation"] = t.initPermutation;
   }
   if (!t.sourceName.empty())
     j["source_name"] = t.sourceName;
@@ -111,6 +113,31 @@ json productToJson(const ProductDesc &p) {
   return j;
 }
 
+json convolutionToJson(const ConvolutionDesc &c) {
+  json j = {{"dtype", c.dtype},
+            {"allow_tf32", c.allowTf32},
+            {"x_dims", c.xDims}, {"x_strides", c.xStrides},
+            {"w_dims", c.wDims}, {"w_strides", c.wStrides},
+            {"y_dims", c.yDims}, {"y_strides", c.yStrides},
+            {"pre_padding", c.prePadding}, {"post_padding", c.postPadding},
+            {"strides", c.strides}, {"dilations", c.dilations},
+            {"activation", activationName(c.activation)},
+            {"x", pointerToJson(c.x)},
+            {"w", pointerToJson(c.w)},
+            {"y", pointerToJson(c.y)},
+            {"workspace", pointerToJson(c.workspace)},
+            {"workspace_bytes", c.workspaceBytes},
+            {"source", {{"node", c.source.node}, {"op", c.source.op},
+                        {"loc", c.source.loc}}}};
+  if (c.hasScale)
+    j["scale"] = pointerToJson(c.scale);
+  if (c.hasBias)
+    j["bias"] = pointerToJson(c.bias);
+  if (c.hasResidual)
+    j["residual"] = pointerToJson(c.residual);
+  return j;
+}
+
 json nodeToJson(const NodeDesc &n) {
   json j = {{"kind", nodeKindName(n.kind)}};
   switch (n.kind) {
@@ -146,6 +173,9 @@ json nodeToJson(const NodeDesc &n) {
     return j;
   case NodeDesc::Kind::Product:
     j["product"] = n.product;
+    return j;
+  case NodeDesc::Kind::Convolution:
+    j["convolution"] = n.convolution;
     return j;
   }
   return j;
@@ -210,6 +240,9 @@ std::string manifestToJson(const Manifest &m) {
   j["products"] = json::array();
   for (const ProductDesc &p : m.products)
     j["products"].push_back(productToJson(p));
+  j["convolutions"] = json::array();
+  for (const ConvolutionDesc &c : m.convolutions)
+    j["convolutions"].push_back(convolutionToJson(c));
   j["graphs"] = json::array();
   for (const GraphDesc &g : m.graphs)
     j["graphs"].push_back(graphToJson(g, /*topLevel=*/true));

@@ -43,7 +43,8 @@ struct AttrReader {
 /// its groups) or a pool (its `kernel`).
 static bool channelsAndKernel(const Node &node, AttrReader &attrs, ConvolutionShape &s) {
   const auto &x = node.operand(0)->getType().dims;
-  s.channels = x[1].extent();
+  unsigned rank = unsigned(x.size());
+  s.channels = x[channelAxis(s.channelsLast, rank)].extent();
   if (node.getOp() != OpKind::Conv) {
     s.outChannels = s.channels;
     return attrs.read("kernel", attrs.d, 1, 1, s.kernel);
@@ -51,16 +52,17 @@ static bool channelsAndKernel(const Node &node, AttrReader &attrs, ConvolutionSh
   const auto &w = node.operand(1)->getType().dims;
   s.outChannels = w[0].extent();
   s.groups = node.intAttr("groups", 1);
-  for (size_t i = 2; i < w.size(); ++i)
-    s.kernel.push_back(w[i].extent());
+  for (size_t a = 0; a + 2 < w.size(); ++a)
+    s.kernel.push_back(w[spatialAxis(s.channelsLast, a)].extent());
+  int64_t perGroup = w[channelAxis(s.channelsLast, rank)].extent();
   if (s.groups < 1 || s.channels % s.groups != 0 || s.outChannels % s.groups != 0) {
     attrs.why = "groups = " + std::to_string(s.groups) + " must divide the " +
                 std::to_string(s.channels) + " input and " +
                 std::to_string(s.outChannels) + " output channels";
     return false;
   }
-  if (w[1].extent() * s.groups != s.channels) {
-    attrs.why = "w has " + std::to_string(w[1].extent()) +
+  if (perGroup * s.groups != s.channels) {
+    attrs.why = "w has " + std::to_string(perGroup) +
                 " input channels per group; x has " + std::to_string(s.channels) +
                 " in " + std::to_string(s.groups) + " group(s)";
     return false;
@@ -74,13 +76,14 @@ llvm::Optional<ConvolutionShape> cgc::convolutionShape(const Node &node,
   size_t d = x.size() - 2;
   AttrReader attrs{node, d, why};
   ConvolutionShape s;
+  s.channelsLast = node.boolAttr("channels_last", false);
   std::vector<int64_t> pads;
   if (!channelsAndKernel(node, attrs, s) || !attrs.read("strides", d, 1, 1, s.strides) ||
       !attrs.read("dilations", d, 1, 1, s.dilations) || !attrs.read("pads", 2 * d, 0, 0, pads))
     return llvm::None;
   bool ceil = node.boolAttr("ceil_mode", false);
   for (size_t i = 0; i < d; ++i) {
-    s.in.push_back(x[i + 2].extent());
+    s.in.push_back(x[spatialAxis(s.channelsLast, i)].extent());
     s.before.push_back(pads[i]);
     s.after.push_back(pads[d + i]);
     int64_t padded = s.in[i] + s.before[i] + s.after[i];
@@ -103,4 +106,19 @@ llvm::Optional<ConvolutionShape> cgc::convolutionShape(const Node &node,
     s.overhang.push_back(std::max<int64_t>(0, (out - 1) * s.strides[i] + span - padded));
   }
   return s;
+}
+
+std::vector<int64_t> cgc::channelsFirstPerm(unsigned rank) {
+  std::vector<int64_t> perm{0, int64_t(rank) - 1};
+  for (unsigned a = 1; a + 1 < rank; ++a)
+    perm.push_back(a);
+  return perm;
+}
+
+std::vector<int64_t> cgc::channelsLastPerm(unsigned rank) {
+  std::vector<int64_t> perm{0};
+  for (unsigned a = 2; a < rank; ++a)
+    perm.push_back(a);
+  perm.push_back(1);
+  return perm;
 }

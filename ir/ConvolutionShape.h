@@ -21,12 +21,29 @@ namespace cgc {
 struct ConvolutionShape {
   /// A pool's channels are its input's, its groups 1.
   int64_t channels = 0, outChannels = 0, groups = 1;
+  /// `channels_last`: x [N, spatial..., C], w [O, kernel..., C / G] and the
+  /// result [N, spatial..., O] (NHWC); else channels first (NCHW).
+  bool channelsLast = false;
   /// Per spatial dim: input extent, kernel extent, stride, dilation,
   /// padding before and after, output extent, and the positions past the
   /// padding that the last window of a ceil_mode pool covers (read as
   /// nothing: never in a max, never counted in an average).
   std::vector<int64_t> in, kernel, strides, dilations, before, after, out, overhang;
 };
+
+/// The axis of a window op's operand or result of \p rank dims that
+/// holds its channels (a conv's weight: its input channels), and the
+/// axis of its spatial dim \p a.
+inline unsigned channelAxis(bool channelsLast, unsigned rank) {
+  return channelsLast ? rank - 1 : 1;
+}
+inline unsigned spatialAxis(bool channelsLast, size_t a) {
+  return unsigned(channelsLast ? 1 + a : 2 + a);
+}
+/// The permutation that moves the channels of a rank-\p rank tensor from
+/// the last axis to axis 1, and its inverse.
+std::vector<int64_t> channelsFirstPerm(unsigned rank);
+std::vector<int64_t> channelsLastPerm(unsigned rank);
 
 /// \p node's window shape (static channels, spatial dims and weights);
 /// none, with \p why set, when its attributes do not fit its operands.

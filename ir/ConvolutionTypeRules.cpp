@@ -11,6 +11,9 @@
 // same attributes but `kernel` (d values) for w and no groups; ceil_mode
 // rounds Ei up (PyTorch's rule: not past a window that would start in the
 // padding after the input). The result is [N, C, E1..Ed].
+// With `channels_last` (default false) every operand and the result hold
+// their channels last: x [N, D1..Dd, C], w [O, K1..Kd, C / groups] and the
+// result [N, E1..Ed, O] (NHWC), the same op on transposed values.
 //
 //===----------------------------------------------------------------------===//
 #include "ir/ConvolutionShape.h"
@@ -20,6 +23,18 @@
 using namespace cgc;
 using namespace cgc::typerules;
 
+/// [N, C, E1..Ed], or [N, E1..Ed, C] under channels_last.
+static std::vector<Dim> resultDims(Dim batch, int64_t channels, const ConvolutionShape &s) {
+  std::vector<Dim> dims{batch};
+  if (!s.channelsLast)
+    dims.push_back(Dim::fixed(channels));
+  for (int64_t e : s.out)
+    dims.push_back(Dim::fixed(e));
+  if (s.channelsLast)
+    dims.push_back(Dim::fixed(channels));
+  return dims;
+}
+
 bool TypeChecker::convolution(Types &out) {
   if (!checkOperandDTypes(0, node.numOperands()))
     return false;
@@ -28,7 +43,7 @@ bool TypeChecker::convolution(Types &out) {
   bool conv = node.getOp() == OpKind::Conv;
   if (!conv) {
     if (rank < 3 || rank > 5)
-      return fail("x must be [N, C, spatial...] with 1 to 3 spatial dims, got " + str(x));
+      return fail("x must be [N, C, spatial...] (or channels last) with 1 to 3 spatial dims, got " + str(x));
     for (unsigned a = 1; a < rank; ++a)
       if (!x.dims[a].isStatic())
         return fail("pooling needs static channels and spatial dims, got " + str(x));
@@ -36,10 +51,7 @@ bool TypeChecker::convolution(Types &out) {
     auto shape = convolutionShape(node, why);
     if (!shape)
       return fail(why);
-    std::vector<Dim> result{x.dims[0], x.dims[1]};
-    for (int64_t e : shape->out)
-      result.push_back(Dim::fixed(e));
-    out.push_back(TensorType(x.dtype, result));
+    out.push_back(TensorType(x.dtype, resultDims(x.dims[0], shape->channels, *shape)));
     return true;
   }
   const TensorType &w = operandType(1);
@@ -61,9 +73,6 @@ bool TypeChecker::convolution(Types &out) {
       return fail("the bias must be [" + std::to_string(w.dims[0].extent()) +
                   "] (one per output channel), got " + str(b));
   }
-  std::vector<Dim> result{x.dims[0], w.dims[0]};
-  for (int64_t e : shape->out)
-    result.push_back(Dim::fixed(e));
-  out.push_back(TensorType(x.dtype, result));
+  out.push_back(TensorType(x.dtype, resultDims(x.dims[0], shape->outChannels, *shape)));
   return true;
 }

@@ -96,6 +96,10 @@ struct Initializer {
   enum class Source : uint8_t { None, Weights, Normal, Uniform, Zeros, Ones, Constant };
   Source source = Source::None;
   std::string tensor; ///< Weights: tensor name in the graph's weights file.
+  /// Weights: the value is the stored tensor transposed, its axis i the
+  /// stored axis permutation[i] (format/Permutation.h); empty: as stored.
+  /// Set by the layout pass, written as the input's "weight_permutation".
+  std::vector<int64_t> permutation;
   double a = 0, b = 0; ///< Normal: mean, std. Uniform: low, high. Constant: value.
   uint64_t seed = 0;
 };

@@ -1,6 +1,8 @@
 //===- Initializers.cpp - Parameter initial values and dtype rounding --------===//
 #include "ir/Initializers.h"
 
+#include "format/Permutation.h"
+
 #include "ir/Philox.h"
 
 #include "llvm/Support/ErrorHandling.h"
@@ -355,6 +357,13 @@ static const format::TensorData *weightsTensor(const Graph &graph,
   return &it->second;
 }
 
+static std::vector<int64_t> staticExtents(const TensorType &type) {
+  std::vector<int64_t> extents;
+  for (Dim d : type.dims)
+    extents.push_back(d.extent());
+  return extents;
+}
+
 bool cgc::initialValue(const Graph &graph, const GraphInput &in,
                        std::vector<Element> &out, std::string &error,
                        format::TensorMap *cache) {
@@ -379,6 +388,12 @@ bool cgc::initialValue(const Graph &graph, const GraphInput &in,
   auto stored = parseDType(format::fromSafetensorsDtype(data->dtype));
   for (Element &e : out)
     e = castElement(*stored, type.dtype, e);
+  if (!in.init.permutation.empty()) {
+    std::vector<Element> held(out.size());
+    format::forEachPermuted(staticExtents(type), in.init.permutation,
+                            [&](int64_t to, int64_t from) { held[to] = out[from]; });
+    out = std::move(held);
+  }
   return true;
 }
 
@@ -394,9 +409,18 @@ bool cgc::initialBytes(const Graph &graph, const GraphInput &in,
     if (!data)
       return false;
     auto stored = parseDType(format::fromSafetensorsDtype(data->dtype));
-    if (stored == type.dtype &&
-        data->bytes.size() == size_t(type.numElements()) * dtypeSize(type.dtype)) {
-      out = data->bytes; // Already the artifact's little-endian layout.
+    size_t elem = dtypeSize(type.dtype);
+    if (stored == type.dtype && data->bytes.size() == size_t(type.numElements()) * elem) {
+      if (in.init.permutation.empty()) {
+        out = data->bytes; // Already the artifact's little-endian layout.
+        return true;
+      }
+      out.resize(data->bytes.size());
+      format::forEachPermuted(staticExtents(type), in.init.permutation,
+                              [&](int64_t to, int64_t from) {
+                                std::memcpy(&out[size_t(to) * elem],
+                                            &data->bytes[size_t(from) * elem], elem);
+                              });
       return true;
     }
   }

@@ -9,6 +9,8 @@
 //===----------------------------------------------------------------------===//
 #include "ir/JsonReader.h"
 
+#include "format/Permutation.h"
+
 #include "ir/ReaderContext.h"
 #include "format/Safetensors.h"
 
@@ -37,6 +39,9 @@ private:
   bool readInput(const Json &j, const std::string &p, Graph &g);
   bool readInitializer(const Json &j, const std::string &p,
                        const std::string &what, Initializer &init);
+  bool readWeightPermutation(const Json &j, const std::string &p,
+                             const std::string &what, unsigned rank,
+                             Initializer &init);
   bool readOutputs(const Json &j, Graph &g);
   bool readSourceNames(const Json &j, Graph &g);
   bool readOutput(const Json &j, const std::string &p, Graph &g);
@@ -210,9 +215,35 @@ bool GraphReader::readInitializer(const Json &j, const std::string &p,
   return true;
 }
 
+/// "weight_permutation": the stored weight's axes in the order the input
+/// holds them (Initializer::permutation).
+bool GraphReader::readWeightPermutation(const Json &j, const std::string &p,
+                                        const std::string &what, unsigned rank,
+                                        Initializer &init) {
+  std::string q = p + "/weight_permutation";
+  const Json &perm = j["weight_permutation"];
+  if (!j.contains("weight")) {
+    ctx.error(q, what + ": a weight_permutation needs a 'weight'");
+    return false;
+  }
+  if (perm.is_array())
+    for (const Json &a : perm)
+      if (a.is_number_integer())
+        init.permutation.push_back(a.get<int64_t>());
+  if (!perm.is_array() || init.permutation.size() != perm.size() ||
+      !format::isPermutation(init.permutation, rank)) {
+    ctx.error(q, what + ": weight_permutation must be a permutation of its " +
+                     std::to_string(rank) + " axes");
+    return false;
+  }
+  return true;
+}
+
 bool GraphReader::readInput(const Json &j, const std::string &p, Graph &g) {
   if (!ctx.expectObject(j, p, "an input") ||
-      !ctx.checkFields(j, p, {"name", "kind", "dtype", "shape", "init", "weight"},
+      !ctx.checkFields(j, p,
+                       {"name", "kind", "dtype", "shape", "init", "weight",
+                        "weight_permutation"},
                        {"name", "dtype", "shape"}, "input"))
     return false;
   std::string name;
@@ -264,6 +295,9 @@ bool GraphReader::readInput(const Json &j, const std::string &p, Graph &g) {
       return false;
     init.source = Initializer::Source::Weights;
   }
+  if (j.contains("weight_permutation") &&
+      !readWeightPermutation(j, p, what, type.rank(), init))
+    return false;
   if (kind == InputKind::Parameter && init.source == Initializer::Source::None) {
     ctx.error(p, what + ": a parameter needs 'init' or 'weight'");
     return false;
@@ -431,6 +465,8 @@ bool GraphReader::checkWeights(Graph &g) {
     std::vector<int64_t> shape;
     for (Dim d : type.dims)
       shape.push_back(d.extent());
+    if (!in.init.permutation.empty())
+      shape = format::storedDims(shape, in.init.permutation);
     if (it->second.dtype != safetensorsDType(type.dtype) ||
         it->second.shape != shape) {
       std::string got = format::fromSafetensorsDtype(it->second.dtype) + "[";

@@ -241,6 +241,8 @@ std::string cgc::writeGraphJson(const Graph &g) {
       obj["weight"] = in.init.tensor;
     else if (in.init.source != Initializer::Source::None)
       obj["init"] = initJson(in.init);
+    if (!in.init.permutation.empty())
+      obj["weight_permutation"] = in.init.permutation;
     j["inputs"].push_back(obj);
   }
   j["nodes"] = nodesJson(g);

@@ -80,7 +80,13 @@ static std::string initText(const Initializer &init) {
   using S = Initializer::Source;
   switch (init.source) {
   case S::None: return "";
-  case S::Weights: return " weight(\"" + init.tensor + "\")";
+  case S::Weights: {
+    std::string text = " weight(\"" + init.tensor + "\"";
+    for (size_t i = 0; i < init.permutation.size(); ++i)
+      text += (i ? ", " : ", permutation = [") + std::to_string(init.permutation[i]) +
+              (i + 1 == init.permutation.size() ? "]" : "");
+    return text + ")";
+  }
   case S::Zeros: return " init=zeros";
   case S::Ones: return " init=ones";
   case S::Constant: return " init=constant(" + formatDouble(init.a) + ")";

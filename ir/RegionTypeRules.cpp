@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "ir/ProductEpilogue.h"
+#include "ir/ConvolutionEpilogue.h"
 #include "ir/RowFusion.h"
 #include "ir/TypeChecker.h"
 
@@ -295,6 +296,14 @@ bool TypeChecker::rowFusionBody() {
   return true;
 }
 
+/// A conv_fusion's body is the chain of ir/ConvolutionEpilogue.h.
+bool TypeChecker::convolutionFusionBody() {
+  std::string why;
+  if (!convolutionEpilogue(node.region(0), why))
+    return fail("region 'body' of conv_fusion: " + why);
+  return true;
+}
+
 /// A fusion runs as one pointwise kernel: its body holds only elementwise
 /// ops, dropouts and sources (what fuse-elementwise makes and codegen
 /// lowers); a dropout numbers the elements of the fusion's iteration
@@ -331,6 +340,7 @@ bool TypeChecker::fusion(Types &out) {
   switch (node.getOp()) {
   case OpKind::Fusion: ok = pointwiseFusionBody(); break;
   case OpKind::ProductFusion: ok = productFusionBody(); break;
+  case OpKind::ConvolutionFusion: ok = convolutionFusionBody(); break;
   case OpKind::RowFusion: ok = rowFusionBody(); break;
 #define CGC_FUSED_OP(...)
 #define CGC_OP(Enum, ...) case OpKind::Enum:

@@ -69,6 +69,7 @@ private:
   bool whileOp(Types &out);
   bool fusion(Types &out);
   bool productFusionBody();
+  bool convolutionFusionBody();
   bool rowFusionBody();
   bool pointwiseFusionBody();
   bool regionSignature(Graph &region, llvm::StringRef name,

@@ -452,7 +452,7 @@ bool cgc::operandAdjoints(const Node &n, Value *g, ValueBuilder &gb,
   case OpKind::Fmod: case OpKind::Prod:
   case OpKind::CumSum: case OpKind::PadPacked: case OpKind::IndexCopy:
   case OpKind::PackPadded: case OpKind::If: case OpKind::While: case OpKind::Fusion:
-  case OpKind::ProductFusion: case OpKind::RowFusion:
+  case OpKind::ProductFusion: case OpKind::RowFusion: case OpKind::ConvolutionFusion:
   case OpKind::NonZero: case OpKind::MaskedSelect: case OpKind::Item:
   case OpKind::Attention: // expand-attention writes it out before autodiff.
   case OpKind::Conv: case OpKind::MaxPool: case OpKind::AvgPool:

@@ -19,13 +19,21 @@
 // the count of each window's positions inside the input (or the padded
 // input), a scalar when every window has the same. The driver runs it first, with
 // expand-attention (driver/Compiler.cpp); it leads the default pipeline.
-// Requires: a verified graph. Guarantees: no conv or pool remains; each
-// result equals the interpreter's but for the order of the f32 sums.
+// A conv that cuDNN runs (target/Scheduler.h's convolutionRunsOnLibrary)
+// stays whole; its bias, if any, moves out to an add of the bias as
+// [O, 1..1] (channels_last: [O]), which the fusion passes join with what
+// follows. A channels_last pool takes its windows along its own spatial
+// axes; a channels_last conv is written out channels first between
+// transposes.
+// Requires: a verified graph. Guarantees: no pool remains, and no conv but
+// the bias-free ones cuDNN runs; each result equals the interpreter's but
+// for the order of the f32 sums.
 //
 //===----------------------------------------------------------------------===//
 #include "ir/ConvolutionShape.h"
 #include "passes/Pass.h"
 #include "passes/ValueBuilder.h"
+#include "target/Scheduler.h"
 
 #include <cmath>
 
@@ -87,14 +95,20 @@ Value *windows(ValueBuilder &vb, Value *x, unsigned axis, const ConvolutionShape
   return vb.op(OpKind::Gather, {x, index}, {{"axis", int64_t(axis)}}, "windows");
 }
 
-/// [N, C, K1, E1, .., Kd, Ed]: \p x's windows, its padding (and a ceil
-/// pool's overhang) read as \p fill.
+/// [N, C, K1, E1, .., Kd, Ed] (channels_last: [N, K1, E1, .., Kd, Ed,
+/// C]): \p x's windows, its padding (and a ceil pool's overhang) read as
+/// \p fill. Spatial dim a's K axis is windowAxis(s, a).
+unsigned windowAxis(const ConvolutionShape &s, size_t a) {
+  return unsigned((s.channelsLast ? 1 : 2) + 2 * a);
+}
+
 Value *allWindows(ValueBuilder &vb, Value *x, const ConvolutionShape &s, double fill) {
   size_t d = s.in.size();
   for (size_t a = 0; a < d; ++a)
-    x = padAxis(vb, x, unsigned(a + 2), s.before[a], s.after[a] + s.overhang[a], fill);
+    x = padAxis(vb, x, spatialAxis(s.channelsLast, a), s.before[a],
+                s.after[a] + s.overhang[a], fill);
   for (size_t a = 0; a < d; ++a)
-    x = windows(vb, x, unsigned(2 + 2 * a), s, a);
+    x = windows(vb, x, windowAxis(s, a), s, a);
   return x;
 }
 
@@ -105,8 +119,9 @@ std::vector<Dim> resultDims(Dim batch, int64_t channels, const ConvolutionShape 
   return dims;
 }
 
-Value *expandConv(ValueBuilder &vb, const Node &n, const ConvolutionShape &s) {
-  Value *x = allWindows(vb, n.operand(0), s, 0.0), *w = n.operand(1);
+Value *expandConv(ValueBuilder &vb, Value *input, Value *w, Value *bias,
+                  const ConvolutionShape &s) {
+  Value *x = allWindows(vb, input, s, 0.0);
   if (!x)
     return nullptr;
   size_t d = s.in.size();
@@ -117,7 +132,7 @@ Value *expandConv(ValueBuilder &vb, const Node &n, const ConvolutionShape &s) {
     perm.push_back(int64_t(3 + 2 * a));
   if (d > 1)
     x = vb.op(OpKind::Transpose, {x}, {{"perm", perm}}, "cols");
-  Dim batch = n.operand(0)->getType().dims[0];
+  Dim batch = input->getType().dims[0];
   int64_t g = s.groups, reduced = s.channels / g * product(s.kernel),
           positions = product(s.out);
   Value *cols = vb.reshape(x, {batch, Dim::fixed(g), Dim::fixed(reduced),
@@ -126,10 +141,10 @@ Value *expandConv(ValueBuilder &vb, const Node &n, const ConvolutionShape &s) {
                                   Dim::fixed(reduced)}, "weights");
   Value *y = vb.reshape(vb.matmul(weights, cols, false, false),
                         resultDims(batch, s.outChannels, s), "out");
-  if (n.numOperands() == 3) {
+  if (bias) {
     std::vector<Dim> column(d + 1, Dim::fixed(1));
     column[0] = Dim::fixed(s.outChannels);
-    y = vb.add(y, vb.reshape(n.operand(2), column, "bias"));
+    y = vb.add(y, vb.reshape(bias, column, "bias"));
   }
   return y;
 }
@@ -163,14 +178,17 @@ std::vector<Number> divisors(const Node &n, const ConvolutionShape &s, bool &uni
   return out;
 }
 
-Value *expandPool(ValueBuilder &vb, const Node &n, const ConvolutionShape &s) {
+Value *expandPool(ValueBuilder &vb, const Node &n, Value *input, const ConvolutionShape &s) {
   bool max = n.getOp() == OpKind::MaxPool;
-  Value *x = allWindows(vb, n.operand(0), s, max ? -INFINITY : 0.0);
-  std::vector<int64_t> axes;
-  for (size_t a = 0; a < s.in.size(); ++a)
-    axes.push_back(int64_t(2 + 2 * a));
-  Value *y = vb.op(max ? OpKind::Max : OpKind::Sum, {x},
-                   {{"axes", axes}, {"keepdim", false}}, max ? "max" : "sum");
+  Value *x = allWindows(vb, input, s, max ? -INFINITY : 0.0);
+  // One kernel axis at a time, the last first: each reduction is over one
+  // run of dims, which the row and column kernels take (the axes together
+  // are not one run).
+  Value *y = x;
+  for (size_t a = s.in.size(); a-- > 0;)
+    y = vb.op(max ? OpKind::Max : OpKind::Sum, {y},
+              {{"axes", std::vector<int64_t>{int64_t(windowAxis(s, a))}}, {"keepdim", false}},
+              max ? "max" : "sum");
   if (max || !y)
     return y;
   bool uniform = false;
@@ -181,13 +199,44 @@ Value *expandPool(ValueBuilder &vb, const Node &n, const ConvolutionShape &s) {
   std::vector<Dim> dims;
   for (int64_t e : s.out)
     dims.push_back(Dim::fixed(e));
+  if (s.channelsLast)
+    dims.push_back(Dim::fixed(1)); // [E..., 1] against [N, E..., C].
   Value *count = vb.op(OpKind::Constant, {},
                        {{"dtype", dtype}, {"shape", dims}, {"value", counts}}, "count");
   return vb.div(y, count);
 }
 
+/// A channels_last conv is written out channels first between transposes.
 Value *expand(ValueBuilder &vb, const Node &n, const ConvolutionShape &s) {
-  return n.getOp() == OpKind::Conv ? expandConv(vb, n, s) : expandPool(vb, n, s);
+  if (n.getOp() != OpKind::Conv)
+    return expandPool(vb, n, n.operand(0), s);
+  unsigned rank = n.result()->getType().rank();
+  auto first = [&](Value *v) {
+    if (!s.channelsLast)
+      return v;
+    return vb.op(OpKind::Transpose, {v}, {{"perm", channelsFirstPerm(rank)}},
+                 "channels_first");
+  };
+  ConvolutionShape channelsFirst = s;
+  channelsFirst.channelsLast = false;
+  Value *y = expandConv(vb, first(n.operand(0)), first(n.operand(1)),
+                        n.numOperands() == 3 ? n.operand(2) : nullptr, channelsFirst);
+  if (!s.channelsLast || !y)
+    return y;
+  return vb.op(OpKind::Transpose, {y}, {{"perm", channelsLastPerm(rank)}},
+               "channels_last");
+}
+
+/// A conv that cuDNN runs, its bias (if any) added after it.
+Value *withoutBias(ValueBuilder &vb, const Node &n) {
+  Value *y = vb.clone(n, {n.operand(0), n.operand(1)});
+  if (n.numOperands() == 2 || !y)
+    return y;
+  // [O, 1..1] broadcasts over [N, O, E...]; [O] itself over [N, E..., O].
+  std::vector<Dim> dims = {n.operand(2)->getType().dims[0]};
+  if (!n.boolAttr("channels_last", false))
+    dims.resize(n.result()->getType().rank() - 1, Dim::fixed(1));
+  return vb.add(y, vb.reshape(n.operand(2), dims, "bias"));
 }
 
 /// The most window positions (kernel x output extent) of one spatial dim
@@ -210,9 +259,18 @@ public:
     return "write every conv and pool out as window gathers and a product or reduction";
   }
   bool run(Graph &graph, PassContext &ctx) override {
+    auto onLibrary = [&](const Node &n) {
+      return n.getOp() == OpKind::Conv && convolutionRunsOnLibrary(n, ctx.target);
+    };
     return rewriteEach(
-        graph, ctx.diag, [](const Node &n) { return n.info().family == Convolution; },
+        graph, ctx.diag,
+        [&](const Node &n) {
+          return n.info().family == Convolution &&
+                 !(onLibrary(n) && n.numOperands() == 2);
+        },
         [&](ValueBuilder &vb, const Node &n) -> Value * {
+          if (onLibrary(n))
+            return withoutBias(vb, n);
           std::string why;
           auto shape = convolutionShape(n, why);
           if (shape)

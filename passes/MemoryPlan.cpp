@@ -7,7 +7,8 @@
 //    written straight into its target's storage when no later node reads
 //    the target; otherwise it is computed elsewhere and copied at the end.
 // 3. Walking the nodes in order (regions at their place, see Liveness.h), a
-//    reshape shares its operand's buffer, an elementwise node may take over
+//    reshape shares its operand's buffer (a graph input's too, unless an
+//    output updates it), an elementwise node may take over
 //    the buffer of a same-shaped operand that dies there (index_copy that
 //    of its x, a KV cache updated in place), and every other result gets a
 //    temporary buffer.
@@ -96,6 +97,7 @@ public:
   bool run();
 
 private:
+  bool isReadOnlyInput(const Value *v) const;
   unsigned newBuffer(Value *v, uint64_t bytes, Storage::Region region,
                      int start, int end, bool fixed) {
     Buffer b;
@@ -289,6 +291,15 @@ bool Planner::takeOperand(Node &n, Value *r, llvm::DenseSet<unsigned> &taken) {
   return false;
 }
 
+/// A graph input no output updates: a reshape of it reads its slot (the
+/// caller's buffer, when bound) as it is.
+bool Planner::isReadOnlyInput(const Value *v) const {
+  bool input = llvm::any_of(g.inputs(), [&](const GraphInput &in) { return in.value == v; });
+  return input && llvm::none_of(g.outputs, [&](const GraphOutput &o) {
+           return updatesState(o.kind) && o.target == v->getName();
+         });
+}
+
 void Planner::planResult(Node &n, Value *r, llvm::DenseSet<unsigned> &taken) {
   auto claim = claimed.find(r);
   if (claim != claimed.end()) {
@@ -297,9 +308,9 @@ void Planner::planResult(Node &n, Value *r, llvm::DenseSet<unsigned> &taken) {
     newBuffer(r, valueBytes(r), Storage::Region::Persistent, 0, live.last(),
               true);
     plan.constantData.push_back(&n);
-  } else if (n.getOp() == OpKind::Reshape && n.operand(0)->getDef() &&
-             plan.bufferOf.count(n.operand(0)) &&
-             !isConstantData(*n.operand(0)->getDef())) {
+  } else if (n.getOp() == OpKind::Reshape && plan.bufferOf.count(n.operand(0)) &&
+             (n.operand(0)->getDef() ? !isConstantData(*n.operand(0)->getDef())
+                                     : isReadOnlyInput(n.operand(0)))) {
     plan.aliasOf[r] = n.operand(0);
     join(r, bufferOf(n.operand(0)), live.lastUse(r));
   } else if (!takeOperand(n, r, taken)) {

@@ -41,6 +41,10 @@ set -u
 HERE=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=${1:-build}
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+# cuDNN (convolutions; the runtime dlopens libcudnn.so.9): on the GPU machine
+# it comes with PyTorch's wheels (site-packages nvidia/cudnn/lib).
+CUDNN_LIB=$(python3 -c 'import nvidia.cudnn, os; print(os.path.join(list(nvidia.cudnn.__path__)[0], "lib"))' 2>/dev/null)
+[ -n "$CUDNN_LIB" ] && [ -d "$CUDNN_LIB" ] && export LD_LIBRARY_PATH=$CUDNN_LIB:$LD_LIBRARY_PATH
 RES=${OUT:-${CGC_GPU_RESULTS:-$BUILD/gpu-results}}
 mkdir -p "$RES"
 status=0

@@ -14,6 +14,7 @@
 #include "ir/RowFusion.h"
 #include "ir/TypeRules.h"
 #include "target/AttentionRule.h"
+#include "target/ConvolutionRule.h"
 #include "target/ProductRule.h"
 #include "target/ReductionRule.h"
 
@@ -23,6 +24,10 @@
 
 using namespace cgc;
 using F = ScheduleField;
+
+bool cgc::isConvolutionNode(const Node &node) {
+  return node.getOp() == OpKind::Conv || node.getOp() == OpKind::ConvolutionFusion;
+}
 
 bool cgc::isProductNode(const Node &node) {
   return node.info().has(MatMul) || node.getOp() == OpKind::ProductFusion;
@@ -59,7 +64,8 @@ bool cgc::needsSchedule(const Node &node) {
     return false;
   if (isProductNode(node))
     return node.result()->getType().numElements() != 0;
-  return runsOnRows(node) || node.getOp() == OpKind::Attention;
+  return runsOnRows(node) || node.getOp() == OpKind::Attention ||
+         isConvolutionNode(node);
 }
 
 bool cgc::attentionRunsFused(const Node &attention, const Target &target) {
@@ -72,6 +78,20 @@ bool cgc::attentionRunsFused(const Node &attention, const Target &target) {
     return false;
   }
   llvm_unreachable("an AttentionPolicy value");
+}
+
+bool cgc::convolutionRunsOnLibrary(const Node &conv, const Target &target) {
+  switch (target.convolution) {
+  case ConvolutionPolicy::LibraryWherePossible: // A record given is the schedule pass's to check.
+    return conv.schedule() || libraryConvolutionRefusal(conv).empty();
+  case ConvolutionPolicy::Expand:
+    return false;
+  }
+  llvm_unreachable("a ConvolutionPolicy value");
+}
+
+bool cgc::convolutionTakesEpilogue(const Node &conv, const Target &target) {
+  return convolutionRunsOnLibrary(conv, target) && convolutionEpilogueRefusal(conv).empty();
 }
 
 static int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
@@ -123,6 +143,7 @@ static Schedule productRecord(const ProductProblem &p, Strategy strategy,
   case Strategy::Columns:
   case Strategy::FusedAttention:
   case Strategy::MmaAttention:
+  case Strategy::LibraryConvolution:
     break;
   }
   llvm_unreachable("a product strategy");
@@ -174,6 +195,7 @@ static std::string checkProduct(const Node &node, const Schedule &r,
   case Strategy::Columns:
   case Strategy::FusedAttention:
   case Strategy::MmaAttention:
+  case Strategy::LibraryConvolution:
     return "a product runs as generated_product, tiled_product or "
            "library_product, not " + name;
   }
@@ -483,6 +505,30 @@ static std::string checkAttention(const Node &node, const Schedule &r,
 }
 
 //===----------------------------------------------------------------------===//
+// Convolutions
+//===----------------------------------------------------------------------===//
+
+static Schedule convolutionRecord() {
+  Schedule s;
+  s.strategy = Strategy::LibraryConvolution;
+  s[F::Scratch] = kConvolutionWorkspaceBytes;
+  s.reason = "cuDNN, its engine chosen at load";
+  return s;
+}
+
+static std::string checkConvolution(const Node &node, const Schedule &r) {
+  if (r.strategy != Strategy::LibraryConvolution)
+    return "conv runs as library_convolution, not " +
+           strategyName(r.strategy).str();
+  std::string refusal = libraryConvolutionRefusal(node);
+  if (!refusal.empty())
+    return refusal + "; expand-convolution writes it out as window gathers and products";
+  if (r[F::Scratch] < 0 || r[F::Scratch] > (int64_t(1) << 40))
+    return "scratch must be in [0, 2^40] bytes";
+  return "";
+}
+
+//===----------------------------------------------------------------------===//
 // The entry points
 //===----------------------------------------------------------------------===//
 
@@ -490,7 +536,9 @@ llvm::Optional<Schedule> cgc::scheduleOf(const Node &node,
                                          const Target &target,
                                          std::string &error) {
   Schedule s;
-  if (node.getOp() == OpKind::Attention &&
+  if (isConvolutionNode(node)) {
+    s = convolutionRecord();
+  } else if (node.getOp() == OpKind::Attention &&
       mmaAttentionRefusal(node, target).empty()) {
     AttentionShape shape = attentionShape(node);
     int64_t warps = mmaAttentionWarps(shape, target);
@@ -538,6 +586,8 @@ std::string cgc::checkSchedule(const Node &node, const Schedule &record,
     return checkProduct(node, record, target);
   if (node.getOp() == OpKind::Attention)
     return checkAttention(node, record, target);
+  if (isConvolutionNode(node))
+    return checkConvolution(node, record);
   const Node &row = rowOpOf(node);
   switch (record.strategy) {
   case Strategy::Rows: return checkRows(node, row, record);
@@ -548,6 +598,7 @@ std::string cgc::checkSchedule(const Node &node, const Schedule &record,
   case Strategy::LibraryProduct:
   case Strategy::FusedAttention:
   case Strategy::MmaAttention:
+  case Strategy::LibraryConvolution:
     return "a row op runs as rows, split_rows or columns, not " +
            strategyName(record.strategy).str();
   }

@@ -24,12 +24,14 @@ namespace cgc {
 
 /// Whether \p node is a matrix product: matmul, linear or product_fusion.
 bool isProductNode(const Node &node);
+/// Whether \p node is a convolution cuDNN may run: conv or conv_fusion.
+bool isConvolutionNode(const Node &node);
 /// Whether \p node runs on row or column kernels: a sum, mean, max, min
 /// or prod over one run of dims, softmax or log_softmax over the innermost
 /// axis, layernorm, cross_entropy, row_fusion.
 bool runsOnRows(const Node &node);
 /// Whether \p node is heavy: a static product with a non-empty result, a
-/// static node that runs on rows, or a static attention. Heavy nodes carry
+/// static node that runs on rows, a static attention or conv. Heavy nodes carry
 /// a record from the schedule pass on; lowering refuses one without.
 bool needsSchedule(const Node &node);
 /// expand-attention: whether \p attention stays whole, to run as one
@@ -37,6 +39,13 @@ bool needsSchedule(const Node &node);
 /// measured faster, or where the node carries a record, hand-written in
 /// the JSON), under \p target's policy (Expand: none stays).
 bool attentionRunsFused(const Node &attention, const Target &target);
+/// expand-convolution: whether `conv` node \p conv stays whole, to run on
+/// cuDNN (target/ConvolutionRule.h: where it can, or where the node
+/// carries a record), under \p target's policy (Expand: none stays).
+bool convolutionRunsOnLibrary(const Node &conv, const Target &target);
+/// fuse-convolution-epilogue: whether cuDNN's fused engines take an
+/// epilogue after `conv` node \p conv (target/ConvolutionRule.h).
+bool convolutionTakesEpilogue(const Node &conv, const Target &target);
 
 /// The record the rules give heavy node \p node on \p target; none, with
 /// \p error set, when no strategy can run it.

@@ -22,8 +22,9 @@ unsigned cgc::multiprocessorsOf(const std::string &arch) {
 }
 
 Target cgc::targetFor(const std::string &arch, ProductPolicy products,
-                      AttentionPolicy attention) {
-  return {arch, multiprocessorsOf(arch), products, attention};
+                      AttentionPolicy attention,
+                      ConvolutionPolicy convolution) {
+  return {arch, multiprocessorsOf(arch), products, attention, convolution};
 }
 
 uint32_t cgc::residentGrid(int64_t blocks, unsigned threadsPerBlock,

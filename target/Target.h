@@ -26,12 +26,18 @@ enum class ProductPolicy { CostRule, LibraryOnly, TiledWherePossible };
 /// products and softmax), or writes every one out (autodiff has no rule
 /// for the op; `--expand-attention` measures the difference).
 enum class AttentionPolicy { FusedWhereFaster, Expand };
+/// Whether expand-convolution keeps the convolutions cuDNN can run
+/// (target/ConvolutionRule.h), or writes every one out as window gathers
+/// and products (autodiff has no rule for the op; `--expand-convolution`
+/// measures the difference).
+enum class ConvolutionPolicy { LibraryWherePossible, Expand };
 
 struct Target {
   std::string arch = "sm_90";
   unsigned multiprocessors = 132;
   ProductPolicy products = ProductPolicy::CostRule;
   AttentionPolicy attention = AttentionPolicy::FusedWhereFaster;
+  ConvolutionPolicy convolution = ConvolutionPolicy::LibraryWherePossible;
 };
 
 /// The multiprocessor count of the largest part of architecture \p arch
@@ -40,7 +46,9 @@ unsigned multiprocessorsOf(const std::string &arch);
 /// The target of \p arch under \p products.
 Target targetFor(const std::string &arch,
                  ProductPolicy products = ProductPolicy::CostRule,
-                 AttentionPolicy attention = AttentionPolicy::FusedWhereFaster);
+                 AttentionPolicy attention = AttentionPolicy::FusedWhereFaster,
+                 ConvolutionPolicy convolution =
+                     ConvolutionPolicy::LibraryWherePossible);
 
 /// Resident threads per multiprocessor (sm_70 to sm_120: 2048, or 1536 on
 /// consumer parts, where a grid of this many is still one short wave).

@@ -6,7 +6,9 @@
 // dim, in double, rounded once to the result's dtype. A pool takes the
 // positions of each window inside x: their max (NaN if any is NaN; -inf
 // if none), or their sum over the count of those inside x (with
-// count_include_pad: inside the padded input).
+// count_include_pad: inside the padded input). A channels_last op is the
+// same op on its operands with the channels moved to axis 1, its result
+// moved back.
 //
 //===----------------------------------------------------------------------===//
 #include "ir/ConvolutionShape.h"
@@ -72,15 +74,9 @@ static Tensor evalPool(const Node &node, const Tensor &x, const ConvolutionShape
   return out;
 }
 
-Tensor interp::evalConvolution(const Node &node, const Operands &in) {
-  if (node.getOp() != OpKind::Conv) {
-    std::string why;
-    return evalPool(node, *in[0], *convolutionShape(node, why));
-  }
-  const Tensor &x = *in[0], &w = *in[1];
-  const Tensor *bias = in.size() > 2 ? in[2] : nullptr;
-  std::string why;
-  ConvolutionShape s = *convolutionShape(node, why); // verified
+/// conv, channels first.
+static Tensor evalConv(const Tensor &x, const Tensor &w, const Tensor *bias,
+                       const ConvolutionShape &s) {
   size_t d = s.in.size();
   int64_t batch = x.shape[0], perGroupIn = s.channels / s.groups,
           perGroupOut = s.outChannels / s.groups;
@@ -116,4 +112,19 @@ Tensor interp::evalConvolution(const Node &node, const Operands &in) {
     }
   out.round();
   return out;
+}
+
+Tensor interp::evalConvolution(const Node &node, const Operands &in) {
+  std::string why;
+  ConvolutionShape s = *convolutionShape(node, why); // verified
+  bool last = s.channelsLast;
+  unsigned rank = in[0]->rank();
+  auto first = [&](const Tensor &t) {
+    return last ? permute(t, channelsFirstPerm(rank)) : t;
+  };
+  Tensor out = node.getOp() == OpKind::Conv
+                   ? evalConv(first(*in[0]), first(*in[1]),
+                              in.size() > 2 ? in[2] : nullptr, s)
+                   : evalPool(node, first(*in[0]), s);
+  return last ? permute(out, channelsLastPerm(rank)) : out;
 }

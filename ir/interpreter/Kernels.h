@@ -47,6 +47,8 @@ Tensor evalMatMul(const Node &node, const Operands &in);
 Tensor evalAttention(const Node &node, const Operands &in);
 Tensor evalConvolution(const Node &node, const Operands &in);
 Tensor evalMovement(const Node &node, const Operands &in, const DimEnv &env);
+/// \p x transposed: the result's axis i is x's axis perm[i].
+Tensor permute(const Tensor &x, const std::vector<int64_t> &perm);
 /// Normalizations, losses and dropout.
 Tensor evalNN(const Node &node, const Operands &in);
 Tensor evalSyncPoint(const Node &node, const Operands &in);

@@ -32,7 +32,10 @@ static Shape coords(int64_t i, const Shape &shape) {
 }
 
 static Tensor transpose(const Node &node, const Tensor &x) {
-  std::vector<int64_t> perm = transposePerm(node, x.rank());
+  return permute(x, transposePerm(node, x.rank()));
+}
+
+Tensor interp::permute(const Tensor &x, const std::vector<int64_t> &perm) {
   Shape shape;
   for (int64_t p : perm)
     shape.push_back(x.shape[p]);

@@ -143,6 +143,7 @@ static llvm::SmallVector<const Value *, 2> boundInputs(const Node &n,
   case OpKind::Fusion:
   case OpKind::ProductFusion:
   case OpKind::RowFusion:
+  case OpKind::ConvolutionFusion:
     return {n.region(0).inputs()[k].value};
 #define CGC_CONTROL_FLOW_OP(...)
 #define CGC_FUSED_OP(...)

@@ -33,6 +33,24 @@ TORCH_DTYPES = {d.ir: d.torch for d in DTYPES}
 ROLE_INPUT, ROLE_OUTPUT, ROLE_STATE = 0, 1, 2
 
 
+def _point_at_cudnn():
+    """Tells the runtime where PyTorch's cuDNN is (CGC_CUDNN_LIBRARY, the
+    first place it looks), unless the caller did: the runtime dlopens
+    libcudnn.so.9 for artifacts with convolutions, and PyTorch's wheels
+    keep it in site-packages, where the loader's search may not look."""
+    if "CGC_CUDNN_LIBRARY" in os.environ:
+        return
+    try:
+        import nvidia.cudnn
+    except ImportError:
+        return
+    for root in getattr(nvidia.cudnn, "__path__", []):
+        lib = os.path.join(root, "lib", "libcudnn.so.9")
+        if os.path.exists(lib):
+            os.environ["CGC_CUDNN_LIBRARY"] = lib
+            return
+
+
 class Artifact(_native.Runner):
     """A loaded artifact with one context: call it on torch CUDA tensors."""
 
@@ -40,6 +58,7 @@ class Artifact(_native.Runner):
         import torch
         self.torch = torch
         torch.cuda.init()
+        _point_at_cudnn()
         index = device if device is not None else torch.cuda.current_device()
         self.device = torch.device("cuda", index)
         super().__init__(os.fspath(path), index)

@@ -48,6 +48,19 @@ cgc_status failCublasLt(const CublasLt &lt, const std::string &what,
   return fail(status, what + ": " + lt.errorText(name.c_str(), s));
 }
 
+cgc_status failCudnn(const Cudnn &dnn, const std::string &what, const char *api,
+                     cudnnStatus_t s) {
+  cgc_status status = CGC_ERROR_DRIVER;
+  if (s == CUDNN_STATUS_INTERNAL_ERROR_HOST_ALLOCATION_FAILED ||
+      s == CUDNN_STATUS_INTERNAL_ERROR_DEVICE_ALLOCATION_FAILED)
+    status = CGC_ERROR_OUT_OF_MEMORY;
+  else if (CUDNN_STATUS_CATEGORY(s) == CUDNN_STATUS_NOT_SUPPORTED)
+    status = CGC_ERROR_UNSUPPORTED;
+  std::string name(api);
+  name = name.substr(0, name.find('('));
+  return fail(status, what + ": " + dnn.errorText(name.c_str(), s));
+}
+
 cgc_status requireDriver(const Driver *&drv) {
   std::string reason;
   drv = getDriver(reason);

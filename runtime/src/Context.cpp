@@ -2,11 +2,11 @@
 //
 // A context owns an arena and one instantiated CUDA graph per top-level
 // manifest graph, built node by node with the manifest's edges (no empty
-// nodes, no stream capture except of the one cuBLASLt call of a product
-// node; each kind is added by its file, see Nodes.h), conditional bodies
-// built into the body graphs their nodes own, then instantiated and
-// uploaded once. Replay, eager launch and rebinding are in
-// Run.cpp.
+// nodes, no stream capture except of the one library call of a product or
+// convolution node; each kind is added by its file, see Nodes.h),
+// conditional bodies built into the body graphs their nodes own, then
+// instantiated and uploaded once. Replay, eager launch and rebinding are
+// in Run.cpp.
 //
 //===----------------------------------------------------------------------===//
 #include "Nodes.h"
@@ -265,7 +265,11 @@ cgc_status createContext(std::unique_ptr<cgc_context_s> &ctx, void *arena,
   for (uint32_t g = 0; g < m.graphs.size(); ++g)
     if (cgc_status s = buildTree(*ctx, g))
       return s;
-  CGC_CHECK_CU(*e.drv, cuCtxSynchronize());
+  // The arena's memset and the uploads ran on the legacy stream. Not
+  // cuCtxSynchronize: it fails while another thread captures a library
+  // call (CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED), and the capture streams
+  // are non-blocking, so the legacy stream never waits for them.
+  CGC_CHECK_CU(*e.drv, cuStreamSynchronize(nullptr));
   return CGC_OK;
 }
 

@@ -2,12 +2,14 @@
 //
 // cgc_engine_load_*: validate the artifact, pick the device code (sm cubin,
 // else PTX through the driver JIT), resolve kernels, plan the matrix
-// products (ProductPlans.cpp: cuBLASLt, only if there are any), allocate the
+// products (ProductPlans.cpp: cuBLASLt, only if there are any) and the
+// convolutions (ConvolutionPlans.cpp: cuDNN, likewise), allocate the
 // persistent region and upload initial state. Also engine introspection and
 // state I/O.
 //
 //===----------------------------------------------------------------------===//
 #include "Internal.h"
+#include "format/Permutation.h"
 #include "format/FileIO.h"
 #include "format/WeightsFile.h"
 
@@ -26,6 +28,7 @@ cgc_engine_s::~cgc_engine_s() {
     return;
   makeCurrent();
   releaseProducts(*this);
+  releaseConvolutions(*this);
   if (persistent)
     drv->cuMemFree(persistent);
   if (library)
@@ -147,6 +150,16 @@ cgc_status uploadState(cgc_engine_s &e,
       src = e.artifact.blob(t.initBlob).first + t.initOffset;
     else if (!t.initTensor.empty())
       src = weights.data() + t.initOffset; // In range: validateManifest.
+    std::vector<uint8_t> held; // The file's tensor, permuted as it is used.
+    if (src && !t.initPermutation.empty()) {
+      held.resize(t.bytes);
+      size_t elem = cgc::format::dtypeSize(t.dtype);
+      cgc::format::forEachPermuted(
+          t.shape, t.initPermutation, [&](int64_t to, int64_t from) {
+            std::memcpy(&held[size_t(to) * elem], src + size_t(from) * elem, elem);
+          });
+      src = held.data();
+    }
     if (src)
       CGC_CHECK_CU(drv, cuMemcpyHtoD(e.persistent + t.offset, src, t.bytes));
   }
@@ -219,6 +232,10 @@ cgc_status loadEngine(std::unique_ptr<cgc_engine_s> &e, const uint8_t *data,
   if (cgc_status s = planProducts(*e))
     return s;
   if (cgc_status s = tuneProducts(*e))
+    return s;
+  if (cgc_status s = planConvolutions(*e))
+    return s;
+  if (cgc_status s = tuneConvolutions(*e))
     return s;
   return uploadState(*e, weights);
 }

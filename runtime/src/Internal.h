@@ -9,10 +9,12 @@
 
 #include "format/ArtifactFormat.h"
 #include "CublasLt.h"
+#include "Cudnn.h"
 #include "Driver.h"
 #include "cgc/cgc_runtime.h"
 
 #include <atomic>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -30,6 +32,10 @@ cgc_status failCublasLt(const CublasLt &lt, const std::string &what,
                         const char *api, cublasStatus_t s);
 int32_t dtypeCode(const std::string &dtype);
 
+/// Maps a cuDNN failure to a status; \p what names the convolution.
+cgc_status failCudnn(const Cudnn &dnn, const std::string &what, const char *api,
+                     cudnnStatus_t s);
+
 #define CGC_CHECK_CU(drv, call)                                                \
   do {                                                                         \
     CUresult cgcR = (drv).call;                                                \
@@ -42,6 +48,13 @@ int32_t dtypeCode(const std::string &dtype);
     cublasStatus_t cgcS = (lt).call;                                           \
     if (cgcS != CUBLAS_STATUS_SUCCESS)                                         \
       return ::cgc::rt::failCublasLt((lt), (what), #call, cgcS);               \
+  } while (0)
+
+#define CGC_CHECK_DNN(dnn, what, call)                                         \
+  do {                                                                         \
+    cudnnStatus_t cgcS = (dnn).call;                                           \
+    if (cgcS != CUDNN_STATUS_SUCCESS)                                          \
+      return ::cgc::rt::failCudnn((dnn), (what), #call, cgcS);                 \
   } while (0)
 
 /// One matrix product as planned at engine load: its cuBLASLt descriptors
@@ -83,6 +96,95 @@ cgc_status tuneProducts(cgc_engine_s &e);
 /// "product 2 (node 'mm1', f16 m=64 n=32 k=128 ...)", for messages.
 std::string productLabel(const cgc_engine_s &e, size_t index);
 
+/// One usable cuDNN engine configuration of a convolution: finalized into
+/// an execution plan within the reserved workspace, with numerical notes
+/// the convolution allows.
+struct ConvolutionCandidate {
+  cudnnBackendDescriptor_t config = nullptr; ///< An engine configuration.
+  cudnnBackendDescriptor_t plan = nullptr;   ///< Its execution plan.
+  int64_t engineId = -1; ///< CUDNN_ATTR_ENGINE_GLOBAL_INDEX.
+  int64_t workspace = 0; ///< CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE.
+  std::string tag;       ///< "eng<id>_k<knob>=<value>...".
+};
+
+/// One convolution as planned at engine load: its cuDNN operation graph
+/// (the convolution, then the epilogue's pointwise operations) and the
+/// execution plan every context of the engine captures. Convolutions with
+/// the same shapes, layouts, dtype, epilogue, alignments and workspace
+/// share the plan of the first of them (its owner).
+struct ConvolutionPlan {
+  /// The convolution whose descriptors this one uses (itself if it owns).
+  size_t owner = 0;
+  /// Owner only: the tensors, operations and operation graph, destroyed
+  /// with the engine (in reverse), and the usable candidates in the
+  /// heuristic's order; after tuning only the chosen one is left.
+  std::vector<cudnnBackendDescriptor_t> graph;
+  std::vector<ConvolutionCandidate> candidates;
+  // The chosen candidate (copied from the owner's).
+  cudnnBackendDescriptor_t plan = nullptr;
+  int64_t engineId = -1;
+  int64_t workspaceUsed = 0;
+  std::string tag;
+  int32_t usable = 0; ///< Usable candidates found (at most the limit).
+  bool timed = false; ///< Chosen by timing (ConvolutionTuning.cpp).
+};
+
+/// Where one run of a convolution finds its tensors (null when unused).
+struct ConvolutionOperands {
+  void *x = nullptr, *w = nullptr, *y = nullptr;
+  void *scale = nullptr, *bias = nullptr, *residual = nullptr;
+  void *workspace = nullptr;
+};
+
+// Convolutions at engine load (ConvolutionPlans.cpp; timing in
+// ConvolutionTuning.cpp; the C API in ConvolutionApi.cpp).
+/// Loads cuDNN and plans every convolution of the artifact; does nothing
+/// (and loads nothing) for an artifact without convolutions.
+cgc_status planConvolutions(cgc_engine_s &e);
+/// Times each convolution's candidates and keeps the fastest (the first
+/// with CGC_CONVOLUTION_TUNING=0), then destroys the others.
+cgc_status tuneConvolutions(cgc_engine_s &e);
+/// Makes each owner's first candidate the plan of the convolutions that
+/// use it (planning's choice, then tuning's).
+void adoptCandidates(cgc_engine_s &e);
+/// Destroys the plans, the operation graphs and the cuDNN handle.
+void releaseConvolutions(cgc_engine_s &e);
+/// False when CGC_CONVOLUTION_TUNING=0 is in the environment.
+bool convolutionTuningEnabled();
+/// Points the engine's cuDNN handle at \p stream while it lives, under the
+/// engine's cuDNN lock, and back at the default stream when it ends. The
+/// handle's stream is shared state, and cudnnSetStream must never replace a
+/// stream that another thread is capturing (on an H200 with cuDNN 9.19 it
+/// then failed with CUDNN_STATUS_BAD_PARAM_STREAM_MISMATCH): so the handle
+/// rests on the default stream, and a capture points it at the capture
+/// stream before the capture begins and away after it ends.
+class ConvolutionStream {
+public:
+  ConvolutionStream(const cgc_engine_s &e, CUstream stream);
+  ~ConvolutionStream();
+  ConvolutionStream(const ConvolutionStream &) = delete;
+  ConvolutionStream &operator=(const ConvolutionStream &) = delete;
+  /// cudnnSetStream's status.
+  cudnnStatus_t status() const { return status_; }
+
+private:
+  const cgc_engine_s &e_;
+  std::lock_guard<std::mutex> lock_;
+  cudnnStatus_t status_;
+};
+/// Runs execution plan \p plan of convolution \p index once with the
+/// tensors at \p o on the stream a live ConvolutionStream points the handle
+/// at: builds the variant pack (as many allocations as cuDNN makes),
+/// cudnnBackendExecute, destroys the pack. On failure returns cuDNN's
+/// status and names the call in \p api.
+cudnnStatus_t executeConvolution(const cgc_engine_s &e, size_t index,
+                                 cudnnBackendDescriptor_t plan,
+                                 const ConvolutionOperands &o,
+                                 const char *&api);
+/// "convolution 2 (node 'conv1', bf16 x 1,64,56,56 w 64,64,3,3 ...)", for
+/// messages.
+std::string convolutionLabel(const cgc_engine_s &e, size_t index);
+
 } // namespace rt
 } // namespace cgc
 
@@ -101,6 +203,14 @@ struct cgc_engine_s {
   const cgc::rt::CublasLt *lt = nullptr;
   cublasLtHandle_t ltHandle = nullptr;
   std::vector<cgc::rt::ProductPlan> products;
+  /// Convolutions (ConvolutionPlans.cpp): set only if the artifact has some.
+  const cgc::rt::Cudnn *dnn = nullptr;
+  cudnnHandle_t dnnHandle = nullptr;
+  std::vector<cgc::rt::ConvolutionPlan> convolutions;
+  /// Held while the handle points at a stream (ConvolutionStream): by
+  /// graph building, rebinding and eager runs of convolutions, never by
+  /// replays, which do not call cuDNN.
+  mutable std::mutex dnnMutex;
   /// Contexts alive on this engine (pinning an algorithm refuses while any
   /// exists, since they captured the old one).
   std::atomic<size_t> contexts{0};

@@ -5,7 +5,7 @@ namespace cgc {
 namespace rt {
 
 using Kind = format::NodeDesc::Kind;
-static_assert(format::NodeDesc::NumKinds == 5,
+static_assert(format::NodeDesc::NumKinds == 6,
               "a new node kind needs its handlers here and a file of its own");
 
 cgc_status addNode(const NodeSite &site, const Deps &deps) {
@@ -15,6 +15,7 @@ cgc_status addNode(const NodeSite &site, const Deps &deps) {
   case Kind::Memcpy: return addMemcpyNode(site, deps);
   case Kind::Conditional: return addConditionalNode(site, deps);
   case Kind::Product: return addProductNode(site, deps);
+  case Kind::Convolution: return addConvolutionNode(site, deps);
   }
   return fail(CGC_ERROR_INVALID_ARTIFACT, "unknown node kind");
 }
@@ -26,6 +27,7 @@ cgc_status refreshNode(const NodeSite &site) {
   case Kind::Memcpy: return refreshMemcpyNode(site);
   case Kind::Conditional: return refreshConditionalNode(site);
   case Kind::Product: return refreshProductNode(site);
+  case Kind::Convolution: return refreshConvolutionNode(site);
   }
   return fail(CGC_ERROR_INVALID_ARTIFACT, "unknown node kind");
 }
@@ -37,6 +39,7 @@ cgc_status runNodeEager(const NodeSite &site, CUstream stream) {
   case Kind::Memcpy: return runMemcpyNodeEager(site, stream);
   case Kind::Conditional: return runConditionalNodeEager(site, stream);
   case Kind::Product: return runProductNodeEager(site, stream);
+  case Kind::Convolution: return runConvolutionNodeEager(site, stream);
   }
   return fail(CGC_ERROR_INVALID_ARTIFACT, "unknown node kind");
 }
@@ -48,6 +51,7 @@ bool nodeUsesBinding(const NodeSite &site, const std::string &name) {
   case Kind::Memcpy: return memcpyNodeUsesBinding(site, name);
   case Kind::Conditional: return conditionalNodeUsesBinding(site, name);
   case Kind::Product: return productNodeUsesBinding(site, name);
+  case Kind::Convolution: return convolutionNodeUsesBinding(site, name);
   }
   return false;
 }

@@ -1,7 +1,8 @@
 //===- Nodes.h - What the runtime does with each node kind ------*- C++ -*-===//
 //
 // Each node kind of the artifact is handled in one file (KernelNode.cpp,
-// MemsetNode.cpp, MemcpyNode.cpp, ConditionalNode.cpp, ProductNode.cpp),
+// MemsetNode.cpp, MemcpyNode.cpp, ConditionalNode.cpp, ProductNode.cpp,
+// ConvolutionNode.cpp; the last two capture a library call, CapturedCall.cpp),
 // with four operations:
 //   add          create the node in its graph after its dependencies (a
 //                conditional node also builds its bodies);
@@ -57,6 +58,29 @@ cgc_status refreshConditionalNode(const NodeSite &site);
 cgc_status runConditionalNodeEager(const NodeSite &site, CUstream stream);
 bool conditionalNodeUsesBinding(const NodeSite &site, const std::string &name);
 
+/// A node's one library call, issued on \p stream at the context's current
+/// addresses (a product's cublasLtMatmul, a convolution's
+/// cudnnBackendExecute).
+using LibraryCall = cgc_status (*)(const NodeSite &site, CUstream stream);
+/// Captures a node's library call into a new graph (the caller destroys it).
+using Capture = cgc_status (*)(const NodeSite &site, CUgraph &graph);
+/// Names the node's product or convolution in messages (productLabel).
+using CallLabel = std::string (*)(const cgc_engine_s &e, size_t index);
+// Library calls captured into child graph nodes (CapturedCall.cpp).
+/// The context's stream for captures, made on first use.
+cgc_status captureStreamOf(cgc_context_s &ctx, CUstream &stream);
+/// Captures \p call on the capture stream, in thread-local mode, into a
+/// new graph (the caller destroys it).
+cgc_status captureCall(const NodeSite &site, LibraryCall call, CUgraph &graph);
+/// Adds the node as a child graph node holding what \p capture captures.
+cgc_status addCapturedNode(const NodeSite &site, const Deps &deps,
+                           Capture capture);
+/// Captures again at the context's current addresses and updates the child
+/// graph in the instantiated graph; \p label names the node's product or
+/// convolution \p index if that fails.
+cgc_status refreshCapturedNode(const NodeSite &site, Capture capture,
+                               CallLabel label, size_t index);
+
 /// Creates the context's matmul descriptor of every product (before any
 /// graph is built).
 cgc_status createProductDescs(cgc_context_s &ctx);
@@ -64,6 +88,11 @@ cgc_status addProductNode(const NodeSite &site, const Deps &deps);
 cgc_status refreshProductNode(const NodeSite &site);
 cgc_status runProductNodeEager(const NodeSite &site, CUstream stream);
 bool productNodeUsesBinding(const NodeSite &site, const std::string &name);
+
+cgc_status addConvolutionNode(const NodeSite &site, const Deps &deps);
+cgc_status refreshConvolutionNode(const NodeSite &site);
+cgc_status runConvolutionNodeEager(const NodeSite &site, CUstream stream);
+bool convolutionNodeUsesBinding(const NodeSite &site, const std::string &name);
 
 // The dispatchers (Nodes.cpp).
 cgc_status addNode(const NodeSite &site, const Deps &deps);

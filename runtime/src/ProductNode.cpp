@@ -2,20 +2,10 @@
 //
 // A product node runs one manifest product: one cublasLtMatmul with the
 // algorithm its engine planned (ProductPlans.cpp). cuBLASLt has no graph
-// node API, so the node is that one call captured: on a non-blocking stream
-// of the context (made on first use), cuStreamBeginCapture in thread-local
-// mode, cublasLtMatmul, cuStreamEndCapture, and the captured graph becomes
-// a child graph node (cuGraphAddChildGraphNode clones it, so the capture is
-// destroyed). Only the library call is ever captured, never cgc's own nodes,
-// and nothing runs on the GPU while building; the graph may be a
-// conditional body.
-//
-// The captured kernels cannot be repointed like a kernel node of ours (their
-// parameters are cuBLASLt's), so when a caller binding changes an operand
-// the call is captured again with the new addresses and the child graph in
-// the executable graph is updated with cuGraphExecChildGraphNodeSetParams.
-// The same algorithm on the same descriptors captures the same topology,
-// which that update requires. Eager runs call cublasLtMatmul on the stream.
+// node API, so the node is that one call captured into a child graph node,
+// and captured again when a caller binding changes an operand
+// (CapturedCall.cpp); the same algorithm on the same descriptors captures
+// the same topology. Eager runs call cublasLtMatmul on the stream.
 //
 //===----------------------------------------------------------------------===//
 #include "Nodes.h"
@@ -62,27 +52,6 @@ static cgc_status matmul(const NodeSite &site, CUstream stream) {
   return CGC_OK;
 }
 
-/// Captures the product's call into a new graph (the caller destroys it).
-static cgc_status capture(const NodeSite &site, CUgraph &graph) {
-  const Driver &drv = site.drv();
-  CUstream &stream = site.ctx.captureStream;
-  if (!stream)
-    CGC_CHECK_CU(drv, cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
-  CGC_CHECK_CU(drv, cuStreamBeginCapture(stream,
-                                         CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
-  ++site.ctx.counters.captures;
-  cgc_status s = matmul(site, stream);
-  graph = nullptr;
-  CUresult r = drv.cuStreamEndCapture(stream, &graph); // Ends it in any case.
-  if (s != CGC_OK || r != CUDA_SUCCESS) {
-    if (graph)
-      drv.cuGraphDestroy(graph);
-    graph = nullptr;
-    return s != CGC_OK ? s : failDriver(drv, "cuStreamEndCapture", r);
-  }
-  return CGC_OK;
-}
-
 cgc_status createProductDescs(cgc_context_s &ctx) {
   const cgc_engine_s &e = *ctx.engine;
   ctx.productDescs.assign(e.products.size(), nullptr);
@@ -93,36 +62,17 @@ cgc_status createProductDescs(cgc_context_s &ctx) {
   return CGC_OK;
 }
 
+static cgc_status captureMatmul(const NodeSite &site, CUgraph &graph) {
+  return captureCall(site, matmul, graph);
+}
+
 cgc_status addProductNode(const NodeSite &site, const Deps &deps) {
-  const Driver &drv = site.drv();
-  CUgraph captured = nullptr;
-  if (cgc_status s = capture(site, captured))
-    return s;
-  CUresult r =
-      drv.cuGraphAddChildGraphNode(&site.state().node, site.graph.graph,
-                                   deps.data(), deps.size(), captured);
-  drv.cuGraphDestroy(captured); // The child node holds a clone.
-  if (r != CUDA_SUCCESS)
-    return failDriver(drv, "cuGraphAddChildGraphNode", r);
-  return CGC_OK;
+  return addCapturedNode(site, deps, captureMatmul);
 }
 
 cgc_status refreshProductNode(const NodeSite &site) {
-  const Driver &drv = site.drv();
-  CUgraph fresh = nullptr;
-  if (cgc_status s = capture(site, fresh))
-    return s;
-  CUresult r = drv.cuGraphExecChildGraphNodeSetParams(
-      site.tree.exec, site.state().node, fresh);
-  drv.cuGraphDestroy(fresh);
-  ++site.ctx.counters.node_updates;
-  if (r != CUDA_SUCCESS)
-    return fail(CGC_ERROR_DRIVER,
-                productLabel(*site.ctx.engine, site.desc().product) +
-                    ": the call captured at the new addresses cannot update "
-                    "the one in the graph: " +
-                    drv.errorText("cuGraphExecChildGraphNodeSetParams", r));
-  return CGC_OK;
+  return refreshCapturedNode(site, captureMatmul, productLabel,
+                             site.desc().product);
 }
 
 cgc_status runProductNodeEager(const NodeSite &site, CUstream stream) {

@@ -5,8 +5,9 @@
 // then prints the trips each `while` ran. The timed graph replays run
 // between cudaProfilerStart and cudaProfilerStop, so `ncu
 // --profile-from-start off` profiles them and not engine load's product
-// timing. `--print-algorithms` prints the cuBLASLt algorithm of each
-// matrix product to stderr (stdout is parsed).
+// and convolution timing. `--print-algorithms` prints the cuBLASLt
+// algorithm of each matrix product and the cuDNN engine of each
+// convolution to stderr (stdout is parsed).
 //
 //===----------------------------------------------------------------------===//
 #include "RunCommands.h"

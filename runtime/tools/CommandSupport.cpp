@@ -140,7 +140,7 @@ bool selectGraph(const Artifact &a, const std::string &g, size_t &index) {
 }
 
 /// One line per matrix product (cgc_engine_describe_product) on \p out.
-cgc_status printAlgorithms(cgc_engine engine, FILE *out) {
+cgc_status printProducts(cgc_engine engine, FILE *out) {
   size_t n = cgc_engine_num_products(engine);
   if (n == 0)
     std::fprintf(out, "no matrix products\n");
@@ -157,6 +157,33 @@ cgc_status printAlgorithms(cgc_engine engine, FILE *out) {
     std::fprintf(out, "%s\n", line.data());
   }
   return CGC_OK;
+}
+
+/// One line per convolution (cgc_engine_convolution_info) on \p out:
+/// "convolution I node=NODE engine=ID tag=TAG workspace=USED/RESERVED
+/// candidates=N cudnn=V heuristic|timed"; nothing when there are none.
+cgc_status printConvolutions(cgc_engine engine, FILE *out) {
+  for (size_t i = 0; i < cgc_engine_num_convolutions(engine); ++i) {
+    cgc_convolution_info info;
+    if (cgc_status st = cgc_engine_convolution_info(engine, i, &info))
+      return st;
+    std::fprintf(out,
+                 "convolution %zu node=%s engine=%lld tag=%s "
+                 "workspace=%llu/%llu candidates=%d cudnn=%d %s\n",
+                 i, info.node, (long long)info.engine_id, info.tag,
+                 (unsigned long long)info.workspace_bytes,
+                 (unsigned long long)info.workspace_reserved,
+                 int(info.candidates), int(info.cudnn_version),
+                 info.timed ? "timed" : "heuristic");
+  }
+  return CGC_OK;
+}
+
+/// The library plans of the engine: its products, then its convolutions.
+cgc_status printAlgorithms(cgc_engine engine, FILE *out) {
+  if (cgc_status st = printProducts(engine, out))
+    return st;
+  return printConvolutions(engine, out);
 }
 
 } // namespace

@@ -2,8 +2,8 @@
 //
 // The two runtime subcommands' common steps: their options, the artifact
 // parsed on the CPU and its inputs checked, an engine and context opened
-// (the products' algorithms printed on request), the trips each `while`
-// ran, and the error lines both print.
+// (the products' algorithms and the convolutions' engines printed on
+// request), the trips each `while` ran, and the error lines both print.
 //
 //===----------------------------------------------------------------------===//
 #ifndef CGC_TOOLS_COMMANDSUPPORT_H
@@ -59,8 +59,8 @@ struct Session {
     cgc_context_destroy(ctx);
     cgc_engine_destroy(engine);
   }
-  /// Loads the engine, prints its products' algorithms on \p algorithms
-  /// (when not null) and creates a context.
+  /// Loads the engine, prints its products' algorithms and convolutions'
+  /// engines on \p algorithms (when not null) and creates a context.
   cgc_status open(const format::Artifact &a, const std::string &path, int device,
                   FILE *algorithms);
 };

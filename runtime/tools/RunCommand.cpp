@@ -4,7 +4,8 @@
 // output path), then loads the engine, copies inputs in (zero-padded to the
 // static shapes), replays one graph and writes the real-shaped outputs,
 // then prints the trips each `while` ran. `--print-algorithms` prints the
-// cuBLASLt algorithm of each matrix product once the engine is loaded.
+// cuBLASLt algorithm of each matrix product and the cuDNN engine of each
+// convolution once the engine is loaded.
 //
 //===----------------------------------------------------------------------===//
 #include "RunCommands.h"

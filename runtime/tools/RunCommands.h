@@ -11,8 +11,9 @@
 //           [--graph NAME|INDEX] [--device N] [--print-algorithms]
 //
 // --print-algorithms prints one line per matrix product (its shape and the
-// cuBLASLt algorithm chosen on this GPU) after the engine loads: to stdout
-// for run, to stderr for bench (whose stdout is parsed).
+// cuBLASLt algorithm chosen on this GPU) and one per convolution (the cuDNN
+// engine chosen) after the engine loads: to stdout for run, to stderr for
+// bench (whose stdout is parsed).
 //
 //===----------------------------------------------------------------------===//
 #ifndef CGC_TOOLS_RUNCOMMANDS_H

@@ -69,6 +69,11 @@ def pool(x, kernel, strides=None, pads=None, dilations=None, ceil_mode=False, in
     return y
 
 
+def last(a):
+    """Channels first to channels last: [N, C, D...] to [N, D..., C]."""
+    return np.ascontiguousarray(np.moveaxis(a, 1, -1))
+
+
 def gen_convolution(g):
     cases = [  # name, x, w, bias, dtype, attrs
         ("basic_f32", (2, 3, 5, 6), (4, 3, 3, 3), True, "f32", {"pads": [1, 1, 1, 1]}),
@@ -81,6 +86,20 @@ def gen_convolution(g):
         ("conv1d_f16", (2, 3, 10), (4, 3, 3), True, "f16", {"pads": [2, 0], "dilations": [2]}),
         ("conv3d_bf16", (1, 2, 4, 5, 3), (2, 1, 2, 3, 1), False, "bf16",
          {"groups": 2, "pads": [1, 1, 0, 0, 1, 0], "strides": [1, 2, 1]}),
+        # Channels last (NHWC): the shapes below are channels first; the
+        # case's operands and result are those transposed.
+        ("nhwc_bf16", (1, 16, 7, 7), (32, 16, 3, 3), True, "bf16",
+         {"pads": [1, 1, 1, 1], "channels_last": True}),
+        ("nhwc_strided_f32", (2, 8, 9, 8), (8, 8, 5, 3), False, "f32",
+         {"strides": [2, 1], "pads": [2, 1, 1, 1], "channels_last": True}),
+        ("nhwc_depthwise_f16", (1, 16, 6, 6), (16, 1, 3, 3), True, "f16",
+         {"groups": 16, "pads": [1, 1, 1, 1], "channels_last": True}),
+        ("nhwc_grouped_bf16", (2, 16, 5, 5), (32, 8, 1, 1), True, "bf16",
+         {"groups": 2, "channels_last": True}),
+        ("nhwc_conv1d_f16", (2, 8, 10), (16, 8, 3), True, "f16",
+         {"pads": [1, 1], "strides": [2], "channels_last": True}),
+        ("nhwc_conv3d_f32", (1, 4, 3, 4, 5), (8, 4, 2, 2, 3), True, "f32",
+         {"pads": [0, 1, 1, 1, 0, 1], "channels_last": True}),
     ]
     for name, xs, ws, bias, dt, attrs in cases:
         x, w = g.rand(xs, dt), g.rand(ws, dt)
@@ -91,6 +110,9 @@ def gen_convolution(g):
             ins.append(("b", dt, b))
         want = conv(x, w, b, attrs.get("strides"), attrs.get("pads"), attrs.get("dilations"),
                     attrs.get("groups", 1))
+        if attrs.get("channels_last"):
+            ins = [(n, t, last(v) if n != "b" else v) for n, t, v in ins]
+            want = last(want)
         g.one_op(f"conv_{name}", "conv", ins, attrs or None, want, dt)
     pools = [  # name, x, op, dtype, attrs
         ("max_padded", (2, 3, 7, 8), "max_pool", "f32",
@@ -106,10 +128,16 @@ def gen_convolution(g):
         ("avg_global_f16", (2, 4, 5, 6), "avg_pool", "f16", {"kernel": [5, 6]}),
         ("avg_3d", (1, 2, 4, 5, 6), "avg_pool", "f32",
          {"kernel": [2, 2, 3], "strides": [2, 2, 3], "pads": [0, 1, 0, 0, 0, 1]}),
+        ("max_nhwc_f16", (1, 8, 9, 9), "max_pool", "f16",
+         {"kernel": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1], "channels_last": True}),
+        ("avg_nhwc_f32", (2, 4, 6, 7), "avg_pool", "f32",
+         {"kernel": [2, 3], "strides": [2, 2], "ceil_mode": True, "channels_last": True}),
     ]
     for name, xs, op, dt, attrs in pools:
         x = g.rand(xs, dt)
         want = pool(x, attrs["kernel"], attrs.get("strides"), attrs.get("pads"),
                     attrs.get("dilations"), attrs.get("ceil_mode", False),
                     attrs.get("count_include_pad", False), "max" if op == "max_pool" else "avg")
+        if attrs.get("channels_last"):
+            x, want = last(x), last(want)
         g.one_op(f"{op}_{name}", op, [("x", dt, x)], attrs, want, dt)

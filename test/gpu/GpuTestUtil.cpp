@@ -90,7 +90,7 @@ KernelDesc kernel(const std::string &name, std::vector<ParamDesc> params) {
 TensorDesc tensor(const std::string &name, const std::string &kind,
                   uint64_t offset) {
   return {name, kind, "f32", {kMaxN}, {"n"}, Region::Arena, offset, kBuf,
-          "", 0, "", ""};
+          "", 0, "", "", {}};
 }
 
 } // namespace
@@ -151,9 +151,9 @@ bool buildChainArtifact(const ChainSpec &spec, std::vector<uint8_t> &out,
   m.outputs.push_back(tensor("y", "output", yOff));
   m.outputs.push_back(tensor("y_copy", "output", copyOff));
   TensorDesc w{"w", "parameter", "f32", {1}, {}, Region::Persistent, 0, 4,
-               "w_init", 0, "", ""};
+               "w_init", 0, "", "", {}};
   TensorDesc rng{"rng_state", "rng", "i64", {2}, {}, Region::Persistent, 256,
-                 16, "", 0, "", ""};
+                 16, "", 0, "", "", {}};
   m.state = {w, rng};
 
   GraphDesc g;

@@ -33,6 +33,8 @@ infinities):
   i32/i64/bool: exact
   outputs of dropout: mode "dropout": the zero pattern must match exactly,
        the kept values with the tolerance above.
+Each golden conv case also runs written out (CASE_expanded: cgc
+--expand-convolution), beside cuDNN's run of it.
 examples/dynamic_rows.json is also compiled with --bind-dim B=8,16,64 into
 DIR/multigraph/ with inputs and references per batch size.
 Some cases also get N extra input/reference sets (in.K/ref.K.safetensors) for
@@ -385,6 +387,7 @@ def stage_one(args, name, json_path, golden_in):
     grad = name.endswith("_grad")  # the model's gradients as outputs (autodiff)
     train = name.endswith("_train")  # a training step: autodiff and the optimizer
     rc, msg = run([args.cgc, json_path, "-o", model] + (["--no-fuse"] if name.endswith("_nofuse") else [])
+                  + (["--expand-convolution"] if name.endswith("_expanded") else [])
                   + (["--gradients"] if grad else []) + (["--train"] if train else []))
     if rc != 0:
         shutil.rmtree(cdir, ignore_errors=True)
@@ -430,9 +433,12 @@ def stage_one(args, name, json_path, golden_in):
             rtol = atol = 0.0
         elif dt in TOL:
             rtol, atol = TOL[dt]
-            if compute_nodes(g) > 1:
+            if compute_nodes(g) > 1 or any(n["op"] == "conv" and len(n["inputs"]) == 3
+                                           for n in g.get("nodes", [])):
                 # A fused f16/bf16 chain keeps f32 intermediates where the
-                # interpreter rounds after every op: cancellation makes the
+                # interpreter rounds after every op (and a conv's bias is
+                # added after the conv's result is rounded, where the
+                # interpreter rounds once): cancellation makes the
                 # difference relative to the magnitudes involved, so atol
                 # scales with max |ref| of this output.
                 atol *= max(1.0, max_abs(os.path.join(cdir, "ref.safetensors"), oname))
@@ -466,6 +472,9 @@ def main():
     for c in load(os.path.join(gold, "cases.json")):
         todo.append((c["name"], os.path.join(gold, c["name"] + ".json"),
                      os.path.join(gold, c["name"] + ".in.safetensors")))
+        if c["name"].startswith("conv_"):  # cuDNN's; and written out, as cgc's own kernels
+            todo.append((c["name"] + "_expanded", os.path.join(gold, c["name"] + ".json"),
+                         os.path.join(gold, c["name"] + ".in.safetensors")))
     own = os.path.join(work, "own")
     os.makedirs(own)
     todo += own_cases(own)

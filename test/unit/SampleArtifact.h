@@ -24,11 +24,11 @@ inline Manifest sampleManifest() {
   m.persistentSize = 512;
   m.dims.push_back({"n", 1, 256, {64, 128, 256}});
   TensorDesc x{"x", "user_input", "f32", {256}, {"n"}, Region::Arena, 0, 1024,
-               "", 0, "", ""};
+               "", 0, "", "", {}};
   TensorDesc y{"y", "output", "f32", {256}, {"n"}, Region::Arena, 1024, 1024,
-               "", 0, "", ""};
+               "", 0, "", "", {}};
   TensorDesc w{"w", "parameter", "f32", {4}, {}, Region::Persistent, 0, 16,
-               "weights", 0, "", ""};
+               "weights", 0, "", "", {}};
   m.inputs.push_back(x);
   m.outputs.push_back(y);
   m.state.push_back(w);

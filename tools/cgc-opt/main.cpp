@@ -62,6 +62,10 @@ static cl::opt<bool> ExpandAttention(
     "expand-attention",
     cl::desc("Schedule for a target that runs no attention fused: "
              "expand-attention writes every one out (as cgc --train does)"));
+static cl::opt<bool> ExpandConvolution(
+    "expand-convolution",
+    cl::desc("Schedule for a target without cuDNN: expand-convolution writes "
+             "every conv out (as cgc --train does)"));
 static cl::opt<unsigned> ErrorLimit("error-limit", cl::desc("Stop after this many errors"),
                                     cl::init(20));
 
@@ -92,6 +96,8 @@ static bool processChunk(uint32_t bufferId, llvm::StringRef baseDir,
   PassContext ctx{diag, {}};
   if (ExpandAttention)
     ctx.target.attention = AttentionPolicy::Expand;
+  if (ExpandConvolution)
+    ctx.target.convolution = ConvolutionPolicy::Expand;
   for (llvm::StringRef binding : BindDims) {
     auto [name, text] = binding.split('=');
     int64_t value;

@@ -79,6 +79,10 @@ static cl::opt<bool> ExpandAttention(
     "expand-attention",
     cl::desc("Write every attention out as products and a softmax, not "
              "only those the fused attention kernel does not run"));
+static cl::opt<bool> ExpandConvolution(
+    "expand-convolution",
+    cl::desc("Write every conv out as window gathers and products, not only "
+             "those cuDNN cannot run"));
 static cl::opt<bool> Report(
     "report",
     cl::desc("Say what became of every sync point (item, nonzero, "
@@ -401,6 +405,8 @@ static int compileMain(int argc, char **argv) {
     options.productPolicy = ProductPolicy::TiledWherePossible;
   if (ExpandAttention)
     options.attentionPolicy = AttentionPolicy::Expand;
+  if (ExpandConvolution)
+    options.convolutionPolicy = ConvolutionPolicy::Expand;
   if (!parseBindDims(options))
     return 2;
   int status = 0;

@@ -47,7 +47,9 @@ typedef enum cgc_status {
   CGC_ERROR_NO_DEVICE = 2,       /* no driver, no GPU, or driver too old */
   CGC_ERROR_INVALID_ARTIFACT = 3,/* malformed or corrupt .cgc */
   CGC_ERROR_UNSUPPORTED = 4,     /* e.g. no device code for this GPU, no
-                                    cuBLASLt for an artifact that needs it */
+                                    cuBLASLt or cuDNN for an artifact that
+                                    needs it, no cuDNN engine for a
+                                    convolution */
   CGC_ERROR_OUT_OF_MEMORY = 5,
   CGC_ERROR_NOT_FOUND = 6,       /* unknown tensor or graph name */
   CGC_ERROR_DRIVER = 7,          /* a CUDA driver call failed */
@@ -97,7 +99,8 @@ typedef struct cgc_tensor_info {
 typedef struct cgc_counters {
   uint64_t graphs_created;      /* cuGraphCreate: one per top-level graph */
   uint64_t graphs_instantiated; /* cuGraphInstantiate */
-  uint64_t captures;            /* stream captures of cuBLASLt calls */
+  uint64_t captures;            /* stream captures of cuBLASLt and cuDNN
+                                   calls */
   uint64_t node_updates;        /* cuGraphExec*SetParams (cgc_context_bind) */
   uint64_t launches;            /* cuGraphLaunch (cgc_run) */
   uint64_t dim_writes;          /* runs that wrote new real dims first */
@@ -205,6 +208,36 @@ cgc_status cgc_engine_get_product_algorithm(cgc_engine engine, size_t index,
 cgc_status cgc_engine_pin_product_algorithm(cgc_engine engine, size_t index,
                                             const uint64_t algo[8]);
 
+/* Convolutions: library calls that cuDNN runs. An artifact with
+ * convolutions loads cuDNN 9 (9.0 or newer) when the engine is loaded: the
+ * file the environment variable CGC_CUDNN_LIBRARY names if it is set (only
+ * that one), else libcudnn.so.9 through the dynamic loader (a copy the
+ * process already loaded, LD_LIBRARY_PATH, RUNPATH, ld.so.cache), else
+ * libcudnn.so; cgc_engine_load_* fails with CGC_ERROR_UNSUPPORTED naming
+ * the library if none loads or it is not cuDNN 9. An artifact without
+ * convolutions never loads it. At load, each convolution (with its
+ * epilogue) becomes a cuDNN operation graph; cuDNN's heuristic offers
+ * engine configurations, of which up to CGC_CONVOLUTION_CANDIDATES (default
+ * 4) usable ones are kept (deterministic, no down-converted inputs, no TF32
+ * for f32 unless the artifact allows it, within the workspace the artifact
+ * reserves; load fails, naming the convolution's node and shape, if there
+ * is none) and the fastest, timed on scratch tensors, is chosen (the first
+ * with CGC_CONVOLUTION_TUNING=0 in the environment). Index:
+ * 0 .. cgc_engine_num_convolutions()-1. */
+typedef struct cgc_convolution_info {
+  const char *node;            /* the IR node; valid as long as the engine */
+  int64_t engine_id;           /* cuDNN's CUDNN_ATTR_ENGINE_GLOBAL_INDEX */
+  uint64_t workspace_bytes;    /* what the chosen plan uses */
+  uint64_t workspace_reserved; /* what the artifact reserves */
+  int32_t candidates;          /* usable engine configurations found */
+  int32_t timed;               /* 1: chosen by timing; 0: the first usable */
+  int32_t cudnn_version;       /* cudnnGetVersion(), e.g. 91900 */
+  char tag[128];               /* "eng<id>_k<knob>=<value>...", truncated */
+} cgc_convolution_info;
+size_t cgc_engine_num_convolutions(cgc_engine engine);
+cgc_status cgc_engine_convolution_info(cgc_engine engine, size_t index,
+                                       cgc_convolution_info *out);
+
 /* Persistent state (weights, optimizer state, RNG state), by name.
  * bytes must equal the tensor's size. Synchronous. */
 cgc_status cgc_engine_state_read(cgc_engine engine, const char *name,
@@ -245,7 +278,8 @@ void cgc_context_destroy(cgc_context ctx);
 cgc_status cgc_run(cgc_context ctx, size_t graph_index, const int64_t *dims,
                    size_t n_dims, void *stream);
 /* Same work, launched node by node in a topological order (cuLaunchKernel,
- * cublasLtMatmul, ...; for debugging and benchmarking). Asynchronous, except that each
+ * cublasLtMatmul, cudnnBackendExecute, ...; for debugging and
+ * benchmarking). Asynchronous, except that each
  * `if` and `while` decision waits for the stream and reads its predicate on
  * the host. */
 cgc_status cgc_run_eager(cgc_context ctx, size_t graph_index,
@@ -261,8 +295,9 @@ cgc_status cgc_context_output(cgc_context ctx, const char *name,
 
 /* Makes every graph node that reads or writes input/output `name` use the
  * caller's device_ptr instead (kernel, memset and memcpy nodes are updated in
- * place in the instantiated graphs; a matrix product's cuBLASLt call is
- * captured again at the new address and its child graph updated). device_ptr must be 16-byte aligned
+ * place in the instantiated graphs; a matrix product's cuBLASLt call or a
+ * convolution's cuDNN call is captured again at the new address and its
+ * child graph updated). device_ptr must be 16-byte aligned
  * (256 recommended) and hold the tensor's full (maximum) size, or, for an
  * input, its size at the dim extents (cgc_engine_graph_dim) of every graph
  * run while it is bound. NULL restores

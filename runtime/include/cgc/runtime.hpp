@@ -103,6 +103,11 @@ public:
     return Status::from(
         cgc_engine_pin_product_algorithm(handle, index, algo.data()));
   }
+  /// Convolutions run by cuDNN (see cgc_engine_num_convolutions).
+  size_t numConvolutions() const { return cgc_engine_num_convolutions(handle); }
+  Status convolutionInfo(size_t index, cgc_convolution_info &info) const {
+    return Status::from(cgc_engine_convolution_info(handle, index, &info));
+  }
   Status stateRead(const std::string &name, void *dst, size_t bytes) const {
     return Status::from(cgc_engine_state_read(handle, name.c_str(), dst, bytes));
   }

@@ -1,0 +1,138 @@
+//===- ConvolutionLowering.cpp - Convolutions to cuDNN calls ---------------===//
+//
+// A conv whose schedule record is library_convolution becomes one cuDNN
+// step: x [N, C, D...], w [O, C / G, K...] and y [N, O, E...] in cuDNN's
+// N, C, spatial order with the strides of their row-major storage (NCHW,
+// or NHWC for a channels_last conv), the padding, strides and dilations
+// of the node (ir/ConvolutionShape.h).
+// cuDNN runs 2-D and 3-D convolutions: a 1-D one is given as a 2-D one
+// whose first spatial dim is 1 (kernel 1, no padding, stride and dilation
+// 1). expand-convolution has moved any bias out to an add. A conv_fusion
+// adds its epilogue (ir/ConvolutionEpilogue.h): the per-channel scale and
+// bias (f32), the residual and relu, which cuDNN runs in the same call.
+//
+//===----------------------------------------------------------------------===//
+#include "codegen/Lowering.h"
+#include "ir/ConvolutionEpilogue.h"
+#include "ir/ConvolutionShape.h"
+
+#include <cassert>
+
+using namespace cgc;
+namespace fmt = cgc::format;
+
+namespace {
+
+/// A tensor in cuDNN's terms: dims in N, C, spatial order and the strides
+/// (in elements) of its row-major storage.
+struct CudnnTensor {
+  std::vector<int64_t> dims, strides;
+};
+
+/// The tensor of \p v, whose storage is [N, C, D...] or (\p channelsLast)
+/// [N, D..., C]; a 1-D one gains a unit first spatial dim.
+CudnnTensor cudnnTensor(const Value *v, bool channelsLast) {
+  std::vector<int64_t> stored;
+  for (const Dim &d : v->getType().dims)
+    stored.push_back(d.extent());
+  if (stored.size() == 3)
+    stored.insert(stored.begin() + spatialAxis(channelsLast, 0), 1);
+  std::vector<int64_t> strides(stored.size(), 1);
+  for (size_t i = stored.size(); i-- > 1;)
+    strides[i - 1] = strides[i] * stored[i];
+  if (!channelsLast)
+    return {stored, strides};
+  CudnnTensor t;
+  for (int64_t axis : channelsFirstPerm(unsigned(stored.size()))) {
+    t.dims.push_back(stored[size_t(axis)]);
+    t.strides.push_back(strides[size_t(axis)]);
+  }
+  return t;
+}
+
+/// A per-spatial-dim list, with \p unit before it for a 1-D convolution.
+std::vector<int64_t> spatial(std::vector<int64_t> values, int64_t unit) {
+  if (values.size() == 1)
+    values.insert(values.begin(), unit);
+  return values;
+}
+
+} // namespace
+
+/// The value outside conv_fusion \p node that its body input \p v binds
+/// (\p v itself for a plain conv).
+static const Value *outer(const Node &node, const Value *v) {
+  if (node.getOp() != OpKind::ConvolutionFusion)
+    return v;
+  const auto &inputs = node.region(0).inputs();
+  for (unsigned k = 0; k < inputs.size(); ++k)
+    if (inputs[k].value == v)
+      return node.operand(k);
+  return v;
+}
+
+void Lowerer::lowerLibraryConvolution(const Node &node, StepGraph &out) {
+  ConvolutionEpilogue epilogue;
+  if (node.getOp() == OpKind::ConvolutionFusion) {
+    std::string why;
+    epilogue = *convolutionEpilogue(node.region(0), why); // Verified.
+  } else {
+    epilogue.conv = &node;
+  }
+  const Node &conv = *epilogue.conv;
+  std::string why;
+  auto shape = convolutionShape(conv, why);
+  assert(shape && "the schedule pass checked the conv");
+  assert(conv.numOperands() == 2 && "expand-convolution moved the bias out");
+  fmt::ConvolutionDesc d;
+  d.dtype = dtypeName(conv.result()->getType().dtype).str();
+  d.allowTf32 = program.allowTf32 && conv.result()->getType().dtype == DType::F32;
+  CudnnTensor x = cudnnTensor(conv.operand(0), shape->channelsLast),
+              w = cudnnTensor(conv.operand(1), shape->channelsLast),
+              y = cudnnTensor(conv.result(), shape->channelsLast);
+  d.xDims = x.dims;
+  d.xStrides = x.strides;
+  d.wDims = w.dims;
+  d.wStrides = w.strides;
+  d.yDims = y.dims;
+  d.yStrides = y.strides;
+  d.prePadding = spatial(shape->before, 0);
+  d.postPadding = spatial(shape->after, 0);
+  d.strides = spatial(shape->strides, 1);
+  d.dilations = spatial(shape->dilations, 1);
+  d.hasScale = epilogue.scale != nullptr;
+  d.hasBias = epilogue.bias != nullptr;
+  d.hasResidual = epilogue.residual != nullptr;
+  d.activation = epilogue.relu ? fmt::ConvolutionDesc::Activation::Relu
+                               : fmt::ConvolutionDesc::Activation::None;
+  d.workspaceBytes = uint64_t((*node.schedule())[ScheduleField::Scratch]);
+  d.source = {node.getName(), mnemonic(node.getOp()).str(), node.getSourceLoc()};
+  LibraryConvolution lc;
+  lc.node = &node;
+  lc.desc = std::move(d);
+  lc.x = storageOf(outer(node, conv.operand(0)));
+  lc.w = storageOf(outer(node, conv.operand(1)));
+  lc.y = storageOf(node.result());
+  Step step;
+  step.kind = Step::Kind::Convolution;
+  step.label = "cudnn";
+  step.node = &node;
+  step.convolution = unsigned(program.convolutions.size());
+  step.reads = {rangeOf(lc.x), rangeOf(lc.w)};
+  auto operand = [&](const Value *v, Storage &into) {
+    if (!v)
+      return;
+    into = storageOf(outer(node, v));
+    step.reads.push_back(rangeOf(into));
+  };
+  operand(epilogue.scale, lc.scale);
+  operand(epilogue.bias, lc.bias);
+  operand(epilogue.residual, lc.residual);
+  step.writes = {rangeOf(lc.y)};
+  if (lc.desc.workspaceBytes) {
+    lc.workspace = bufferStorage(plan.scratch.lookup(&node));
+    step.writes.push_back(rangeOf(lc.workspace));
+  }
+  program.convolutions.push_back(std::move(lc));
+  out.steps.push_back(std::move(step));
+}

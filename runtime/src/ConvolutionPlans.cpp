@@ -1,0 +1,779 @@
+//===- ConvolutionPlans.cpp - Convolutions planned at engine load --------===//
+//
+// An engine whose artifact has convolutions loads cuDNN (Cudnn.h), creates
+// one handle and, per convolution, builds a backend operation graph:
+//
+//   x, w --conv--> t0 --mul scale--> t1 --add bias--> t2 --add residual-->
+//   t3 --relu--> y
+//
+// with only the epilogue terms the convolution has; the convolution's
+// output is y itself when there is no epilogue, else a virtual f32 tensor,
+// as is every intermediate (y's dims and strides), and the last operation
+// writes y. Real tensors have their dtype, dims, strides (elements) and the
+// alignment their address always has (guaranteedAlignment); scale and bias
+// are f32 [1, O, 1, 1(, 1)] with strides in y's layout. Compute is f32.
+//
+// cuDNN's heuristic (mode A; mode FALLBACK if A yields nothing usable)
+// then offers engine configurations, best first. In that order, each is
+// kept if its engine's numerical notes allow it (never nondeterministic,
+// never down-converted inputs, no tensor cores for an f32 convolution
+// without allow_tf32, which would be TF32), its execution plan finalizes
+// (runtime-compiled engines compile here, with NVRTC) and the plan's
+// workspace fits the artifact's reserve, until CGC_CONVOLUTION_CANDIDATES
+// (default 4; 1 when timing is off) are kept. ConvolutionTuning.cpp times
+// them and keeps one. Convolutions with the same shapes, layouts, dtype,
+// epilogue, alignments and workspace share one graph and plan. Nothing is
+// run on the GPU here; the handle's calls need the engine's context
+// current, which engine load makes it.
+//
+//===----------------------------------------------------------------------===//
+#include "Internal.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <map>
+
+using cgc::format::ConvolutionDesc;
+using cgc::format::Manifest;
+using cgc::format::PointerDesc;
+
+namespace {
+
+using namespace cgc::rt;
+
+constexpr long kDefaultCandidates = 4, kMaxCandidates = 64;
+/// Unique ids of the tensors that variant packs name; the virtual
+/// intermediates are numbered from kUidVirtual.
+enum : int64_t {
+  kUidX = 1,
+  kUidW,
+  kUidY,
+  kUidScale,
+  kUidBias,
+  kUidResidual,
+  kUidVirtual = 100
+};
+
+const ConvolutionDesc &convolutionOf(const cgc_engine_s &e, size_t index) {
+  return e.artifact.manifest.convolutions[index];
+}
+
+/// x, w, y and the residual have the convolution's dtype (validated: f32,
+/// f16, bf16); scale and bias are f32.
+cudnnDataType_t dataType(const std::string &dtype) {
+  if (dtype == "f16")
+    return CUDNN_DATA_HALF;
+  if (dtype == "bf16")
+    return CUDNN_DATA_BFLOAT16;
+  return CUDNN_DATA_FLOAT;
+}
+
+bool isRelu(ConvolutionDesc::Activation a) {
+  switch (a) {
+  case ConvolutionDesc::Activation::None: return false;
+  case ConvolutionDesc::Activation::Relu: return true;
+  }
+  return false;
+}
+
+/// The channel is a tensor's innermost dim (NHWC, NDHWC).
+bool channelsLast(const std::vector<int64_t> &strides) {
+  return strides[1] == 1;
+}
+
+/// How many usable candidates planning keeps per convolution.
+long candidateLimit() {
+  if (!convolutionTuningEnabled())
+    return 1;
+  const char *value = std::getenv("CGC_CONVOLUTION_CANDIDATES");
+  if (!value || !*value)
+    return kDefaultCandidates;
+  char *end = nullptr;
+  long n = std::strtol(value, &end, 10);
+  if (*end)
+    return kDefaultCandidates;
+  return std::clamp(n, 1L, kMaxCandidates);
+}
+
+/// "1,64,56,56".
+std::string joined(const std::vector<int64_t> &values) {
+  std::string out;
+  for (int64_t v : values)
+    out += (out.empty() ? "" : ",") + std::to_string(v);
+  return out;
+}
+
+/// What makes two convolutions plan alike (they then share the plan).
+std::string planKey(const cgc_engine_s &e, const ConvolutionDesc &c) {
+  const Manifest &m = e.artifact.manifest;
+  std::string key = c.dtype + (c.allowTf32 ? "+tf32" : "");
+  for (const std::vector<int64_t> *v :
+       {&c.xDims, &c.xStrides, &c.wDims, &c.wStrides, &c.yDims, &c.yStrides,
+        &c.prePadding, &c.postPadding, &c.strides, &c.dilations})
+    key += " " + joined(*v);
+  for (int64_t v :
+       {int64_t(c.hasScale), int64_t(c.hasBias), int64_t(c.hasResidual),
+        int64_t(isRelu(c.activation)), int64_t(c.workspaceBytes)})
+    key += " " + std::to_string(v);
+  for (const PointerDesc *p :
+       {&c.x, &c.w, &c.y, &c.scale, &c.bias, &c.residual})
+    key += " " + std::to_string(guaranteedAlignment(m, *p));
+  return key;
+}
+
+/// cuDNN calls made in turn until one fails, remembering which.
+struct CallChain {
+  cudnnStatus_t status = CUDNN_STATUS_SUCCESS;
+  const char *api = "";
+  template <class Call> CallChain &then(const char *name, Call call) {
+    if (status == CUDNN_STATUS_SUCCESS) {
+      api = name;
+      status = call();
+    }
+    return *this;
+  }
+  bool ok() const { return status == CUDNN_STATUS_SUCCESS; }
+};
+
+/// Creates, sets and finalizes the descriptors of one operation graph.
+/// Each descriptor goes into \p owned as soon as it exists (so
+/// releaseConvolutions destroys it, whatever happens next); after the first
+/// failure every call does nothing and \p status holds that failure.
+struct GraphBuilder {
+  const Cudnn &dnn;
+  std::vector<cudnnBackendDescriptor_t> &owned;
+  std::string what;
+  cgc_status status = CGC_OK;
+
+  cudnnBackendDescriptor_t create(cudnnBackendDescriptorType_t type) {
+    cudnnBackendDescriptor_t d = nullptr;
+    if (status)
+      return nullptr;
+    cudnnStatus_t s = dnn.cudnnBackendCreateDescriptor(type, &d);
+    if (s != CUDNN_STATUS_SUCCESS)
+      status = failCudnn(dnn, what, "cudnnBackendCreateDescriptor", s);
+    else
+      owned.push_back(d);
+    return d;
+  }
+  void set(cudnnBackendDescriptor_t d, cudnnBackendAttributeName_t name,
+           cudnnBackendAttributeType_t type, int64_t count,
+           const void *values) {
+    if (status)
+      return;
+    cudnnStatus_t s =
+        dnn.cudnnBackendSetAttribute(d, name, type, count, values);
+    if (s != CUDNN_STATUS_SUCCESS)
+      status = failCudnn(
+          dnn, what,
+          ("cudnnBackendSetAttribute of attribute " + std::to_string(int(name)))
+              .c_str(),
+          s);
+  }
+  /// Sets a descriptor-valued attribute of one element.
+  void link(cudnnBackendDescriptor_t d, cudnnBackendAttributeName_t name,
+            cudnnBackendDescriptor_t value) {
+    set(d, name, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &value);
+  }
+  void finalize(cudnnBackendDescriptor_t d, const char *role) {
+    if (status)
+      return;
+    cudnnStatus_t s = dnn.cudnnBackendFinalize(d);
+    if (s != CUDNN_STATUS_SUCCESS)
+      status = failCudnn(
+          dnn, what, (std::string("cudnnBackendFinalize of ") + role).c_str(),
+          s);
+  }
+};
+
+cudnnBackendDescriptor_t tensor(GraphBuilder &b, int64_t uid,
+                                cudnnDataType_t type,
+                                const std::vector<int64_t> &dims,
+                                const std::vector<int64_t> &strides,
+                                int64_t alignment, bool isVirtual) {
+  cudnnBackendDescriptor_t t = b.create(CUDNN_BACKEND_TENSOR_DESCRIPTOR);
+  int64_t rank = int64_t(dims.size());
+  bool virtualFlag = isVirtual;
+  b.set(t, CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &type);
+  b.set(t, CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, rank, dims.data());
+  b.set(t, CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64, rank, strides.data());
+  b.set(t, CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, 1, &uid);
+  b.set(t, CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, CUDNN_TYPE_INT64, 1, &alignment);
+  if (isVirtual)
+    b.set(t, CUDNN_ATTR_TENSOR_IS_VIRTUAL, CUDNN_TYPE_BOOLEAN, 1, &virtualFlag);
+  b.finalize(t, "a tensor descriptor");
+  return t;
+}
+
+/// A scale or bias: f32 whatever the convolution's dtype, [1, O, 1, 1(, 1)],
+/// contiguous, with strides in y's layout ({O, 1, O, O} for NHWC,
+/// {O, 1, 1, 1} for NCHW).
+cudnnBackendDescriptor_t channelTensor(GraphBuilder &b, int64_t uid,
+                                       const ConvolutionDesc &c,
+                                       int64_t alignment) {
+  int64_t channels = c.yDims[1];
+  std::vector<int64_t> dims(c.yDims.size(), 1), strides(c.yDims.size(), 1);
+  dims[1] = channels;
+  strides[0] = channels;
+  if (channelsLast(c.yStrides))
+    std::fill(strides.begin() + 2, strides.end(), channels);
+  return tensor(b, uid, CUDNN_DATA_FLOAT, dims, strides, alignment, false);
+}
+
+cudnnBackendDescriptor_t convolutionDescriptor(GraphBuilder &b,
+                                               const ConvolutionDesc &c) {
+  cudnnBackendDescriptor_t d = b.create(CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR);
+  cudnnDataType_t compute = CUDNN_DATA_FLOAT;
+  cudnnConvolutionMode_t mode = CUDNN_CROSS_CORRELATION;
+  int64_t spatial = int64_t(c.strides.size());
+  b.set(d, CUDNN_ATTR_CONVOLUTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &compute);
+  b.set(d, CUDNN_ATTR_CONVOLUTION_CONV_MODE, CUDNN_TYPE_CONVOLUTION_MODE, 1,
+        &mode);
+  b.set(d, CUDNN_ATTR_CONVOLUTION_SPATIAL_DIMS, CUDNN_TYPE_INT64, 1, &spatial);
+  b.set(d, CUDNN_ATTR_CONVOLUTION_DILATIONS, CUDNN_TYPE_INT64, spatial,
+        c.dilations.data());
+  b.set(d, CUDNN_ATTR_CONVOLUTION_FILTER_STRIDES, CUDNN_TYPE_INT64, spatial,
+        c.strides.data());
+  b.set(d, CUDNN_ATTR_CONVOLUTION_PRE_PADDINGS, CUDNN_TYPE_INT64, spatial,
+        c.prePadding.data());
+  b.set(d, CUDNN_ATTR_CONVOLUTION_POST_PADDINGS, CUDNN_TYPE_INT64, spatial,
+        c.postPadding.data());
+  b.finalize(d, "the convolution descriptor");
+  return d;
+}
+
+/// y = conv(x, w) (alpha 1, beta 0, as f32 since compute is f32).
+cudnnBackendDescriptor_t forwardOperation(GraphBuilder &b,
+                                          cudnnBackendDescriptor_t x,
+                                          cudnnBackendDescriptor_t w,
+                                          cudnnBackendDescriptor_t y,
+                                          cudnnBackendDescriptor_t conv) {
+  cudnnBackendDescriptor_t op =
+      b.create(CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR);
+  float alpha = 1, beta = 0;
+  b.link(op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X, x);
+  b.link(op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W, w);
+  b.link(op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y, y);
+  b.link(op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC, conv);
+  b.set(op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA, CUDNN_TYPE_FLOAT, 1,
+        &alpha);
+  b.set(op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA, CUDNN_TYPE_FLOAT, 1,
+        &beta);
+  b.finalize(op, "the convolution operation");
+  return op;
+}
+
+/// y = mode(x, operand) in f32; \p operand is null for a unary mode.
+cudnnBackendDescriptor_t pointwiseOperation(GraphBuilder &b,
+                                            cudnnPointwiseMode_t mode,
+                                            cudnnBackendDescriptor_t x,
+                                            cudnnBackendDescriptor_t operand,
+                                            cudnnBackendDescriptor_t y) {
+  cudnnBackendDescriptor_t pw = b.create(CUDNN_BACKEND_POINTWISE_DESCRIPTOR);
+  cudnnDataType_t precision = CUDNN_DATA_FLOAT;
+  b.set(pw, CUDNN_ATTR_POINTWISE_MODE, CUDNN_TYPE_POINTWISE_MODE, 1, &mode);
+  b.set(pw, CUDNN_ATTR_POINTWISE_MATH_PREC, CUDNN_TYPE_DATA_TYPE, 1,
+        &precision);
+  b.finalize(pw, "a pointwise descriptor");
+  cudnnBackendDescriptor_t op =
+      b.create(CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR);
+  b.link(op, CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR, pw);
+  b.link(op, CUDNN_ATTR_OPERATION_POINTWISE_XDESC, x);
+  if (operand)
+    b.link(op, CUDNN_ATTR_OPERATION_POINTWISE_BDESC, operand);
+  b.link(op, CUDNN_ATTR_OPERATION_POINTWISE_YDESC, y);
+  b.finalize(op, "an epilogue operation");
+  return op;
+}
+
+/// One pointwise operation of the epilogue: its mode and second operand
+/// (none for the activation).
+struct EpilogueStep {
+  cudnnPointwiseMode_t mode;
+  int64_t uid;
+  const PointerDesc *operand;
+  bool perChannel;
+};
+
+std::vector<EpilogueStep> epilogueSteps(const ConvolutionDesc &c) {
+  std::vector<EpilogueStep> steps;
+  if (c.hasScale)
+    steps.push_back({CUDNN_POINTWISE_MUL, kUidScale, &c.scale, true});
+  if (c.hasBias)
+    steps.push_back({CUDNN_POINTWISE_ADD, kUidBias, &c.bias, true});
+  if (c.hasResidual)
+    steps.push_back({CUDNN_POINTWISE_ADD, kUidResidual, &c.residual, false});
+  if (isRelu(c.activation))
+    steps.push_back({CUDNN_POINTWISE_RELU_FWD, 0, nullptr, false});
+  return steps;
+}
+
+/// Builds convolution \p index's operation graph into its plan.
+cgc_status buildGraph(cgc_engine_s &e, size_t index,
+                      cudnnBackendDescriptor_t &graph) {
+  const ConvolutionDesc &c = convolutionOf(e, index);
+  const Manifest &m = e.artifact.manifest;
+  GraphBuilder b{*e.dnn, e.convolutions[index].graph,
+                 convolutionLabel(e, index)};
+  cudnnDataType_t type = dataType(c.dtype);
+  auto aligned = [&](const PointerDesc &p) {
+    return int64_t(guaranteedAlignment(m, p));
+  };
+  int64_t nextVirtual = kUidVirtual;
+  auto intermediate = [&] {
+    return tensor(b, nextVirtual++, CUDNN_DATA_FLOAT, c.yDims, c.yStrides, 16,
+                  true);
+  };
+  cudnnBackendDescriptor_t x =
+      tensor(b, kUidX, type, c.xDims, c.xStrides, aligned(c.x), false);
+  cudnnBackendDescriptor_t w =
+      tensor(b, kUidW, type, c.wDims, c.wStrides, aligned(c.w), false);
+  cudnnBackendDescriptor_t y =
+      tensor(b, kUidY, type, c.yDims, c.yStrides, aligned(c.y), false);
+  std::vector<EpilogueStep> steps = epilogueSteps(c);
+  cudnnBackendDescriptor_t value = steps.empty() ? y : intermediate();
+  std::vector<cudnnBackendDescriptor_t> ops = {
+      forwardOperation(b, x, w, value, convolutionDescriptor(b, c))};
+  for (size_t k = 0; k < steps.size(); ++k) {
+    const EpilogueStep &step = steps[k];
+    cudnnBackendDescriptor_t operand = nullptr;
+    if (step.operand && step.perChannel)
+      operand = channelTensor(b, step.uid, c, aligned(*step.operand));
+    else if (step.operand)
+      operand = tensor(b, step.uid, type, c.yDims, c.yStrides,
+                       aligned(*step.operand), false);
+    cudnnBackendDescriptor_t out = k + 1 == steps.size() ? y : intermediate();
+    ops.push_back(pointwiseOperation(b, step.mode, value, operand, out));
+    value = out;
+  }
+  graph = b.create(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR);
+  b.set(graph, CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR,
+        int64_t(ops.size()), ops.data());
+  b.set(graph, CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, 1,
+        &e.dnnHandle);
+  b.finalize(graph, "the operation graph");
+  return b.status;
+}
+
+/// Why configurations were not kept, for the message when none is.
+struct Refusals {
+  size_t offered = 0, notes = 0, finalize = 0, workspace = 0;
+  int64_t leastWorkspace = -1;
+  std::string lastFinalize, heuristic;
+};
+
+/// The engine configurations the heuristic in \p mode offers for \p graph,
+/// best first (the caller destroys them); none, with \p why, on failure.
+std::vector<cudnnBackendDescriptor_t>
+heuristicConfigs(const Cudnn &dnn, cudnnBackendDescriptor_t graph,
+                 cudnnBackendHeurMode_t mode, std::string &why) {
+  std::vector<cudnnBackendDescriptor_t> configs;
+  cudnnBackendDescriptor_t heur = nullptr;
+  int64_t count = 0, got = 0;
+  CallChain calls;
+  calls
+      .then("cudnnBackendCreateDescriptor",
+            [&] {
+              return dnn.cudnnBackendCreateDescriptor(
+                  CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR, &heur);
+            })
+      .then("cudnnBackendSetAttribute",
+            [&] {
+              return dnn.cudnnBackendSetAttribute(
+                  heur, CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH,
+                  CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &graph);
+            })
+      .then("cudnnBackendSetAttribute",
+            [&] {
+              return dnn.cudnnBackendSetAttribute(
+                  heur, CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, 1,
+                  &mode);
+            })
+      .then("cudnnBackendFinalize",
+            [&] { return dnn.cudnnBackendFinalize(heur); })
+      .then("cudnnBackendGetAttribute", [&] {
+        return dnn.cudnnBackendGetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_RESULTS,
+                                            CUDNN_TYPE_BACKEND_DESCRIPTOR, 0,
+                                            &count, nullptr);
+      });
+  for (int64_t i = 0; calls.ok() && i < count; ++i)
+    calls.then("cudnnBackendCreateDescriptor", [&] {
+      cudnnBackendDescriptor_t config = nullptr;
+      cudnnStatus_t st = dnn.cudnnBackendCreateDescriptor(
+          CUDNN_BACKEND_ENGINECFG_DESCRIPTOR, &config);
+      if (st == CUDNN_STATUS_SUCCESS)
+        configs.push_back(config);
+      return st;
+    });
+  if (count > 0)
+    calls.then("cudnnBackendGetAttribute", [&] {
+      return dnn.cudnnBackendGetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_RESULTS,
+                                          CUDNN_TYPE_BACKEND_DESCRIPTOR, count,
+                                          &got, configs.data());
+    });
+  if (!calls.ok()) {
+    why = dnn.errorText(calls.api, calls.status);
+    got = 0;
+  }
+  while (int64_t(configs.size()) > std::max<int64_t>(got, 0)) {
+    dnn.cudnnBackendDestroyDescriptor(configs.back());
+    configs.pop_back();
+  }
+  if (heur)
+    dnn.cudnnBackendDestroyDescriptor(heur);
+  return configs;
+}
+
+/// Whether an engine with these numerical notes may run \p c: never
+/// nondeterministic or with down-converted inputs, and no tensor cores for
+/// f32 without allow_tf32 (they would compute in TF32).
+bool notesAllow(const ConvolutionDesc &c,
+                const cudnnBackendNumericalNote_t *notes, int64_t count) {
+  for (int64_t i = 0; i < count; ++i) {
+    if (notes[i] == CUDNN_NUMERICAL_NOTE_NONDETERMINISTIC ||
+        notes[i] == CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS)
+      return false;
+    if (notes[i] == CUDNN_NUMERICAL_NOTE_TENSOR_CORE && c.dtype == "f32" &&
+        !c.allowTf32)
+      return false;
+  }
+  return true;
+}
+
+/// Reads the engine of \p config: its global index, and whether its
+/// numerical notes allow it for \p c (false if they cannot be read).
+bool engineAllowed(const Cudnn &dnn, const ConvolutionDesc &c,
+                   cudnnBackendDescriptor_t config, int64_t &engineId) {
+  cudnnBackendDescriptor_t engine = nullptr;
+  if (dnn.cudnnBackendCreateDescriptor(CUDNN_BACKEND_ENGINE_DESCRIPTOR,
+                                       &engine) != CUDNN_STATUS_SUCCESS)
+    return false;
+  constexpr int64_t kMaxNotes = 32; // Room for notes of later versions.
+  cudnnBackendNumericalNote_t notes[kMaxNotes];
+  int64_t count = 0, n = 0;
+  bool ok =
+      dnn.cudnnBackendGetAttribute(config, CUDNN_ATTR_ENGINECFG_ENGINE,
+                                   CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &n,
+                                   &engine) == CUDNN_STATUS_SUCCESS &&
+      dnn.cudnnBackendGetAttribute(engine, CUDNN_ATTR_ENGINE_GLOBAL_INDEX,
+                                   CUDNN_TYPE_INT64, 1, &n,
+                                   &engineId) == CUDNN_STATUS_SUCCESS &&
+      dnn.cudnnBackendGetAttribute(engine, CUDNN_ATTR_ENGINE_NUMERICAL_NOTE,
+                                   CUDNN_TYPE_NUMERICAL_NOTE, kMaxNotes, &count,
+                                   notes) == CUDNN_STATUS_SUCCESS &&
+      notesAllow(c, notes, std::min(count, kMaxNotes));
+  dnn.cudnnBackendDestroyDescriptor(engine);
+  return ok;
+}
+
+/// "eng<id>" and each knob choice of \p config, "_k<type>=<value>".
+std::string configTag(const Cudnn &dnn, cudnnBackendDescriptor_t config,
+                      int64_t engineId) {
+  std::string tag = "eng" + std::to_string(engineId);
+  constexpr int64_t kMaxKnobs = 64; // More than any version's knob types.
+  cudnnBackendDescriptor_t knobs[kMaxKnobs] = {};
+  int64_t created = 0, count = 0;
+  while (created < kMaxKnobs && dnn.cudnnBackendCreateDescriptor(
+                                    CUDNN_BACKEND_KNOB_CHOICE_DESCRIPTOR,
+                                    &knobs[created]) == CUDNN_STATUS_SUCCESS)
+    ++created;
+  if (created == kMaxKnobs &&
+      dnn.cudnnBackendGetAttribute(config, CUDNN_ATTR_ENGINECFG_KNOB_CHOICES,
+                                   CUDNN_TYPE_BACKEND_DESCRIPTOR, kMaxKnobs,
+                                   &count, knobs) == CUDNN_STATUS_SUCCESS)
+    for (int64_t i = 0; i < std::min(count, kMaxKnobs); ++i) {
+      cudnnBackendKnobType_t type;
+      int64_t value = 0, n = 0;
+      if (dnn.cudnnBackendGetAttribute(
+              knobs[i], CUDNN_ATTR_KNOB_CHOICE_KNOB_TYPE, CUDNN_TYPE_KNOB_TYPE,
+              1, &n, &type) == CUDNN_STATUS_SUCCESS &&
+          dnn.cudnnBackendGetAttribute(
+              knobs[i], CUDNN_ATTR_KNOB_CHOICE_KNOB_VALUE, CUDNN_TYPE_INT64, 1,
+              &n, &value) == CUDNN_STATUS_SUCCESS)
+        tag += "_k" + std::to_string(int(type)) + "=" + std::to_string(value);
+    }
+  for (int64_t i = 0; i < created; ++i)
+    dnn.cudnnBackendDestroyDescriptor(knobs[i]);
+  return tag;
+}
+
+/// Keeps \p config among convolution \p index's candidates if its engine
+/// suits the convolution, its plan finalizes and fits the workspace;
+/// otherwise destroys it and counts why in \p r.
+void tryCandidate(cgc_engine_s &e, size_t index,
+                  cudnnBackendDescriptor_t config, Refusals &r) {
+  const Cudnn &dnn = *e.dnn;
+  const ConvolutionDesc &c = convolutionOf(e, index);
+  ConvolutionCandidate candidate;
+  candidate.config = config;
+  auto discard = [&] {
+    if (candidate.plan)
+      dnn.cudnnBackendDestroyDescriptor(candidate.plan);
+    dnn.cudnnBackendDestroyDescriptor(config);
+  };
+  if (!engineAllowed(dnn, c, config, candidate.engineId)) {
+    ++r.notes;
+    return discard();
+  }
+  int64_t n = 0;
+  CallChain calls;
+  calls
+      .then("cudnnBackendCreateDescriptor",
+            [&] {
+              return dnn.cudnnBackendCreateDescriptor(
+                  CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, &candidate.plan);
+            })
+      .then("cudnnBackendSetAttribute",
+            [&] {
+              return dnn.cudnnBackendSetAttribute(
+                  candidate.plan, CUDNN_ATTR_EXECUTION_PLAN_HANDLE,
+                  CUDNN_TYPE_HANDLE, 1, &e.dnnHandle);
+            })
+      .then("cudnnBackendSetAttribute",
+            [&] {
+              return dnn.cudnnBackendSetAttribute(
+                  candidate.plan, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG,
+                  CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &config);
+            })
+      .then("cudnnBackendFinalize",
+            [&] { return dnn.cudnnBackendFinalize(candidate.plan); })
+      .then("cudnnBackendGetAttribute", [&] {
+        return dnn.cudnnBackendGetAttribute(
+            candidate.plan, CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE,
+            CUDNN_TYPE_INT64, 1, &n, &candidate.workspace);
+      });
+  if (!calls.ok()) {
+    ++r.finalize;
+    r.lastFinalize = "eng" + std::to_string(candidate.engineId) + ": " +
+                     dnn.errorText(calls.api, calls.status);
+    return discard();
+  }
+  if (candidate.workspace < 0 ||
+      uint64_t(candidate.workspace) > c.workspaceBytes) {
+    ++r.workspace;
+    if (r.leastWorkspace < 0 || candidate.workspace < r.leastWorkspace)
+      r.leastWorkspace = candidate.workspace;
+    return discard();
+  }
+  candidate.tag = configTag(dnn, config, candidate.engineId);
+  e.convolutions[index].candidates.push_back(std::move(candidate));
+}
+
+/// The failure when no configuration is usable, with what became of them.
+std::string noEngineMessage(const cgc_engine_s &e, size_t index,
+                            const Refusals &r) {
+  const ConvolutionDesc &c = convolutionOf(e, index);
+  std::string why = "cuDNN's heuristics (modes A and FALLBACK) offered " +
+                    std::to_string(r.offered) + " engine configuration" +
+                    (r.offered == 1 ? "" : "s");
+  if (!r.heuristic.empty())
+    why += " (" + r.heuristic + ")";
+  if (r.notes)
+    why += "; " + std::to_string(r.notes) +
+           " refused for their numerical notes (nondeterministic, "
+           "down-converted inputs" +
+           (c.dtype == "f32" && !c.allowTf32 ? ", TF32" : "") + ")";
+  if (r.finalize)
+    why += "; " + std::to_string(r.finalize) +
+           " did not finalize (the last: " + r.lastFinalize + ")";
+  if (r.workspace)
+    why +=
+        "; " + std::to_string(r.workspace) +
+        " need more workspace (the least: " + std::to_string(r.leastWorkspace) +
+        " bytes)";
+  return convolutionLabel(e, index) + ": cuDNN " + e.dnn->versionText() +
+         " has no engine for this convolution on this GPU within the " +
+         std::to_string(c.workspaceBytes) + "-byte workspace: " + why;
+}
+
+/// Builds convolution \p index's graph and keeps up to \p limit usable
+/// candidates, mode A's first, else mode FALLBACK's.
+cgc_status planConvolution(cgc_engine_s &e, size_t index, long limit) {
+  ConvolutionPlan &plan = e.convolutions[index];
+  plan.owner = index;
+  cudnnBackendDescriptor_t graph = nullptr;
+  if (cgc_status s = buildGraph(e, index, graph))
+    return s;
+  Refusals r;
+  for (cudnnBackendHeurMode_t mode :
+       {CUDNN_HEUR_MODE_A, CUDNN_HEUR_MODE_FALLBACK}) {
+    std::string why;
+    std::vector<cudnnBackendDescriptor_t> configs =
+        heuristicConfigs(*e.dnn, graph, mode, why);
+    if (!why.empty())
+      r.heuristic += (r.heuristic.empty() ? "" : "; ") + why;
+    r.offered += configs.size();
+    for (cudnnBackendDescriptor_t config : configs) {
+      if (long(plan.candidates.size()) < limit)
+        tryCandidate(e, index, config, r);
+      else
+        e.dnn->cudnnBackendDestroyDescriptor(config);
+    }
+    if (!plan.candidates.empty())
+      break;
+  }
+  if (plan.candidates.empty())
+    return fail(CGC_ERROR_UNSUPPORTED, noEngineMessage(e, index, r));
+  plan.usable = int32_t(plan.candidates.size());
+  return CGC_OK;
+}
+
+} // namespace
+
+namespace cgc {
+namespace rt {
+
+std::string convolutionLabel(const cgc_engine_s &e, size_t index) {
+  const ConvolutionDesc &c = convolutionOf(e, index);
+  std::string epilogue;
+  auto term = [&](bool present, const char *name) {
+    if (present)
+      epilogue += (epilogue.empty() ? "" : "+") + std::string(name);
+  };
+  term(c.hasScale, "scale");
+  term(c.hasBias, "bias");
+  term(c.hasResidual, "residual");
+  term(isRelu(c.activation), format::activationName(c.activation));
+  int64_t groups = c.xDims[1] / c.wDims[1];
+  return "convolution " + std::to_string(index) + " (node '" + c.source.node +
+         "', " + c.dtype + (c.allowTf32 ? "+tf32" : "") + " x " +
+         joined(c.xDims) + " w " + joined(c.wDims) + " y " + joined(c.yDims) +
+         (channelsLast(c.xStrides) ? " nhwc" : " nchw") + " pad " +
+         joined(c.prePadding) + "/" + joined(c.postPadding) + " stride " +
+         joined(c.strides) + " dilation " + joined(c.dilations) + " groups " +
+         std::to_string(groups) + " epilogue " +
+         (epilogue.empty() ? "none" : epilogue) + ")";
+}
+
+void adoptCandidates(cgc_engine_s &e) {
+  for (ConvolutionPlan &plan : e.convolutions) {
+    const ConvolutionPlan &owner = e.convolutions[plan.owner];
+    if (owner.candidates.empty())
+      continue;
+    const ConvolutionCandidate &chosen = owner.candidates.front();
+    plan.plan = chosen.plan;
+    plan.engineId = chosen.engineId;
+    plan.workspaceUsed = chosen.workspace;
+    plan.tag = chosen.tag;
+    plan.usable = owner.usable;
+    plan.timed = owner.timed;
+  }
+}
+
+cgc_status planConvolutions(cgc_engine_s &e) {
+  size_t count = e.artifact.manifest.convolutions.size();
+  if (count == 0)
+    return CGC_OK;
+  std::string reason;
+  e.dnn = getCudnn(reason);
+  if (!e.dnn)
+    return fail(CGC_ERROR_UNSUPPORTED,
+                "this artifact runs " + std::to_string(count) +
+                    (count == 1 ? " convolution" : " convolutions") +
+                    " with cuDNN, but " + reason);
+  CGC_CHECK_DNN(*e.dnn,
+                "cuDNN " + e.dnn->versionText() + " (" + e.dnn->library + ")",
+                cudnnCreate(&e.dnnHandle));
+  e.convolutions.resize(count);
+  long limit = candidateLimit();
+  std::map<std::string, size_t> owners; // plan key -> the owner
+  for (size_t i = 0; i < count; ++i) {
+    auto [it, fresh] = owners.emplace(planKey(e, convolutionOf(e, i)), i);
+    e.convolutions[i].owner = it->second;
+    if (fresh)
+      if (cgc_status s = planConvolution(e, i, limit))
+        return s;
+  }
+  adoptCandidates(e);
+  return CGC_OK;
+}
+
+void releaseConvolutions(cgc_engine_s &e) {
+  if (!e.dnn)
+    return;
+  const Cudnn &dnn = *e.dnn;
+  for (ConvolutionPlan &plan : e.convolutions) {
+    for (const ConvolutionCandidate &c : plan.candidates) {
+      if (c.plan)
+        dnn.cudnnBackendDestroyDescriptor(c.plan);
+      if (c.config)
+        dnn.cudnnBackendDestroyDescriptor(c.config);
+    }
+    for (auto it = plan.graph.rbegin(); it != plan.graph.rend(); ++it)
+      dnn.cudnnBackendDestroyDescriptor(*it);
+  }
+  e.convolutions.clear();
+  if (e.dnnHandle)
+    dnn.cudnnDestroy(e.dnnHandle);
+  e.dnnHandle = nullptr;
+}
+
+ConvolutionStream::ConvolutionStream(const cgc_engine_s &e, CUstream stream)
+    : e_(e), lock_(e.dnnMutex),
+      status_(e.dnn->cudnnSetStream(e.dnnHandle, stream)) {}
+
+ConvolutionStream::~ConvolutionStream() {
+  e_.dnn->cudnnSetStream(e_.dnnHandle, nullptr);
+}
+
+cudnnStatus_t executeConvolution(const cgc_engine_s &e, size_t index,
+                                 cudnnBackendDescriptor_t plan,
+                                 const ConvolutionOperands &o,
+                                 const char *&api) {
+  const ConvolutionDesc &c = convolutionOf(e, index);
+  const Cudnn &dnn = *e.dnn;
+  int64_t uids[6];
+  void *pointers[6];
+  int64_t n = 0;
+  auto add = [&](int64_t uid, void *pointer) {
+    uids[n] = uid;
+    pointers[n++] = pointer;
+  };
+  add(kUidX, o.x);
+  add(kUidW, o.w);
+  add(kUidY, o.y);
+  if (c.hasScale)
+    add(kUidScale, o.scale);
+  if (c.hasBias)
+    add(kUidBias, o.bias);
+  if (c.hasResidual)
+    add(kUidResidual, o.residual);
+  void *workspace = o.workspace;
+  cudnnBackendDescriptor_t pack = nullptr;
+  CallChain calls;
+  calls
+      .then("cudnnBackendCreateDescriptor",
+            [&] {
+              return dnn.cudnnBackendCreateDescriptor(
+                  CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR, &pack);
+            })
+      .then("cudnnBackendSetAttribute",
+            [&] {
+              return dnn.cudnnBackendSetAttribute(
+                  pack, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, n,
+                  uids);
+            })
+      .then("cudnnBackendSetAttribute",
+            [&] {
+              return dnn.cudnnBackendSetAttribute(
+                  pack, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS,
+                  CUDNN_TYPE_VOID_PTR, n, pointers);
+            })
+      .then("cudnnBackendSetAttribute",
+            [&] {
+              return dnn.cudnnBackendSetAttribute(
+                  pack, CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR,
+                  1, &workspace);
+            })
+      .then("cudnnBackendFinalize",
+            [&] { return dnn.cudnnBackendFinalize(pack); })
+      .then("cudnnBackendExecute",
+            [&] { return dnn.cudnnBackendExecute(e.dnnHandle, plan, pack); });
+  if (pack)
+    dnn.cudnnBackendDestroyDescriptor(pack);
+  api = calls.api;
+  return calls.status;
+}
+
+} // namespace rt
+} // namespace cgc
