@@ -175,8 +175,11 @@ def entries():
                          other_sizes=((1, 17), (3, 77), (8, 256))))
     for family in IMAGE_FAMILIES:
         for dtype in ("f32", "bf16"):
-            tags = ("bench",) if dtype == "f32" and family in ("resnet50", "vit-b-16") else ()
-            out.append(Entry(f"{family}-{dtype}-b1-224px", family, 1, 224, dtype, tags=tags))
+            out.append(Entry(f"{family}-{dtype}-b1-224px", family, 1, 224, dtype, tags=("bench",)))
+    for family in ("resnet18", "resnet50"):
+        out.append(Entry(f"{family}-f16-b1-224px", family, 1, 224, "f16", tags=("bench",)))
+    for dtype in ("f32", "bf16"):
+        out.append(Entry(f"resnet50-{dtype}-b32-224px", "resnet50", 32, 224, dtype, tags=("bench",)))
     return out
 
 

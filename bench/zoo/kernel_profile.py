@@ -9,9 +9,9 @@ records every kernel node of a graph replay). For each side it prints the
 wall time of one call (CUDA events around N back-to-back calls), the sum of
 its kernels' durations per call, the gap between the two (launch and
 dependency latency the kernels do not cover), and the kernels grouped by
-kind (matrix products, attention, normalization and softmax, elementwise
-and copies) with counts and microseconds per call, then the 12 longest
-kernels. These are the measurements behind the causes docs/perf.md gives
+kind (convolutions, matrix products, attention, normalization and
+softmax, elementwise and copies) with counts and microseconds per call,
+then the 12 longest kernels. These are the measurements behind the causes docs/perf.md gives
 where cgc does not beat torch.cuda.graph. Writes DIR/profile-ENTRY.txt.
 """
 import argparse
@@ -26,6 +26,7 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, ".."))
 
 KINDS = (  # (kind, pattern searched in the kernel's name), first match wins
+    ("convolution", r"conv|fprop|dgrad|wgrad|winograd|implicit_gemm|implicit_convolve"),
     ("product", r"gemm|gemv|nvjet|cutlass|sm90_xmma|matmul|cublas|splitK|_mm_|tile_product"),
     ("attention", r"flash|fmha|attention|sdpa|softmax_warp|efficient_attention"),
     ("norm/softmax/reduce", r"norm|softmax|reduce|rows|row_|mean|sum"),
@@ -76,8 +77,9 @@ def describe(label, wall_us, kernels, out):
 
 
 def profile_entry(torch, cgc, entry, iters, work):
+    from entries import IMAGE_FAMILIES
     from torch_timing import capture, time_events
-    from zoo import on_device, torch_dtype
+    from zoo import channels_last, on_device, torch_dtype
     module, (args, kwargs) = entry.build(torch)
     dtype = torch_dtype(torch, entry.dtype)
     model = module.cuda().to(dtype)
@@ -85,15 +87,22 @@ def profile_entry(torch, cgc, entry, iters, work):
     call_kwargs = {k: on_device(torch, v, dtype) for k, v in kwargs.items()}
     out = [f"# {entry.name} ({torch.cuda.get_device_name()}, torch {torch.__version__})"]
     with torch.no_grad():
-        graph = capture(torch, lambda: model(*call_args, **call_kwargs))
-        wall = time_events(graph.replay, iters, 5)[0]
-        describe("torch.cuda.graph", wall, kernels_per_call(torch, graph.replay, iters), out)
-        del graph
         fn = cgc.compile(model, tuple(call_args), example_kwargs=call_kwargs,
                          path=os.path.join(work, "model.cgc"))
         call = lambda: fn(*call_args, **call_kwargs)  # noqa: E731
         wall = time_events(call, iters, 5)[0]
-        describe("cgc", wall, kernels_per_call(torch, call, iters), out)
+        cgc_lines = []
+        describe("cgc", wall, kernels_per_call(torch, call, iters), cgc_lines)
+        torch_args, torch_kwargs = call_args, call_kwargs
+        if entry.family in IMAGE_FAMILIES and entry.dtype != "f32":  # As zoo.py times it.
+            model = model.to(memory_format=torch.channels_last)
+            torch_args = channels_last(torch, call_args)
+            torch_kwargs = {k: channels_last(torch, [v])[0] for k, v in call_kwargs.items()}
+        graph = capture(torch, lambda: model(*torch_args, **torch_kwargs))
+        wall = time_events(graph.replay, iters, 5)[0]
+        describe("torch.cuda.graph", wall, kernels_per_call(torch, graph.replay, iters), out)
+        del graph
+        out += cgc_lines
     return "\n".join(out)
 
 

@@ -43,7 +43,7 @@ os.environ.setdefault("CGC_CACHE", "0")
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.dirname(HERE))  # bench/: torch_timing
-from entries import ENTRIES  # noqa: E402
+from entries import ENTRIES, IMAGE_FAMILIES  # noqa: E402
 
 F32_TOLERANCE = 1e-4
 LOW_PRECISION_FACTOR, LOW_PRECISION_FLOOR = 2.0, 1e-6
@@ -195,20 +195,34 @@ def other_size_error(torch, entry, fn, reference, batch, seq):
     return relative_error(torch, got, want), None
 
 
+def channels_last(torch, values):
+    """The 4-D tensors among `values` in channels_last memory format."""
+    return [v.contiguous(memory_format=torch.channels_last)
+            if isinstance(v, torch.Tensor) and v.dim() == 4 else v for v in values]
+
+
 def bench_entry(torch, kept, entry, row, iters, autotune_budget_s):
     """Times of one call (µs, CUDA events around `iters` back-to-back calls,
     median of 5 after warm-up) of eager, torch.cuda.graph (replay),
     torch.compile reduce-overhead, max-autotune for entries tagged
     "autotune" when their compile fits the budget, and cgc's callable (the
     one the correctness tier compiled and checked), all in this process on
-    the same inputs; plus each torch.compile's cold time."""
+    the same inputs; plus each torch.compile's cold time. A half-type image
+    model runs channels_last in PyTorch's modes, its fastest form."""
     from torch_timing import capture, time_events
     model, fn = kept["model"], kept["fn"]
     call_args, call_kwargs = kept["args"], kept["kwargs"]
+    torch_args, torch_kwargs = call_args, call_kwargs
+    if entry.family in IMAGE_FAMILIES and entry.dtype != "f32":
+        # PyTorch's fastest form of a half-type CNN: channels_last weights
+        # and input (cgc takes the NCHW input and transposes it itself).
+        model = model.to(memory_format=torch.channels_last)
+        torch_args, torch_kwargs = channels_last(torch, call_args), {
+            k: channels_last(torch, [v])[0] for k, v in call_kwargs.items()}
     times = {}
     with torch.no_grad():
-        times["eager"] = time_events(lambda: model(*call_args, **call_kwargs), iters, 5)[0]
-        graph = capture(torch, lambda: model(*call_args, **call_kwargs))
+        times["eager"] = time_events(lambda: model(*torch_args, **torch_kwargs), iters, 5)[0]
+        graph = capture(torch, lambda: model(*torch_args, **torch_kwargs))
         times["cuda_graph"] = time_events(graph.replay, iters, 5)[0]
         del graph
         if "backend" in kept:  # (before the modes' resets drop its compiled code)
@@ -220,13 +234,13 @@ def bench_entry(torch, kept, entry, row, iters, autotune_budget_s):
             torch._dynamo.reset()
             started = time.perf_counter()
             compiled = torch.compile(model, mode=mode)
-            compiled(*call_args, **call_kwargs)
+            compiled(*torch_args, **torch_kwargs)
             torch.cuda.synchronize()
             row[f"compile_s_{mode}"] = time.perf_counter() - started
             if mode == "max-autotune" and row[f"compile_s_{mode}"] > autotune_budget_s:
                 row["message"] = f"max-autotune compile {row[f'compile_s_{mode}']:.0f} s " \
                                  f"> budget {autotune_budget_s} s"
-            times[mode] = time_events(lambda: compiled(*call_args, **call_kwargs), iters, 5)[0]
+            times[mode] = time_events(lambda: compiled(*torch_args, **torch_kwargs), iters, 5)[0]
         torch._dynamo.reset()
         times["cgc"] = time_events(lambda: fn(*call_args, **call_kwargs), iters, 5)[0]
     row["times_us"] = times
