@@ -8,8 +8,8 @@
 // cuDNN runs 2-D and 3-D convolutions: a 1-D one is given as a 2-D one
 // whose first spatial dim is 1 (kernel 1, no padding, stride and dilation
 // 1). expand-convolution has moved any bias out to an add. A conv_fusion
-// adds its epilogue (ir/ConvolutionEpilogue.h): the per-channel scale and
-// bias (f32), the residual and relu, which cuDNN runs in the same call.
+// adds its epilogue (ir/ConvolutionEpilogue.h), one step per member after
+// the conv, which cuDNN runs in the same call.
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/Lowering.h"
@@ -59,6 +59,20 @@ std::vector<int64_t> spatial(std::vector<int64_t> values, int64_t unit) {
 
 } // namespace
 
+/// The artifact's op of epilogue member \p op (the type rule admits only
+/// these five).
+static fmt::ConvolutionStep::Op stepOp(OpKind op) {
+  if (op == OpKind::Add)
+    return fmt::ConvolutionStep::Op::Add;
+  if (op == OpKind::Sub)
+    return fmt::ConvolutionStep::Op::Sub;
+  if (op == OpKind::Mul)
+    return fmt::ConvolutionStep::Op::Mul;
+  if (op == OpKind::Div)
+    return fmt::ConvolutionStep::Op::Div;
+  return fmt::ConvolutionStep::Op::Relu;
+}
+
 /// The value outside conv_fusion \p node that its body input \p v binds
 /// (\p v itself for a plain conv).
 static const Value *outer(const Node &node, const Value *v) {
@@ -73,7 +87,7 @@ static const Value *outer(const Node &node, const Value *v) {
 
 void Lowerer::lowerLibraryConvolution(const Node &node, StepGraph &out) {
   ConvolutionEpilogue epilogue;
-  if (node.getOp() == OpKind::ConvolutionFusion) {
+  if (node.getOp() == OpKind::ConvolutionFusion) { // Verified by its type rule.
     std::string why;
     epilogue = *convolutionEpilogue(node.region(0), why); // Verified.
   } else {
@@ -100,11 +114,12 @@ void Lowerer::lowerLibraryConvolution(const Node &node, StepGraph &out) {
   d.postPadding = spatial(shape->after, 0);
   d.strides = spatial(shape->strides, 1);
   d.dilations = spatial(shape->dilations, 1);
-  d.hasScale = epilogue.scale != nullptr;
-  d.hasBias = epilogue.bias != nullptr;
-  d.hasResidual = epilogue.residual != nullptr;
-  d.activation = epilogue.relu ? fmt::ConvolutionDesc::Activation::Relu
-                               : fmt::ConvolutionDesc::Activation::None;
+  for (const ConvolutionEpilogue::Step &step : epilogue.steps)
+    d.epilogue.push_back({stepOp(step.node->getOp()),
+                          !step.operand  ? fmt::ConvolutionStep::Operand::None
+                          : step.residual ? fmt::ConvolutionStep::Operand::Full
+                                          : fmt::ConvolutionStep::Operand::Channel,
+                          {}});
   d.workspaceBytes = uint64_t((*node.schedule())[ScheduleField::Scratch]);
   d.source = {node.getName(), mnemonic(node.getOp()).str(), node.getSourceLoc()};
   LibraryConvolution lc;
@@ -119,15 +134,13 @@ void Lowerer::lowerLibraryConvolution(const Node &node, StepGraph &out) {
   step.node = &node;
   step.convolution = unsigned(program.convolutions.size());
   step.reads = {rangeOf(lc.x), rangeOf(lc.w)};
-  auto operand = [&](const Value *v, Storage &into) {
-    if (!v)
-      return;
-    into = storageOf(outer(node, v));
-    step.reads.push_back(rangeOf(into));
-  };
-  operand(epilogue.scale, lc.scale);
-  operand(epilogue.bias, lc.bias);
-  operand(epilogue.residual, lc.residual);
+  for (const ConvolutionEpilogue::Step &e : epilogue.steps) {
+    lc.steps.emplace_back();
+    if (!e.operand)
+      continue;
+    lc.steps.back() = storageOf(outer(node, e.operand));
+    step.reads.push_back(rangeOf(lc.steps.back()));
+  }
   step.writes = {rangeOf(lc.y)};
   if (lc.desc.workspaceBytes) {
     lc.workspace = bufferStorage(plan.scratch.lookup(&node));

@@ -103,7 +103,8 @@ struct LibraryProduct {
 struct LibraryConvolution {
   const Node *node = nullptr;
   format::ConvolutionDesc desc;
-  Storage x, w, y, scale, bias, residual, workspace;
+  Storage x, w, y, workspace;
+  std::vector<Storage> steps; ///< Each epilogue step's operand (relu: none).
 };
 
 struct ByteRange {

@@ -404,12 +404,9 @@ void ManifestBuilder::addConvolutions(fmt::Manifest &m) const {
     d.w = pointerDesc(lc.w);
     d.y = pointerDesc(lc.y);
     d.workspace = pointerDesc(lc.workspace);
-    if (d.hasScale)
-      d.scale = pointerDesc(lc.scale);
-    if (d.hasBias)
-      d.bias = pointerDesc(lc.bias);
-    if (d.hasResidual)
-      d.residual = pointerDesc(lc.residual);
+    for (size_t k = 0; k < d.epilogue.size(); ++k)
+      if (d.epilogue[k].operand != fmt::ConvolutionStep::Operand::None)
+        d.epilogue[k].pointer = pointerDesc(lc.steps[k]);
     m.convolutions.push_back(std::move(d));
   }
 }

@@ -152,9 +152,15 @@ void dumpNode(std::ostringstream &os, const Manifest &m, const NodeDesc &n) {
     list("pad", c.prePadding);
     list("/", c.postPadding);
     os << (c.xStrides.size() > 1 && c.xStrides[1] == 1 ? " nhwc" : "")
-       << (c.hasScale ? " scale" : "") << (c.hasBias ? " bias" : "")
-       << (c.hasResidual ? " residual" : "") << " activation "
-       << activationName(c.activation) << " workspace=" << c.workspaceBytes;
+       << " epilogue";
+    for (const ConvolutionStep &s : c.epilogue) {
+      os << " " << stepOpName(s.op);
+      if (s.operand != ConvolutionStep::Operand::None)
+        os << "(" << stepOperandName(s.operand) << ")";
+    }
+    if (c.epilogue.empty())
+      os << " none";
+    os << " workspace=" << c.workspaceBytes;
     return;
   }
   }

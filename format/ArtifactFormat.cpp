@@ -132,12 +132,24 @@ const char *nodeKindName(NodeDesc::Kind k) {
   return "?"; // Not a Kind value: only a corrupt cast gets here.
 }
 
-const char *activationName(ConvolutionDesc::Activation a) {
-  switch (a) {
-  case ConvolutionDesc::Activation::None: return "none";
-  case ConvolutionDesc::Activation::Relu: return "relu";
+const char *stepOpName(ConvolutionStep::Op op) {
+  switch (op) {
+  case ConvolutionStep::Op::Add: return "add";
+  case ConvolutionStep::Op::Sub: return "sub";
+  case ConvolutionStep::Op::Mul: return "mul";
+  case ConvolutionStep::Op::Div: return "div";
+  case ConvolutionStep::Op::Relu: return "relu";
   }
-  return "?"; // Not an Activation value: only a corrupt cast gets here.
+  return "?"; // Not an Op value: only a corrupt cast gets here.
+}
+
+const char *stepOperandName(ConvolutionStep::Operand operand) {
+  switch (operand) {
+  case ConvolutionStep::Operand::None: return "none";
+  case ConvolutionStep::Operand::Channel: return "channel";
+  case ConvolutionStep::Operand::Full: return "full";
+  }
+  return "?"; // Not an Operand value: only a corrupt cast gets here.
 }
 
 const char *epilogueName(ProductDesc::Epilogue e) {

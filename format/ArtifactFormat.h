@@ -102,36 +102,45 @@ struct ProductDesc {
   }
 };
 
+/// One pointwise operation after a library convolution, on the running
+/// value (the convolution's result, then each step's), computed in f32:
+/// `running op operand`, or relu(running).
+/// The most steps an epilogue holds (validated).
+constexpr size_t kMaxConvolutionSteps = 8;
+
+struct ConvolutionStep {
+  enum class Op { Add, Sub, Mul, Div, Relu };
+  static constexpr unsigned NumOps = 5;
+  /// The second operand: none (relu); one value per output channel (O
+  /// contiguous elements of the convolution's dtype, broadcast over the
+  /// rest); or a tensor of y's dims and strides (a residual).
+  enum class Operand { None, Channel, Full };
+  static constexpr unsigned NumOperands = 3;
+  Op op = Op::Relu;
+  Operand operand = Operand::None;
+  PointerDesc pointer; ///< Operand: Channel or Full only.
+};
+
 /// A convolution run by cuDNN (its forward, the cross-correlation of
 /// PyTorch and ONNX), fixed at compile time in cuDNN's terms
-/// (docs/artifact.md):
-///   y = activation(conv(x, w) * scale + bias + residual)
-/// x [N, C, D...], w [O, C / G, K...], y and residual [N, O, E...] of rank
-/// 4 or 5 (a 1-D convolution is a 2-D one with a unit first spatial dim),
-/// each tensor's layout given by its strides in elements (NCHW or NHWC);
-/// the group count G is C / w's dim 1. scale and bias are f32 whatever
-/// the dtype, O elements, one per output channel; the epilogue terms are
-/// each optional and computed in f32. The runtime picks the engine on the
+/// (docs/artifact.md), then the pointwise steps of its epilogue:
+///   y = step_n(... step_1(conv(x, w)))
+/// x [N, C, D...], w [O, C / G, K...], y [N, O, E...] of rank 4 or 5 (a
+/// 1-D convolution is a 2-D one with a unit first spatial dim), each
+/// tensor's layout given by its strides in elements (NCHW or NHWC); the
+/// group count G is C / w's dim 1. The runtime picks the engine on the
 /// actual GPU.
 struct ConvolutionDesc {
-  enum class Activation { None, Relu };
-  static constexpr unsigned NumActivations = 2;
-  std::string dtype;      ///< x, w, y, residual: f32, f16 or bf16.
+  std::string dtype;      ///< Every tensor: f32, f16 or bf16.
   bool allowTf32 = false; ///< f32 only: engines may use TF32 tensor cores.
   std::vector<int64_t> xDims, xStrides, wDims, wStrides, yDims, yStrides;
   /// One per spatial dim.
   std::vector<int64_t> prePadding, postPadding, strides, dilations;
-  bool hasScale = false, hasBias = false, hasResidual = false;
-  Activation activation = Activation::None;
-  PointerDesc x, w, y, scale, bias, residual; ///< Each only when it is used.
+  std::vector<ConvolutionStep> epilogue;
+  PointerDesc x, w, y;
   PointerDesc workspace; ///< Arena scratch (binding empty).
   uint64_t workspaceBytes = 0;
   SourceRef source;
-
-  bool hasEpilogue() const {
-    return hasScale || hasBias || hasResidual ||
-           activation != Activation::None;
-  }
 };
 
 struct KernelDesc {
@@ -339,7 +348,8 @@ const char *paramKindName(ParamDesc::Kind k);
 const char *nodeKindName(NodeDesc::Kind k);
 const char *conditionName(NodeDesc::Condition c);
 const char *epilogueName(ProductDesc::Epilogue e);
-const char *activationName(ConvolutionDesc::Activation a);
+const char *stepOpName(ConvolutionStep::Op op);
+const char *stepOperandName(ConvolutionStep::Operand operand);
 
 // Manifest <-> JSON text (ManifestJson.cpp).
 std::string manifestToJson(const Manifest &m);

@@ -359,24 +359,28 @@ bool readI64s(Reader &r, const json &j, const std::string &p, const char *key,
   return true;
 }
 
-bool readActivation(Reader &r, const json &j, const std::string &p,
-                    ConvolutionDesc::Activation &out) {
+/// A name among \p count enum values, by \p nameOf.
+template <class Enum, class NameOf>
+bool readEnum(Reader &r, const json &j, const std::string &p, const char *key,
+              unsigned count, NameOf nameOf, Enum &out) {
   std::string name;
-  if (!r.str(j, p, "activation", name))
+  if (!r.str(j, p, key, name))
     return false;
-  for (unsigned a = 0; a < ConvolutionDesc::NumActivations; ++a)
-    if (name == activationName(static_cast<ConvolutionDesc::Activation>(a))) {
-      out = static_cast<ConvolutionDesc::Activation>(a);
+  for (unsigned k = 0; k < count; ++k)
+    if (name == nameOf(static_cast<Enum>(k))) {
+      out = static_cast<Enum>(k);
       return true;
     }
-  return r.fail(p + ".activation", "unknown activation '" + name + "'");
+  return r.fail(p + "." + key, "unknown " + std::string(key) + " '" + name + "'");
 }
 
-/// An optional pointer: present when the key is.
-bool readOptionalPointer(Reader &r, const json &j, const std::string &p,
-                         const char *key, bool &has, PointerDesc &out) {
-  has = j.is_object() && j.contains(key);
-  return !has || readPointer(r, j, p, key, out);
+bool readStep(Reader &r, const json &j, const std::string &p, ConvolutionStep &s) {
+  if (!readEnum(r, j, p, "op", ConvolutionStep::NumOps, stepOpName, s.op) ||
+      !readEnum(r, j, p, "operand", ConvolutionStep::NumOperands, stepOperandName,
+                s.operand))
+    return false;
+  return s.operand == ConvolutionStep::Operand::None ||
+         readPointer(r, j, p, "pointer", s.pointer);
 }
 
 bool readConvolution(Reader &r, const json &j, const std::string &p,
@@ -393,15 +397,18 @@ bool readConvolution(Reader &r, const json &j, const std::string &p,
       !readI64s(r, j, p, "post_padding", d.postPadding) ||
       !readI64s(r, j, p, "strides", d.strides) ||
       !readI64s(r, j, p, "dilations", d.dilations) ||
-      !readActivation(r, j, p, d.activation) ||
       !readPointer(r, j, p, "x", d.x) || !readPointer(r, j, p, "w", d.w) ||
       !readPointer(r, j, p, "y", d.y) ||
-      !readOptionalPointer(r, j, p, "scale", d.hasScale, d.scale) ||
-      !readOptionalPointer(r, j, p, "bias", d.hasBias, d.bias) ||
-      !readOptionalPointer(r, j, p, "residual", d.hasResidual, d.residual) ||
       !readPointer(r, j, p, "workspace", d.workspace) ||
       !r.u64(j, p, "workspace_bytes", d.workspaceBytes))
     return false;
+  const json *steps = r.array(j, p, "epilogue");
+  if (!steps)
+    return false;
+  d.epilogue.resize(steps->size());
+  for (size_t i = 0; i < steps->size(); ++i)
+    if (!readStep(r, (*steps)[i], at(p + ".epilogue", i), d.epilogue[i]))
+      return false;
   const json *source = r.field(j, p, "source");
   return source && r.str(*source, p + ".source", "node", d.source.node) &&
          r.str(*source, p + ".source", "op", d.source.op) &&

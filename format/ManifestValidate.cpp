@@ -375,16 +375,27 @@ bool checkConvolution(Checker &c, const Manifest &m, const ConvolutionDesc &d,
   if (!checkRange(c, m, d.workspace.region, d.workspace.offset,
                   d.workspaceBytes, p + " workspace"))
     return false;
+  if (!checkStrided(c, m, d.x, d.xDims, d.xStrides, elem, p + " x") ||
+      !checkStrided(c, m, d.w, d.wDims, d.wStrides, elem, p + " w") ||
+      !checkStrided(c, m, d.y, d.yDims, d.yStrides, elem, p + " y"))
+    return false;
+  if (d.epilogue.size() > kMaxConvolutionSteps)
+    return c.fail(p + ": an epilogue holds at most " +
+                  std::to_string(kMaxConvolutionSteps) + " steps");
   const std::vector<int64_t> channel = {d.yDims[1]}, unit = {1};
-  return checkStrided(c, m, d.x, d.xDims, d.xStrides, elem, p + " x") &&
-         checkStrided(c, m, d.w, d.wDims, d.wStrides, elem, p + " w") &&
-         checkStrided(c, m, d.y, d.yDims, d.yStrides, elem, p + " y") &&
-         (!d.hasResidual || checkStrided(c, m, d.residual, d.yDims,
-                                         d.yStrides, elem, p + " residual")) &&
-         (!d.hasScale ||
-          checkStrided(c, m, d.scale, channel, unit, 4, p + " scale (f32)")) &&
-         (!d.hasBias ||
-          checkStrided(c, m, d.bias, channel, unit, 4, p + " bias (f32)"));
+  for (size_t k = 0; k < d.epilogue.size(); ++k) {
+    const ConvolutionStep &s = d.epilogue[k];
+    std::string q = p + " epilogue[" + std::to_string(k) + "]";
+    bool unary = s.op == ConvolutionStep::Op::Relu;
+    if (unary != (s.operand == ConvolutionStep::Operand::None))
+      return c.fail(q + ": relu takes no operand, every other step one");
+    if ((s.operand == ConvolutionStep::Operand::Channel &&
+         !checkStrided(c, m, s.pointer, channel, unit, elem, q)) ||
+        (s.operand == ConvolutionStep::Operand::Full &&
+         !checkStrided(c, m, s.pointer, d.yDims, d.yStrides, elem, q)))
+      return false;
+  }
+  return true;
 }
 
 bool checkNode(Checker &c, const Manifest &m, const NodeDesc &nd, Tree &tree,

@@ -114,28 +114,28 @@ json productToJson(const ProductDesc &p) {
 }
 
 json convolutionToJson(const ConvolutionDesc &c) {
-  json j = {{"dtype", c.dtype},
-            {"allow_tf32", c.allowTf32},
-            {"x_dims", c.xDims}, {"x_strides", c.xStrides},
-            {"w_dims", c.wDims}, {"w_strides", c.wStrides},
-            {"y_dims", c.yDims}, {"y_strides", c.yStrides},
-            {"pre_padding", c.prePadding}, {"post_padding", c.postPadding},
-            {"strides", c.strides}, {"dilations", c.dilations},
-            {"activation", activationName(c.activation)},
-            {"x", pointerToJson(c.x)},
-            {"w", pointerToJson(c.w)},
-            {"y", pointerToJson(c.y)},
-            {"workspace", pointerToJson(c.workspace)},
-            {"workspace_bytes", c.workspaceBytes},
-            {"source", {{"node", c.source.node}, {"op", c.source.op},
-                        {"loc", c.source.loc}}}};
-  if (c.hasScale)
-    j["scale"] = pointerToJson(c.scale);
-  if (c.hasBias)
-    j["bias"] = pointerToJson(c.bias);
-  if (c.hasResidual)
-    j["residual"] = pointerToJson(c.residual);
-  return j;
+  json steps = json::array();
+  for (const ConvolutionStep &s : c.epilogue) {
+    json step = {{"op", stepOpName(s.op)}, {"operand", stepOperandName(s.operand)}};
+    if (s.operand != ConvolutionStep::Operand::None)
+      step["pointer"] = pointerToJson(s.pointer);
+    steps.push_back(step);
+  }
+  return {{"dtype", c.dtype},
+          {"allow_tf32", c.allowTf32},
+          {"x_dims", c.xDims}, {"x_strides", c.xStrides},
+          {"w_dims", c.wDims}, {"w_strides", c.wStrides},
+          {"y_dims", c.yDims}, {"y_strides", c.yStrides},
+          {"pre_padding", c.prePadding}, {"post_padding", c.postPadding},
+          {"strides", c.strides}, {"dilations", c.dilations},
+          {"epilogue", steps},
+          {"x", pointerToJson(c.x)},
+          {"w", pointerToJson(c.w)},
+          {"y", pointerToJson(c.y)},
+          {"workspace", pointerToJson(c.workspace)},
+          {"workspace_bytes", c.workspaceBytes},
+          {"source", {{"node", c.source.node}, {"op", c.source.op},
+                      {"loc", c.source.loc}}}};
 }
 
 json nodeToJson(const NodeDesc &n) {

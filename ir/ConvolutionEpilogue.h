@@ -4,15 +4,16 @@
 // (RegionTypeRules.cpp), the fuse-convolution-epilogue pass that builds it
 // and codegen (which gives it to cuDNN as one operation graph). The body
 // is a chain, each member reading the one before:
-//   conv(x, w)                 of dtype T, its channels last, no bias
-//   cast to f32                when T is not f32 and scale or bias follow
-//   mul by scale               } f32 values of the result's rank, every
-//   add of bias                } dim 1 but the channels (O)
-//   cast back to T             when the first cast is there
-//   add of a residual          a value of the result's type
-//   relu
-// with at least one member after the conv; scale, bias and the residual
-// are body inputs. cuDNN computes the chain in f32 and rounds once.
+//   conv(x, w)          its channels last, no bias, of dtype T
+//   affine steps        add, sub, mul or div of the running value and a
+//                       per-channel value (T, every dim 1 but a last one of
+//                       the result's channels); sub and div with the
+//                       running value first
+//   a residual add      of a value of the result's type (once)
+//   relu                (once, last)
+// with 1 to kMaxEpilogueSteps members after the conv; every other operand
+// is a body input. The members are the ops they replace, so the body
+// computes what they did; cuDNN computes the chain in f32 and rounds once.
 //
 //===----------------------------------------------------------------------===//
 #ifndef CGC_IR_CONVOLUTIONEPILOGUE_H
@@ -22,21 +23,27 @@
 
 #include "llvm/ADT/Optional.h"
 #include <string>
+#include <vector>
 
 namespace cgc {
 
+/// The most members after the conv (the artifact's limit).
+constexpr size_t kMaxEpilogueSteps = 8;
+
 struct ConvolutionEpilogue {
+  struct Step {
+    const Node *node;
+    /// The body input it reads beside the running value (null for relu),
+    /// and whether that is a residual (the result's type).
+    const Value *operand = nullptr;
+    bool residual = false;
+  };
   const Node *conv = nullptr;
-  /// The body inputs each member reads, or null where it is absent.
-  const Value *scale = nullptr, *bias = nullptr, *residual = nullptr;
-  bool relu = false;
-  /// The chain's last member: its result is the body's output.
-  const Node *last = nullptr;
+  std::vector<Step> steps;
 };
 
-/// Whether \p v is a per-channel value for a result of type \p result
-/// held channels last: f32, the result's rank, every dim 1 but the last,
-/// which is the result's.
+/// Whether \p v is a per-channel value for \p result (channels last): its
+/// dtype, every dim 1 but a last one of the result's channels.
 bool isPerChannel(const Value *v, const TensorType &result);
 
 /// \p body's chain; none, with \p why naming the member that breaks it,

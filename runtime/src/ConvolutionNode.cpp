@@ -42,12 +42,9 @@ static cgc_status execute(const NodeSite &site, CUstream) {
   o.x = addressOf(site, c.x);
   o.w = addressOf(site, c.w);
   o.y = addressOf(site, c.y);
-  if (c.hasScale)
-    o.scale = addressOf(site, c.scale);
-  if (c.hasBias)
-    o.bias = addressOf(site, c.bias);
-  if (c.hasResidual)
-    o.residual = addressOf(site, c.residual);
+  for (size_t k = 0; k < c.epilogue.size(); ++k)
+    if (c.epilogue[k].operand != format::ConvolutionStep::Operand::None)
+      o.steps[k] = addressOf(site, c.epilogue[k].pointer);
   if (c.workspaceBytes)
     o.workspace = addressOf(site, c.workspace);
   const char *api = "";
@@ -97,10 +94,12 @@ cgc_status runConvolutionNodeEager(const NodeSite &site, CUstream stream) {
 
 bool convolutionNodeUsesBinding(const NodeSite &site, const std::string &name) {
   const ConvolutionDesc &c = convolutionOf(site);
-  return c.x.binding == name || c.w.binding == name || c.y.binding == name ||
-         (c.hasScale && c.scale.binding == name) ||
-         (c.hasBias && c.bias.binding == name) ||
-         (c.hasResidual && c.residual.binding == name);
+  if (c.x.binding == name || c.w.binding == name || c.y.binding == name)
+    return true;
+  for (const format::ConvolutionStep &s : c.epilogue)
+    if (s.operand != format::ConvolutionStep::Operand::None && s.pointer.binding == name)
+      return true;
+  return false;
 }
 
 } // namespace rt

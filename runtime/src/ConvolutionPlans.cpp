@@ -3,15 +3,16 @@
 // An engine whose artifact has convolutions loads cuDNN (Cudnn.h), creates
 // one handle and, per convolution, builds a backend operation graph:
 //
-//   x, w --conv--> t0 --mul scale--> t1 --add bias--> t2 --add residual-->
-//   t3 --relu--> y
+//   x, w --conv--> t0 --step 1--> t1 ... --step n--> y
 //
-// with only the epilogue terms the convolution has; the convolution's
-// output is y itself when there is no epilogue, else a virtual f32 tensor,
-// as is every intermediate (y's dims and strides), and the last operation
-// writes y. Real tensors have their dtype, dims, strides (elements) and the
-// alignment their address always has (guaranteedAlignment); scale and bias
-// are f32 [1, O, 1, 1(, 1)] with strides in y's layout. Compute is f32.
+// one pointwise operation per step of the artifact's epilogue (add, sub,
+// mul or div with a per-channel or a full operand, relu); the
+// convolution's output is y itself when there is no epilogue, else a
+// virtual f32 tensor, as is every intermediate (y's dims and strides), and
+// the last operation writes y. Real tensors have their dtype, dims,
+// strides (elements) and the alignment their address always has
+// (guaranteedAlignment); a per-channel operand is [1, O, 1, 1(, 1)] of the
+// convolution's dtype with strides in y's layout. Compute is f32.
 //
 // cuDNN's heuristic (mode A; mode FALLBACK if A yields nothing usable)
 // then offers engine configurations, best first. In that order, each is
@@ -34,6 +35,7 @@
 #include <map>
 
 using cgc::format::ConvolutionDesc;
+using cgc::format::ConvolutionStep;
 using cgc::format::Manifest;
 using cgc::format::PointerDesc;
 
@@ -48,9 +50,7 @@ enum : int64_t {
   kUidX = 1,
   kUidW,
   kUidY,
-  kUidScale,
-  kUidBias,
-  kUidResidual,
+  kUidStep = 10, ///< Epilogue step k's operand: kUidStep + k.
   kUidVirtual = 100
 };
 
@@ -68,12 +68,15 @@ cudnnDataType_t dataType(const std::string &dtype) {
   return CUDNN_DATA_FLOAT;
 }
 
-bool isRelu(ConvolutionDesc::Activation a) {
-  switch (a) {
-  case ConvolutionDesc::Activation::None: return false;
-  case ConvolutionDesc::Activation::Relu: return true;
+cudnnPointwiseMode_t modeOf(ConvolutionStep::Op op) {
+  switch (op) {
+  case ConvolutionStep::Op::Add: return CUDNN_POINTWISE_ADD;
+  case ConvolutionStep::Op::Sub: return CUDNN_POINTWISE_SUB;
+  case ConvolutionStep::Op::Mul: return CUDNN_POINTWISE_MUL;
+  case ConvolutionStep::Op::Div: return CUDNN_POINTWISE_DIV;
+  case ConvolutionStep::Op::Relu: return CUDNN_POINTWISE_RELU_FWD;
   }
-  return false;
+  return CUDNN_POINTWISE_ADD;
 }
 
 /// The channel is a tensor's innermost dim (NHWC, NDHWC).
@@ -111,12 +114,14 @@ std::string planKey(const cgc_engine_s &e, const ConvolutionDesc &c) {
        {&c.xDims, &c.xStrides, &c.wDims, &c.wStrides, &c.yDims, &c.yStrides,
         &c.prePadding, &c.postPadding, &c.strides, &c.dilations})
     key += " " + joined(*v);
-  for (int64_t v :
-       {int64_t(c.hasScale), int64_t(c.hasBias), int64_t(c.hasResidual),
-        int64_t(isRelu(c.activation)), int64_t(c.workspaceBytes)})
-    key += " " + std::to_string(v);
-  for (const PointerDesc *p :
-       {&c.x, &c.w, &c.y, &c.scale, &c.bias, &c.residual})
+  for (const ConvolutionStep &step : c.epilogue)
+    key += std::string(" ") + cgc::format::stepOpName(step.op) + "(" +
+           cgc::format::stepOperandName(step.operand) + ")" +
+           (step.operand == ConvolutionStep::Operand::None
+                ? ""
+                : std::to_string(guaranteedAlignment(m, step.pointer)));
+  key += " " + std::to_string(c.workspaceBytes);
+  for (const PointerDesc *p : {&c.x, &c.w, &c.y})
     key += " " + std::to_string(guaranteedAlignment(m, *p));
   return key;
 }
@@ -217,7 +222,7 @@ cudnnBackendDescriptor_t channelTensor(GraphBuilder &b, int64_t uid,
   strides[0] = channels;
   if (channelsLast(c.yStrides))
     std::fill(strides.begin() + 2, strides.end(), channels);
-  return tensor(b, uid, CUDNN_DATA_FLOAT, dims, strides, alignment, false);
+  return tensor(b, uid, dataType(c.dtype), dims, strides, alignment, false);
 }
 
 cudnnBackendDescriptor_t convolutionDescriptor(GraphBuilder &b,
@@ -297,14 +302,12 @@ struct EpilogueStep {
 
 std::vector<EpilogueStep> epilogueSteps(const ConvolutionDesc &c) {
   std::vector<EpilogueStep> steps;
-  if (c.hasScale)
-    steps.push_back({CUDNN_POINTWISE_MUL, kUidScale, &c.scale, true});
-  if (c.hasBias)
-    steps.push_back({CUDNN_POINTWISE_ADD, kUidBias, &c.bias, true});
-  if (c.hasResidual)
-    steps.push_back({CUDNN_POINTWISE_ADD, kUidResidual, &c.residual, false});
-  if (isRelu(c.activation))
-    steps.push_back({CUDNN_POINTWISE_RELU_FWD, 0, nullptr, false});
+  for (size_t k = 0; k < c.epilogue.size(); ++k) {
+    const ConvolutionStep &step = c.epilogue[k];
+    bool none = step.operand == ConvolutionStep::Operand::None;
+    steps.push_back({modeOf(step.op), kUidStep + int64_t(k), none ? nullptr : &step.pointer,
+                     step.operand == ConvolutionStep::Operand::Channel});
+  }
   return steps;
 }
 
@@ -626,14 +629,9 @@ namespace rt {
 std::string convolutionLabel(const cgc_engine_s &e, size_t index) {
   const ConvolutionDesc &c = convolutionOf(e, index);
   std::string epilogue;
-  auto term = [&](bool present, const char *name) {
-    if (present)
-      epilogue += (epilogue.empty() ? "" : "+") + std::string(name);
-  };
-  term(c.hasScale, "scale");
-  term(c.hasBias, "bias");
-  term(c.hasResidual, "residual");
-  term(isRelu(c.activation), format::activationName(c.activation));
+  for (const ConvolutionStep &step : c.epilogue)
+    epilogue += (epilogue.empty() ? "" : "+") + std::string(format::stepOpName(step.op)) +
+                (step.operand == ConvolutionStep::Operand::Full ? "(full)" : "");
   int64_t groups = c.xDims[1] / c.wDims[1];
   return "convolution " + std::to_string(index) + " (node '" + c.source.node +
          "', " + c.dtype + (c.allowTf32 ? "+tf32" : "") + " x " +
@@ -722,8 +720,8 @@ cudnnStatus_t executeConvolution(const cgc_engine_s &e, size_t index,
                                  const char *&api) {
   const ConvolutionDesc &c = convolutionOf(e, index);
   const Cudnn &dnn = *e.dnn;
-  int64_t uids[6];
-  void *pointers[6];
+  int64_t uids[3 + format::kMaxConvolutionSteps];
+  void *pointers[3 + format::kMaxConvolutionSteps];
   int64_t n = 0;
   auto add = [&](int64_t uid, void *pointer) {
     uids[n] = uid;
@@ -732,12 +730,9 @@ cudnnStatus_t executeConvolution(const cgc_engine_s &e, size_t index,
   add(kUidX, o.x);
   add(kUidW, o.w);
   add(kUidY, o.y);
-  if (c.hasScale)
-    add(kUidScale, o.scale);
-  if (c.hasBias)
-    add(kUidBias, o.bias);
-  if (c.hasResidual)
-    add(kUidResidual, o.residual);
+  for (size_t k = 0; k < c.epilogue.size(); ++k)
+    if (c.epilogue[k].operand != ConvolutionStep::Operand::None)
+      add(kUidStep + int64_t(k), o.steps[k]);
   void *workspace = o.workspace;
   cudnnBackendDescriptor_t pack = nullptr;
   CallChain calls;

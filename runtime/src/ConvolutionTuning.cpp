@@ -92,33 +92,33 @@ struct Scratch {
 /// Allocates each operand at the largest size any timed convolution needs,
 /// and the stream and events.
 cgc_status setUp(const cgc_engine_s &e, Scratch &s) {
-  uint64_t x = 0, w = 0, y = 0, scale = 0, bias = 0, residual = 0,
-           workspace = 0;
+  uint64_t x = 0, w = 0, y = 0, operand = 0, workspace = 0;
   for (size_t i = 0; i < e.convolutions.size(); ++i) {
     if (!needsTiming(e, i))
       continue;
     const ConvolutionDesc &c = e.artifact.manifest.convolutions[i];
     uint64_t yBytes = extentBytes(c.yDims, c.yStrides, c.dtype);
-    uint64_t channel = uint64_t(c.yDims[1]) * sizeof(float); // f32 always
     x = std::max(x, extentBytes(c.xDims, c.xStrides, c.dtype));
     w = std::max(w, extentBytes(c.wDims, c.wStrides, c.dtype));
     y = std::max(y, yBytes);
-    scale = std::max(scale, c.hasScale ? channel : 0);
-    bias = std::max(bias, c.hasBias ? channel : 0);
-    residual = std::max(residual, c.hasResidual ? yBytes : 0);
+    // One buffer of y's extent serves every step's operand (a channel
+    // vector reads its first O elements).
+    if (!c.epilogue.empty())
+      operand = std::max(operand, yBytes);
     workspace = std::max(workspace, c.workspaceBytes);
   }
   ConvolutionOperands &o = s.operands;
+  void *shared = nullptr;
   const std::pair<uint64_t, void **> buffers[] = {{x, &o.x},
                                                   {w, &o.w},
                                                   {y, &o.y},
-                                                  {scale, &o.scale},
-                                                  {bias, &o.bias},
-                                                  {residual, &o.residual},
+                                                  {operand, &shared},
                                                   {workspace, &o.workspace}};
   for (const auto &[bytes, out] : buffers)
     if (cgc_status st = s.allocate(bytes, *out))
       return st;
+  for (void *&step : o.steps)
+    step = shared;
   const Driver &drv = *e.drv;
   CGC_CHECK_CU(drv, cuStreamCreate(&s.stream, CU_STREAM_NON_BLOCKING));
   CGC_CHECK_CU(drv, cuEventCreate(&s.start, CU_EVENT_DEFAULT));

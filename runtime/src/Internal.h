@@ -132,7 +132,8 @@ struct ConvolutionPlan {
 /// Where one run of a convolution finds its tensors (null when unused).
 struct ConvolutionOperands {
   void *x = nullptr, *w = nullptr, *y = nullptr;
-  void *scale = nullptr, *bias = nullptr, *residual = nullptr;
+  /// Each epilogue step's operand (null for relu).
+  void *steps[cgc::format::kMaxConvolutionSteps] = {};
   void *workspace = nullptr;
 };
 
