@@ -292,8 +292,8 @@ void holdWeightsTransposed(Graph &graph) {
       continue;
     Perm held = p;
     if (!in.init.permutation.empty())
-      for (size_t i = 0; i < p.size(); ++i)
-        held[i] = in.init.permutation[size_t(p[i])];
+      for (size_t axis = 0; axis < p.size(); ++axis)
+        held[axis] = in.init.permutation[size_t(p[axis])];
     in.init.permutation = held;
     std::vector<Node *> transposes;
     for (const Use &use : w->uses())

@@ -180,6 +180,12 @@ std::vector<Number> divisors(const Node &n, const ConvolutionShape &s, bool &uni
 
 Value *expandPool(ValueBuilder &vb, const Node &n, Value *input, const ConvolutionShape &s) {
   bool max = n.getOp() == OpKind::MaxPool;
+  DType dtype = input->getType().dtype;
+  // An average of f16 or bf16 sums and divides in f32 and rounds once (the
+  // sums over each window axis would round in between).
+  bool widen = !max && dtype != DType::F32;
+  if (widen)
+    input = vb.op(OpKind::Cast, {input}, {{"dtype", DType::F32}}, "f32");
   Value *x = allWindows(vb, input, s, max ? -INFINITY : 0.0);
   // One kernel axis at a time, the last first: each reduction is over one
   // run of dims, which the row and column kernels take (the axes together
@@ -193,17 +199,20 @@ Value *expandPool(ValueBuilder &vb, const Node &n, Value *input, const Convoluti
     return y;
   bool uniform = false;
   std::vector<Number> counts = divisors(n, s, uniform);
-  DType dtype = y->getType().dtype;
+  DType sums = y->getType().dtype;
+  auto narrow = [&](Value *v) {
+    return widen ? vb.op(OpKind::Cast, {v}, {{"dtype", dtype}}, "narrow") : v;
+  };
   if (uniform)
-    return vb.div(y, vb.fill(counts.front().real(), dtype, "count"));
+    return narrow(vb.div(y, vb.fill(counts.front().real(), sums, "count")));
   std::vector<Dim> dims;
   for (int64_t e : s.out)
     dims.push_back(Dim::fixed(e));
   if (s.channelsLast)
     dims.push_back(Dim::fixed(1)); // [E..., 1] against [N, E..., C].
   Value *count = vb.op(OpKind::Constant, {},
-                       {{"dtype", dtype}, {"shape", dims}, {"value", counts}}, "count");
-  return vb.div(y, count);
+                       {{"dtype", sums}, {"shape", dims}, {"value", counts}}, "count");
+  return narrow(vb.div(y, count));
 }
 
 /// A channels_last conv is written out channels first between transposes.

@@ -6,8 +6,9 @@
 // source has none) is
 // a graph input that is persistent and that no output updates (a
 // parameter or buffer of an inference graph), or an invariant node's
-// result. The invariant nodes move to the start of the graph in their
-// order; the others keep theirs (a stable topological sort). The kernels
+// result. The invariant nodes whose results are small (at most 64 KiB
+// each: per-channel vectors, not converted weights, which would then stay
+// live from the start) move to the start of the graph in their order; the others keep theirs (a stable topological sort). The kernels
 // of values computed from parameters alone (a batch norm's scale and
 // shift for the convolution after it) then sit next to each other, where
 // kernel batching (codegen/KernelBatching.cpp) runs up to 16 of them as
@@ -17,6 +18,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "passes/FusionBuilder.h"
+#include "passes/MemoryPlan.h"
 #include "passes/Pass.h"
 
 #include "llvm/ADT/DenseSet.h"
@@ -40,6 +42,9 @@ llvm::DenseSet<const Value *> readOnlyState(const Graph &graph) {
 
 /// Invariant nodes deeper than this keep their order among themselves.
 constexpr unsigned kMaxLevel = 64;
+/// The largest result a hoisted node may have: a per-channel vector, not a
+/// copy of a weight (which would stay live from the graph's start).
+constexpr uint64_t kMaxHoistedBytes = 64 * 1024;
 
 bool mayHoist(const Node &n) {
   OpFamily family = n.info().family;
@@ -58,12 +63,16 @@ public:
     unsigned count = unsigned(graph.nodes().size());
     for (unsigned i = 0; i < count; ++i) {
       Node *n = graph.nodes()[i].get();
-      bool hoisted = mayHoist(*n) && llvm::all_of(n->getOperands(), [&](Value *v) {
-                       return invariant.count(v) != 0;
-                     });
-      if (hoisted)
+      bool computable = mayHoist(*n) && llvm::all_of(n->getOperands(), [&](Value *v) {
+                          return invariant.count(v) != 0;
+                        });
+      if (computable)
         for (unsigned r = 0; r < n->numResults(); ++r)
           invariant.insert(n->result(r));
+      // A large result would stay live from the start: it keeps its place.
+      bool hoisted = computable;
+      for (unsigned r = 0; r < n->numResults(); ++r)
+        hoisted &= valueBytes(n->result(r)) <= kMaxHoistedBytes;
       // By depth among the invariant nodes, so that no invariant kernel
       // sits between two others it does not read (each would close a
       // batch): a batch norm's rsqrt(var + eps) * weight for every layer,
@@ -74,6 +83,7 @@ public:
           depth = std::max(depth, levels.lookup(d) + 1);
       levels[n] = depth = std::min(depth, kMaxLevel);
       position[n] = hoisted ? depth * count + i : (kMaxLevel + 1) * count + i;
+      // (count is the top-level node count: keys fit 32 bits up to 66M nodes.)
     }
     sortStably(graph, position);
     return true;

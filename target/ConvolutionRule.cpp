@@ -29,8 +29,9 @@ std::string cgc::libraryConvolutionRefusal(const Node &node) {
     return why;
   if (shape->in.size() > 3)
     return "cuDNN runs convolutions of 1 to 3 spatial dims";
-  if (conv.result()->getType().numElements() == 0)
-    return "the result is empty";
+  for (const Value *v : {conv.operand(0), conv.operand(1), conv.result()})
+    if (v->getType().numElements() == 0)
+      return "cuDNN runs convolutions of non-empty tensors";
   return "";
 }
 
