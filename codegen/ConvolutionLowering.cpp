@@ -73,10 +73,8 @@ static fmt::ConvolutionStep::Op stepOp(OpKind op) {
   return fmt::ConvolutionStep::Op::Relu;
 }
 
-/// The value outside conv_fusion \p node that its body input \p v binds
-/// (\p v itself for a plain conv).
-static const Value *outer(const Node &node, const Value *v) {
-  if (node.getOp() != OpKind::ConvolutionFusion)
+const Value *cgc::boundOperand(const Node &node, const Value *v) {
+  if (node.numRegions() == 0)
     return v;
   const auto &inputs = node.region(0).inputs();
   for (unsigned k = 0; k < inputs.size(); ++k)
@@ -125,8 +123,8 @@ void Lowerer::lowerLibraryConvolution(const Node &node, StepGraph &out) {
   LibraryConvolution lc;
   lc.node = &node;
   lc.desc = std::move(d);
-  lc.x = storageOf(outer(node, conv.operand(0)));
-  lc.w = storageOf(outer(node, conv.operand(1)));
+  lc.x = storageOf(boundOperand(node, conv.operand(0)));
+  lc.w = storageOf(boundOperand(node, conv.operand(1)));
   lc.y = storageOf(node.result());
   Step step;
   step.kind = Step::Kind::Convolution;
@@ -138,7 +136,7 @@ void Lowerer::lowerLibraryConvolution(const Node &node, StepGraph &out) {
     lc.steps.emplace_back();
     if (!e.operand)
       continue;
-    lc.steps.back() = storageOf(outer(node, e.operand));
+    lc.steps.back() = storageOf(boundOperand(node, e.operand));
     step.reads.push_back(rangeOf(lc.steps.back()));
   }
   step.writes = {rangeOf(lc.y)};

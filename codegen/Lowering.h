@@ -25,6 +25,10 @@ constexpr int64_t kMaxLoopBound = 2147483647;
 
 struct ProductParts;
 
+/// The operand of fusion \p node that its body input \p v binds; \p v
+/// itself when it is no body input (or \p node has no body).
+const Value *boundOperand(const Node &node, const Value *v);
+
 inline ByteRange rangeOf(const Storage &s) {
   return {s.region, s.offset, s.offset + s.bytes};
 }

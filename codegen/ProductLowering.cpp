@@ -22,15 +22,7 @@ using namespace cgc;
 namespace fmt = cgc::format;
 
 ProductParts cgc::productParts(const Node &node) {
-  auto outer = [&](const Value *v) -> const Value * {
-    if (node.getOp() != OpKind::ProductFusion)
-      return v;
-    const auto &inputs = node.region(0).inputs();
-    for (unsigned k = 0; k < inputs.size(); ++k)
-      if (inputs[k].value == v)
-        return node.operand(k);
-    return v;
-  };
+  auto outer = [&](const Value *v) { return boundOperand(node, v); };
   ProductParts p;
   p.product = &productOf(node);
   p.problem = productProblem(*p.product);

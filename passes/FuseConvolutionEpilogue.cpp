@@ -19,6 +19,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "ir/Builder.h"
+#include "passes/FusionBuilder.h"
 #include "passes/Pass.h"
 #include "ir/ConvolutionEpilogue.h"
 #include "target/Scheduler.h"
@@ -104,48 +105,13 @@ private:
     return true;
   }
 
-  /// Replaces the chain by one conv_fusion at its last member, its body
-  /// copies of the conv and the members; they join \p dead.
+  /// Replaces the chain by one conv_fusion at its last member.
   static bool build(Graph &g, const Chain &chain, GraphBuilder &builder,
                     std::vector<Node *> &dead) {
-    Node *last = chain.members.back();
-    builder.setInsertionPoint(*last);
-    builder.setOrigin(*chain.conv);
-    Node *fusion = builder.createWithRegions(OpKind::ConvolutionFusion,
-                                             chain.conv->getName() + ".fused", {});
-    Graph &body = fusion->region(0);
-    builder.setInsertionPointToEnd(body);
     std::vector<Node *> members = {chain.conv};
     members.insert(members.end(), chain.members.begin(), chain.members.end());
-    Value *previous = nullptr, *mappedPrevious = nullptr;
-    for (Node *m : members) {
-      llvm::SmallVector<Value *, 2> operands;
-      for (Value *v : m->getOperands()) {
-        if (v == previous) {
-          operands.push_back(mappedPrevious);
-          continue;
-        }
-        fusion->addOperand(v);
-        operands.push_back(body.addInput(
-            builder.uniqueName("in" + std::to_string(fusion->numOperands() - 1)),
-            v->getType()));
-      }
-      Node *clone = builder.clone(*m, operands);
-      if (!clone)
-        return false;
-      previous = m->result();
-      mappedPrevious = clone->result();
-    }
-    std::string resultName = last->result()->getName();
-    body.outputs.push_back({resultName, mappedPrevious, OutputKind::Output, "", last->getLoc()});
-    if (!builder.addResults(*fusion, {resultName}))
-      return false;
-    g.replaceAllUsesWith(last->result(), fusion->result());
-    for (Node *member : members)
-      member->dropOperands();
-    dead.insert(dead.end(), members.begin(), members.end());
-    fusion->result()->setName(resultName);
-    return true;
+    return buildChainFusion(g, members, OpKind::ConvolutionFusion, *chain.conv, builder,
+                            dead);
   }
 };
 

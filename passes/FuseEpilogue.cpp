@@ -24,6 +24,7 @@
 // outside the chain or returned is never absorbed.
 //
 //===----------------------------------------------------------------------===//
+#include "passes/FusionBuilder.h"
 #include "passes/Pass.h"
 #include "target/Scheduler.h"
 
@@ -145,51 +146,8 @@ static const Node &productOfChain(const Chain &chain) {
 bool FuseEpiloguePass::buildFusion(Graph &graph, const Chain &chain,
                                    GraphBuilder &builder,
                                    std::vector<Node *> &dead) {
-  Node *last = chain.members.back();
-  builder.setInsertionPoint(*last);
-  const Node &product = productOfChain(chain);
-  builder.setOrigin(product);
-  Node *fusion = builder.createWithRegions(OpKind::ProductFusion,
-                                           product.getName() + ".fused", {});
-  Graph &body = fusion->region(0);
-  builder.setInsertionPointToEnd(body);
-  Value *previous = nullptr, *mappedPrevious = nullptr;
-  for (Node *m : chain.members) {
-    llvm::SmallVector<Value *, 3> operands;
-    for (Value *v : m->getOperands()) {
-      if (v == previous) {
-        operands.push_back(mappedPrevious);
-        continue;
-      }
-      fusion->addOperand(v);
-      operands.push_back(body.addInput(
-          builder.uniqueName("in" + std::to_string(fusion->numOperands() - 1)),
-          v->getType()));
-    }
-    Node *clone = builder.clone(*m, operands);
-    if (!clone)
-      return false;
-    previous = m->result();
-    mappedPrevious = clone->result();
-  }
-  std::string resultName = last->result()->getName();
-  body.outputs.push_back(
-      {resultName, mappedPrevious, OutputKind::Output, "", last->getLoc()});
-  if (!builder.addResults(*fusion, {resultName}))
-    return false;
-  Value *result = fusion->result();
-  llvm::SmallVector<Use, 4> uses(last->result()->uses().begin(),
-                                 last->result()->uses().end());
-  for (const Use &u : uses)
-    u.user->setOperand(u.operandIndex, result);
-  for (GraphOutput &o : graph.outputs)
-    if (o.value == last->result())
-      o.value = result;
-  for (Node *member : chain.members)
-    member->dropOperands();
-  dead.insert(dead.end(), chain.members.begin(), chain.members.end());
-  result->setName(resultName);
-  return true;
+  return buildChainFusion(graph, chain.members, OpKind::ProductFusion,
+                          productOfChain(chain), builder, dead);
 }
 
 std::unique_ptr<Pass> cgc::createFuseEpiloguePass() {

@@ -149,3 +149,44 @@ void cgc::sortStably(Graph &graph,
   graph.setNodeOrder(order);
 }
 
+
+bool cgc::buildChainFusion(Graph &graph, llvm::ArrayRef<Node *> chain, OpKind kind,
+                           const Node &origin, GraphBuilder &builder,
+                           std::vector<Node *> &dead) {
+  Node *last = chain.back();
+  builder.setInsertionPoint(*last);
+  builder.setOrigin(origin);
+  Node *fusion = builder.createWithRegions(kind, origin.getName() + ".fused", {});
+  Graph &body = fusion->region(0);
+  builder.setInsertionPointToEnd(body);
+  Value *previous = nullptr, *mappedPrevious = nullptr;
+  for (Node *m : chain) {
+    llvm::SmallVector<Value *, 3> operands;
+    for (Value *v : m->getOperands()) {
+      if (v == previous) {
+        operands.push_back(mappedPrevious);
+        continue;
+      }
+      fusion->addOperand(v);
+      operands.push_back(body.addInput(
+          builder.uniqueName("in" + std::to_string(fusion->numOperands() - 1)),
+          v->getType()));
+    }
+    Node *clone = builder.clone(*m, operands);
+    if (!clone)
+      return false;
+    previous = m->result();
+    mappedPrevious = clone->result();
+  }
+  std::string resultName = last->result()->getName();
+  body.outputs.push_back(
+      {resultName, mappedPrevious, OutputKind::Output, "", last->getLoc()});
+  if (!builder.addResults(*fusion, {resultName}))
+    return false;
+  graph.replaceAllUsesWith(last->result(), fusion->result());
+  for (Node *member : chain)
+    member->dropOperands();
+  dead.insert(dead.end(), chain.begin(), chain.end());
+  fusion->result()->setName(resultName);
+  return true;
+}

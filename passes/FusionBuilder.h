@@ -50,6 +50,15 @@ Node *buildFusionNode(Graph &graph, const NodeSet &members, OpKind kind,
                       const std::string &name, GraphBuilder &builder,
                       std::vector<Node *> &dead,
                       llvm::DenseSet<Node *> &erasedSources);
+/// Replaces \p chain (a node, then nodes that each read the one before, in
+/// node order) by one \p kind node at the place of its last member, named
+/// after \p origin, whose body holds copies of the members; every other
+/// operand becomes a body input. The members join \p dead and the result
+/// takes the last member's name. What fuse-epilogue and
+/// fuse-convolution-epilogue build. False after an error.
+bool buildChainFusion(Graph &graph, llvm::ArrayRef<Node *> chain, OpKind kind,
+                      const Node &origin, GraphBuilder &builder,
+                      std::vector<Node *> &dead);
 /// Reorders \p graph topologically, taking among the ready nodes the one of
 /// the smallest key: its \p position, or its index for a node without one.
 void sortStably(Graph &graph, const llvm::DenseMap<Node *, unsigned> &position);
