@@ -8,12 +8,16 @@ Workloads (the training issue's): a BERT-base fine-tuning step
 (BertForSequenceClassification, 2 labels, batch 8, sequence 128, AdamW)
 and a GPT-2 small language-model step (GPT2LMHeadModel, batch 4,
 sequence 256, AdamW), random weights from the configs, dropout as
-configured (0.1). Each is timed as one whole step (forward, loss,
-backward, optimizer) with CUDA events around N back-to-back steps, median
-of 5 after warm-up: cgc's step; PyTorch eager (zero_grad, forward,
-backward, step); the whole step captured in one torch.cuda.graph
-(capturable AdamW, static batch). RESULT lines give µs per step and
-tokens per second; COMPILE lines the cold compile_train time. Writes
+configured (0.1); and the convolution issue's torchvision ResNet-18 step
+(10 classes, batch 32 of 32x32 images, batch norm in training mode, SGD
+with momentum 0.9 and weight decay 5e-4). Each is timed as one whole step
+(forward, loss, backward, optimizer) with CUDA events around N
+back-to-back steps, median of 5 after warm-up: cgc's step; PyTorch eager
+(zero_grad, forward, backward, step); the whole step captured in one
+torch.cuda.graph (capturable optimizer, static batch); with --compile,
+the module under torch.compile(mode="reduce-overhead") with the eager
+optimizer. RESULT lines give µs per step and items (tokens or images)
+per second; COMPILE lines the cold compile_train time. Writes
 bench/results/train-models-<gpu>-<date>.log (or --log).
 """
 import argparse, os, sys, time
@@ -33,7 +37,7 @@ def workloads(torch, transformers):
         model = transformers.BertForSequenceClassification(cfg)
         ids = torch.randint(0, cfg.vocab_size, (8, 128), device="cuda")
         batch = (ids, torch.ones_like(ids), torch.randint(0, 2, (8,), device="cuda"))
-        return model, lambda out, y: F.cross_entropy(out.logits, y), batch, 2, 8 * 128
+        return model, lambda out, y: F.cross_entropy(out.logits, y), batch, 2, 8 * 128, adamw
 
     def gpt2():
         cfg = transformers.GPT2Config(use_cache=False)
@@ -43,9 +47,23 @@ def workloads(torch, transformers):
         def lm(out, ids):
             logits = out.logits[:, :-1]
             return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), ids[:, 1:].reshape(-1))
-        return model, lm, (ids, ids), 1, 4 * 256
+        return model, lm, (ids, ids), 1, 4 * 256, adamw
 
-    return {"bert_base_finetune": bert, "gpt2_small_lm": gpt2}
+    def resnet18():
+        import torchvision
+        model = torchvision.models.resnet18(num_classes=10)
+        batch = (torch.randn(32, 3, 32, 32, device="cuda"),
+                 torch.randint(0, 10, (32,), device="cuda"))
+
+        def sgd(params, capturable=False):
+            del capturable  # SGD's step has no host-side state to capture
+            return torch.optim.SGD(params, lr=0.05, momentum=0.9, weight_decay=5e-4)
+        return model, F.cross_entropy, batch, 1, 32, sgd
+
+    def adamw(params, capturable=False):
+        return torch.optim.AdamW(params, lr=1e-5, capturable=capturable)
+
+    return {"bert_base_finetune": bert, "gpt2_small_lm": gpt2, "resnet18_cifar": resnet18}
 
 
 def torch_step(model, loss_fn, opt, batch, inputs):
@@ -64,6 +82,8 @@ def main():
     ap.add_argument("--only", default="")
     ap.add_argument("--iters", type=int, default=10)
     ap.add_argument("--log", default="")
+    ap.add_argument("--compile", action="store_true",
+                    help="also time torch.compile(mode='reduce-overhead')")
     args = ap.parse_args()
     os.environ["CGC"] = args.cgc
     import torch
@@ -79,13 +99,13 @@ def main():
         if args.only not in name:
             continue
         torch.manual_seed(0)
-        model, loss_fn, batch, inputs, tokens = make()
+        model, loss_fn, batch, inputs, items, make_opt = make()
         model = model.cuda().train()
 
         def result(impl, us):
             say(f"RESULT workload={name} impl={impl} us={us:.1f} "
-                f"tokens_per_s={tokens / us * 1e6:.0f}")
-        opt = torch.optim.AdamW(model.parameters(), lr=1e-5)
+                f"items_per_s={items / us * 1e6:.0f}")
+        opt = make_opt(model.parameters())
         t0 = time.perf_counter()
         try:
             step = cgc.compile_train(model, loss_fn, opt, batch, inputs=inputs)
@@ -96,16 +116,32 @@ def main():
             say(f"ERROR workload={name} impl=cgc {type(e).__name__}: {str(e)[:300]}")
             status = 1
         torch.cuda.empty_cache()
-        opt = torch.optim.AdamW(model.parameters(), lr=1e-5)
+        opt = make_opt(model.parameters())
         result("torch_eager", time_events(torch_step(model, loss_fn, opt, batch, inputs),
                                           args.iters, 3)[0])
         try:
-            opt = torch.optim.AdamW(model.parameters(), lr=1e-5, capturable=True)
+            opt = make_opt(model.parameters(), capturable=True)
             g = capture(torch, torch_step(model, loss_fn, opt, batch, inputs))
             result("torch_graph", time_events(g.replay, args.iters, 3)[0])
             del g
         except Exception as e:  # noqa: BLE001
             say(f"ERROR workload={name} impl=torch_graph {type(e).__name__}: {str(e)[:300]}")
+        if args.compile:
+            try:
+                opt = make_opt(model.parameters())
+                compiled = torch.compile(model, mode="reduce-overhead")
+                t0 = time.perf_counter()
+                run = torch_step(compiled, loss_fn, opt, batch, inputs)
+                for _ in range(3):
+                    run()
+                torch.cuda.synchronize()
+                say(f"COMPILE workload={name} impl=torch_reduce_overhead "
+                    f"s={time.perf_counter() - t0:.1f}")
+                result("torch_reduce_overhead", time_events(run, args.iters, 3)[0])
+                del compiled
+            except Exception as e:  # noqa: BLE001
+                say(f"ERROR workload={name} impl=torch_reduce_overhead "
+                    f"{type(e).__name__}: {str(e)[:300]}")
         del model, opt
         torch.cuda.empty_cache()
     say.write()

@@ -570,7 +570,7 @@ bool cgc::emitRowKernels(const Node &node, const Schedule &record,
     if (scratch)
       emitCrossEntropyTotal(row, *scratch, *second);
     return true;
-  case OpKind::MseLoss:
+  case OpKind::MseLoss: case OpKind::BatchNorm:
 #define CGC_NORMALIZATION_OP(...)
 #define CGC_LOSS_OP(...)
 #define CGC_OP(Enum, ...) case OpKind::Enum:

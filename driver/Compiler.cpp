@@ -15,7 +15,7 @@ bool cgc::runDefaultPipeline(Graph &graph, const CompileOptions &options,
   ctx.report = options.report;
   ctx.loopBound = options.maxLoopIterations;
   bool ok = (!(options.gradients || options.train) ||
-             pm.addPipeline("autodiff", ctx.diag)) &&
+             pm.addPipeline("expand-batch-norm,autodiff", ctx.diag)) &&
             (!options.train || pm.addPipeline("apply-optimizer", ctx.diag)) &&
             pm.addPipeline(defaultPipeline(options.fuse), ctx.diag) &&
             pm.run(graph, ctx, llvm::nulls());
@@ -255,12 +255,15 @@ static bool hasSymbolicDims(const Graph &model) {
 
 /// The passes that run once on the whole model before any other, so that
 /// autodiff, eval-mode and pad-dynamic-shapes see only the ops they know.
+/// A training model keeps batch_norm for eval-mode (lowerTraining), and
+/// runDefaultPipeline writes it out before autodiff.
 static bool prepareModel(Graph &model, const CompileOptions &options,
                          DiagnosticEngine &diag) {
   PassManager pm;
   PassContext ctx{diag, {}};
   ctx.target = targetOf(options);
-  return pm.addPipeline("expand-attention,layout,expand-convolution", diag) &&
+  std::string first = options.train ? "" : "expand-batch-norm,";
+  return pm.addPipeline(first + "expand-attention,layout,expand-convolution", diag) &&
          pm.run(model, ctx, llvm::nulls());
 }
 

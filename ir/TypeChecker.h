@@ -62,6 +62,7 @@ private:
   bool oneHot(Types &out);
   bool packing(Types &out);
   bool normalization(Types &out);
+  bool batchNorm(Types &out);
   bool dropout(Types &out);
   bool loss(Types &out);
   bool syncPoint(Types &out);

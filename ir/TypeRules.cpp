@@ -301,17 +301,39 @@ bool TypeChecker::linear(Types &out) {
   return true;
 }
 
+/// batch_norm: x [N, C, ...] of a float dtype, four [C] operands of its
+/// dtype (weight, bias, running mean and variance), a positive eps.
+bool TypeChecker::batchNorm(Types &out) {
+  const TensorType &x = operandType(0);
+  if (!isFloat(x.dtype))
+    return fail("operand #0 must be a float tensor, got " + str(x));
+  if (x.rank() < 2)
+    return fail("operand #0 must be [N, C, ...], got " + str(x));
+  if (!(node.floatAttr("eps", 1e-5) > 0))
+    return fail("attribute 'eps' must be positive");
+  static const char *const names[] = {"weight", "bias", "running_mean", "running_var"};
+  for (unsigned i = 1; i < 5; ++i)
+    if (operandType(i).rank() != 1 || operandType(i).dims[0] != x.dims[1])
+      return fail(llvm::Twine(names[i - 1]) + " is " + str(operandType(i)) +
+                  ", expected " +
+                  str(llvm::makeArrayRef(x.dims).slice(1, 1)) + " (x's channels)");
+  out.push_back(x);
+  return true;
+}
+
 bool TypeChecker::normalization(Types &out) {
   const TensorType &x = operandType(0);
   if (!checkOperandDTypes(0, node.numOperands()))
     return false;
+  if (node.getOp() == OpKind::BatchNorm)
+    return batchNorm(out);
   if (x.rank() == 0)
     return fail("operand #0 must have rank >= 1");
   unsigned axis;
   if (!axisAttr("axis", -1, x.rank(), axis))
     return false;
   switch (node.getOp()) {
-  case OpKind::Softmax: case OpKind::LogSoftmax:
+  case OpKind::Softmax: case OpKind::LogSoftmax: case OpKind::BatchNorm:
     break;
   case OpKind::LayerNorm: {
     if (node.floatAttr("eps", 1e-5) <= 0)

@@ -457,6 +457,7 @@ bool cgc::operandAdjoints(const Node &n, Value *g, ValueBuilder &gb,
   case OpKind::Attention: // expand-attention writes it out before autodiff.
   case OpKind::Conv: case OpKind::MaxPool: case OpKind::AvgPool:
     // expand-convolution writes them out first.
+  case OpKind::BatchNorm: // expand-batch-norm writes it out first.
     why = "no derivative rule for " + mnemonic(n.getOp()).str() + " yet";
     return false;
   case OpKind::LogicalNot: case OpKind::Eq: case OpKind::Ne: case OpKind::Lt:

@@ -440,6 +440,9 @@ bool PadDynamicShapesPass::rewrite(Node &n, std::string &why) {
     case OpKind::Softmax: case OpKind::LogSoftmax:
       n.setOperand(0, masked(n.operand(0), {axis}, lowest(x.dtype, false)));
       return true;
+    case OpKind::BatchNorm: // The driver writes it out before padding.
+      why = "batch_norm (expand-batch-norm writes it out first)";
+      return false;
 #define CGC_NORMALIZATION_OP(...)
 #define CGC_OP(Enum, ...) case OpKind::Enum:
 #include "ir/Ops.def"

@@ -108,6 +108,8 @@ RowSchedule cgc::rowScheduleOf(const Node &node) {
     break;
   case OpKind::MseLoss:
     llvm_unreachable("expand-mse-loss writes mse_loss out");
+  case OpKind::BatchNorm:
+    llvm_unreachable("expand-batch-norm writes batch_norm out");
 #define CGC_NORMALIZATION_OP(...)
 #define CGC_LOSS_OP(...)
 #define CGC_OP(Enum, ...) case OpKind::Enum:

@@ -80,6 +80,38 @@ static Tensor layerNorm(const Node &node, const Operands &in) {
   return out;
 }
 
+/// batch_norm: each channel c of x [N, C, ...] normalized by its batch
+/// statistics (training: mean and biased variance over every axis but 1)
+/// or by running_mean[c] and running_var[c], then scaled and shifted.
+static Tensor batchNorm(const Node &node, const Operands &in) {
+  const Tensor &x = *in[0];
+  double eps = node.floatAttr("eps", 1e-5);
+  bool training = node.boolAttr("training", false);
+  int64_t channels = x.shape[1];
+  int64_t inner = numElements(Shape(x.shape.begin() + 2, x.shape.end()));
+  int64_t outer = x.shape[0];
+  Tensor out(x.dtype, x.shape);
+  for (int64_t c = 0; c < channels; ++c) {
+    auto each = [&](auto f) {
+      for (int64_t n = 0; n < outer; ++n)
+        for (int64_t k = 0; k < inner; ++k)
+          f((n * channels + c) * inner + k);
+    };
+    double mean = in[3]->real(c), var = in[4]->real(c);
+    if (training) {
+      double count = double(outer * inner), sum = 0, squares = 0;
+      each([&](int64_t i) { sum += x.real(i); });
+      mean = sum / count;
+      each([&](int64_t i) { squares += (x.real(i) - mean) * (x.real(i) - mean); });
+      var = squares / count;
+    }
+    double scale = in[1]->real(c) / std::sqrt(var + eps), shift = in[2]->real(c);
+    each([&](int64_t i) { out.setReal(i, (x.real(i) - mean) * scale + shift); });
+  }
+  out.round();
+  return out;
+}
+
 static Tensor dropout(const Node &node, const Operands &in) {
   const Tensor &x = *in[0];
   double p = node.floatAttr("p", 0);
@@ -163,6 +195,8 @@ Tensor interp::evalNN(const Node &node, const Operands &in) {
     return softmax(node, *in[0]);
   case OpKind::LayerNorm:
     return layerNorm(node, in);
+  case OpKind::BatchNorm:
+    return batchNorm(node, in);
   case OpKind::Dropout:
     return dropout(node, in);
   case OpKind::MseLoss:

@@ -51,6 +51,16 @@ class Tied(torch.nn.Module):
         return self.head(F.gelu(self.b(torch.tanh(self.a(self.norm(x))))))
 
 
+def small_cnn():
+    """Convolutions, batch norm in training mode (running statistics
+    updated), max and adaptive average pooling, a linear head."""
+    nn = torch.nn
+    return nn.Sequential(nn.Conv2d(3, 4, 3, padding=1, bias=False), nn.BatchNorm2d(4), nn.ReLU(),
+                         nn.MaxPool2d(2), nn.Conv2d(4, 6, 3, stride=2, padding=1),
+                         nn.BatchNorm2d(6, momentum=0.3), nn.ReLU(), nn.AdaptiveAvgPool2d(1),
+                         nn.Flatten(), nn.Linear(6, 5))
+
+
 def mlp(act):
     return torch.nn.Sequential(torch.nn.Linear(6, 16), act, torch.nn.Dropout(0.0),
                                torch.nn.Linear(16, 4))
@@ -79,6 +89,10 @@ TRAINING = {
                              lambda ps: torch.optim.AdamW(ps, lr=0.02, betas=(0.8, 0.99)),
                              lambda: batches((6, 8), lambda g: torch.randint(0, 5, (6,),
                                                                               generator=g))),
+    "cnn_sgd_batch_norm": (small_cnn, F.cross_entropy,
+                           lambda ps: torch.optim.SGD(ps, lr=0.1, momentum=0.9, weight_decay=5e-4),
+                           lambda: batches((4, 3, 8, 8), lambda g: torch.randint(0, 5, (4,),
+                                                                                 generator=g))),
     "mlp_adamw_groups": (lambda: mlp(torch.nn.GELU()), F.cross_entropy,
                          lambda ps: torch.optim.AdamW(groups_by_decay(ps), lr=0.01),
                          lambda: batches((7, 6), lambda g: torch.randint(0, 4, (7,),

@@ -23,6 +23,11 @@ module from the same weights on the same batches (f32, TF32 off):
 - accumulation over 2 micro-batches with clipping by the global norm
   against PyTorch's mean of 2 micro-batches and clip_grad_norm_ (the norm
   too), and a step whose gradients hold an inf skipped on the device;
+- torchvision's ResNet-18 (batch norm in training mode, its running
+  statistics updated) for 10 SGD steps on batches of 32 32x32 images:
+  losses within 1e-3 relative, parameters and running statistics within
+  1e-3 relative L2 or twice PyTorch's CPU-against-GPU spread, and the
+  eval callable against PyTorch's eval mode;
 - no host synchronization in a step: 200 steps are queued faster than
   they run (the host returns before the GPU is done).
 
@@ -36,6 +41,9 @@ sys.path.insert(0, HERE)
 from cuda_torch import SKIPPED, cuda_torch  # noqa: E402
 
 LOSS_RTOL, PARAM_RL2 = 1e-4, 1e-3
+# ResNet-18's losses: sums over thousands of products per output in another
+# order than cuDNN's, amplified by batch norm over 10 steps.
+CNN_LOSS_RTOL = 1e-3
 
 
 def rel_l2(a, b):
@@ -265,6 +273,68 @@ def check_hf(torch, cgc, spec, steps, say):
     return ok
 
 
+def check_resnet(torch, cgc, steps, say):
+    """torchvision's ResNet-18 (10 classes; batch norm in training mode)
+    on batches of 32 32x32 images, SGD with momentum and weight decay:
+    every loss within CNN_LOSS_RTOL of PyTorch's, the parameters and the
+    running statistics after the last step within 1e-3 relative L2 or
+    twice PyTorch's own spread (CPU against GPU), whichever is larger; the
+    eval callable (running statistics) against PyTorch's eval mode."""
+    import torchvision
+    F = torch.nn.functional
+    torch.manual_seed(0)
+    ours, theirs, cpu = (torchvision.models.resnet18(num_classes=10) for _ in range(3))
+    theirs.load_state_dict(ours.state_dict())
+    cpu.load_state_dict(ours.state_dict())
+    ours, theirs = ours.cuda(), theirs.cuda()
+    opt_c, opt_t, opt_cpu = (torch.optim.SGD(m.parameters(), lr=0.05, momentum=0.9,
+                                             weight_decay=5e-4) for m in (ours, theirs, cpu))
+
+    def images(k):
+        g = torch.Generator(device="cuda").manual_seed(400 + k)
+        return (torch.randn(32, 3, 32, 32, device="cuda", generator=g),
+                torch.randint(0, 10, (32,), device="cuda", generator=g))
+    step = cgc.compile_train(ours, F.cross_entropy, opt_c, images(0))
+    ok, worst = True, 0.0
+    for k in range(steps):
+        x, y = images(k)
+        got = float(step(x, y))
+        for model, opt, args in ((theirs, opt_t, (x, y)), (cpu, opt_cpu, (x.cpu(), y.cpu()))):
+            opt.zero_grad()
+            loss = F.cross_entropy(model.train()(args[0]), args[1])
+            loss.backward()
+            opt.step()
+            if model is theirs:
+                want = float(loss)
+        err = abs(got - want) / max(abs(want), 1e-12)
+        worst = max(worst, err)
+        if err > CNN_LOSS_RTOL:
+            say(f"FAIL resnet18: step {k} loss {got} against PyTorch's {want}")
+            ok = False
+            break
+    params = step.parameters()
+    dist, worst_tensors = global_rel_l2(torch, params, theirs)
+    spread, _ = global_rel_l2(torch, {n: p.detach().cuda() for n, p in cpu.named_parameters()},
+                              theirs)
+    ok &= dist < max(PARAM_RL2, 2 * spread)
+    fresh = torchvision.models.resnet18(num_classes=10).cuda()
+    step.copy_to(fresh)
+    stats = max(rel_l2(dict(fresh.named_buffers())[n], b) for n, b in theirs.named_buffers()
+                if n.endswith(("running_mean", "running_var")))
+    ok &= stats < max(PARAM_RL2, 2 * spread)
+    x, y = images(999)
+    theirs.eval()
+    with torch.no_grad():
+        want = float(F.cross_entropy(theirs(x), y))
+    eval_err = abs(float(step.eval(x, y)) - want) / max(abs(want), 1e-12)
+    ok &= eval_err < CNN_LOSS_RTOL
+    say(f"{'OK' if ok else 'FAIL'} resnet18: {steps} SGD steps (batch 32, 32x32), max loss rel "
+        f"err {worst:.2e}, params rel L2 {dist:.2e} (PyTorch CPU against GPU: {spread:.2e}; "
+        f"largest per tensor: {worst_tensors}), running statistics rel L2 {stats:.2e}, eval "
+        f"rel err {eval_err:.2e}")
+    return ok
+
+
 def check_control(torch, cgc, say):
     """Accumulation over 2 micro-batches, clipping by the global norm and
     skipping a non-finite step, on the device, against PyTorch doing the
@@ -375,6 +445,8 @@ def main():
     for spec in hf_models(torch):
         if args.only in spec[0]:
             ok &= check_hf(torch, cgc, spec, 20, print)
+    if args.only in "resnet18":
+        ok &= check_resnet(torch, cgc, 10, print)
     if args.only in "accumulate clip skip":
         ok &= check_control(torch, cgc, print)
     if args.only in "dropout and sync":

@@ -118,25 +118,77 @@ def adaptive_avg_pool(e, n):
                 name=n.name)
 
 
-@aten("_native_batch_norm_legit_no_training")
-def batch_norm_inference(e, n):
-    """(x - mean) * weight / sqrt(var + eps) + bias per channel (axis 1),
-    with the running statistics: elementwise ops that fuse."""
-    x, weight, bias, mean, var = n.args[:5]
-    eps = n.args[6] if len(n.args) > 6 else n.kwargs.get("eps", 1e-5)
-    rank = len(e.shape(x))
+def batch_norm_op(e, n, x, weight, bias, mean, var, training, eps):
+    """One `batch_norm` node (expand-batch-norm writes it out as
+    per-channel arithmetic that fuses); a missing weight or bias (affine
+    False) is ones or zeros, missing running statistics (training without
+    them) zeros and ones that training never reads."""
     channels = e.shape(x)[1]
-    column = [channels] + [1] * (rank - 2)
     dt = e.dtype(x)
 
-    def per_channel(v):
-        return e.op("reshape", [e.operand(v)], {"shape": column})
+    def channel_operand(v, fill):
+        if v is not None:
+            return e.operand(v)
+        return e.op("fill", [], {"dtype": dt, "shape": [channels], "value": fill})
 
-    scale = e.op("rsqrt", [e.op("add", [per_channel(var), e.scalar(float(eps), dt)])])
-    if weight is not None:
-        scale = e.op("mul", [scale, per_channel(weight)])
-    centered = e.op("sub", [e.operand(x), per_channel(mean)])
-    if bias is None:
-        return [e.op("mul", [centered, scale], name=n.name), None, None]
-    y = e.op("mul", [centered, scale])
-    return [e.op("add", [y, per_channel(bias)], name=n.name), None, None]
+    operands = [e.operand(x), channel_operand(weight, 1.0), channel_operand(bias, 0.0),
+                channel_operand(mean, 0.0), channel_operand(var, 1.0)]
+    return e.op("batch_norm", operands, {"eps": float(eps), "training": bool(training)},
+                name=n.name)
+
+
+@aten("_native_batch_norm_legit_no_training")
+def batch_norm_inference(e, n):
+    """Normalization by the running statistics (the module in eval mode)."""
+    x, weight, bias, mean, var = n.args[:5]
+    eps = n.args[6] if len(n.args) > 6 else n.kwargs.get("eps", 1e-5)
+    return [batch_norm_op(e, n, x, weight, bias, mean, var, False, eps), None, None]
+
+
+def batch_statistics(e, x):
+    """The per-channel batch mean and biased variance of x ([C] each, in
+    x's dtype), written as expand-batch-norm writes them (f32 sums, axes
+    kept), so that cse shares them with the normalization."""
+    rank, dt = len(e.shape(x)), e.dtype(x)
+    reduce = {"axes": [0] + list(range(2, rank)), "keepdim": True}
+    wide = e.operand(x) if dt == "f32" else e.op("cast", [e.operand(x)], {"dtype": "f32"})
+    mean = e.op("mean", [wide], reduce)
+    centered = e.op("sub", [wide, mean])
+    var = e.op("mean", [e.op("mul", [centered, centered])], reduce)
+
+    def as_channels(v):
+        v = v if dt == "f32" else e.op("cast", [v], {"dtype": dt})
+        return e.op("reshape", [v], {"shape": [e.shape(x)[1]]})
+    return as_channels(mean), as_channels(var)
+
+
+@aten("_native_batch_norm_legit_functional", "_native_batch_norm_legit.no_stats")
+def batch_norm_training(e, n):
+    """Training mode: normalization by the batch statistics, and with
+    running statistics their update, (1 - momentum) * running + momentum *
+    batch (the variance unbiased), as the functional op returns it and the
+    export writes back as buffer mutations (lower_record's outputs)."""
+    args = list(n.args)
+    x, weight, bias = args[:3]
+    stats = "no_stats" in n.target
+    mean, var = (None, None) if stats else args[3:5]
+    training, momentum, eps = args[-3:]
+    if not training:
+        return batch_norm_inference(e, n)
+    y = batch_norm_op(e, n, x, weight, bias, mean, var, True, eps)
+    batch_mean, batch_var = batch_statistics(e, x)
+    dt = e.dtype(x)
+    save_invstd = e.op("rsqrt", [e.op("add", [batch_var, e.scalar(float(eps), dt)])])
+    results = [y, batch_mean, save_invstd]
+    if mean is None or "functional" not in n.target:
+        return results
+    shape = e.shape(x)
+    count = shape[0]
+    for d in shape[2:]:
+        count *= d
+    unbiased = e.op("mul", [batch_var, e.scalar(count / max(count - 1, 1), dt)])
+
+    def update(running, batch):
+        kept = e.op("mul", [e.operand(running), e.scalar(1.0 - momentum, dt)])
+        return e.op("add", [kept, e.op("mul", [batch, e.scalar(float(momentum), dt)])])
+    return results + [update(mean, batch_mean), update(var, unbiased)]

@@ -76,7 +76,7 @@ def capture_train(module, loss_fn, example_batch, inputs, returns_outputs):
     finally:
         module.train(was_training)
     record = program_record(ep, type(module).__name__, {})
-    for entry in record["inputs"]:
+    for entry in record["inputs"] + record["outputs"]:
         if entry["target"] and entry["target"].startswith("module."):
             entry["target"] = entry["target"][len("module."):]
     tie_parameters(record, module)
@@ -311,7 +311,7 @@ def program_record(ep, module_name, rename):
     return {"record_version": RECORD_VERSION, "module": module_name,
             "inputs": [{"name": s.arg.name, "kind": input_kind(s.kind), "target": s.target}
                        for s in signature.input_specs],
-            "outputs": [{"name": s.arg.name, "kind": s.kind.name.lower()}
+            "outputs": [{"name": s.arg.name, "kind": s.kind.name.lower(), "target": s.target}
                         for s in signature.output_specs],
             "range_constraints": dict(sorted(
                 (sym_text(sym, rename), {"min": bound(r.lower), "max": bound(r.upper)})

@@ -536,8 +536,11 @@ class Lowering(IRBuilder):
         return {"dtype": dtype, "shape": list(val.shape)}
 
     def outputs(self, n):
-        out = []
+        out, mutations = [], []
         for spec, a in zip(self.record["outputs"], n.args[0]):
+            if spec["kind"] == "buffer_mutation" and self.training:
+                mutations.append(self.buffer_mutation(spec, a))
+                continue
             if spec["kind"] != "user_output":
                 raise RefusedError(f"output '{spec['name']}' mutates state ({spec['kind']}); "
                                    "export in eval mode")
@@ -549,4 +552,15 @@ class Lowering(IRBuilder):
             v = self.value_of(a)
             name = safe_name(a.name)
             out.append(v if v == name else {"name": name, "value": v})
-        return out
+        return out + mutations
+
+    def buffer_mutation(self, spec, a):
+        """A training program's update of a buffer (batch norm's running
+        statistics, its step count): an output that becomes the buffer's
+        value for the next step (docs/ir.md, outputs)."""
+        target = self.weight_names.get(spec.get("target"))
+        if target is None or not isinstance(a, RecordNode):
+            raise RefusedError(f"output '{spec['name']}' mutates "
+                               f"'{spec.get('target')}', which is not a buffer cgc holds")
+        return {"name": f"{target}.next", "value": self.value_of(a),
+                "kind": "buffer_mutation", "target": target}

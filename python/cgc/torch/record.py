@@ -5,7 +5,7 @@ for export.py to lower.
     {"record_version": 1, "module": "MLP",
      "inputs": [{"name": "p_fc1_weight", "kind": "parameter", "target": "fc1.weight"},
                 {"name": "x", "kind": "user_input", "target": null}],
-     "outputs": [{"name": "layer_norm", "kind": "user_output"}],
+     "outputs": [{"name": "layer_norm", "kind": "user_output", "target": null}],
      "range_constraints": {"batch": {"min": 1, "max": 32}},
      "nodes": [{"op": "call_function", "name": "add", "target": "aten.add.Tensor",
                 "args": [{"node": "x"}, {"node": "linear_1"}], "kwargs": {},
@@ -15,7 +15,7 @@ for export.py to lower.
 `inputs` is the graph signature of every placeholder (kind `user_input`,
 `parameter`, `buffer`, `constant`, or torch's own name of another kind, with
 its state_dict target), `outputs` that of every output (`user_output`,
-`buffer_mutation`, ...). Every fx node appears in graph order; its `target`
+`buffer_mutation` with the buffer's state_dict target, ...). Every fx node appears in graph order; its `target`
 is an ATen overload ("aten.add.Tensor") or a Python function's name
 ("getitem"). In `args`, `kwargs` and `val`: numbers, booleans, strings,
 null and lists stand for themselves; {"node": name} is an earlier node;

@@ -86,10 +86,12 @@ def lower_train_record(record, weights, path, describe, frozen=(), outputs=1):
 
     def extend(ir, lowering):
         names.update(lowering.weight_names)
-        if not ir["outputs"]:
+        returned = [o for o in ir["outputs"]
+                    if isinstance(o, str) or o.get("kind") != "buffer_mutation"]
+        if not returned:
             raise RefusedError("the loss function returned no tensor")
-        if len(ir["outputs"]) != outputs:
-            raise RefusedError(f"the training program returns {len(ir['outputs'])} tensors, "
+        if len(returned) != outputs:
+            raise RefusedError(f"the training program returns {len(returned)} tensors, "
                                f"expected the loss and {outputs - 1} more")
         loss = ir["outputs"][0]
         value = loss if isinstance(loss, str) else loss["value"]
