@@ -17,7 +17,9 @@ back-to-back steps, median of 5 after warm-up: cgc's step; PyTorch eager
 torch.cuda.graph (capturable optimizer, static batch); with --compile,
 the module under torch.compile(mode="reduce-overhead") with the eager
 optimizer. RESULT lines give µs per step and items (tokens or images)
-per second; COMPILE lines the cold compile_train time. Writes
+per second; COMPILE lines the cold compile_train time. With --profile,
+the kernels of one cgc step and of one torch.cuda.graph replay by kind
+and the longest (bench/zoo/kernel_profile.py's tables) follow. Writes
 bench/results/train-models-<gpu>-<date>.log (or --log).
 """
 import argparse, os, sys, time
@@ -26,6 +28,7 @@ os.environ.setdefault("CGC_CACHE", "0")  # the cold compile time: no cgc compile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "zoo"))
 from torch_timing import BenchLog, capture, time_events  # noqa: E402
 
 
@@ -76,12 +79,22 @@ def torch_step(model, loss_fn, opt, batch, inputs):
     return step
 
 
+def profile(torch, say, label, us, fn, iters):
+    from kernel_profile import describe, kernels_per_call
+    lines = []
+    describe(label, us, kernels_per_call(torch, fn, iters), lines)
+    for line in lines:
+        say("PROFILE " + line)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--cgc", required=True)
     ap.add_argument("--only", default="")
     ap.add_argument("--iters", type=int, default=10)
     ap.add_argument("--log", default="")
+    ap.add_argument("--profile", action="store_true",
+                    help="the kernels of cgc's step and of the captured step, by kind")
     ap.add_argument("--compile", action="store_true",
                     help="also time torch.compile(mode='reduce-overhead')")
     args = ap.parse_args()
@@ -110,7 +123,10 @@ def main():
         try:
             step = cgc.compile_train(model, loss_fn, opt, batch, inputs=inputs)
             say(f"COMPILE workload={name} impl=cgc s={time.perf_counter() - t0:.1f}")
-            result("cgc", time_events(lambda: step(*batch), args.iters, 3)[0])
+            us = time_events(lambda: step(*batch), args.iters, 3)[0]
+            result("cgc", us)
+            if args.profile:
+                profile(torch, say, "cgc step", us, lambda: step(*batch), args.iters)
             del step
         except Exception as e:  # noqa: BLE001 - reported, the peers still run
             say(f"ERROR workload={name} impl=cgc {type(e).__name__}: {str(e)[:300]}")
@@ -122,7 +138,10 @@ def main():
         try:
             opt = make_opt(model.parameters(), capturable=True)
             g = capture(torch, torch_step(model, loss_fn, opt, batch, inputs))
-            result("torch_graph", time_events(g.replay, args.iters, 3)[0])
+            us = time_events(g.replay, args.iters, 3)[0]
+            result("torch_graph", us)
+            if args.profile:
+                profile(torch, say, "torch.cuda.graph step", us, g.replay, args.iters)
             del g
         except Exception as e:  # noqa: BLE001
             say(f"ERROR workload={name} impl=torch_graph {type(e).__name__}: {str(e)[:300]}")

@@ -7,11 +7,13 @@
 //           [Ka, Ea] of k * dilation + e * stride (the dim becomes Ka, Ea;
 //           a dim whose kernel is 1 with stride 1 and no padding only
 //           gains a unit Ka): [N, C, K1, E1, .., Kd, Ed]
-//   cols  = win transposed to [N, C, K1..Kd, E1..Ed], reshaped to
-//           [N, G, C / G * K1..Kd, E1..Ed]
-//   y     = matmul(w as [G, O / G, C / G * K1..Kd], cols), the batch [G]
-//           broadcast over [N, G]: [N, G, O / G, E1..Ed], reshaped to
+//   cols  = win transposed to [C, K1..Kd, N, E1..Ed], reshaped to
+//           [G, C / G * K1..Kd, N * E1..Ed] (a static batch N > 1)
+//   y     = matmul(w as [G, O / G, C / G * K1..Kd], cols): [G, O / G,
+//           N * E1..Ed], reshaped to [O, N, E1..Ed] and transposed to
 //           [N, O, E1..Ed], plus the bias as [O, 1..1]
+// (a batch of 1 or a symbolic one: cols [N, G, C / G * K1..Kd, E1..Ed],
+// the matmul's batch [G] broadcast over [N, G]);
 // ops the other passes and codegen know (an im2col whose index
 // arithmetic is folded into constants). A max_pool or avg_pool takes the
 // same windows, its padding (and a ceil_mode overhang) -inf or 0, and
@@ -119,28 +121,54 @@ std::vector<Dim> resultDims(Dim batch, int64_t channels, const ConvolutionShape 
   return dims;
 }
 
+/// The product of the weights and the windows \p x ([N, C, K1, E1, ..,
+/// Kd, Ed]) as [N, O, E1..Ed]. A static batch of more than one joins the
+/// positions' axis: one product per group, [O / G, C / G * K] x [C / G *
+/// K, N * E], whose weight gradient is one product too (reducing over N
+/// and E together), where a product per image would read the weights N
+/// times (a matrix-vector product per image once E is small) and leave
+/// autodiff N partial weight gradients to sum.
+Value *convProduct(ValueBuilder &vb, Value *x, Value *w, Dim batch,
+                   const ConvolutionShape &s) {
+  size_t d = s.in.size();
+  bool joinBatch = batch.isStatic() && batch.extent() > 1;
+  std::vector<int64_t> perm{1};
+  for (size_t a = 0; a < d; ++a)
+    perm.push_back(int64_t(2 + 2 * a));
+  perm.insert(joinBatch ? perm.end() : perm.begin(), 0);
+  for (size_t a = 0; a < d; ++a)
+    perm.push_back(int64_t(3 + 2 * a));
+  bool ordered = std::is_sorted(perm.begin(), perm.end());
+  if (!ordered)
+    x = vb.op(OpKind::Transpose, {x}, {{"perm", perm}}, "cols");
+  int64_t g = s.groups, reduced = s.channels / g * product(s.kernel),
+          positions = product(s.out);
+  Value *weights = vb.reshape(w, {Dim::fixed(g), Dim::fixed(s.outChannels / g),
+                                  Dim::fixed(reduced)}, "weights");
+  if (!joinBatch) {
+    Value *cols = vb.reshape(x, {batch, Dim::fixed(g), Dim::fixed(reduced),
+                                 Dim::fixed(positions)}, "cols");
+    return vb.reshape(vb.matmul(weights, cols, false, false),
+                      resultDims(batch, s.outChannels, s), "out");
+  }
+  Value *cols = vb.reshape(x, {Dim::fixed(g), Dim::fixed(reduced),
+                               Dim::fixed(batch.extent() * positions)}, "cols");
+  std::vector<Dim> channelsFirst = resultDims(batch, s.outChannels, s);
+  std::swap(channelsFirst[0], channelsFirst[1]);
+  Value *y = vb.reshape(vb.matmul(weights, cols, false, false), channelsFirst, "out");
+  std::vector<int64_t> back{1, 0};
+  for (size_t a = 0; a < d; ++a)
+    back.push_back(int64_t(2 + a));
+  return vb.op(OpKind::Transpose, {y}, {{"perm", back}}, "out");
+}
+
 Value *expandConv(ValueBuilder &vb, Value *input, Value *w, Value *bias,
                   const ConvolutionShape &s) {
   Value *x = allWindows(vb, input, s, 0.0);
   if (!x)
     return nullptr;
   size_t d = s.in.size();
-  std::vector<int64_t> perm{0, 1};
-  for (size_t a = 0; a < d; ++a)
-    perm.push_back(int64_t(2 + 2 * a));
-  for (size_t a = 0; a < d; ++a)
-    perm.push_back(int64_t(3 + 2 * a));
-  if (d > 1)
-    x = vb.op(OpKind::Transpose, {x}, {{"perm", perm}}, "cols");
-  Dim batch = input->getType().dims[0];
-  int64_t g = s.groups, reduced = s.channels / g * product(s.kernel),
-          positions = product(s.out);
-  Value *cols = vb.reshape(x, {batch, Dim::fixed(g), Dim::fixed(reduced),
-                               Dim::fixed(positions)}, "cols");
-  Value *weights = vb.reshape(w, {Dim::fixed(g), Dim::fixed(s.outChannels / g),
-                                  Dim::fixed(reduced)}, "weights");
-  Value *y = vb.reshape(vb.matmul(weights, cols, false, false),
-                        resultDims(batch, s.outChannels, s), "out");
+  Value *y = convProduct(vb, x, w, input->getType().dims[0], s);
   if (bias) {
     std::vector<Dim> column(d + 1, Dim::fixed(1));
     column[0] = Dim::fixed(s.outChannels);

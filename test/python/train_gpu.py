@@ -25,9 +25,10 @@ module from the same weights on the same batches (f32, TF32 off):
   too), and a step whose gradients hold an inf skipped on the device;
 - torchvision's ResNet-18 (batch norm in training mode, its running
   statistics updated) for 10 SGD steps on batches of 32 32x32 images:
-  losses within 1e-3 relative, parameters and running statistics within
-  1e-3 relative L2 or twice PyTorch's CPU-against-GPU spread, and the
-  eval callable against PyTorch's eval mode;
+  the first loss within 1e-4 and the parameters after one step within
+  1e-5 relative L2; later losses, the parameters and running statistics
+  after the last step and the eval callable's loss within 1e-3 or twice
+  PyTorch's own CPU-against-GPU distance, whichever is larger;
 - no host synchronization in a step: 200 steps are queued faster than
   they run (the host returns before the GPU is done).
 
@@ -275,11 +276,15 @@ def check_hf(torch, cgc, spec, steps, say):
 
 def check_resnet(torch, cgc, steps, say):
     """torchvision's ResNet-18 (10 classes; batch norm in training mode)
-    on batches of 32 32x32 images, SGD with momentum and weight decay:
-    every loss within CNN_LOSS_RTOL of PyTorch's, the parameters and the
+    on batches of 32 32x32 images, SGD with momentum and weight decay,
+    against PyTorch on the GPU, with PyTorch on the CPU as the measure of
+    f32's own spread (the step is chaotic: rounding grows step by step):
+    the first loss within 1e-4 relative and the parameters after the first
+    step within 1e-5 relative L2 (or twice the spread); every later loss
+    within CNN_LOSS_RTOL or twice the CPU's distance; the parameters and
     running statistics after the last step within 1e-3 relative L2 or
-    twice PyTorch's own spread (CPU against GPU), whichever is larger; the
-    eval callable (running statistics) against PyTorch's eval mode."""
+    twice the spread; the eval callable (running statistics) within the
+    same bound as the losses."""
     import torchvision
     F = torch.nn.functional
     torch.manual_seed(0)
@@ -287,7 +292,7 @@ def check_resnet(torch, cgc, steps, say):
     theirs.load_state_dict(ours.state_dict())
     cpu.load_state_dict(ours.state_dict())
     ours, theirs = ours.cuda(), theirs.cuda()
-    opt_c, opt_t, opt_cpu = (torch.optim.SGD(m.parameters(), lr=0.05, momentum=0.9,
+    opt_c, opt_t, opt_cpu = (torch.optim.SGD(m.parameters(), lr=0.01, momentum=0.9,
                                              weight_decay=5e-4) for m in (ours, theirs, cpu))
 
     def images(k):
@@ -295,43 +300,54 @@ def check_resnet(torch, cgc, steps, say):
         return (torch.randn(32, 3, 32, 32, device="cuda", generator=g),
                 torch.randint(0, 10, (32,), device="cuda", generator=g))
     step = cgc.compile_train(ours, F.cross_entropy, opt_c, images(0))
-    ok, worst = True, 0.0
+    cpu_params = lambda: {n: p.detach().cuda() for n, p in cpu.named_parameters()}  # noqa: E731
+    rel = lambda a, b: abs(a - b) / max(abs(b), 1e-12)  # noqa: E731
+    ok, worst, first = True, 0.0, None
     for k in range(steps):
         x, y = images(k)
         got = float(step(x, y))
+        losses = []
         for model, opt, args in ((theirs, opt_t, (x, y)), (cpu, opt_cpu, (x.cpu(), y.cpu()))):
             opt.zero_grad()
             loss = F.cross_entropy(model.train()(args[0]), args[1])
             loss.backward()
             opt.step()
-            if model is theirs:
-                want = float(loss)
-        err = abs(got - want) / max(abs(want), 1e-12)
+            losses.append(float(loss))
+        want, on_cpu = losses
+        err, bound = rel(got, want), (1e-4 if k == 0 else max(CNN_LOSS_RTOL,
+                                                                2 * rel(on_cpu, want)))
         worst = max(worst, err)
-        if err > CNN_LOSS_RTOL:
-            say(f"FAIL resnet18: step {k} loss {got} against PyTorch's {want}")
+        if k == 0:
+            first = (global_rel_l2(torch, step.parameters(), theirs)[0],
+                     global_rel_l2(torch, cpu_params(), theirs)[0])
+            ok &= first[0] < max(1e-5, 2 * first[1])
+        if err > bound:
+            say(f"FAIL resnet18: step {k} loss {got} against PyTorch's {want} (CPU {on_cpu})")
             ok = False
             break
-    params = step.parameters()
-    dist, worst_tensors = global_rel_l2(torch, params, theirs)
-    spread, _ = global_rel_l2(torch, {n: p.detach().cuda() for n, p in cpu.named_parameters()},
-                              theirs)
+    dist, worst_tensors = global_rel_l2(torch, step.parameters(), theirs)
+    spread, _ = global_rel_l2(torch, cpu_params(), theirs)
     ok &= dist < max(PARAM_RL2, 2 * spread)
     fresh = torchvision.models.resnet18(num_classes=10).cuda()
     step.copy_to(fresh)
-    stats = max(rel_l2(dict(fresh.named_buffers())[n], b) for n, b in theirs.named_buffers()
-                if n.endswith(("running_mean", "running_var")))
-    ok &= stats < max(PARAM_RL2, 2 * spread)
+    buffers = [n for n, _ in theirs.named_buffers() if n.endswith(("running_mean", "running_var"))]
+    stat_dist = lambda m: max(rel_l2(dict(m.named_buffers())[n].cuda(),  # noqa: E731
+                                     dict(theirs.named_buffers())[n]) for n in buffers)
+    stats, stats_spread = stat_dist(fresh), stat_dist(cpu)
+    ok &= stats < max(PARAM_RL2, 2 * stats_spread)
     x, y = images(999)
     theirs.eval()
+    cpu.eval()
     with torch.no_grad():
         want = float(F.cross_entropy(theirs(x), y))
-    eval_err = abs(float(step.eval(x, y)) - want) / max(abs(want), 1e-12)
-    ok &= eval_err < CNN_LOSS_RTOL
+        on_cpu = float(F.cross_entropy(cpu(x.cpu()), y.cpu()))
+    eval_err = rel(float(step.eval(x, y)), want)
+    ok &= eval_err < max(CNN_LOSS_RTOL, 2 * rel(on_cpu, want))
     say(f"{'OK' if ok else 'FAIL'} resnet18: {steps} SGD steps (batch 32, 32x32), max loss rel "
-        f"err {worst:.2e}, params rel L2 {dist:.2e} (PyTorch CPU against GPU: {spread:.2e}; "
-        f"largest per tensor: {worst_tensors}), running statistics rel L2 {stats:.2e}, eval "
-        f"rel err {eval_err:.2e}")
+        f"err {worst:.2e}, params rel L2 after one step {first[0]:.2e} (PyTorch CPU against "
+        f"GPU: {first[1]:.2e}), after {steps} {dist:.2e} ({spread:.2e}; largest per tensor: "
+        f"{worst_tensors}), running statistics rel L2 {stats:.2e} ({stats_spread:.2e}), "
+        f"eval rel err {eval_err:.2e} ({rel(on_cpu, want):.2e})")
     return ok
 
 
@@ -437,6 +453,7 @@ def main():
     if args.cgc:
         os.environ["CGC"] = args.cgc
     torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False  # PyTorch's convolutions in f32, as cgc's
     import cgc
     ok = True
     for spec in models(torch):
