@@ -17,6 +17,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "ir/ConvolutionShape.h"
+#include "ir/Interpolation.h"
 #include "ir/Printer.h"
 #include "ir/TypeChecker.h"
 
@@ -33,6 +34,30 @@ static std::vector<Dim> resultDims(Dim batch, int64_t channels, const Convolutio
   if (s.channelsLast)
     dims.push_back(Dim::fixed(channels));
   return dims;
+}
+
+/// interpolate: x [N, C, S1..Sd] of a float dtype with static channels
+/// and spatial dims, 1 <= d <= 3, attributes ir/Interpolation.h checks.
+bool TypeChecker::interpolate(Types &out) {
+  const TensorType &x = operandType(0);
+  if (!isFloat(x.dtype) || x.rank() < 3 || x.rank() > 5)
+    return fail("x must be a float [N, C, spatial...] with 1 to 3 spatial dims, got " +
+                str(x));
+  std::vector<int64_t> in;
+  for (unsigned a = 1; a < x.rank(); ++a) {
+    if (!x.dims[a].isStatic())
+      return fail("interpolate needs static channels and spatial dims, got " + str(x));
+    if (a > 1)
+      in.push_back(x.dims[a].extent());
+  }
+  std::string why;
+  if (!checkInterpolation(node, in, why))
+    return fail(why);
+  std::vector<Dim> dims{x.dims[0], x.dims[1]};
+  for (int64_t s : node.intsAttr("sizes"))
+    dims.push_back(Dim::fixed(s));
+  out.push_back(TensorType(x.dtype, dims));
+  return true;
 }
 
 bool TypeChecker::convolution(Types &out) {

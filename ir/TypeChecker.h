@@ -63,6 +63,7 @@ private:
   bool packing(Types &out);
   bool normalization(Types &out);
   bool batchNorm(Types &out);
+  bool interpolate(Types &out);
   bool dropout(Types &out);
   bool loss(Types &out);
   bool syncPoint(Types &out);

@@ -419,6 +419,7 @@ bool TypeChecker::opRule(Types &out) {
   case OpKind::Attention: return attention(out);
   case OpKind::Conv: case OpKind::MaxPool: case OpKind::AvgPool:
     return convolution(out);
+  case OpKind::Interpolate: return interpolate(out);
   case OpKind::Transpose: return transpose(out);
   case OpKind::Reshape: return reshape(out);
   case OpKind::BroadcastTo: return broadcastTo(out);

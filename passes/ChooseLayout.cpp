@@ -142,7 +142,10 @@ Perm elementwisePerm(const Node &u) {
   return p;
 }
 
-bool isWindowOp(const Node &n) { return n.info().family == Convolution; }
+/// A convolution or pool (an interpolate has no channels_last form).
+bool isWindowOp(const Node &n) {
+  return n.info().family == Convolution && n.getOp() != OpKind::Interpolate;
+}
 
 /// Whether window op \p u reads its input through a transpose that moves
 /// the channels from last to axis 1, and can hold its channels last.

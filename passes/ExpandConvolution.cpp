@@ -33,10 +33,12 @@
 //
 //===----------------------------------------------------------------------===//
 #include "ir/ConvolutionShape.h"
+#include "ir/Interpolation.h"
 #include "passes/Pass.h"
 #include "passes/ValueBuilder.h"
 #include "target/Scheduler.h"
 
+#include <algorithm>
 #include <cmath>
 
 using namespace cgc;
@@ -177,6 +179,53 @@ Value *expandConv(ValueBuilder &vb, Value *input, Value *w, Value *bias,
   return y;
 }
 
+/// interpolate: per spatial dim whose taps move anything, a gather of the
+/// low taps (nearest), or of the low and the high taps mixed as low +
+/// (high - low) * weight with the weights a constant [E, 1..1] (linear;
+/// in f32 for f16 and bf16, rounded once at the end).
+Value *expandInterpolate(ValueBuilder &vb, const Node &n) {
+  Value *x = n.operand(0);
+  DType dtype = x->getType().dtype;
+  bool linear = n.strAttr("mode", "nearest") == "linear";
+  if (linear && dtype != DType::F32)
+    x = vb.op(OpKind::Cast, {x}, {{"dtype", DType::F32}}, "f32");
+  size_t d = n.operand(0)->getType().rank() - 2;
+  auto constant = [&](DType type, std::vector<Dim> dims, std::vector<Number> values) {
+    return vb.op(OpKind::Constant, {},
+                 {{"dtype", type}, {"shape", dims}, {"value", values}}, "taps");
+  };
+  auto gather = [&](const std::vector<int64_t> &at, size_t a) {
+    std::vector<Number> values;
+    for (int64_t i : at)
+      values.push_back(Number::ofInt(i));
+    Value *index = constant(DType::I64, {Dim::fixed(int64_t(at.size()))}, values);
+    return vb.op(OpKind::Gather, {x, index}, {{"axis", int64_t(2 + a)}}, "resized");
+  };
+  for (size_t a = 0; a < d && x; ++a) {
+    int64_t in = n.operand(0)->getType().dims[2 + a].extent();
+    InterpolationTaps taps = interpolationTaps(n, a, in);
+    if (taps.isIdentity(in))
+      continue;
+    bool mixes = std::any_of(taps.weight.begin(), taps.weight.end(),
+                             [](double w) { return w != 0; });
+    Value *low = gather(taps.low, a);
+    if (!mixes) {
+      x = low;
+      continue;
+    }
+    std::vector<Number> weights;
+    for (double w : taps.weight)
+      weights.push_back(Number::ofReal(w));
+    std::vector<Dim> column(d - a, Dim::fixed(1));
+    column[0] = Dim::fixed(int64_t(weights.size()));
+    Value *w = constant(DType::F32, column, weights);
+    x = vb.add(low, vb.mul(vb.sub(gather(taps.high, a), low), w));
+  }
+  if (x && x->getType().dtype != dtype)
+    x = vb.op(OpKind::Cast, {x}, {{"dtype", dtype}}, "cast");
+  return x;
+}
+
 /// Per output position, the window positions an average divides by:
 /// those inside the input, or (count_include_pad) the padded input.
 std::vector<Number> divisors(const Node &n, const ConvolutionShape &s, bool &uniform) {
@@ -308,6 +357,8 @@ public:
         [&](ValueBuilder &vb, const Node &n) -> Value * {
           if (onLibrary(n))
             return withoutBias(vb, n);
+          if (n.getOp() == OpKind::Interpolate)
+            return expandInterpolate(vb, n);
           std::string why;
           auto shape = convolutionShape(n, why);
           if (shape)

@@ -515,7 +515,7 @@ bool PadDynamicShapesPass::rewrite(Node &n, std::string &why) {
   case Attention:
     return rewriteAttention(n, why);
   case Convolution: // The driver writes it out before padding.
-    why = "conv (expand-convolution writes it out first)";
+    why = mnemonic(n.getOp()).str() + " (expand-convolution writes it out first)";
     return false;
   case SyncPoint: case ControlFlow: case Fused:
     why = mnemonic(n.getOp()).str() + " of a tensor with a symbolic dim";

@@ -1,4 +1,4 @@
-//===- Convolution.cpp - conv, max_pool, avg_pool ------------------------===//
+//===- Convolution.cpp - conv, max_pool, avg_pool, interpolate -----------===//
 //
 // out[n, o, e] = b[o] + sum over the input channels c of o's group and the
 // kernel offsets k of x[n, c, e * stride - before + k * dilation] w[o, c', k]
@@ -8,10 +8,11 @@
 // if none), or their sum over the count of those inside x (with
 // count_include_pad: inside the padded input). A channels_last op is the
 // same op on its operands with the channels moved to axis 1, its result
-// moved back.
+// moved back. An interpolate applies ir/Interpolation.h's taps dim by dim.
 //
 //===----------------------------------------------------------------------===//
 #include "ir/ConvolutionShape.h"
+#include "ir/Interpolation.h"
 #include "ir/interpreter/Kernels.h"
 
 #include <cmath>
@@ -114,7 +115,42 @@ static Tensor evalConv(const Tensor &x, const Tensor &w, const Tensor *bias,
   return out;
 }
 
+/// interpolate: the taps of each spatial dim applied in turn, in double,
+/// rounded once.
+static Tensor evalInterpolate(const Node &node, const Tensor &x) {
+  std::vector<double> values(size_t(x.numel()));
+  for (int64_t i = 0; i < x.numel(); ++i)
+    values[size_t(i)] = x.real(i);
+  Shape shape = x.shape;
+  for (size_t a = 0; a + 2 < x.rank(); ++a) {
+    InterpolationTaps taps = interpolationTaps(node, a, shape[2 + a]);
+    int64_t outer = 1, inner = 1, in = shape[2 + a], out = int64_t(taps.low.size());
+    for (size_t d = 0; d < 2 + a; ++d)
+      outer *= shape[d];
+    for (size_t d = 3 + a; d < shape.size(); ++d)
+      inner *= shape[d];
+    std::vector<double> next(size_t(outer * out * inner));
+    for (int64_t p = 0; p < outer; ++p)
+      for (int64_t o = 0; o < out; ++o)
+        for (int64_t q = 0; q < inner; ++q) {
+          double w = taps.weight[size_t(o)];
+          double lo = values[size_t((p * in + taps.low[size_t(o)]) * inner + q)];
+          double hi = values[size_t((p * in + taps.high[size_t(o)]) * inner + q)];
+          next[size_t((p * out + o) * inner + q)] = w == 0 ? lo : (1 - w) * lo + w * hi;
+        }
+    values = std::move(next);
+    shape[2 + a] = out;
+  }
+  Tensor result(x.dtype, shape);
+  for (int64_t i = 0; i < result.numel(); ++i)
+    result.setReal(i, values[size_t(i)]);
+  result.round();
+  return result;
+}
+
 Tensor interp::evalConvolution(const Node &node, const Operands &in) {
+  if (node.getOp() == OpKind::Interpolate)
+    return evalInterpolate(node, *in[0]);
   std::string why;
   ConvolutionShape s = *convolutionShape(node, why); // verified
   bool last = s.channelsLast;

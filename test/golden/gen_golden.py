@@ -515,7 +515,8 @@ def main():
                 gen_nn, gen_sync, gen_control, gen_symbolic, gen_initializers,
                 edges(golden_edges.gen_bitwise), edges(golden_edges.gen_edges),
                 edges(golden_edges.gen_constants_exact), edges(golden_attention.gen_attention),
-                edges(golden_convolution.gen_convolution)):
+                edges(golden_convolution.gen_convolution),
+                edges(golden_convolution.interpolate_cases)):
         gen()
     with open(os.path.join(OUT, "cases.json"), "w") as f:
         json.dump(CASES, f, indent=1)

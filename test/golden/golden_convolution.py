@@ -5,7 +5,9 @@ with strides, asymmetric padding, dilation, groups (depthwise too), a
 bias, 1x1 kernels and non-overlapping patches (a ViT's), in f32, f16 and
 bf16; and `max_pool` and `avg_pool` over the same windows: padding,
 dilation, ceil_mode's last partial window, count_include_pad both ways, a
-global average."""
+global average; and `interpolate` (nearest and linear, each coordinate
+rule, explicit scales) as the weighted sum over each output position's
+2^d corner inputs."""
 import itertools
 
 import numpy as np
@@ -141,3 +143,70 @@ def gen_convolution(g):
         if attrs.get("channels_last"):
             x, want = last(x), last(want)
         g.one_op(f"{op}_{name}", op, [("x", dt, x)], attrs, want, dt)
+
+
+def source(o, n_in, rule, scale):
+    """ONNX Resize's source coordinate of output index o (its length_resized
+    is n_in * scale)."""
+    resized = n_in * scale
+    if rule == "half_pixel":
+        return (o + 0.5) / scale - 0.5
+    if rule == "pytorch_half_pixel":
+        return (o + 0.5) / scale - 0.5 if resized > 1 else 0.0
+    if rule == "align_corners":
+        return o * (n_in - 1) / (resized - 1) if resized > 1 else 0.0
+    if rule == "asymmetric":
+        return o / scale
+    return (o + 0.5) / scale  # tf_half_pixel_for_nearest
+
+
+def interpolate(x, sizes, mode="nearest", coordinate="half_pixel", nearest="round_prefer_floor",
+                scales=None):
+    """Each output element as the sum over its 2^d corners (linear) or its
+    one nearest input, in double."""
+    d = x.ndim - 2
+    rounding = {"floor": np.floor, "ceil": np.ceil,
+                "round_prefer_ceil": lambda v: np.floor(v + 0.5),
+                "round_prefer_floor": lambda v: np.ceil(v - 0.5)}[nearest]
+    out = np.zeros(list(x.shape[:2]) + list(sizes))
+    for e in itertools.product(*[range(s) for s in sizes]):
+        corners = [[]]
+        for a in range(d):
+            n_in = x.shape[2 + a]
+            scale = scales[a] if scales else sizes[a] / n_in
+            c = source(e[a], n_in, coordinate, scale)
+            if mode == "nearest":
+                taps = [(int(min(max(rounding(c), 0), n_in - 1)), 1.0)]
+            else:
+                c = min(max(c, 0.0), n_in - 1)
+                lo = int(np.floor(c))
+                taps = [(lo, 1 - (c - lo)), (min(lo + 1, n_in - 1), c - lo)]
+            corners = [p + [t] for p in corners for t in taps]
+        for corner in corners:
+            weight = np.prod([w for _, w in corner])
+            out[(slice(None), slice(None)) + tuple(e)] += \
+                weight * x[(slice(None), slice(None)) + tuple(i for i, _ in corner)]
+    return out
+
+
+def interpolate_cases(g):
+    cases = [  # name, x, dtype, attrs
+        ("nearest_up_f32", (1, 2, 3, 4), "f32",
+         {"sizes": [6, 8], "coordinate": "asymmetric", "nearest": "floor"}),
+        ("nearest_exact_f16", (2, 2, 5, 3), "f16",
+         {"sizes": [3, 7], "coordinate": "half_pixel", "nearest": "round_prefer_ceil"}),
+        ("nearest_round_1d", (1, 3, 7), "f32", {"sizes": [4]}),
+        ("bilinear_f32", (2, 3, 5, 6), "f32", {"sizes": [9, 4], "mode": "linear"}),
+        ("bilinear_corners_bf16", (1, 2, 4, 4), "bf16",
+         {"sizes": [7, 1], "mode": "linear", "coordinate": "align_corners"}),
+        ("linear_scaled_1d", (1, 2, 6), "f32",
+         {"sizes": [3], "mode": "linear", "scales": [0.6]}),
+        ("trilinear_pytorch_half", (1, 1, 2, 3, 4), "f32",
+         {"sizes": [4, 1, 6], "mode": "linear", "coordinate": "pytorch_half_pixel"}),
+    ]
+    for name, xs, dt, attrs in cases:
+        x = g.rand(xs, dt)
+        want = interpolate(x, attrs["sizes"], attrs.get("mode", "nearest"),
+                           attrs.get("coordinate", "half_pixel"),
+                           attrs.get("nearest", "round_prefer_floor"), attrs.get("scales"))
+        g.one_op(f"interpolate_{name}", "interpolate", [("x", dt, x)], attrs, want, dt)

@@ -96,6 +96,16 @@ def models(torch, small=False):
             head = self.fc(nn.functional.adaptive_avg_pool2d(a, 1).flatten(1))
             return head, b.sum(dim=(2, 3)) + c.mean(dim=(2, 3)) + d.amax(dim=(2, 3))
 
+    class ResizeNet(nn.Module):  # a segmentation head's resizes: F.interpolate's modes
+        def forward(self, x):
+            f = nn.functional
+            up = f.interpolate(x, size=(11, 9), mode="bilinear", align_corners=False)
+            corners = f.interpolate(x, size=(11, 9), mode="bilinear", align_corners=True)
+            near = f.interpolate(x, scale_factor=2, mode="nearest")
+            exact = f.interpolate(x, size=(3, 7), mode="nearest-exact")
+            line = f.interpolate(x.flatten(2), size=13, mode="linear")
+            return up + corners, near.sum(dim=(2, 3)) + exact.mean(dim=(2, 3)) + line.amax(2)
+
     class HardActivations(nn.Module):  # MobileNetV3's, and clamps by numbers and tensors
         def forward(self, x, lo):
             f = nn.functional
@@ -116,6 +126,7 @@ def models(torch, small=False):
     yield "rounding_prod", RoundingProd(), (torch.cat([3 * torch.randn(10, generator=gen), ties]),), None
     yield "conv_net", ConvNet(), (torch.randn(2, 3, 12, 10, generator=gen),), None
     yield "pool_net", PoolNet().eval(), (torch.randn(2, 3, 13, 11, generator=gen),), None
+    yield "resize_net", ResizeNet(), (torch.randn(2, 3, 5, 4, generator=gen),), None
     yield "hard_activations", HardActivations(), (4 * torch.randn(4, 33, generator=gen),
                                                   torch.randn(33, generator=gen)), None
 

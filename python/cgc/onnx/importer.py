@@ -323,7 +323,9 @@ class Importer:
                 return
             outs = rule(Context(self, node, label), ins, attrs)
         except RefusedError as e:
-            raise RefusedError(f"{label}: {e}") from None
+            located = RefusedError(f"{label}: {e}")
+            located.operand = getattr(e, "operand", None)
+            raise located from None
         except UNCHECKED as e:  # a check the rule lacks: refused, the cause kept
             raise RefusedError(f"{label}: {UNMAPPED} ({type(e).__name__}: "
                                f"{shown(str(e))})") from e
@@ -355,8 +357,10 @@ class Context:
         if v not in self.g.known:
             also = (" ('" + v + "' is a graph input with a default, which the caller may "
                     "replace)") if v in self.g.defaults else ""
-            raise RefusedError(f"{what} must be a constant (an initializer or a Constant "
-                               f"node): cgc compiles static shapes{also}")
+            error = RefusedError(f"{what} must be a constant (an initializer or a Constant "
+                                 f"node): cgc compiles static shapes{also}")
+            error.operand = v  # the value that must be known (test/onnx/node_tests.py)
+            raise error
         return self.g.known[v]
 
     def op(self, op, inputs, attrs=None, k=0, typed=True):

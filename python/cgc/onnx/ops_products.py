@@ -1,6 +1,8 @@
 """ONNX's products and window ops (MatMul, Gemm, Conv, the pools,
-BatchNormalization), as cgc ops. Registered into rules.RULES."""
-from .rules import const, dtype, need_float, rule, shape
+BatchNormalization, Resize), as cgc ops. Registered into rules.RULES."""
+import numpy as np
+
+from .rules import checked_axis, const, dtype, ints_operand, need_float, rule, shape
 from ..errors import RefusedError
 
 
@@ -147,3 +149,57 @@ def batch_norm(ctx, ins, attrs):
     factor = ctx.g.op("mul", [factor, per_channel(scale)])
     y = ctx.g.op("mul", [ctx.g.op("sub", [x, per_channel(mean)]), factor])
     return [ctx.op("add", [y, per_channel(bias)])]
+
+
+def text(attrs, name, default):
+    value = attrs.get(name, default)
+    return value.decode() if isinstance(value, bytes) else value
+
+
+@rule("Resize")
+def resize(ctx, ins, attrs):
+    """Resize of the spatial dims of [N, C, spatial...] (nearest or linear,
+    every coordinate rule but tf_crop_and_resize and half_pixel_symmetric)
+    as cgc's interpolate: with `scales`, the sizes are floor(in * scale)
+    and the coordinates follow the scales; with `sizes`, the ratio."""
+    x = ins[0]
+    need_float(ctx, x)
+    xs = shape(ctx, x)
+    rank = len(xs)
+    mode = text(attrs, "mode", "nearest")
+    coordinate = text(attrs, "coordinate_transformation_mode",
+                      "asymmetric" if ctx.opset < 11 else "half_pixel")
+    if mode not in ("nearest", "linear"):
+        raise RefusedError(f"Resize mode {mode} (cgc interpolates nearest and linear)")
+    if coordinate in ("tf_crop_and_resize", "half_pixel_symmetric"):
+        raise RefusedError(f"Resize coordinate_transformation_mode {coordinate}")
+    if int(attrs.get("antialias", 0)):
+        raise RefusedError("Resize with antialias")
+    if text(attrs, "keep_aspect_ratio_policy", "stretch") != "stretch":
+        raise RefusedError("Resize keep_aspect_ratio_policy other than stretch")
+    axes = [checked_axis(a, rank) for a in attrs.get("axes", range(rank))]
+    operand = lambda i: ins[i] if len(ins) > i and ins[i] is not None else None  # noqa: E731
+    scales_in = operand(1) if ctx.opset < 11 else operand(2)
+    sizes_in = None if ctx.opset < 11 else operand(3)
+    scale = {a: 1.0 for a in range(rank)}
+    size = {a: xs[a] for a in range(rank)}
+    if sizes_in is not None:
+        for a, s in zip(axes, ints_operand(ctx, sizes_in, "Resize's sizes")):
+            size[a] = s
+            scale[a] = s / xs[a]
+        explicit = False
+    elif scales_in is not None:
+        values = [float(v) for v in np.asarray(ctx.known(scales_in, "Resize's scales")).reshape(-1)]
+        for a, s in zip(axes, values):
+            scale[a], size[a] = s, int(np.floor(xs[a] * s))
+        explicit = True
+    else:
+        raise RefusedError("Resize with neither scales nor sizes")
+    if rank not in (3, 4, 5) or size[0] != xs[0] or size[1] != xs[1]:
+        raise RefusedError(f"a Resize of {xs} to {[size[a] for a in range(rank)]} (cgc "
+                           "resizes the spatial dims of [N, C, 1 to 3 spatial dims])")
+    out = {"sizes": [size[a] for a in range(2, rank)], "mode": mode, "coordinate": coordinate,
+           "nearest": text(attrs, "nearest_mode", "round_prefer_floor")}
+    if explicit:
+        out["scales"] = [scale[a] for a in range(2, rank)]
+    return [ctx.op("interpolate", [x], out)]

@@ -192,3 +192,49 @@ def batch_norm_training(e, n):
         kept = e.op("mul", [e.operand(running), e.scalar(1.0 - momentum, dt)])
         return e.op("add", [kept, e.op("mul", [batch, e.scalar(float(momentum), dt)])])
     return results + [update(mean, batch_mean), update(var, unbiased)]
+
+
+UPSAMPLE_MODES = {  # ATen name: its mode
+    "upsample_nearest1d": "nearest", "upsample_nearest2d": "nearest",
+    "upsample_nearest3d": "nearest", "_upsample_nearest_exact1d": "nearest_exact",
+    "_upsample_nearest_exact2d": "nearest_exact", "_upsample_nearest_exact3d": "nearest_exact",
+    "upsample_linear1d": "linear", "upsample_bilinear2d": "linear",
+    "upsample_trilinear3d": "linear",
+}
+
+
+@aten(*[f"{name}{overload}" for name in UPSAMPLE_MODES for overload in ("", ".vec")])
+def upsample(e, n):
+    """F.interpolate's nearest, nearest-exact and (bi/tri)linear modes as
+    one `interpolate`: nearest maps output index o to floor(o * in / out),
+    nearest-exact to floor((o + 0.5) * in / out), linear by the half-pixel
+    rule (align_corners: the corners). A scale_factor whose inverse is not
+    the sizes' ratio (PyTorch then maps by the factor) is refused."""
+    base = n.target.split(".")[1]
+    mode = UPSAMPLE_MODES[base]
+    linear = mode == "linear"
+    x = n.args[0]
+    dims = e.shape(x)[2:]
+    sizes = list(n.val.shape[2:])
+    if not all(isinstance(v, int) for v in dims + sizes):
+        raise RefusedError(f"an interpolation of dynamic spatial dims {dims} to {sizes}")
+    args = list(n.args) + [None] * 5
+    if n.target.endswith(".vec"):
+        factors = args[3] if linear else args[2]
+        align = bool(args[2]) if linear else False
+    else:
+        align = bool(args[2]) if linear else False
+        factors = args[3:3 + len(dims)] if linear else args[2:2 + len(dims)]
+    factors = [f for f in (factors or []) if f is not None]
+    if factors and any(abs(1.0 / f - d / s) > 1e-9 * (d / s) for f, d, s in zip(factors, dims, sizes)):
+        raise RefusedError(f"an interpolation of {dims} by scale factors {factors} whose "
+                           f"sizes {sizes} are not exact multiples (cgc maps coordinates by "
+                           "the sizes: give size= instead)")
+    attrs = {"sizes": sizes, "mode": "linear" if linear else "nearest"}
+    if linear:
+        attrs["coordinate"] = "align_corners" if align else "half_pixel"
+    elif mode == "nearest":
+        attrs.update({"coordinate": "asymmetric", "nearest": "floor"})
+    else:
+        attrs.update({"coordinate": "half_pixel", "nearest": "round_prefer_ceil"})
+    return e.op("interpolate", [e.operand(x)], attrs, name=n.name)
