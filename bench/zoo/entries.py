@@ -107,7 +107,11 @@ def torchvision_model(name):
     the output depends on every layer."""
     def build(torch, batch, size):
         import torchvision
-        model = getattr(torchvision.models, name)()
+        if name.startswith("segmentation."):  # no pretrained backbone: no network there
+            model = getattr(torchvision.models.segmentation, name.split(".")[1])(
+                weights=None, weights_backbone=None)
+        else:
+            model = getattr(torchvision.models, name)()
         with torch.no_grad():
             for m in model.modules():
                 if isinstance(m, torch.nn.BatchNorm2d):
@@ -124,6 +128,32 @@ def vit(torch, batch, size):
     import transformers
     model = transformers.ViTModel(transformers.ViTConfig(image_size=size))
     return model, image_inputs(torch, batch, size, "pixel_values")
+
+
+def clip_vision(torch, batch, size):
+    import transformers
+    model = transformers.CLIPVisionModel(transformers.CLIPVisionConfig(image_size=size))
+    return model, image_inputs(torch, batch, size, "pixel_values")
+
+
+def whisper_encoder(torch, batch, seq):
+    """Whisper-base's encoder on 30 s of log-mel features (`seq` unused)."""
+    import transformers
+    cfg = transformers.WhisperConfig(d_model=512, encoder_layers=6, encoder_attention_heads=8,
+                                     encoder_ffn_dim=2048, decoder_layers=1,
+                                     decoder_attention_heads=8)
+    model = transformers.WhisperModel(cfg).get_encoder()
+    g = torch.Generator().manual_seed(batch)
+    return model, ((torch.randn(batch, cfg.num_mel_bins, 3000, generator=g),), {})
+
+
+def wav2vec2(torch, batch, seq):
+    """wav2vec 2.0 base (its group-norm feature encoder, weight-normed
+    positional convolution) on `seq` audio samples."""
+    import transformers
+    model = transformers.Wav2Vec2Model(transformers.Wav2Vec2Config())
+    g = torch.Generator().manual_seed(batch * 1000 + seq)
+    return model, ((torch.randn(batch, seq, generator=g),), {})
 
 
 def multihead_attention(torch, batch, seq):
@@ -153,16 +183,26 @@ BUILDERS = {
     "efficientnet-b0": torchvision_model("efficientnet_b0"),
     "vit-b-16": torchvision_model("vit_b_16"),
     "vit": vit,
+    "convnext-tiny": torchvision_model("convnext_tiny"),
+    "swin-t": torchvision_model("swin_t"),
+    "fcn-resnet50": torchvision_model("segmentation.fcn_resnet50"),
+    "deeplabv3-mobilenet": torchvision_model("segmentation.deeplabv3_mobilenet_v3_large"),
+    "clip-vision": clip_vision,
+    "whisper-encoder": whisper_encoder,
+    "wav2vec2": wav2vec2,
 }
 # Image models: their `seq` is the image size.
 IMAGE_FAMILIES = ("resnet18", "resnet50", "mobilenet-v3-small", "efficientnet-b0", "vit-b-16",
-                  "vit")
+                  "vit", "convnext-tiny", "swin-t", "fcn-resnet50", "deeplabv3-mobilenet",
+                  "clip-vision")
+# Audio models: their `seq` is the samples (whisper's features are fixed).
+AUDIO_FAMILIES = ("whisper-encoder", "wav2vec2")
 
 
 def entries():
     out = []
     for family in BUILDERS:
-        if family in IMAGE_FAMILIES:
+        if family in IMAGE_FAMILIES + AUDIO_FAMILIES:
             continue
         seq = 77 if family == "clip-text" else 128
         for dtype in ("f32", "bf16"):
@@ -178,6 +218,10 @@ def entries():
             out.append(Entry(f"{family}-{dtype}-b1-224px", family, 1, 224, dtype, tags=("bench",)))
     for family in ("resnet18", "resnet50"):
         out.append(Entry(f"{family}-f16-b1-224px", family, 1, 224, "f16", tags=("bench",)))
+    for dtype in ("f32", "bf16"):
+        out.append(Entry(f"whisper-encoder-{dtype}-b1-30s", "whisper-encoder", 1, 3000, dtype,
+                         tags=("bench",)))
+        out.append(Entry(f"wav2vec2-{dtype}-b1-1s", "wav2vec2", 1, 16000, dtype, tags=("bench",)))
     for dtype in ("f32", "bf16"):
         out.append(Entry(f"resnet50-{dtype}-b32-224px", "resnet50", 32, 224, dtype, tags=("bench",)))
     return out

@@ -238,3 +238,35 @@ def upsample(e, n):
     else:
         attrs.update({"coordinate": "half_pixel", "nearest": "round_prefer_ceil"})
     return e.op("interpolate", [e.operand(x)], attrs, name=n.name)
+
+
+@aten("native_group_norm")
+def group_norm(e, n):
+    """GroupNorm: x [N, C, ...] as [N, G, C / G * HxW] normalized over its
+    last axis by cgc's layernorm (the mean and biased variance of each
+    group), then scaled and shifted per channel."""
+    x, weight, bias = n.args[:3]
+    groups, eps = n.args[6], n.args[7]
+    shape = e.shape(x)
+    if not all(isinstance(d, int) for d in shape[1:]):
+        raise RefusedError(f"a group_norm of {shape} (cgc needs static channels and spatial dims)")
+    channels = shape[1]
+    if channels % groups:
+        raise RefusedError(f"a group_norm of {channels} channels in {groups} groups")
+    rows = e.op("reshape", [e.operand(x)],
+                {"shape": [shape[0], groups, channels // groups * element_count(shape[2:])]})
+    y = e.op("reshape", [e.op("layernorm", [rows], {"axis": -1, "eps": float(eps)})],
+             {"shape": list(shape)})
+    column = [channels] + [1] * (len(shape) - 2)
+    if weight is not None:
+        y = e.op("mul", [y, e.op("reshape", [e.operand(weight)], {"shape": column})])
+    if bias is not None:
+        y = e.op("add", [y, e.op("reshape", [e.operand(bias)], {"shape": column})])
+    return [y, None, None]
+
+
+def element_count(dims):
+    count = 1
+    for d in dims:
+        count *= d
+    return count

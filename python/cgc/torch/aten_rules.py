@@ -328,11 +328,16 @@ def check_normalized_shape(normalized, shape):
 def reduction_attrs(e, n):
     """A reduction's {"axes", "keepdim"} from (x, dim=None, keepdim=False):
     every dim where `dim` is None or [] (sum.dim_IntList's "every dim")."""
+    return reduction_attrs_at(e, n, 1)
+
+
+def reduction_attrs_at(e, n, at):
+    """reduction_attrs where `dim` is argument `at` and keepdim the next."""
     rank = len(e.shape(n.args[0]))
-    dims = n.args[1] if len(n.args) > 1 else n.kwargs.get("dim")
+    dims = n.args[at] if len(n.args) > at else n.kwargs.get("dim")
     if not dims:
         dims = list(range(rank))
-    keep = bool(n.args[2]) if len(n.args) > 2 else bool(n.kwargs.get("keepdim", False))
+    keep = bool(n.args[at + 1]) if len(n.args) > at + 1 else bool(n.kwargs.get("keepdim", False))
     return {"axes": sorted(reduced_axes(dims, rank)), "keepdim": keep}
 
 
@@ -375,6 +380,30 @@ ATEN["mean"] = reduction("mean")
 ATEN["sum"] = reduction("sum")
 ATEN["amax"] = reduction("max")
 ATEN["amin"] = reduction("min")
+
+
+@aten("linalg_vector_norm")
+def vector_norm(e, n):
+    """torch.linalg.vector_norm(x, ord, dim, keepdim, dtype): ord 2 as
+    sqrt(sum(x * x)), 1 as sum(|x|), inf and -inf as max and min of |x|,
+    another p > 0 as sum(|x|^p)^(1/p); in the result's dtype."""
+    x = n.args[0]
+    order = n.args[1] if len(n.args) > 1 else n.kwargs.get("ord", 2)
+    attrs = reduction_attrs_at(e, n, 2)
+    v = e.as_dtype(x, e.dtype(n))
+    if order == 2:
+        total = e.op("sum", [e.op("mul", [v, v])], attrs)
+        return e.op("sqrt", [total], name=n.name)
+    magnitude = e.op("abs", [v])
+    if order == 1:
+        return e.op("sum", [magnitude], attrs, name=n.name)
+    if order in (math.inf, -math.inf):
+        return e.op("max" if order > 0 else "min", [magnitude], attrs, name=n.name)
+    if not isinstance(order, (int, float)) or not order > 0:
+        raise RefusedError(f"a vector norm of order {order!r} (cgc takes p > 0 and inf)")
+    powered = e.op("pow", [magnitude, e.scalar(float(order), e.dtype(n))])
+    total = e.op("sum", [powered], attrs)
+    return e.op("pow", [total, e.scalar(1.0 / order, e.dtype(n))], name=n.name)
 
 
 @aten("prod", "prod.dim_int")
