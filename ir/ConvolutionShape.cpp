@@ -1,6 +1,8 @@
 //===- ConvolutionShape.cpp - A window op's attributes, checked --------------===//
 #include "ir/ConvolutionShape.h"
 
+#include <algorithm>
+
 using namespace cgc;
 
 static std::string list(const std::vector<int64_t> &values) {
@@ -45,16 +47,24 @@ static bool channelsAndKernel(const Node &node, AttrReader &attrs, ConvolutionSh
   const auto &x = node.operand(0)->getType().dims;
   unsigned rank = unsigned(x.size());
   s.channels = x[channelAxis(s.channelsLast, rank)].extent();
-  if (node.getOp() != OpKind::Conv) {
+  bool transposed = node.getOp() == OpKind::ConvTranspose;
+  if (node.getOp() != OpKind::Conv && !transposed) {
     s.outChannels = s.channels;
     return attrs.read("kernel", attrs.d, 1, 1, s.kernel);
   }
   const auto &w = node.operand(1)->getType().dims;
-  s.outChannels = w[0].extent();
   s.groups = node.intAttr("groups", 1);
+  // conv's w is [O, C / G, K..]; conv_transpose's [C, O / G, K..].
+  s.outChannels = transposed ? w[1].extent() * s.groups : w[0].extent();
   for (size_t a = 0; a + 2 < w.size(); ++a)
     s.kernel.push_back(w[spatialAxis(s.channelsLast, a)].extent());
-  int64_t perGroup = w[channelAxis(s.channelsLast, rank)].extent();
+  int64_t perGroup = transposed ? w[0].extent() / std::max<int64_t>(s.groups, 1)
+                                : w[channelAxis(s.channelsLast, rank)].extent();
+  if (transposed && w[0].extent() != s.channels) {
+    attrs.why = "w has " + std::to_string(w[0].extent()) + " input channels; x has " +
+                std::to_string(s.channels);
+    return false;
+  }
   if (s.groups < 1 || s.channels % s.groups != 0 || s.outChannels % s.groups != 0) {
     attrs.why = "groups = " + std::to_string(s.groups) + " must divide the " +
                 std::to_string(s.channels) + " input and " +
@@ -66,6 +76,31 @@ static bool channelsAndKernel(const Node &node, AttrReader &attrs, ConvolutionSh
                 " input channels per group; x has " + std::to_string(s.channels) +
                 " in " + std::to_string(s.groups) + " group(s)";
     return false;
+  }
+  return true;
+}
+
+/// conv_transpose's output extents: (in - 1) stride - before - after +
+/// dilation (kernel - 1) + output_padding + 1, each at least 1, with
+/// output_padding below the stride or the dilation (PyTorch's rule).
+static bool transposedExtents(AttrReader &attrs, ConvolutionShape &s) {
+  if (!attrs.read("output_padding", attrs.d, 0, 0, s.outputPadding))
+    return false;
+  for (size_t i = 0; i < attrs.d; ++i) {
+    if (s.outputPadding[i] >= std::max(s.strides[i], s.dilations[i])) {
+      attrs.why = "spatial dim " + std::to_string(i) + ": output_padding " +
+                  std::to_string(s.outputPadding[i]) + " must be below the stride or the dilation";
+      return false;
+    }
+    int64_t out = (s.in[i] - 1) * s.strides[i] - s.before[i] - s.after[i] +
+                  s.dilations[i] * (s.kernel[i] - 1) + s.outputPadding[i] + 1;
+    if (out < 1) {
+      attrs.why = "spatial dim " + std::to_string(i) + ": the padding leaves no output (" +
+                  std::to_string(out) + ")";
+      return false;
+    }
+    s.out.push_back(out);
+    s.overhang.push_back(0);
   }
   return true;
 }
@@ -86,6 +121,13 @@ llvm::Optional<ConvolutionShape> cgc::convolutionShape(const Node &node,
     s.in.push_back(x[spatialAxis(s.channelsLast, i)].extent());
     s.before.push_back(pads[i]);
     s.after.push_back(pads[d + i]);
+  }
+  if (node.getOp() == OpKind::ConvTranspose) {
+    if (!transposedExtents(attrs, s))
+      return llvm::None;
+    return s;
+  }
+  for (size_t i = 0; i < d; ++i) {
     int64_t padded = s.in[i] + s.before[i] + s.after[i];
     // span = dilation (kernel - 1) + 1, compared without overflow.
     bool fits = s.kernel[i] >= 1 && padded >= 1 &&

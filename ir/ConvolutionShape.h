@@ -1,9 +1,9 @@
 //===- ConvolutionShape.h - A window op's attributes, checked ----*- C++ -*-===//
 //
-// The one reading of the attributes of a `conv`, `max_pool` or `avg_pool`
-// node (kernel, strides, pads, dilations, groups, ceil_mode) with their
-// defaults, checked against its operands, for the type rules, the
-// interpreter and expand-convolution.
+// The one reading of the attributes of a `conv`, `conv_transpose`,
+// `max_pool` or `avg_pool` node (kernel, strides, pads, dilations, groups,
+// ceil_mode, output_padding) with their defaults, checked against its
+// operands, for the type rules, the interpreter and expand-convolution.
 //
 //===----------------------------------------------------------------------===//
 #ifndef CGC_IR_CONVOLUTIONSHAPE_H
@@ -29,6 +29,8 @@ struct ConvolutionShape {
   /// padding that the last window of a ceil_mode pool covers (read as
   /// nothing: never in a max, never counted in an average).
   std::vector<int64_t> in, kernel, strides, dilations, before, after, out, overhang;
+  /// conv_transpose: the positions added after each spatial dim's last.
+  std::vector<int64_t> outputPadding;
 };
 
 /// The axis of a window op's operand or result of \p rank dims that

@@ -11,6 +11,11 @@
 // same attributes but `kernel` (d values) for w and no groups; ceil_mode
 // rounds Ei up (PyTorch's rule: not past a window that would start in the
 // padding after the input). The result is [N, C, E1..Ed].
+// conv_transpose(x, w[, b]): x [N, C, D1..Dd], w [C, O / groups, K1..Kd],
+// b [O], the same attributes and `output_padding` (d values below the
+// stride or the dilation, default 0); the result is [N, O, E1..Ed] with Ei
+// = (Di - 1) stride - before - after + dilation (Ki - 1) + output_padding
+// + 1, each at least 1.
 // With `channels_last` (default false) every operand and the result hold
 // their channels last: x [N, D1..Dd, C], w [O, K1..Kd, C / groups] and the
 // result [N, E1..Ed, O] (NHWC), the same op on transposed values.
@@ -65,7 +70,7 @@ bool TypeChecker::convolution(Types &out) {
     return false;
   const TensorType &x = operandType(0);
   unsigned rank = x.rank();
-  bool conv = node.getOp() == OpKind::Conv;
+  bool conv = node.getOp() == OpKind::Conv || node.getOp() == OpKind::ConvTranspose;
   if (!conv) {
     if (rank < 3 || rank > 5)
       return fail("x must be [N, C, spatial...] (or channels last) with 1 to 3 spatial dims, got " + str(x));
@@ -94,8 +99,8 @@ bool TypeChecker::convolution(Types &out) {
     return fail(why);
   if (node.numOperands() == 3) {
     const TensorType &b = operandType(2);
-    if (b.rank() != 1 || b.dims[0] != w.dims[0])
-      return fail("the bias must be [" + std::to_string(w.dims[0].extent()) +
+    if (b.rank() != 1 || b.dims[0] != Dim::fixed(shape->outChannels))
+      return fail("the bias must be [" + std::to_string(shape->outChannels) +
                   "] (one per output channel), got " + str(b));
   }
   out.push_back(TensorType(x.dtype, resultDims(x.dims[0], shape->outChannels, *shape)));

@@ -142,9 +142,11 @@ Perm elementwisePerm(const Node &u) {
   return p;
 }
 
-/// A convolution or pool (an interpolate has no channels_last form).
+/// A convolution or pool (conv_transpose and interpolate have no
+/// channels_last form).
 bool isWindowOp(const Node &n) {
-  return n.info().family == Convolution && n.getOp() != OpKind::Interpolate;
+  return n.info().family == Convolution && n.getOp() != OpKind::Interpolate &&
+         n.getOp() != OpKind::ConvTranspose;
 }
 
 /// Whether window op \p u reads its input through a transpose that moves

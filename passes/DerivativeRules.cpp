@@ -456,7 +456,8 @@ bool cgc::operandAdjoints(const Node &n, Value *g, ValueBuilder &gb,
   case OpKind::NonZero: case OpKind::MaskedSelect: case OpKind::Item:
   case OpKind::Attention: // expand-attention writes it out before autodiff.
   case OpKind::Conv: case OpKind::MaxPool: case OpKind::AvgPool:
-  case OpKind::Interpolate: // expand-convolution writes them out first.
+  case OpKind::Interpolate: case OpKind::ConvTranspose:
+    // expand-convolution writes them out first.
   case OpKind::BatchNorm: // expand-batch-norm writes it out first.
     why = "no derivative rule for " + mnemonic(n.getOp()).str() + " yet";
     return false;

@@ -26,10 +26,14 @@
 // [O, 1..1] (channels_last: [O]), which the fusion passes join with what
 // follows. A channels_last pool takes its windows along its own spatial
 // axes; a channels_last conv is written out channels first between
-// transposes.
-// Requires: a verified graph. Guarantees: no pool remains, and no conv but
-// the bias-free ones cuDNN runs; each result equals the interpreter's but
-// for the order of the f32 sums.
+// transposes. A conv_transpose becomes, first, a conv of its input spread
+// by the strides (zeros between elements) and padded by dilation (kernel -
+// 1) - pads, by its weights regrouped and flipped (expandConvTranspose),
+// which is then cuDNN's or written out like any conv. An interpolate is
+// gathers at constant indices (expandInterpolate).
+// Requires: a verified graph. Guarantees: no pool, conv_transpose or
+// interpolate remains, and no conv but the bias-free ones cuDNN runs; each
+// result equals the interpreter's but for the order of the f32 sums.
 //
 //===----------------------------------------------------------------------===//
 #include "ir/ConvolutionShape.h"
@@ -175,6 +179,89 @@ Value *expandConv(ValueBuilder &vb, Value *input, Value *w, Value *bias,
     std::vector<Dim> column(d + 1, Dim::fixed(1));
     column[0] = Dim::fixed(s.outChannels);
     y = vb.add(y, vb.reshape(bias, column, "bias"));
+  }
+  return y;
+}
+
+/// \p x with \p keep elements of \p axis from \p start.
+Value *sliceAxis(ValueBuilder &vb, Value *x, unsigned axis, int64_t start, int64_t keep) {
+  return vb.op(OpKind::Slice, {x},
+               {{"starts", std::vector<int64_t>{start}},
+                {"ends", std::vector<int64_t>{start + keep}},
+                {"axes", std::vector<int64_t>{int64_t(axis)}},
+                {"steps", std::vector<int64_t>{1}}},
+               "slice");
+}
+
+/// \p x with stride - 1 zeros between the elements of \p axis.
+Value *spreadAxis(ValueBuilder &vb, Value *x, unsigned axis, int64_t stride) {
+  if (stride == 1)
+    return x;
+  std::vector<Dim> dims(x->getType().dims.begin(), x->getType().dims.end());
+  int64_t extent = dims[axis].extent();
+  std::vector<Dim> unit = dims;
+  unit.insert(unit.begin() + axis + 1, Dim::fixed(1));
+  Value *spread = padAxis(vb, vb.reshape(x, unit, "spread"), axis + 1, 0, stride - 1, 0.0);
+  dims[axis] = Dim::fixed(extent * stride);
+  return sliceAxis(vb, vb.reshape(spread, dims, "spread"), axis, 0, (extent - 1) * stride + 1);
+}
+
+/// conv_transpose as a conv: x spread by the strides and padded by
+/// dilation (kernel - 1) - pads (and output_padding after; a negative
+/// padding cut off), convolved at stride 1 with the weights [C, O / G,
+/// K..] regrouped to [O, C / G, K..] and flipped along every spatial dim;
+/// the bias added after. The conv is cuDNN's or written out in turn.
+Value *expandConvTranspose(ValueBuilder &vb, const Node &n, const ConvolutionShape &s) {
+  Value *x = n.operand(0);
+  size_t d = s.in.size();
+  for (size_t a = 0; a < d && x; ++a) {
+    unsigned axis = unsigned(2 + a);
+    x = spreadAxis(vb, x, axis, s.strides[a]);
+    int64_t span = s.dilations[a] * (s.kernel[a] - 1);
+    int64_t low = span - s.before[a], high = span - s.after[a] + s.outputPadding[a];
+    x = padAxis(vb, x, axis, std::max<int64_t>(low, 0), std::max<int64_t>(high, 0), 0.0);
+    if (x && (low < 0 || high < 0)) {
+      int64_t extent = x->getType().dims[axis].extent();
+      x = sliceAxis(vb, x, axis, std::max<int64_t>(-low, 0),
+                    extent - std::max<int64_t>(-low, 0) - std::max<int64_t>(-high, 0));
+    }
+  }
+  int64_t g = s.groups, in = s.channels / g, out = s.outChannels / g;
+  std::vector<Dim> grouped{Dim::fixed(g), Dim::fixed(in), Dim::fixed(out)}, regrouped;
+  for (int64_t k : s.kernel)
+    grouped.push_back(Dim::fixed(k));
+  std::vector<int64_t> perm{0, 2, 1};
+  for (size_t a = 0; a < d; ++a)
+    perm.push_back(int64_t(3 + a));
+  Value *w = vb.op(OpKind::Transpose, {vb.reshape(n.operand(1), grouped, "weights")},
+                   {{"perm", perm}}, "weights");
+  regrouped = {Dim::fixed(s.outChannels), Dim::fixed(in)};
+  for (int64_t k : s.kernel)
+    regrouped.push_back(Dim::fixed(k));
+  w = vb.reshape(w, regrouped, "weights");
+  for (size_t a = 0; a < d && w; ++a) {
+    if (s.kernel[a] == 1)
+      continue;
+    std::vector<Number> reversed;
+    for (int64_t k = s.kernel[a]; k-- > 0;)
+      reversed.push_back(Number::ofInt(k));
+    Value *index = vb.op(OpKind::Constant, {},
+                         {{"dtype", DType::I64},
+                          {"shape", std::vector<Dim>{Dim::fixed(s.kernel[a])}},
+                          {"value", reversed}},
+                         "flip");
+    w = vb.op(OpKind::Gather, {w, index}, {{"axis", int64_t(2 + a)}}, "flipped");
+  }
+  Value *y = vb.op(OpKind::Conv, {x, w},
+                   {{"strides", std::vector<int64_t>(d, 1)},
+                    {"pads", std::vector<int64_t>(2 * d, 0)},
+                    {"dilations", s.dilations},
+                    {"groups", g}},
+                   "conv");
+  if (n.numOperands() == 3) {
+    std::vector<Dim> column(d + 1, Dim::fixed(1));
+    column[0] = Dim::fixed(s.outChannels);
+    y = vb.add(y, vb.reshape(n.operand(2), column, "bias"));
   }
   return y;
 }
@@ -348,7 +435,19 @@ public:
     auto onLibrary = [&](const Node &n) {
       return n.getOp() == OpKind::Conv && convolutionRunsOnLibrary(n, ctx.target);
     };
-    return rewriteEach(
+    // conv_transpose first: the convs it becomes are then rewritten below.
+    bool transposed = rewriteEach(
+        graph, ctx.diag, [](const Node &n) { return n.getOp() == OpKind::ConvTranspose; },
+        [&](ValueBuilder &vb, const Node &n) -> Value * {
+          std::string why;
+          auto shape = convolutionShape(n, why);
+          if (!shape) {
+            ctx.diag.nodeError(n, why);
+            return nullptr;
+          }
+          return expandConvTranspose(vb, n, *shape);
+        });
+    return transposed && rewriteEach(
         graph, ctx.diag,
         [&](const Node &n) {
           return n.info().family == Convolution &&

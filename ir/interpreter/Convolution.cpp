@@ -8,7 +8,9 @@
 // if none), or their sum over the count of those inside x (with
 // count_include_pad: inside the padded input). A channels_last op is the
 // same op on its operands with the channels moved to axis 1, its result
-// moved back. An interpolate applies ir/Interpolation.h's taps dim by dim.
+// moved back. A conv_transpose scatters each input element's products with
+// its kernel into the output. An interpolate applies ir/Interpolation.h's
+// taps dim by dim.
 //
 //===----------------------------------------------------------------------===//
 #include "ir/ConvolutionShape.h"
@@ -115,6 +117,49 @@ static Tensor evalConv(const Tensor &x, const Tensor &w, const Tensor *bias,
   return out;
 }
 
+/// conv_transpose: every input element x[n, c, i] scatters x * w[c, o', k]
+/// into out[n, o, i * stride - before + k * dilation] (o = o' in c's
+/// group), positions outside the result dropped; plus the bias.
+static Tensor evalConvTranspose(const Tensor &x, const Tensor &w, const Tensor *bias,
+                                const ConvolutionShape &s) {
+  size_t d = s.in.size();
+  int64_t batch = x.shape[0], perGroupIn = s.channels / s.groups,
+          perGroupOut = s.outChannels / s.groups;
+  int64_t inSize = count(s.in), outSize = count(s.out), kernelSize = count(s.kernel);
+  Shape result{batch, s.outChannels};
+  result.insert(result.end(), s.out.begin(), s.out.end());
+  std::vector<double> acc(size_t(batch * s.outChannels * outSize), 0.0);
+  std::vector<int64_t> i(d), k(d);
+  for (int64_t n = 0; n < batch; ++n)
+    for (int64_t c = 0; c < s.channels; ++c)
+      for (int64_t p = 0; p < inSize; ++p) {
+        coordinates(p, s.in, i);
+        double v = x.real((n * s.channels + c) * inSize + p);
+        for (int64_t q = 0; q < kernelSize; ++q) {
+          coordinates(q, s.kernel, k);
+          int64_t at = 0;
+          bool inside = true;
+          for (size_t a = 0; a < d && inside; ++a) {
+            int64_t pos = i[a] * s.strides[a] - s.before[a] + k[a] * s.dilations[a];
+            inside = pos >= 0 && pos < s.out[a];
+            at = at * s.out[a] + pos;
+          }
+          if (!inside)
+            continue;
+          for (int64_t o = 0; o < perGroupOut; ++o) {
+            int64_t channel = c / perGroupIn * perGroupOut + o;
+            acc[size_t((n * s.outChannels + channel) * outSize + at)] +=
+                v * w.real((c * perGroupOut + o) * kernelSize + q);
+          }
+        }
+      }
+  Tensor out(x.dtype, result);
+  for (int64_t j = 0; j < out.numel(); ++j)
+    out.setReal(j, acc[size_t(j)] + (bias ? bias->real(j / outSize % s.outChannels) : 0.0));
+  out.round();
+  return out;
+}
+
 /// interpolate: the taps of each spatial dim applied in turn, in double,
 /// rounded once.
 static Tensor evalInterpolate(const Node &node, const Tensor &x) {
@@ -158,9 +203,10 @@ Tensor interp::evalConvolution(const Node &node, const Operands &in) {
   auto first = [&](const Tensor &t) {
     return last ? permute(t, channelsFirstPerm(rank)) : t;
   };
-  Tensor out = node.getOp() == OpKind::Conv
-                   ? evalConv(first(*in[0]), first(*in[1]),
-                              in.size() > 2 ? in[2] : nullptr, s)
-                   : evalPool(node, first(*in[0]), s);
+  const Tensor *bias = in.size() > 2 ? in[2] : nullptr;
+  if (node.getOp() == OpKind::ConvTranspose)
+    return evalConvTranspose(*in[0], *in[1], bias, s);
+  Tensor out = node.getOp() == OpKind::Conv ? evalConv(first(*in[0]), first(*in[1]), bias, s)
+                                            : evalPool(node, first(*in[0]), s);
   return last ? permute(out, channelsLastPerm(rank)) : out;
 }

@@ -516,7 +516,8 @@ def main():
                 edges(golden_edges.gen_bitwise), edges(golden_edges.gen_edges),
                 edges(golden_edges.gen_constants_exact), edges(golden_attention.gen_attention),
                 edges(golden_convolution.gen_convolution),
-                edges(golden_convolution.interpolate_cases)):
+                edges(golden_convolution.interpolate_cases),
+                edges(golden_convolution.conv_transpose_cases)):
         gen()
     with open(os.path.join(OUT, "cases.json"), "w") as f:
         json.dump(CASES, f, indent=1)

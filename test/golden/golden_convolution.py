@@ -5,7 +5,8 @@ with strides, asymmetric padding, dilation, groups (depthwise too), a
 bias, 1x1 kernels and non-overlapping patches (a ViT's), in f32, f16 and
 bf16; and `max_pool` and `avg_pool` over the same windows: padding,
 dilation, ceil_mode's last partial window, count_include_pad both ways, a
-global average; and `interpolate` (nearest and linear, each coordinate
+global average; `conv_transpose` as each input element's products
+scattered into the output; and `interpolate` (nearest and linear, each coordinate
 rule, explicit scales) as the weighted sum over each output position's
 2^d corner inputs."""
 import itertools
@@ -210,3 +211,52 @@ def interpolate_cases(g):
                            attrs.get("coordinate", "half_pixel"),
                            attrs.get("nearest", "round_prefer_floor"), attrs.get("scales"))
         g.one_op(f"interpolate_{name}", "interpolate", [("x", dt, x)], attrs, want, dt)
+
+
+def conv_transpose(x, w, b=None, strides=None, pads=None, dilations=None, groups=1,
+                   output_padding=None):
+    """Each input element scatters x * w[c, o'] into the output at i * s -
+    before + k * d (one output per group's channels), in double."""
+    d = x.ndim - 2
+    strides, dilations = strides or [1] * d, dilations or [1] * d
+    pads, output_padding = pads or [0] * 2 * d, output_padding or [0] * d
+    kernel = w.shape[2:]
+    out = [(x.shape[2 + i] - 1) * strides[i] - pads[i] - pads[d + i] +
+           dilations[i] * (kernel[i] - 1) + output_padding[i] + 1 for i in range(d)]
+    n, c = x.shape[:2]
+    og = w.shape[1]
+    y = np.zeros([n, og * groups] + out)
+    for ci in range(c):
+        g = ci // (c // groups)
+        for i in itertools.product(*[range(v) for v in x.shape[2:]]):
+            for k in itertools.product(*[range(v) for v in kernel]):
+                pos = [i[a] * strides[a] - pads[a] + k[a] * dilations[a] for a in range(d)]
+                if all(0 <= p < out[a] for a, p in enumerate(pos)):
+                    at = (slice(None), slice(g * og, (g + 1) * og)) + tuple(pos)
+                    y[at] += x[(slice(None), ci) + tuple(i)][:, None] * \
+                        w[(ci, slice(None)) + tuple(k)][None, :]
+    if b is not None:
+        y += b.reshape([1, -1] + [1] * d)
+    return y
+
+
+def conv_transpose_cases(g):
+    cases = [  # name, x, w, bias, dtype, attrs
+        ("stride2_f32", (2, 3, 4, 5), (3, 2, 3, 3), True, "f32",
+         {"strides": [2, 2], "pads": [1, 1, 1, 1], "output_padding": [1, 1]}),
+        ("groups_dilated_f32", (1, 4, 3, 3), (4, 3, 2, 3), False, "f32",
+         {"groups": 2, "dilations": [2, 1], "pads": [0, 1, 2, 0]}),
+        ("1d_f16", (2, 2, 6), (2, 4, 4), True, "f16", {"strides": [3], "pads": [1, 2]}),
+        ("3d_bf16", (1, 2, 2, 3, 2), (2, 2, 2, 2, 2), False, "bf16", {"strides": [2, 1, 2]}),
+    ]
+    for name, xs, ws, bias, dt, attrs in cases:
+        x, w = g.rand(xs, dt), g.rand(ws, dt)
+        ins = [("x", dt, x), ("w", dt, w)]
+        b = None
+        if bias:
+            b = g.rand((ws[1] * attrs.get("groups", 1),), dt)
+            ins.append(("b", dt, b))
+        want = conv_transpose(x, w, b, attrs.get("strides"), attrs.get("pads"),
+                              attrs.get("dilations"), attrs.get("groups", 1),
+                              attrs.get("output_padding"))
+        g.one_op(f"conv_transpose_{name}", "conv_transpose", ins, attrs, want, dt)

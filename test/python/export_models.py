@@ -106,6 +106,18 @@ def models(torch, small=False):
             line = f.interpolate(x.flatten(2), size=13, mode="linear")
             return up + corners, near.sum(dim=(2, 3)) + exact.mean(dim=(2, 3)) + line.amax(2)
 
+    class DecoderNet(nn.Module):  # a U-Net decoder's and a GAN generator's upsampling
+        def __init__(self):
+            super().__init__()
+            self.up = nn.ConvTranspose2d(3, 4, 3, stride=2, padding=1, output_padding=1)
+            self.grouped = nn.ConvTranspose2d(4, 6, (2, 3), stride=(1, 2), groups=2,
+                                              dilation=(2, 1), bias=False)
+            self.line = nn.ConvTranspose1d(3, 2, 4, stride=3, padding=2)
+
+        def forward(self, x):
+            y = self.grouped(torch.relu(self.up(x)))
+            return y, self.line(x.flatten(2))
+
     class HardActivations(nn.Module):  # MobileNetV3's, and clamps by numbers and tensors
         def forward(self, x, lo):
             f = nn.functional
@@ -126,6 +138,7 @@ def models(torch, small=False):
     yield "rounding_prod", RoundingProd(), (torch.cat([3 * torch.randn(10, generator=gen), ties]),), None
     yield "conv_net", ConvNet(), (torch.randn(2, 3, 12, 10, generator=gen),), None
     yield "pool_net", PoolNet().eval(), (torch.randn(2, 3, 13, 11, generator=gen),), None
+    yield "decoder_net", DecoderNet(), (torch.randn(2, 3, 5, 4, generator=gen),), None
     yield "resize_net", ResizeNet(), (torch.randn(2, 3, 5, 4, generator=gen),), None
     yield "hard_activations", HardActivations(), (4 * torch.randn(4, 33, generator=gen),
                                                   torch.randn(33, generator=gen)), None

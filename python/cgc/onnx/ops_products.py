@@ -87,6 +87,41 @@ def conv(ctx, ins, attrs):
                                       "groups": int(attrs.get("group", 1))})]
 
 
+@rule("ConvTranspose")
+def conv_transpose(ctx, ins, attrs):
+    """ONNX's ConvTranspose as cgc's conv_transpose: explicit pads, or the
+    padding that output_shape (or auto_pad SAME_*: in * stride) implies,
+    its odd unit after (SAME_UPPER, and output_shape) or before, and an
+    output_shape beyond the unpadded output as more output_padding."""
+    x, w = ins[0], ins[1]
+    need_float(ctx, x)
+    dims, ws = spatial_of(ctx, x, "ConvTranspose"), shape(ctx, w)
+    spatial = len(dims)
+    kernel = [int(k) for k in attrs.get("kernel_shape", ws[2:])]
+    if kernel != list(ws[2:]):
+        raise RefusedError(f"kernel_shape {kernel} differs from the weight's {ws[2:]}")
+    strides = [int(v) for v in attrs.get("strides", [1] * spatial)]
+    dilations = [int(v) for v in attrs.get("dilations", [1] * spatial)]
+    extra = [int(v) for v in attrs.get("output_padding", [0] * spatial)]
+    auto = text(attrs, "auto_pad", "NOTSET")
+    pads = [int(v) for v in attrs.get("pads", [0] * 2 * spatial)]
+    wanted = attrs.get("output_shape")
+    if wanted is None and auto in ("SAME_UPPER", "SAME_LOWER"):
+        wanted = [i * s for i, s in zip(dims, strides)]
+    if wanted is not None:
+        wanted = [int(v) for v in wanted][-spatial:]
+        total = [s * (i - 1) + o + (k - 1) * d + 1 - want for i, s, o, k, d, want in
+                 zip(dims, strides, extra, kernel, dilations, wanted)]
+        extra = [o - min(t, 0) for o, t in zip(extra, total)]  # a larger output: more after
+        total = [max(t, 0) for t in total]
+        small, big = [t // 2 for t in total], [t - t // 2 for t in total]
+        pads = big + small if auto == "SAME_LOWER" else small + big
+    operands = [x, w] + ([ins[2]] if len(ins) > 2 and ins[2] is not None else [])
+    return [ctx.op("conv_transpose", operands,
+                   {"strides": strides, "pads": pads, "dilations": dilations,
+                    "groups": int(attrs.get("group", 1)), "output_padding": extra})]
+
+
 def pool(ctx, ins, attrs, op):
     x = ins[0]
     need_float(ctx, x)

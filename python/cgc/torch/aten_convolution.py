@@ -1,5 +1,6 @@
-"""ATen rules for convolutions, pooling and inference batch norm, as
-cgc's conv, max_pool and avg_pool ops and elementwise arithmetic
+"""ATen rules for convolutions (transposed too), pooling, resizing and
+batch and group norm, as cgc's conv, conv_transpose, max_pool, avg_pool,
+interpolate, batch_norm and layernorm ops and elementwise arithmetic
 (aten_rules.py has the one-op rules)."""
 from ..errors import RefusedError
 from .aten_rules import aten
@@ -38,12 +39,40 @@ def conv_op(e, n, x, w, bias, stride, padding, dilation, groups):
     return e.op("conv", operands, attrs, name=n.name)
 
 
+def conv_transpose_op(e, n, x, w, bias, stride, padding, output_padding, groups, dilation):
+    """One `conv_transpose` node: x [N, C, spatial...], w [C, O / groups,
+    kernel...]."""
+    spatial = len(e.shape(x)) - 2
+    if spatial not in (1, 2, 3):
+        raise RefusedError(f"a transposed convolution over {spatial} spatial dims (cgc takes 1 "
+                           "to 3)")
+    operands = [e.operand(x), e.operand(w)] + ([e.operand(bias)] if bias is not None else [])
+    attrs = {"strides": conv_list(stride, spatial, "stride"),
+             "pads": conv_list(padding, spatial, "padding") * 2,
+             "dilations": conv_list(dilation, spatial, "dilation"), "groups": groups,
+             "output_padding": conv_list(output_padding, spatial, "output_padding")}
+    return e.op("conv_transpose", operands, attrs, name=n.name)
+
+
 @aten("convolution")
 def convolution(e, n):
-    x, w, bias, stride, padding, dilation, transposed, _, groups = n.args[:9]
+    x, w, bias, stride, padding, dilation, transposed, output_padding, groups = n.args[:9]
     if transposed:
-        raise RefusedError("a transposed convolution (conv_transpose has no cgc op yet)")
+        return conv_transpose_op(e, n, x, w, bias, stride, padding, output_padding, groups,
+                                 dilation)
     return conv_op(e, n, x, w, bias, stride, padding, dilation, groups)
+
+
+@aten("conv_transpose1d", "conv_transpose2d.input", "conv_transpose3d.input",
+      "conv_transpose2d", "conv_transpose3d")
+def conv_transpose_nd(e, n):
+    args = list(n.args) + [None] * (8 - len(n.args))
+    x, w, bias = args[0], args[1], args[2]
+    pick = lambda k, name, default: args[k] if args[k] is not None else \
+        n.kwargs.get(name, default)  # noqa: E731
+    return conv_transpose_op(e, n, x, w, bias, pick(3, "stride", 1), pick(4, "padding", 0),
+                             pick(5, "output_padding", 0), pick(6, "groups", 1),
+                             pick(7, "dilation", 1))
 
 
 @aten("conv1d", "conv2d", "conv3d", "conv1d.padding", "conv2d.padding", "conv3d.padding")
