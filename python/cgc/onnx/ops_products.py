@@ -1,5 +1,7 @@
-"""ONNX's products and window ops (MatMul, Gemm, Conv, the pools,
-BatchNormalization, Resize), as cgc ops. Registered into rules.RULES."""
+"""ONNX's products, window ops and normalizations over channels (MatMul,
+Gemm, Conv, ConvTranspose, the pools, Resize, BatchNormalization,
+InstanceNormalization, GroupNormalization), as cgc ops. Registered into
+rules.RULES."""
 import numpy as np
 
 from .rules import checked_axis, const, dtype, ints_operand, need_float, rule, shape
@@ -161,29 +163,95 @@ def global_pool(ctx, ins, attrs):
 
 @rule("BatchNormalization")
 def batch_norm(ctx, ins, attrs):
-    """Inference (test mode: training_mode 0, one output; before opset 7,
-    is_test 1): (x - mean) * scale / sqrt(var + eps) + B per channel (axis
-    1), as elementwise ops that fuse."""
+    """cgc's batch_norm: by the running statistics in test mode
+    (training_mode 0; before opset 7, is_test 1), else by the batch's, with
+    the running statistics' update as outputs 1 and 2 (opset 14+:
+    running * momentum + batch * (1 - momentum), the biased variance)."""
     training = int(attrs.get("training_mode", 0)) != 0 or \
-        (ctx.opset < 7 and not int(attrs.get("is_test", 0))) or \
-        any(name for name in ctx.node.output[1:])
-    if training:
-        raise RefusedError("BatchNormalization in training mode (batch statistics)")
+        (ctx.opset < 7 and not int(attrs.get("is_test", 0)))
     if int(attrs.get("spatial", 1)) == 0:
         raise RefusedError("BatchNormalization with spatial 0 (statistics per element)")
+    if any(name for name in ctx.node.output[3:]) or (not training and
+                                                       any(ctx.node.output[1:])):
+        raise RefusedError("BatchNormalization's saved mean and variance outputs")
     x, scale, bias, mean, var = ins[:5]
     need_float(ctx, x)
-    rank = len(shape(ctx, x))
-    column = [shape(ctx, x)[1]] + [1] * max(rank - 2, 0)
+    if len({dtype(ctx, v) for v in (x, scale, bias, mean, var)}) != 1:
+        raise RefusedError("a BatchNormalization whose operands' dtypes differ")
+    eps = float(attrs.get("epsilon", 1e-5))
+    y = ctx.op("batch_norm", [x, scale, bias, mean, var], {"eps": eps, "training": training})
+    if not training:
+        return [y]
+    momentum = float(attrs.get("momentum", 0.9))
+    channels = [shape(ctx, x)[1]]
+    rank, dt = len(shape(ctx, x)), dtype(ctx, x)
+    reduce = {"axes": [0] + list(range(2, rank)), "keepdim": True}
+    kept = [1, channels[0]] + [1] * (rank - 2)
+    wide = x if dt == "f32" else ctx.g.op("cast", [x], {"dtype": "f32"}, "f32", shape(ctx, x))
+    batch_mean = ctx.g.op("mean", [wide], reduce, "f32", kept)
+    centered = ctx.g.op("sub", [wide, batch_mean], None, "f32", shape(ctx, x))
+    batch_var = ctx.g.op("mean", [ctx.g.op("mul", [centered, centered], None, "f32",
+                                           shape(ctx, x))], reduce, "f32", kept)
 
-    def per_channel(v):
-        return ctx.g.op("reshape", [v], {"shape": column}, dtype(ctx, v), column)
+    def update(running, batch):
+        batch = batch if dt == "f32" else ctx.g.op("cast", [batch], {"dtype": dt}, dt, kept)
+        batch = ctx.g.op("reshape", [batch], {"shape": channels}, dt, channels)
+        old = ctx.g.op("mul", [running, const(ctx, momentum, x)], None, dt, channels)
+        new = ctx.g.op("mul", [batch, const(ctx, 1.0 - momentum, x)], None, dt, channels)
+        return ctx.g.op("add", [old, new], None, dt, channels)
+    return [y, update(mean, batch_mean), update(var, batch_var)]
 
-    factor = ctx.g.op("rsqrt", [ctx.g.op("add", [per_channel(var),
-                                                 const(ctx, float(attrs.get("epsilon", 1e-5)), x)])])
-    factor = ctx.g.op("mul", [factor, per_channel(scale)])
-    y = ctx.g.op("mul", [ctx.g.op("sub", [x, per_channel(mean)]), factor])
-    return [ctx.op("add", [y, per_channel(bias)])]
+
+def normalized_groups(ctx, x, groups, eps):
+    """x [N, C, ...] normalized over each of `groups` channel groups (and the
+    spatial dims) by cgc's layernorm over [N, G, C / G * HxW], as [N, G, C
+    / G * HxW]."""
+    xs = shape(ctx, x)
+    if not all(isinstance(d, int) for d in xs[1:]) or xs[1] % groups:
+        raise RefusedError(f"a normalization of {xs} in {groups} groups")
+    rows = [xs[0], groups, int(np.prod(xs[1:], dtype=np.int64)) // groups]
+    grouped = ctx.g.op("reshape", [x], {"shape": rows}, dtype(ctx, x), rows)
+    return ctx.g.op("layernorm", [grouped], {"axis": -1, "eps": eps}, dtype(ctx, x), rows), rows
+
+
+def scaled(ctx, y, scale, bias, column):
+    """y * scale + bias, each reshaped to `column` to broadcast."""
+    dt, ys = dtype(ctx, y), shape(ctx, y)
+    for op, v in (("mul", scale), ("add", bias)):
+        v = ctx.g.op("reshape", [v], {"shape": column}, dt, column)
+        y = ctx.g.op(op, [y, v], None, dt, ys)
+    return y
+
+
+@rule("InstanceNormalization")
+def instance_norm(ctx, ins, attrs):
+    """Each (n, c) plane normalized (its mean and biased variance), then
+    scaled and shifted per channel: a group norm with a group per channel."""
+    x, scale, bias = ins[:3]
+    need_float(ctx, x)
+    xs = shape(ctx, x)
+    y, _ = normalized_groups(ctx, x, xs[1], float(attrs.get("epsilon", 1e-5)))
+    y = ctx.g.op("reshape", [y], {"shape": list(xs)}, dtype(ctx, x), list(xs))
+    out = scaled(ctx, y, scale, bias, [xs[1]] + [1] * (len(xs) - 2))
+    return [ctx.op("reshape", [out], {"shape": list(xs)})]
+
+
+@rule("GroupNormalization")
+def group_norm(ctx, ins, attrs):
+    """Each group of num_groups normalized, then scaled and shifted: per
+    channel (opset 21: scale and bias [C]) or per group (opset 18: [G])."""
+    x, scale, bias = ins[:3]
+    need_float(ctx, x)
+    if int(attrs.get("stash_type", 1)) != 1:
+        raise RefusedError("GroupNormalization with a stash_type other than float")
+    xs, groups = shape(ctx, x), int(attrs["num_groups"])
+    y, rows = normalized_groups(ctx, x, groups, float(attrs.get("epsilon", 1e-5)))
+    if shape(ctx, scale)[0] == xs[1]:
+        y = ctx.g.op("reshape", [y], {"shape": list(xs)}, dtype(ctx, x), list(xs))
+        out = scaled(ctx, y, scale, bias, [xs[1]] + [1] * (len(xs) - 2))
+    else:
+        out = scaled(ctx, y, scale, bias, [groups, 1])
+    return [ctx.op("reshape", [out], {"shape": list(xs)})]
 
 
 def text(attrs, name, default):
