@@ -517,7 +517,8 @@ def main():
                 edges(golden_edges.gen_constants_exact), edges(golden_attention.gen_attention),
                 edges(golden_convolution.gen_convolution),
                 edges(golden_convolution.interpolate_cases),
-                edges(golden_convolution.conv_transpose_cases)):
+                edges(golden_convolution.conv_transpose_cases),
+                edges(golden_convolution.batch_norm_cases)):
         gen()
     with open(os.path.join(OUT, "cases.json"), "w") as f:
         json.dump(CASES, f, indent=1)

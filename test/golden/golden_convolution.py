@@ -6,7 +6,8 @@ bias, 1x1 kernels and non-overlapping patches (a ViT's), in f32, f16 and
 bf16; and `max_pool` and `avg_pool` over the same windows: padding,
 dilation, ceil_mode's last partial window, count_include_pad both ways, a
 global average; `conv_transpose` as each input element's products
-scattered into the output; and `interpolate` (nearest and linear, each coordinate
+scattered into the output; `batch_norm` by running or batch statistics;
+and `interpolate` (nearest and linear, each coordinate
 rule, explicit scales) as the weighted sum over each output position's
 2^d corner inputs."""
 import itertools
@@ -260,3 +261,30 @@ def conv_transpose_cases(g):
                               attrs.get("dilations"), attrs.get("groups", 1),
                               attrs.get("output_padding"))
         g.one_op(f"conv_transpose_{name}", "conv_transpose", ins, attrs, want, dt)
+
+
+def batch_norm_cases(g):
+    """batch_norm by the running statistics, and (training) by the batch's
+    mean and biased variance over every axis but 1, in double."""
+    cases = [("running_f32", (2, 3, 4, 5), "f32", {}),
+             ("running_bf16", (2, 4, 3), "bf16", {"eps": 0.01}),
+             ("batch_f32", (4, 3, 2, 2), "f32", {"training": True}),
+             ("batch_f16_1d", (3, 2, 5), "f16", {"training": True, "eps": 0.001}),
+             ("batch_3d_f32", (2, 2, 2, 3, 2), "f32", {"training": True})]
+    for name, xs, dt, attrs in cases:
+        x = g.rand(xs, dt)
+        c = xs[1]
+        weight, bias, mean = g.rand((c,), dt), g.rand((c,), dt), g.rand((c,), dt)
+        var = np.abs(g.rand((c,), dt)) + np.asarray(0.5, dtype=x.dtype)
+        axes = tuple(a for a in range(len(xs)) if a != 1)
+        column = [1, c] + [1] * (len(xs) - 2)
+        xd = x.astype(np.float64)
+        if attrs.get("training"):
+            m = xd.mean(axis=axes, keepdims=True)
+            v = ((xd - m) ** 2).mean(axis=axes, keepdims=True)
+        else:
+            m, v = mean.astype(np.float64).reshape(column), var.astype(np.float64).reshape(column)
+        want = (xd - m) / np.sqrt(v + attrs.get("eps", 1e-5)) * \
+            weight.astype(np.float64).reshape(column) + bias.astype(np.float64).reshape(column)
+        ins = [("x", dt, x), ("w", dt, weight), ("b", dt, bias), ("m", dt, mean), ("v", dt, var)]
+        g.one_op(f"batch_norm_{name}", "batch_norm", ins, attrs or None, want, dt)

@@ -104,7 +104,9 @@ def models(torch, small=False):
             near = f.interpolate(x, scale_factor=2, mode="nearest")
             exact = f.interpolate(x, size=(3, 7), mode="nearest-exact")
             line = f.interpolate(x.flatten(2), size=13, mode="linear")
-            return up + corners, near.sum(dim=(2, 3)) + exact.mean(dim=(2, 3)) + line.amax(2)
+            uneven = f.adaptive_avg_pool2d(x, (3, 7))  # windows of two sizes, one upsampled dim
+            return up + corners, (near.sum(dim=(2, 3)) + exact.mean(dim=(2, 3)) + line.amax(2) +
+                                  uneven.amax(dim=(2, 3)))
 
     class DecoderNet(nn.Module):  # a U-Net decoder's and a GAN generator's upsampling
         def __init__(self):

@@ -136,15 +136,39 @@ def avg_pool(e, n):
 @aten("adaptive_avg_pool1d", "adaptive_avg_pool2d", "_adaptive_avg_pool2d",
       "adaptive_avg_pool3d", "_adaptive_avg_pool3d")
 def adaptive_avg_pool(e, n):
+    """Output i of a spatial dim of extent D averages inputs floor(i D / S)
+    to ceil((i + 1) D / S) - 1 (PyTorch's windows). Sizes that divide the
+    input's: one avg_pool (windows of one size); others: per spatial dim a
+    product with the constant [S, D] matrix of each window's 1 / count
+    (the average over a box is the product of the per-dim averages)."""
     x, size = n.args[0], n.args[1]
     dims = e.shape(x)[2:]
     size = conv_list(size, len(dims), "output_size")
-    if not all(isinstance(d, int) for d in dims) or any(d % s for d, s in zip(dims, size)):
-        raise RefusedError(f"an adaptive average pool of {dims} to {size} (cgc takes output "
-                           "sizes that divide the input's: windows of one size)")
-    kernel = [d // s for d, s in zip(dims, size)]
-    return e.op("avg_pool", [e.operand(x)], {"kernel": kernel, "strides": kernel},
-                name=n.name)
+    if not all(isinstance(d, int) for d in dims):
+        raise RefusedError(f"an adaptive average pool of the dynamic dims {dims}")
+    if not any(d % s for d, s in zip(dims, size)):
+        kernel = [d // s for d, s in zip(dims, size)]
+        return e.op("avg_pool", [e.operand(x)], {"kernel": kernel, "strides": kernel},
+                    name=n.name)
+    y, rank = e.operand(x), len(e.shape(x))
+    for a, (d, s) in enumerate(zip(dims, size)):
+        if d == s:
+            continue
+        weights = [[0.0] * d for _ in range(s)]
+        for i in range(s):
+            lo, hi = i * d // s, -(-(i + 1) * d // s)
+            for j in range(lo, hi):
+                weights[i][j] = 1.0 / (hi - lo)
+        matrix = e.op("constant", [], {"dtype": e.dtype(x), "shape": [s, d],
+                                       "value": [w for row in weights for w in row]})
+        # Move dim a last, multiply by the matrix transposed, move it back.
+        axis = 2 + a
+        perm = [k for k in range(rank) if k != axis] + [axis]
+        moved = e.op("transpose", [y], {"perm": perm}) if axis != rank - 1 else y
+        moved = e.op("matmul", [moved, matrix], {"transpose_b": True})
+        back = [perm.index(k) for k in range(rank)]
+        y = e.op("transpose", [moved], {"perm": back}) if axis != rank - 1 else moved
+    return y
 
 
 def batch_norm_op(e, n, x, weight, bias, mean, var, training, eps):
