@@ -54,6 +54,10 @@ static bool channelsAndKernel(const Node &node, AttrReader &attrs, ConvolutionSh
   }
   const auto &w = node.operand(1)->getType().dims;
   s.groups = node.intAttr("groups", 1);
+  if (s.groups < 1 || s.groups > AttrReader::kMost) {
+    attrs.why = "groups = " + std::to_string(s.groups) + " must be from 1 to 2^31 - 1";
+    return false;
+  }
   // conv's w is [O, C / G, K..]; conv_transpose's [C, O / G, K..].
   s.outChannels = transposed ? w[1].extent() * s.groups : w[0].extent();
   for (size_t a = 0; a + 2 < w.size(); ++a)
@@ -81,25 +85,34 @@ static bool channelsAndKernel(const Node &node, AttrReader &attrs, ConvolutionSh
 }
 
 /// conv_transpose's output extents: (in - 1) stride - before - after +
-/// dilation (kernel - 1) + output_padding + 1, each at least 1, with
+/// dilation (kernel - 1) + output_padding + 1, each from 1 to 2^40 (in
+/// 128-bit arithmetic: the products of 2^31-bounded attributes and
+/// extents cannot wrap), from an input and kernel of at least 1, with
 /// output_padding below the stride or the dilation (PyTorch's rule).
 static bool transposedExtents(AttrReader &attrs, ConvolutionShape &s) {
   if (!attrs.read("output_padding", attrs.d, 0, 0, s.outputPadding))
     return false;
+  constexpr __int128 kLargest = __int128(1) << 40;
   for (size_t i = 0; i < attrs.d; ++i) {
+    std::string dim = "spatial dim " + std::to_string(i) + ": ";
+    if (s.in[i] < 1 || s.kernel[i] < 1) {
+      attrs.why = dim + "conv_transpose needs an input and a kernel of at least 1";
+      return false;
+    }
     if (s.outputPadding[i] >= std::max(s.strides[i], s.dilations[i])) {
-      attrs.why = "spatial dim " + std::to_string(i) + ": output_padding " +
-                  std::to_string(s.outputPadding[i]) + " must be below the stride or the dilation";
+      attrs.why = dim + "output_padding " + std::to_string(s.outputPadding[i]) +
+                  " must be below the stride or the dilation";
       return false;
     }
-    int64_t out = (s.in[i] - 1) * s.strides[i] - s.before[i] - s.after[i] +
-                  s.dilations[i] * (s.kernel[i] - 1) + s.outputPadding[i] + 1;
-    if (out < 1) {
-      attrs.why = "spatial dim " + std::to_string(i) + ": the padding leaves no output (" +
-                  std::to_string(out) + ")";
+    __int128 out = __int128(s.in[i] - 1) * s.strides[i] - s.before[i] - s.after[i] +
+                   __int128(s.dilations[i]) * (s.kernel[i] - 1) + s.outputPadding[i] + 1;
+    if (out < 1 || out > kLargest) {
+      attrs.why = dim + (out < 1 ? "the padding leaves no output (" +
+                                       std::to_string(int64_t(out)) + ")"
+                                 : std::string("the output exceeds 2^40 positions"));
       return false;
     }
-    s.out.push_back(out);
+    s.out.push_back(int64_t(out));
     s.overhang.push_back(0);
   }
   return true;

@@ -85,14 +85,16 @@ bool TypeChecker::convolution(Types &out) {
     return true;
   }
   const TensorType &w = operandType(1);
+  bool transposed = node.getOp() == OpKind::ConvTranspose;
+  std::string weights = transposed ? "[C, O / groups, kernel...]" : "[O, C / groups, kernel...]";
   if (rank < 3 || rank > 5 || w.rank() != rank)
-    return fail("x and w must be [N, C, spatial...] and [O, C / groups, "
-                "kernel...] with 1 to 3 spatial dims, got " + str(x) + " and " +
-                str(w));
+    return fail("x and w must be [N, C, spatial...] and " + weights +
+                " with 1 to 3 spatial dims, got " + str(x) + " and " + str(w));
   for (unsigned a = 1; a < rank; ++a)
     if (!x.dims[a].isStatic() || !w.dims[a].isStatic() || !w.dims[0].isStatic())
-      return fail("conv needs static channels, spatial dims and weights, got " +
-                  str(x) + " and " + str(w));
+      return fail(mnemonic(node.getOp()).str() +
+                  " needs static channels, spatial dims and weights, got " + str(x) +
+                  " and " + str(w));
   std::string why;
   auto shape = convolutionShape(node, why);
   if (!shape)

@@ -48,11 +48,15 @@ bool cgc::checkInterpolation(const Node &n, const std::vector<int64_t> &in, std:
   std::vector<int64_t> sizes = n.intsAttr("sizes");
   std::string mode = n.strAttr("mode", "nearest");
   std::vector<double> scales = scalesOf(n);
+  constexpr int64_t kMost = (int64_t(1) << 31) - 1;
   if (sizes.size() != in.size())
     why = "attribute 'sizes' must have one size per spatial dim (" +
           std::to_string(in.size()) + ")";
-  else if (std::any_of(sizes.begin(), sizes.end(), [](int64_t s) { return s < 1; }))
-    why = "attribute 'sizes' must be positive";
+  else if (std::any_of(sizes.begin(), sizes.end(),
+                       [](int64_t s) { return s < 1 || s > kMost; }))
+    why = "attribute 'sizes' must hold sizes from 1 to 2^31 - 1";
+  else if (std::any_of(in.begin(), in.end(), [](int64_t d) { return d < 1; }))
+    why = "interpolate needs spatial dims of at least 1";
   else if (mode != "nearest" && mode != "linear")
     why = "attribute 'mode' must be nearest or linear, got '" + mode + "'";
   else if (!oneOf(n.strAttr("coordinate", "half_pixel"), Coordinates))

@@ -81,11 +81,14 @@ static Tensor layerNorm(const Node &node, const Operands &in) {
 }
 
 /// batch_norm: each channel c of x [N, C, ...] normalized by its batch
-/// statistics (training: mean and biased variance over every axis but 1)
-/// or by running_mean[c] and running_var[c], then scaled and shifted.
+/// statistics (training: mean and biased variance over every axis but 1,
+/// in double) or by running_mean[c] and running_var[c], then scaled and
+/// shifted: (x - mean) * (rsqrt(var + eps) * weight) + bias with each
+/// step rounded to x's dtype (docs/ir.md: what expand-batch-norm writes).
 static Tensor batchNorm(const Node &node, const Operands &in) {
   const Tensor &x = *in[0];
-  double eps = node.floatAttr("eps", 1e-5);
+  auto r = [&](double v) { return roundValue(x.dtype, v); };
+  double eps = r(node.floatAttr("eps", 1e-5));
   bool training = node.boolAttr("training", false);
   int64_t channels = x.shape[1];
   int64_t inner = numElements(Shape(x.shape.begin() + 2, x.shape.end()));
@@ -104,9 +107,12 @@ static Tensor batchNorm(const Node &node, const Operands &in) {
       mean = sum / count;
       each([&](int64_t i) { squares += (x.real(i) - mean) * (x.real(i) - mean); });
       var = squares / count;
+      mean = r(mean);
+      var = r(var);
     }
-    double scale = in[1]->real(c) / std::sqrt(var + eps), shift = in[2]->real(c);
-    each([&](int64_t i) { out.setReal(i, (x.real(i) - mean) * scale + shift); });
+    double scale = r(r(1.0 / std::sqrt(r(var + eps))) * in[1]->real(c));
+    double shift = in[2]->real(c);
+    each([&](int64_t i) { out.setReal(i, r(r(r(x.real(i) - mean) * scale) + shift)); });
   }
   out.round();
   return out;

@@ -93,7 +93,8 @@ def conv(ctx, ins, attrs):
 def conv_transpose(ctx, ins, attrs):
     """ONNX's ConvTranspose as cgc's conv_transpose: explicit pads, or the
     padding that output_shape (or auto_pad SAME_*: in * stride) implies,
-    its odd unit after (SAME_UPPER, and output_shape) or before, and an
+    its odd unit after with SAME_UPPER and before otherwise (the spec's
+    rule), and an
     output_shape beyond the unpadded output as more output_padding."""
     x, w = ins[0], ins[1]
     need_float(ctx, x)
@@ -117,7 +118,7 @@ def conv_transpose(ctx, ins, attrs):
         extra = [o - min(t, 0) for o, t in zip(extra, total)]  # a larger output: more after
         total = [max(t, 0) for t in total]
         small, big = [t // 2 for t in total], [t - t // 2 for t in total]
-        pads = big + small if auto == "SAME_LOWER" else small + big
+        pads = small + big if auto == "SAME_UPPER" else big + small
     operands = [x, w] + ([ins[2]] if len(ins) > 2 and ins[2] is not None else [])
     return [ctx.op("conv_transpose", operands,
                    {"strides": strides, "pads": pads, "dilations": dilations,
@@ -207,8 +208,10 @@ def normalized_groups(ctx, x, groups, eps):
     spatial dims) by cgc's layernorm over [N, G, C / G * HxW], as [N, G, C
     / G * HxW]."""
     xs = shape(ctx, x)
-    if not all(isinstance(d, int) for d in xs[1:]) or xs[1] % groups:
-        raise RefusedError(f"a normalization of {xs} in {groups} groups")
+    if len(xs) < 2 or not all(isinstance(d, int) for d in xs[1:]) or groups < 1 or \
+            xs[1] % groups:
+        raise RefusedError(f"a normalization of {xs} in {groups} groups (x is [N, C, ...], "
+                           "the groups dividing C)")
     rows = [xs[0], groups, int(np.prod(xs[1:], dtype=np.int64)) // groups]
     grouped = ctx.g.op("reshape", [x], {"shape": rows}, dtype(ctx, x), rows)
     return ctx.g.op("layernorm", [grouped], {"axis": -1, "eps": eps}, dtype(ctx, x), rows), rows
@@ -301,8 +304,10 @@ def resize(ctx, ins, attrs):
     if rank not in (3, 4, 5) or size[0] != xs[0] or size[1] != xs[1]:
         raise RefusedError(f"a Resize of {xs} to {[size[a] for a in range(rank)]} (cgc "
                            "resizes the spatial dims of [N, C, 1 to 3 spatial dims])")
+    # Opset 10's Resize (Upsample's successor) takes the floor of the source.
+    rounding = "floor" if ctx.opset < 11 else text(attrs, "nearest_mode", "round_prefer_floor")
     out = {"sizes": [size[a] for a in range(2, rank)], "mode": mode, "coordinate": coordinate,
-           "nearest": text(attrs, "nearest_mode", "round_prefer_floor")}
+           "nearest": rounding}
     if explicit:
         out["scales"] = [scale[a] for a in range(2, rank)]
     return [ctx.op("interpolate", [x], out)]

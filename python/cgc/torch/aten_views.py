@@ -72,6 +72,7 @@ def slice_scatter(e, n):
     start = 0 if start is None else (start + extent if start < 0 else start)
     end = extent if end is None else (end + extent if end < 0 else end)
     start, end = max(0, min(start, extent)), max(0, min(end, extent))
+    end = max(end, start)  # an empty slice
     if step != 1:
         raise RefusedError(f"a slice_scatter with step {step} (cgc writes step-1 slices)")
     parts = []
