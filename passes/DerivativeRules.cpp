@@ -449,15 +449,15 @@ bool cgc::operandAdjoints(const Node &n, Value *g, ValueBuilder &gb,
   case OpKind::Slice: return r.slice(why);
   case OpKind::Concat: return r.concat();
   case OpKind::Gather: case OpKind::Embedding: return r.gather(why);
+  case OpKind::Conv: return convolutionAdjoints(n, g, gb, adjoints, why);
   case OpKind::Fmod: case OpKind::Prod:
   case OpKind::CumSum: case OpKind::PadPacked: case OpKind::IndexCopy:
   case OpKind::PackPadded: case OpKind::If: case OpKind::While: case OpKind::Fusion:
   case OpKind::ProductFusion: case OpKind::RowFusion: case OpKind::ConvolutionFusion:
   case OpKind::NonZero: case OpKind::MaskedSelect: case OpKind::Item:
   case OpKind::Attention: // expand-attention writes it out before autodiff.
-  case OpKind::Conv: case OpKind::MaxPool: case OpKind::AvgPool:
-  case OpKind::Interpolate: case OpKind::ConvTranspose:
-    // expand-convolution writes them out first.
+  case OpKind::MaxPool: case OpKind::AvgPool: case OpKind::Interpolate:
+  case OpKind::ConvTranspose: // expand-convolution writes them out first.
   case OpKind::BatchNorm: // expand-batch-norm writes it out first.
     why = "no derivative rule for " + mnemonic(n.getOp()).str() + " yet";
     return false;

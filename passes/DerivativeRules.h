@@ -20,6 +20,12 @@ namespace cgc {
 bool operandAdjoints(const Node &n, Value *g, ValueBuilder &gb,
                      std::vector<Value *> &adjoints, std::string &why);
 
+/// conv's rule (ConvolutionDerivatives.cpp): dx as a conv_transpose of g,
+/// dw as a conv of x and g with their first two axes swapped, db as g's
+/// sum; channels first, groups 1.
+bool convolutionAdjoints(const Node &n, Value *g, ValueBuilder &gb,
+                         std::vector<Value *> &adjoints, std::string &why);
+
 } // namespace cgc
 
 #endif
