@@ -4,7 +4,8 @@ concatenated, or one gather by constant indices for the edge, reflect and
 wrap modes). Registered into rules.RULES."""
 import numpy as np
 
-from .rules import check_constant_indices, checked_axis, const, dtype, ints_operand, rule, shape
+from .rules import (check_constant_indices, checked_axis, const, dtype, ints_operand, rule, shape,
+                    text_attr)
 from ..errors import RefusedError
 
 
@@ -56,8 +57,7 @@ def pad(ctx, ins, attrs):
     x = ins[0]
     s = list(shape(ctx, x))
     rank = len(s)
-    mode = attrs.get("mode", b"constant")
-    mode = mode.decode() if isinstance(mode, bytes) else mode
+    mode = text_attr(attrs, "mode", "constant")
     if mode not in PAD_MODES:
         raise RefusedError(f"Pad mode '{mode}'")
     if ctx.opset < 11:  # attributes: `paddings` before opset 2, then `pads`

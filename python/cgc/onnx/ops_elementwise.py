@@ -2,7 +2,7 @@
 (so that fusion sees them). Registered into rules.RULES."""
 import numpy as np
 
-from .rules import RULES, const, dtype, need_float, rule
+from .rules import RULES, const, dtype, need_float, rule, text_attr
 from .elem_types import cgc_dtype
 from ..errors import RefusedError
 
@@ -236,8 +236,7 @@ def sign(ctx, ins, attrs):
 
 @rule("Gelu")
 def gelu(ctx, ins, attrs):
-    approximate = attrs.get("approximate", b"none")
-    approximate = approximate.decode() if isinstance(approximate, bytes) else approximate
+    approximate = text_attr(attrs, "approximate", "none")
     return [ctx.op("gelu_tanh" if approximate == "tanh" else "gelu", [ins[0]])]
 
 

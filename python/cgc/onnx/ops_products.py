@@ -4,7 +4,7 @@ InstanceNormalization, GroupNormalization), as cgc ops. Registered into
 rules.RULES."""
 import numpy as np
 
-from .rules import checked_axis, const, dtype, ints_operand, need_float, rule, shape
+from .rules import checked_axis, const, dtype, ints_operand, need_float, rule, shape, text_attr
 from ..errors import RefusedError
 
 
@@ -49,8 +49,7 @@ def window_pads(attrs, dims, kernel, strides, dilations):
     then every end, as cgc's): auto_pad SAME_UPPER / SAME_LOWER give the
     output ceil(in / stride), the odd pad after / before."""
     spatial = len(dims)
-    auto = attrs.get("auto_pad", "NOTSET")
-    auto = auto.decode() if isinstance(auto, bytes) else auto
+    auto = text_attr(attrs, "auto_pad", "NOTSET")
     if auto in ("SAME_UPPER", "SAME_LOWER"):
         total = [max(0, (-(-i // s) - 1) * s + (k - 1) * d + 1 - i)
                  for i, s, k, d in zip(dims, strides, kernel, dilations)]
@@ -106,7 +105,7 @@ def conv_transpose(ctx, ins, attrs):
     strides = [int(v) for v in attrs.get("strides", [1] * spatial)]
     dilations = [int(v) for v in attrs.get("dilations", [1] * spatial)]
     extra = [int(v) for v in attrs.get("output_padding", [0] * spatial)]
-    auto = text(attrs, "auto_pad", "NOTSET")
+    auto = text_attr(attrs, "auto_pad", "NOTSET")
     pads = [int(v) for v in attrs.get("pads", [0] * 2 * spatial)]
     wanted = attrs.get("output_shape")
     if wanted is None and auto in ("SAME_UPPER", "SAME_LOWER"):
@@ -257,11 +256,6 @@ def group_norm(ctx, ins, attrs):
     return [ctx.op("reshape", [out], {"shape": list(xs)})]
 
 
-def text(attrs, name, default):
-    value = attrs.get(name, default)
-    return value.decode() if isinstance(value, bytes) else value
-
-
 @rule("Resize")
 def resize(ctx, ins, attrs):
     """Resize of the spatial dims of [N, C, spatial...] (nearest or linear,
@@ -272,8 +266,8 @@ def resize(ctx, ins, attrs):
     need_float(ctx, x)
     xs = shape(ctx, x)
     rank = len(xs)
-    mode = text(attrs, "mode", "nearest")
-    coordinate = text(attrs, "coordinate_transformation_mode",
+    mode = text_attr(attrs, "mode", "nearest")
+    coordinate = text_attr(attrs, "coordinate_transformation_mode",
                       "asymmetric" if ctx.opset < 11 else "half_pixel")
     if mode not in ("nearest", "linear"):
         raise RefusedError(f"Resize mode {mode} (cgc interpolates nearest and linear)")
@@ -281,7 +275,7 @@ def resize(ctx, ins, attrs):
         raise RefusedError(f"Resize coordinate_transformation_mode {coordinate}")
     if int(attrs.get("antialias", 0)):
         raise RefusedError("Resize with antialias")
-    if text(attrs, "keep_aspect_ratio_policy", "stretch") != "stretch":
+    if text_attr(attrs, "keep_aspect_ratio_policy", "stretch") != "stretch":
         raise RefusedError("Resize keep_aspect_ratio_policy other than stretch")
     axes = [checked_axis(a, rank) for a in attrs.get("axes", range(rank))]
     operand = lambda i: ins[i] if len(ins) > i and ins[i] is not None else None  # noqa: E731
@@ -305,7 +299,7 @@ def resize(ctx, ins, attrs):
         raise RefusedError(f"a Resize of {xs} to {[size[a] for a in range(rank)]} (cgc "
                            "resizes the spatial dims of [N, C, 1 to 3 spatial dims])")
     # Opset 10's Resize (Upsample's successor) takes the floor of the source.
-    rounding = "floor" if ctx.opset < 11 else text(attrs, "nearest_mode", "round_prefer_floor")
+    rounding = "floor" if ctx.opset < 11 else text_attr(attrs, "nearest_mode", "round_prefer_floor")
     out = {"sizes": [size[a] for a in range(2, rank)], "mode": mode, "coordinate": coordinate,
            "nearest": rounding}
     if explicit:

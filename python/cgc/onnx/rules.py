@@ -23,6 +23,13 @@ def const(ctx, value, like):
     return ctx.g.scalar(value, dtype(ctx, like))
 
 
+def text_attr(attrs, name, default):
+    """A string attribute as text (bytes that are not UTF-8 replaced, so a
+    rule refuses the value by name instead of crashing)."""
+    value = attrs.get(name, default)
+    return value.decode("utf-8", "replace") if isinstance(value, bytes) else value
+
+
 def need_float(ctx, v, what="operand"):
     if dtype(ctx, v) not in FLOATS:
         raise RefusedError(f"{what} has dtype {dtype(ctx, v)}; cgc's op takes floats only")
