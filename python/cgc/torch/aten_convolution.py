@@ -133,6 +133,9 @@ def avg_pool(e, n):
     return e.op("avg_pool", [e.operand(x)], attrs, name=n.name)
 
 
+AVERAGING_LIMIT = 1 << 24  # an adaptive pool's constant [S, D] weights, per dim
+
+
 @aten("adaptive_avg_pool1d", "adaptive_avg_pool2d", "_adaptive_avg_pool2d",
       "adaptive_avg_pool3d", "_adaptive_avg_pool3d")
 def adaptive_avg_pool(e, n):
@@ -146,6 +149,9 @@ def adaptive_avg_pool(e, n):
     size = conv_list(size, len(dims), "output_size")
     if not all(isinstance(d, int) for d in dims):
         raise RefusedError(f"an adaptive average pool of the dynamic dims {dims}")
+    if any(s < 1 or s * d > AVERAGING_LIMIT for s, d in zip(size, dims)):
+        raise RefusedError(f"an adaptive average pool of {dims} to {size} (sizes from 1, "
+                           f"at most {AVERAGING_LIMIT} averaging weights per dim)")
     if not any(d % s for d, s in zip(dims, size)):
         kernel = [d // s for d, s in zip(dims, size)]
         return e.op("avg_pool", [e.operand(x)], {"kernel": kernel, "strides": kernel},
