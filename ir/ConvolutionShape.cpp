@@ -62,14 +62,14 @@ static bool channelsAndKernel(const Node &node, AttrReader &attrs, ConvolutionSh
   s.outChannels = transposed ? w[1].extent() * s.groups : w[0].extent();
   for (size_t a = 0; a + 2 < w.size(); ++a)
     s.kernel.push_back(w[spatialAxis(s.channelsLast, a)].extent());
-  int64_t perGroup = transposed ? w[0].extent() / std::max<int64_t>(s.groups, 1)
+  int64_t perGroup = transposed ? w[0].extent() / s.groups
                                 : w[channelAxis(s.channelsLast, rank)].extent();
   if (transposed && w[0].extent() != s.channels) {
     attrs.why = "w has " + std::to_string(w[0].extent()) + " input channels; x has " +
                 std::to_string(s.channels);
     return false;
   }
-  if (s.groups < 1 || s.channels % s.groups != 0 || s.outChannels % s.groups != 0) {
+  if (s.channels % s.groups != 0 || s.outChannels % s.groups != 0) {
     attrs.why = "groups = " + std::to_string(s.groups) + " must divide the " +
                 std::to_string(s.channels) + " input and " +
                 std::to_string(s.outChannels) + " output channels";
@@ -135,11 +135,8 @@ llvm::Optional<ConvolutionShape> cgc::convolutionShape(const Node &node,
     s.before.push_back(pads[i]);
     s.after.push_back(pads[d + i]);
   }
-  if (node.getOp() == OpKind::ConvTranspose) {
-    if (!transposedExtents(attrs, s))
-      return llvm::None;
-    return s;
-  }
+  if (node.getOp() == OpKind::ConvTranspose)
+    return transposedExtents(attrs, s) ? llvm::Optional<ConvolutionShape>(s) : llvm::None;
   for (size_t i = 0; i < d; ++i) {
     int64_t padded = s.in[i] + s.before[i] + s.after[i];
     // span = dilation (kernel - 1) + 1, compared without overflow.

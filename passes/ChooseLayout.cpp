@@ -142,11 +142,10 @@ Perm elementwisePerm(const Node &u) {
   return p;
 }
 
-/// A convolution or pool (conv_transpose and interpolate have no
-/// channels_last form).
+/// An op of the convolution family that has a channels_last form (its
+/// schema in Ops.def: conv and the pools).
 bool isWindowOp(const Node &n) {
-  return n.info().family == Convolution && n.getOp() != OpKind::Interpolate &&
-         n.getOp() != OpKind::ConvTranspose;
+  return n.info().family == Convolution && findAttrSpec(n.getOp(), "channels_last");
 }
 
 /// Whether window op \p u reads its input through a transpose that moves

@@ -29,15 +29,21 @@ std::vector<int64_t> swapFirstTwo(unsigned rank) {
   return perm;
 }
 
-Value *dataAdjoint(const Node &n, Value *g, ValueBuilder &gb, const ConvolutionShape &s) {
-  std::vector<int64_t> pads = s.before, dropped;
+/// The `pads` attribute of \p s: every before, then every after.
+std::vector<int64_t> padsOf(const ConvolutionShape &s) {
+  std::vector<int64_t> pads = s.before;
   pads.insert(pads.end(), s.after.begin(), s.after.end());
+  return pads;
+}
+
+Value *dataAdjoint(const Node &n, Value *g, ValueBuilder &gb, const ConvolutionShape &s) {
+  std::vector<int64_t> dropped;
   for (size_t a = 0; a < s.in.size(); ++a)
     dropped.push_back((s.in[a] + s.before[a] + s.after[a] -
                        s.dilations[a] * (s.kernel[a] - 1) - 1) % s.strides[a]);
   return gb.op(OpKind::ConvTranspose, {g, n.operand(1)},
                {{"strides", s.strides},
-                {"pads", pads},
+                {"pads", padsOf(s)},
                 {"dilations", s.dilations},
                 {"groups", s.groups},
                 {"output_padding", dropped}},
@@ -46,25 +52,18 @@ Value *dataAdjoint(const Node &n, Value *g, ValueBuilder &gb, const ConvolutionS
 
 Value *weightAdjoint(const Node &n, Value *g, ValueBuilder &gb, const ConvolutionShape &s) {
   unsigned rank = unsigned(s.in.size() + 2);
-  std::vector<int64_t> pads = s.before;
-  pads.insert(pads.end(), s.after.begin(), s.after.end());
   Value *xt = gb.op(OpKind::Transpose, {n.operand(0)}, {{"perm", swapFirstTwo(rank)}}, "xt");
   Value *gt = gb.op(OpKind::Transpose, {g}, {{"perm", swapFirstTwo(rank)}}, "gt");
   Value *r = gb.op(OpKind::Conv, {xt, gt},
                    {{"strides", s.dilations},
-                    {"pads", pads},
+                    {"pads", padsOf(s)},
                     {"dilations", s.strides},
                     {"groups", int64_t(1)}},
                    "dw");
   for (size_t a = 0; a < s.in.size() && r; ++a) {
     if (r->getType().dims[2 + a].extent() == s.kernel[a])
       continue;
-    r = gb.op(OpKind::Slice, {r},
-              {{"starts", std::vector<int64_t>{0}},
-               {"ends", std::vector<int64_t>{s.kernel[a]}},
-               {"axes", std::vector<int64_t>{int64_t(2 + a)}},
-               {"steps", std::vector<int64_t>{1}}},
-              "dw");
+    r = gb.slice(r, unsigned(2 + a), 0, s.kernel[a], "dw");
   }
   return gb.op(OpKind::Transpose, {r}, {{"perm", swapFirstTwo(rank)}}, "dw");
 }

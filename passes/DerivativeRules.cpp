@@ -189,10 +189,7 @@ bool Rules::concat() {
   int64_t offset = 0;
   for (unsigned i = 0; i < n.numOperands(); ++i) {
     int64_t extent = x(i)->getType().dims[axis].extent();
-    adj[i] = gb.op(OpKind::Slice, {g},
-                   {{"starts", std::vector<int64_t>{offset}},
-                    {"ends", std::vector<int64_t>{offset + extent}},
-                    {"axes", std::vector<int64_t>{int64_t(axis)}}});
+    adj[i] = gb.slice(g, axis, offset, offset + extent);
     offset += extent;
   }
   return true;

@@ -28,12 +28,6 @@ using namespace cgc;
 
 namespace {
 
-Value *castTo(ValueBuilder &vb, Value *x, DType dtype) {
-  if (!x || x->getType().dtype == dtype)
-    return x;
-  return vb.op(OpKind::Cast, {x}, {{"dtype", dtype}}, "cast");
-}
-
 /// The per-channel mean and biased variance of \p x over every axis but 1,
 /// kept as [1, C, 1..1], computed in f32 and returned in x's dtype.
 std::pair<Value *, Value *> batchStatistics(ValueBuilder &vb, Value *x) {
@@ -43,11 +37,11 @@ std::pair<Value *, Value *> batchStatistics(ValueBuilder &vb, Value *x) {
     if (a != 1)
       axes.push_back(a);
   AttrMap reduce{{"axes", axes}, {"keepdim", true}};
-  Value *wide = castTo(vb, x, DType::F32);
+  Value *wide = vb.cast(x, DType::F32);
   Value *mean = vb.op(OpKind::Mean, {wide}, reduce, "mean");
   Value *centered = vb.sub(wide, mean);
   Value *var = vb.op(OpKind::Mean, {vb.mul(centered, centered)}, reduce, "var");
-  return {castTo(vb, mean, dtype), castTo(vb, var, dtype)};
+  return {vb.cast(mean, dtype), vb.cast(var, dtype)};
 }
 
 Value *expand(ValueBuilder &vb, const Node &n) {

@@ -77,6 +77,25 @@ Value *padAxis(ValueBuilder &vb, Value *x, unsigned axis, int64_t before, int64_
   return vb.op(OpKind::Concat, parts, {{"axis", int64_t(axis)}}, "pad");
 }
 
+/// \p x gathered along \p axis at the i64 constant \p at of \p shape
+/// (named `<base>.<indexName>` and `<base>.<resultName>`).
+Value *gatherAt(ValueBuilder &vb, Value *x, unsigned axis, const std::vector<int64_t> &at,
+                std::vector<Dim> shape, llvm::StringRef indexName, llvm::StringRef resultName) {
+  std::vector<Number> values;
+  for (int64_t i : at)
+    values.push_back(Number::ofInt(i));
+  Value *index = vb.op(OpKind::Constant, {},
+                       {{"dtype", DType::I64}, {"shape", shape}, {"value", values}}, indexName);
+  return vb.op(OpKind::Gather, {x, index}, {{"axis", int64_t(axis)}}, resultName);
+}
+
+/// y plus \p bias [O] as [O, 1..1] (channels first, \p d spatial dims).
+Value *addChannelBias(ValueBuilder &vb, Value *y, Value *bias, int64_t outChannels, size_t d) {
+  std::vector<Dim> column(d + 1, Dim::fixed(1));
+  column[0] = Dim::fixed(outChannels);
+  return vb.add(y, vb.reshape(bias, column, "bias"));
+}
+
 /// The windows of spatial dim \p a (at \p axis of \p x): axis becomes
 /// [kernel, out].
 Value *windows(ValueBuilder &vb, Value *x, unsigned axis, const ConvolutionShape &s,
@@ -91,16 +110,11 @@ Value *windows(ValueBuilder &vb, Value *x, unsigned axis, const ConvolutionShape
     }
     return vb.reshape(x, dims, "unit");
   }
-  std::vector<Number> at;
+  std::vector<int64_t> at;
   for (int64_t i = 0; i < k; ++i)
     for (int64_t j = 0; j < e; ++j)
-      at.push_back(Number::ofInt(i * s.dilations[a] + j * s.strides[a]));
-  Value *index = vb.op(OpKind::Constant, {},
-                       {{"dtype", DType::I64},
-                        {"shape", std::vector<Dim>{Dim::fixed(k), Dim::fixed(e)}},
-                        {"value", at}},
-                       "at");
-  return vb.op(OpKind::Gather, {x, index}, {{"axis", int64_t(axis)}}, "windows");
+      at.push_back(i * s.dilations[a] + j * s.strides[a]);
+  return gatherAt(vb, x, axis, at, {Dim::fixed(k), Dim::fixed(e)}, "at", "windows");
 }
 
 /// [N, C, K1, E1, .., Kd, Ed] (channels_last: [N, K1, E1, .., Kd, Ed,
@@ -173,24 +187,8 @@ Value *expandConv(ValueBuilder &vb, Value *input, Value *w, Value *bias,
   Value *x = allWindows(vb, input, s, 0.0);
   if (!x)
     return nullptr;
-  size_t d = s.in.size();
   Value *y = convProduct(vb, x, w, input->getType().dims[0], s);
-  if (bias) {
-    std::vector<Dim> column(d + 1, Dim::fixed(1));
-    column[0] = Dim::fixed(s.outChannels);
-    y = vb.add(y, vb.reshape(bias, column, "bias"));
-  }
-  return y;
-}
-
-/// \p x with \p keep elements of \p axis from \p start.
-Value *sliceAxis(ValueBuilder &vb, Value *x, unsigned axis, int64_t start, int64_t keep) {
-  return vb.op(OpKind::Slice, {x},
-               {{"starts", std::vector<int64_t>{start}},
-                {"ends", std::vector<int64_t>{start + keep}},
-                {"axes", std::vector<int64_t>{int64_t(axis)}},
-                {"steps", std::vector<int64_t>{1}}},
-               "slice");
+  return bias ? addChannelBias(vb, y, bias, s.outChannels, s.in.size()) : y;
 }
 
 /// \p x with stride - 1 zeros between the elements of \p axis.
@@ -203,7 +201,8 @@ Value *spreadAxis(ValueBuilder &vb, Value *x, unsigned axis, int64_t stride) {
   unit.insert(unit.begin() + axis + 1, Dim::fixed(1));
   Value *spread = padAxis(vb, vb.reshape(x, unit, "spread"), axis + 1, 0, stride - 1, 0.0);
   dims[axis] = Dim::fixed(extent * stride);
-  return sliceAxis(vb, vb.reshape(spread, dims, "spread"), axis, 0, (extent - 1) * stride + 1);
+  return vb.slice(vb.reshape(spread, dims, "spread"), axis, 0, (extent - 1) * stride + 1,
+                  "slice");
 }
 
 /// conv_transpose as a conv: x spread by the strides and padded by
@@ -222,8 +221,8 @@ Value *expandConvTranspose(ValueBuilder &vb, const Node &n, const ConvolutionSha
     x = padAxis(vb, x, axis, std::max<int64_t>(low, 0), std::max<int64_t>(high, 0), 0.0);
     if (x && (low < 0 || high < 0)) {
       int64_t extent = x->getType().dims[axis].extent();
-      x = sliceAxis(vb, x, axis, std::max<int64_t>(-low, 0),
-                    extent - std::max<int64_t>(-low, 0) - std::max<int64_t>(-high, 0));
+      x = vb.slice(x, axis, std::max<int64_t>(-low, 0),
+                   extent - std::max<int64_t>(-high, 0), "slice");
     }
   }
   int64_t g = s.groups, in = s.channels / g, out = s.outChannels / g;
@@ -242,15 +241,11 @@ Value *expandConvTranspose(ValueBuilder &vb, const Node &n, const ConvolutionSha
   for (size_t a = 0; a < d && w; ++a) {
     if (s.kernel[a] == 1)
       continue;
-    std::vector<Number> reversed;
+    std::vector<int64_t> reversed;
     for (int64_t k = s.kernel[a]; k-- > 0;)
-      reversed.push_back(Number::ofInt(k));
-    Value *index = vb.op(OpKind::Constant, {},
-                         {{"dtype", DType::I64},
-                          {"shape", std::vector<Dim>{Dim::fixed(s.kernel[a])}},
-                          {"value", reversed}},
-                         "flip");
-    w = vb.op(OpKind::Gather, {w, index}, {{"axis", int64_t(2 + a)}}, "flipped");
+      reversed.push_back(k);
+    w = gatherAt(vb, w, unsigned(2 + a), reversed, {Dim::fixed(s.kernel[a])}, "flip",
+                 "flipped");
   }
   Value *y = vb.op(OpKind::Conv, {x, w},
                    {{"strides", std::vector<int64_t>(d, 1)},
@@ -258,12 +253,7 @@ Value *expandConvTranspose(ValueBuilder &vb, const Node &n, const ConvolutionSha
                     {"dilations", s.dilations},
                     {"groups", g}},
                    "conv");
-  if (n.numOperands() == 3) {
-    std::vector<Dim> column(d + 1, Dim::fixed(1));
-    column[0] = Dim::fixed(s.outChannels);
-    y = vb.add(y, vb.reshape(n.operand(2), column, "bias"));
-  }
-  return y;
+  return n.numOperands() == 3 ? addChannelBias(vb, y, n.operand(2), s.outChannels, d) : y;
 }
 
 /// interpolate: per spatial dim whose taps move anything, a gather of the
@@ -274,19 +264,12 @@ Value *expandInterpolate(ValueBuilder &vb, const Node &n) {
   Value *x = n.operand(0);
   DType dtype = x->getType().dtype;
   bool linear = n.strAttr("mode", "nearest") == "linear";
-  if (linear && dtype != DType::F32)
-    x = vb.op(OpKind::Cast, {x}, {{"dtype", DType::F32}}, "f32");
+  if (linear)
+    x = vb.cast(x, DType::F32, "f32");
   size_t d = n.operand(0)->getType().rank() - 2;
-  auto constant = [&](DType type, std::vector<Dim> dims, std::vector<Number> values) {
-    return vb.op(OpKind::Constant, {},
-                 {{"dtype", type}, {"shape", dims}, {"value", values}}, "taps");
-  };
   auto gather = [&](const std::vector<int64_t> &at, size_t a) {
-    std::vector<Number> values;
-    for (int64_t i : at)
-      values.push_back(Number::ofInt(i));
-    Value *index = constant(DType::I64, {Dim::fixed(int64_t(at.size()))}, values);
-    return vb.op(OpKind::Gather, {x, index}, {{"axis", int64_t(2 + a)}}, "resized");
+    return gatherAt(vb, x, unsigned(2 + a), at, {Dim::fixed(int64_t(at.size()))}, "taps",
+                    "resized");
   };
   for (size_t a = 0; a < d && x; ++a) {
     int64_t in = n.operand(0)->getType().dims[2 + a].extent();
@@ -305,12 +288,11 @@ Value *expandInterpolate(ValueBuilder &vb, const Node &n) {
       weights.push_back(Number::ofReal(w));
     std::vector<Dim> column(d - a, Dim::fixed(1));
     column[0] = Dim::fixed(int64_t(weights.size()));
-    Value *w = constant(DType::F32, column, weights);
+    Value *w = vb.op(OpKind::Constant, {},
+                     {{"dtype", DType::F32}, {"shape", column}, {"value", weights}}, "taps");
     x = vb.add(low, vb.mul(vb.sub(gather(taps.high, a), low), w));
   }
-  if (x && x->getType().dtype != dtype)
-    x = vb.op(OpKind::Cast, {x}, {{"dtype", dtype}}, "cast");
-  return x;
+  return vb.cast(x, dtype);
 }
 
 /// Per output position, the window positions an average divides by:
@@ -349,7 +331,7 @@ Value *expandPool(ValueBuilder &vb, const Node &n, Value *input, const Convoluti
   // sums over each window axis would round in between).
   bool widen = !max && dtype != DType::F32;
   if (widen)
-    input = vb.op(OpKind::Cast, {input}, {{"dtype", DType::F32}}, "f32");
+    input = vb.cast(input, DType::F32, "f32");
   Value *x = allWindows(vb, input, s, max ? -INFINITY : 0.0);
   // One kernel axis at a time, the last first: each reduction is over one
   // run of dims, which the row and column kernels take (the axes together
@@ -364,9 +346,7 @@ Value *expandPool(ValueBuilder &vb, const Node &n, Value *input, const Convoluti
   bool uniform = false;
   std::vector<Number> counts = divisors(n, s, uniform);
   DType sums = y->getType().dtype;
-  auto narrow = [&](Value *v) {
-    return widen ? vb.op(OpKind::Cast, {v}, {{"dtype", dtype}}, "narrow") : v;
-  };
+  auto narrow = [&](Value *v) { return vb.cast(v, dtype, "narrow"); };
   if (uniform)
     return narrow(vb.div(y, vb.fill(counts.front().real(), sums, "count")));
   std::vector<Dim> dims;

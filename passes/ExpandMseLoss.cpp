@@ -26,16 +26,10 @@ using namespace cgc;
 
 namespace {
 
-Value *inF32(ValueBuilder &vb, Value *x) {
-  if (!x || x->getType().dtype == DType::F32)
-    return x;
-  return vb.op(OpKind::Cast, {x}, {{"dtype", DType::F32}}, "f32");
-}
-
 Value *expand(ValueBuilder &vb, const Node &n) {
   DType dtype = n.operand(0)->getType().dtype;
-  Value *a = inF32(vb, n.operand(0));
-  Value *t = inF32(vb, n.operand(1));
+  Value *a = vb.cast(n.operand(0), DType::F32, "f32");
+  Value *t = vb.cast(n.operand(1), DType::F32, "f32");
   Value *d = vb.sub(a, t);
   Value *loss = vb.mul(d, d);
   std::string reduction = n.strAttr("reduction", "mean");
@@ -43,9 +37,7 @@ Value *expand(ValueBuilder &vb, const Node &n) {
     loss = vb.op(OpKind::Mean, {loss}, {}, "mean");
   else if (reduction == "sum")
     loss = vb.op(OpKind::Sum, {loss}, {}, "sum");
-  if (loss && dtype != DType::F32)
-    loss = vb.op(OpKind::Cast, {loss}, {{"dtype", dtype}}, "cast");
-  return loss;
+  return vb.cast(loss, dtype);
 }
 
 class ExpandMseLossPass : public Pass {

@@ -44,6 +44,21 @@ Value *ValueBuilder::scale(Value *x, double k) {
   return x ? mul(x, fill(k, x->getType().dtype)) : nullptr;
 }
 
+Value *ValueBuilder::cast(Value *x, DType dtype, llvm::StringRef suffix) {
+  if (!x || x->getType().dtype == dtype)
+    return x;
+  return op(OpKind::Cast, {x}, {{"dtype", dtype}}, suffix);
+}
+
+Value *ValueBuilder::slice(Value *x, unsigned axis, int64_t start, int64_t end,
+                           llvm::StringRef suffix) {
+  return op(OpKind::Slice, {x},
+            {{"starts", std::vector<int64_t>{start}},
+             {"ends", std::vector<int64_t>{end}},
+             {"axes", std::vector<int64_t>{int64_t(axis)}}},
+            suffix);
+}
+
 Value *ValueBuilder::reshape(Value *x, llvm::ArrayRef<Dim> dims,
                              llvm::StringRef suffix) {
   if (x && llvm::ArrayRef<Dim>(x->getType().dims) == dims)

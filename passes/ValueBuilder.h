@@ -41,6 +41,11 @@ public:
   Value *scale(Value *x, double k);
   Value *where(Value *c, Value *x, Value *y) { return op(OpKind::Where, {c, x, y}); }
   Value *reshape(Value *x, llvm::ArrayRef<Dim> dims, llvm::StringRef suffix = "");
+  /// \p x in \p dtype: x itself when it has it, else a `cast`.
+  Value *cast(Value *x, DType dtype, llvm::StringRef suffix = "cast");
+  /// Elements [start, end) of \p axis of \p x (step 1).
+  Value *slice(Value *x, unsigned axis, int64_t start, int64_t end,
+               llvm::StringRef suffix = "");
   Value *sum(Value *x, std::vector<int64_t> axes, bool keepdim);
   Value *matmul(Value *x, Value *y, bool transposeA, bool transposeB);
   /// \p g (of a broadcast result) summed back to \p to's shape.

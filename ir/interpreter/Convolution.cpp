@@ -31,6 +31,23 @@ void coordinates(int64_t i, const std::vector<int64_t> &ext, std::vector<int64_t
   }
 }
 
+/// The flat index into \p extents of the position that window position
+/// \p e and kernel offset \p k meet (e * stride - before + k * dilation
+/// per dim); false when it falls outside. conv reads x there (extents: the
+/// input's); conv_transpose writes the output there (input position e).
+bool windowPosition(const std::vector<int64_t> &e, const std::vector<int64_t> &k,
+                    const ConvolutionShape &s, const std::vector<int64_t> &extents,
+                    int64_t &at) {
+  at = 0;
+  for (size_t a = 0; a < e.size(); ++a) {
+    int64_t pos = e[a] * s.strides[a] - s.before[a] + k[a] * s.dilations[a];
+    if (pos < 0 || pos >= extents[a])
+      return false;
+    at = at * extents[a] + pos;
+  }
+  return true;
+}
+
 int64_t count(const std::vector<int64_t> &ext) {
   int64_t n = 1;
   for (int64_t e : ext)
@@ -98,14 +115,8 @@ static Tensor evalConv(const Tensor &x, const Tensor &w, const Tensor *bias,
           int64_t channel = group * perGroupIn + c;
           for (int64_t q = 0; q < kernelSize; ++q) {
             coordinates(q, s.kernel, k);
-            int64_t at = 0;
-            bool inside = true;
-            for (size_t a = 0; a < d && inside; ++a) {
-              int64_t pos = e[a] * s.strides[a] - s.before[a] + k[a] * s.dilations[a];
-              inside = pos >= 0 && pos < s.in[a];
-              at = at * s.in[a] + pos;
-            }
-            if (inside)
+            int64_t at;
+            if (windowPosition(e, k, s, s.in, at))
               acc += x.real((n * s.channels + channel) * inSize + at) *
                      w.real((o * perGroupIn + c) * kernelSize + q);
           }
@@ -137,14 +148,8 @@ static Tensor evalConvTranspose(const Tensor &x, const Tensor &w, const Tensor *
         double v = x.real((n * s.channels + c) * inSize + p);
         for (int64_t q = 0; q < kernelSize; ++q) {
           coordinates(q, s.kernel, k);
-          int64_t at = 0;
-          bool inside = true;
-          for (size_t a = 0; a < d && inside; ++a) {
-            int64_t pos = i[a] * s.strides[a] - s.before[a] + k[a] * s.dilations[a];
-            inside = pos >= 0 && pos < s.out[a];
-            at = at * s.out[a] + pos;
-          }
-          if (!inside)
+          int64_t at;
+          if (!windowPosition(i, k, s, s.out, at))
             continue;
           for (int64_t o = 0; o < perGroupOut; ++o) {
             int64_t channel = c / perGroupIn * perGroupOut + o;

@@ -70,20 +70,28 @@ def spatial_of(ctx, x, what):
     return xs[2:]
 
 
-@rule("Conv")
-def conv(ctx, ins, attrs):
-    """ONNX's Conv as cgc's conv."""
+def convolution_attrs(ctx, ins, attrs, what):
+    """(spatial dims, kernel, strides, dilations, operands) of a Conv or
+    ConvTranspose: x and w (and the bias where given), kernel_shape
+    checked against w's."""
     x, w = ins[0], ins[1]
     need_float(ctx, x)
-    dims, ws = spatial_of(ctx, x, "Conv"), shape(ctx, w)
+    dims, ws = spatial_of(ctx, x, what), shape(ctx, w)
     spatial = len(dims)
     kernel = [int(k) for k in attrs.get("kernel_shape", ws[2:])]
     if kernel != list(ws[2:]):
         raise RefusedError(f"kernel_shape {kernel} differs from the weight's {ws[2:]}")
     strides = [int(v) for v in attrs.get("strides", [1] * spatial)]
     dilations = [int(v) for v in attrs.get("dilations", [1] * spatial)]
-    pads = window_pads(attrs, dims, kernel, strides, dilations)
     operands = [x, w] + ([ins[2]] if len(ins) > 2 and ins[2] is not None else [])
+    return dims, kernel, strides, dilations, operands
+
+
+@rule("Conv")
+def conv(ctx, ins, attrs):
+    """ONNX's Conv as cgc's conv."""
+    dims, kernel, strides, dilations, operands = convolution_attrs(ctx, ins, attrs, "Conv")
+    pads = window_pads(attrs, dims, kernel, strides, dilations)
     return [ctx.op("conv", operands, {"strides": strides, "pads": pads, "dilations": dilations,
                                       "groups": int(attrs.get("group", 1))})]
 
@@ -93,17 +101,11 @@ def conv_transpose(ctx, ins, attrs):
     """ONNX's ConvTranspose as cgc's conv_transpose: explicit pads, or the
     padding that output_shape (or auto_pad SAME_*: in * stride) implies,
     its odd unit after with SAME_UPPER and before otherwise (the spec's
-    rule), and an
-    output_shape beyond the unpadded output as more output_padding."""
-    x, w = ins[0], ins[1]
-    need_float(ctx, x)
-    dims, ws = spatial_of(ctx, x, "ConvTranspose"), shape(ctx, w)
+    rule), and an output_shape beyond the unpadded output as more
+    output_padding."""
+    dims, kernel, strides, dilations, operands = convolution_attrs(ctx, ins, attrs,
+                                                                   "ConvTranspose")
     spatial = len(dims)
-    kernel = [int(k) for k in attrs.get("kernel_shape", ws[2:])]
-    if kernel != list(ws[2:]):
-        raise RefusedError(f"kernel_shape {kernel} differs from the weight's {ws[2:]}")
-    strides = [int(v) for v in attrs.get("strides", [1] * spatial)]
-    dilations = [int(v) for v in attrs.get("dilations", [1] * spatial)]
     extra = [int(v) for v in attrs.get("output_padding", [0] * spatial)]
     auto = text_attr(attrs, "auto_pad", "NOTSET")
     pads = [int(v) for v in attrs.get("pads", [0] * 2 * spatial)]
@@ -118,7 +120,6 @@ def conv_transpose(ctx, ins, attrs):
         total = [max(t, 0) for t in total]
         small, big = [t // 2 for t in total], [t - t // 2 for t in total]
         pads = small + big if auto == "SAME_UPPER" else big + small
-    operands = [x, w] + ([ins[2]] if len(ins) > 2 and ins[2] is not None else [])
     return [ctx.op("conv_transpose", operands,
                    {"strides": strides, "pads": pads, "dilations": dilations,
                     "groups": int(attrs.get("group", 1)), "output_padding": extra})]

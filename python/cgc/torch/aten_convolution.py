@@ -3,7 +3,7 @@ batch and group norm, as cgc's conv, conv_transpose, max_pool, avg_pool,
 interpolate, batch_norm and layernorm ops and elementwise arithmetic
 (aten_rules.py has the one-op rules)."""
 from ..errors import RefusedError
-from .aten_rules import aten
+from .aten_rules import aten, element_count
 
 
 def conv_list(value, spatial, name):
@@ -229,31 +229,28 @@ def batch_norm_training(e, n):
     export writes back as buffer mutations (lower_record's outputs)."""
     args = list(n.args)
     x, weight, bias = args[:3]
-    stats = "no_stats" in n.target
-    mean, var = (None, None) if stats else args[3:5]
+    mean, var = (None, None) if "no_stats" in n.target else args[3:5]
     training, momentum, eps = args[-3:]
+    y = batch_norm_op(e, n, x, weight, bias, mean, var, training, eps)
+    updates = mean is not None  # the functional op returns the new statistics
     if not training:  # the running statistics pass through unchanged
-        y = batch_norm_op(e, n, x, weight, bias, mean, var, False, eps)
-        stats = [] if mean is None or "functional" not in n.target else \
-            [e.operand(mean), e.operand(var)]
-        return [y, None, None] + stats
-    y = batch_norm_op(e, n, x, weight, bias, mean, var, True, eps)
+        return [y, None, None] + ([e.operand(mean), e.operand(var)] if updates else [])
     batch_mean, batch_var = batch_statistics(e, x)
     dt = e.dtype(x)
     save_invstd = e.op("rsqrt", [e.op("add", [batch_var, e.scalar(float(eps), dt)])])
-    results = [y, batch_mean, save_invstd]
-    if mean is None or "functional" not in n.target:
-        return results
+    if not updates:
+        return [y, batch_mean, save_invstd]
     shape = e.shape(x)
-    count = shape[0]
-    for d in shape[2:]:
-        count *= d
+    count = element_count([shape[0]] + list(shape[2:]))
+    if count is None:
+        raise RefusedError(f"a batch norm in training mode over the dynamic shape {shape} "
+                           "(its running variance is unbiased by the static count)")
     unbiased = e.op("mul", [batch_var, e.scalar(count / max(count - 1, 1), dt)])
 
     def update(running, batch):
         kept = e.op("mul", [e.operand(running), e.scalar(1.0 - momentum, dt)])
         return e.op("add", [kept, e.op("mul", [batch, e.scalar(float(momentum), dt)])])
-    return results + [update(mean, batch_mean), update(var, unbiased)]
+    return [y, batch_mean, save_invstd, update(mean, batch_mean), update(var, unbiased)]
 
 
 UPSAMPLE_MODES = {  # ATen name: its mode
@@ -325,10 +322,3 @@ def group_norm(e, n):
     if bias is not None:
         y = e.op("add", [y, e.op("reshape", [e.operand(bias)], {"shape": column})])
     return [y, None, None]
-
-
-def element_count(dims):
-    count = 1
-    for d in dims:
-        count *= d
-    return count

@@ -5,6 +5,7 @@ indices), slice_scatter (concats of slices) and copy (src broadcast and
 cast to dst)."""
 import numpy as np
 
+from .aten_indexing import static_extents
 from .aten_rules import ATEN
 from ..ir_builder import registrar
 from ..errors import RefusedError
@@ -13,19 +14,13 @@ aten = registrar(ATEN)
 GATHERED_LIMIT = 1 << 24  # elements of a constant flat index
 
 
-def static(e, shape, what):
-    if not all(isinstance(d, int) for d in shape):
-        raise RefusedError(f"{what} of the dynamic shape {shape} (cgc needs static extents)")
-    return list(shape)
-
-
 @aten("as_strided")
 def as_strided(e, n):
     """x.as_strided(size, stride, offset) over x's elements in row-major
     order (the functional program's view of its storage)."""
     x, size, stride = n.args[0], list(n.args[1]), list(n.args[2])
     offset = n.args[3] if len(n.args) > 3 and n.args[3] is not None else 0
-    extents = static(e, e.shape(x), "an as_strided view")
+    extents = static_extents(e, e.shape(x), "an as_strided view")
     count = int(np.prod(extents, dtype=np.int64)) if extents else 1
     if not all(isinstance(v, int) for v in size + stride + [offset]):
         raise RefusedError("an as_strided view with symbolic sizes or strides")
@@ -66,7 +61,7 @@ def slice_scatter(e, n):
     start = args[3] if args[3] is not None else n.kwargs.get("start")
     end = args[4] if args[4] is not None else n.kwargs.get("end")
     step = args[5] if args[5] is not None else n.kwargs.get("step", 1)
-    shape = static(e, e.shape(base), "a slice_scatter")
+    shape = list(static_extents(e, e.shape(base), "a slice_scatter"))
     dim %= len(shape)
     extent = shape[dim]
     start = 0 if start is None else (start + extent if start < 0 else start)
