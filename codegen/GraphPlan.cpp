@@ -4,8 +4,10 @@
 // when their byte ranges conflict (read after write, write after read,
 // write after write) in the same region, or when the earlier one sets a
 // conditional handle that the later one reads; a conditional step's ranges
-// are its bodies', so the planner never looks at kinds. The edge set is
-// transitively reduced; no empty nodes are used.
+// are its bodies', so the planner looks at one kind only: collective steps
+// follow each other in program order (every rank must issue its NCCL calls
+// in one order, or the ranks deadlock). The edge set is transitively
+// reduced; no empty nodes are used.
 //
 // A kernel-to-kernel edge may be programmatic (the consumer launches while
 // its producer runs and waits in cgc_wait_for_producers) when the consumer
@@ -41,7 +43,8 @@ static bool setsWhatItReads(const Step &a, const Step &b) {
 
 bool cgc::stepsConflict(const Step &a, const Step &b) {
   return overlaps(a.writes, b.reads) || overlaps(a.reads, b.writes) ||
-         overlaps(a.writes, b.writes) || setsWhatItReads(a, b);
+         overlaps(a.writes, b.writes) || setsWhatItReads(a, b) ||
+         (a.kind == Step::Kind::Collective && b.kind == Step::Kind::Collective);
 }
 
 bool cgc::isProgrammaticEdge(const Step &from, const Step &to,
@@ -125,6 +128,9 @@ static void printSteps(const StepGraph &g, const Program &program,
       printLibraryProduct(program.products[step.product], os);
     if (step.kind == Step::Kind::Convolution)
       printLibraryConvolution(program.convolutions[step.convolution], os);
+    if (step.kind == Step::Kind::Collective)
+      os << " [" << reductionName(program.collectives[step.collective].desc.reduction)
+         << " of " << program.collectives[step.collective].buffers.size() << "]";
     bool first = true;
     for (size_t e = 0; e < g.edges.size(); ++e)
       if (g.edges[e].second == j) {

@@ -5,7 +5,8 @@
 // zero fills become memsets; `if` and `while` become conditional steps
 // (ControlFlowLowering.cpp); products that call cuBLASLt become library
 // steps (ProductLowering.cpp), and so do convolutions that call cuDNN
-// (ConvolutionLowering.cpp); every other supported node becomes one kernel;
+// (ConvolutionLowering.cpp), and all-reduces NCCL steps
+// (CollectiveLowering.cpp); every other supported node becomes one kernel;
 // the plan's copies become memcpys. Unsupported ops and symbolic dims get
 // located errors; lowering goes on to report them all.
 //
@@ -113,6 +114,8 @@ static bool emitKernel(const Node &node, Kernel &kernel) {
   case Loss: return false; // expand-mse-loss writes mse_loss out; cross_entropy runs on rows.
   case Movement: emitMovement(node, kernel); return true;
   case SyncPoint: return false;
+  case Collective:
+    llvm_unreachable("all_reduce lowers to a collective step, not a kernel");
   case Convolution: return false; // expand-convolution writes it out first.
   case Attention: // The schedule pass gave it a fused_ or mma_attention record.
     emitAttention(node, *node.schedule(), kernel);
@@ -236,6 +239,8 @@ void Lowerer::lowerNode(const Node &node, StepGraph &out) {
   }
   if (isConvolutionNode(node))
     return lowerLibraryConvolution(node, out);
+  if (node.info().has(Collective))
+    return lowerCollective(node, out);
   if (node.getOp() == OpKind::IndexCopy)
     copyUnlessInPlace(node.operand(0), node.result(), out);
   Kernel kernel;

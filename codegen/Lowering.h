@@ -4,7 +4,8 @@
 // bodies: Lowering.cpp handles plain nodes and copies,
 // ControlFlowLowering.cpp handles `if` and `while`, ProductLowering.cpp the
 // matrix products that call cuBLASLt, ConvolutionLowering.cpp the
-// convolutions that call cuDNN.
+// convolutions that call cuDNN, CollectiveLowering.cpp the all-reduces that
+// call NCCL.
 //
 //===----------------------------------------------------------------------===//
 #ifndef CGC_CODEGEN_LOWERING_H
@@ -59,6 +60,9 @@ private:
   /// A conv whose strategy is library_convolution: one cuDNN step
   /// (ConvolutionLowering.cpp).
   void lowerLibraryConvolution(const Node &n, StepGraph &out);
+  /// An all_reduce: one NCCL group step over its results, each first
+  /// holding its operand (CollectiveLowering.cpp).
+  void lowerCollective(const Node &n, StepGraph &out);
   /// Plans \p body's edges and adds it to the program's bodies.
   unsigned addBody(StepGraph body);
 

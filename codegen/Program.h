@@ -107,6 +107,14 @@ struct LibraryConvolution {
   std::vector<Storage> steps; ///< Each epilogue step's operand (relu: none).
 };
 
+/// One bucket of all-reduces (NCCL, in place): its description (pointers
+/// left empty) and the storage of each buffer.
+struct LibraryCollective {
+  const Node *node = nullptr;
+  format::CollectiveDesc desc;
+  std::vector<Storage> buffers;
+};
+
 struct ByteRange {
   Storage::Region region;
   uint64_t begin, end;
@@ -115,9 +123,9 @@ struct ByteRange {
 /// One node of a CUDA graph to be.
 struct Step {
   enum class Kind : uint8_t {
-    Kernel, Memset, Memcpy, Conditional, Product, Convolution
+    Kernel, Memset, Memcpy, Conditional, Product, Convolution, Collective
   };
-  static constexpr unsigned NumKinds = 6;
+  static constexpr unsigned NumKinds = 7;
   enum class Condition : uint8_t { If, While };
 
   Kind kind = Kind::Kernel;
@@ -126,6 +134,7 @@ struct Step {
   unsigned kernel = 0;       ///< Kernel: index into Program::kernels.
   unsigned product = 0;      ///< Product: index into Program::products.
   unsigned convolution = 0;  ///< Convolution: index into Program::convolutions.
+  unsigned collective = 0;   ///< Collective: index into Program::collectives.
   Storage dst, src;          ///< Memset: dst (zeroed). Memcpy: src -> dst.
   // Conditional.
   Condition condition = Condition::If;
@@ -161,6 +170,7 @@ struct Program {
   std::vector<Kernel> kernels;
   std::vector<LibraryProduct> products;
   std::vector<LibraryConvolution> convolutions;
+  std::vector<LibraryCollective> collectives;
   std::vector<StepGraph> graphs;
   std::vector<StepGraph> bodies;
   bool usesHalf = false;

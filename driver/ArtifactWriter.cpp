@@ -75,6 +75,7 @@ private:
   void addKernels(fmt::Manifest &m) const;
   void addProducts(fmt::Manifest &m) const;
   void addConvolutions(fmt::Manifest &m) const;
+  void addCollectives(fmt::Manifest &m) const;
   void reportDuplicateName(const std::string &name) const;
   fmt::GraphDesc graphDesc(const StepGraph &g) const;
 
@@ -411,6 +412,15 @@ void ManifestBuilder::addConvolutions(fmt::Manifest &m) const {
   }
 }
 
+void ManifestBuilder::addCollectives(fmt::Manifest &m) const {
+  for (const LibraryCollective &lc : compilation.program.collectives) {
+    fmt::CollectiveDesc d = lc.desc;
+    for (size_t k = 0; k < d.buffers.size(); ++k)
+      d.buffers[k].data = pointerDesc(lc.buffers[k]);
+    m.collectives.push_back(std::move(d));
+  }
+}
+
 static fmt::NodeDesc nodeDesc(const Step &step) {
   fmt::NodeDesc d;
   switch (step.kind) {
@@ -456,6 +466,10 @@ static fmt::NodeDesc nodeDesc(const Step &step) {
   case Step::Kind::Convolution:
     d.kind = fmt::NodeDesc::Kind::Convolution;
     d.convolution = step.convolution;
+    return d;
+  case Step::Kind::Collective:
+    d.kind = fmt::NodeDesc::Kind::Collective;
+    d.collective = step.collective;
     return d;
   }
   llvm_unreachable("a Step::Kind value");
@@ -516,6 +530,7 @@ bool ManifestBuilder::build(fmt::Manifest &m, std::vector<uint8_t> &weights) {
   addKernels(m);
   addProducts(m);
   addConvolutions(m);
+  addCollectives(m);
   for (const StepGraph &g : compilation.program.graphs)
     m.graphs.push_back(graphDesc(g));
   for (const StepGraph &g : compilation.program.bodies)

@@ -57,7 +57,9 @@ std::string cgc::artifactOptionsText(const CompileOptions &o) {
   os << "arch=" << o.arch << " fuse=" << o.fuse << " tf32=" << o.allowTf32
      << " products=" << int(o.productPolicy) << " attention=" << int(o.attentionPolicy)
      << " loops=" << o.maxLoopIterations << " gradients=" << o.gradients
-     << " train=" << o.train << " beside=" << o.weightsBeside
+     << " train=" << o.train << " data-parallel=" << o.dataParallel << ","
+     << o.dataParallelOptions.bucketBytes << ","
+     << dtypeName(o.dataParallelOptions.wireType).str() << " beside=" << o.weightsBeside
      << " state-limit=" << o.artifactStateLimit << " bind=";
   for (const auto &[name, values] : o.bindDims) {
     os << name << ":";

@@ -14,8 +14,11 @@ bool cgc::runDefaultPipeline(Graph &graph, const CompileOptions &options,
   PassManager pm;
   ctx.report = options.report;
   ctx.loopBound = options.maxLoopIterations;
+  ctx.dataParallel = options.dataParallelOptions;
   bool ok = (!(options.gradients || options.train) ||
              pm.addPipeline("expand-batch-norm,autodiff", ctx.diag)) &&
+            (!(options.train && options.dataParallel) ||
+             pm.addPipeline("data-parallel", ctx.diag)) &&
             (!options.train || pm.addPipeline("apply-optimizer", ctx.diag)) &&
             pm.addPipeline(defaultPipeline(options.fuse), ctx.diag) &&
             pm.run(graph, ctx, llvm::nulls());

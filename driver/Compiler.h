@@ -110,6 +110,11 @@ struct CompileOptions {
   /// Compile a training step: autodiff, then the declared optimizer's
   /// update (`--train`).
   bool train = false;
+  /// With train: average the gradients over the ranks of a data-parallel
+  /// run (`--data-parallel`, the data-parallel pass: its bucket size and
+  /// the gradients' dtype on the wire).
+  bool dataParallel = false;
+  PassContext::DataParallel dataParallelOptions;
   /// Leave the weights (state from the IR's weights file) in that file,
   /// beside the artifact, instead of copying them in (`--weights-beside`).
   /// Done anyway when the state would exceed artifactStateLimit.

@@ -163,6 +163,16 @@ void dumpNode(std::ostringstream &os, const Manifest &m, const NodeDesc &n) {
     os << " workspace=" << c.workspaceBytes;
     return;
   }
+  case NodeDesc::Kind::Collective: {
+    const CollectiveDesc &c = m.collectives[n.collective];
+    uint64_t bytes = 0;
+    for (const CollectiveDesc::Buffer &b : c.buffers)
+      bytes += uint64_t(b.count) * dtypeSize(b.dtype);
+    os << " #" << n.collective << " " << c.source.node << " all_reduce "
+       << reductionName(c.reduction) << " " << c.buffers.size() << " buffers "
+       << bytes << "B";
+    return;
+  }
   }
 }
 

@@ -128,8 +128,17 @@ const char *nodeKindName(NodeDesc::Kind k) {
   case NodeDesc::Kind::Conditional: return "conditional";
   case NodeDesc::Kind::Product: return "product";
   case NodeDesc::Kind::Convolution: return "convolution";
+  case NodeDesc::Kind::Collective: return "collective";
   }
   return "?"; // Not a Kind value: only a corrupt cast gets here.
+}
+
+const char *reductionName(CollectiveDesc::Reduction r) {
+  switch (r) {
+  case CollectiveDesc::Reduction::Sum: return "sum";
+  case CollectiveDesc::Reduction::Mean: return "mean";
+  }
+  return "?"; // Not a Reduction value: only a corrupt cast gets here.
 }
 
 const char *stepOpName(ConvolutionStep::Op op) {

@@ -143,6 +143,24 @@ struct ConvolutionDesc {
   SourceRef source;
 };
 
+/// One bucket of all-reduces across the ranks of a data-parallel run, run
+/// by NCCL as one group (ncclGroupStart, an ncclAllReduce per buffer,
+/// ncclGroupEnd) on the communicator the caller gives the engine
+/// (docs/distributed.md). Each buffer is reduced in place.
+struct CollectiveDesc {
+  /// ncclSum, or ncclAvg (the sum divided by the number of ranks).
+  enum class Reduction { Sum, Mean };
+  static constexpr unsigned NumReductions = 2;
+  struct Buffer {
+    std::string dtype; ///< f32, f16 or bf16.
+    int64_t count = 0; ///< Elements.
+    PointerDesc data;  ///< Sent and received in place.
+  };
+  Reduction reduction = Reduction::Sum;
+  std::vector<Buffer> buffers;
+  SourceRef source;
+};
+
 struct KernelDesc {
   std::string name; ///< extern "C" symbol in the device code.
   uint32_t grid[3] = {1, 1, 1};
@@ -154,8 +172,10 @@ struct KernelDesc {
 
 /// A graph node, of a closed set of kinds (nodeKindName lists them).
 struct NodeDesc {
-  enum class Kind { Kernel, Memset, Memcpy, Conditional, Product, Convolution };
-  static constexpr unsigned NumKinds = 6;
+  enum class Kind {
+    Kernel, Memset, Memcpy, Conditional, Product, Convolution, Collective
+  };
+  static constexpr unsigned NumKinds = 7;
   /// Conditional: an IF runs bodies[0] when its handle is non-zero, else
   /// bodies[1] if present; a WHILE runs bodies[0] while it is non-zero.
   enum class Condition { If, While };
@@ -164,6 +184,8 @@ struct NodeDesc {
   uint32_t product = 0; ///< Product: index into Manifest::products.
   /// Convolution: index into Manifest::convolutions.
   uint32_t convolution = 0;
+  /// Collective: index into Manifest::collectives.
+  uint32_t collective = 0;
   // Memset: dst*, bytes, value. Memcpy: src*, dst*, bytes.
   Region dstRegion = Region::Arena;
   uint64_t dstOffset = 0;
@@ -264,6 +286,8 @@ struct Manifest {
   std::vector<ProductDesc> products;
   /// Library convolutions, run by Convolution nodes.
   std::vector<ConvolutionDesc> convolutions;
+  /// All-reduce buckets, run by Collective nodes in every rank's graph.
+  std::vector<CollectiveDesc> collectives;
   std::vector<GraphDesc> graphs;
   /// Bodies of conditional nodes; each belongs to exactly one node.
   std::vector<GraphDesc> bodies;
@@ -350,6 +374,7 @@ const char *conditionName(NodeDesc::Condition c);
 const char *epilogueName(ProductDesc::Epilogue e);
 const char *stepOpName(ConvolutionStep::Op op);
 const char *stepOperandName(ConvolutionStep::Operand operand);
+const char *reductionName(CollectiveDesc::Reduction r);
 
 // Manifest <-> JSON text (ManifestJson.cpp).
 std::string manifestToJson(const Manifest &m);

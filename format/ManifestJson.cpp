@@ -415,6 +415,29 @@ bool readConvolution(Reader &r, const json &j, const std::string &p,
          r.str(*source, p + ".source", "loc", d.source.loc, true);
 }
 
+bool readCollective(Reader &r, const json &j, const std::string &p,
+                    CollectiveDesc &d) {
+  if (!readEnum(r, j, p, "reduction", CollectiveDesc::NumReductions,
+                reductionName, d.reduction))
+    return false;
+  const json *buffers = r.array(j, p, "buffers");
+  if (!buffers)
+    return false;
+  d.buffers.resize(buffers->size());
+  for (size_t i = 0; i < buffers->size(); ++i) {
+    std::string bp = at(p + ".buffers", i);
+    CollectiveDesc::Buffer &b = d.buffers[i];
+    if (!r.str((*buffers)[i], bp, "dtype", b.dtype) ||
+        !r.i64((*buffers)[i], bp, "count", b.count) ||
+        !readPointer(r, (*buffers)[i], bp, "data", b.data))
+      return false;
+  }
+  const json *source = r.field(j, p, "source");
+  return source && r.str(*source, p + ".source", "node", d.source.node) &&
+         r.str(*source, p + ".source", "op", d.source.op) &&
+         r.str(*source, p + ".source", "loc", d.source.loc, true);
+}
+
 bool readConditional(Reader &r, const json &j, const std::string &p,
                      NodeDesc &n) {
   n.kind = NodeDesc::Kind::Conditional;
@@ -472,6 +495,10 @@ bool readNode(Reader &r, const json &j, const std::string &p, NodeDesc &n) {
   if (kind == "convolution") {
     n.kind = NodeDesc::Kind::Convolution;
     return r.u32(j, p, "convolution", n.convolution);
+  }
+  if (kind == "collective") {
+    n.kind = NodeDesc::Kind::Collective;
+    return r.u32(j, p, "collective", n.collective);
   }
   if (kind != "memset" && kind != "memcpy")
     return r.fail(p + ".kind", "unsupported node kind '" + kind + "'");
@@ -626,6 +653,15 @@ bool manifestFromJson(const char *text, size_t size, Manifest &out,
     if (!readConvolution(r, (*convolutions)[i], at("convolutions", i),
                          m.convolutions[i]))
       return false;
+  if (const json *collectives = r.field(root, "$", "collectives", true)) {
+    if (!collectives->is_array())
+      return r.fail("$.collectives", "expected an array");
+    m.collectives.resize(collectives->size());
+    for (size_t i = 0; i < collectives->size(); ++i)
+      if (!readCollective(r, (*collectives)[i], at("collectives", i),
+                          m.collectives[i]))
+        return false;
+  }
   const json *graphs = r.array(root, "$", "graphs");
   if (!graphs)
     return false;

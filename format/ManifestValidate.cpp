@@ -7,7 +7,8 @@
 // within a tree and in range, dim values in range, every matrix of a
 // library product (with its leading dimension and batch stride) and every
 // tensor of a library convolution (by its strides) in bounds, and a
-// convolution's shapes consistent. The runtime relies on
+// convolution's shapes consistent, collective buffers in bounds, apart
+// and outside conditional bodies. The runtime relies on
 // these checks.
 //
 //===----------------------------------------------------------------------===//
@@ -15,6 +16,7 @@
 #include "format/Permutation.h"
 #include "format/WeightsFile.h"
 
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -398,6 +400,41 @@ bool checkConvolution(Checker &c, const Manifest &m, const ConvolutionDesc &d,
   return true;
 }
 
+bool checkCollectiveNode(Checker &c, const Manifest &m, const NodeDesc &nd,
+                         const std::string &np) {
+  if (nd.collective >= m.collectives.size())
+    return c.fail(np + ": collective index " + std::to_string(nd.collective) +
+                  " out of range");
+  return true;
+}
+
+/// Every buffer of a bucket is a known float dtype lying in its region;
+/// no two buffers overlap (each is reduced in place).
+bool checkCollective(Checker &c, const Manifest &m, const CollectiveDesc &d,
+                     const std::string &p) {
+  if (d.buffers.empty())
+    return c.fail(p + ": a collective needs at least one buffer");
+  std::vector<std::pair<uint64_t, uint64_t>> arena;
+  for (size_t i = 0; i < d.buffers.size(); ++i) {
+    const CollectiveDesc::Buffer &b = d.buffers[i];
+    std::string q = p + " buffers[" + std::to_string(i) + "]";
+    if (b.dtype != "f32" && b.dtype != "f16" && b.dtype != "bf16")
+      return c.fail(q + ": dtype '" + b.dtype + "' is not f32, f16 or bf16");
+    if (b.count < 1 || b.count >= (int64_t(1) << 40))
+      return c.fail(q + ": count must be in [1, 2^40)");
+    if (!checkStrided(c, m, b.data, {b.count}, {1}, dtypeSize(b.dtype), q))
+      return false;
+    if (b.data.region == Region::Arena && b.data.binding.empty())
+      arena.push_back({b.data.offset, b.data.offset + uint64_t(b.count) *
+                                                          dtypeSize(b.dtype)});
+  }
+  std::sort(arena.begin(), arena.end());
+  for (size_t i = 1; i < arena.size(); ++i)
+    if (arena[i].first < arena[i - 1].second)
+      return c.fail(p + ": two buffers overlap");
+  return true;
+}
+
 bool checkNode(Checker &c, const Manifest &m, const NodeDesc &nd, Tree &tree,
                const std::string &np) {
   switch (nd.kind) {
@@ -409,6 +446,8 @@ bool checkNode(Checker &c, const Manifest &m, const NodeDesc &nd, Tree &tree,
   case NodeDesc::Kind::Product: return checkProductNode(c, m, nd, np);
   case NodeDesc::Kind::Convolution:
     return checkConvolutionNode(c, m, nd, np);
+  case NodeDesc::Kind::Collective:
+    return checkCollectiveNode(c, m, nd, np);
   }
   return c.fail(np + ": unknown node kind");
 }
@@ -542,6 +581,17 @@ bool validateManifest(const Manifest &m, std::string &error) {
                           "convolutions[" + std::to_string(k) + "] '" +
                               m.convolutions[k].source.node + "'"))
       return false;
+  for (size_t k = 0; k < m.collectives.size(); ++k)
+    if (!checkCollective(c, m, m.collectives[k],
+                         "collectives[" + std::to_string(k) + "] '" +
+                             m.collectives[k].source.node + "'"))
+      return false;
+  // Every rank must run each collective: none may hang off a condition.
+  for (size_t b = 0; b < m.bodies.size(); ++b)
+    for (const NodeDesc &nd : m.bodies[b].nodes)
+      if (nd.kind == NodeDesc::Kind::Collective)
+        return c.fail("bodies[" + std::to_string(b) +
+                      "]: a collective inside a conditional body");
   std::set<std::string> graphNames;
   std::vector<size_t> owners(m.bodies.size(), 0);
   for (size_t g = 0; g < m.graphs.size(); ++g) {

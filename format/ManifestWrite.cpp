@@ -138,6 +138,17 @@ json convolutionToJson(const ConvolutionDesc &c) {
                       {"loc", c.source.loc}}}};
 }
 
+json collectiveToJson(const CollectiveDesc &c) {
+  json buffers = json::array();
+  for (const CollectiveDesc::Buffer &b : c.buffers)
+    buffers.push_back({{"dtype", b.dtype}, {"count", b.count},
+                       {"data", pointerToJson(b.data)}});
+  return {{"reduction", reductionName(c.reduction)},
+          {"buffers", buffers},
+          {"source", {{"node", c.source.node}, {"op", c.source.op},
+                      {"loc", c.source.loc}}}};
+}
+
 json nodeToJson(const NodeDesc &n) {
   json j = {{"kind", nodeKindName(n.kind)}};
   switch (n.kind) {
@@ -176,6 +187,9 @@ json nodeToJson(const NodeDesc &n) {
     return j;
   case NodeDesc::Kind::Convolution:
     j["convolution"] = n.convolution;
+    return j;
+  case NodeDesc::Kind::Collective:
+    j["collective"] = n.collective;
     return j;
   }
   return j;
@@ -243,6 +257,11 @@ std::string manifestToJson(const Manifest &m) {
   j["convolutions"] = json::array();
   for (const ConvolutionDesc &c : m.convolutions)
     j["convolutions"].push_back(convolutionToJson(c));
+  if (!m.collectives.empty()) { // Written only when there are some.
+    j["collectives"] = json::array();
+    for (const CollectiveDesc &c : m.collectives)
+      j["collectives"].push_back(collectiveToJson(c));
+  }
   j["graphs"] = json::array();
   for (const GraphDesc &g : m.graphs)
     j["graphs"].push_back(graphToJson(g, /*topLevel=*/true));

@@ -139,13 +139,20 @@ bool NodeReader::readSpec(const Json &j, NodeSpec &spec) {
     ctx.error(p + "/loc", what(spec) + ": 'loc' must be a string");
     return false;
   }
-  if (!info.has(ControlFlow) && !info.has(Fused) &&
+  if (info.has(Collective) && spec.resultNames.size() != size_t(n)) {
+    ctx.error(p + "/outputs", what(spec) + ": expects one result name per "
+                                  "operand (" + std::to_string(n) + "), got " +
+                                  std::to_string(spec.resultNames.size()));
+    return false;
+  }
+  if (!info.has(ControlFlow) && !info.has(Fused) && !info.has(Collective) &&
       spec.resultNames.size() != 1) {
     ctx.error(p + "/outputs", what(spec) + ": expects 1 result name, got " +
                                   std::to_string(spec.resultNames.size()));
     return false;
   }
-  if (j.contains("type") && (info.has(ControlFlow) || info.has(Fused))) {
+  if (j.contains("type") &&
+      (info.has(ControlFlow) || info.has(Fused) || info.has(Collective))) {
     ctx.diag.error(ctx.keyAt(p + "/type"),
                    what(spec) + ": 'type' declares the result of a "
                                 "single-result op; this op may have several");

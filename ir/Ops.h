@@ -30,6 +30,7 @@ enum OpFamily : uint8_t {
   Convolution,   ///< conv, written out by expand-convolution.
   Movement,      ///< Moves or copies elements without arithmetic.
   SyncPoint,     ///< Needs a host sync unless rewritten.
+  Collective,    ///< all_reduce across ranks (NCCL).
   ControlFlow,   ///< if, while.
   Fused,         ///< A fusion: its region runs as one kernel.
 };

@@ -19,6 +19,23 @@
 using namespace cgc;
 using namespace cgc::typerules;
 
+/// all_reduce: each result has its operand's type; float operands only
+/// (gradients), and a reduction NCCL has (sum, or avg as "mean").
+bool TypeChecker::collective(Types &out) {
+  std::string reduction = node.strAttr("reduction", "sum");
+  if (reduction != "sum" && reduction != "mean")
+    return fail("attribute 'reduction' is '" + reduction +
+                "', expected 'sum' or 'mean'");
+  for (unsigned i = 0; i < node.numOperands(); ++i) {
+    const TensorType &x = operandType(i);
+    if (!isFloat(x.dtype))
+      return fail("operand #" + std::to_string(i) + " is " + str(x) +
+                  ", expected a float tensor");
+    out.push_back(x);
+  }
+  return true;
+}
+
 bool TypeChecker::syncPoint(Types &out) {
   const TensorType &x = operandType(0);
   switch (node.getOp()) {

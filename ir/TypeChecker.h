@@ -67,6 +67,7 @@ private:
   bool dropout(Types &out);
   bool loss(Types &out);
   bool syncPoint(Types &out);
+  bool collective(Types &out);
   bool ifOp(Types &out);
   bool whileOp(Types &out);
   bool fusion(Types &out);

@@ -453,6 +453,7 @@ bool TypeChecker::run(Types &out) {
   case Loss: return loss(out);
   case Random: return dropout(out);
   case SyncPoint: return syncPoint(out);
+  case Collective: return collective(out);
   case Fused: return fusion(out);
   case MatMul: case Attention: case Convolution: case Movement: case ControlFlow:
     return opRule(out);

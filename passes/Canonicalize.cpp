@@ -120,7 +120,7 @@ Value *CanonicalizePass::identityOperand(Node &node) {
     break;
   case Source: case Reduction: case Scan: case Normalization: case Loss:
   case Random: case MatMul: case Attention: case Convolution: case SyncPoint:
-  case ControlFlow:
+  case Collective: case ControlFlow:
   case Fused:
     break;
   }

@@ -456,6 +456,7 @@ bool cgc::operandAdjoints(const Node &n, Value *g, ValueBuilder &gb,
   case OpKind::MaxPool: case OpKind::AvgPool: case OpKind::Interpolate:
   case OpKind::ConvTranspose: // expand-convolution writes them out first.
   case OpKind::BatchNorm: // expand-batch-norm writes it out first.
+  case OpKind::AllReduce: // data-parallel adds it after autodiff.
     why = "no derivative rule for " + mnemonic(n.getOp()).str() + " yet";
     return false;
   case OpKind::LogicalNot: case OpKind::Eq: case OpKind::Ne: case OpKind::Lt:

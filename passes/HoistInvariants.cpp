@@ -48,7 +48,8 @@ constexpr uint64_t kMaxHoistedBytes = 64 * 1024;
 
 bool mayHoist(const Node &n) {
   OpFamily family = n.info().family;
-  return family != ControlFlow && family != Random && family != SyncPoint;
+  return family != ControlFlow && family != Random && family != SyncPoint &&
+         family != Collective;
 }
 
 class HoistInvariantsPass : public Pass {

@@ -10,8 +10,9 @@
 //    reshape shares its operand's buffer (a graph input's too, unless an
 //    output updates it), an elementwise node may take over
 //    the buffer of a same-shaped operand that dies there (index_copy that
-//    of its x, a KV cache updated in place), and every other result gets a
-//    temporary buffer.
+//    of its x, a KV cache updated in place; all_reduce each operand's, so
+//    backward's later nodes never wait on a collective to reuse memory),
+//    and every other result gets a temporary buffer.
 //    - `if`: region inputs share the operands' buffers; each result gets a
 //      buffer that both arms write, directly where an arm computes it,
 //      else by a copy at the arm's end.
@@ -78,13 +79,19 @@ static bool isPointwise(const Node &n) {
 /// Whether \p n may compute its result \p r in the buffer of its operand
 /// \p v: it reads an element of v only to write r's element at the same
 /// place (pointwise over a same-shaped operand; index_copy's x, which it
-/// then leaves as it is but for the copied slices).
+/// then leaves as it is but for the copied slices; all_reduce's operand k,
+/// its result k, unless the operand is reduced twice).
 static bool mayWriteOverOperand(const Node &n, const Value *v, const Value *r) {
   if (isPointwise(n))
     return v->getType().dims == r->getType().dims &&
            (n.getOp() != OpKind::Dropout || n.operand(0) == v);
   if (n.getOp() == OpKind::IndexCopy)
     return n.operand(0) == v && n.operand(1) != v && n.operand(2) != v;
+  if (n.info().has(Collective)) // NCCL reduces in place: result k over operand k.
+    for (unsigned k = 0; k < n.numResults(); ++k)
+      if (n.result(k) == r)
+        return n.operand(k) == v &&
+               llvm::count(n.getOperands(), v) == 1;
   return false;
 }
 

@@ -517,7 +517,7 @@ bool PadDynamicShapesPass::rewrite(Node &n, std::string &why) {
   case Convolution: // The driver writes it out before padding.
     why = mnemonic(n.getOp()).str() + " (expand-convolution writes it out first)";
     return false;
-  case SyncPoint: case ControlFlow: case Fused:
+  case SyncPoint: case Collective: case ControlFlow: case Fused:
     why = mnemonic(n.getOp()).str() + " of a tensor with a symbolic dim";
     return false;
   }

@@ -48,6 +48,14 @@ struct PassContext {
   /// The device bound remove-sync-points gives a `while` without
   /// max_iterations (`cgc --max-loop-iterations`).
   int64_t loopBound = 10000000;
+  /// What data-parallel makes (`cgc --data-parallel`).
+  struct DataParallel {
+    /// A bucket closes once its gradients hold this many bytes
+    /// (`--bucket-mb`; torch DDP's default, 25 MiB).
+    uint64_t bucketBytes = uint64_t(25) << 20;
+    /// The dtype f32 gradients travel in (`--data-parallel-dtype`).
+    DType wireType = DType::F32;
+  } dataParallel;
 };
 
 class Pass {

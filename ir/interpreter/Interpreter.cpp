@@ -62,8 +62,9 @@ Shape DimEnv::resolve(llvm::ArrayRef<Dim> dims) const {
 namespace {
 class Runner {
 public:
-  Runner(const DimTable &table, const Limits &limits, ControlFlowTrace *trace)
-      : env(table), limits(limits), trace(trace) {}
+  Runner(const DimTable &table, const Limits &limits, ControlFlowTrace *trace,
+         Collectives *ranks)
+      : env(table), limits(limits), trace(trace), ranks(ranks) {}
   std::vector<Tensor> runRegion(const Graph &graph,
                                 std::vector<Tensor> arguments);
   std::vector<Tensor> runNode(const Node &node, const Operands &in);
@@ -71,6 +72,7 @@ public:
   DimEnv env;
   const Limits &limits;
   ControlFlowTrace *trace;
+  Collectives *ranks;
   const Node *failedNode = nullptr; ///< The innermost node that failed.
   std::string failedDetail;
 };
@@ -192,6 +194,7 @@ std::vector<Tensor> Runner::runNode(const Node &node, const Operands &in) {
   case Movement: return {evalMovement(node, in, env)};
   case Normalization: case Loss: case Random: return {evalNN(node, in)};
   case SyncPoint: return {evalSyncPoint(node, in)};
+  case Collective: return evalCollective(node, in, ranks);
   case ControlFlow: return runControlFlow(node, in);
   case Fused:
     // The region's inputs are the operands and its outputs the results.
@@ -203,12 +206,13 @@ std::vector<Tensor> Runner::runNode(const Node &node, const Operands &in) {
 bool interp::runGraph(const Graph &graph,
                       const std::map<std::string, Tensor> &inputs,
                       NamedTensors &outputs, RunError &error,
-                      const Limits &limits, ControlFlowTrace *trace) {
+                      const Limits &limits, ControlFlowTrace *trace,
+                      Collectives *ranks) {
   outputs.clear();
   error = RunError();
   BudgetScope budget(limits.memoryBytes);
   ExactFloatsScope exact(limits.exactFloats);
-  Runner runner(graph.dims(), limits, trace);
+  Runner runner(graph.dims(), limits, trace, ranks);
   std::string initError;
   format::TensorMap weights;
   std::vector<Tensor> arguments;

@@ -13,6 +13,7 @@
 #include "ir/interpreter/Tensor.h"
 
 #include <map>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -48,16 +49,50 @@ struct ControlFlowTrace {
   std::map<std::string, std::vector<int64_t>> whileTrips;
 };
 
+/// The ranks of a data-parallel run, over which `all_reduce` reduces
+/// (docs/ir.md). Without one, a run is the only rank.
+class Collectives {
+public:
+  virtual ~Collectives() = default;
+  virtual int worldSize() const = 0;
+  /// Replaces \p values (this rank's operands of one all_reduce) by their
+  /// element-wise sums over every rank, added in rank order in double and
+  /// not rounded; false with \p error when the ranks disagree or one failed.
+  virtual bool sumOverRanks(std::vector<Tensor> &values,
+                            std::string &error) = 0;
+};
+
+/// \p world ranks as threads of one process: rank r's runGraph, on its own
+/// thread, takes rank(r). A rank whose run fails calls abandon(), which
+/// fails every all_reduce waiting or to come instead of leaving it waiting.
+class ThreadRanks {
+public:
+  explicit ThreadRanks(int world);
+  ~ThreadRanks();
+  Collectives &rank(int r);
+  void abandon();
+  ThreadRanks(const ThreadRanks &) = delete;
+  ThreadRanks &operator=(const ThreadRanks &) = delete;
+
+private:
+  struct Shared;
+  class Rank;
+  std::unique_ptr<Shared> shared;
+  std::vector<std::unique_ptr<Rank>> ranks;
+};
+
 /// Runs \p graph. User inputs come from \p inputs by name (all required,
 /// with the declared dtype and a shape matching the declared dims; symbolic
 /// dims take their sizes from here). Persistent inputs come from \p inputs
 /// when present, else from their initializer (zeros when they have none).
 /// Outputs are named by the graph's output names, in order. Returns false
-/// with a message in \p error. Appends to \p trace when given.
+/// with a message in \p error. Appends to \p trace when given. With
+/// \p ranks, the run is one rank of a data-parallel run.
 bool runGraph(const Graph &graph, const std::map<std::string, Tensor> &inputs,
               NamedTensors &outputs, RunError &error,
               const Limits &limits = Limits(),
-              ControlFlowTrace *trace = nullptr);
+              ControlFlowTrace *trace = nullptr,
+              Collectives *ranks = nullptr);
 
 /// Random inputs for every user input (and every persistent input without
 /// an initializer) of \p graph, drawn from each consumer's valid domain:

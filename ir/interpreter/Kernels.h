@@ -52,6 +52,10 @@ Tensor permute(const Tensor &x, const std::vector<int64_t> &perm);
 /// Normalizations, losses and dropout.
 Tensor evalNN(const Node &node, const Operands &in);
 Tensor evalSyncPoint(const Node &node, const Operands &in);
+class Collectives;
+/// all_reduce over \p ranks (none: this run is the only rank).
+std::vector<Tensor> evalCollective(const Node &node, const Operands &in,
+                                   Collectives *ranks);
 
 } // namespace interp
 } // namespace cgc

@@ -206,6 +206,9 @@ static void collect(const Value *v, const DimEnv &env, Domain &dom,
         llvm_unreachable("not a sync point");
       }
       break;
+    case Collective: // Result k is operand k's sum over the ranks.
+      collect(n.result(k), env, dom, seen);
+      break;
     case Source: case Reduction: case Scan: case Normalization: case MatMul:
     case Attention: case Convolution:
       break; // Defined everywhere.

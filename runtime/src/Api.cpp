@@ -104,6 +104,7 @@ const char *cgc_status_message(cgc_status status) {
   case CGC_ERROR_NOT_FOUND: return "not found";
   case CGC_ERROR_DRIVER: return "CUDA driver error";
   case CGC_ERROR_IO: return "I/O error";
+  case CGC_ERROR_COLLECTIVE: return "collective failed";
   }
   return "unknown status";
 }

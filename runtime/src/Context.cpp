@@ -10,6 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "Nodes.h"
+#include "Ranks.h"
 
 #include <algorithm>
 #include <cstring>
@@ -223,6 +224,8 @@ cgc_status createContext(std::unique_ptr<cgc_context_s> &ctx, void *arena,
                          size_t arenaBytes) {
   cgc_engine_s &e = *ctx->engine;
   const auto &m = e.artifact.manifest;
+  if (cgc_status s = requireRanks(e))
+    return s;
   if (cgc_status s = e.makeCurrent())
     return s;
   for (const auto *list : {&m.inputs, &m.outputs})

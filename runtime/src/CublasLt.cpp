@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "CublasLt.h"
+#include "Dlopen.h"
 
 #include <dlfcn.h>
 
@@ -29,21 +30,8 @@ bool gOk = false;
 
 /// Opens the first library that loads; on failure explains the first one.
 void *openLibrary() {
-  std::string first, others;
-  for (const char *name : kLibraries) {
-    if (void *lib = dlopen(name, RTLD_NOW | RTLD_LOCAL)) {
-      gLt.library = name;
-      return lib;
-    }
-    const char *e = dlerror();
-    if (first.empty())
-      first = std::string(name) + " could not be loaded: " +
-              (e ? e : "unknown error");
-    else
-      others += std::string(others.empty() ? "" : ", ") + name;
-  }
-  gReason = first + " (nor could " + others + ")";
-  return nullptr;
+  return openVendorLibrary(nullptr, {kLibraries[0], kLibraries[1]}, gLt.library,
+                           gReason);
 }
 
 void load() {

@@ -42,7 +42,7 @@ struct CublasLt {
 #define CGC_CUBLASLT_MEMBER(name) decltype(&::name) name = nullptr;
   CGC_CUBLASLT_FUNCS(CGC_CUBLASLT_MEMBER)
 #undef CGC_CUBLASLT_MEMBER
-  const char *library = nullptr; ///< The name that loaded.
+  std::string library; ///< The name that loaded.
 
   /// "cublasLtFoo failed: CUBLAS_STATUS_X (text)".
   std::string errorText(const char *api, cublasStatus_t s) const;

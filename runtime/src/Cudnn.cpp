@@ -7,54 +7,26 @@
 //
 //===----------------------------------------------------------------------===//
 #include "Cudnn.h"
+#include "Dlopen.h"
 
 #include <dlfcn.h>
 
-#include <cstdlib>
 #include <mutex>
 
 namespace cgc {
 namespace rt {
 namespace {
 
-/// Tried in order when CGC_CUDNN_LIBRARY is not set.
-constexpr const char *kLibraries[] = {"libcudnn.so.9", "libcudnn.so"};
 constexpr size_t kMinVersion = 90000, kEndVersion = 100000;
 
 Cudnn gDnn;
 std::string gReason;
 bool gOk = false;
 
-std::string loadError(const std::string &name) {
-  const char *e = dlerror();
-  return name + " could not be loaded: " + (e ? e : "unknown error");
-}
-
-/// Opens the library CGC_CUDNN_LIBRARY names, else the first of kLibraries
-/// that loads; on failure explains the first one tried.
+/// Opens cuDNN in Cudnn.h's order.
 void *openLibrary() {
-  const char *path = std::getenv("CGC_CUDNN_LIBRARY");
-  if (path && *path) {
-    if (void *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL)) {
-      gDnn.library = path;
-      return lib;
-    }
-    gReason = loadError(path) + " (the file CGC_CUDNN_LIBRARY names)";
-    return nullptr;
-  }
-  std::string first, others;
-  for (const char *name : kLibraries) {
-    if (void *lib = dlopen(name, RTLD_NOW | RTLD_LOCAL)) {
-      gDnn.library = name;
-      return lib;
-    }
-    if (first.empty())
-      first = loadError(name);
-    else
-      others += std::string(others.empty() ? "" : ", ") + name;
-  }
-  gReason = first + " (nor could " + others + ")";
-  return nullptr;
+  return openVendorLibrary("CGC_CUDNN_LIBRARY", {"libcudnn.so.9", "libcudnn.so"},
+                           gDnn.library, gReason);
 }
 
 /// "8.9.7" for cuDNN 8's encoding (major * 1000 + minor * 100 + patch),

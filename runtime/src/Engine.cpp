@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "Internal.h"
+#include "Ranks.h"
 #include "format/Permutation.h"
 #include "format/FileIO.h"
 #include "format/WeightsFile.h"
@@ -27,6 +28,8 @@ cgc_engine_s::~cgc_engine_s() {
   if (!drv || !cuContext)
     return;
   makeCurrent();
+  if (ranks)
+    ranks->release(*drv);
   releaseProducts(*this);
   releaseConvolutions(*this);
   if (persistent)

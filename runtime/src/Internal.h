@@ -14,12 +14,15 @@
 #include "cgc/cgc_runtime.h"
 
 #include <atomic>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
 
 namespace cgc {
 namespace rt {
+
+struct Ranks;
 
 /// Records \p message as this thread's last error and returns \p status.
 cgc_status fail(cgc_status status, const std::string &message);
@@ -215,6 +218,9 @@ struct cgc_engine_s {
   /// Contexts alive on this engine (pinning an algorithm refuses while any
   /// exists, since they captured the old one).
   std::atomic<size_t> contexts{0};
+  /// The ranks of a data-parallel run (cgc_engine_join; Ranks.h): set only
+  /// for an artifact with collectives, once joined.
+  std::unique_ptr<cgc::rt::Ranks> ranks;
 
   ~cgc_engine_s();
   /// Makes the engine's primary context current on this thread.

@@ -5,7 +5,7 @@ namespace cgc {
 namespace rt {
 
 using Kind = format::NodeDesc::Kind;
-static_assert(format::NodeDesc::NumKinds == 6,
+static_assert(format::NodeDesc::NumKinds == 7,
               "a new node kind needs its handlers here and a file of its own");
 
 cgc_status addNode(const NodeSite &site, const Deps &deps) {
@@ -16,6 +16,7 @@ cgc_status addNode(const NodeSite &site, const Deps &deps) {
   case Kind::Conditional: return addConditionalNode(site, deps);
   case Kind::Product: return addProductNode(site, deps);
   case Kind::Convolution: return addConvolutionNode(site, deps);
+  case Kind::Collective: return addCollectiveNode(site, deps);
   }
   return fail(CGC_ERROR_INVALID_ARTIFACT, "unknown node kind");
 }
@@ -28,6 +29,7 @@ cgc_status refreshNode(const NodeSite &site) {
   case Kind::Conditional: return refreshConditionalNode(site);
   case Kind::Product: return refreshProductNode(site);
   case Kind::Convolution: return refreshConvolutionNode(site);
+  case Kind::Collective: return refreshCollectiveNode(site);
   }
   return fail(CGC_ERROR_INVALID_ARTIFACT, "unknown node kind");
 }
@@ -40,6 +42,7 @@ cgc_status runNodeEager(const NodeSite &site, CUstream stream) {
   case Kind::Conditional: return runConditionalNodeEager(site, stream);
   case Kind::Product: return runProductNodeEager(site, stream);
   case Kind::Convolution: return runConvolutionNodeEager(site, stream);
+  case Kind::Collective: return runCollectiveNodeEager(site, stream);
   }
   return fail(CGC_ERROR_INVALID_ARTIFACT, "unknown node kind");
 }
@@ -52,6 +55,7 @@ bool nodeUsesBinding(const NodeSite &site, const std::string &name) {
   case Kind::Conditional: return conditionalNodeUsesBinding(site, name);
   case Kind::Product: return productNodeUsesBinding(site, name);
   case Kind::Convolution: return convolutionNodeUsesBinding(site, name);
+  case Kind::Collective: return collectiveNodeUsesBinding(site, name);
   }
   return false;
 }

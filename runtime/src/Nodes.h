@@ -2,7 +2,8 @@
 //
 // Each node kind of the artifact is handled in one file (KernelNode.cpp,
 // MemsetNode.cpp, MemcpyNode.cpp, ConditionalNode.cpp, ProductNode.cpp,
-// ConvolutionNode.cpp; the last two capture a library call, CapturedCall.cpp),
+// ConvolutionNode.cpp, CollectiveNode.cpp; the last three capture a
+// library call, CapturedCall.cpp),
 // with four operations:
 //   add          create the node in its graph after its dependencies (a
 //                conditional node also builds its bodies);
@@ -93,6 +94,11 @@ cgc_status addConvolutionNode(const NodeSite &site, const Deps &deps);
 cgc_status refreshConvolutionNode(const NodeSite &site);
 cgc_status runConvolutionNodeEager(const NodeSite &site, CUstream stream);
 bool convolutionNodeUsesBinding(const NodeSite &site, const std::string &name);
+
+cgc_status addCollectiveNode(const NodeSite &site, const Deps &deps);
+cgc_status refreshCollectiveNode(const NodeSite &site);
+cgc_status runCollectiveNodeEager(const NodeSite &site, CUstream stream);
+bool collectiveNodeUsesBinding(const NodeSite &site, const std::string &name);
 
 // The dispatchers (Nodes.cpp).
 cgc_status addNode(const NodeSite &site, const Deps &deps);

@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "Nodes.h"
+#include "Ranks.h"
 
 #include <algorithm>
 
@@ -60,6 +61,8 @@ cgc_status prepareRun(cgc_context ctx, size_t index, const int64_t *dims,
                       " (cgc_engine_select_graph finds the graph for a size)");
     ctx->scratchDims[d] = v;
   }
+  if (cgc_status s = checkRanks(*ctx->engine))
+    return s;
   if (cgc_status s = ctx->engine->makeCurrent())
     return s;
   TreeState &tree = ctx->trees[index];
@@ -148,7 +151,7 @@ cgc_status cgc_run(cgc_context ctx, size_t graph_index, const int64_t *dims,
   CGC_CHECK_CU(*ctx->engine->drv,
                cuGraphLaunch(ctx->trees[graph_index].exec, s));
   ++ctx->counters.launches;
-  return CGC_OK;
+  return noteLaunch(*ctx->engine, s);
 }
 
 cgc_status cgc_run_eager(cgc_context ctx, size_t graph_index,

@@ -230,6 +230,7 @@ const Entry kEntries[] = {
     CGC_STUB(cuEventDestroy, eventDestroy),
     CGC_STUB(cuEventRecord, succeed),
     CGC_STUB(cuEventSynchronize, succeed),
+    CGC_STUB(cuEventQuery, succeed),
     CGC_STUB(cuEventElapsedTime, elapsed),
 };
 #undef CGC_STUB

@@ -6,6 +6,8 @@
 //
 //===----------------------------------------------------------------------===//
 #include "Interpret.h"
+
+#include <algorithm>
 #include "cgc/Version.h"
 #include "ir/JsonReader.h"
 #include "ir/Printer.h"
@@ -66,6 +68,12 @@ static cl::opt<bool> ExpandConvolution(
     "expand-convolution",
     cl::desc("Schedule for a target without cuDNN: expand-convolution writes "
              "every conv out (as cgc --train does)"));
+static cl::opt<uint64_t> BucketBytes(
+    "bucket-bytes",
+    cl::desc("data-parallel: the gradient bytes that close a bucket"),
+    cl::init(uint64_t(25) << 20));
+static cl::opt<bool> WireBf16(
+    "wire-bf16", cl::desc("data-parallel: f32 gradients travel in bf16"));
 static cl::opt<unsigned> ErrorLimit("error-limit", cl::desc("Stop after this many errors"),
                                     cl::init(20));
 
@@ -98,6 +106,8 @@ static bool processChunk(uint32_t bufferId, llvm::StringRef baseDir,
     ctx.target.attention = AttentionPolicy::Expand;
   if (ExpandConvolution)
     ctx.target.convolution = ConvolutionPolicy::Expand;
+  ctx.dataParallel.bucketBytes = std::max<uint64_t>(BucketBytes, 1);
+  ctx.dataParallel.wireType = WireBf16 ? DType::BF16 : DType::F32;
   for (llvm::StringRef binding : BindDims) {
     auto [name, text] = binding.split('=');
     int64_t value;

@@ -96,6 +96,21 @@ static cl::opt<bool> Train(
     cl::desc("Compile a training step: the forward graph, its backward pass "
              "(autodiff) and the update of the declared optimizer "
              "(apply-optimizer), replayed step after step"));
+static cl::opt<bool> DataParallel(
+    "data-parallel",
+    cl::desc("With --train: average every gradient over the ranks of a "
+             "data-parallel run (NCCL all-reduces inside the graph, "
+             "docs/distributed.md)"));
+static cl::opt<double> BucketMb(
+    "bucket-mb",
+    cl::desc("With --data-parallel: the gradient bytes of one all-reduce "
+             "bucket, in MiB (default 25)"),
+    cl::init(25.0));
+static cl::opt<std::string> DataParallelDType(
+    "data-parallel-dtype",
+    cl::desc("With --data-parallel: the dtype f32 gradients travel in "
+             "(f32 or bf16; default f32)"),
+    cl::init("f32"));
 static cl::opt<int64_t> MaxLoopIterations(
     "max-loop-iterations",
     cl::desc("The device trip bound of a while without max_iterations "
@@ -263,6 +278,36 @@ static int compile(Graph &graph, llvm::StringRef modelPath,
 }
 
 /// `--bind-dim B=8,16,64` (repeatable, one dim each).
+/// --data-parallel and its options; false after a usage error.
+static bool dataParallelOptions(CompileOptions &options) {
+  bool given = BucketMb.getNumOccurrences() || DataParallelDType.getNumOccurrences();
+  if ((DataParallel || given) && !Train) {
+    llvm::errs() << "cgc: --data-parallel" << (given ? "'s options need" : " needs")
+                 << " --train\n";
+    return false;
+  }
+  if (given && !DataParallel) {
+    llvm::errs() << "cgc: --bucket-mb and --data-parallel-dtype need --data-parallel\n";
+    return false;
+  }
+  options.dataParallel = DataParallel;
+  if (!(BucketMb > 0 && BucketMb <= 4096)) {
+    llvm::errs() << "cgc: --bucket-mb: " << llvm::format("%g", double(BucketMb))
+                 << " is outside (0, 4096]\n";
+    return false;
+  }
+  options.dataParallelOptions.bucketBytes =
+      std::max<uint64_t>(1, uint64_t(BucketMb * double(1 << 20)));
+  if (DataParallelDType != "f32" && DataParallelDType != "bf16") {
+    llvm::errs() << "cgc: --data-parallel-dtype: '" << DataParallelDType
+                 << "' is not f32 or bf16\n";
+    return false;
+  }
+  options.dataParallelOptions.wireType =
+      DataParallelDType == "bf16" ? DType::BF16 : DType::F32;
+  return true;
+}
+
 static bool parseBindDims(CompileOptions &options) {
   for (llvm::StringRef binding : BindDims) {
     auto [name, list] = binding.split('=');
@@ -379,6 +424,8 @@ static int compileMain(int argc, char **argv) {
   options.report = Report;
   options.gradients = Gradients;
   options.train = Train;
+  if (!dataParallelOptions(options))
+    return 2;
   options.weightsBeside = WeightsBeside;
   options.artifactPath = OutputFile;
   if (ArtifactStateLimit > (uint64_t(1) << 30)) {

@@ -53,7 +53,10 @@ typedef enum cgc_status {
   CGC_ERROR_OUT_OF_MEMORY = 5,
   CGC_ERROR_NOT_FOUND = 6,       /* unknown tensor or graph name */
   CGC_ERROR_DRIVER = 7,          /* a CUDA driver call failed */
-  CGC_ERROR_IO = 8
+  CGC_ERROR_IO = 8,
+  CGC_ERROR_COLLECTIVE = 9       /* the ranks of a data-parallel run disagree,
+                                    or one failed or stalled: the engine's
+                                    communicator is aborted */
 } cgc_status;
 
 typedef enum cgc_dtype {
@@ -253,6 +256,44 @@ cgc_status cgc_engine_state_data(cgc_engine engine, const char *name,
 /* Writes {seed, 0} into the "rng_state" state tensor if present; otherwise
  * does nothing and returns CGC_OK. */
 cgc_status cgc_engine_set_rng_seed(cgc_engine engine, uint64_t seed);
+
+/* Data parallelism (docs/distributed.md). An artifact compiled with
+ * `cgc --train --data-parallel` has collectives: all-reduces of its
+ * gradients that every rank's graph runs through NCCL, which the runtime
+ * dlopens (CGC_NCCL_LIBRARY, else libnccl.so.2: NCCL 2.18 or newer). Each
+ * rank (one process per GPU) loads the same artifact and joins its engine
+ * to the ranks before creating a context. */
+#define CGC_NCCL_UNIQUE_ID_BYTES 128
+typedef struct cgc_ranks {
+  /* A ncclComm_t of the NCCL library the runtime loads (the caller keeps
+   * it and destroys it after the engine), or NULL: the engine then creates
+   * its own from unique_id, rank and world_size. */
+  void *nccl_comm;
+  /* CGC_NCCL_UNIQUE_ID_BYTES bytes from cgc_nccl_unique_id on rank 0,
+   * which the caller sends to every rank (torch.distributed, MPI, a file). */
+  const void *unique_id;
+  int rank, world_size;
+  /* How long a replay may take before the engine's watchdog decides that a
+   * peer died or stalled and aborts the communicator; 0: 600000 ms. */
+  uint32_t timeout_ms;
+} cgc_ranks;
+/* The collectives of engine's artifact (0: it needs no cgc_engine_join). */
+cgc_status cgc_engine_collectives(cgc_engine engine, size_t *count);
+/* A fresh NCCL unique id (rank 0 makes it; out holds
+ * CGC_NCCL_UNIQUE_ID_BYTES bytes). */
+cgc_status cgc_nccl_unique_id(void *out, size_t size);
+/* Joins engine to its ranks; collective over the ranks (every rank calls
+ * it, and it returns when all have): checks that every rank loaded the
+ * same artifact (its checksum, exchanged over the communicator; a
+ * difference is CGC_ERROR_COLLECTIVE naming both ranks' checksums),
+ * broadcasts rank 0's persistent state (parameters, optimizer state) so
+ * the ranks start equal, and starts a watchdog thread that polls the
+ * communicator's asynchronous error and the age of the replay in flight.
+ * After the watchdog has aborted the communicator every cgc_run and
+ * cgc_run_eager of the engine's contexts returns CGC_ERROR_COLLECTIVE; a
+ * replay in flight then ends with undefined gradients. Once per engine;
+ * synchronous. */
+cgc_status cgc_engine_join(cgc_engine engine, const cgc_ranks *ranks);
 
 /* Creates an execution context. If caller_arena is NULL the context
  * allocates the arena (arena_bytes ignored); otherwise caller_arena must be

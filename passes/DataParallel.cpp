@@ -1,0 +1,149 @@
+//===- DataParallel.cpp - Gradients averaged over the ranks, in buckets ----===//
+//
+// Algorithm: after autodiff, take every `<p>.grad` output of a float
+// parameter p whose value a node computes (a gradient autodiff fills with
+// zeros is zero on every rank), in the order the graph computes them
+// (backward's order). Walking that order, cut buckets of at least
+// ctx.dataParallel.bucketBytes bytes (the last one smaller). Each bucket
+// becomes one `all_reduce` node (reduction "mean": torch DDP's average)
+// placed right after the node that computes its last gradient, so that
+// its collective can start while backward goes on; the `.grad` outputs
+// read its results, and apply-optimizer (clipping, the non-finite check,
+// the update) then sees the averaged gradients on every rank alike. With
+// ctx.dataParallel.wireType bf16, f32 gradients are cast to bf16 before the
+// collective and back after it.
+// Requires: autodiff's outputs; no `accumulate` in the optimizer (its
+// micro-steps would each reduce; refused). Guarantees: every non-constant
+// gradient output is an all_reduce result; the graph is the same for
+// every rank (nothing here depends on the rank or the world size).
+//
+//===----------------------------------------------------------------------===//
+#include "passes/Pass.h"
+#include "passes/ValueBuilder.h"
+
+#include "llvm/ADT/DenseMap.h"
+
+#include <algorithm>
+
+using namespace cgc;
+
+namespace {
+
+struct Gradient {
+  size_t output;   ///< Index in graph.outputs.
+  size_t position; ///< Index of the node computing it.
+};
+
+class DataParallelPass : public Pass {
+public:
+  llvm::StringRef name() const override { return "data-parallel"; }
+  llvm::StringRef summary() const override {
+    return "average every parameter gradient over the ranks, in buckets of "
+           "all_reduce nodes placed where backward finishes them";
+  }
+  bool run(Graph &graph, PassContext &ctx) override;
+
+private:
+  std::vector<Gradient> gradients(const Graph &graph) const;
+  bool reduceBucket(Graph &graph, llvm::ArrayRef<Gradient> bucket,
+                    size_t index, PassContext &ctx);
+};
+
+} // namespace
+
+/// The `.grad` outputs of float parameters that a node computes, in the
+/// order of their nodes.
+std::vector<Gradient> DataParallelPass::gradients(const Graph &graph) const {
+  llvm::DenseMap<const Node *, size_t> position;
+  for (size_t i = 0; i < graph.nodes().size(); ++i)
+    position[graph.nodes()[i].get()] = i;
+  llvm::StringMap<bool> parameters;
+  for (const GraphInput &in : graph.inputs())
+    if (in.kind == InputKind::Parameter && isFloat(in.value->getType().dtype))
+      parameters[in.value->getName()] = true;
+  std::vector<Gradient> out;
+  for (size_t i = 0; i < graph.outputs.size(); ++i) {
+    const GraphOutput &o = graph.outputs[i];
+    llvm::StringRef param = o.name;
+    const Node *def = o.value->getDef();
+    if (o.kind != OutputKind::Output || !param.consume_back(".grad") ||
+        !parameters.count(param) || !def || def->info().has(Source))
+      continue;
+    out.push_back({i, position.lookup(def)});
+  }
+  std::stable_sort(out.begin(), out.end(), [](const Gradient &a, const Gradient &b) {
+    return a.position < b.position;
+  });
+  return out;
+}
+
+bool DataParallelPass::reduceBucket(Graph &graph, llvm::ArrayRef<Gradient> bucket,
+                                    size_t index, PassContext &ctx) {
+  GraphBuilder b(graph, ctx.diag);
+  size_t after = bucket.back().position + 1;
+  if (after < graph.nodes().size())
+    b.setInsertionPoint(*graph.nodes()[after]);
+  else
+    b.setInsertionPointToEnd(graph);
+  ValueBuilder vb(b);
+  DType wire = ctx.dataParallel.wireType;
+  std::vector<Value *> sent;
+  std::vector<std::string> names;
+  for (const Gradient &g : bucket) {
+    Value *v = graph.outputs[g.output].value;
+    vb.setBase(graph.outputs[g.output].name + ".wire");
+    sent.push_back(v->getType().dtype == DType::F32 ? vb.cast(v, wire, "cast") : v);
+    names.push_back(graph.outputs[g.output].name + ".mean");
+  }
+  if (vb.hasFailed())
+    return false;
+  Node *reduce = b.createWithRegions(
+      OpKind::AllReduce, "grad_bucket_" + std::to_string(index), sent,
+      {{"reduction", std::string("mean")}});
+  if (!b.addResults(*reduce, names))
+    return false;
+  for (size_t i = 0; i < bucket.size(); ++i) {
+    GraphOutput &o = graph.outputs[bucket[i].output];
+    DType own = o.value->getType().dtype;
+    vb.setBase(o.name + ".unwire");
+    o.value = vb.cast(reduce->result(unsigned(i)), own, "cast");
+  }
+  return !vb.hasFailed();
+}
+
+bool DataParallelPass::run(Graph &graph, PassContext &ctx) {
+  if (graph.optimizer && graph.optimizer->accumulate > 1) {
+    ctx.diag.error(graph.optimizer->loc,
+                   "data-parallel: gradient accumulation (accumulate: " +
+                       std::to_string(graph.optimizer->accumulate) +
+                       ") is not supported with data parallelism yet");
+    return false;
+  }
+  std::vector<Gradient> order = gradients(graph);
+  // Cut buckets in backward's order, then place them last to first so
+  // that each bucket's recorded positions stay valid while inserting.
+  std::vector<std::pair<size_t, size_t>> buckets;
+  uint64_t bytes = 0;
+  size_t first = 0;
+  for (size_t i = 0; i < order.size(); ++i) {
+    const Value *v = graph.outputs[order[i].output].value;
+    bytes += uint64_t(std::max<int64_t>(v->getType().numElements(), 0)) *
+             dtypeSize(v->getType().dtype);
+    if (bytes >= ctx.dataParallel.bucketBytes || i + 1 == order.size()) {
+      buckets.push_back({first, i + 1});
+      first = i + 1;
+      bytes = 0;
+    }
+  }
+  for (size_t b = buckets.size(); b-- > 0;) {
+    auto [first, last] = buckets[b];
+    if (!reduceBucket(graph, llvm::ArrayRef<Gradient>(order).slice(first, last - first),
+                      b, ctx))
+      return false;
+  }
+  return true;
+}
+
+std::unique_ptr<Pass> cgc::createDataParallelPass() {
+  return std::make_unique<DataParallelPass>();
+}

@@ -1,0 +1,192 @@
+//===- DataParallelTest.cpp - data-parallel against one rank, in the interpreter -===//
+//
+// A training step compiled with data-parallel, run as 1, 2 and 4 ranks
+// (threads of the reference interpreter, ThreadRanks) each on its shard of
+// a batch, must update the parameters as the step without data-parallel
+// does on the whole batch (within f32 rounding: the sums run in another
+// order), and every rank alike, bit for bit. A rank that fails must fail
+// the others' all_reduce instead of leaving them waiting.
+//
+//===----------------------------------------------------------------------===//
+#include "ir/Diagnostics.h"
+#include "ir/JsonReader.h"
+#include "ir/Verifier.h"
+#include "ir/interpreter/Interpreter.h"
+#include "passes/Pass.h"
+
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <thread>
+
+using namespace cgc;
+using namespace cgc::interp;
+
+namespace {
+
+/// Linear(16, 32)-ReLU-Linear(32, 4), MSE, SGD with momentum, weight
+/// decay and clipping (the norm is taken after the average, as DDP's).
+std::string model(int batch, const std::string &optimizer) {
+  std::string b = std::to_string(batch);
+  return R"({"format_version": 1, "name": "dp",
+ "optimizer": )" + optimizer + R"(,
+ "inputs": [
+  {"name": "x", "dtype": "f32", "shape": [)" + b + R"(, 16]},
+  {"name": "target", "dtype": "f32", "shape": [)" + b + R"(, 4]},
+  {"name": "w1", "kind": "parameter", "dtype": "f32", "shape": [32, 16], "init": {"dist": "uniform", "low": -0.25, "high": 0.25, "seed": 1}},
+  {"name": "b1", "kind": "parameter", "dtype": "f32", "shape": [32], "init": {"dist": "uniform", "low": -0.25, "high": 0.25, "seed": 2}},
+  {"name": "w2", "kind": "parameter", "dtype": "f32", "shape": [4, 32], "init": {"dist": "uniform", "low": -0.17, "high": 0.17, "seed": 3}},
+  {"name": "b2", "kind": "parameter", "dtype": "f32", "shape": [4], "init": {"dist": "uniform", "low": -0.17, "high": 0.17, "seed": 4}}],
+ "nodes": [
+  {"name": "h", "op": "linear", "inputs": ["x", "w1", "b1"]},
+  {"name": "r", "op": "relu", "inputs": ["h"]},
+  {"name": "y", "op": "linear", "inputs": ["r", "w2", "b2"]},
+  {"name": "loss", "op": "mse_loss", "inputs": ["y", "target"]}],
+ "outputs": [{"name": "loss", "value": "loss", "kind": "loss"}]})";
+}
+
+const char *kSgd = R"({"kind": "sgd", "lr": 0.1, "momentum": 0.9, "weight_decay": 0.01, "max_grad_norm": 0.5})";
+
+struct Step {
+  std::string messages;
+  llvm::raw_string_ostream os{messages};
+  DiagnosticEngine diag{os};
+  std::unique_ptr<Graph> graph;
+
+  /// The training step of \p batch rows; with data-parallel when \p ranks.
+  bool build(int batch, bool ranks, uint64_t bucketBytes,
+             const std::string &optimizer = kSgd) {
+    uint32_t id = diag.addBuffer(
+        llvm::MemoryBuffer::getMemBufferCopy(model(batch, optimizer), "dp.json"));
+    graph = readGraphBuffer(id, ".", diag, ReadOptions());
+    if (!graph || !verifyGraph(*graph, diag))
+      return false;
+    PassManager pm;
+    PassContext ctx{diag, {}};
+    ctx.dataParallel.bucketBytes = bucketBytes;
+    std::string passes = std::string("autodiff,") + (ranks ? "data-parallel," : "") +
+                         "apply-optimizer";
+    return pm.addPipeline(passes, diag) && pm.run(*graph, ctx, llvm::nulls());
+  }
+};
+
+Tensor randomTensor(Shape shape, std::mt19937 &rng) {
+  Tensor t(DType::F32, std::move(shape));
+  std::uniform_real_distribution<float> u(-1, 1);
+  for (int64_t i = 0; i < t.numel(); ++i)
+    t.setReal(i, u(rng));
+  return t;
+}
+
+/// Rows [first, first + n) of \p t.
+Tensor rows(const Tensor &t, int64_t first, int64_t n) {
+  Shape shape = t.shape;
+  shape[0] = n;
+  Tensor out(t.dtype, shape);
+  int64_t row = t.numel() / t.shape[0];
+  for (int64_t i = 0; i < out.numel(); ++i)
+    out.data[size_t(i)] = t.data[size_t(first * row + i)];
+  return out;
+}
+
+const Tensor &named(const NamedTensors &outputs, const std::string &name) {
+  for (const auto &[n, t] : outputs)
+    if (n == name)
+      return t;
+  ADD_FAILURE() << "no output " << name;
+  static Tensor none;
+  return none;
+}
+
+/// Runs \p world ranks of \p step on shards of (x, target); false with
+/// the first error.
+bool runRanks(const Graph &step, int world, const Tensor &x, const Tensor &target,
+              std::vector<NamedTensors> &outputs, std::string &error,
+              int brokenRank = -1) {
+  ThreadRanks ranks(world);
+  outputs.assign(size_t(world), {});
+  std::vector<std::string> errors(static_cast<size_t>(world));
+  std::vector<std::thread> threads;
+  int64_t shard = x.shape[0] / world;
+  for (int r = 0; r < world; ++r)
+    threads.emplace_back([&, r] {
+      std::map<std::string, Tensor> in = {
+          {"x", rows(x, r * shard, r == brokenRank ? shard - 1 : shard)},
+          {"target", rows(target, r * shard, shard)}};
+      RunError e;
+      if (!runGraph(step, in, outputs[size_t(r)], e, Limits(), nullptr,
+                    &ranks.rank(r))) {
+        errors[size_t(r)] = e.message;
+        ranks.abandon();
+      }
+    });
+  for (std::thread &t : threads)
+    t.join();
+  for (const std::string &e : errors)
+    if (!e.empty()) {
+      error = e;
+      return false;
+    }
+  return true;
+}
+
+TEST(DataParallel, RanksUpdateAsOneStepOnTheWholeBatch) {
+  std::mt19937 rng(7);
+  Tensor x = randomTensor({8, 16}, rng), target = randomTensor({8, 4}, rng);
+  Step whole;
+  ASSERT_TRUE(whole.build(8, false, 1)) << whole.os.str();
+  NamedTensors expected;
+  RunError e;
+  ASSERT_TRUE(runGraph(*whole.graph, {{"x", x}, {"target", target}}, expected, e))
+      << e.message;
+  for (int world : {1, 2, 4}) {
+    // Buckets of 1 byte: one all_reduce per gradient; 1 MiB: one in all.
+    for (uint64_t bucket : {uint64_t(1), uint64_t(1) << 20}) {
+      Step step;
+      ASSERT_TRUE(step.build(8 / world, true, bucket)) << step.os.str();
+      std::vector<NamedTensors> outputs;
+      std::string error;
+      ASSERT_TRUE(runRanks(*step.graph, world, x, target, outputs, error)) << error;
+      for (const char *p : {"w1", "b1", "w2", "b2"}) {
+        std::string name = std::string(p) + ".next";
+        const Tensor &want = named(expected, name);
+        for (int r = 0; r < world; ++r) {
+          const Tensor &got = named(outputs[size_t(r)], name);
+          ASSERT_EQ(got.numel(), want.numel());
+          for (int64_t i = 0; i < got.numel(); ++i) {
+            EXPECT_NEAR(got.real(i), want.real(i), 2e-6 + 2e-6 * std::fabs(want.real(i)))
+                << name << "[" << i << "] world " << world << " rank " << r;
+            EXPECT_EQ(got.real(i), named(outputs[0], name).real(i))
+                << name << "[" << i << "]: ranks differ";
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(DataParallel, AFailedRankFailsTheOthersInsteadOfHanging) {
+  std::mt19937 rng(3);
+  Tensor x = randomTensor({8, 16}, rng), target = randomTensor({8, 4}, rng);
+  Step step;
+  ASSERT_TRUE(step.build(2, true, 1)) << step.os.str();
+  std::vector<NamedTensors> outputs;
+  std::string error;
+  EXPECT_FALSE(runRanks(*step.graph, 4, x, target, outputs, error, /*brokenRank=*/2));
+  EXPECT_FALSE(error.empty());
+}
+
+TEST(DataParallel, RefusesGradientAccumulation) {
+  Step step;
+  EXPECT_FALSE(step.build(4, true, 1, R"({"kind": "sgd", "lr": 0.1, "accumulate": 2})"));
+  EXPECT_NE(step.os.str().find("gradient accumulation (accumulate: 2) is not "
+                               "supported with data parallelism yet"),
+            std::string::npos)
+      << step.os.str();
+}
+
+} // namespace
