@@ -6,7 +6,8 @@
 // cuGetProcAddress_v2 for: "device" memory is host memory (copies and
 // memsets are memcpy and memset), a device of compute capability 9.0,
 // graph objects and handles are host objects, and nothing executes
-// (kernel launches and graph launches succeed and do nothing). The
+// (kernel launches and graph launches succeed and do nothing; events
+// complete at once unless cgc_stub_events_pending says otherwise). The
 // runtime's own locks, tables and per-context state are then exercised
 // from many threads exactly as on a GPU. Thread-safe itself (every object
 // is owned by the one call that makes it or by its graph).
@@ -14,6 +15,7 @@
 //===----------------------------------------------------------------------===//
 #include <cuda.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -45,6 +47,12 @@ template <typename T> T fresh() { return reinterpret_cast<T>(new Handle); }
 template <typename T> void release(T h) { delete reinterpret_cast<Handle *>(h); }
 
 CUresult succeed() { return CUDA_SUCCESS; }
+
+/// Set by cgc_stub_events_pending: events never complete (a stalled GPU).
+std::atomic<bool> gEventsPending{false};
+CUresult eventQuery(CUevent) {
+  return gEventsPending ? CUDA_ERROR_NOT_READY : CUDA_SUCCESS;
+}
 
 CUresult driverVersion(int *v) { *v = 13000; return CUDA_SUCCESS; }
 CUresult errorName(CUresult, const char **s) { *s = "CUDA_STUB"; return CUDA_SUCCESS; }
@@ -230,7 +238,7 @@ const Entry kEntries[] = {
     CGC_STUB(cuEventDestroy, eventDestroy),
     CGC_STUB(cuEventRecord, succeed),
     CGC_STUB(cuEventSynchronize, succeed),
-    CGC_STUB(cuEventQuery, succeed),
+    CGC_STUB(cuEventQuery, eventQuery),
     CGC_STUB(cuEventElapsedTime, elapsed),
 };
 #undef CGC_STUB
@@ -251,4 +259,10 @@ cuGetProcAddress_v2(const char *symbol, void **fn, int, cuuint64_t,
   if (status)
     *status = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
   return CUDA_ERROR_NOT_FOUND;
+}
+
+/// Test hook: from now on every event is pending (true) or complete.
+extern "C" __attribute__((visibility("default"))) void
+cgc_stub_events_pending(int pending) {
+  gEventsPending = pending != 0;
 }
