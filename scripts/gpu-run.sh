@@ -23,7 +23,9 @@
 #    against PyTorch's training, torch.compile(backend="cgc") against
 #    eager and compile_generate against transformers
 #    (test/python/torch_export_gpu.py, runtime_gpu.py, train_gpu.py,
-#    backend_gpu.py, generate_gpu.py, readme_example_gpu.py), then the
+#    backend_gpu.py, generate_gpu.py, readme_example_gpu.py; with two GPUs
+#    or more, distributed_gpu.py under torchrun: data-parallel training),
+#    then the
 #    model zoo's correctness tier, with the backend (bench/zoo/zoo.py;
 #    CGC_ZOO=0 leaves it out; CGC_PYTHON_GPU=0 leaves out the Python
 #    scripts before it).
@@ -181,6 +183,19 @@ PYTHONPATH=$PKG python3 "$HERE/test/python/train_gpu.py" --cgc "$BUILD/bin/cgc" 
 rc=$?
 grep -E '^(OK|FAIL|skipped|train_gpu)' "$RES/train.out"
 if [ $rc -ne 0 ] && { [ $rc -ne 77 ] || [ "$GPU_VISIBLE" -eq 1 ]; }; then status=1; fi
+# Data-parallel training on every visible GPU, one process each (torchrun).
+NGPU=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
+if [ "${NGPU:-0}" -gt 1 ]; then
+  echo "== data-parallel training on $NGPU GPUs (test/python/distributed_gpu.py)"
+  PYTHONPATH=$PKG NCCL_NVLS_ENABLE=0 timeout 600 python3 -m torch.distributed.run \
+    --nproc-per-node="$NGPU" "$HERE/test/python/distributed_gpu.py" --cgc "$BUILD/bin/cgc" \
+    >"$RES/distributed.out" 2>&1
+  rc=$?
+  grep -E '^(OK|FAIL|skipped|distributed_gpu)' "$RES/distributed.out" | cut -c1-300
+  [ $rc -eq 0 ] || status=1
+else
+  echo "== data-parallel training: skipped: one GPU visible (needs 2 or more)"
+fi
 # torch.compile(model, backend="cgc") against eager PyTorch.
 echo "== torch.compile(backend=\"cgc\") against PyTorch (test/python/backend_gpu.py)"
 PYTHONPATH=$PKG PYTHONWARNINGS=ignore python3 "$HERE/test/python/backend_gpu.py" --cgc "$BUILD/bin/cgc" \

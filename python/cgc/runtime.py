@@ -54,14 +54,17 @@ def _point_at_cudnn():
 class Artifact(_native.Runner):
     """A loaded artifact with one context: call it on torch CUDA tensors."""
 
-    def __init__(self, path, device=None):
+    def __init__(self, path, device=None, ranks=None):
+        """`ranks`: for a data-parallel artifact, (NCCL unique id from rank 0,
+        rank, world size, watchdog timeout in ms): the engine joins them
+        (cgc_engine_join) before its context is made."""
         import torch
         self.torch = torch
         torch.cuda.init()
         _point_at_cudnn()
         index = device if device is not None else torch.cuda.current_device()
         self.device = torch.device("cuda", index)
-        super().__init__(os.fspath(path), index)
+        super().__init__(os.fspath(path), index, ranks)
         # What views of the context's buffers keep alive (not this object:
         # it holds views, and torch's storage hides references from the GC).
         self._owner = _Owner(self._loaded, torch, self.device)

@@ -59,7 +59,7 @@ def describe_optimizer(optimizer, names):
 def compile_train(module, loss_fn, optimizer, example_batch, *, inputs=None,
                   returns_outputs=False, accumulate=None, skip_nonfinite=None,
                   max_grad_norm=None, lr_schedule=None, seed=0, path=None, cgc=None,
-                  flags=()):
+                  flags=(), data_parallel=None):
     """A TrainStep: `loss = step(*batch)` runs `loss_fn(module(*batch[:inputs]),
     *batch[inputs:])`, its backward and `optimizer`'s update (SGD, Adam or
     AdamW) as one graph replay. `inputs`: how many of the batch's tensors
@@ -72,7 +72,13 @@ def compile_train(module, loss_fn, optimizer, example_batch, *, inputs=None,
     `lr_schedule={"kind": "linear" | "cosine", "warmup_steps": W,
     "total_steps": T}` runs transformers' get_linear/cosine_schedule_with_warmup
     on the device, times each group's learning rate.
-    `seed`: dropout's Philox seed."""
+    `seed`: dropout's Philox seed.
+    `data_parallel=True` (or `{"bucket_mb": 25, "dtype": "f32" | "bf16",
+    "timeout_s": 600}`), under an initialized torch.distributed (torchrun):
+    every rank compiles the same step, whose gradients NCCL averages over
+    the ranks inside the graph (docs/distributed.md); the module's state is
+    first broadcast from rank 0, as DDP does, and each rank's step runs on
+    its own batch on torch's current device."""
     import shutil
     import tempfile
     import torch
@@ -90,6 +96,7 @@ def compile_train(module, loss_fn, optimizer, example_batch, *, inputs=None,
                                        ("max_grad_norm", max_grad_norm),
                                        ("schedule", lr_schedule)) if v is not None})
     frozen = [n for p_id, n in names.items() if n not in trained]
+    ranks, dp_flags = _data_parallel(module, data_parallel, torch)
     record, weights = capture_train(module, loss_fn, example_batch, inputs, returns_outputs)
     work = tempfile.mkdtemp(prefix="cgc-train-")
     try:
@@ -97,11 +104,43 @@ def compile_train(module, loss_fn, optimizer, example_batch, *, inputs=None,
         _, ir_names = lower_train_record(record, weights, ir_path, describe, frozen,
                                          2 if returns_outputs else 1)
         art = compile_file(ir_path, path or os.path.join(work, "step.cgc"),
-                           ("--train", *flags), cgc)
+                           ("--train", *dp_flags, *flags), cgc)
         return TrainStep(art, optimizer, describe["kind"], trained, ir_names, seed,
-                         returns_outputs, torch)
+                         returns_outputs, torch, ranks)
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+DATA_PARALLEL_OPTIONS = {"bucket_mb": 25, "dtype": "f32", "timeout_s": 600}
+
+
+def _data_parallel(module, options, torch):
+    """(ranks for the engine, driver flags) of compile_train's
+    `data_parallel`: (None, ()) without it. Broadcasts the module's state
+    from rank 0 (as DDP does) so that every rank compiles the same step."""
+    if not options:
+        return None, ()
+    options = dict(DATA_PARALLEL_OPTIONS, **({} if options is True else dict(options)))
+    unknown = set(options) - set(DATA_PARALLEL_OPTIONS)
+    if unknown:
+        raise ValueError(f"cgc.compile_train: unknown data_parallel option(s) "
+                         f"{', '.join(sorted(unknown))} (known: "
+                         f"{', '.join(DATA_PARALLEL_OPTIONS)})")
+    dist = torch.distributed
+    if not (dist.is_available() and dist.is_initialized()):
+        raise RuntimeError("cgc.compile_train(data_parallel=...) needs torch.distributed "
+                           "initialized first (torchrun and init_process_group)")
+    with torch.no_grad():
+        for tensor in module.state_dict().values():
+            dist.broadcast(tensor, src=0)
+    from . import _native
+    uid = [_native.nccl_unique_id() if dist.get_rank() == 0 else None]
+    dist.broadcast_object_list(uid, src=0)
+    ranks = (uid[0], dist.get_rank(), dist.get_world_size(),
+             int(options["timeout_s"] * 1000))
+    flags = ("--data-parallel", "--bucket-mb", str(options["bucket_mb"]),
+             "--data-parallel-dtype", str(options["dtype"]))
+    return ranks, flags
 
 
 class TrainStep:
@@ -110,10 +149,10 @@ class TrainStep:
     (the forward and loss, dropout off) over the same parameters."""
 
     def __init__(self, artifact, optimizer, kind, trained, ir_names, seed, returns_outputs,
-                 torch):
+                 torch, ranks=None):
         from .runtime import Artifact
         self.torch, self.optimizer, self.kind = torch, optimizer, kind
-        self.artifact = Artifact(artifact)
+        self.artifact = Artifact(artifact, ranks=ranks)
         self.trained, self.ir_names = trained, ir_names  # state_dict name -> IR input
         self.returns_outputs = returns_outputs
         self.graphs = {g: self.artifact._find_graph(g) for g in ("train", "eval")}

@@ -82,18 +82,39 @@ struct Remembered {
   nb::object results;
 };
 
+// The ranks a data-parallel artifact's engine joins (cgc_engine_join):
+// NCCL's unique id from rank 0, this rank, the world size, the watchdog's
+// timeout in ms; an empty id: not data-parallel.
+struct RankSpec {
+  std::string uniqueId;
+  int rank = 0, world = 1;
+  uint32_t timeoutMs = 0;
+};
+
 // A loaded artifact's engine and context (Python: cgc._native.Loaded). The
 // Runner and every view of the context's buffers hold it, so that the
 // memory outlives whichever of them goes last.
 struct Loaded {
-  Loaded(const std::string &path, int device) {
+  Loaded(const std::string &path, int device, const RankSpec &ranks) {
     check(cgc_engine_load_file(path.c_str(), device, &engine), "load " + path);
-    cgc_status made = cgc_context_create(engine, nullptr, 0, &ctx);
+    cgc_status made = join(ranks);
+    if (made == CGC_OK)
+      made = cgc_context_create(engine, nullptr, 0, &ctx);
     if (made != CGC_OK) {
       std::string message = cgc_last_error();
       cgc_engine_destroy(engine);
       throw CgcFailure("cgc: cannot create a context: " + message);
     }
+  }
+  cgc_status join(const RankSpec &spec) {
+    if (spec.uniqueId.empty())
+      return CGC_OK;
+    if (spec.uniqueId.size() != CGC_NCCL_UNIQUE_ID_BYTES)
+      throw CgcFailure("cgc: an NCCL unique id has " +
+                       std::to_string(CGC_NCCL_UNIQUE_ID_BYTES) + " bytes");
+    cgc_ranks ranks = {nullptr, spec.uniqueId.data(), spec.rank, spec.world,
+                       spec.timeoutMs};
+    return cgc_engine_join(engine, &ranks);
   }
   ~Loaded() {
     cgc_context_destroy(ctx);
@@ -107,8 +128,8 @@ struct Loaded {
 
 class Runner {
 public:
-  Runner(const std::string &path, int device)
-      : loaded_(nb::cast(new Loaded(path, device), nb::rv_policy::take_ownership)),
+  Runner(const std::string &path, int device, const RankSpec &ranks)
+      : loaded_(nb::cast(new Loaded(path, device, ranks), nb::rv_policy::take_ownership)),
         engine_(nb::cast<Loaded &>(loaded_).engine), ctx_(nb::cast<Loaded &>(loaded_).ctx),
         device_(device) {
     for (size_t d = 0, n = cgc_engine_num_dims(engine_); d < n; ++d) {
@@ -425,6 +446,11 @@ NB_MODULE(_native, m) {
   Runner::sShape_ = nb::str("shape").release();
   Runner::sDataPtr_ = nb::str("data_ptr").release();
   m.def("abi_version", &cgc_abi_version);
+  m.def("nccl_unique_id", [] {
+    char id[CGC_NCCL_UNIQUE_ID_BYTES];
+    check(cgc_nccl_unique_id(id, sizeof id), "make an NCCL unique id");
+    return nb::bytes(id, sizeof id);
+  });
   m.def("device_count", [] {
     int count = 0;
     check(cgc_device_count(&count), "count the CUDA devices");
@@ -434,7 +460,20 @@ NB_MODULE(_native, m) {
   // Underscored: the steps of runtime.py's slow path, not for callers (a
   // bind from outside would break what the fast path remembers).
   nb::class_<Runner>(m, "Runner", nb::dynamic_attr())
-      .def(nb::init<const std::string &, int>(), nb::arg("path"), nb::arg("device"))
+      .def("__init__",
+           [](Runner *self, const std::string &path, int device, nb::object ranks) {
+             RankSpec spec;
+             if (!ranks.is_none()) { // (unique id bytes, rank, world, timeout ms)
+               nb::tuple t = nb::cast<nb::tuple>(ranks);
+               nb::bytes id = nb::cast<nb::bytes>(t[0]);
+               spec.uniqueId.assign(id.c_str(), id.size());
+               spec.rank = nb::cast<int>(t[1]);
+               spec.world = nb::cast<int>(t[2]);
+               spec.timeoutMs = nb::cast<uint32_t>(t[3]);
+             }
+             new (self) Runner(path, device, spec);
+           },
+           nb::arg("path"), nb::arg("device"), nb::arg("ranks") = nb::none())
       .def_prop_ro("_loaded", &Runner::loaded)
       .def_prop_ro("_bind_alignment", &Runner::bindAlignment)
       .def("_tensors", &Runner::tensors, nb::arg("role"))
