@@ -15,11 +15,16 @@ bool cgc::runDefaultPipeline(Graph &graph, const CompileOptions &options,
   ctx.report = options.report;
   ctx.loopBound = options.maxLoopIterations;
   ctx.dataParallel = options.dataParallelOptions;
+  ctx.microStep = options.microStep;
+  using MicroStep = PassContext::MicroStep;
+  bool updates = options.train && options.microStep != MicroStep::Accumulate;
   bool ok = (!(options.gradients || options.train) ||
              pm.addPipeline("expand-batch-norm,autodiff", ctx.diag)) &&
-            (!(options.train && options.dataParallel) ||
+            (options.microStep == MicroStep::Whole ||
+             pm.addPipeline("accumulate-gradients", ctx.diag)) &&
+            (!(updates && options.dataParallel) ||
              pm.addPipeline("data-parallel", ctx.diag)) &&
-            (!options.train || pm.addPipeline("apply-optimizer", ctx.diag)) &&
+            (!updates || pm.addPipeline("apply-optimizer", ctx.diag)) &&
             pm.addPipeline(defaultPipeline(options.fuse), ctx.diag) &&
             pm.run(graph, ctx, llvm::nulls());
   if (options.times)
@@ -151,13 +156,15 @@ static bool lowerUnit(CompiledGraph &unit, const CompileOptions &options,
   return true;
 }
 
-/// Gives \p eval (the forward graph) the inputs and outputs of \p train, in
-/// its order, so both graphs share every slot and state tensor: the inputs
-/// apply-optimizer added join it, each update becomes its target itself
-/// (eval leaves the state as it is), and an output of the step alone
-/// (apply-optimizer's gradient norm) is zeros in eval.
+/// Gives \p eval (the forward graph, or the micro-step graph) the inputs
+/// and outputs of \p train, in its order, so both graphs share every slot
+/// and state tensor: the inputs apply-optimizer added join it, each update
+/// becomes its target itself (eval leaves the state as it is) unless
+/// \p keepUpdates and eval updates that target too (the micro-step's
+/// gradient sums, running statistics and dropout streams), and an output
+/// of the step alone (apply-optimizer's gradient norm) is zeros in eval.
 static bool matchTrainingSignature(Graph &eval, const Graph &train,
-                                   DiagnosticEngine &diag) {
+                                   DiagnosticEngine &diag, bool keepUpdates = false) {
   for (size_t i = 0; i < train.inputs().size(); ++i) {
     const GraphInput &in = train.inputs()[i];
     if (i < eval.inputs().size()) {
@@ -176,8 +183,9 @@ static bool matchTrainingSignature(Graph &eval, const Graph &train,
     for (const GraphOutput &e : eval.outputs)
       if (e.name == o.name)
         same = &e;
-    GraphOutput copy = update ? o : same ? *same : GraphOutput();
-    if (update)
+    bool ownUpdate = keepUpdates && update && same && updatesState(same->kind);
+    GraphOutput copy = ownUpdate ? *same : update ? o : same ? *same : GraphOutput();
+    if (update && !ownUpdate)
       copy.value = eval.lookupValue(o.target);
     else if (!same && o.value->getType().isStatic()) {
       GraphBuilder b(eval, diag);
@@ -200,16 +208,52 @@ static bool matchTrainingSignature(Graph &eval, const Graph &train,
   return true;
 }
 
+/// Graph "train.accumulate" of a data-parallel step with `accumulate: k`:
+/// micro-steps 1 to k-1 (the gradients added to their sums, no collective,
+/// no update), over \p train's state.
+static bool lowerMicroStep(std::unique_ptr<Graph> micro, const Graph &train,
+                           const CompileOptions &options, PlanLayout &layout,
+                           Compilation &out, DiagnosticEngine &diag) {
+  CompiledGraph unit;
+  unit.name = "train.accumulate";
+  unit.owned = std::move(micro);
+  unit.ir = unit.owned.get();
+  CompileOptions accumulate = options;
+  accumulate.microStep = PassContext::MicroStep::Accumulate;
+  // Its own passes first (they add the sums' state), then train's
+  // signature, then the rest of the pipeline.
+  PassManager pm;
+  PassContext ctx{diag, {}};
+  ctx.microStep = accumulate.microStep;
+  if (!pm.addPipeline("expand-batch-norm,autodiff,accumulate-gradients", diag) ||
+      !pm.run(*unit.ir, ctx, llvm::nulls()) ||
+      !matchTrainingSignature(*unit.ir, train, diag, /*keepUpdates=*/true))
+    return false;
+  accumulate.train = accumulate.gradients = false;
+  accumulate.microStep = PassContext::MicroStep::Whole; // Done above.
+  return lowerUnit(unit, accumulate, layout, out, diag);
+}
+
 /// `cgc --train`: graph "train" (forward, backward, update) and graph
-/// "eval" (the forward graph with dropout off), over one state.
-static bool lowerTraining(Graph &model, const CompileOptions &options,
+/// "eval" (the forward graph with dropout off), over one state; with
+/// `--data-parallel` and `accumulate: k`, "train" is the k-th micro-step
+/// and "train.accumulate" the others (accumulate-gradients).
+static bool lowerTraining(Graph &model, const CompileOptions &requested,
                           Compilation &out, DiagnosticEngine &diag) {
   std::unique_ptr<Graph> forward = model.clone();
+  CompileOptions options = requested;
+  std::unique_ptr<Graph> micro;
+  if (options.dataParallel && model.optimizer && model.optimizer->accumulate > 1) {
+    micro = model.clone();
+    options.microStep = PassContext::MicroStep::Last;
+  }
   PlanLayout layout;
   CompiledGraph train;
   train.name = "train";
   train.ir = &model;
   if (!lowerUnit(train, options, layout, out, diag))
+    return false;
+  if (micro && !lowerMicroStep(std::move(micro), model, requested, layout, out, diag))
     return false;
   PassManager pm;
   PassContext ctx{diag, {}};
@@ -223,6 +267,7 @@ static bool lowerTraining(Graph &model, const CompileOptions &options,
   eval.ir = eval.owned.get();
   CompileOptions inference = options;
   inference.train = inference.gradients = false;
+  inference.microStep = PassContext::MicroStep::Whole;
   if (!lowerUnit(eval, inference, layout, out, diag))
     return false;
   dropUnusedKernels(out.program);

@@ -115,6 +115,10 @@ struct CompileOptions {
   /// the gradients' dtype on the wire).
   bool dataParallel = false;
   PassContext::DataParallel dataParallelOptions;
+  /// Set by the driver per graph of a data-parallel step with
+  /// `accumulate: k` (accumulate-gradients): its micro-step graph and its
+  /// last; Whole otherwise.
+  PassContext::MicroStep microStep = PassContext::MicroStep::Whole;
   /// Leave the weights (state from the IR's weights file) in that file,
   /// beside the artifact, instead of copying them in (`--weights-beside`).
   /// Done anyway when the state would exceed artifactStateLimit.

@@ -30,7 +30,9 @@
 // (torch.nn.utils.clip_grad_norm_).
 // Training control, on the device with no host read: `accumulate: k` sums
 // the gradients in `<p>.grad_accum` and updates on every k-th replay (an
-// `optimizer.micro_step` counter) with their mean; `skip_nonfinite` keeps
+// `optimizer.micro_step` counter) with their mean (in the last micro-step's
+// graph of accumulate-gradients, ctx.microStep Last, the `.grad` outputs are
+// the sums already: the mean, updated on every replay); `skip_nonfinite` keeps
 // parameters and optimizer state when a gradient holds an inf or NaN. With
 // either, the update of every parameter and its optimizer state is built
 // inside the `then` arm of one `if` (`optimizer.update`) on that device
@@ -42,6 +44,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "passes/DerivativeRules.h"
+#include "passes/RandomStreams.h"
 #include "passes/Pass.h"
 
 #include "llvm/ADT/StringMap.h"
@@ -73,10 +76,6 @@ private:
   Value *sgd(Value *p, Value *g);
   Value *adam(Value *p, Value *g);
   Value *adamStep();
-  void advanceStreams();
-  void streamsOf(const Graph &g,
-                 const llvm::DenseMap<const Value *, Value *> &outer,
-                 llvm::DenseMap<Value *, int64_t> &advance);
   void openGatedUpdate(Value *condition);
   void closeGatedUpdate(GraphBuilder &b);
   Value *local(Value *v);
@@ -355,53 +354,6 @@ Value *ApplyOptimizerPass::adam(Value *param, Value *grad) {
   return gb->sub(p, gb->mul(gb->div(lr, bc1), gb->div(m2, denom)));
 }
 
-/// Each top-level input that the dropouts of \p g (regions included) read
-/// as their stream, with the largest stream they draw (offset + elements,
-/// over the bounds of symbolic dims, rounded up to 4); \p outer maps the
-/// values of \p g to the top-level inputs they are.
-void ApplyOptimizerPass::streamsOf(
-    const Graph &g, const llvm::DenseMap<const Value *, Value *> &outer,
-    llvm::DenseMap<Value *, int64_t> &advance) {
-  for (const auto &owned : g.nodes()) {
-    const Node &n = *owned;
-    if (n.getOp() == OpKind::Dropout && n.numOperands() >= 2)
-      if (Value *stream = outer.lookup(n.operand(1))) {
-        int64_t drawn = (n.result()->getType().maxElements(graph->dims()) + 3) / 4 * 4;
-        int64_t &a = advance[stream];
-        a = std::max(a, n.intAttr("offset", 0) + drawn);
-      }
-    unsigned first = n.getOp() == OpKind::If ? 1 : 0; // if: the predicate
-    for (unsigned r = 0; r < n.numRegions(); ++r) {
-      const Graph &region = n.region(r);
-      llvm::DenseMap<const Value *, Value *> inner;
-      for (unsigned i = 0; i < region.inputs().size() && first + i < n.numOperands(); ++i)
-        if (Value *v = outer.lookup(n.operand(first + i)))
-          inner[region.inputs()[i].value] = v;
-      streamsOf(region, inner, advance);
-    }
-  }
-}
-
-void ApplyOptimizerPass::advanceStreams() {
-  llvm::DenseMap<Value *, int64_t> advance;
-  llvm::DenseMap<const Value *, Value *> top;
-  for (const GraphInput &in : graph->inputs())
-    top[in.value] = in.value;
-  streamsOf(*graph, top, advance);
-  for (const GraphInput &in : graph->inputs()) {
-    auto it = advance.find(in.value);
-    if (in.kind != InputKind::RngState || it == advance.end())
-      continue;
-    Value *by = gb->op(OpKind::Constant, {},
-                       {{"dtype", DType::I64},
-                        {"shape", std::vector<Dim>{Dim::fixed(2)}},
-                        {"value", std::vector<Number>{Number::ofInt(0),
-                                                     Number::ofInt(int64_t(it->second))}}});
-    update(in.value, gb->add(in.value, by), OutputKind::BufferMutation,
-           /*gated=*/false);
-  }
-}
-
 bool ApplyOptimizerPass::run(Graph &g, PassContext &ctx) {
   if (!g.optimizer) {
     ctx.diag.error({}, "apply-optimizer: the graph declares no \"optimizer\"");
@@ -433,6 +385,9 @@ bool ApplyOptimizerPass::run(Graph &g, PassContext &ctx) {
     if (in.kind == InputKind::Parameter && isFloat(in.value->getType().dtype))
       params.push_back(in.value);
   isKth = apply = nullptr;
+  // The last micro-step's graph: accumulate-gradients made each `.grad`
+  // the sum of the k gradients; the update runs on every replay of it.
+  bool accumulatedAlready = ctx.microStep == PassContext::MicroStep::Last;
   if (!assignGroups(params, ctx.diag))
     return false;
   for (Value *p : params) {
@@ -449,7 +404,9 @@ bool ApplyOptimizerPass::run(Graph &g, PassContext &ctx) {
       return false;
     }
     grads.setBase(p->getName() + ".accumulate");
-    effective.push_back(decl.accumulate > 1 ? accumulated(p, grad) : grad);
+    effective.push_back(decl.accumulate <= 1 ? grad
+                        : accumulatedAlready ? grads.scale(grad, 1.0 / double(decl.accumulate))
+                                             : accumulated(p, grad));
   }
   groupPrefix.clear();
   if (decl.maxGradNorm > 0 && !params.empty()) {
@@ -474,7 +431,8 @@ bool ApplyOptimizerPass::run(Graph &g, PassContext &ctx) {
   if (gated && !grads.hasFailed())
     closeGatedUpdate(b);
   grads.setBase("rng.advance");
-  advanceStreams();
+  for (auto [stream, next] : advancedStreams(g, grads))
+    update(stream, next, OutputKind::BufferMutation, /*gated=*/false);
   if (grads.hasFailed())
     return false;
   kept.insert(kept.end(), updates.begin(), updates.end());

@@ -12,8 +12,9 @@
 // the update) then sees the averaged gradients on every rank alike. With
 // ctx.dataParallel.wireType bf16, f32 gradients are cast to bf16 before the
 // collective and back after it.
-// Requires: autodiff's outputs; no `accumulate` in the optimizer (its
-// micro-steps would each reduce; refused). Guarantees: every non-constant
+// Requires: autodiff's outputs; with `accumulate: k`, the last micro-step
+// of accumulate-gradients (whose `.grad` outputs are the sums; the other
+// micro-steps reduce nothing). Guarantees: every non-constant
 // gradient output is an all_reduce result; the graph is the same for
 // every rank (nothing here depends on the rank or the world size).
 //
@@ -112,11 +113,14 @@ bool DataParallelPass::reduceBucket(Graph &graph, llvm::ArrayRef<Gradient> bucke
 }
 
 bool DataParallelPass::run(Graph &graph, PassContext &ctx) {
-  if (graph.optimizer && graph.optimizer->accumulate > 1) {
+  if (graph.optimizer && graph.optimizer->accumulate > 1 &&
+      ctx.microStep != PassContext::MicroStep::Last) {
     ctx.diag.error(graph.optimizer->loc,
-                   "data-parallel: gradient accumulation (accumulate: " +
+                   "data-parallel: with accumulate: " +
                        std::to_string(graph.optimizer->accumulate) +
-                       ") is not supported with data parallelism yet");
+                       ", only the last micro-step's graph reduces "
+                       "(accumulate-gradients; cgc --train --data-parallel "
+                       "compiles it and the micro-step graph)");
     return false;
   }
   std::vector<Gradient> order = gradients(graph);

@@ -168,6 +168,12 @@ private:
   bool unscheduled = false;
   Liveness live;
   llvm::DenseMap<Value *, unsigned> claimed;
+  /// Top-level values an exit copy reads (an output or a state update
+  /// computed elsewhere): live to the end, whatever reads them before.
+  llvm::DenseSet<const Value *> copiedAtExit;
+  int lastUse(const Value *v) const {
+    return copiedAtExit.count(v) ? live.last() : live.lastUse(v);
+  }
 };
 } // namespace
 
@@ -255,10 +261,12 @@ bool Planner::claimOutputs() {
       plan.outputBuffer.push_back(buffer);
       if (v == target->value)
         continue; // The state stays as it is (an eval graph's updates).
-      if (updateInPlace(v, target->value))
+      if (updateInPlace(v, target->value)) {
         claimed[v] = buffer;
-      else
+      } else {
         addCopy(plan.exitCopies[&g], v, buffer, o.name);
+        copiedAtExit.insert(v);
+      }
       continue;
     }
     Node *def = v->getDef();
@@ -267,10 +275,12 @@ bool Planner::claimOutputs() {
     unsigned buffer =
         newSlot(v, slot++, own ? live.span(def).start : 0, o.name);
     plan.outputBuffer.push_back(buffer);
-    if (own)
+    if (own) {
       claimed[v] = buffer;
-    else
+    } else {
       addCopy(plan.exitCopies[&g], v, buffer, o.name);
+      copiedAtExit.insert(v);
+    }
   }
   return true;
 }
@@ -292,7 +302,7 @@ bool Planner::takeOperand(Node &n, Value *r, llvm::DenseSet<unsigned> &taken) {
       continue;
     taken.insert(it->second);
     plan.inPlaceOf[r] = op;
-    join(r, it->second, live.lastUse(r));
+    join(r, it->second, lastUse(r));
     return true;
   }
   return false;
@@ -310,7 +320,7 @@ bool Planner::isReadOnlyInput(const Value *v) const {
 void Planner::planResult(Node &n, Value *r, llvm::DenseSet<unsigned> &taken) {
   auto claim = claimed.find(r);
   if (claim != claimed.end()) {
-    join(r, claim->second, live.lastUse(r));
+    join(r, claim->second, lastUse(r));
   } else if (isConstantData(n)) {
     newBuffer(r, valueBytes(r), Storage::Region::Persistent, 0, live.last(),
               true);
@@ -319,10 +329,10 @@ void Planner::planResult(Node &n, Value *r, llvm::DenseSet<unsigned> &taken) {
              (n.operand(0)->getDef() ? !isConstantData(*n.operand(0)->getDef())
                                      : isReadOnlyInput(n.operand(0)))) {
     plan.aliasOf[r] = n.operand(0);
-    join(r, bufferOf(n.operand(0)), live.lastUse(r));
+    join(r, bufferOf(n.operand(0)), lastUse(r));
   } else if (!takeOperand(n, r, taken)) {
     newBuffer(r, valueBytes(r), Storage::Region::Arena, live.span(&n).start,
-              live.lastUse(r), false);
+              lastUse(r), false);
   }
 }
 
@@ -363,11 +373,11 @@ void Planner::planScratch(Node &n) {
 unsigned Planner::resultBuffer(Value *r) {
   auto claim = claimed.find(r);
   if (claim != claimed.end()) {
-    join(r, claim->second, live.lastUse(r));
+    join(r, claim->second, lastUse(r));
     return claim->second;
   }
   return newBuffer(r, valueBytes(r), Storage::Region::Arena,
-                   live.definition(r), live.lastUse(r), false);
+                   live.definition(r), lastUse(r), false);
 }
 
 /// Lets \p region compute its output \p v straight into \p buffer, or
@@ -394,7 +404,7 @@ void Planner::planIf(Node &n) {
     Graph &arm = n.region(r);
     for (unsigned i = 0; i < arm.inputs().size(); ++i) {
       Value *in = arm.inputs()[i].value;
-      join(in, bufferOf(n.operand(i + 1)), live.lastUse(in));
+      join(in, bufferOf(n.operand(i + 1)), lastUse(in));
     }
     for (unsigned k = 0; k < arm.outputs.size(); ++k)
       claimInto(arm, arm.outputs[k].value, results[k]);
@@ -407,7 +417,7 @@ unsigned Planner::carriedSlot(Node &n, unsigned k) {
   Span s = live.span(&n);
   Value *op = n.operand(k), *result = n.result(k);
   const Graph &body = n.region(1);
-  int end = std::max(s.end, live.lastUse(result));
+  int end = std::max(s.end, lastUse(result));
   auto claim = claimed.find(result);
   if (claim != claimed.end()) {
     addCopy(plan.entryCopies[&n], op, claim->second);
@@ -463,7 +473,7 @@ void Planner::planWhile(Node &n) {
   for (unsigned k = 0; k < n.numOperands(); ++k) {
     unsigned slot = carriedSlot(n, k);
     slots.push_back(slot);
-    int end = std::max(s.end, live.lastUse(n.result(k)));
+    int end = std::max(s.end, lastUse(n.result(k)));
     join(n.result(k), slot, end);
     join(cond.inputs()[k].value, slot, end);
     join(body.inputs()[k].value, slot, end);

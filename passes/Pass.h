@@ -56,6 +56,14 @@ struct PassContext {
     /// The dtype f32 gradients travel in (`--data-parallel-dtype`).
     DType wireType = DType::F32;
   } dataParallel;
+  /// Which micro-step of `accumulate: k` a graph is: Whole (one graph
+  /// that accumulates and updates on every k-th replay, decided on the
+  /// device), or, under data parallelism, where the collective must run
+  /// once per k micro-batches and never inside an `if`, Accumulate (adds
+  /// the gradients to their sums, no update) and Last (adds, then the
+  /// mean is reduced over the ranks and applied): accumulate-gradients.
+  enum class MicroStep : uint8_t { Whole, Accumulate, Last };
+  MicroStep microStep = MicroStep::Whole;
 };
 
 class Pass {

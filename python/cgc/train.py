@@ -105,8 +105,9 @@ def compile_train(module, loss_fn, optimizer, example_batch, *, inputs=None,
                                          2 if returns_outputs else 1)
         art = compile_file(ir_path, path or os.path.join(work, "step.cgc"),
                            ("--train", *dp_flags, *flags), cgc)
+        micro_steps = accumulate if ranks is not None and (accumulate or 1) > 1 else 1
         return TrainStep(art, optimizer, describe["kind"], trained, ir_names, seed,
-                         returns_outputs, torch, ranks)
+                         returns_outputs, torch, ranks, micro_steps)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
@@ -149,13 +150,19 @@ class TrainStep:
     (the forward and loss, dropout off) over the same parameters."""
 
     def __init__(self, artifact, optimizer, kind, trained, ir_names, seed, returns_outputs,
-                 torch, ranks=None):
+                 torch, ranks=None, micro_steps=1):
         from .runtime import Artifact
         self.torch, self.optimizer, self.kind = torch, optimizer, kind
         self.artifact = Artifact(artifact, ranks=ranks)
+        # Data parallelism with accumulate=k: micro-steps 1 to k-1 replay
+        # `train.accumulate` (no collective), the k-th `train`; the host
+        # counts the calls (docs/distributed.md).
+        self.micro_steps, self.calls = micro_steps, 0
         self.trained, self.ir_names = trained, ir_names  # state_dict name -> IR input
         self.returns_outputs = returns_outputs
         self.graphs = {g: self.artifact._find_graph(g) for g in ("train", "eval")}
+        if micro_steps > 1:
+            self.graphs["train.accumulate"] = self.artifact._find_graph("train.accumulate")
         self.outputs = [t for t in self.artifact.outputs if t["kind"] in ("loss", "output")
                         and t["name"] != GRAD_NORM]
         norm = [t for t in self.artifact.outputs if t["name"] == GRAD_NORM]
@@ -207,7 +214,9 @@ class TrainStep:
 
     def __call__(self, *batch):
         self._hyperparameters()
-        results = self._run(self.graphs["train"], batch)
+        self.calls += 1
+        last = self.calls % self.micro_steps == 0
+        results = self._run(self.graphs["train" if last else "train.accumulate"], batch)
         return tuple(results) if self.returns_outputs else results[0]
 
     @property

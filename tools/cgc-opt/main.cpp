@@ -74,6 +74,10 @@ static cl::opt<uint64_t> BucketBytes(
     cl::init(uint64_t(25) << 20));
 static cl::opt<bool> WireBf16(
     "wire-bf16", cl::desc("data-parallel: f32 gradients travel in bf16"));
+static cl::opt<std::string> MicroStep(
+    "micro-step",
+    cl::desc("accumulate-gradients: the micro-step to build (accumulate or last)"),
+    cl::init(""));
 static cl::opt<unsigned> ErrorLimit("error-limit", cl::desc("Stop after this many errors"),
                                     cl::init(20));
 
@@ -108,6 +112,13 @@ static bool processChunk(uint32_t bufferId, llvm::StringRef baseDir,
     ctx.target.convolution = ConvolutionPolicy::Expand;
   ctx.dataParallel.bucketBytes = std::max<uint64_t>(BucketBytes, 1);
   ctx.dataParallel.wireType = WireBf16 ? DType::BF16 : DType::F32;
+  if (MicroStep == "accumulate" || MicroStep == "last")
+    ctx.microStep = MicroStep == "last" ? PassContext::MicroStep::Last
+                                        : PassContext::MicroStep::Accumulate;
+  else if (!MicroStep.empty()) {
+    diag.error({}, "--micro-step expects accumulate or last, got '" + MicroStep + "'");
+    return false;
+  }
   for (llvm::StringRef binding : BindDims) {
     auto [name, text] = binding.split('=');
     int64_t value;
