@@ -193,6 +193,26 @@ if [ "${NGPU:-0}" -gt 1 ]; then
   rc=$?
   grep -E '^(OK|FAIL|skipped|distributed_gpu)' "$RES/distributed.out" | cut -c1-300
   [ $rc -eq 0 ] || status=1
+  # From C++ (examples/distributed): one process a GPU, every rank's
+  # parameters must hash alike.
+  if [ -x "$BUILD/bin/train_ranks" ]; then
+    dpwork=$(mktemp -d)
+    "$BUILD/bin/cgc" "$HERE/examples/mlp_train_small.json" --train --data-parallel \
+      -o "$dpwork/step.cgc" --quiet
+    for r in $(seq 0 $((NGPU - 1))); do
+      NCCL_NVLS_ENABLE=0 timeout 300 "$BUILD/bin/train_ranks" "$dpwork/step.cgc" --rank "$r" \
+        --world "$NGPU" --id-file "$dpwork/id" --steps 50 >"$dpwork/rank$r.out" 2>&1 &
+    done
+    wait
+    cat "$dpwork"/rank*.out | tee "$RES/train_ranks.out"
+    hashes=$(grep -o 'parameters [0-9a-f]*' "$dpwork"/rank*.out | sort -u -k2 | wc -l)
+    ranks=$(grep -c 'parameters' "$RES/train_ranks.out")
+    if [ "$ranks" -ne "$NGPU" ] || [ "$hashes" -ne 1 ]; then
+      echo "gpu-run: error: examples/distributed: $ranks of $NGPU ranks finished, $hashes parameter hashes" >&2
+      status=1
+    fi
+    rm -rf "$dpwork"
+  fi
 else
   echo "== data-parallel training: skipped: one GPU visible (needs 2 or more)"
 fi

@@ -19,6 +19,7 @@ mkdir -p "$STAGE/bin" "$STAGE/test/gpu"
 cp "$BUILD/tools/cgc" "$BUILD/tools/cgc-opt" "$STAGE/bin/"
 cp "$BUILD/runtime/cgc-rt" "$STAGE/bin/" 2>/dev/null || true
 cp "$BUILD/examples/serve/serve" "$STAGE/bin/" 2>/dev/null || true
+cp "$BUILD/examples/distributed/train_ranks" "$STAGE/bin/" 2>/dev/null || true
 # The Python package as a wheel for the GPU machine's Python (3.12), its
 # extension built by a runtime-only build with CGC_STAGE_PYTHON (default: a
 # Python 3.12 or later on the PATH or pyenv's).
