@@ -59,7 +59,8 @@ std::string cgc::artifactOptionsText(const CompileOptions &o) {
      << " loops=" << o.maxLoopIterations << " gradients=" << o.gradients
      << " train=" << o.train << " data-parallel=" << o.dataParallel << ","
      << o.dataParallelOptions.bucketBytes << ","
-     << dtypeName(o.dataParallelOptions.wireType).str() << " beside=" << o.weightsBeside
+     << dtypeName(o.dataParallelOptions.wireType).str()
+     << " autocast=" << dtypeName(o.autocast).str() << " beside=" << o.weightsBeside
      << " state-limit=" << o.artifactStateLimit << " bind=";
   for (const auto &[name, values] : o.bindDims) {
     os << name << ":";

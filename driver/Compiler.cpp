@@ -302,7 +302,9 @@ static bool hasSymbolicDims(const Graph &model) {
 }
 
 /// The passes that run once on the whole model before any other, so that
-/// autodiff, eval-mode and pad-dynamic-shapes see only the ops they know.
+/// autodiff, eval-mode and pad-dynamic-shapes see only the ops they know;
+/// autocast first, so that the layout and attention choices see its
+/// 16-bit products.
 /// A training model keeps batch_norm for eval-mode (lowerTraining), and
 /// runDefaultPipeline writes it out before autodiff.
 static bool prepareModel(Graph &model, const CompileOptions &options,
@@ -310,7 +312,8 @@ static bool prepareModel(Graph &model, const CompileOptions &options,
   PassManager pm;
   PassContext ctx{diag, {}};
   ctx.target = targetOf(options);
-  std::string first = options.train ? "" : "expand-batch-norm,";
+  ctx.autocast = options.autocast;
+  std::string first = options.train ? "autocast," : "autocast,expand-batch-norm,";
   return pm.addPipeline(first + "expand-attention,layout,expand-convolution", diag) &&
          pm.run(model, ctx, llvm::nulls());
 }

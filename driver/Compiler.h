@@ -114,6 +114,9 @@ struct CompileOptions {
   /// run (`--data-parallel`, the data-parallel pass: its bucket size and
   /// the gradients' dtype on the wire).
   bool dataParallel = false;
+  /// Mixed precision (`--autocast`, the autocast pass): bf16 or f16
+  /// products and PyTorch autocast's f32 ops; f32: none.
+  DType autocast = DType::F32;
   PassContext::DataParallel dataParallelOptions;
   /// Set by the driver per graph of a data-parallel step with
   /// `accumulate: k` (accumulate-gradients): its micro-step graph and its

@@ -64,6 +64,9 @@ struct PassContext {
   /// mean is reduced over the ranks and applied): accumulate-gradients.
   enum class MicroStep : uint8_t { Whole, Accumulate, Last };
   MicroStep microStep = MicroStep::Whole;
+  /// The 16-bit dtype autocast lowers products to (`cgc --autocast`); f32:
+  /// none.
+  DType autocast = DType::F32;
 };
 
 class Pass {

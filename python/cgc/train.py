@@ -59,7 +59,7 @@ def describe_optimizer(optimizer, names):
 def compile_train(module, loss_fn, optimizer, example_batch, *, inputs=None,
                   returns_outputs=False, accumulate=None, skip_nonfinite=None,
                   max_grad_norm=None, lr_schedule=None, seed=0, path=None, cgc=None,
-                  flags=(), data_parallel=None):
+                  flags=(), data_parallel=None, autocast=None):
     """A TrainStep: `loss = step(*batch)` runs `loss_fn(module(*batch[:inputs]),
     *batch[inputs:])`, its backward and `optimizer`'s update (SGD, Adam or
     AdamW) as one graph replay. `inputs`: how many of the batch's tensors
@@ -73,6 +73,10 @@ def compile_train(module, loss_fn, optimizer, example_batch, *, inputs=None,
     "total_steps": T}` runs transformers' get_linear/cosine_schedule_with_warmup
     on the device, times each group's learning rate.
     `seed`: dropout's Philox seed.
+    `autocast=torch.bfloat16`: mixed precision as torch.autocast does it
+    (products in bf16, its float32 ops in f32, parameters and optimizer
+    state in f32; `cgc --autocast bf16`); float16 is refused (it needs
+    loss scaling, not built yet).
     `data_parallel=True` (or `{"bucket_mb": 25, "dtype": "f32" | "bf16",
     "timeout_s": 600}`), under an initialized torch.distributed (torchrun):
     every rank compiles the same step, whose gradients NCCL averages over
@@ -97,6 +101,7 @@ def compile_train(module, loss_fn, optimizer, example_batch, *, inputs=None,
                                        ("schedule", lr_schedule)) if v is not None})
     frozen = [n for p_id, n in names.items() if n not in trained]
     ranks, dp_flags = _data_parallel(module, data_parallel, torch)
+    dp_flags += _autocast_flags(autocast, torch)
     record, weights = capture_train(module, loss_fn, example_batch, inputs, returns_outputs)
     work = tempfile.mkdtemp(prefix="cgc-train-")
     try:
@@ -110,6 +115,19 @@ def compile_train(module, loss_fn, optimizer, example_batch, *, inputs=None,
                          returns_outputs, torch, ranks, micro_steps)
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+def _autocast_flags(dtype, torch):
+    """The driver's flags for compile_train's `autocast`."""
+    if dtype is None:
+        return ()
+    if dtype == torch.bfloat16:
+        return ("--autocast", "bf16")
+    if dtype == torch.float16:
+        raise RefusedError("cgc.compile_train(autocast=torch.float16): float16 training "
+                           "needs dynamic loss scaling, which cgc does not have yet; "
+                           "use torch.bfloat16")
+    raise ValueError(f"cgc.compile_train: autocast must be torch.bfloat16, got {dtype}")
 
 
 DATA_PARALLEL_OPTIONS = {"bucket_mb": 25, "dtype": "f32", "timeout_s": 600}

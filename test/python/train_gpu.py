@@ -29,6 +29,9 @@ module from the same weights on the same batches (f32, TF32 off):
   1e-5 relative L2; later losses, the parameters and running statistics
   after the last step and the eval callable's loss within 1e-3 or twice
   PyTorch's own CPU-against-GPU distance, whichever is larger;
+- bf16 autocast (compile_train(autocast=torch.bfloat16)) against
+  torch.autocast on an MLP with GELU and LayerNorm, 20 AdamW steps: losses
+  within 2e-2, parameters within twice PyTorch's own bf16-f32 distance;
 - no host synchronization in a step: 200 steps are queued faster than
   they run (the host returns before the GPU is done).
 
@@ -441,6 +444,54 @@ def check_dropout_and_sync(torch, cgc, say):
     return falls and nosync
 
 
+def check_autocast(torch, cgc, steps, say):
+    """bf16 autocast: cgc's step against PyTorch's under torch.autocast
+    (bf16) from the same weights on the same batches. The yardstick is
+    PyTorch's own autocast spread: its bf16 parameters' distance from its
+    f32 run; cgc's must be within twice that of PyTorch's bf16 run, and
+    every loss within 2e-2 relative."""
+    nn, F = torch.nn, torch.nn.functional
+
+    def mlp():
+        torch.manual_seed(0)
+        return nn.Sequential(nn.Linear(64, 256), nn.GELU(), nn.LayerNorm(256),
+                             nn.Linear(256, 10)).cuda()
+
+    g = torch.Generator(device="cuda").manual_seed(5)
+    data = [(torch.randn(32, 64, device="cuda", generator=g),
+             torch.randint(0, 10, (32,), device="cuda", generator=g)) for _ in range(steps)]
+
+    def torch_run(dtype):
+        m = mlp()
+        opt = torch.optim.AdamW(m.parameters(), lr=1e-3)
+        losses = []
+        for x, y in data:
+            opt.zero_grad()
+            with torch.autocast("cuda", dtype=dtype, enabled=dtype is not None):
+                loss = F.cross_entropy(m(x), y)
+            loss.backward()
+            opt.step()
+            losses.append(float(loss))
+        return torch.cat([p.detach().reshape(-1) for p in m.parameters()]), losses
+
+    ref32, _ = torch_run(None)
+    ref16, losses16 = torch_run(torch.bfloat16)
+    m = mlp()
+    opt = torch.optim.AdamW(m.parameters(), lr=1e-3)
+    step = cgc.compile_train(m, F.cross_entropy, opt, data[0], autocast=torch.bfloat16)
+    losses = [float(step(x, y)) for x, y in data]
+    step.copy_to(m)
+    got = torch.cat([p.detach().reshape(-1) for p in m.parameters()])
+    spread = rel_l2(ref16, ref32)
+    d = rel_l2(got, ref16)
+    worst = max(abs(a - b) / max(abs(b), 1e-6) for a, b in zip(losses, losses16))
+    ok = d <= 2 * spread and worst <= 2e-2
+    say(f"{'OK' if ok else 'FAIL'} autocast bf16 MLP ({steps} AdamW steps): parameters "
+        f"{d:.2e} rel L2 from PyTorch's autocast (its own bf16-f32 spread {spread:.2e}), "
+        f"losses within {worst:.2e}")
+    return ok
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--cgc", default="")
@@ -466,6 +517,8 @@ def main():
         ok &= check_resnet(torch, cgc, 10, print)
     if args.only in "accumulate clip skip":
         ok &= check_control(torch, cgc, print)
+    if args.only in "autocast bf16":
+        ok &= check_autocast(torch, cgc, 20, print)
     if args.only in "dropout and sync":
         ok &= check_dropout_and_sync(torch, cgc, print)
     print("train_gpu:", "PASS" if ok else "FAIL")

@@ -74,6 +74,9 @@ static cl::opt<uint64_t> BucketBytes(
     cl::init(uint64_t(25) << 20));
 static cl::opt<bool> WireBf16(
     "wire-bf16", cl::desc("data-parallel: f32 gradients travel in bf16"));
+static cl::opt<std::string> AutocastTo(
+    "autocast", cl::desc("autocast: the 16-bit dtype of products (bf16 or f16)"),
+    cl::init(""));
 static cl::opt<std::string> MicroStep(
     "micro-step",
     cl::desc("accumulate-gradients: the micro-step to build (accumulate or last)"),
@@ -112,6 +115,12 @@ static bool processChunk(uint32_t bufferId, llvm::StringRef baseDir,
     ctx.target.convolution = ConvolutionPolicy::Expand;
   ctx.dataParallel.bucketBytes = std::max<uint64_t>(BucketBytes, 1);
   ctx.dataParallel.wireType = WireBf16 ? DType::BF16 : DType::F32;
+  if (AutocastTo == "bf16" || AutocastTo == "f16")
+    ctx.autocast = AutocastTo == "bf16" ? DType::BF16 : DType::F16;
+  else if (!AutocastTo.empty()) {
+    diag.error({}, "--autocast expects bf16 or f16, got '" + AutocastTo + "'");
+    return false;
+  }
   if (MicroStep == "accumulate" || MicroStep == "last")
     ctx.microStep = MicroStep == "last" ? PassContext::MicroStep::Last
                                         : PassContext::MicroStep::Accumulate;

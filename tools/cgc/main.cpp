@@ -111,6 +111,12 @@ static cl::opt<std::string> DataParallelDType(
     cl::desc("With --data-parallel: the dtype f32 gradients travel in "
              "(f32 or bf16; default f32)"),
     cl::init("f32"));
+static cl::opt<std::string> Autocast(
+    "autocast",
+    cl::desc("Mixed precision as PyTorch autocast does it: products in bf16 "
+             "or f16, its float32 ops in f32, parameters in f32 (bf16 or "
+             "f16; f16 with --train needs loss scaling: not yet)"),
+    cl::init(""));
 static cl::opt<int64_t> MaxLoopIterations(
     "max-loop-iterations",
     cl::desc("The device trip bound of a while without max_iterations "
@@ -278,6 +284,23 @@ static int compile(Graph &graph, llvm::StringRef modelPath,
 }
 
 /// `--bind-dim B=8,16,64` (repeatable, one dim each).
+/// --autocast; false after a usage error.
+static bool autocastOption(CompileOptions &options) {
+  if (Autocast.empty())
+    return true;
+  if (Autocast != "bf16" && Autocast != "f16") {
+    llvm::errs() << "cgc: --autocast: '" << Autocast << "' is not bf16 or f16\n";
+    return false;
+  }
+  if (Autocast == "f16" && Train) {
+    llvm::errs() << "cgc: --autocast f16 with --train needs dynamic loss scaling, "
+                    "which cgc does not have yet; use bf16\n";
+    return false;
+  }
+  options.autocast = Autocast == "bf16" ? DType::BF16 : DType::F16;
+  return true;
+}
+
 /// --data-parallel and its options; false after a usage error.
 static bool dataParallelOptions(CompileOptions &options) {
   bool given = BucketMb.getNumOccurrences() || DataParallelDType.getNumOccurrences();
@@ -424,7 +447,7 @@ static int compileMain(int argc, char **argv) {
   options.report = Report;
   options.gradients = Gradients;
   options.train = Train;
-  if (!dataParallelOptions(options))
+  if (!dataParallelOptions(options) || !autocastOption(options))
     return 2;
   options.weightsBeside = WeightsBeside;
   options.artifactPath = OutputFile;
