@@ -10,15 +10,10 @@
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/Lowering.h"
+#include "ir/OpAttrs.h"
 
 using namespace cgc;
 namespace fmt = cgc::format;
-
-static fmt::CollectiveDesc::Reduction reductionOf(const Node &node) {
-  return node.strAttr("reduction", "sum") == "mean"
-             ? fmt::CollectiveDesc::Reduction::Mean
-             : fmt::CollectiveDesc::Reduction::Sum;
-}
 
 void Lowerer::lowerCollective(const Node &node, StepGraph &out) {
   for (const Graph *g = node.getParent(); g && g->isRegion();
@@ -32,7 +27,8 @@ void Lowerer::lowerCollective(const Node &node, StepGraph &out) {
     }
   LibraryCollective lc;
   lc.node = &node;
-  lc.desc.reduction = reductionOf(node);
+  lc.desc.reduction = allReduceAverages(node) ? fmt::CollectiveDesc::Reduction::Mean
+                                              : fmt::CollectiveDesc::Reduction::Sum;
   lc.desc.source = {node.getName(), mnemonic(node.getOp()).str(),
                     node.getSourceLoc()};
   Step step;

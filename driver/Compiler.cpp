@@ -224,6 +224,8 @@ static bool lowerMicroStep(std::unique_ptr<Graph> micro, const Graph &train,
   // signature, then the rest of the pipeline.
   PassManager pm;
   PassContext ctx{diag, {}};
+  ctx.target = targetOf(options);
+  ctx.report = options.report;
   ctx.microStep = accumulate.microStep;
   if (!pm.addPipeline("expand-batch-norm,autodiff,accumulate-gradients", diag) ||
       !pm.run(*unit.ir, ctx, llvm::nulls()) ||

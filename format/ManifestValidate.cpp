@@ -414,7 +414,9 @@ bool checkCollective(Checker &c, const Manifest &m, const CollectiveDesc &d,
                      const std::string &p) {
   if (d.buffers.empty())
     return c.fail(p + ": a collective needs at least one buffer");
-  std::vector<std::pair<uint64_t, uint64_t>> arena;
+  // Reduced in place: no two buffers may share bytes of one storage.
+  std::map<std::pair<Region, std::string>, std::vector<std::pair<uint64_t, uint64_t>>>
+      storages;
   for (size_t i = 0; i < d.buffers.size(); ++i) {
     const CollectiveDesc::Buffer &b = d.buffers[i];
     std::string q = p + " buffers[" + std::to_string(i) + "]";
@@ -424,14 +426,15 @@ bool checkCollective(Checker &c, const Manifest &m, const CollectiveDesc &d,
       return c.fail(q + ": count must be in [1, 2^40)");
     if (!checkStrided(c, m, b.data, {b.count}, {1}, dtypeSize(b.dtype), q))
       return false;
-    if (b.data.region == Region::Arena && b.data.binding.empty())
-      arena.push_back({b.data.offset, b.data.offset + uint64_t(b.count) *
-                                                          dtypeSize(b.dtype)});
+    storages[{b.data.region, b.data.binding}].push_back(
+        {b.data.offset, b.data.offset + uint64_t(b.count) * dtypeSize(b.dtype)});
   }
-  std::sort(arena.begin(), arena.end());
-  for (size_t i = 1; i < arena.size(); ++i)
-    if (arena[i].first < arena[i - 1].second)
-      return c.fail(p + ": two buffers overlap");
+  for (auto &[storage, ranges] : storages) {
+    std::sort(ranges.begin(), ranges.end());
+    for (size_t i = 1; i < ranges.size(); ++i)
+      if (ranges[i].first < ranges[i - 1].second)
+        return c.fail(p + ": two buffers overlap");
+  }
   return true;
 }
 

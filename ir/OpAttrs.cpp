@@ -44,3 +44,7 @@ double cgc::attentionScale(const Node &attention) {
   return attention.attr("scale") ? attention.floatAttr("scale", 1)
                                  : 1.0 / std::sqrt(double(q.dims[q.rank() - 1].extent()));
 }
+
+bool cgc::allReduceAverages(const Node &allReduce) {
+  return allReduce.strAttr("reduction", "sum") == "mean";
+}

@@ -17,6 +17,9 @@ namespace cgc {
 
 /// transpose's `perm`, reversed axes when absent.
 std::vector<int64_t> transposePerm(const Node &node, unsigned rank);
+/// Whether an all_reduce averages (`reduction` "mean") rather than sums
+/// (its default, "sum"; its type rule refuses other values).
+bool allReduceAverages(const Node &allReduce);
 /// An attention's `scale`, or 1 / sqrt(E) of its static width when unset.
 double attentionScale(const Node &attention);
 

@@ -25,6 +25,7 @@
 #include "passes/RandomStreams.h"
 #include "passes/ValueBuilder.h"
 
+#include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/StringMap.h"
 
 using namespace cgc;
@@ -44,6 +45,8 @@ private:
   /// sum + g, built right after g's node; the sum's state input is new.
   Value *addToSum(Graph &graph, Value *p, Value *g, const Location &loc,
                   DiagnosticEngine &diag);
+  /// The node after each node (null after the last), as of the pass's start.
+  llvm::DenseMap<const Node *, Node *> next;
 };
 
 } // namespace
@@ -57,12 +60,8 @@ Value *AccumulateGradientsPass::addToSum(Graph &graph, Value *p, Value *g,
   in.loc = loc;
   GraphBuilder b(graph, diag);
   b.setInsertionPointToEnd(graph);
-  if (const Node *def = g->getDef())
-    for (size_t i = 0; i + 1 < graph.nodes().size(); ++i)
-      if (graph.nodes()[i].get() == def) {
-        b.setInsertionPoint(*graph.nodes()[i + 1]);
-        break;
-      }
+  if (Node *after = next.lookup(g->getDef()))
+    b.setInsertionPoint(*after);
   ValueBuilder vb(b);
   vb.setBase(p->getName() + ".grad_accum");
   return vb.add(sum, g);
@@ -77,6 +76,9 @@ bool AccumulateGradientsPass::run(Graph &graph, PassContext &ctx) {
     return false;
   }
   bool last = ctx.microStep == PassContext::MicroStep::Last;
+  next.clear();
+  for (size_t i = 0; i + 1 < graph.nodes().size(); ++i)
+    next[graph.nodes()[i].get()] = graph.nodes()[i + 1].get();
   llvm::StringMap<Value *> parameters;
   for (const GraphInput &in : graph.inputs())
     if (in.kind == InputKind::Parameter && isFloat(in.value->getType().dtype))

@@ -1,10 +1,10 @@
 //===- DataParallel.cpp - Gradients averaged over the ranks, in buckets ----===//
 //
 // Algorithm: after autodiff, take every `<p>.grad` output of a float
-// parameter p whose value a node computes (a gradient autodiff fills with
+// parameter p but those a source op makes (a gradient autodiff fills with
 // zeros is zero on every rank), in the order the graph computes them
 // (backward's order). Walking that order, cut buckets of at least
-// ctx.dataParallel.bucketBytes bytes (the last one smaller). Each bucket
+// ctx.dataParallel.bucketBytes bytes on the wire (the last one smaller). Each bucket
 // becomes one `all_reduce` node (reduction "mean": torch DDP's average)
 // placed right after the node that computes its last gradient, so that
 // its collective can start while backward goes on; the `.grad` outputs
@@ -68,9 +68,9 @@ std::vector<Gradient> DataParallelPass::gradients(const Graph &graph) const {
     llvm::StringRef param = o.name;
     const Node *def = o.value->getDef();
     if (o.kind != OutputKind::Output || !param.consume_back(".grad") ||
-        !parameters.count(param) || !def || def->info().has(Source))
+        !parameters.count(param) || (def && def->info().has(Source)))
       continue;
-    out.push_back({i, position.lookup(def)});
+    out.push_back({i, def ? position.lookup(def) : 0});
   }
   std::stable_sort(out.begin(), out.end(), [](const Gradient &a, const Gradient &b) {
     return a.position < b.position;
@@ -131,8 +131,9 @@ bool DataParallelPass::run(Graph &graph, PassContext &ctx) {
   size_t first = 0;
   for (size_t i = 0; i < order.size(); ++i) {
     const Value *v = graph.outputs[order[i].output].value;
-    bytes += uint64_t(std::max<int64_t>(v->getType().numElements(), 0)) *
-             dtypeSize(v->getType().dtype);
+    DType wire = v->getType().dtype == DType::F32 ? ctx.dataParallel.wireType
+                                                  : v->getType().dtype;
+    bytes += uint64_t(std::max<int64_t>(v->getType().numElements(), 0)) * dtypeSize(wire);
     if (bytes >= ctx.dataParallel.bucketBytes || i + 1 == order.size()) {
       buckets.push_back({first, i + 1});
       first = i + 1;

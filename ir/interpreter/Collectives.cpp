@@ -7,6 +7,7 @@
 // the sums; a second phase lets every rank copy before the next round.
 //
 //===----------------------------------------------------------------------===//
+#include "ir/OpAttrs.h"
 #include "ir/interpreter/Interpreter.h"
 #include "ir/interpreter/Kernels.h"
 
@@ -27,7 +28,7 @@ std::vector<Tensor> interp::evalCollective(const Node &node, const Operands &in,
   if (!ranks->sumOverRanks(values, error))
     fail(error);
   double world = ranks->worldSize();
-  bool mean = node.strAttr("reduction", "sum") == "mean";
+  bool mean = allReduceAverages(node);
   for (Tensor &t : values)
     for (int64_t i = 0; i < t.numel(); ++i)
       t.setReal(i, mean ? t.real(i) / world : t.real(i));

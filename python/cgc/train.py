@@ -108,6 +108,8 @@ def compile_train(module, loss_fn, optimizer, example_batch, *, inputs=None,
         ir_path = os.path.join(work, "step.json")
         _, ir_names = lower_train_record(record, weights, ir_path, describe, frozen,
                                          2 if returns_outputs else 1)
+        if ranks is not None and ranks[1] != 0:
+            path = None  # Only rank 0 writes the caller's path; the others compile alike.
         art = compile_file(ir_path, path or os.path.join(work, "step.cgc"),
                            ("--train", *dp_flags, *flags), cgc)
         micro_steps = accumulate if ranks is not None and (accumulate or 1) > 1 else 1
@@ -232,9 +234,9 @@ class TrainStep:
 
     def __call__(self, *batch):
         self._hyperparameters()
-        self.calls += 1
-        last = self.calls % self.micro_steps == 0
+        last = (self.calls + 1) % self.micro_steps == 0
         results = self._run(self.graphs["train" if last else "train.accumulate"], batch)
+        self.calls += 1  # Only a call that ran counts: every rank counts alike.
         return tuple(results) if self.returns_outputs else results[0]
 
     @property

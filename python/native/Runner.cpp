@@ -96,6 +96,9 @@ struct RankSpec {
 // memory outlives whichever of them goes last.
 struct Loaded {
   Loaded(const std::string &path, int device, const RankSpec &ranks) {
+    if (!ranks.uniqueId.empty() && ranks.uniqueId.size() != CGC_NCCL_UNIQUE_ID_BYTES)
+      throw CgcFailure("cgc: an NCCL unique id has " +
+                       std::to_string(CGC_NCCL_UNIQUE_ID_BYTES) + " bytes");
     check(cgc_engine_load_file(path.c_str(), device, &engine), "load " + path);
     cgc_status made = join(ranks);
     if (made == CGC_OK)
@@ -109,9 +112,6 @@ struct Loaded {
   cgc_status join(const RankSpec &spec) {
     if (spec.uniqueId.empty())
       return CGC_OK;
-    if (spec.uniqueId.size() != CGC_NCCL_UNIQUE_ID_BYTES)
-      throw CgcFailure("cgc: an NCCL unique id has " +
-                       std::to_string(CGC_NCCL_UNIQUE_ID_BYTES) + " bytes");
     cgc_ranks ranks = {nullptr, spec.uniqueId.data(), spec.rank, spec.world,
                        spec.timeoutMs};
     return cgc_engine_join(engine, &ranks);

@@ -42,30 +42,32 @@ static std::string collectiveLabel(const cgc_engine_s &e, size_t index) {
          e.artifact.manifest.collectives[index].source.node + "')";
 }
 
-/// The bucket's group on \p stream.
+/// The bucket's group on \p stream (under the ranks' lock: never on an
+/// aborted communicator).
 static cgc_status execute(const NodeSite &site, CUstream stream) {
-  const cgc_engine_s &e = *site.ctx.engine;
-  if (cgc_status s = checkRanks(e))
-    return s;
-  const Ranks &r = *e.ranks;
-  const CollectiveDesc &c = collectiveOf(site);
-  ncclResult_t res = r.nccl->ncclGroupStart();
-  for (const CollectiveDesc::Buffer &b : c.buffers) {
+  cgc_engine_s &e = *site.ctx.engine;
+  return issueJoined(e, [&]() -> cgc_status {
+    const Ranks &r = *e.ranks;
+    const CollectiveDesc &c = collectiveOf(site);
+    ncclResult_t res = r.nccl->ncclGroupStart();
+    if (res == ncclSuccess) {
+      for (const CollectiveDesc::Buffer &b : c.buffers) {
+        void *data = reinterpret_cast<void *>(
+            site.ctx.address(b.data.region, b.data.offset, b.data.binding));
+        res = r.nccl->ncclAllReduce(data, data, size_t(b.count), ncclType(b.dtype),
+                                    ncclReduction(c.reduction), r.comm, stream);
+        if (res != ncclSuccess)
+          break;
+      }
+      ncclResult_t end = r.nccl->ncclGroupEnd();
+      res = res == ncclSuccess ? end : res;
+    }
     if (res != ncclSuccess)
-      break;
-    void *data = reinterpret_cast<void *>(
-        site.ctx.address(b.data.region, b.data.offset, b.data.binding));
-    res = r.nccl->ncclAllReduce(data, data, size_t(b.count), ncclType(b.dtype),
-                                ncclReduction(c.reduction), r.comm, stream);
-  }
-  ncclResult_t end = r.nccl->ncclGroupEnd();
-  if (res == ncclSuccess)
-    res = end;
-  if (res != ncclSuccess)
-    return fail(CGC_ERROR_COLLECTIVE,
-                collectiveLabel(e, site.desc().collective) + ": " +
-                    r.nccl->errorText("ncclAllReduce", res, r.comm));
-  return CGC_OK;
+      return fail(CGC_ERROR_COLLECTIVE,
+                  collectiveLabel(e, site.desc().collective) + ": " +
+                      r.nccl->errorText("ncclAllReduce", res, r.comm));
+    return CGC_OK;
+  });
 }
 
 static cgc_status captureCollective(const NodeSite &site, CUgraph &graph) {

@@ -10,16 +10,21 @@
 //
 // The watchdog wakes every 100 ms (or when told to stop): it asks NCCL for
 // the communicator's asynchronous error and, when a replay is in flight,
-// whether its completion event has fired; an error, or a replay older than
-// the timeout, aborts the communicator (its kernels waiting on a peer
-// then return) and records why. cgc_run checks one atomic flag before
-// each launch and records one event after it.
+// whether its completion event has fired; an error, a failed replay, or a
+// replay older than the timeout, aborts the communicator (its kernels
+// waiting on a peer then return) and records why, under the lock that
+// every issue of work on the communicator holds (issueJoined): nothing is
+// issued on an aborted communicator. cgc_run takes that lock (uncontended
+// but for the watchdog's look every 100 ms), launches, and records one
+// event. The join's own waits are bounded by the timeout too; the
+// ncclCommInitRank it starts with is not (NCCL's blocking init).
 //
 //===----------------------------------------------------------------------===//
 #include "Internal.h"
 #include "Ranks.h"
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <vector>
 
@@ -41,7 +46,10 @@ cgc_status failNccl(const Nccl &nccl, const char *api, ncclResult_t r,
       return failNccl((nccl), #call, cgcR, (comm));                            \
   } while (0)
 
-/// Records \p why as the engine's failure and aborts the communicator.
+/// Records \p why as the engine's failure, under the lock (nothing is
+/// issued after it), then aborts the communicator: its kernels waiting on
+/// a peer return. A communicator the caller gave is aborted too: the
+/// caller must not destroy it afterwards.
 void abortRanks(Ranks &r, const std::string &why) {
   {
     std::lock_guard<std::mutex> lock(r.mutex);
@@ -49,13 +57,13 @@ void abortRanks(Ranks &r, const std::string &why) {
                 std::to_string(r.world) + ": " + why +
                 "; the communicator is aborted (a replay in flight ends with "
                 "undefined gradients)";
+    r.failed = true;
   }
-  r.failed.store(true, std::memory_order_release);
   r.nccl->ncclCommAbort(r.comm);
 }
 
-/// One look: NCCL's asynchronous error, then the replay in flight's age.
-/// True when it aborted.
+/// One look: NCCL's asynchronous error, then the replay in flight (an
+/// error of its own, or its age). True when it aborted.
 bool inspect(const cgc_engine_s &e, Ranks &r) {
   ncclResult_t async = ncclSuccess;
   ncclResult_t q = r.nccl->ncclCommGetAsyncError(r.comm, &async);
@@ -66,20 +74,24 @@ bool inspect(const cgc_engine_s &e, Ranks &r) {
     return true;
   }
   std::chrono::steady_clock::time_point launched;
+  CUresult done = CUDA_SUCCESS;
   {
     std::lock_guard<std::mutex> lock(r.mutex);
     if (!r.inFlight)
       return false;
-    CUresult done = e.drv->cuEventQuery(r.lastReplay);
-    if (done == CUDA_SUCCESS) {
-      r.inFlight = false;
-      return false;
-    }
+    done = e.drv->cuEventQuery(r.lastReplay);
+    r.inFlight = done == CUDA_ERROR_NOT_READY;
     launched = r.launched;
+  }
+  if (done != CUDA_SUCCESS && done != CUDA_ERROR_NOT_READY) {
+    const char *name = nullptr;
+    e.drv->cuGetErrorName(done, &name);
+    abortRanks(r, std::string("the replay failed on the device (") + (name ? name : "?") + ")");
+    return true;
   }
   auto age = std::chrono::duration_cast<std::chrono::milliseconds>(
       std::chrono::steady_clock::now() - launched);
-  if (age < r.timeout)
+  if (done == CUDA_SUCCESS || age < r.timeout)
     return false;
   abortRanks(r, "a replay has not finished after " +
                     std::to_string(age.count()) + " ms (timeout " +
@@ -118,6 +130,8 @@ cgc_status communicator(const cgc_ranks &in, Ranks &r) {
     ncclUniqueId id;
     static_assert(sizeof id == CGC_NCCL_UNIQUE_ID_BYTES, "NCCL's unique id size");
     std::memcpy(&id, in.unique_id, sizeof id);
+    // NVLink multicast (NVLS) stays off unless the launcher chose otherwise.
+    setenv("NCCL_NVLS_ENABLE", "0", /*overwrite=*/0);
     CGC_CHECK_NCCL(*r.nccl, nullptr,
                    ncclCommInitRank(&r.comm, in.world_size, id, in.rank));
     r.ownsComm = true;
@@ -133,18 +147,39 @@ cgc_status communicator(const cgc_ranks &in, Ranks &r) {
   return CGC_OK;
 }
 
+/// Waits for \p stream at most the join's timeout: a peer that never
+/// arrives fails the join instead of hanging it.
+cgc_status waitForRanks(const Driver &drv, const Ranks &r, CUstream stream,
+                        const char *what) {
+  auto start = std::chrono::steady_clock::now();
+  for (;;) {
+    CUresult q = drv.cuStreamQuery(stream);
+    if (q == CUDA_SUCCESS)
+      return CGC_OK;
+    if (q != CUDA_ERROR_NOT_READY)
+      return failDriver(drv, what, q);
+    if (std::chrono::steady_clock::now() - start > r.timeout)
+      return fail(CGC_ERROR_COLLECTIVE,
+                  std::string("cgc_engine_join: ") + what + " did not finish within " +
+                      std::to_string(r.timeout.count()) +
+                      " ms: a rank did not join (or died)");
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+}
+
 /// All-gathers each rank's artifact checksum; refuses a rank whose differs.
 cgc_status agreeOnArtifact(const cgc_engine_s &e, Ranks &r, CUstream stream,
                            CUdeviceptr scratch) {
   const Driver &drv = *e.drv;
   uint64_t mine = e.artifact.header.checksum;
   CUdeviceptr slot = scratch + sizeof(uint64_t) * uint64_t(r.rank);
-  CGC_CHECK_CU(drv, cuMemcpyHtoD(slot, &mine, sizeof mine));
+  CGC_CHECK_CU(drv, cuMemcpyHtoDAsync(slot, &mine, sizeof mine, stream));
   CGC_CHECK_NCCL(*r.nccl, r.comm,
                  ncclAllGather(reinterpret_cast<void *>(slot),
                                reinterpret_cast<void *>(scratch), 1, ncclUint64,
                                r.comm, stream));
-  CGC_CHECK_CU(drv, cuStreamSynchronize(stream));
+  if (cgc_status s = waitForRanks(drv, r, stream, "the artifact check"))
+    return s;
   std::vector<uint64_t> all(size_t(r.world));
   CGC_CHECK_CU(drv, cuMemcpyDtoH(all.data(), scratch, all.size() * sizeof(uint64_t)));
   for (int k = 0; k < r.world; ++k)
@@ -165,6 +200,8 @@ cgc_status synchronizeRanks(cgc_engine_s &e, Ranks &r) {
   const Driver &drv = *e.drv;
   CUstream stream = nullptr;
   CUdeviceptr scratch = 0;
+  // The state's upload (on the legacy stream) lands before its broadcast.
+  CGC_CHECK_CU(drv, cuCtxSynchronize());
   CGC_CHECK_CU(drv, cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
   CUresult a = drv.cuMemAlloc(&scratch, sizeof(uint64_t) * size_t(r.world));
   cgc_status s = a != CUDA_SUCCESS ? failDriver(drv, "cuMemAlloc", a)
@@ -175,9 +212,7 @@ cgc_status synchronizeRanks(cgc_engine_s &e, Ranks &r) {
         reinterpret_cast<void *>(e.persistent), reinterpret_cast<void *>(e.persistent),
         bytes, ncclUint8, 0, r.comm, stream);
     s = b != ncclSuccess ? failNccl(*r.nccl, "ncclBroadcast", b, r.comm)
-        : drv.cuStreamSynchronize(stream) != CUDA_SUCCESS
-            ? fail(CGC_ERROR_DRIVER, "cgc_engine_join: the state broadcast failed")
-            : CGC_OK;
+                         : waitForRanks(drv, r, stream, "the state broadcast");
   }
   if (scratch)
     drv.cuMemFree(scratch);
@@ -198,24 +233,28 @@ void Ranks::release(const Driver &drv) {
   wake.notify_all();
   if (watchdog.joinable())
     watchdog.join();
-  if (ownsComm && comm && !failed.load())
-    nccl->ncclCommDestroy(comm);
+  if (ownsComm && comm && !failed) {
+    ncclResult_t async = ncclSuccess;
+    bool pending = inFlight && lastReplay &&
+                   drv.cuEventQuery(lastReplay) == CUDA_ERROR_NOT_READY;
+    nccl->ncclCommGetAsyncError(comm, &async);
+    if (pending || (async != ncclSuccess && async != ncclInProgress))
+      nccl->ncclCommAbort(comm);
+    else
+      nccl->ncclCommDestroy(comm);
+  }
   if (lastReplay)
     drv.cuEventDestroy(lastReplay);
 }
 
-cgc_status checkRanks(const cgc_engine_s &e) {
-  if (!e.ranks || !e.ranks->failed.load(std::memory_order_acquire))
-    return CGC_OK;
-  std::lock_guard<std::mutex> lock(e.ranks->mutex);
-  return fail(CGC_ERROR_COLLECTIVE, e.ranks->failure);
+cgc_status abortedError(const Ranks &r) {
+  return fail(CGC_ERROR_COLLECTIVE, r.failure);
 }
 
-cgc_status noteLaunch(cgc_engine_s &e, CUstream stream) {
+cgc_status recordReplay(cgc_engine_s &e, CUstream stream) {
   if (!e.ranks)
     return CGC_OK;
   Ranks &r = *e.ranks;
-  std::lock_guard<std::mutex> lock(r.mutex);
   CGC_CHECK_CU(*e.drv, cuEventRecord(r.lastReplay, stream));
   r.launched = std::chrono::steady_clock::now();
   r.inFlight = true;
@@ -224,13 +263,17 @@ cgc_status noteLaunch(cgc_engine_s &e, CUstream stream) {
 
 cgc_status requireRanks(const cgc_engine_s &e) {
   size_t n = e.artifact.manifest.collectives.size();
-  if (!n || e.ranks)
-    return CGC_OK;
-  return fail(CGC_ERROR_INVALID_ARGUMENT,
-              "the artifact has " + std::to_string(n) +
-                  " collectives (a data-parallel training step): join the "
-                  "engine to its ranks (cgc_engine_join) before creating a "
-                  "context");
+  if (n && !e.ranks)
+    return fail(CGC_ERROR_INVALID_ARGUMENT,
+                "the artifact has " + std::to_string(n) +
+                    " collectives (a data-parallel training step): join the "
+                    "engine to its ranks (cgc_engine_join) before creating a "
+                    "context");
+  if (e.ranks && e.contexts.load() > 1)
+    return fail(CGC_ERROR_INVALID_ARGUMENT,
+                "a joined engine runs one context: the collectives of two "
+                "would reach the communicator in no fixed order");
+  return CGC_OK;
 }
 
 } // namespace rt
@@ -288,7 +331,11 @@ cgc_status cgc_engine_join(cgc_engine engine, const cgc_ranks *ranks) {
       engine->drv->cuEventCreate(&r->lastReplay, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS)
     s = fail(CGC_ERROR_DRIVER, "cgc_engine_join: cuEventCreate failed");
   if (s != CGC_OK) {
+    // A peer may never come: abort (a destroy would wait for it).
     std::string why = cgc_last_error();
+    if (r->comm && r->ownsComm)
+      r->nccl->ncclCommAbort(r->comm);
+    r->failed = true;
     r->release(*engine->drv);
     return fail(s, why);
   }

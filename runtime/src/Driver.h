@@ -67,6 +67,7 @@ namespace rt {
   X(cuStreamCreate)                                                            \
   X(cuStreamDestroy)                                                           \
   X(cuStreamSynchronize)                                                       \
+  X(cuStreamQuery)                                                             \
   X(cuStreamBatchMemOp)                                                        \
   X(cuStreamBeginCapture)                                                      \
   X(cuStreamEndCapture)                                                        \

@@ -482,11 +482,12 @@ cgc_status cgc_engine_set_rng_seed(cgc_engine e, uint64_t seed) {
   if (!e)
     return fail(CGC_ERROR_INVALID_ARGUMENT, "null engine");
   for (const TensorDesc &t : e->artifact.manifest.state) {
-    if (t.name != "rng_state")
+    if (t.kind != "rng_state")
       continue;
     std::vector<uint8_t> value(t.bytes, 0);
     std::memcpy(value.data(), &seed, std::min<size_t>(8, value.size()));
-    return stateCopy(e, "rng_state", value.data(), value.size(), true);
+    if (cgc_status s = stateCopy(e, t.name.c_str(), value.data(), value.size(), true))
+      return s;
   }
   return CGC_OK;
 }

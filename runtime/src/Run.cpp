@@ -61,8 +61,6 @@ cgc_status prepareRun(cgc_context ctx, size_t index, const int64_t *dims,
                       " (cgc_engine_select_graph finds the graph for a size)");
     ctx->scratchDims[d] = v;
   }
-  if (cgc_status s = checkRanks(*ctx->engine))
-    return s;
   if (cgc_status s = ctx->engine->makeCurrent())
     return s;
   TreeState &tree = ctx->trees[index];
@@ -148,10 +146,13 @@ cgc_status cgc_run(cgc_context ctx, size_t graph_index, const int64_t *dims,
   CUstream s = static_cast<CUstream>(stream);
   if (cgc_status st = writeDimSizes(ctx, graph_index, s))
     return st;
-  CGC_CHECK_CU(*ctx->engine->drv,
-               cuGraphLaunch(ctx->trees[graph_index].exec, s));
-  ++ctx->counters.launches;
-  return noteLaunch(*ctx->engine, s);
+  // A joined engine launches under its ranks' lock, never after the
+  // watchdog aborted the communicator the graph's collectives use.
+  return issueJoined(*ctx->engine, [&]() -> cgc_status {
+    CGC_CHECK_CU(*ctx->engine->drv, cuGraphLaunch(ctx->trees[graph_index].exec, s));
+    ++ctx->counters.launches;
+    return recordReplay(*ctx->engine, s);
+  });
 }
 
 cgc_status cgc_run_eager(cgc_context ctx, size_t graph_index,
@@ -161,7 +162,11 @@ cgc_status cgc_run_eager(cgc_context ctx, size_t graph_index,
   CUstream s = static_cast<CUstream>(stream);
   if (cgc_status st = writeDimSizes(ctx, graph_index, s))
     return st;
-  return runGraphEager(*ctx, uint32_t(graph_index), uint32_t(graph_index), s);
+  if (cgc_status st = issueJoined(*ctx->engine, [] { return CGC_OK; }))
+    return st; // The communicator was aborted: nothing runs.
+  if (cgc_status st = runGraphEager(*ctx, uint32_t(graph_index), uint32_t(graph_index), s))
+    return st;
+  return issueJoined(*ctx->engine, [&] { return recordReplay(*ctx->engine, s); });
 }
 
 cgc_status cgc_context_input(cgc_context ctx, const char *name,

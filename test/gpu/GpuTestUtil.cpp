@@ -152,7 +152,7 @@ bool buildChainArtifact(const ChainSpec &spec, std::vector<uint8_t> &out,
   m.outputs.push_back(tensor("y_copy", "output", copyOff));
   TensorDesc w{"w", "parameter", "f32", {1}, {}, Region::Persistent, 0, 4,
                "w_init", 0, "", "", {}};
-  TensorDesc rng{"rng_state", "rng", "i64", {2}, {}, Region::Persistent, 256,
+  TensorDesc rng{"rng_state", "rng_state", "i64", {2}, {}, Region::Persistent, 256,
                  16, "", 0, "", "", {}};
   m.state = {w, rng};
 

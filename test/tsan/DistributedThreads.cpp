@@ -7,7 +7,8 @@
 //   - a context of an engine with collectives is refused before joining,
 //     and an artifact without collectives cannot join;
 //   - two ranks join: rank 1's parameters, zeroed before joining, equal
-//     rank 0's after (the broadcast); both replay 50 steps and eagerly;
+//     rank 0's after (the broadcast); both replay 50 steps and eagerly; a
+//     second context of a joined engine is refused;
 //   - a rank whose peer dies (the stub's asynchronous error) fails its
 //     next run with CGC_ERROR_COLLECTIVE within the watchdog's poll;
 //   - a replay that never finishes (the stub driver's pending events)
@@ -156,6 +157,11 @@ void trainAndLosePeer(const char *step) {
   std::thread a(steps, std::ref(ranks[0])), b(steps, std::ref(ranks[1]));
   a.join();
   b.join();
+  cgc_context second = nullptr;
+  expect(cgc_context_create(ranks[0].engine, nullptr, 0, &second) ==
+                 CGC_ERROR_INVALID_ARGUMENT &&
+             std::strstr(cgc_last_error(), "one context"),
+         "a second context of a joined engine is refused");
   auto fail = stubHook<void (*)(int)>("libnccl.so.2", "cgc_stub_nccl_fail");
   expect(fail != nullptr, "the stub NCCL is loaded");
   if (fail) {

@@ -231,6 +231,7 @@ const Entry kEntries[] = {
     CGC_STUB(cuStreamCreate, streamCreate),
     CGC_STUB(cuStreamDestroy, streamDestroy),
     CGC_STUB(cuStreamSynchronize, succeed),
+    CGC_STUB(cuStreamQuery, succeed),
     CGC_STUB(cuStreamBatchMemOp, succeed),
     CGC_STUB(cuStreamBeginCapture, succeed),
     CGC_STUB(cuStreamEndCapture, endCapture),

@@ -283,7 +283,6 @@ static int compile(Graph &graph, llvm::StringRef modelPath,
   return 0;
 }
 
-/// `--bind-dim B=8,16,64` (repeatable, one dim each).
 /// --autocast; false after a usage error.
 static bool autocastOption(CompileOptions &options) {
   if (Autocast.empty())
@@ -331,6 +330,7 @@ static bool dataParallelOptions(CompileOptions &options) {
   return true;
 }
 
+/// `--bind-dim B=8,16,64` (repeatable, one dim each).
 static bool parseBindDims(CompileOptions &options) {
   for (llvm::StringRef binding : BindDims) {
     auto [name, list] = binding.split('=');

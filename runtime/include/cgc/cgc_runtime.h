@@ -253,8 +253,8 @@ cgc_status cgc_engine_state_write(cgc_engine engine, const char *name,
  * synchronization). Valid as long as the engine. */
 cgc_status cgc_engine_state_data(cgc_engine engine, const char *name,
                                  void **device, size_t *bytes);
-/* Writes {seed, 0} into the "rng_state" state tensor if present; otherwise
- * does nothing and returns CGC_OK. */
+/* Writes {seed, 0} into every state tensor of kind "rng_state" (the
+ * dropout streams); without one, does nothing and returns CGC_OK. */
 cgc_status cgc_engine_set_rng_seed(cgc_engine engine, uint64_t seed);
 
 /* Data parallelism (docs/distributed.md). An artifact compiled with
@@ -288,11 +288,12 @@ cgc_status cgc_nccl_unique_id(void *out, size_t size);
  * difference is CGC_ERROR_COLLECTIVE naming both ranks' checksums),
  * broadcasts rank 0's persistent state (parameters, optimizer state) so
  * the ranks start equal, and starts a watchdog thread that polls the
- * communicator's asynchronous error and the age of the replay in flight.
- * After the watchdog has aborted the communicator every cgc_run and
+ * communicator's asynchronous error and the replay in flight (its error,
+ * its age against timeout_ms). After the watchdog has aborted the
+ * communicator (a caller's too: do not destroy it then) every cgc_run and
  * cgc_run_eager of the engine's contexts returns CGC_ERROR_COLLECTIVE; a
- * replay in flight then ends with undefined gradients. Once per engine;
- * synchronous. */
+ * replay in flight then ends with undefined gradients. Once per engine,
+ * before its one context (every rank creates it); synchronous. */
 cgc_status cgc_engine_join(cgc_engine engine, const cgc_ranks *ranks);
 
 /* Creates an execution context. If caller_arena is NULL the context
