@@ -16,6 +16,7 @@ bool cgc::runDefaultPipeline(Graph &graph, const CompileOptions &options,
   ctx.loopBound = options.maxLoopIterations;
   ctx.dataParallel = options.dataParallelOptions;
   ctx.microStep = options.microStep;
+  ctx.lossScaling = options.train && options.autocast == DType::F16;
   using MicroStep = PassContext::MicroStep;
   bool updates = options.train && options.microStep != MicroStep::Accumulate;
   bool ok = (!(options.gradients || options.train) ||
@@ -227,6 +228,7 @@ static bool lowerMicroStep(std::unique_ptr<Graph> micro, const Graph &train,
   ctx.target = targetOf(options);
   ctx.report = options.report;
   ctx.microStep = accumulate.microStep;
+  ctx.lossScaling = options.autocast == DType::F16;
   if (!pm.addPipeline("expand-batch-norm,autodiff,accumulate-gradients", diag) ||
       !pm.run(*unit.ir, ctx, llvm::nulls()) ||
       !matchTrainingSignature(*unit.ir, train, diag, /*keepUpdates=*/true))

@@ -28,6 +28,12 @@
 // `max_grad_norm: c` scales every gradient by min(1, c / (norm + 1e-6)), norm
 // their global 2-norm, which becomes the output `optimizer.grad_norm`
 // (torch.nn.utils.clip_grad_norm_).
+// Dynamic loss scaling (ctx.lossScaling, f16 training; autodiff scaled
+// the loss's adjoint by the state `optimizer.loss_scale`): every gradient
+// is multiplied by 1 / scale, the step is skipped on the device when one
+// is not finite, and the scale follows PyTorch's GradScaler (backoff 0.5
+// on a non-finite step, growth 2 after 2000 good steps in a row:
+// `optimizer.growth_tracker`; the factors are hyperparameter state).
 // Training control, on the device with no host read: `accumulate: k` sums
 // the gradients in `<p>.grad_accum` and updates on every k-th replay (an
 // `optimizer.micro_step` counter) with their mean (in the last micro-step's
@@ -69,7 +75,9 @@ private:
   bool assignGroups(const std::vector<Value *> &params, DiagnosticEngine &diag);
   void update(Value *target, Value *next, OutputKind kind, bool gated = true);
   Value *accumulated(Value *p, Value *g);
-  Value *gate(llvm::ArrayRef<Value *> gradients);
+  Value *gate(Value *finite);
+  Value *allFinite(llvm::ArrayRef<Value *> gradients);
+  void updateLossScale(Value *scale, Value *finite);
   Value *clip(std::vector<Value *> &gradients);
   Value *learningRate(double declared);
   Value *scheduleFactor();
@@ -230,20 +238,45 @@ Value *ApplyOptimizerPass::accumulated(Value *p, Value *g) {
   return gb->scale(total, 1.0 / double(decl.accumulate));
 }
 
-/// Whether this replay updates: on the k-th replay of an accumulation, and
-/// only if every gradient is finite (sum(g * 0) is 0 exactly then).
-Value *ApplyOptimizerPass::gate(llvm::ArrayRef<Value *> gradients) {
-  Value *go = isKth;
-  if (decl.skipNonFinite) {
-    Value *poison = nullptr;
-    for (Value *g : gradients) {
-      Value *s = gb->op(OpKind::Sum, {gb->scale(g, 0.0)});
-      poison = poison ? gb->add(poison, s) : s;
-    }
-    Value *finite = gb->op(OpKind::Eq, {poison, gb->fill(0.0, DType::F32)});
-    go = go ? gb->op(OpKind::LogicalAnd, {go, finite}) : finite;
+/// Whether every gradient is finite (sum(g * 0) is 0 exactly then).
+Value *ApplyOptimizerPass::allFinite(llvm::ArrayRef<Value *> gradients) {
+  Value *poison = nullptr;
+  for (Value *g : gradients) {
+    Value *s = gb->op(OpKind::Sum, {gb->scale(g, 0.0)});
+    poison = poison ? gb->add(poison, s) : s;
   }
+  return poison ? gb->op(OpKind::Eq, {poison, gb->fill(0.0, DType::F32)}) : nullptr;
+}
+
+/// Whether this replay updates: on the k-th replay of an accumulation, and
+/// only if \p finite (when the gradients are checked).
+Value *ApplyOptimizerPass::gate(Value *finite) {
+  Value *go = isKth;
+  if (finite)
+    go = go ? gb->op(OpKind::LogicalAnd, {go, finite}) : finite;
   return go;
+}
+
+/// GradScaler's update, on every replay that steps (each replay, or the
+/// k-th of an accumulation): a non-finite step multiplies the scale by
+/// backoff_factor (0.5) and restarts the count of good steps; the
+/// growth_interval-th good step in a row (2000) multiplies it by
+/// growth_factor (2) and restarts the count.
+void ApplyOptimizerPass::updateLossScale(Value *scale, Value *finite) {
+  Value *tracker = state("optimizer.growth_tracker", TensorType::scalar(DType::F32), 0);
+  Value *counted = gb->add(tracker, gb->fill(1.0, DType::F32));
+  Value *grow = gb->op(OpKind::Ge, {counted, hyper("growth_interval", 2000.0)});
+  Value *zero = gb->fill(0.0, DType::F32);
+  Value *nextScale =
+      gb->where(finite, gb->where(grow, gb->mul(scale, hyper("growth_factor", 2.0)), scale),
+                gb->mul(scale, hyper("backoff_factor", 0.5)));
+  Value *nextTracker = gb->where(finite, gb->where(grow, zero, counted), zero);
+  if (isKth) {
+    nextScale = gb->where(isKth, nextScale, scale);
+    nextTracker = gb->where(isKth, nextTracker, tracker);
+  }
+  update(scale, nextScale, OutputKind::BufferMutation, /*gated=*/false);
+  update(tracker, nextTracker, OutputKind::BufferMutation, /*gated=*/false);
 }
 
 /// max_grad_norm = c: every gradient scaled by min(1, c / (norm + 1e-6)),
@@ -388,6 +421,10 @@ bool ApplyOptimizerPass::run(Graph &g, PassContext &ctx) {
   // The last micro-step's graph: accumulate-gradients made each `.grad`
   // the sum of the k gradients; the update runs on every replay of it.
   bool accumulatedAlready = ctx.microStep == PassContext::MicroStep::Last;
+  // Dynamic loss scaling: autodiff seeded the loss's adjoint with the
+  // scale, so every gradient is unscaled by 1 / scale first.
+  Value *scale = ctx.lossScaling ? lossScale(g) : nullptr;
+  Value *unscale = scale ? grads.div(grads.fill(1.0, DType::F32), scale) : nullptr;
   if (!assignGroups(params, ctx.diag))
     return false;
   for (Value *p : params) {
@@ -407,6 +444,10 @@ bool ApplyOptimizerPass::run(Graph &g, PassContext &ctx) {
     effective.push_back(decl.accumulate <= 1 ? grad
                         : accumulatedAlready ? grads.scale(grad, 1.0 / double(decl.accumulate))
                                              : accumulated(p, grad));
+    if (scale) {
+      grads.setBase(p->getName() + ".unscale");
+      effective.back() = grads.mul(effective.back(), unscale);
+    }
   }
   groupPrefix.clear();
   if (decl.maxGradNorm > 0 && !params.empty()) {
@@ -415,7 +456,12 @@ bool ApplyOptimizerPass::run(Graph &g, PassContext &ctx) {
     kept.push_back({"optimizer.grad_norm", norm, OutputKind::Output, "", decl.loc});
   }
   grads.setBase("optimizer.gate");
-  apply = gate(effective);
+  Value *finite = decl.skipNonFinite || scale ? allFinite(effective) : nullptr;
+  apply = gate(finite);
+  if (scale && finite) {
+    grads.setBase("optimizer.loss_scale");
+    updateLossScale(scale, finite);
+  }
   if (apply)
     openGatedUpdate(apply);
   for (size_t i = 0; i < params.size(); ++i) {

@@ -19,6 +19,9 @@
 // run reverse mode over it, yielding the adjoints of the float operands
 // (zeros for those an arm does not read). Its arms' forward values are
 // recomputed, not saved: the taken arm is known on the device only.
+// With dynamic loss scaling (ctx.lossScaling, f16 training) the loss's
+// adjoint is the state `optimizer.loss_scale` (lossScale()) instead of 1:
+// every gradient comes out scaled, and apply-optimizer unscales it.
 // Requires: a verified graph with exactly one `loss` output, a float
 // scalar; no `while` that the loss depends on, and no control flow nested
 // in a differentiated `if` arm (refused: reverse mode through a loop needs
@@ -47,7 +50,7 @@ public:
 
 private:
   const GraphOutput *findLoss(const Graph &graph, DiagnosticEngine &diag);
-  bool backward(Graph &graph, const GraphOutput &loss, ValueBuilder &gb,
+  bool backward(Graph &graph, const GraphOutput &loss, ValueBuilder &gb, bool scaled,
                 DiagnosticEngine &diag);
   bool reverse(llvm::ArrayRef<Node *> nodes, ValueBuilder &gb,
                DiagnosticEngine &diag);
@@ -98,13 +101,26 @@ void AutodiffPass::accumulate(Value *v, Value *g, ValueBuilder &gb) {
 }
 
 bool AutodiffPass::backward(Graph &graph, const GraphOutput &loss,
-                            ValueBuilder &gb, DiagnosticEngine &diag) {
+                            ValueBuilder &gb, bool scaled, DiagnosticEngine &diag) {
   std::vector<Node *> forward;
   for (const auto &owned : graph.nodes())
     forward.push_back(owned.get());
   gb.setBase(loss.name + ".seed");
-  adjoint[loss.value] = gb.fill(1.0, loss.value->getType().dtype);
+  adjoint[loss.value] = scaled ? gb.cast(lossScale(graph), loss.value->getType().dtype)
+                               : gb.fill(1.0, loss.value->getType().dtype);
   return reverse(forward, gb, diag);
+}
+
+Value *cgc::lossScale(Graph &graph) {
+  for (const GraphInput &in : graph.inputs())
+    if (in.value->getName() == kLossScale)
+      return in.value;
+  Value *v = graph.addInput(kLossScale, TensorType::scalar(DType::F32));
+  GraphInput &in = graph.input(graph.inputs().size() - 1);
+  in.kind = InputKind::OptimizerState;
+  in.init.source = Initializer::Source::Constant;
+  in.init.a = kInitialLossScale;
+  return v;
 }
 
 /// Visits \p nodes from the last to the first, giving the operands of each
@@ -274,7 +290,7 @@ bool AutodiffPass::run(Graph &graph, PassContext &ctx) {
   builder.setInsertionPointToEnd(graph);
   ValueBuilder gb(builder);
   GraphOutput seed = *loss; // graph.outputs grows below.
-  return backward(graph, seed, gb, ctx.diag) &&
+  return backward(graph, seed, gb, ctx.lossScaling, ctx.diag) &&
          addGradientOutputs(graph, builder, ctx.diag);
 }
 

@@ -14,6 +14,14 @@
 
 namespace cgc {
 
+/// Dynamic loss scaling (f16 training): the f32 state that scales the
+/// loss's adjoint (autodiff) and that apply-optimizer unscales and updates,
+/// starting at GradScaler's init_scale, 2^16.
+constexpr const char *kLossScale = "optimizer.loss_scale";
+constexpr double kInitialLossScale = 65536.0;
+/// \p graph's loss-scale state input, added when it has none.
+Value *lossScale(Graph &graph);
+
 /// The adjoints of \p n's operands given \p g, the adjoint of its result
 /// (null where an operand gets none: integers, bools, RNG state). False
 /// with \p why set when \p n has no rule.

@@ -67,6 +67,10 @@ struct PassContext {
   /// The 16-bit dtype autocast lowers products to (`cgc --autocast`); f32:
   /// none.
   DType autocast = DType::F32;
+  /// Dynamic loss scaling (f16 training): autodiff seeds the loss's
+  /// adjoint with the state `optimizer.loss_scale`, apply-optimizer unscales,
+  /// skips non-finite steps and updates the scale (GradScaler's rules).
+  bool lossScaling = false;
 };
 
 class Pass {

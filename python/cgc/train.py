@@ -73,10 +73,11 @@ def compile_train(module, loss_fn, optimizer, example_batch, *, inputs=None,
     "total_steps": T}` runs transformers' get_linear/cosine_schedule_with_warmup
     on the device, times each group's learning rate.
     `seed`: dropout's Philox seed.
-    `autocast=torch.bfloat16`: mixed precision as torch.autocast does it
-    (products in bf16, its float32 ops in f32, parameters and optimizer
-    state in f32; `cgc --autocast bf16`); float16 is refused (it needs
-    loss scaling, not built yet).
+    `autocast=torch.bfloat16` or `torch.float16`: mixed precision as
+    torch.autocast does it (products in 16 bits, its float32 ops in f32,
+    parameters and optimizer state in f32; `cgc --autocast`); float16
+    scales the loss dynamically on the device as GradScaler does
+    (`step.state_view("optimizer.loss_scale")`).
     `data_parallel=True` (or `{"bucket_mb": 25, "dtype": "f32" | "bf16",
     "timeout_s": 600}`), under an initialized torch.distributed (torchrun):
     every rank compiles the same step, whose gradients NCCL averages over
@@ -126,10 +127,9 @@ def _autocast_flags(dtype, torch):
     if dtype == torch.bfloat16:
         return ("--autocast", "bf16")
     if dtype == torch.float16:
-        raise RefusedError("cgc.compile_train(autocast=torch.float16): float16 training "
-                           "needs dynamic loss scaling, which cgc does not have yet; "
-                           "use torch.bfloat16")
-    raise ValueError(f"cgc.compile_train: autocast must be torch.bfloat16, got {dtype}")
+        return ("--autocast", "f16")
+    raise ValueError(f"cgc.compile_train: autocast must be torch.bfloat16 or "
+                     f"torch.float16, got {dtype}")
 
 
 DATA_PARALLEL_OPTIONS = {"bucket_mb": 25, "dtype": "f32", "timeout_s": 600}

@@ -29,9 +29,10 @@ module from the same weights on the same batches (f32, TF32 off):
   1e-5 relative L2; later losses, the parameters and running statistics
   after the last step and the eval callable's loss within 1e-3 or twice
   PyTorch's own CPU-against-GPU distance, whichever is larger;
-- bf16 autocast (compile_train(autocast=torch.bfloat16)) against
-  torch.autocast on an MLP with GELU and LayerNorm, 20 AdamW steps: losses
-  within 2e-2, parameters within twice PyTorch's own bf16-f32 distance;
+- bf16 and f16 autocast (compile_train(autocast=...); f16 with its
+  device loss scaling against torch's GradScaler) against torch.autocast
+  on an MLP with GELU and LayerNorm, 20 AdamW steps: losses within 2e-2,
+  parameters within twice PyTorch's own 16-bit-f32 distance;
 - no host synchronization in a step: 200 steps are queued faster than
   they run (the host returns before the GPU is done).
 
@@ -444,12 +445,14 @@ def check_dropout_and_sync(torch, cgc, say):
     return falls and nosync
 
 
-def check_autocast(torch, cgc, steps, say):
-    """bf16 autocast: cgc's step against PyTorch's under torch.autocast
-    (bf16) from the same weights on the same batches. The yardstick is
-    PyTorch's own autocast spread: its bf16 parameters' distance from its
-    f32 run; cgc's must be within twice that of PyTorch's bf16 run, and
-    every loss within 2e-2 relative."""
+def check_autocast(torch, cgc, steps, say, dtype=None):
+    """Autocast (bf16; f16 with torch's GradScaler against cgc's device
+    loss scaling): cgc's step against PyTorch's under torch.autocast from
+    the same weights on the same batches. The yardstick is PyTorch's own
+    autocast spread: its 16-bit parameters' distance from its f32 run;
+    cgc's must be within twice that of PyTorch's 16-bit run, and every
+    loss within 2e-2 relative."""
+    dtype = dtype or torch.bfloat16
     nn, F = torch.nn, torch.nn.functional
 
     def mlp():
@@ -461,24 +464,26 @@ def check_autocast(torch, cgc, steps, say):
     data = [(torch.randn(32, 64, device="cuda", generator=g),
              torch.randint(0, 10, (32,), device="cuda", generator=g)) for _ in range(steps)]
 
-    def torch_run(dtype):
+    def torch_run(half):
         m = mlp()
         opt = torch.optim.AdamW(m.parameters(), lr=1e-3)
+        scaler = torch.amp.GradScaler("cuda", enabled=half == torch.float16)
         losses = []
         for x, y in data:
             opt.zero_grad()
-            with torch.autocast("cuda", dtype=dtype, enabled=dtype is not None):
+            with torch.autocast("cuda", dtype=half or torch.float32, enabled=half is not None):
                 loss = F.cross_entropy(m(x), y)
-            loss.backward()
-            opt.step()
+            scaler.scale(loss).backward()
+            scaler.step(opt)
+            scaler.update()
             losses.append(float(loss))
         return torch.cat([p.detach().reshape(-1) for p in m.parameters()]), losses
 
     ref32, _ = torch_run(None)
-    ref16, losses16 = torch_run(torch.bfloat16)
+    ref16, losses16 = torch_run(dtype)
     m = mlp()
     opt = torch.optim.AdamW(m.parameters(), lr=1e-3)
-    step = cgc.compile_train(m, F.cross_entropy, opt, data[0], autocast=torch.bfloat16)
+    step = cgc.compile_train(m, F.cross_entropy, opt, data[0], autocast=dtype)
     losses = [float(step(x, y)) for x, y in data]
     step.copy_to(m)
     got = torch.cat([p.detach().reshape(-1) for p in m.parameters()])
@@ -486,7 +491,7 @@ def check_autocast(torch, cgc, steps, say):
     d = rel_l2(got, ref16)
     worst = max(abs(a - b) / max(abs(b), 1e-6) for a, b in zip(losses, losses16))
     ok = d <= 2 * spread and worst <= 2e-2
-    say(f"{'OK' if ok else 'FAIL'} autocast bf16 MLP ({steps} AdamW steps): parameters "
+    say(f"{'OK' if ok else 'FAIL'} autocast {dtype} MLP ({steps} AdamW steps): parameters "
         f"{d:.2e} rel L2 from PyTorch's autocast (its own bf16-f32 spread {spread:.2e}), "
         f"losses within {worst:.2e}")
     return ok
@@ -518,7 +523,9 @@ def main():
     if args.only in "accumulate clip skip":
         ok &= check_control(torch, cgc, print)
     if args.only in "autocast bf16":
-        ok &= check_autocast(torch, cgc, 20, print)
+        ok &= check_autocast(torch, cgc, 20, print, torch.bfloat16)
+    if args.only in "autocast f16":
+        ok &= check_autocast(torch, cgc, 20, print, torch.float16)
     if args.only in "dropout and sync":
         ok &= check_dropout_and_sync(torch, cgc, print)
     print("train_gpu:", "PASS" if ok else "FAIL")

@@ -77,6 +77,10 @@ static cl::opt<bool> WireBf16(
 static cl::opt<std::string> AutocastTo(
     "autocast", cl::desc("autocast: the 16-bit dtype of products (bf16 or f16)"),
     cl::init(""));
+static cl::opt<bool> LossScaling(
+    "loss-scaling",
+    cl::desc("autodiff and apply-optimizer: dynamic loss scaling (as cgc "
+             "--train --autocast f16 does)"));
 static cl::opt<std::string> MicroStep(
     "micro-step",
     cl::desc("accumulate-gradients: the micro-step to build (accumulate or last)"),
@@ -121,6 +125,7 @@ static bool processChunk(uint32_t bufferId, llvm::StringRef baseDir,
     diag.error({}, "--autocast expects bf16 or f16, got '" + AutocastTo + "'");
     return false;
   }
+  ctx.lossScaling = LossScaling;
   if (MicroStep == "accumulate" || MicroStep == "last")
     ctx.microStep = MicroStep == "last" ? PassContext::MicroStep::Last
                                         : PassContext::MicroStep::Accumulate;

@@ -115,7 +115,8 @@ static cl::opt<std::string> Autocast(
     "autocast",
     cl::desc("Mixed precision as PyTorch autocast does it: products in bf16 "
              "or f16, its float32 ops in f32, parameters in f32 (bf16 or "
-             "f16; f16 with --train needs loss scaling: not yet)"),
+             "f16; f16 with --train scales the loss dynamically, as "
+             "GradScaler does)"),
     cl::init(""));
 static cl::opt<int64_t> MaxLoopIterations(
     "max-loop-iterations",
@@ -289,11 +290,6 @@ static bool autocastOption(CompileOptions &options) {
     return true;
   if (Autocast != "bf16" && Autocast != "f16") {
     llvm::errs() << "cgc: --autocast: '" << Autocast << "' is not bf16 or f16\n";
-    return false;
-  }
-  if (Autocast == "f16" && Train) {
-    llvm::errs() << "cgc: --autocast f16 with --train needs dynamic loss scaling, "
-                    "which cgc does not have yet; use bf16\n";
     return false;
   }
   options.autocast = Autocast == "bf16" ? DType::BF16 : DType::F16;
