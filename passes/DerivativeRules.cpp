@@ -34,6 +34,9 @@ struct Rules {
   Value *k(double v) const { return gb.fill(v, dtype()); }
   void set(unsigned i, Value *v) { adj[i] = gb.reduceTo(v, x(i)->getType()); }
 
+  bool cumsum();
+  Value *spreadStrided(Value *d, unsigned axis, int64_t extent, SliceRange range,
+                       int64_t step);
   bool binary();
   Value *sign();
   Value *geluSlope();
@@ -159,11 +162,16 @@ bool Rules::slice(std::string &why) {
   Value *d = g;
   for (size_t i = 0; i < starts.size(); ++i) {
     unsigned axis = *normalizeAxis(axes[i], in.rank());
-    if (steps[i] != 1 || !in.dims[axis].isStatic()) {
-      why = "no derivative rule for a slice with a step or over a symbolic dim yet";
+    if (!in.dims[axis].isStatic()) {
+      why = "no derivative rule for a slice over a symbolic dim yet";
       return false;
     }
     int64_t extent = in.dims[axis].extent();
+    if (steps[i] != 1) {
+      d = spreadStrided(d, axis, extent, sliceRange(starts[i], ends[i], steps[i], extent),
+                        steps[i]);
+      continue;
+    }
     SliceRange range = sliceRange(starts[i], ends[i], 1, extent);
     std::vector<Value *> parts;
     auto zeros = [&](int64_t count) {
@@ -180,6 +188,35 @@ bool Rules::slice(std::string &why) {
       d = gb.op(OpKind::Concat, parts, {{"axis", int64_t(axis)}});
   }
   adj[0] = d;
+  return true;
+}
+
+/// \p d (a strided slice's adjoint along \p axis) written at the positions
+/// begin, begin + step, ... of zeros \p extent long there (index_copy).
+Value *Rules::spreadStrided(Value *d, unsigned axis, int64_t extent, SliceRange range,
+                            int64_t step) {
+  TensorType full = d->getType();
+  full.dims[axis] = Dim::fixed(extent);
+  if (range.extent == 0)
+    return gb.zeros(full);
+  std::vector<Number> picks;
+  for (int64_t k = 0; k < range.extent; ++k)
+    picks.push_back(Number::ofInt(range.begin + k * step));
+  Value *index = gb.op(OpKind::Constant, {},
+                       {{"dtype", DType::I64},
+                        {"shape", std::vector<Dim>{Dim::fixed(range.extent)}},
+                        {"value", picks}});
+  return gb.op(OpKind::IndexCopy, {gb.zeros(full), index, d}, {{"axis", int64_t(axis)}});
+}
+
+/// cumsum: x_i reaches every y_j with j >= i, so dx is the reversed
+/// running sum of g, sum(g) - cumsum(g) + g along the axis.
+bool Rules::cumsum() {
+  int64_t axis = n.intAttr("axis", 0);
+  Value *total = gb.op(OpKind::Sum, {g},
+                       {{"axes", std::vector<int64_t>{axis}}, {"keepdim", true}});
+  Value *running = gb.op(OpKind::CumSum, {g}, {{"axis", axis}});
+  set(0, gb.add(gb.sub(total, running), g));
   return true;
 }
 
@@ -447,8 +484,9 @@ bool cgc::operandAdjoints(const Node &n, Value *g, ValueBuilder &gb,
   case OpKind::Concat: return r.concat();
   case OpKind::Gather: case OpKind::Embedding: return r.gather(why);
   case OpKind::Conv: return convolutionAdjoints(n, g, gb, adjoints, why);
+  case OpKind::CumSum: return r.cumsum();
   case OpKind::Fmod: case OpKind::Prod:
-  case OpKind::CumSum: case OpKind::PadPacked: case OpKind::IndexCopy:
+  case OpKind::PadPacked: case OpKind::IndexCopy:
   case OpKind::PackPadded: case OpKind::If: case OpKind::While: case OpKind::Fusion:
   case OpKind::ProductFusion: case OpKind::RowFusion: case OpKind::ConvolutionFusion:
   case OpKind::NonZero: case OpKind::MaskedSelect: case OpKind::Item:
