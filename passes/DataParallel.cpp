@@ -11,7 +11,11 @@
 // read its results, and apply-optimizer (clipping, the non-finite check,
 // the update) then sees the averaged gradients on every rank alike. With
 // ctx.dataParallel.wireType bf16, f32 gradients are cast to bf16 before the
-// collective and back after it.
+// collective and back after it. Where the last gradient larger than a
+// bucket is a 2-D matmul's (the first layer's weight gradient, which
+// backward ends with and nothing would overlap), that product is split by
+// rows into bucket-sized chunks, each reduced as soon as it exists, and
+// the reduced rows are joined by a concat (chunkLastLarge).
 // Requires: autodiff's outputs; with `accumulate: k`, the last micro-step
 // of accumulate-gradients (whose `.grad` outputs are the sums; the other
 // micro-steps reduce nothing). Guarantees: every non-constant
@@ -48,6 +52,13 @@ private:
   std::vector<Gradient> gradients(const Graph &graph) const;
   bool reduceBucket(Graph &graph, llvm::ArrayRef<Gradient> bucket,
                     size_t index, PassContext &ctx);
+  int chunkLastLarge(Graph &graph, const std::vector<Gradient> &order, PassContext &ctx);
+  /// Bytes of \p v on the wire.
+  static uint64_t wireBytes(const Value *v, const PassContext &ctx) {
+    DType wire = v->getType().dtype == DType::F32 ? ctx.dataParallel.wireType
+                                                  : v->getType().dtype;
+    return uint64_t(std::max<int64_t>(v->getType().numElements(), 0)) * dtypeSize(wire);
+  }
 };
 
 } // namespace
@@ -78,6 +89,68 @@ std::vector<Gradient> DataParallelPass::gradients(const Graph &graph) const {
   return out;
 }
 
+/// An all_reduce (mean) of \p sent, its results named \p names.
+static Node *averageOverRanks(GraphBuilder &b, const std::string &base,
+                              llvm::ArrayRef<Value *> sent,
+                              llvm::ArrayRef<std::string> names) {
+  Node *reduce = b.createWithRegions(OpKind::AllReduce, base, sent,
+                                     {{"reduction", std::string("mean")}});
+  return b.addResults(*reduce, names) ? reduce : nullptr;
+}
+
+/// The last gradient in backward's order that is larger than a bucket, when
+/// a 2-D matmul makes it (a linear layer's weight gradient: the first
+/// layer's comes last, and nothing after it would overlap its all-reduce):
+/// the product is split by rows into chunks of about a bucket, each
+/// averaged as soon as it exists (an all_reduce of its own), and the
+/// averaged rows joined by a concat, which the `.grad` output then reads.
+/// Returns that output's index, or -1.
+int DataParallelPass::chunkLastLarge(Graph &graph, const std::vector<Gradient> &order,
+                                     PassContext &ctx) {
+  uint64_t bucket = ctx.dataParallel.bucketBytes;
+  auto large = std::find_if(order.rbegin(), order.rend(), [&](const Gradient &g) {
+    return wireBytes(graph.outputs[g.output].value, ctx) > bucket;
+  });
+  if (large == order.rend())
+    return -1;
+  GraphOutput &o = graph.outputs[large->output];
+  Node *product = o.value->getDef();
+  if (!product || product->getOp() != OpKind::MatMul || o.value->getType().rank() != 2 ||
+      product->operand(0)->getType().rank() != 2 || !o.value->getType().isStatic())
+    return -1;
+  int64_t rows = o.value->getType().dims[0].extent();
+  int64_t chunks = std::min<int64_t>(
+      rows, int64_t((wireBytes(o.value, ctx) + bucket - 1) / bucket));
+  int64_t per = (rows + chunks - 1) / chunks;
+  unsigned axis = product->boolAttr("transpose_a", false) ? 1 : 0;
+  GraphBuilder b(graph, ctx.diag);
+  b.setInsertionPoint(*product);
+  b.setOrigin(*product);
+  ValueBuilder vb(b);
+  std::vector<Value *> parts;
+  for (int64_t r0 = 0, k = 0; r0 < rows; r0 += per, ++k) {
+    std::string base = o.name + ".chunk" + std::to_string(k);
+    vb.setBase(base);
+    Value *part = vb.op(OpKind::MatMul,
+                        {vb.slice(product->operand(0), axis, r0, std::min(rows, r0 + per)),
+                         product->operand(1)},
+                        product->attrs());
+    Value *sent = part && part->getType().dtype == DType::F32
+                      ? vb.cast(part, ctx.dataParallel.wireType, "wire")
+                      : part;
+    if (vb.hasFailed())
+      return -2;
+    Node *reduce = averageOverRanks(b, base + ".all_reduce", {sent}, {base + ".mean"});
+    if (!reduce)
+      return -2;
+    parts.push_back(vb.cast(reduce->result(), o.value->getType().dtype, "unwire"));
+  }
+  vb.setBase(o.name + ".mean");
+  o.value = parts.size() == 1 ? parts[0]
+                              : vb.op(OpKind::Concat, parts, {{"axis", int64_t(0)}});
+  return vb.hasFailed() ? -2 : int(large->output);
+}
+
 bool DataParallelPass::reduceBucket(Graph &graph, llvm::ArrayRef<Gradient> bucket,
                                     size_t index, PassContext &ctx) {
   GraphBuilder b(graph, ctx.diag);
@@ -98,10 +171,8 @@ bool DataParallelPass::reduceBucket(Graph &graph, llvm::ArrayRef<Gradient> bucke
   }
   if (vb.hasFailed())
     return false;
-  Node *reduce = b.createWithRegions(
-      OpKind::AllReduce, "grad_bucket_" + std::to_string(index), sent,
-      {{"reduction", std::string("mean")}});
-  if (!b.addResults(*reduce, names))
+  Node *reduce = averageOverRanks(b, "grad_bucket_" + std::to_string(index), sent, names);
+  if (!reduce)
     return false;
   for (size_t i = 0; i < bucket.size(); ++i) {
     GraphOutput &o = graph.outputs[bucket[i].output];
@@ -123,17 +194,20 @@ bool DataParallelPass::run(Graph &graph, PassContext &ctx) {
                        "compiles it and the micro-step graph)");
     return false;
   }
-  std::vector<Gradient> order = gradients(graph);
+  int chunked = chunkLastLarge(graph, gradients(graph), ctx);
+  if (chunked == -2)
+    return false;
+  std::vector<Gradient> order;
+  for (const Gradient &g : gradients(graph)) // Positions after the chunks.
+    if (int(g.output) != chunked)
+      order.push_back(g);
   // Cut buckets in backward's order, then place them last to first so
   // that each bucket's recorded positions stay valid while inserting.
   std::vector<std::pair<size_t, size_t>> buckets;
   uint64_t bytes = 0;
   size_t first = 0;
   for (size_t i = 0; i < order.size(); ++i) {
-    const Value *v = graph.outputs[order[i].output].value;
-    DType wire = v->getType().dtype == DType::F32 ? ctx.dataParallel.wireType
-                                                  : v->getType().dtype;
-    bytes += uint64_t(std::max<int64_t>(v->getType().numElements(), 0)) * dtypeSize(wire);
+    bytes += wireBytes(graph.outputs[order[i].output].value, ctx);
     if (bytes >= ctx.dataParallel.bucketBytes || i + 1 == order.size()) {
       buckets.push_back({first, i + 1});
       first = i + 1;

@@ -152,8 +152,9 @@ TEST(DataParallel, RanksUpdateAsOneStepOnTheWholeBatch) {
   ASSERT_TRUE(runGraph(*whole.graph, {{"x", x}, {"target", target}}, expected, e))
       << e.message;
   for (int world : {1, 2, 4}) {
-    // Buckets of 1 byte: one all_reduce per gradient; 1 MiB: one in all.
-    for (uint64_t bucket : {uint64_t(1), uint64_t(1) << 20}) {
+    // Buckets of 1 byte: one all_reduce per gradient; 1 MiB: one in all;
+    // 600 bytes: w1's gradient (2 KiB, the last large one) in 4 chunks.
+    for (uint64_t bucket : {uint64_t(1), uint64_t(600), uint64_t(1) << 20}) {
       Step step;
       ASSERT_TRUE(step.build(8 / world, true, bucket)) << step.os.str();
       std::vector<NamedTensors> outputs;
