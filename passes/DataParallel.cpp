@@ -115,6 +115,9 @@ int DataParallelPass::chunkLastLarge(Graph &graph, const std::vector<Gradient> &
     return -1;
   GraphOutput &o = graph.outputs[large->output];
   Node *product = o.value->getDef();
+  // Under autocast the f32 gradient is a cast of a 16-bit product.
+  if (product && product->getOp() == OpKind::Cast)
+    product = product->operand(0)->getDef();
   if (!product || product->getOp() != OpKind::MatMul || o.value->getType().rank() != 2 ||
       product->operand(0)->getType().rank() != 2 || !o.value->getType().isStatic())
     return -1;
@@ -131,10 +134,12 @@ int DataParallelPass::chunkLastLarge(Graph &graph, const std::vector<Gradient> &
   for (int64_t r0 = 0, k = 0; r0 < rows; r0 += per, ++k) {
     std::string base = o.name + ".chunk" + std::to_string(k);
     vb.setBase(base);
-    Value *part = vb.op(OpKind::MatMul,
-                        {vb.slice(product->operand(0), axis, r0, std::min(rows, r0 + per)),
-                         product->operand(1)},
-                        product->attrs());
+    Value *part = vb.cast(vb.op(OpKind::MatMul,
+                                {vb.slice(product->operand(0), axis, r0,
+                                          std::min(rows, r0 + per)),
+                                 product->operand(1)},
+                                product->attrs()),
+                          o.value->getType().dtype, "f32");
     Value *sent = part && part->getType().dtype == DType::F32
                       ? vb.cast(part, ctx.dataParallel.wireType, "wire")
                       : part;
