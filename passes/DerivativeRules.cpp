@@ -34,6 +34,7 @@ struct Rules {
   Value *k(double v) const { return gb.fill(v, dtype()); }
   void set(unsigned i, Value *v) { adj[i] = gb.reduceTo(v, x(i)->getType()); }
 
+  bool prod();
   bool cumsum();
   Value *spreadStrided(Value *d, unsigned axis, int64_t extent, SliceRange range,
                        int64_t step);
@@ -121,6 +122,28 @@ bool Rules::extremum() {
                     {{"dtype", dtype()}});
   Value *ties = gb.expandFrom(gb.sum(at, ax, true), in, axes, true);
   adj[0] = gb.div(gb.mul(at, gb.expandFrom(g, in, axes, keepdim)), ties);
+  return true;
+}
+
+/// prod over axes: dx_i = g times the product of the other elements of
+/// its group; with no zero there, y / x_i; with one zero, the product of
+/// the nonzero ones at the zero and 0 elsewhere; with more, 0 (PyTorch's
+/// prod_backward, exact at zeros where y / x would not be).
+bool Rules::prod() {
+  const TensorType &in = x()->getType();
+  auto axes = reductionAxes(n, in.rank());
+  bool keepdim = n.boolAttr("keepdim", false);
+  std::vector<int64_t> ax(axes.begin(), axes.end());
+  Value *isZero = gb.op(OpKind::Eq, {x(), k(0)});
+  Value *zeros = gb.expandFrom(
+      gb.sum(gb.op(OpKind::Cast, {isZero}, {{"dtype", dtype()}}), ax, true), in, axes, true);
+  Value *safe = gb.where(isZero, k(1), x());
+  Value *others = gb.expandFrom(gb.op(OpKind::Prod, {safe}, {{"axes", ax}, {"keepdim", true}}),
+                                in, axes, true);
+  Value *none = gb.op(OpKind::Eq, {zeros, k(0)});
+  Value *one = gb.op(OpKind::LogicalAnd, {gb.op(OpKind::Eq, {zeros, k(1)}), isZero});
+  Value *slope = gb.where(none, gb.div(others, safe), gb.where(one, others, k(0)));
+  adj[0] = gb.mul(slope, gb.expandFrom(g, in, axes, keepdim));
   return true;
 }
 
@@ -485,7 +508,8 @@ bool cgc::operandAdjoints(const Node &n, Value *g, ValueBuilder &gb,
   case OpKind::Gather: case OpKind::Embedding: return r.gather(why);
   case OpKind::Conv: return convolutionAdjoints(n, g, gb, adjoints, why);
   case OpKind::CumSum: return r.cumsum();
-  case OpKind::Fmod: case OpKind::Prod:
+  case OpKind::Prod: return r.prod();
+  case OpKind::Fmod:
   case OpKind::PadPacked: case OpKind::IndexCopy:
   case OpKind::PackPadded: case OpKind::If: case OpKind::While: case OpKind::Fusion:
   case OpKind::ProductFusion: case OpKind::RowFusion: case OpKind::ConvolutionFusion:
