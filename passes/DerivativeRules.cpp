@@ -509,7 +509,14 @@ bool cgc::operandAdjoints(const Node &n, Value *g, ValueBuilder &gb,
   case OpKind::Conv: return convolutionAdjoints(n, g, gb, adjoints, why);
   case OpKind::CumSum: return r.cumsum();
   case OpKind::Prod: return r.prod();
-  case OpKind::Fmod:
+  case OpKind::Fmod: { // a - trunc(a / b) b: da = g, db = -g trunc(a / b).
+    Value *q = gb.div(r.x(0), r.x(1));
+    Value *trunc = gb.where(gb.op(OpKind::Ge, {q, r.k(0)}), gb.op(OpKind::Floor, {q}),
+                            gb.op(OpKind::Ceil, {q}));
+    r.set(0, g);
+    r.set(1, gb.neg(gb.mul(g, trunc)));
+    return true;
+  }
   case OpKind::PadPacked: case OpKind::IndexCopy:
   case OpKind::PackPadded: case OpKind::If: case OpKind::While: case OpKind::Fusion:
   case OpKind::ProductFusion: case OpKind::RowFusion: case OpKind::ConvolutionFusion:
