@@ -2,130 +2,18 @@
 //
 // Reads the manifest JSON. Every type is checked by hand so that corrupt
 // input yields a message naming the field instead of an exception.
-// (The writer is in ManifestWrite.cpp.)
+// (The writer is in ManifestWrite.cpp; the Reader is ManifestReader.h;
+// the library calls, products, convolutions and collectives, are read by
+// LibraryCallsJson.cpp.)
 //
 //===----------------------------------------------------------------------===//
-#include "format/ArtifactFormat.h"
+#include "format/ManifestReader.h"
 #include "format/WeightsFile.h"
-
-#include <nlohmann/json.hpp>
-
-#include <limits>
-
-using nlohmann::json;
 
 namespace cgc {
 namespace format {
+using namespace manifest_json;
 namespace {
-
-/// Typed field access with a JSON-path-like context for messages.
-class Reader {
-public:
-  explicit Reader(std::string &error) : error(error) {}
-
-  bool fail(const std::string &path, const std::string &msg) {
-    error = "manifest: " + path + ": " + msg;
-    return false;
-  }
-  const json *field(const json &obj, const std::string &path, const char *key,
-                    bool optional = false) {
-    if (!obj.is_object()) {
-      fail(path, "expected an object");
-      return nullptr;
-    }
-    auto it = obj.find(key);
-    if (it == obj.end()) {
-      if (!optional)
-        fail(path, std::string("missing field '") + key + "'");
-      return nullptr;
-    }
-    return &*it;
-  }
-  bool str(const json &obj, const std::string &path, const char *key,
-           std::string &out, bool optional = false) {
-    const json *v = field(obj, path, key, optional);
-    if (!v)
-      return optional && error.empty();
-    if (!v->is_string())
-      return fail(path + "." + key, "expected a string");
-    out = v->get<std::string>();
-    return true;
-  }
-  bool u64(const json &obj, const std::string &path, const char *key,
-           uint64_t &out, bool optional = false) {
-    const json *v = field(obj, path, key, optional);
-    if (!v)
-      return optional && error.empty();
-    return u64Value(*v, path + "." + key, out);
-  }
-  bool u64Value(const json &v, const std::string &path, uint64_t &out) {
-    if (v.is_number_unsigned()) {
-      out = v.get<uint64_t>();
-      return true;
-    }
-    if (v.is_number_integer() && v.get<int64_t>() >= 0) {
-      out = static_cast<uint64_t>(v.get<int64_t>());
-      return true;
-    }
-    return fail(path, "expected a non-negative integer");
-  }
-  bool i64Value(const json &v, const std::string &path, int64_t &out) {
-    if (v.is_number_integer() && !v.is_number_unsigned()) {
-      out = v.get<int64_t>();
-      return true;
-    }
-    if (v.is_number_unsigned() &&
-        v.get<uint64_t>() <=
-            static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
-      out = static_cast<int64_t>(v.get<uint64_t>());
-      return true;
-    }
-    return fail(path, "expected an integer");
-  }
-  bool i64(const json &obj, const std::string &path, const char *key,
-           int64_t &out) {
-    const json *v = field(obj, path, key);
-    return v && i64Value(*v, path + "." + key, out);
-  }
-  bool u32(const json &obj, const std::string &path, const char *key,
-           uint32_t &out) {
-    uint64_t v;
-    if (!u64(obj, path, key, v))
-      return false;
-    if (v > std::numeric_limits<uint32_t>::max())
-      return fail(path + "." + key, "value does not fit in 32 bits");
-    out = static_cast<uint32_t>(v);
-    return true;
-  }
-  const json *array(const json &obj, const std::string &path, const char *key,
-                    bool optional = false) {
-    const json *v = field(obj, path, key, optional);
-    if (v && !v->is_array()) {
-      fail(path + "." + key, "expected an array");
-      return nullptr;
-    }
-    return v;
-  }
-  bool region(const json &obj, const std::string &path, const char *key,
-              Region &out) {
-    std::string s;
-    if (!str(obj, path, key, s))
-      return false;
-    if (s == "arena")
-      out = Region::Arena;
-    else if (s == "persistent")
-      out = Region::Persistent;
-    else
-      return fail(path + "." + key, "unknown region '" + s + "'");
-    return true;
-  }
-
-  std::string &error;
-};
-
-std::string at(const std::string &base, size_t i) {
-  return base + "[" + std::to_string(i) + "]";
-}
 
 bool readTensor(Reader &r, const json &j, const std::string &p,
                 TensorDesc &t) {
@@ -273,169 +161,6 @@ bool readKernel(Reader &r, const json &j, const std::string &p,
       return false;
   }
   return true;
-}
-
-bool readPointer(Reader &r, const json &j, const std::string &p,
-                 const char *key, PointerDesc &out) {
-  const json *v = r.field(j, p, key);
-  std::string q = p + "." + key;
-  return v && r.region(*v, q, "region", out.region) &&
-         r.u64(*v, q, "offset", out.offset) &&
-         r.str(*v, q, "binding", out.binding, true);
-}
-
-bool readBool(Reader &r, const json &j, const std::string &p, const char *key,
-              bool &out) {
-  const json *v = r.field(j, p, key);
-  if (!v)
-    return false;
-  if (!v->is_boolean())
-    return r.fail(p + "." + key, "expected a boolean");
-  out = v->get<bool>();
-  return true;
-}
-
-bool readFloat(Reader &r, const json &j, const std::string &p,
-               const char *key, float &out) {
-  const json *v = r.field(j, p, key);
-  if (!v)
-    return false;
-  if (!v->is_number())
-    return r.fail(p + "." + key, "expected a number");
-  out = static_cast<float>(v->get<double>());
-  return true;
-}
-
-bool readEpilogue(Reader &r, const json &j, const std::string &p,
-                  ProductDesc::Epilogue &out) {
-  std::string name;
-  if (!r.str(j, p, "epilogue", name))
-    return false;
-  for (unsigned e = 0; e < ProductDesc::NumEpilogues; ++e)
-    if (name == epilogueName(static_cast<ProductDesc::Epilogue>(e))) {
-      out = static_cast<ProductDesc::Epilogue>(e);
-      return true;
-    }
-  return r.fail(p + ".epilogue", "unknown epilogue '" + name + "'");
-}
-
-bool readProduct(Reader &r, const json &j, const std::string &p,
-                 ProductDesc &d) {
-  if (!r.str(j, p, "dtype", d.dtype) ||
-      !readBool(r, j, p, "allow_tf32", d.allowTf32) ||
-      !readBool(r, j, p, "trans_a", d.transA) ||
-      !readBool(r, j, p, "trans_b", d.transB) || !r.i64(j, p, "m", d.m) ||
-      !r.i64(j, p, "n", d.n) || !r.i64(j, p, "k", d.k) ||
-      !r.i64(j, p, "lda", d.lda) || !r.i64(j, p, "ldb", d.ldb) ||
-      !r.i64(j, p, "ldc", d.ldc) || !r.i64(j, p, "batch", d.batch) ||
-      !r.i64(j, p, "stride_a", d.strideA) ||
-      !r.i64(j, p, "stride_b", d.strideB) ||
-      !r.i64(j, p, "stride_c", d.strideC) ||
-      !readFloat(r, j, p, "alpha", d.alpha) ||
-      !readFloat(r, j, p, "beta", d.beta) || !readEpilogue(r, j, p, d.epilogue) ||
-      !readPointer(r, j, p, "a", d.a) || !readPointer(r, j, p, "b", d.b) ||
-      !readPointer(r, j, p, "d", d.d) ||
-      !readPointer(r, j, p, "workspace", d.workspace) ||
-      !r.u64(j, p, "workspace_bytes", d.workspaceBytes))
-    return false;
-  if ((d.beta != 0 && !readPointer(r, j, p, "c", d.c)) ||
-      (d.hasBias() && !readPointer(r, j, p, "bias", d.bias)))
-    return false;
-  const json *source = r.field(j, p, "source");
-  return source && r.str(*source, p + ".source", "node", d.source.node) &&
-         r.str(*source, p + ".source", "op", d.source.op) &&
-         r.str(*source, p + ".source", "loc", d.source.loc, true);
-}
-
-bool readI64s(Reader &r, const json &j, const std::string &p, const char *key,
-              std::vector<int64_t> &out) {
-  const json *values = r.array(j, p, key);
-  if (!values)
-    return false;
-  out.resize(values->size());
-  for (size_t i = 0; i < values->size(); ++i)
-    if (!r.i64Value((*values)[i], at(p + "." + key, i), out[i]))
-      return false;
-  return true;
-}
-
-/// A name among \p count enum values, by \p nameOf.
-template <class Enum, class NameOf>
-bool readEnum(Reader &r, const json &j, const std::string &p, const char *key,
-              unsigned count, NameOf nameOf, Enum &out) {
-  std::string name;
-  if (!r.str(j, p, key, name))
-    return false;
-  for (unsigned k = 0; k < count; ++k)
-    if (name == nameOf(static_cast<Enum>(k))) {
-      out = static_cast<Enum>(k);
-      return true;
-    }
-  return r.fail(p + "." + key, "unknown " + std::string(key) + " '" + name + "'");
-}
-
-bool readStep(Reader &r, const json &j, const std::string &p, ConvolutionStep &s) {
-  if (!readEnum(r, j, p, "op", ConvolutionStep::NumOps, stepOpName, s.op) ||
-      !readEnum(r, j, p, "operand", ConvolutionStep::NumOperands, stepOperandName,
-                s.operand))
-    return false;
-  return s.operand == ConvolutionStep::Operand::None ||
-         readPointer(r, j, p, "pointer", s.pointer);
-}
-
-bool readConvolution(Reader &r, const json &j, const std::string &p,
-                     ConvolutionDesc &d) {
-  if (!r.str(j, p, "dtype", d.dtype) ||
-      !readBool(r, j, p, "allow_tf32", d.allowTf32) ||
-      !readI64s(r, j, p, "x_dims", d.xDims) ||
-      !readI64s(r, j, p, "x_strides", d.xStrides) ||
-      !readI64s(r, j, p, "w_dims", d.wDims) ||
-      !readI64s(r, j, p, "w_strides", d.wStrides) ||
-      !readI64s(r, j, p, "y_dims", d.yDims) ||
-      !readI64s(r, j, p, "y_strides", d.yStrides) ||
-      !readI64s(r, j, p, "pre_padding", d.prePadding) ||
-      !readI64s(r, j, p, "post_padding", d.postPadding) ||
-      !readI64s(r, j, p, "strides", d.strides) ||
-      !readI64s(r, j, p, "dilations", d.dilations) ||
-      !readPointer(r, j, p, "x", d.x) || !readPointer(r, j, p, "w", d.w) ||
-      !readPointer(r, j, p, "y", d.y) ||
-      !readPointer(r, j, p, "workspace", d.workspace) ||
-      !r.u64(j, p, "workspace_bytes", d.workspaceBytes))
-    return false;
-  const json *steps = r.array(j, p, "epilogue");
-  if (!steps)
-    return false;
-  d.epilogue.resize(steps->size());
-  for (size_t i = 0; i < steps->size(); ++i)
-    if (!readStep(r, (*steps)[i], at(p + ".epilogue", i), d.epilogue[i]))
-      return false;
-  const json *source = r.field(j, p, "source");
-  return source && r.str(*source, p + ".source", "node", d.source.node) &&
-         r.str(*source, p + ".source", "op", d.source.op) &&
-         r.str(*source, p + ".source", "loc", d.source.loc, true);
-}
-
-bool readCollective(Reader &r, const json &j, const std::string &p,
-                    CollectiveDesc &d) {
-  if (!readEnum(r, j, p, "reduction", CollectiveDesc::NumReductions,
-                reductionName, d.reduction))
-    return false;
-  const json *buffers = r.array(j, p, "buffers");
-  if (!buffers)
-    return false;
-  d.buffers.resize(buffers->size());
-  for (size_t i = 0; i < buffers->size(); ++i) {
-    std::string bp = at(p + ".buffers", i);
-    CollectiveDesc::Buffer &b = d.buffers[i];
-    if (!r.str((*buffers)[i], bp, "dtype", b.dtype) ||
-        !r.i64((*buffers)[i], bp, "count", b.count) ||
-        !readPointer(r, (*buffers)[i], bp, "data", b.data))
-      return false;
-  }
-  const json *source = r.field(j, p, "source");
-  return source && r.str(*source, p + ".source", "node", d.source.node) &&
-         r.str(*source, p + ".source", "op", d.source.op) &&
-         r.str(*source, p + ".source", "loc", d.source.loc, true);
 }
 
 bool readConditional(Reader &r, const json &j, const std::string &p,
@@ -638,30 +363,8 @@ bool manifestFromJson(const char *text, size_t size, Manifest &out,
   for (size_t i = 0; i < kernels->size(); ++i)
     if (!readKernel(r, (*kernels)[i], at("kernels", i), m.kernels[i]))
       return false;
-  const json *products = r.array(root, "$", "products");
-  if (!products)
+  if (!readLibraryCalls(r, root, m))
     return false;
-  m.products.resize(products->size());
-  for (size_t i = 0; i < products->size(); ++i)
-    if (!readProduct(r, (*products)[i], at("products", i), m.products[i]))
-      return false;
-  const json *convolutions = r.array(root, "$", "convolutions");
-  if (!convolutions)
-    return false;
-  m.convolutions.resize(convolutions->size());
-  for (size_t i = 0; i < convolutions->size(); ++i)
-    if (!readConvolution(r, (*convolutions)[i], at("convolutions", i),
-                         m.convolutions[i]))
-      return false;
-  if (const json *collectives = r.field(root, "$", "collectives", true)) {
-    if (!collectives->is_array())
-      return r.fail("$.collectives", "expected an array");
-    m.collectives.resize(collectives->size());
-    for (size_t i = 0; i < collectives->size(); ++i)
-      if (!readCollective(r, (*collectives)[i], at("collectives", i),
-                          m.collectives[i]))
-        return false;
-  }
   const json *graphs = r.array(root, "$", "graphs");
   if (!graphs)
     return false;
