@@ -267,9 +267,12 @@ void ApplyOptimizerPass::updateLossScale(Value *scale, Value *finite) {
   Value *counted = gb->add(tracker, gb->fill(1.0, DType::F32));
   Value *grow = gb->op(OpKind::Ge, {counted, hyper("growth_interval", 2000.0)});
   Value *zero = gb->fill(0.0, DType::F32);
-  Value *nextScale =
-      gb->where(finite, gb->where(grow, gb->mul(scale, hyper("growth_factor", 2.0)), scale),
-                gb->mul(scale, hyper("backoff_factor", 0.5)));
+  // Grown only while the grown scale is finite (scale * 0 is 0 exactly then).
+  Value *grown = gb->mul(scale, hyper("growth_factor", 2.0));
+  Value *grownFinite = gb->op(OpKind::Eq, {gb->scale(grown, 0.0), zero});
+  Value *nextScale = gb->where(
+      finite, gb->where(gb->op(OpKind::LogicalAnd, {grow, grownFinite}), grown, scale),
+      gb->mul(scale, hyper("backoff_factor", 0.5)));
   Value *nextTracker = gb->where(finite, gb->where(grow, zero, counted), zero);
   if (isKth) {
     nextScale = gb->where(isKth, nextScale, scale);
@@ -423,7 +426,12 @@ bool ApplyOptimizerPass::run(Graph &g, PassContext &ctx) {
   bool accumulatedAlready = ctx.microStep == PassContext::MicroStep::Last;
   // Dynamic loss scaling: autodiff seeded the loss's adjoint with the
   // scale, so every gradient is unscaled by 1 / scale first.
-  Value *scale = ctx.lossScaling ? lossScale(g) : nullptr;
+  Value *scale = ctx.lossScaling ? g.lookupValue(kLossScale) : nullptr;
+  if (ctx.lossScaling && !scale) {
+    ctx.diag.error(decl.loc, "apply-optimizer: loss scaling, but autodiff did not "
+                             "scale the loss (no state '" + std::string(kLossScale) + "')");
+    return false;
+  }
   Value *unscale = scale ? grads.div(grads.fill(1.0, DType::F32), scale) : nullptr;
   if (!assignGroups(params, ctx.diag))
     return false;

@@ -5,17 +5,21 @@
 // dtype PyTorch's CUDA autocast would, inserting `cast` nodes (one per
 // value and dtype in a graph, before its first user), then recompute the
 // node's result types:
-//   lower     matmul, linear, conv, conv_transpose, attention: f32 float
-//             operands cast to L (the result is L);
+//   lower     matmul, linear, conv, conv_transpose, attention: f32 and
+//             other 16-bit operands cast to L (the result is L);
 //   f32       exp, log, rsqrt, pow, sum, prod, cumsum, softmax,
-//             log_softmax, layernorm, batch_norm, mse_loss, cross_entropy
-//             (autocast's float32 list): L operands cast to f32;
+//             log_softmax, layernorm, mse_loss, cross_entropy (autocast's
+//             float32 list) and batch_norm (a deviation: PyTorch runs it
+//             in its input's dtype): 16-bit operands cast to f32;
 //   promote   the other elementwise binary and ternary ops, concat and
-//             index_copy: when float operands differ, L ones cast to f32;
+//             index_copy: PyTorch's promotion (an f32 tensor makes L
+//             tensors f32; a 0-dim f32, a Python number, follows an L
+//             tensor down to L);
 //   keep      everything else runs in its operands' dtype (relu, gelu,
 //             dropout, reshapes, gathers, pooling, mean ...);
 //   fixed     if, while and fused nodes, whose regions declare their input
-//             types, and all_reduce: operands back in their own dtypes.
+//             types, and all_reduce: operands back in their own dtypes
+//             (a fused node's body is left as it is).
 // Graph and region outputs are cast back to the dtypes they had, so the
 // model's signature (a loss in f32) is unchanged; parameters stay f32
 // (master weights: autodiff's cast rule returns their gradients in f32).
@@ -127,17 +131,33 @@ void AutocastPass::record(const Graph &g, llvm::DenseMap<const Value *, DType> &
 
 DType AutocastPass::wanted(const Node &n, unsigned k, Policy policy,
                            const llvm::DenseMap<const Value *, DType> &declared) const {
-  DType now = n.operand(k)->getType().dtype;
+  const TensorType &type = n.operand(k)->getType();
+  DType now = type.dtype;
   if (!isFloat(now))
     return now;
   switch (policy) {
-  case Policy::Lower: return now == DType::F32 ? low : now;
-  case Policy::Float32: return now == low ? DType::F32 : now;
-  case Policy::Promote:
-    for (Value *other : n.getOperands())
-      if (other->getType().dtype == DType::F32 && now == low)
-        return DType::F32;
+  case Policy::Lower: return now == DType::F32 || dtypeSize(now) == 2 ? low : now;
+  case Policy::Float32: return dtypeSize(now) == 2 ? DType::F32 : now;
+  case Policy::Promote: {
+    // PyTorch's promotion: tensors decide, a 0-dim operand only where
+    // every tensor operand is 0-dim (a Python number beside a bf16 tensor
+    // keeps it bf16).
+    bool wideTensor = false, lowTensor = false;
+    for (Value *other : n.getOperands()) {
+      const TensorType &t = other->getType();
+      wideTensor |= t.rank() > 0 && t.dtype == DType::F32;
+      lowTensor |= t.rank() > 0 && t.dtype == low;
+    }
+    if (wideTensor)
+      return now == low ? DType::F32 : now;
+    if (lowTensor && type.rank() == 0 && now == DType::F32)
+      return low;
+    if (!lowTensor && now == low)
+      for (Value *other : n.getOperands())
+        if (other->getType().dtype == DType::F32)
+          return DType::F32; // Only 0-dim operands: the widest wins.
     return now;
+  }
   case Policy::Keep: return now;
   case Policy::Fixed: return declared.lookup(n.operand(k));
   }
@@ -161,9 +181,12 @@ bool AutocastPass::castGraph(Graph &g, const llvm::DenseMap<const Value *, DType
   for (const auto &n : g.nodes())
     order.push_back(n.get());
   for (Node *n : order) {
-    for (unsigned r = 0; r < n->numRegions(); ++r)
-      if (!castGraph(n->region(r), declared, diag))
-        return false;
+    // A fused node's body has structural rules: its operands keep their
+    // dtypes (Fixed) and the body stays as it is.
+    if (!n->info().has(Fused))
+      for (unsigned r = 0; r < n->numRegions(); ++r)
+        if (!castGraph(n->region(r), declared, diag))
+          return false;
     Policy policy = policyOf(*n);
     b.setInsertionPoint(*n);
     b.setOrigin(*n);

@@ -19,7 +19,7 @@
 // Requires: autodiff's outputs; with `accumulate: k`, the last micro-step
 // of accumulate-gradients (whose `.grad` outputs are the sums; the other
 // micro-steps reduce nothing). Guarantees: every non-constant
-// gradient output is an all_reduce result; the graph is the same for
+// gradient output is an all_reduce result (or a concat of reduced chunks); the graph is the same for
 // every rank (nothing here depends on the rank or the world size).
 //
 //===----------------------------------------------------------------------===//
@@ -104,7 +104,7 @@ static Node *averageOverRanks(GraphBuilder &b, const std::string &base,
 /// the product is split by rows into chunks of about a bucket, each
 /// averaged as soon as it exists (an all_reduce of its own), and the
 /// averaged rows joined by a concat, which the `.grad` output then reads.
-/// Returns that output's index, or -1.
+/// Returns that output's index, -1 when none qualifies, -2 on an error.
 int DataParallelPass::chunkLastLarge(Graph &graph, const std::vector<Gradient> &order,
                                      PassContext &ctx) {
   uint64_t bucket = ctx.dataParallel.bucketBytes;

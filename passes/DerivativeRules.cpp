@@ -35,7 +35,7 @@ struct Rules {
   void set(unsigned i, Value *v) { adj[i] = gb.reduceTo(v, x(i)->getType()); }
 
   bool prod();
-  bool cumsum();
+  bool cumsum(std::string &why);
   Value *spreadStrided(Value *d, unsigned axis, int64_t extent, SliceRange range,
                        int64_t step);
   bool binary();
@@ -232,14 +232,29 @@ Value *Rules::spreadStrided(Value *d, unsigned axis, int64_t extent, SliceRange 
   return gb.op(OpKind::IndexCopy, {gb.zeros(full), index, d}, {{"axis", int64_t(axis)}});
 }
 
-/// cumsum: x_i reaches every y_j with j >= i, so dx is the reversed
-/// running sum of g, sum(g) - cumsum(g) + g along the axis.
-bool Rules::cumsum() {
-  int64_t axis = n.intAttr("axis", 0);
-  Value *total = gb.op(OpKind::Sum, {g},
-                       {{"axes", std::vector<int64_t>{axis}}, {"keepdim", true}});
-  Value *running = gb.op(OpKind::CumSum, {g}, {{"axis", axis}});
-  set(0, gb.add(gb.sub(total, running), g));
+/// cumsum: x_i reaches every y_j with j >= i, so dx is the running sum
+/// of g from the end: g reversed along the axis (a gather at n-1..0),
+/// cumsum, reversed back (summed in that order, as PyTorch does, not as
+/// sum(g) - cumsum(g) + g, which loses small tails beside large heads).
+bool Rules::cumsum(std::string &why) {
+  const TensorType &in = x()->getType();
+  unsigned axis = *normalizeAxis(n.intAttr("axis", 0), in.rank());
+  if (!in.dims[axis].isStatic()) {
+    why = "no derivative rule for a cumsum over a symbolic dim yet";
+    return false;
+  }
+  int64_t extent = in.dims[axis].extent();
+  std::vector<Number> backwards;
+  for (int64_t i = extent; i-- > 0;)
+    backwards.push_back(Number::ofInt(i));
+  Value *index = gb.op(OpKind::Constant, {},
+                       {{"dtype", DType::I64},
+                        {"shape", std::vector<Dim>{Dim::fixed(extent)}},
+                        {"value", backwards}});
+  AttrMap along = {{"axis", int64_t(axis)}};
+  Value *reversed = gb.op(OpKind::Gather, {g, index}, along);
+  Value *running = gb.op(OpKind::CumSum, {reversed}, along);
+  set(0, gb.op(OpKind::Gather, {running, index}, along));
   return true;
 }
 
@@ -507,7 +522,7 @@ bool cgc::operandAdjoints(const Node &n, Value *g, ValueBuilder &gb,
   case OpKind::Concat: return r.concat();
   case OpKind::Gather: case OpKind::Embedding: return r.gather(why);
   case OpKind::Conv: return convolutionAdjoints(n, g, gb, adjoints, why);
-  case OpKind::CumSum: return r.cumsum();
+  case OpKind::CumSum: return r.cumsum(why);
   case OpKind::Prod: return r.prod();
   case OpKind::Fmod: { // a - trunc(a / b) b: da = g, db = -g trunc(a / b).
     Value *q = gb.div(r.x(0), r.x(1));
