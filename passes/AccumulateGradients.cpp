@@ -46,21 +46,17 @@ private:
   Value *addToSum(Graph &graph, Value *p, Value *g, const Location &loc,
                   DiagnosticEngine &diag);
   /// The node after each node (null after the last), as of the pass's start.
-  llvm::DenseMap<const Node *, Node *> next;
+  llvm::DenseMap<const Node *, Node *> following;
 };
 
 } // namespace
 
 Value *AccumulateGradientsPass::addToSum(Graph &graph, Value *p, Value *g,
                                          const Location &loc, DiagnosticEngine &diag) {
-  Value *sum = graph.addInput(p->getName() + ".grad_accum", p->getType());
-  GraphInput &in = graph.input(graph.inputs().size() - 1);
-  in.kind = InputKind::OptimizerState;
-  in.init.source = Initializer::Source::Zeros;
-  in.loc = loc;
+  Value *sum = addOptimizerState(graph, p->getName() + ".grad_accum", p->getType(), 0, loc);
   GraphBuilder b(graph, diag);
   b.setInsertionPointToEnd(graph);
-  if (Node *after = next.lookup(g->getDef()))
+  if (Node *after = following.lookup(g->getDef()))
     b.setInsertionPoint(*after);
   ValueBuilder vb(b);
   vb.setBase(p->getName() + ".grad_accum");
@@ -76,9 +72,9 @@ bool AccumulateGradientsPass::run(Graph &graph, PassContext &ctx) {
     return false;
   }
   bool last = ctx.microStep == PassContext::MicroStep::Last;
-  next.clear();
+  following.clear();
   for (size_t i = 0; i + 1 < graph.nodes().size(); ++i)
-    next[graph.nodes()[i].get()] = graph.nodes()[i + 1].get();
+    following[graph.nodes()[i].get()] = graph.nodes()[i + 1].get();
   llvm::StringMap<Value *> parameters;
   for (const GraphInput &in : graph.inputs())
     if (in.kind == InputKind::Parameter && isFloat(in.value->getType().dtype))

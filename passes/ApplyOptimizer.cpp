@@ -118,14 +118,7 @@ private:
 /// A new optimizer_state input filled with \p init.
 Value *ApplyOptimizerPass::state(const std::string &name, const TensorType &type,
                                  double init) {
-  Value *v = graph->addInput(name, type);
-  GraphInput &in = graph->input(graph->inputs().size() - 1);
-  in.kind = InputKind::OptimizerState;
-  in.init.source = init == 0 ? Initializer::Source::Zeros
-                             : Initializer::Source::Constant;
-  in.init.a = init;
-  in.loc = decl.loc;
-  return v;
+  return addOptimizerState(*graph, name, type, init, decl.loc);
 }
 
 /// Hyperparameter \p name of the current group as state, read where the

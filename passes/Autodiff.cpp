@@ -115,12 +115,8 @@ Value *cgc::lossScale(Graph &graph) {
   for (const GraphInput &in : graph.inputs())
     if (in.value->getName() == kLossScale)
       return in.value;
-  Value *v = graph.addInput(kLossScale, TensorType::scalar(DType::F32));
-  GraphInput &in = graph.input(graph.inputs().size() - 1);
-  in.kind = InputKind::OptimizerState;
-  in.init.source = Initializer::Source::Constant;
-  in.init.a = kInitialLossScale;
-  return v;
+  return addOptimizerState(graph, kLossScale, TensorType::scalar(DType::F32),
+                           kInitialLossScale, Location());
 }
 
 /// Visits \p nodes from the last to the first, giving the operands of each

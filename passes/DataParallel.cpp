@@ -55,9 +55,8 @@ private:
   int chunkLastLarge(Graph &graph, const std::vector<Gradient> &order, PassContext &ctx);
   /// Bytes of \p v on the wire.
   static uint64_t wireBytes(const Value *v, const PassContext &ctx) {
-    DType wire = v->getType().dtype == DType::F32 ? ctx.dataParallel.wireType
-                                                  : v->getType().dtype;
-    return uint64_t(std::max<int64_t>(v->getType().numElements(), 0)) * dtypeSize(wire);
+    return uint64_t(std::max<int64_t>(v->getType().numElements(), 0)) *
+           dtypeSize(ctx.dataParallel.wireType);
   }
 };
 
@@ -89,13 +88,26 @@ std::vector<Gradient> DataParallelPass::gradients(const Graph &graph) const {
   return out;
 }
 
-/// An all_reduce (mean) of \p sent, its results named \p names.
-static Node *averageOverRanks(GraphBuilder &b, const std::string &base,
-                              llvm::ArrayRef<Value *> sent,
-                              llvm::ArrayRef<std::string> names) {
+/// \p values averaged over the ranks by one all_reduce \p base (result i
+/// named names[i]) at \p vb's insertion point: each sent in the wire dtype
+/// and returned in own[i]; empty after a reported error.
+static std::vector<Value *> averageOverRanks(ValueBuilder &vb, const std::string &base,
+                                             llvm::ArrayRef<Value *> values,
+                                             llvm::ArrayRef<std::string> names,
+                                             DType wire, llvm::ArrayRef<DType> own) {
+  std::vector<Value *> sent, out;
+  for (Value *v : values)
+    sent.push_back(vb.cast(v, wire, "wire"));
+  if (vb.hasFailed())
+    return out;
+  GraphBuilder &b = vb.builder();
   Node *reduce = b.createWithRegions(OpKind::AllReduce, base, sent,
                                      {{"reduction", std::string("mean")}});
-  return b.addResults(*reduce, names) ? reduce : nullptr;
+  if (!b.addResults(*reduce, names))
+    return out;
+  for (unsigned i = 0; i < reduce->numResults(); ++i)
+    out.push_back(vb.cast(reduce->result(i), own[i], "unwire"));
+  return vb.hasFailed() ? std::vector<Value *>() : out;
 }
 
 /// The last gradient in backward's order that is larger than a bucket, when
@@ -134,21 +146,17 @@ int DataParallelPass::chunkLastLarge(Graph &graph, const std::vector<Gradient> &
   for (int64_t r0 = 0, k = 0; r0 < rows; r0 += per, ++k) {
     std::string base = o.name + ".chunk" + std::to_string(k);
     vb.setBase(base);
-    Value *part = vb.cast(vb.op(OpKind::MatMul,
-                                {vb.slice(product->operand(0), axis, r0,
-                                          std::min(rows, r0 + per)),
-                                 product->operand(1)},
-                                product->attrs()),
-                          o.value->getType().dtype, "f32");
-    Value *sent = part && part->getType().dtype == DType::F32
-                      ? vb.cast(part, ctx.dataParallel.wireType, "wire")
-                      : part;
-    if (vb.hasFailed())
+    Value *part = vb.op(OpKind::MatMul,
+                        {vb.slice(product->operand(0), axis, r0, std::min(rows, r0 + per)),
+                         product->operand(1)},
+                        product->attrs());
+    std::vector<Value *> mean =
+        vb.hasFailed() ? std::vector<Value *>()
+                       : averageOverRanks(vb, base + ".all_reduce", {part}, {base + ".mean"},
+                                          ctx.dataParallel.wireType, {o.value->getType().dtype});
+    if (mean.empty())
       return -2;
-    Node *reduce = averageOverRanks(b, base + ".all_reduce", {sent}, {base + ".mean"});
-    if (!reduce)
-      return -2;
-    parts.push_back(vb.cast(reduce->result(), o.value->getType().dtype, "unwire"));
+    parts.push_back(mean[0]);
   }
   vb.setBase(o.name + ".mean");
   o.value = parts.size() == 1 ? parts[0]
@@ -165,27 +173,21 @@ bool DataParallelPass::reduceBucket(Graph &graph, llvm::ArrayRef<Gradient> bucke
   else
     b.setInsertionPointToEnd(graph);
   ValueBuilder vb(b);
-  DType wire = ctx.dataParallel.wireType;
-  std::vector<Value *> sent;
+  std::vector<Value *> values;
   std::vector<std::string> names;
+  std::vector<DType> own;
   for (const Gradient &g : bucket) {
-    Value *v = graph.outputs[g.output].value;
-    vb.setBase(graph.outputs[g.output].name + ".wire");
-    sent.push_back(v->getType().dtype == DType::F32 ? vb.cast(v, wire, "cast") : v);
+    values.push_back(graph.outputs[g.output].value);
     names.push_back(graph.outputs[g.output].name + ".mean");
+    own.push_back(values.back()->getType().dtype);
   }
-  if (vb.hasFailed())
-    return false;
-  Node *reduce = averageOverRanks(b, "grad_bucket_" + std::to_string(index), sent, names);
-  if (!reduce)
-    return false;
-  for (size_t i = 0; i < bucket.size(); ++i) {
-    GraphOutput &o = graph.outputs[bucket[i].output];
-    DType own = o.value->getType().dtype;
-    vb.setBase(o.name + ".unwire");
-    o.value = vb.cast(reduce->result(unsigned(i)), own, "cast");
-  }
-  return !vb.hasFailed();
+  std::string base = "grad_bucket_" + std::to_string(index);
+  vb.setBase(base);
+  std::vector<Value *> mean =
+      averageOverRanks(vb, base, values, names, ctx.dataParallel.wireType, own);
+  for (size_t i = 0; i < mean.size(); ++i)
+    graph.outputs[bucket[i].output].value = mean[i];
+  return !mean.empty();
 }
 
 bool DataParallelPass::run(Graph &graph, PassContext &ctx) {

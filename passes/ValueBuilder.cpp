@@ -130,3 +130,14 @@ bool cgc::rewriteEach(Graph &graph, DiagnosticEngine &diag,
     return true;
   });
 }
+
+Value *cgc::addOptimizerState(Graph &graph, const std::string &name,
+                              const TensorType &type, double init, const Location &loc) {
+  Value *v = graph.addInput(name, type);
+  GraphInput &in = graph.input(graph.inputs().size() - 1);
+  in.kind = InputKind::OptimizerState;
+  in.init.source = init == 0 ? Initializer::Source::Zeros : Initializer::Source::Constant;
+  in.init.a = init;
+  in.loc = loc;
+  return v;
+}
