@@ -221,7 +221,7 @@ void Lowerer::lowerNode(const Node &node, StepGraph &out) {
     return;
   }
   if (isConstantData(node) || plan.aliasOf.count(node.result()) ||
-      isInlinedEverywhere(node))
+      plan.packedConcats.count(&node) || isInlinedEverywhere(node))
     return;
   if (isZeroFill(node)) {
     addMemset(storageOf(node.result()), &node, out);

@@ -252,6 +252,7 @@ static bool lowerTraining(Graph &model, const CompileOptions &requested,
     options.microStep = PassContext::MicroStep::Last;
   }
   PlanLayout layout;
+  layout.packState = false; // The eval graph reads the state train updates.
   CompiledGraph train;
   train.name = "train";
   train.ir = &model;

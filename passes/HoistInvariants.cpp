@@ -28,18 +28,6 @@ using namespace cgc;
 
 namespace {
 
-/// The graph inputs a replay cannot change: persistent, updated by no output.
-llvm::DenseSet<const Value *> readOnlyState(const Graph &graph) {
-  llvm::DenseSet<const Value *> state;
-  for (const GraphInput &in : graph.inputs())
-    if (isPersistent(in.kind) &&
-        llvm::none_of(graph.outputs, [&](const GraphOutput &o) {
-          return updatesState(o.kind) && o.target == in.value->getName();
-        }))
-      state.insert(in.value);
-  return state;
-}
-
 /// Invariant nodes deeper than this keep their order among themselves.
 constexpr unsigned kMaxLevel = 64;
 /// The largest result a hoisted node may have: a per-channel vector, not a

@@ -2,6 +2,9 @@
 //
 // 1. Persistent inputs get consecutive 256-aligned slots in the persistent
 //    region; non-splat constants follow them (their bytes ship as data).
+//    The operands of a concat that packsState picks (sibling weights that
+//    merge-products concatenated) share one slot side by side instead,
+//    which is the concat's result: no kernel copies them.
 // 2. User inputs and graph outputs get fixed arena slots that live for the
 //    whole program, so outputs never alias inputs. An update or mutation is
 //    written straight into its target's storage when no later node reads
@@ -39,6 +42,7 @@
 
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SmallPtrSet.h"
 #include "llvm/ADT/StringMap.h"
 #include <algorithm>
 
@@ -48,6 +52,50 @@ static uint64_t alignUp(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
 
 bool cgc::isConstantData(const Node &node) {
   return node.getOp() == OpKind::Constant && !splatConstant(node.result());
+}
+
+Storage MemoryPlan::storageOf(const Value *v) const {
+  assert(bufferOf.count(v) && "a value without planned storage");
+  Storage s = buffers[bufferOf.lookup(v)].storage;
+  auto packed = offsetInBuffer.find(v);
+  if (packed != offsetInBuffer.end()) {
+    s.offset += packed->second;
+    s.bytes = valueBytes(v);
+  }
+  return s;
+}
+
+llvm::DenseSet<const Value *> cgc::readOnlyState(const Graph &graph) {
+  llvm::DenseSet<const Value *> state;
+  for (const GraphInput &in : graph.inputs())
+    if (isPersistent(in.kind) &&
+        llvm::none_of(graph.outputs, [&](const GraphOutput &o) {
+          return updatesState(o.kind) && o.target == in.value->getName();
+        }))
+      state.insert(in.value);
+  return state;
+}
+
+bool cgc::mayPackState(const Graph &graph, llvm::ArrayRef<Value *> values,
+                       const llvm::DenseSet<const Value *> &readOnly) {
+  llvm::SmallPtrSet<const Value *, 8> seen;
+  for (unsigned i = 0; i < values.size(); ++i) {
+    const Value *v = values[i];
+    if (!readOnly.count(v) || !v->getType().isStatic() || !seen.insert(v).second ||
+        graph.isOutput(v) || (i + 1 < values.size() && valueBytes(v) % 16 != 0))
+      return false;
+  }
+  return true;
+}
+
+bool cgc::packsState(const Node &concat,
+                     const llvm::DenseSet<const Value *> &readOnly) {
+  const Graph &graph = *concat.getParent();
+  return concat.getOp() == OpKind::Concat && !graph.isRegion() &&
+         concat.intAttr("axis", -1) == 0 && !graph.isOutput(concat.result()) &&
+         llvm::all_of(concat.getOperands(),
+                      [](const Value *v) { return v->uses().size() == 1; }) &&
+         mayPackState(graph, concat.getOperands(), readOnly);
 }
 
 uint64_t cgc::valueBytes(const Value *v) {
@@ -105,6 +153,7 @@ public:
 
 private:
   bool isReadOnlyInput(const Value *v) const;
+  void packState();
   unsigned newBuffer(Value *v, uint64_t bytes, Storage::Region region,
                      int start, int end, bool fixed) {
     Buffer b;
@@ -168,6 +217,8 @@ private:
   bool unscheduled = false;
   Liveness live;
   llvm::DenseMap<Value *, unsigned> claimed;
+  /// The operands of packed concats: the concat's result.
+  llvm::DenseMap<const Value *, Value *> packedInto;
   /// Top-level values an exit copy reads (an output or a state update
   /// computed elsewhere): live to the end, whatever reads them before.
   llvm::DenseSet<const Value *> copiedAtExit;
@@ -319,7 +370,9 @@ bool Planner::isReadOnlyInput(const Value *v) const {
 
 void Planner::planResult(Node &n, Value *r, llvm::DenseSet<unsigned> &taken) {
   auto claim = claimed.find(r);
-  if (claim != claimed.end()) {
+  if (plan.packedConcats.count(&n)) {
+    // Planned with the state (packState).
+  } else if (claim != claimed.end()) {
     join(r, claim->second, lastUse(r));
   } else if (isConstantData(n)) {
     newBuffer(r, valueBytes(r), Storage::Region::Persistent, 0, live.last(),
@@ -520,12 +573,42 @@ void Planner::resolveCopies() {
     resolve(entry.second);
 }
 
+/// Lays the operands of each concat that packsState picks side by side:
+/// one persistent buffer holds the concat's result, each operand a range
+/// of it (at the place of the first of them in input order).
+void Planner::packState() {
+  if (!layout.packState)
+    return;
+  llvm::DenseSet<const Value *> readOnly = readOnlyState(g);
+  for (const auto &n : g.nodes()) {
+    if (!packsState(*n, readOnly))
+      continue;
+    plan.packedConcats.insert(n.get());
+    uint64_t offset = 0;
+    for (Value *v : n->getOperands()) {
+      packedInto[v] = n->result();
+      plan.offsetInBuffer[v] = offset;
+      offset += valueBytes(v);
+    }
+  }
+}
+
 bool Planner::run() {
+  packState();
   unsigned slot = 0;
   for (const GraphInput &in : g.inputs()) {
     if (isPersistent(in.kind)) {
-      newBuffer(in.value, valueBytes(in.value), Storage::Region::Persistent, 0,
-                live.last(), /*fixed=*/true);
+      auto packed = packedInto.find(in.value);
+      if (packed == packedInto.end()) {
+        newBuffer(in.value, valueBytes(in.value), Storage::Region::Persistent, 0,
+                  live.last(), /*fixed=*/true);
+      } else if (!plan.bufferOf.count(packed->second)) {
+        Value *whole = packed->second;
+        unsigned b = newBuffer(whole, valueBytes(whole), Storage::Region::Persistent,
+                               0, live.last(), /*fixed=*/true);
+        for (Value *v : whole->getDef()->getOperands())
+          join(v, b, live.last());
+      }
       continue;
     }
     join(in.value, newSlot(in.value, slot++, 0, in.value->getName()),

@@ -23,6 +23,7 @@
 #include "ir/Graph.h"
 
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/Support/raw_ostream.h"
 #include <string>
 #include <vector>
@@ -68,6 +69,12 @@ struct MemoryPlan {
   llvm::DenseMap<const Value *, unsigned> bufferOf;
   /// Reshape results that share their operand's bytes (no kernel needed).
   llvm::DenseMap<const Value *, const Value *> aliasOf;
+  /// Concats of state laid out side by side (packsState): their result is
+  /// their operands' bytes, so no kernel runs.
+  llvm::DenseSet<const Node *> packedConcats;
+  /// Each operand of a packed concat: its byte offset in the concat's
+  /// buffer.
+  llvm::DenseMap<const Value *, uint64_t> offsetInBuffer;
   /// Results written over the buffer of a dying operand.
   llvm::DenseMap<const Value *, const Value *> inPlaceOf;
   /// Constants stored as data in the persistent region.
@@ -87,10 +94,7 @@ struct MemoryPlan {
   uint64_t arenaSize = 0;
   uint64_t persistentSize = 0;
 
-  const Storage &storageOf(const Value *v) const {
-    assert(bufferOf.count(v) && "a value without planned storage");
-    return buffers[bufferOf.lookup(v)].storage;
-  }
+  Storage storageOf(const Value *v) const;
   bool hasStorage(const Value *v) const { return bufferOf.count(v); }
   const std::vector<Copy> &copiesAtExit(const Graph &g) const;
   const std::vector<Copy> &copiesBefore(const Node &loop) const;
@@ -104,12 +108,30 @@ struct PlanLayout {
   /// empty: the graph's own sizes.
   std::vector<uint64_t> slotBytes;
   uint64_t persistentBase = 0;
+  /// Whether plan-memory may lay state side by side (packsState): not when
+  /// another graph of the artifact updates that state (training's eval
+  /// graph shares the train graph's state layout).
+  bool packState = true;
 };
 
 /// True for constants that become persistent data (not a splat).
 bool isConstantData(const Node &node);
 /// Bytes of a value at its largest shape.
 uint64_t valueBytes(const Value *v);
+/// The persistent inputs of \p graph that no output updates: an inference
+/// graph's parameters and buffers.
+llvm::DenseSet<const Value *> readOnlyState(const Graph &graph);
+/// True when plan-memory may lay \p values side by side in the persistent
+/// region, in order: distinct \p readOnly state of static shape, no output
+/// of \p graph, each but the last a multiple of 16 bytes (the alignment of
+/// vector loads).
+bool mayPackState(const Graph &graph, llvm::ArrayRef<Value *> values,
+                  const llvm::DenseSet<const Value *> &readOnly);
+/// True when plan-memory packs the operands of \p concat (mayPackState),
+/// so that its result is their bytes and no kernel runs: a `concat` on
+/// axis 0 of the top-level graph, no graph output, the only reader of
+/// each operand. merge-products makes such concats of sibling weights.
+bool packsState(const Node &concat, const llvm::DenseSet<const Value *> &readOnly);
 
 /// Plans every value of \p graph. Fails (with located errors) on updates
 /// whose target is not a persistent input, on double updates and on heavy

@@ -40,7 +40,7 @@ void PlanPrinter::value(const Value *v, unsigned depth) {
                        << (b.storage.region == Storage::Region::Persistent
                                ? " persistent"
                                : " arena")
-                       << " offset=" << b.storage.offset
+                       << " offset=" << plan.storageOf(v).offset
                        << " size=" << valueBytes(v);
   if (b.storage.region == Storage::Region::Arena)
     os << " live=[" << live.definition(v) << ","
@@ -49,6 +49,8 @@ void PlanPrinter::value(const Value *v, unsigned depth) {
     os << " alias=%" << a->getName();
   if (const Value *a = plan.inPlaceOf.lookup(v))
     os << " inplace=%" << a->getName();
+  if (v->getDef() && plan.packedConcats.count(v->getDef()))
+    os << " packed";
   os << "\n";
 }
 

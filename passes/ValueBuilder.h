@@ -69,15 +69,15 @@ private:
   bool failed = false;
 };
 
-/// Replaces every node of \p graph (regions too, innermost first) that
-/// \p selected picks by the value \p rewrite builds in its place (at the
-/// node, named after it, with its origin), then erases those nodes. False
-/// when \p rewrite returns null, having reported why.
 /// A new `optimizer_state` input of \p graph named \p name, filled with
 /// \p init (zeros or a constant) when training starts.
 Value *addOptimizerState(Graph &graph, const std::string &name, const TensorType &type,
                          double init, const Location &loc);
 
+/// Replaces every node of \p graph (regions too, innermost first) that
+/// \p selected picks by the value \p rewrite builds in its place (at the
+/// node, named after it, with its origin), then erases those nodes. False
+/// when \p rewrite returns null, having reported why.
 bool rewriteEach(Graph &graph, DiagnosticEngine &diag,
                  llvm::function_ref<bool(const Node &)> selected,
                  llvm::function_ref<Value *(ValueBuilder &, const Node &)> rewrite);
