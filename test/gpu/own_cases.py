@@ -66,6 +66,7 @@ def own_cases(dir):
                       "attrs": {"reduction": reduction}}], ["y"])
     product_cases(put)
     attention_cases(put)
+    attention_block_cases(put)
     row_cases(put)
     fused_row_cases(put)
     # Reductions in two phases (few long rows; target/ReductionRule.h):
@@ -369,6 +370,71 @@ def attention_cases(put):
     case("rule", "f32", 0, [2, 6, 128, 64], [2, 6, 128, 64], [2, 6, 128, 64],
          {"causal": True})
     mma_attention_cases(put)
+
+
+def attention_block_cases(put):
+    """Attention blocks as the models write them, through the default
+    pipeline: sibling projections with and without biases (merge-products:
+    one product over weights laid side by side), the head split as a
+    reshape and a transpose, GPT-2's one projection split in three, grouped
+    heads, the heads merged back; a gated MLP (gate and up merged); f32 and
+    bf16, so that the fused and the tensor-core kernels both read them."""
+    def param(name, dt, shape, seed):
+        bound = 1.0 / np.sqrt(shape[-1])
+        return {"name": name, "kind": "parameter", "dtype": dt, "shape": shape,
+                "init": {"dist": "uniform", "low": -bound, "high": bound, "seed": seed}}
+
+    def heads(name, value, b, s, h, d):
+        return [{"name": name + "4", "op": "reshape", "inputs": [value],
+                 "attrs": {"shape": [b, s, h, d]}},
+                {"name": name + "t", "op": "transpose", "inputs": [name + "4"],
+                 "attrs": {"perm": [0, 2, 1, 3]}}]
+
+    def merged(b, s, h, d):
+        return [{"name": "at", "op": "transpose", "inputs": ["a"], "attrs": {"perm": [0, 2, 1, 3]}},
+                {"name": "o", "op": "reshape", "inputs": ["at"], "attrs": {"shape": [b, s, h * d]}}]
+
+    for dt in ("f32", "bf16"):
+        b, s, h, d = 2, 33, 4, 32
+        e = h * d
+        ins = [("x", dt, [b, s, e]), ("m", "bool", [b, 1, 1, s])]
+        nodes = []
+        for i, n in enumerate("qkv"):
+            ins += [param("w" + n, dt, [e, e], 10 + 2 * i), param("b" + n, dt, [e], 11 + 2 * i)]
+            nodes.append({"name": n, "op": "linear", "inputs": ["x", "w" + n, "b" + n]})
+            nodes += heads(n, n, b, s, h, d)
+        nodes.append({"name": "a", "op": "attention", "inputs": ["qt", "kt", "vt", "m"]})
+        put(f"own_block_bert_{dt}", ins, nodes + merged(b, s, h, d), ["o"])
+
+        # GPT-2: one projection, split in three along its last axis.
+        ins = [("x", dt, [b, s, e]), param("wqkv", dt, [3 * e, e], 20), param("bqkv", dt, [3 * e], 21)]
+        nodes = [{"name": "y", "op": "linear", "inputs": ["x", "wqkv", "bqkv"]}]
+        for i, n in enumerate("qkv"):
+            nodes.append({"name": n, "op": "slice", "inputs": ["y"],
+                          "attrs": {"axes": [2], "starts": [i * e], "ends": [(i + 1) * e]}})
+            nodes += heads(n, n, b, s, h, d)
+        nodes.append({"name": "a", "op": "attention", "inputs": ["qt", "kt", "vt"],
+                      "attrs": {"causal": True}})
+        put(f"own_block_gpt2_{dt}", ins, nodes + merged(b, s, h, d), ["o"])
+
+        # Llama: grouped heads (8 query, 2 key-value) without biases, then
+        # a gated MLP whose gate and up projections merge.
+        hq, hkv, d = 8, 2, 16
+        e = hq * d
+        ins = [("x", dt, [b, s, e]), param("wq", dt, [e, e], 30), param("wk", dt, [hkv * d, e], 31),
+               param("wv", dt, [hkv * d, e], 32), param("wg", dt, [96, e], 33),
+               param("wu", dt, [96, e], 34)]
+        nodes = [{"name": n, "op": "linear", "inputs": ["x", "w" + n]} for n in "qkv"]
+        nodes += heads("q", "q", b, s, hq, d) + heads("k", "k", b, s, hkv, d) + heads("v", "v", b, s, hkv, d)
+        nodes.append({"name": "a", "op": "attention", "inputs": ["qt", "kt", "vt"],
+                      "attrs": {"causal": True}})
+        nodes += merged(b, s, hq, d)
+        nodes += [{"name": "g", "op": "linear", "inputs": ["o", "wg"]},
+                  {"name": "u", "op": "linear", "inputs": ["o", "wu"]},
+                  {"name": "gs", "op": "sigmoid", "inputs": ["g"]},
+                  {"name": "gg", "op": "mul", "inputs": ["g", "gs"]},
+                  {"name": "z", "op": "mul", "inputs": ["gg", "u"]}]
+        put(f"own_block_llama_{dt}", ins, nodes, ["o", "z"])
 
 
 def mma_attention_cases(put):
