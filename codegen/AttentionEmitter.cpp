@@ -5,12 +5,15 @@
 // cgc_attention_mma (an mma_attention record, tensor cores:
 // codegen/device/attention_mma.cuh) with the node's dtypes, widths, heads,
 // lengths, limits and mask strides as constants, and the record's launch:
-// `grid_x` blocks of `block` threads, `tile` query rows each.
+// `grid_x` blocks of `block` threads, `tile` query rows each. q, k, v and
+// the result are read and written where target/AttentionLayout.h says:
+// the head splits and merges around the node run no kernel of their own.
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/CudaText.h"
 #include "codegen/Emitters.h"
 #include "ir/OpAttrs.h"
+#include "target/AttentionLayout.h"
 
 #include <algorithm>
 
@@ -40,11 +43,19 @@ AttentionCall attentionCall(const Node &node, const Schedule &record, Kernel &ke
   AttentionCall c;
   c.maskType = hasMask ? storageType(maskType) : std::string("float");
   c.maskKind = std::to_string(!hasMask ? 0 : maskType == DType::Bool ? 1 : 2);
-  c.q = pointerCast + addParam(kernel, node.operand(0), false);
-  c.k = pointerCast + addParam(kernel, node.operand(1), false);
-  c.v = pointerCast + addParam(kernel, node.operand(2), false);
+  std::string layout;
+  auto place = [&](unsigned i) {
+    AttentionView view = attentionOperand(node, i);
+    std::string p = pointerCast + addParam(kernel, view.base, i == 3);
+    for (int64_t stride : {view.outer, view.head, view.row})
+      layout += (layout.empty() ? "" : ", ") + std::to_string(stride) + "LL";
+    return view.offset ? "(" + p + " + " + std::to_string(view.offset) + "LL)" : p;
+  };
+  c.q = place(0);
+  c.k = place(1);
+  c.v = place(2);
   c.mask = hasMask ? addParam(kernel, node.operand(3), false) : "nullptr";
-  c.out = pointerCast + addParam(kernel, node.result(), true);
+  c.out = place(3);
   int64_t tiles = (s.rows + record[ScheduleField::Tile] - 1) / record[ScheduleField::Tile];
   auto ll = [](int64_t x) { return std::to_string(x) + "LL"; };
   c.rest = std::to_string(s.qHeads) + ", " + std::to_string(s.qHeads / s.kvHeads) + ", " +
@@ -55,7 +66,7 @@ AttentionCall attentionCall(const Node &node, const Schedule &record, Kernel &ke
            (node.boolAttr("causal", false) ? "true" : "false") + ", " +
            std::to_string(kernelWindow(node, s)) + ", " + ll(s.maskStrides[0]) + ", " +
            ll(s.maskStrides[1]) + ", " + ll(s.maskStrides[2]) + ", " +
-           ll(s.maskStrides[3]);
+           ll(s.maskStrides[3]) + ", CgcAttentionLayout{" + layout + "}";
   return c;
 }
 } // namespace

@@ -221,7 +221,8 @@ void Lowerer::lowerNode(const Node &node, StepGraph &out) {
     return;
   }
   if (isConstantData(node) || plan.aliasOf.count(node.result()) ||
-      plan.packedConcats.count(&node) || isInlinedEverywhere(node))
+      plan.packedConcats.count(&node) || plan.foldedIntoAttention.count(&node) ||
+      isInlinedEverywhere(node))
     return;
   if (isZeroFill(node)) {
     addMemset(storageOf(node.result()), &node, out);

@@ -38,6 +38,7 @@
 //===----------------------------------------------------------------------===//
 #include "passes/Liveness.h"
 #include "passes/MemoryPlan.h"
+#include "target/AttentionLayout.h"
 #include "target/Scheduler.h"
 
 #include "llvm/ADT/DenseSet.h"
@@ -154,6 +155,7 @@ public:
 private:
   bool isReadOnlyInput(const Value *v) const;
   void packState();
+  void foldAttentionViews(const Graph &graph);
   unsigned newBuffer(Value *v, uint64_t bytes, Storage::Region region,
                      int start, int end, bool fixed) {
     Buffer b;
@@ -219,6 +221,9 @@ private:
   llvm::DenseMap<Value *, unsigned> claimed;
   /// The operands of packed concats: the concat's result.
   llvm::DenseMap<const Value *, Value *> packedInto;
+  /// Each node folded into an attention: the value whose bytes its result
+  /// shares (the viewed tensor, or the attention's result).
+  llvm::DenseMap<const Node *, const Value *> foldedInto;
   /// Top-level values an exit copy reads (an output or a state update
   /// computed elsewhere): live to the end, whatever reads them before.
   llvm::DenseSet<const Value *> copiedAtExit;
@@ -370,8 +375,11 @@ bool Planner::isReadOnlyInput(const Value *v) const {
 
 void Planner::planResult(Node &n, Value *r, llvm::DenseSet<unsigned> &taken) {
   auto claim = claimed.find(r);
+  auto folded = foldedInto.find(&n);
   if (plan.packedConcats.count(&n)) {
     // Planned with the state (packState).
+  } else if (folded != foldedInto.end()) {
+    join(r, bufferOf(folded->second), lastUse(r));
   } else if (claim != claimed.end()) {
     join(r, claim->second, lastUse(r));
   } else if (isConstantData(n)) {
@@ -593,8 +601,29 @@ void Planner::packState() {
   }
 }
 
+/// Finds the chains the attention nodes of \p graph (and its regions)
+/// read and write in place (attentionOperand).
+void Planner::foldAttentionViews(const Graph &graph) {
+  for (const auto &n : graph.nodes()) {
+    for (unsigned r = 0; r < n->numRegions(); ++r)
+      foldAttentionViews(n->region(r));
+    if (n->getOp() != OpKind::Attention || !n->result()->getType().isStatic() ||
+        !llvm::all_of(n->getOperands(),
+                      [](const Value *v) { return v->getType().isStatic(); }))
+      continue;
+    for (unsigned i = 0; i < 4; ++i) {
+      AttentionView view = attentionOperand(*n, i);
+      for (const Node *f : view.folded) {
+        plan.foldedIntoAttention.insert(f);
+        foldedInto[f] = view.base;
+      }
+    }
+  }
+}
+
 bool Planner::run() {
   packState();
+  foldAttentionViews(g);
   unsigned slot = 0;
   for (const GraphInput &in : g.inputs()) {
     if (isPersistent(in.kind)) {

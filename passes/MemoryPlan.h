@@ -75,6 +75,10 @@ struct MemoryPlan {
   /// Each operand of a packed concat: its byte offset in the concat's
   /// buffer.
   llvm::DenseMap<const Value *, uint64_t> offsetInBuffer;
+  /// The head splits an attention reads in place and the transposes of
+  /// results it writes in that layout (target/AttentionLayout.h): their
+  /// values share the bytes they view, and no kernel runs for them.
+  llvm::DenseSet<const Node *> foldedIntoAttention;
   /// Results written over the buffer of a dying operand.
   llvm::DenseMap<const Value *, const Value *> inPlaceOf;
   /// Constants stored as data in the persistent region.

@@ -14,13 +14,20 @@
 // The next tile's loads are issued before the current tile is scored.
 // MASK: 0 none, 1 bool (true: kept), 2 additive; the mask is read at
 // o * mo + h * mh + i * mr + j * mc (0 where it broadcasts).
+// Where q, k, v and the result live (both kernels): element strides over
+// (outer index, head, row) of each, every row contiguous; the attention
+// emitter gives them (target/AttentionLayout.h: [.., heads, rows, width]
+// tensors, or the projections a head split views in place).
+struct CgcAttentionLayout {
+  long long qo, qh, qr, ko, kh, kr, vo, vh, vr, oo, oh, orow;
+};
 #define CGC_ATTENTION_KEYS 32
 template <class T, class M, int MASK, int E, int EV, int R>
 __device__ __forceinline__ void cgc_attention(
     const T *__restrict__ q, const T *__restrict__ k, const T *__restrict__ v,
     const M *__restrict__ mask, T *__restrict__ out, int hq, int group, int sq, int sk,
     int tiles, float scale, float softcap, bool causal, int window, long long mo,
-    long long mh, long long mr, long long mc) {
+    long long mh, long long mr, long long mc, CgcAttentionLayout L) {
   constexpr int ROWS = 4 * R, C = (EV + 31) / 32, KT = CGC_ATTENTION_KEYS;
   __shared__ float qs[ROWS][E];
   __shared__ float ks[KT][E + 1];
@@ -29,11 +36,13 @@ __device__ __forceinline__ void cgc_attention(
   const long long head = blockIdx.x / unsigned(tiles);
   const long long o = head / hq;
   const int h = int(head % hq);
-  const long long kvHead = o * (hq / group) + h / group;
+  const T *kh = k + o * L.ko + (h / group) * L.kh, *vh = v + o * L.vo + (h / group) * L.vh;
   const int first = tile * ROWS, warp = int(threadIdx.x >> 5), lane = int(threadIdx.x & 31);
   for (int x = threadIdx.x; x < ROWS * E; x += 128) {
     const int r = x / E, t = x % E;
-    qs[r][t] = first + r < sq ? float(cgc_ld(q, (head * sq + first + r) * E + t)) : 0.0f;
+    qs[r][t] = first + r < sq
+                   ? float(cgc_ld(q, o * L.qo + h * L.qh + (first + r) * L.qr + t))
+                   : 0.0f;
   }
   float m[R], l[R], acc[R][C];
   bool nan[R];
@@ -56,12 +65,12 @@ __device__ __forceinline__ void cgc_attention(
 #pragma unroll
     for (int u = 0; u < KL; ++u) {
       const int x = threadIdx.x + u * 128, j = x / E, t = x % E;
-      kr[u] = x < KT * E && kt + j < sk ? float(cgc_ld(k, (kvHead * sk + kt + j) * E + t)) : 0.0f;
+      kr[u] = x < KT * E && kt + j < sk ? float(cgc_ld(kh, (kt + j) * L.kr + t)) : 0.0f;
     }
 #pragma unroll
     for (int u = 0; u < VL; ++u) {
       const int x = threadIdx.x + u * 128, j = x / EV, t = x % EV;
-      vr[u] = x < KT * EV && kt + j < sk ? float(cgc_ld(v, (kvHead * sk + kt + j) * EV + t)) : 0.0f;
+      vr[u] = x < KT * EV && kt + j < sk ? float(cgc_ld(vh, (kt + j) * L.vr + t)) : 0.0f;
     }
   };
   if (begin < end) fetch(begin);
@@ -157,7 +166,7 @@ __device__ __forceinline__ void cgc_attention(
 #pragma unroll
     for (int c = 0; c < C; ++c)
       if (c * 32 + lane < EV)
-        cgc_st(out, (head * sq + i) * EV + c * 32 + lane,
+        cgc_st(out, o * L.oo + h * L.oh + i * L.orow + c * 32 + lane,
                nan[r] ? __int_as_float(0x7fffffff) : none ? 0.0f : acc[r][c] / l[r]);
   }
 }

@@ -53,13 +53,12 @@ __device__ __forceinline__ void cgc_attention_mma(
     const unsigned short *__restrict__ v, const M *__restrict__ mask,
     unsigned short *__restrict__ out, int hq, int group, int sq, int sk, int tiles,
     float scale, float softcap, bool causal, int window, long long mo, long long mh,
-    long long mr, long long mc) {
+    long long mr, long long mc, CgcAttentionLayout L) {
   constexpr int KS = E / 16, NV = EV / 8, KT = CGC_MMA_KEYS, NT = KT / 8;
   const int tile = int(blockIdx.x % unsigned(tiles));
   const long long head = blockIdx.x / unsigned(tiles);
   const long long o = head / hq;
   const int h = int(head % hq);
-  const long long kvHead = o * (hq / group) + h / group;
   const int lane = int(threadIdx.x & 31), g = lane >> 2, t = lane & 3;
   const int first = (tile * W + int(threadIdx.x >> 5)) * 16;
   if (first >= sq) return;
@@ -71,7 +70,7 @@ __device__ __forceinline__ void cgc_attention_mma(
 #pragma unroll
     for (int x = 0; x < 4; ++x) {
       const int i = rows[x & 1], col = s * 16 + 2 * t + (x >> 1) * 8;
-      qa[s][x] = i < sq ? *reinterpret_cast<const unsigned *>(q + (head * sq + i) * E + col) : 0u;
+      qa[s][x] = i < sq ? *reinterpret_cast<const unsigned *>(q + o * L.qo + h * L.qh + i * L.qr + col) : 0u;
     }
   float acc[NV][4], m[2] = {-CGC_INF, -CGC_INF}, l[2] = {0.0f, 0.0f};
   bool nan[2] = {false, false};
@@ -82,7 +81,8 @@ __device__ __forceinline__ void cgc_attention_mma(
   const int last = (first + 16 < sq ? first + 16 : sq) - 1;
   const int end = causal && last + 1 < sk ? last + 1 : sk;
   const int begin = window > 0 && first - window + 1 > 0 ? (first - window + 1) / KT * KT : 0;
-  const unsigned short *kh = k + kvHead * sk * E, *vh = v + kvHead * sk * EV;
+  const unsigned short *kh = k + o * L.ko + (h / group) * L.kh;
+  const unsigned short *vh = v + o * L.vo + (h / group) * L.vh;
   for (int kt = begin; kt < end; kt += KT) {
     // The tile's loads first, all in flight together: k's and v's B
     // fragments and the mask's values at this thread's scores.
@@ -93,7 +93,7 @@ __device__ __forceinline__ void cgc_attention_mma(
       const int j = kt + n * 8 + g;  // the key this lane's k fragments read
 #pragma unroll
       for (int e = 0; e < KS; ++e) {
-        const unsigned *row = reinterpret_cast<const unsigned *>(kh + (long long)j * E + e * 16 + 2 * t);
+        const unsigned *row = reinterpret_cast<const unsigned *>(kh + j * L.kr + e * 16 + 2 * t);
         kb[n][e][0] = j < sk ? row[0] : 0u;
         kb[n][e][1] = j < sk ? row[4] : 0u;
       }
@@ -104,10 +104,10 @@ __device__ __forceinline__ void cgc_attention_mma(
 #pragma unroll
       for (int n = 0; n < NV; ++n) {
         const unsigned short *col = vh + n * 8 + g;
-        const unsigned v0 = j < sk ? col[(long long)j * EV] : 0u;
-        const unsigned v1 = j + 1 < sk ? col[(long long)(j + 1) * EV] : 0u;
-        const unsigned v8 = j + 8 < sk ? col[(long long)(j + 8) * EV] : 0u;
-        const unsigned v9 = j + 9 < sk ? col[(long long)(j + 9) * EV] : 0u;
+        const unsigned v0 = j < sk ? col[j * L.vr] : 0u;
+        const unsigned v1 = j + 1 < sk ? col[(j + 1) * L.vr] : 0u;
+        const unsigned v8 = j + 8 < sk ? col[(j + 8) * L.vr] : 0u;
+        const unsigned v9 = j + 9 < sk ? col[(j + 9) * L.vr] : 0u;
         vb[c][n][0] = v0 | (v1 << 16);
         vb[c][n][1] = v8 | (v9 << 16);
       }
@@ -203,7 +203,7 @@ __device__ __forceinline__ void cgc_attention_mma(
       // (acc took 0 * v).
       if (l[r] == 0.0f) lo = hi = 0.0f;
       if (nan[r]) lo = hi = __int_as_float(0x7fffffff);
-      *reinterpret_cast<unsigned *>(out + (head * sq + i) * EV + n * 8 + 2 * t) =
+      *reinterpret_cast<unsigned *>(out + o * L.oo + h * L.oh + i * L.orow + n * 8 + 2 * t) =
           cgc_pack2<BF>(lo, hi);
     }
   }
