@@ -12,6 +12,12 @@
 //                                                   transpose_a flipped
 //                                                   (the same for b): the
 //                                                   product reads the layout
+//   attention(q, repeat(k, g), repeat(v, g)), repeat(x, g) =
+//   reshape(broadcast_to(reshape(x, [.., H, 1, S, D]), [.., H, g, S, D]),
+//   [.., H * g, S, D]) (Hugging Face's repeat_kv)
+//                                                -> attention(q, k, v) with
+//                                                   grouped heads (no copy
+//                                                   of k and v g times)
 //   an elementwise op on splat constants         -> a splat constant
 // A rule only fires when the replacement has exactly the node's type, so
 // broadcasting never changes a result shape. Dead nodes are left to dce.
@@ -62,6 +68,7 @@ private:
   static Value *foldChain(Node &node, bool &changed);
   static Value *foldSplat(GraphBuilder &builder, Node &node);
   static void foldTransposeIntoProduct(Node &node, bool &changed);
+  static void foldRepeatedHeads(Node &node, bool &changed);
 };
 } // namespace
 
@@ -254,6 +261,51 @@ void CanonicalizePass::foldTransposeIntoProduct(Node &node, bool &changed) {
   }
 }
 
+/// x and g when \p v is x [.., H, S, D] with each head repeated g times
+/// in place (repeat_kv's reshape, broadcast and reshape); else null.
+static std::pair<Value *, int64_t> repeatedHeads(Value *v) {
+  Node *merge = v->getDef();
+  if (!merge || merge->getOp() != OpKind::Reshape)
+    return {nullptr, 0};
+  Node *broadcast = merge->operand(0)->getDef();
+  if (!broadcast || broadcast->getOp() != OpKind::BroadcastTo)
+    return {nullptr, 0};
+  Node *split = broadcast->operand(0)->getDef();
+  if (!split || split->getOp() != OpKind::Reshape)
+    return {nullptr, 0};
+  Value *x = split->operand(0);
+  const auto &xd = x->getType().dims, &sd = split->result()->getType().dims,
+             &bd = broadcast->result()->getType().dims, &vd = v->getType().dims;
+  size_t r = xd.size();
+  if (r < 3 || sd.size() != r + 1 || bd.size() != r + 1 || vd.size() != r ||
+      !xd[r - 3].isStatic() || !bd[r - 2].isStatic())
+    return {nullptr, 0};
+  int64_t g = bd[r - 2].extent();
+  for (size_t a = 0; a <= r; ++a) {
+    Dim expect = a < r - 2 ? xd[a] : a == r - 2 ? Dim::fixed(1) : xd[a - 1];
+    if (!(sd[a] == expect) || !(bd[a] == (a == r - 2 ? Dim::fixed(g) : expect)))
+      return {nullptr, 0};
+  }
+  for (size_t a = 0; a < r; ++a) {
+    Dim expect = a == r - 3 ? Dim::fixed(xd[a].extent() * g) : xd[a];
+    if (!(vd[a] == expect))
+      return {nullptr, 0};
+  }
+  return {x, g};
+}
+
+void CanonicalizePass::foldRepeatedHeads(Node &node, bool &changed) {
+  if (node.getOp() != OpKind::Attention)
+    return;
+  auto [k, gk] = repeatedHeads(node.operand(1));
+  auto [v, gv] = repeatedHeads(node.operand(2));
+  if (!k || !v || gk != gv)
+    return;
+  node.setOperand(1, k);
+  node.setOperand(2, v);
+  changed = true;
+}
+
 bool CanonicalizePass::simplify(Graph &graph, GraphBuilder &builder,
                                 bool &changed) {
   for (size_t i = 0; i < graph.nodes().size(); ++i) {
@@ -265,6 +317,7 @@ bool CanonicalizePass::simplify(Graph &graph, GraphBuilder &builder,
         (!node.result()->hasUses() && !graph.isOutput(node.result())))
       continue;
     foldTransposeIntoProduct(node, changed);
+    foldRepeatedHeads(node, changed);
     Value *replacement = identityOperand(node);
     if (!replacement)
       replacement = foldChain(node, changed);
