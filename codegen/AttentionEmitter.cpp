@@ -7,15 +7,16 @@
 // lengths, limits and mask strides as constants, and the record's launch:
 // `grid_x` blocks of `block` threads, `tile` query rows each. q, k, v and
 // the result are read and written where target/AttentionLayout.h says:
-// the head splits and merges around the node run no kernel of their own.
+// the head splits and merges around the node run no kernel of their own
+// (the views plan-memory keeps).
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/CudaText.h"
 #include "codegen/Emitters.h"
 #include "ir/OpAttrs.h"
-#include "target/AttentionLayout.h"
 
 #include <algorithm>
+#include <cassert>
 
 using namespace cgc;
 
@@ -34,7 +35,8 @@ struct AttentionCall {
   std::string maskType, maskKind, q, k, v, mask, out, rest;
 };
 
-AttentionCall attentionCall(const Node &node, const Schedule &record, Kernel &kernel,
+AttentionCall attentionCall(const Node &node, const Schedule &record,
+                            const AttentionViews &views, Kernel &kernel,
                             const std::string &pointerCast) {
   AttentionShape s = attentionShape(node);
   DType dtype = node.result()->getType().dtype;
@@ -45,7 +47,8 @@ AttentionCall attentionCall(const Node &node, const Schedule &record, Kernel &ke
   c.maskKind = std::to_string(!hasMask ? 0 : maskType == DType::Bool ? 1 : 2);
   std::string layout;
   auto place = [&](unsigned i) {
-    AttentionView view = attentionOperand(node, i);
+    const AttentionView &view = views[i];
+    assert(view.base && "plan-memory gives every static attention its views");
     std::string p = pointerCast + addParam(kernel, view.base, i == 3);
     for (int64_t stride : {view.outer, view.head, view.row})
       layout += (layout.empty() ? "" : ", ") + std::to_string(stride) + "LL";
@@ -71,11 +74,12 @@ AttentionCall attentionCall(const Node &node, const Schedule &record, Kernel &ke
 }
 } // namespace
 
-void cgc::emitAttention(const Node &node, const Schedule &record, Kernel &kernel) {
+void cgc::emitAttention(const Node &node, const Schedule &record,
+                        const AttentionViews &views, Kernel &kernel) {
   AttentionShape s = attentionShape(node);
   DType dtype = node.result()->getType().dtype;
   bool mma = record.strategy == Strategy::MmaAttention;
-  AttentionCall c = attentionCall(node, record, kernel,
+  AttentionCall c = attentionCall(node, record, views, kernel,
                                   mma ? "(unsigned short *)" : "");
   std::string widths = std::to_string(s.width) + ", " + std::to_string(s.valueWidth);
   int64_t warps = record[ScheduleField::Block] / 32;

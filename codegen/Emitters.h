@@ -81,7 +81,8 @@ bool emitRowKernels(const Node &node, const Schedule &record,
                     const Storage *scratch, unsigned multiprocessors,
                     Kernel &first, Kernel *second, std::string &why);
 /// attention, as its fused_attention \p record says.
-void emitAttention(const Node &node, const Schedule &record, Kernel &kernel);
+void emitAttention(const Node &node, const Schedule &record, const AttentionViews &views,
+                   Kernel &kernel);
 /// softmax and log_softmax over a non-innermost axis.
 void emitNormalization(const Node &node, Kernel &kernel);
 /// transpose, reshape (copy), broadcast_to, concat, slice, gather,

@@ -84,7 +84,7 @@ static std::string sanitize(llvm::StringRef text) {
 
 /// Chooses the emitter by op family; false when codegen does not handle
 /// the family yet (a located error follows).
-static bool emitKernel(const Node &node, Kernel &kernel) {
+static bool emitKernel(const Node &node, const MemoryPlan &plan, Kernel &kernel) {
   switch (node.info().family) {
   case Elementwise: case Source:
     emitPointwise(node, kernel);
@@ -118,7 +118,7 @@ static bool emitKernel(const Node &node, Kernel &kernel) {
     llvm_unreachable("all_reduce lowers to a collective step, not a kernel");
   case Convolution: return false; // expand-convolution writes it out first.
   case Attention: // The schedule pass gave it a fused_ or mma_attention record.
-    emitAttention(node, *node.schedule(), kernel);
+    emitAttention(node, *node.schedule(), plan.attention.views.lookup(&node), kernel);
     return true;
   case ControlFlow:
     llvm_unreachable("if and while lower to conditional steps, not kernels");
@@ -221,7 +221,7 @@ void Lowerer::lowerNode(const Node &node, StepGraph &out) {
     return;
   }
   if (isConstantData(node) || plan.aliasOf.count(node.result()) ||
-      plan.packedConcats.count(&node) || plan.foldedIntoAttention.count(&node) ||
+      plan.packedConcats.count(&node) || plan.attention.folded.count(&node) ||
       isInlinedEverywhere(node))
     return;
   if (isZeroFill(node)) {
@@ -252,7 +252,7 @@ void Lowerer::lowerNode(const Node &node, StepGraph &out) {
       : node.getOp() == OpKind::ProductFusion
           ? "product_" + sanitize(node.getName())
           : sanitize(mnemonic(node.getOp())) + "_" + sanitize(node.getName()));
-  if (!emitKernel(node, kernel)) {
+  if (!emitKernel(node, plan, kernel)) {
     diag.nodeError(node, "'" + mnemonic(node.getOp()) +
                              "' is not supported by codegen yet");
     ok = false;

@@ -38,7 +38,6 @@
 //===----------------------------------------------------------------------===//
 #include "passes/Liveness.h"
 #include "passes/MemoryPlan.h"
-#include "target/AttentionLayout.h"
 #include "target/Scheduler.h"
 
 #include "llvm/ADT/DenseSet.h"
@@ -155,7 +154,7 @@ public:
 private:
   bool isReadOnlyInput(const Value *v) const;
   void packState();
-  void foldAttentionViews(const Graph &graph);
+  void foldAttentionViews();
   unsigned newBuffer(Value *v, uint64_t bytes, Storage::Region region,
                      int start, int end, bool fixed) {
     Buffer b;
@@ -601,29 +600,20 @@ void Planner::packState() {
   }
 }
 
-/// Finds the chains the attention nodes of \p graph (and its regions)
-/// read and write in place (attentionOperand).
-void Planner::foldAttentionViews(const Graph &graph) {
-  for (const auto &n : graph.nodes()) {
-    for (unsigned r = 0; r < n->numRegions(); ++r)
-      foldAttentionViews(n->region(r));
-    if (n->getOp() != OpKind::Attention || !n->result()->getType().isStatic() ||
-        !llvm::all_of(n->getOperands(),
-                      [](const Value *v) { return v->getType().isStatic(); }))
-      continue;
-    for (unsigned i = 0; i < 4; ++i) {
-      AttentionView view = attentionOperand(*n, i);
-      for (const Node *f : view.folded) {
-        plan.foldedIntoAttention.insert(f);
+/// The views the attention nodes of the graph (and its regions) read and
+/// write in place (target/AttentionLayout.h): each folded node's value
+/// joins the buffer of the tensor it views.
+void Planner::foldAttentionViews() {
+  plan.attention = attentionLayouts(g);
+  for (const auto &[node, views] : plan.attention.views)
+    for (const AttentionView &view : views)
+      for (const Node *f : view.folded)
         foldedInto[f] = view.base;
-      }
-    }
-  }
 }
 
 bool Planner::run() {
   packState();
-  foldAttentionViews(g);
+  foldAttentionViews();
   unsigned slot = 0;
   for (const GraphInput &in : g.inputs()) {
     if (isPersistent(in.kind)) {

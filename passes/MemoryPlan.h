@@ -21,6 +21,7 @@
 
 #include "ir/Diagnostics.h"
 #include "ir/Graph.h"
+#include "target/AttentionLayout.h"
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
@@ -75,10 +76,11 @@ struct MemoryPlan {
   /// Each operand of a packed concat: its byte offset in the concat's
   /// buffer.
   llvm::DenseMap<const Value *, uint64_t> offsetInBuffer;
-  /// The head splits an attention reads in place and the transposes of
-  /// results it writes in that layout (target/AttentionLayout.h): their
-  /// values share the bytes they view, and no kernel runs for them.
-  llvm::DenseSet<const Node *> foldedIntoAttention;
+  /// Where each attention reads q, k, v and writes its result, and the
+  /// head splits and merges folded into those views
+  /// (target/AttentionLayout.h): the folded nodes' values share the bytes
+  /// they view, and no kernel runs for them.
+  AttentionLayouts attention;
   /// Results written over the buffer of a dying operand.
   llvm::DenseMap<const Value *, const Value *> inPlaceOf;
   /// Constants stored as data in the persistent region.

@@ -9,6 +9,19 @@ using namespace cgc;
 
 namespace {
 
+/// `size` elements `stride` apart.
+struct Mode {
+  int64_t size, stride;
+};
+using Modes = std::vector<Mode>;
+
+/// A tensor's elements as an offset and, per dim, its modes (outer
+/// first); a dim of extent 1 has none.
+struct Layout {
+  std::vector<Modes> dims;
+  int64_t offset = 0;
+};
+
 std::vector<int64_t> extents(const Value *v) {
   std::vector<int64_t> out;
   for (Dim d : v->getType().dims)
@@ -16,130 +29,290 @@ std::vector<int64_t> extents(const Value *v) {
   return out;
 }
 
-/// The strides of \p v stored row-major as [.., heads, rows, width].
-AttentionView contiguous(const Value *v) {
-  std::vector<int64_t> e = extents(v);
+Layout rowMajor(const std::vector<int64_t> &shape) {
+  Layout l;
+  l.dims.resize(shape.size());
+  int64_t stride = 1;
+  for (size_t a = shape.size(); a-- > 0;) {
+    if (shape[a] != 1)
+      l.dims[a] = {Mode{shape[a], stride}};
+    stride *= shape[a];
+  }
+  return l;
+}
+
+/// \p modes with size-1 modes dropped and each outer mode merged into the
+/// inner one it continues.
+Modes coalesce(const Modes &modes) {
+  Modes out;
+  for (const Mode &m : modes) {
+    if (m.size == 1)
+      continue;
+    if (!out.empty() && out.back().stride == m.size * m.stride)
+      out.back() = {out.back().size * m.size, m.stride};
+    else
+      out.push_back(m);
+  }
+  return out;
+}
+
+/// The modes regrouped into \p shape (row-major order kept), splitting a
+/// mode where a new dim takes its outer part; false where a dim would need
+/// part of a mode its size does not divide.
+bool reshape(Layout &l, const std::vector<int64_t> &shape) {
+  Modes flat;
+  for (const Modes &dim : l.dims)
+    for (const Mode &m : dim)
+      if (m.size != 1)
+        flat.push_back(m);
+  std::vector<Modes> dims;
+  size_t at = 0;
+  for (int64_t need : shape) {
+    Modes group;
+    while (need > 1) {
+      if (at == flat.size())
+        return false;
+      Mode &m = flat[at];
+      if (need % m.size == 0) {
+        group.push_back(m);
+        need /= m.size;
+        ++at;
+      } else if (m.size % need == 0) {
+        int64_t inner = m.size / need;
+        group.push_back({need, m.stride * inner});
+        m = {inner, m.stride};
+        need = 1;
+      } else {
+        return false;
+      }
+    }
+    dims.push_back(group);
+  }
+  if (at != flat.size())
+    return false;
+  l.dims = std::move(dims);
+  return true;
+}
+
+/// Elements [begin, begin + extent * step) of one dim, every step-th;
+/// false unless that dim is one mode.
+bool slice(Layout &l, size_t axis, int64_t begin, int64_t extent, int64_t step) {
+  Modes modes = coalesce(l.dims[axis]);
+  if (modes.empty()) {
+    l.dims[axis] = {};
+    return begin == 0 && extent == 1;
+  }
+  if (modes.size() != 1)
+    return false;
+  l.offset += begin * modes[0].stride;
+  l.dims[axis] = extent == 1 ? Modes{} : Modes{{extent, modes[0].stride * step}};
+  return extent > 0;
+}
+
+Layout transpose(const Layout &l, const std::vector<int64_t> &perm) {
+  Layout out = l;
+  for (size_t a = 0; a < perm.size(); ++a)
+    out.dims[a] = l.dims[perm[a]];
+  return out;
+}
+
+/// \p l after the transpose, reshape or slice \p n reading it; false
+/// where the result is no view of \p l.
+bool apply(Layout &l, const Node &n) {
+  std::vector<int64_t> out = extents(n.result());
+  if (n.getOp() == OpKind::Transpose) {
+    l = transpose(l, transposePerm(n, out.size()));
+    return true;
+  }
+  if (n.getOp() == OpKind::Reshape)
+    return reshape(l, out);
+  SliceParams p = sliceParams(n);
+  std::vector<int64_t> in = extents(n.operand(0));
+  for (size_t s = 0; s < p.axes.size(); ++s) {
+    size_t axis = size_t(p.axes[s] < 0 ? p.axes[s] + int64_t(in.size()) : p.axes[s]);
+    SliceRange r = sliceRange(p.starts[s], p.ends[s], p.steps[s], in[axis]);
+    if (p.steps[s] <= 0 || !slice(l, axis, r.begin, out[axis], p.steps[s]))
+      return false;
+  }
+  return true;
+}
+
+/// One stride for a run of dims (0 when they hold one element).
+bool singleStride(const std::vector<Modes> &dims, size_t from, size_t to, int64_t &stride) {
+  Modes all;
+  for (size_t a = from; a < to; ++a)
+    all.insert(all.end(), dims[a].begin(), dims[a].end());
+  Modes one = coalesce(all);
+  stride = one.empty() ? 0 : one[0].stride;
+  return one.size() <= 1;
+}
+
+/// The kernel's view of \p l over [.., heads, rows, width]: none unless
+/// the leading dims, the heads and the rows each have one stride and the
+/// width is contiguous.
+llvm::Optional<AttentionView> kernelView(const Layout &l, const Value *base) {
+  size_t r = l.dims.size();
+  AttentionView view;
+  view.base = base;
+  view.offset = l.offset;
+  int64_t width = 0;
+  if (r < 3 || !singleStride(l.dims, 0, r - 3, view.outer) ||
+      !singleStride(l.dims, r - 3, r - 2, view.head) ||
+      !singleStride(l.dims, r - 2, r - 1, view.row) ||
+      !singleStride(l.dims, r - 1, r, width) || width > 1)
+    return llvm::None;
+  // The tensor-core kernel loads pairs of elements; 16-byte steps keep
+  // every load aligned.
+  if (view.offset % 8 || view.outer % 8 || view.head % 8 || view.row % 8)
+    return llvm::None;
+  return view;
+}
+
+/// A transpose, reshape or slice of static shapes a chain may hold. Not
+/// one reading an attention's result, which may be stored in another
+/// layout (resultView): the chain starts below it.
+bool isMovement(const Node *n) {
+  if (!n || !(n->getOp() == OpKind::Transpose || n->getOp() == OpKind::Reshape ||
+              n->getOp() == OpKind::Slice))
+    return false;
+  const Node *producer = n->operand(0)->getDef();
+  return n->operand(0)->getType().isStatic() && n->result()->getType().isStatic() &&
+         !(producer && producer->getOp() == OpKind::Attention);
+}
+
+/// The transposes, reshapes and slices above \p v, nearest first.
+std::vector<const Node *> chainAbove(const Value *v) {
+  std::vector<const Node *> chain;
+  for (const Node *n = v->getDef(); isMovement(n); n = n->operand(0)->getDef())
+    chain.push_back(n);
+  return chain;
+}
+
+/// How \p attention writes its result: in the layout of the transpose
+/// that alone reads it, when that keeps the last axis last.
+AttentionView resultView(const Node &attention) {
+  const Value *result = attention.result();
+  AttentionView view = contiguousView(result);
+  if (result->uses().size() != 1 || attention.getParent()->isOutput(result))
+    return view;
+  const Node *t = result->uses().front().user;
+  if (t->getOp() != OpKind::Transpose || t->getParent()->isOutput(t->result()))
+    return view;
+  size_t r = extents(result).size();
+  std::vector<int64_t> perm = transposePerm(*t, r);
+  if (perm[r - 1] != int64_t(r - 1))
+    return view;
+  // Dim a of the result is dim inverse[a] of t, stored row-major.
+  // Dim perm[a] of the result is dim a of t, stored row-major.
+  Layout stored = rowMajor(extents(t->result()));
+  Layout written = stored;
+  for (size_t a = 0; a < r; ++a)
+    written.dims[perm[a]] = stored.dims[a];
+  llvm::Optional<AttentionView> v = kernelView(written, result);
+  if (!v)
+    return view;
+  v->folded = {t};
+  return *v;
+}
+
+bool staticAttention(const Node &n) {
+  return n.getOp() == OpKind::Attention && n.result()->getType().isStatic() &&
+         llvm::all_of(n.getOperands(), [](const Value *v) { return v->getType().isStatic(); });
+}
+
+void collect(const Graph &graph, AttentionLayouts &out) {
+  for (const auto &n : graph.nodes()) {
+    for (unsigned r = 0; r < n->numRegions(); ++r)
+      collect(n->region(r), out);
+    if (!staticAttention(*n))
+      continue;
+    AttentionViews &views = out.views[n.get()];
+    for (unsigned i = 0; i < 3; ++i) {
+      llvm::Optional<AttentionView> v = composedView(n->operand(i));
+      views[i] = v ? *v : contiguousView(n->operand(i));
+    }
+    views[3] = resultView(*n);
+  }
+}
+
+/// Whether nothing but \p layouts' folded nodes and the attentions that
+/// read through them reads the values of \p view's folded chain.
+bool readOnlyThroughViews(const AttentionView &view, const AttentionLayouts &layouts) {
+  for (const Node *f : view.folded) {
+    const Value *r = f->result();
+    if (f->getParent()->isOutput(r))
+      return false;
+    for (const Use &u : r->uses()) {
+      if (layouts.folded.count(u.user))
+        continue;
+      auto reader = layouts.views.find(u.user);
+      if (reader == layouts.views.end() || u.operandIndex >= 3 ||
+          !llvm::is_contained(reader->second[u.operandIndex].folded, f))
+        return false;
+    }
+  }
+  return true;
+}
+
+void gatherFolded(AttentionLayouts &layouts) {
+  layouts.folded.clear();
+  for (const auto &entry : layouts.views)
+    for (const AttentionView &v : entry.second)
+      layouts.folded.insert(v.folded.begin(), v.folded.end());
+}
+
+} // namespace
+
+AttentionView cgc::contiguousView(const Value *value) {
+  llvm::Optional<AttentionView> v = kernelView(rowMajor(extents(value)), value);
+  if (v)
+    return *v;
+  // Unaligned widths: the same strides, which the kernels' own alignment
+  // rules (target/AttentionRule.h) already allow.
+  std::vector<int64_t> e = extents(value);
   size_t r = e.size();
   AttentionView view;
-  view.base = v;
+  view.base = value;
   view.row = e[r - 1];
   view.head = e[r - 2] * e[r - 1];
   view.outer = e[r - 3] * view.head;
   return view;
 }
 
-/// Whether \p n is a transpose that swaps the head and row axes (the two
-/// before the last) and nothing else.
-bool swapsHeadsAndRows(const Node *n) {
-  if (!n || n->getOp() != OpKind::Transpose)
-    return false;
-  unsigned rank = n->result()->getType().rank();
-  if (rank < 3)
-    return false;
-  std::vector<int64_t> perm = transposePerm(*n, rank);
-  for (unsigned a = 0; a < rank; ++a) {
-    unsigned want = a == rank - 3 ? rank - 2 : a == rank - 2 ? rank - 3 : a;
-    if (perm[a] != int64_t(want))
-      return false;
-  }
-  return true;
-}
-
-/// Whether a chain node's result \p v is read by \p reader alone, in its
-/// own graph, and is no output of it.
-bool readOnlyBy(const Value *v, const Node *reader) {
-  const Node *def = v->getDef();
-  return def && v->getType().isStatic() && !def->getParent()->isOutput(v) &&
-         llvm::all_of(v->uses(), [&](const Use &u) { return u.user == reader; });
-}
-
-/// Whether a kernel may read \p view: 16-byte steps at 16-bit elements
-/// (the tensor-core kernel loads pairs of elements; vector widths).
-bool aligned(const AttentionView &view) {
-  return view.offset % 8 == 0 && view.row % 8 == 0 && view.head % 8 == 0 &&
-         view.outer % 8 == 0;
-}
-
-/// The view of a head split: \p t = transpose(y) with y [.., S, H, D],
-/// where y may be reshape(z) with z [.., S, H * D], and z a slice of the
-/// last axis of w [.., S, F]. Stops at the last level whose view aligns.
-AttentionView headSplit(const Node &t) {
-  const Value *y = t.operand(0);
-  std::vector<int64_t> ye = extents(y);
-  size_t r = ye.size();
-  AttentionView view;
-  view.base = y;
-  view.head = ye[r - 1];
-  view.row = ye[r - 2] * ye[r - 1];
-  view.outer = ye[r - 3] * view.row;
-  view.folded = {&t};
-  const Node *reshape = y->getDef();
-  if (!aligned(view) || !reshape || reshape->getOp() != OpKind::Reshape ||
-      !readOnlyBy(y, &t))
-    return view;
-  const Value *z = reshape->operand(0);
-  std::vector<int64_t> ze = extents(z);
-  if (!z->getType().isStatic() || ze.size() != r - 1 ||
-      !std::equal(ze.begin(), ze.end() - 1, ye.begin()) || ze.back() != view.row)
-    return view;
-  view.base = z;
-  view.folded.push_back(reshape);
-  const Node *slice = z->getDef();
-  if (!slice || slice->getOp() != OpKind::Slice || !readOnlyBy(z, reshape))
-    return view;
-  const Value *w = slice->operand(0);
-  std::vector<int64_t> we = extents(w);
-  SliceParams p = sliceParams(*slice);
-  bool lastAxisOnly = p.axes.size() == 1 && p.steps[0] == 1 &&
-                      (p.axes[0] == int64_t(r) - 2 || p.axes[0] == -1);
-  if (!lastAxisOnly || !w->getType().isStatic() || we.size() != r - 1)
-    return view;
-  AttentionView sliced = view;
-  sliced.base = w;
-  sliced.offset = sliceRange(p.starts[0], p.ends[0], 1, we.back()).begin;
-  sliced.row = we.back();
-  sliced.outer = ye[r - 3] * sliced.row;
-  sliced.folded.push_back(slice);
-  return aligned(sliced) ? sliced : view;
-}
-
-/// Whether every reader of \p v is an attention reading it as q, k or v,
-/// in \p v's graph, and \p v is no output of that graph.
-bool readAsOperandOnly(const Value *v) {
-  const Node *def = v->getDef();
-  return def && !def->getParent()->isOutput(v) &&
-         llvm::all_of(v->uses(), [&](const Use &u) {
-           return u.user->getOp() == OpKind::Attention && u.operandIndex < 3 &&
-                  u.user->getParent() == def->getParent();
-         });
-}
-
-} // namespace
-
-AttentionView cgc::attentionOperand(const Node &attention, unsigned i) {
-  if (i == 3) {
-    const Value *result = attention.result();
-    AttentionView view = contiguous(result);
-    if (result->uses().size() != 1 ||
-        attention.getParent()->isOutput(result))
+llvm::Optional<AttentionView> cgc::composedView(const Value *operand) {
+  std::vector<const Node *> chain = chainAbove(operand);
+  for (size_t k = chain.size(); k > 0; --k) {
+    const Value *base = chain[k - 1]->operand(0);
+    Layout l = rowMajor(extents(base));
+    bool ok = true;
+    for (size_t n = k; n-- > 0 && ok;)
+      ok = apply(l, *chain[n]);
+    llvm::Optional<AttentionView> view = ok ? kernelView(l, base) : llvm::None;
+    if (view) {
+      view->folded.assign(chain.begin(), chain.begin() + k);
       return view;
-    const Node *t = result->uses().front().user;
-    if (!swapsHeadsAndRows(t) || t->getParent()->isOutput(t->result()))
-      return view;
-    // The result laid out as t = [.., S, H, EV].
-    std::vector<int64_t> te = extents(t->result());
-    size_t r = te.size();
-    AttentionView written = view;
-    written.head = te[r - 1];
-    written.row = te[r - 2] * te[r - 1];
-    written.outer = te[r - 3] * written.row;
-    written.folded = {t};
-    return aligned(written) ? written : view;
+    }
   }
-  const Value *operand = attention.operand(i);
-  const Node *t = operand->getDef();
-  if (!swapsHeadsAndRows(t) || !readAsOperandOnly(operand))
-    return contiguous(operand);
-  AttentionView view = headSplit(*t);
-  return aligned(view) ? view : contiguous(operand);
+  return llvm::None;
+}
+
+AttentionLayouts cgc::attentionLayouts(const Graph &graph) {
+  AttentionLayouts layouts;
+  collect(graph, layouts);
+  // A chain whose values something else reads is computed after all: its
+  // operand is read as stored. Dropping one can break another's reads.
+  for (bool changed = true; changed;) {
+    changed = false;
+    gatherFolded(layouts);
+    for (auto &entry : layouts.views)
+      for (unsigned i = 0; i < 3; ++i) {
+        AttentionView &v = entry.second[i];
+        if (!v.folded.empty() && !readOnlyThroughViews(v, layouts)) {
+          v = contiguousView(entry.first->operand(i));
+          changed = true;
+        }
+      }
+  }
+  gatherFolded(layouts);
+  return layouts;
 }

@@ -377,8 +377,9 @@ def attention_block_cases(put):
     pipeline: sibling projections with and without biases (merge-products:
     one product over weights laid side by side), the head split as a
     reshape and a transpose, GPT-2's one projection split in three, grouped
-    heads, the heads merged back; a gated MLP (gate and up merged); f32 and
-    bf16, so that the fused and the tensor-core kernels both read them."""
+    heads, the heads merged back; a gated MLP (gate and up merged);
+    nn.MultiheadAttention's sequence-first chain; f32 and bf16, so that the
+    fused and the tensor-core kernels both read them."""
     def param(name, dt, shape, seed):
         bound = 1.0 / np.sqrt(shape[-1])
         return {"name": name, "kind": "parameter", "dtype": dt, "shape": shape,
@@ -435,6 +436,31 @@ def attention_block_cases(put):
                   {"name": "gg", "op": "mul", "inputs": ["g", "gs"]},
                   {"name": "z", "op": "mul", "inputs": ["gg", "u"]}]
         put(f"own_block_llama_{dt}", ins, nodes, ["o", "z"])
+
+        # nn.MultiheadAttention, sequence first ([S, B, E], 4 heads of
+        # 32): the packed projection unflattened, permuted, squeezed,
+        # selected, viewed as [S, B * H, D], transposed and viewed as
+        # [B, H, S, D]; the heads merged back as [S, B, H, D].
+        b, s, h, d = 2, 33, 4, 32
+        e = h * d
+        ins = [("x", dt, [s, b, e]), param("w", dt, [3 * e, e], 40), param("bias", dt, [3 * e], 41)]
+        nodes = [{"name": "p", "op": "linear", "inputs": ["x", "w", "bias"]},
+                 {"name": "u", "op": "reshape", "inputs": ["p"], "attrs": {"shape": [1, s, b, 3, e]}},
+                 {"name": "pu", "op": "transpose", "inputs": ["u"], "attrs": {"perm": [3, 1, 2, 0, 4]}},
+                 {"name": "sq", "op": "reshape", "inputs": ["pu"], "attrs": {"shape": [3, s, b, e]}}]
+        for i, n in enumerate("qkv"):
+            nodes += [{"name": n + "s", "op": "slice", "inputs": ["sq"],
+                       "attrs": {"axes": [0], "starts": [i], "ends": [i + 1]}},
+                      {"name": n + "w", "op": "reshape", "inputs": [n + "s"],
+                       "attrs": {"shape": [s, b * h, d]}},
+                      {"name": n + "t", "op": "transpose", "inputs": [n + "w"],
+                       "attrs": {"perm": [1, 0, 2]}},
+                      {"name": n + "4", "op": "reshape", "inputs": [n + "t"],
+                       "attrs": {"shape": [b, h, s, d]}}]
+        nodes += [{"name": "a", "op": "attention", "inputs": ["q4", "k4", "v4"]},
+                  {"name": "at", "op": "transpose", "inputs": ["a"], "attrs": {"perm": [2, 0, 1, 3]}},
+                  {"name": "o", "op": "reshape", "inputs": ["at"], "attrs": {"shape": [s * b, e]}}]
+        put(f"own_block_mha_{dt}", ins, nodes, ["o"])
 
 
 def mma_attention_cases(put):
