@@ -10,16 +10,8 @@
 // must give none.
 //
 //===----------------------------------------------------------------------===//
-#include "ir/Diagnostics.h"
-#include "ir/JsonReader.h"
-#include "ir/Verifier.h"
-#include "ir/interpreter/Interpreter.h"
+#include "InterpreterTesting.h"
 #include "target/AttentionLayout.h"
-
-#include "llvm/Support/MemoryBuffer.h"
-#include "llvm/Support/raw_ostream.h"
-
-#include <gtest/gtest.h>
 
 using namespace cgc;
 using namespace cgc::interp;
@@ -41,12 +33,9 @@ void checkChain(const std::vector<int64_t> &shape, const std::string &nodes,
   std::string model = R"({"format_version": 1, "name": "chain", "inputs": [{"name": "x",
     "dtype": "f32", "shape": )" + shapeText(shape) + R"(}], "nodes": [)" + nodes +
                       R"(], "outputs": ["y"]})";
-  std::string messages;
-  llvm::raw_string_ostream os(messages);
-  DiagnosticEngine diag(os);
-  uint32_t id = diag.addBuffer(llvm::MemoryBuffer::getMemBufferCopy(model, "chain.json"));
-  std::unique_ptr<Graph> graph = readGraphBuffer(id, ".", diag, ReadOptions());
-  ASSERT_TRUE(graph && verifyGraph(*graph, diag)) << os.str();
+  testsupport::TestGraph chain;
+  ASSERT_TRUE(chain.read(model)) << chain.messages;
+  Graph *graph = chain.graph.get();
   const Value *y = graph->lookupValue("y");
   llvm::Optional<AttentionView> view = composedView(y);
   ASSERT_EQ(bool(view), !base.empty()) << nodes;
@@ -59,14 +48,9 @@ void checkChain(const std::vector<int64_t> &shape, const std::string &nodes,
   Tensor x(DType::F32, shape);
   for (int64_t i = 0; i < x.numel(); ++i)
     x.setReal(i, double(i));
-  NamedTensors based;
-  RunError e;
-  ASSERT_TRUE(runGraph(*graph, {{"x", x}}, based, e)) << e.message;
-  const Tensor &b = based.front().second;
+  const Tensor b = chain.run({{"x", x}}).front().second;
   graph->outputs.front().value = const_cast<Value *>(y);
-  NamedTensors out;
-  ASSERT_TRUE(runGraph(*graph, {{"x", x}}, out, e)) << e.message;
-  const Tensor &got = out.front().second;
+  const Tensor got = chain.run({{"x", x}}).front().second;
   std::vector<int64_t> dims = got.shape;
   size_t r = dims.size();
   int64_t outer = 1;

@@ -8,16 +8,7 @@
 // the others' all_reduce instead of leaving them waiting.
 //
 //===----------------------------------------------------------------------===//
-#include "ir/Diagnostics.h"
-#include "ir/JsonReader.h"
-#include "ir/Verifier.h"
-#include "ir/interpreter/Interpreter.h"
-#include "passes/Pass.h"
-
-#include "llvm/Support/MemoryBuffer.h"
-#include "llvm/Support/raw_ostream.h"
-
-#include <gtest/gtest.h>
+#include "InterpreterTesting.h"
 
 #include <cmath>
 #include <random>
@@ -51,12 +42,7 @@ std::string model(int batch, const std::string &optimizer) {
 
 const char *kSgd = R"({"kind": "sgd", "lr": 0.1, "momentum": 0.9, "weight_decay": 0.01, "max_grad_norm": 0.5})";
 
-struct Step {
-  std::string messages;
-  llvm::raw_string_ostream os{messages};
-  DiagnosticEngine diag{os};
-  std::unique_ptr<Graph> graph;
-
+struct Step : testsupport::TestGraph {
   /// The training step of \p batch rows; with data-parallel when \p ranks.
   bool build(int batch, bool ranks, uint64_t bucketBytes,
              const std::string &optimizer = kSgd) {
@@ -67,26 +53,17 @@ struct Step {
 
   bool buildWith(int batch, const std::string &passes, uint64_t bucketBytes,
                  const std::string &optimizer, PassContext::MicroStep microStep) {
-    uint32_t id = diag.addBuffer(
-        llvm::MemoryBuffer::getMemBufferCopy(model(batch, optimizer), "dp.json"));
-    graph = readGraphBuffer(id, ".", diag, ReadOptions());
-    if (!graph || !verifyGraph(*graph, diag))
+    if (!read(model(batch, optimizer)))
       return false;
-    PassManager pm;
     PassContext ctx{diag, {}};
     ctx.dataParallel.bucketBytes = bucketBytes;
     ctx.microStep = microStep;
-    return pm.addPipeline(passes, diag) && pm.run(*graph, ctx, llvm::nulls());
+    return runPasses(passes, ctx);
   }
 };
 
-Tensor randomTensor(Shape shape, std::mt19937 &rng) {
-  Tensor t(DType::F32, std::move(shape));
-  std::uniform_real_distribution<float> u(-1, 1);
-  for (int64_t i = 0; i < t.numel(); ++i)
-    t.setReal(i, u(rng));
-  return t;
-}
+using testsupport::named;
+using testsupport::randomTensor;
 
 /// Rows [first, first + n) of \p t.
 Tensor rows(const Tensor &t, int64_t first, int64_t n) {
@@ -97,15 +74,6 @@ Tensor rows(const Tensor &t, int64_t first, int64_t n) {
   for (int64_t i = 0; i < out.numel(); ++i)
     out.data[size_t(i)] = t.data[size_t(first * row + i)];
   return out;
-}
-
-const Tensor &named(const NamedTensors &outputs, const std::string &name) {
-  for (const auto &[n, t] : outputs)
-    if (n == name)
-      return t;
-  ADD_FAILURE() << "no output " << name;
-  static Tensor none;
-  return none;
 }
 
 /// Runs \p world ranks of \p step on shards of (x, target), rank r's state

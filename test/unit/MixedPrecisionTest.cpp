@@ -8,16 +8,7 @@
 // good step doubles it.
 //
 //===----------------------------------------------------------------------===//
-#include "ir/Diagnostics.h"
-#include "ir/JsonReader.h"
-#include "ir/Verifier.h"
-#include "ir/interpreter/Interpreter.h"
-#include "passes/Pass.h"
-
-#include "llvm/Support/MemoryBuffer.h"
-#include "llvm/Support/raw_ostream.h"
-
-#include <gtest/gtest.h>
+#include "InterpreterTesting.h"
 
 #include <cmath>
 #include <limits>
@@ -42,40 +33,20 @@ const char *kModel = R"({"format_version": 1, "name": "mp",
   {"name": "loss", "op": "mse_loss", "inputs": ["y", "target"]}],
  "outputs": [{"name": "loss", "value": "loss", "kind": "loss"}]})";
 
-struct Step {
-  std::string messages;
-  llvm::raw_string_ostream os{messages};
-  DiagnosticEngine diag{os};
-  std::unique_ptr<Graph> graph;
-
+struct Step : testsupport::TestGraph {
   bool build(DType autocast) {
-    uint32_t id = diag.addBuffer(llvm::MemoryBuffer::getMemBufferCopy(kModel, "mp.json"));
-    graph = readGraphBuffer(id, ".", diag, ReadOptions());
-    if (!graph || !verifyGraph(*graph, diag))
+    if (!read(kModel))
       return false;
-    PassManager pm;
     PassContext ctx{diag, {}};
     ctx.autocast = autocast;
     ctx.lossScaling = autocast == DType::F16;
-    return pm.addPipeline("autocast,autodiff,apply-optimizer", diag) &&
-           pm.run(*graph, ctx, llvm::nulls());
-  }
-
-  NamedTensors run(std::map<std::string, Tensor> in) {
-    NamedTensors out;
-    RunError e;
-    EXPECT_TRUE(runGraph(*graph, in, out, e)) << e.message;
-    return out;
+    return runPasses("autocast,autodiff,apply-optimizer", ctx);
   }
 };
 
 Tensor randomTensor(Shape shape, unsigned seed) {
   std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> u(-1, 1);
-  Tensor t(DType::F32, std::move(shape));
-  for (int64_t i = 0; i < t.numel(); ++i)
-    t.setReal(i, u(rng));
-  return t;
+  return testsupport::randomTensor(std::move(shape), rng);
 }
 
 Tensor scalar(double v) {
@@ -84,14 +55,7 @@ Tensor scalar(double v) {
   return t;
 }
 
-const Tensor &named(const NamedTensors &outputs, const std::string &name) {
-  for (const auto &[n, t] : outputs)
-    if (n == name)
-      return t;
-  ADD_FAILURE() << "no output " << name;
-  static Tensor none;
-  return none;
-}
+using testsupport::named;
 
 TEST(LossScaling, AGoodStepUpdatesAsInF32AndCountsIt) {
   Step f16, f32;

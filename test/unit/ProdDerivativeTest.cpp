@@ -7,16 +7,7 @@
 // at a row's one zero the product of the rest, 0 beside it; 0 with two).
 //
 //===----------------------------------------------------------------------===//
-#include "ir/Diagnostics.h"
-#include "ir/JsonReader.h"
-#include "ir/Verifier.h"
-#include "ir/interpreter/Interpreter.h"
-#include "passes/Pass.h"
-
-#include "llvm/Support/MemoryBuffer.h"
-#include "llvm/Support/raw_ostream.h"
-
-#include <gtest/gtest.h>
+#include "InterpreterTesting.h"
 
 using namespace cgc;
 using namespace cgc::interp;
@@ -27,16 +18,10 @@ TEST(ProdDerivative, ExactAtZeros) {
  "nodes": [{"name": "p", "op": "prod", "inputs": ["w"], "attrs": {"axes": [1]}},
            {"name": "loss", "op": "sum", "inputs": ["p"]}],
  "outputs": [{"name": "loss", "value": "loss", "kind": "loss"}]})";
-  std::string messages;
-  llvm::raw_string_ostream os(messages);
-  DiagnosticEngine diag(os);
-  uint32_t id = diag.addBuffer(llvm::MemoryBuffer::getMemBufferCopy(model, "prod.json"));
-  std::unique_ptr<Graph> graph = readGraphBuffer(id, ".", diag, ReadOptions());
-  ASSERT_TRUE(graph && verifyGraph(*graph, diag)) << os.str();
-  PassManager pm;
-  PassContext ctx{diag, {}};
-  ASSERT_TRUE(pm.addPipeline("autodiff", diag) && pm.run(*graph, ctx, llvm::nulls()))
-      << os.str();
+  testsupport::TestGraph step;
+  ASSERT_TRUE(step.read(model)) << step.messages;
+  PassContext ctx{step.diag, {}};
+  ASSERT_TRUE(step.runPasses("autodiff", ctx)) << step.messages;
   const double w[9] = {2, 3, 4,   // no zero
                        0, 5, 6,   // one zero
                        0, 7, 0};  // two zeros
@@ -44,14 +29,8 @@ TEST(ProdDerivative, ExactAtZeros) {
   Tensor t(DType::F32, {3, 3});
   for (int i = 0; i < 9; ++i)
     t.setReal(i, w[i]);
-  NamedTensors out;
-  RunError e;
-  ASSERT_TRUE(runGraph(*graph, {{"w", t}}, out, e)) << e.message;
-  const Tensor *grad = nullptr;
-  for (const auto &[name, value] : out)
-    if (name == "w.grad")
-      grad = &value;
-  ASSERT_TRUE(grad);
+  const Tensor grad = testsupport::named(step.run({{"w", t}}), "w.grad");
+  ASSERT_EQ(grad.numel(), 9);
   for (int i = 0; i < 9; ++i)
-    EXPECT_EQ(grad->real(i), want[i]) << "w[" << i << "]";
+    EXPECT_EQ(grad.real(i), want[i]) << "w[" << i << "]";
 }
