@@ -36,8 +36,7 @@
 //    their first position; the result is deterministic.
 //
 //===----------------------------------------------------------------------===//
-#include "passes/Liveness.h"
-#include "passes/MemoryPlan.h"
+#include "passes/MemoryPlanner.h"
 #include "target/Scheduler.h"
 
 #include "llvm/ADT/DenseSet.h"
@@ -47,8 +46,7 @@
 #include <algorithm>
 
 using namespace cgc;
-
-static uint64_t alignUp(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
+using namespace cgc::planner;
 
 bool cgc::isConstantData(const Node &node) {
   return node.getOp() == OpKind::Constant && !splatConstant(node.result());
@@ -118,119 +116,6 @@ const std::vector<Copy> &MemoryPlan::copiesBefore(const Node &loop) const {
   return it == entryCopies.end() ? none : it->second;
 }
 
-/// Pointwise nodes read operand element i only to write result element i.
-static bool isPointwise(const Node &n) {
-  return n.info().has(Elementwise) || n.getOp() == OpKind::Fusion ||
-         n.getOp() == OpKind::Dropout;
-}
-
-/// Whether \p n may compute its result \p r in the buffer of its operand
-/// \p v: it reads an element of v only to write r's element at the same
-/// place (pointwise over a same-shaped operand; index_copy's x, which it
-/// then leaves as it is but for the copied slices; all_reduce's operand k,
-/// its result k, unless the operand is reduced twice).
-static bool mayWriteOverOperand(const Node &n, const Value *v, const Value *r) {
-  if (isPointwise(n))
-    return v->getType().dims == r->getType().dims &&
-           (n.getOp() != OpKind::Dropout || n.operand(0) == v);
-  if (n.getOp() == OpKind::IndexCopy)
-    return n.operand(0) == v && n.operand(1) != v && n.operand(2) != v;
-  if (n.info().has(Collective)) // NCCL reduces in place: result k over operand k.
-    for (unsigned k = 0; k < n.numResults(); ++k)
-      if (n.result(k) == r)
-        return n.operand(k) == v &&
-               llvm::count(n.getOperands(), v) == 1;
-  return false;
-}
-
-namespace {
-class Planner {
-public:
-  Planner(Graph &g, MemoryPlan &plan, const PlanLayout &layout,
-          DiagnosticEngine &diag)
-      : g(g), plan(plan), layout(layout), diag(diag), live(g) {}
-  bool run();
-
-private:
-  bool isReadOnlyInput(const Value *v) const;
-  void packState();
-  void foldAttentionViews();
-  unsigned newBuffer(Value *v, uint64_t bytes, Storage::Region region,
-                     int start, int end, bool fixed) {
-    Buffer b;
-    b.storage.region = region;
-    b.storage.bytes = bytes;
-    b.size = alignUp(std::max<uint64_t>(bytes, 1), kBufferAlignment);
-    b.start = start;
-    b.end = end;
-    b.fixed = fixed;
-    plan.buffers.push_back(b);
-    if (v)
-      join(v, plan.buffers.size() - 1, end);
-    return plan.buffers.size() - 1;
-  }
-  /// A fixed arena slot for the \p slot-th input or output.
-  unsigned newSlot(Value *v, unsigned slot, int start, std::string binding) {
-    unsigned b = newBuffer(nullptr, valueBytes(v), Storage::Region::Arena,
-                           start, live.last(), /*fixed=*/true);
-    Buffer &buf = plan.buffers[b];
-    if (slot < layout.slotBytes.size())
-      buf.size = alignUp(std::max<uint64_t>(layout.slotBytes[slot], 1),
-                         kBufferAlignment);
-    buf.storage.binding = std::move(binding);
-    return b;
-  }
-  void join(Value *v, unsigned buffer, int end) {
-    plan.bufferOf[v] = buffer;
-    plan.buffers[buffer].values.push_back(v);
-    plan.buffers[buffer].end = std::max(plan.buffers[buffer].end, end);
-  }
-  unsigned bufferOf(const Value *v) const { return plan.bufferOf.lookup(v); }
-  /// Copies \p v into buffer \p to; resolved once \p v is planned.
-  void addCopy(std::vector<Copy> &list, const Value *v, unsigned to,
-               std::string output = "") {
-    list.push_back({v, 0, to, std::move(output)});
-  }
-
-  bool claimOutputs();
-  bool updateInPlace(Value *v, Value *target) const;
-  bool ifUpdatesInPlace(const Node &n, const Value *v,
-                        const Value *target) const;
-  bool takeOperand(Node &n, Value *r, llvm::DenseSet<unsigned> &taken);
-  void planGraph(Graph &graph);
-  void planResult(Node &n, Value *r, llvm::DenseSet<unsigned> &taken);
-  void planScratch(Node &n);
-  unsigned resultBuffer(Value *r);
-  bool claimInto(const Graph &region, Value *v, unsigned buffer);
-  void planIf(Node &n);
-  unsigned carriedSlot(Node &n, unsigned k);
-  bool bodyMayWriteSlot(const Graph &body, unsigned k, Value *v) const;
-  bool mayWriteOver(const Graph &region, const Value *old, unsigned k,
-                    Value *v) const;
-  void planWhile(Node &n);
-  void resolveCopies();
-  void place();
-
-  Graph &g;
-  MemoryPlan &plan;
-  const PlanLayout &layout;
-  DiagnosticEngine &diag;
-  bool unscheduled = false;
-  Liveness live;
-  llvm::DenseMap<Value *, unsigned> claimed;
-  /// The operands of packed concats: the concat's result.
-  llvm::DenseMap<const Value *, Value *> packedInto;
-  /// Each node folded into an attention: the value whose bytes its result
-  /// shares (the viewed tensor, or the attention's result).
-  llvm::DenseMap<const Node *, const Value *> foldedInto;
-  /// Top-level values an exit copy reads (an output or a state update
-  /// computed elsewhere): live to the end, whatever reads them before.
-  llvm::DenseSet<const Value *> copiedAtExit;
-  int lastUse(const Value *v) const {
-    return copiedAtExit.count(v) ? live.last() : live.lastUse(v);
-  }
-};
-} // namespace
 
 bool Planner::updateInPlace(Value *v, Value *target) const {
   Node *def = v->getDef();
@@ -427,145 +312,6 @@ void Planner::planScratch(Node &n) {
   int at = live.span(&n).start;
   plan.scratch[&n] = newBuffer(nullptr, uint64_t((*record)[ScheduleField::Scratch]),
                                Storage::Region::Arena, at, at, false);
-}
-
-/// The buffer of a region node's result: its claimed slot or a new one.
-unsigned Planner::resultBuffer(Value *r) {
-  auto claim = claimed.find(r);
-  if (claim != claimed.end()) {
-    join(r, claim->second, lastUse(r));
-    return claim->second;
-  }
-  return newBuffer(r, valueBytes(r), Storage::Region::Arena,
-                   live.definition(r), lastUse(r), false);
-}
-
-/// Lets \p region compute its output \p v straight into \p buffer, or
-/// copies it there at the region's end.
-bool Planner::claimInto(const Graph &region, Value *v, unsigned buffer) {
-  auto own = plan.bufferOf.find(v);
-  if (own != plan.bufferOf.end() && own->second == buffer)
-    return true; // Passed through in its own buffer (an update left as is).
-  Node *def = v->getDef();
-  if (def && def->getParent() == &region && !claimed.count(v) &&
-      !isConstantData(*def)) {
-    claimed[v] = buffer;
-    return true;
-  }
-  addCopy(plan.exitCopies[&region], v, buffer);
-  return false;
-}
-
-void Planner::planIf(Node &n) {
-  std::vector<unsigned> results;
-  for (unsigned k = 0; k < n.numResults(); ++k)
-    results.push_back(resultBuffer(n.result(k)));
-  for (unsigned r = 0; r < n.numRegions(); ++r) {
-    Graph &arm = n.region(r);
-    for (unsigned i = 0; i < arm.inputs().size(); ++i) {
-      Value *in = arm.inputs()[i].value;
-      join(in, bufferOf(n.operand(i + 1)), lastUse(in));
-    }
-    for (unsigned k = 0; k < arm.outputs.size(); ++k)
-      claimInto(arm, arm.outputs[k].value, results[k]);
-    planGraph(arm);
-  }
-}
-
-/// The slot of carried value \p k of loop \p n for the whole loop.
-unsigned Planner::carriedSlot(Node &n, unsigned k) {
-  Span s = live.span(&n);
-  Value *op = n.operand(k), *result = n.result(k);
-  const Graph &body = n.region(1);
-  int end = std::max(s.end, lastUse(result));
-  auto claim = claimed.find(result);
-  if (claim != claimed.end()) {
-    addCopy(plan.entryCopies[&n], op, claim->second);
-    return claim->second;
-  }
-  unsigned own = bufferOf(op);
-  const Buffer &b = plan.buffers[own];
-  bool passedThrough = body.outputs[k].value == body.inputs()[k].value;
-  bool dies = !b.fixed && b.storage.region == Storage::Region::Arena &&
-              b.end <= s.end && llvm::count(n.getOperands(), op) == 1 &&
-              !(op->getDef() && isConstantData(*op->getDef()));
-  if (passedThrough || dies)
-    return own;
-  unsigned slot = newBuffer(nullptr, valueBytes(op), Storage::Region::Arena,
-                            s.start, end, false);
-  addCopy(plan.entryCopies[&n], op, slot);
-  return slot;
-}
-
-/// Whether the body may compute \p v, its next value of slot \p k, straight
-/// into the slot: nothing reads the old value after \p v is computed.
-bool Planner::bodyMayWriteSlot(const Graph &body, unsigned k,
-                               Value *v) const {
-  return mayWriteOver(body, body.inputs()[k].value, k, v);
-}
-
-/// Whether \p region may compute its output \p k, \p v, in the buffer of
-/// its input \p old: v is its own value, no other output is old, and
-/// nothing reads old after v is computed (v's node itself only when it
-/// reads old element by element).
-bool Planner::mayWriteOver(const Graph &region, const Value *old, unsigned k,
-                           Value *v) const {
-  const Node *def = v->getDef();
-  if (!def || def->getParent() != &region || claimed.count(v) ||
-      isConstantData(*def) || def->getOp() == OpKind::Reshape)
-    return false;
-  for (unsigned j = 0; j < region.outputs.size(); ++j)
-    if (j != k && region.outputs[j].value == old)
-      return false; // The old value is copied into slot j at the end.
-  int at = live.span(def).start;
-  for (const Use &u : old->uses()) {
-    int user = live.span(u.user).end;
-    if (user > at || (user == at && !mayWriteOverOperand(*def, old, v)))
-      return false;
-  }
-  return true;
-}
-
-void Planner::planWhile(Node &n) {
-  Span s = live.span(&n);
-  Graph &cond = n.region(0), &body = n.region(1);
-  std::vector<unsigned> slots;
-  for (unsigned k = 0; k < n.numOperands(); ++k) {
-    unsigned slot = carriedSlot(n, k);
-    slots.push_back(slot);
-    int end = std::max(s.end, lastUse(n.result(k)));
-    join(n.result(k), slot, end);
-    join(cond.inputs()[k].value, slot, end);
-    join(body.inputs()[k].value, slot, end);
-  }
-  // The caller reads the count after the run (cgc_context_loop_trips):
-  // the counter is never reused.
-  plan.tripCounter[&n] =
-      newBuffer(nullptr, 4, Storage::Region::Arena, s.start, live.last(), true);
-  // Next values: straight into their slots, by a copy, or staged when the
-  // next value is another slot's current one (a swap must read first).
-  std::vector<Copy> &exit = plan.exitCopies[&body];
-  std::vector<Copy> direct;
-  for (unsigned k = 0; k < body.outputs.size(); ++k) {
-    Value *v = body.outputs[k].value;
-    if (v == body.inputs()[k].value)
-      continue;
-    if (bodyMayWriteSlot(body, k, v)) {
-      claimed[v] = slots[k];
-      continue;
-    }
-    if (!plan.hasStorage(v) || !llvm::is_contained(slots, bufferOf(v))) {
-      addCopy(direct, v, slots[k]);
-      continue;
-    }
-    unsigned staging = newBuffer(nullptr, valueBytes(v), Storage::Region::Arena,
-                                 s.end, s.end, false);
-    addCopy(exit, v, staging);
-    direct.push_back({nullptr, staging, slots[k], ""});
-  }
-  exit.insert(exit.end(), direct.begin(), direct.end());
-  planGraph(cond);
-  planGraph(body);
 }
 
 void Planner::resolveCopies() {
