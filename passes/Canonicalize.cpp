@@ -18,6 +18,16 @@
 //                                                -> attention(q, k, v) with
 //                                                   grouped heads (no copy
 //                                                   of k and v g times)
+//   u(reshape(p)), u a unary elementwise op, p a
+//   product's result or its bias add             -> reshape(u(p)) (a
+//                                                   reshape is a view): an
+//                                                   activation after a
+//                                                   product's view (GPT-2's
+//                                                   addmm) meets the product
+//   0.5 * x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * x^3)))
+//   (GPT-2's gelu_new written out)               -> gelu_tanh(x), which
+//                                                   fuse-epilogue folds into
+//                                                   a product's epilogue
 //   an elementwise op on splat constants         -> a splat constant
 // A rule only fires when the replacement has exactly the node's type, so
 // broadcasting never changes a result shape. Dead nodes are left to dce.
@@ -69,6 +79,8 @@ private:
   static Value *foldSplat(GraphBuilder &builder, Node &node);
   static void foldTransposeIntoProduct(Node &node, bool &changed);
   static void foldRepeatedHeads(Node &node, bool &changed);
+  static Value *foldWrittenGelu(GraphBuilder &builder, Node &node);
+  static Value *sinkReshape(GraphBuilder &builder, Node &node);
 };
 } // namespace
 
@@ -233,6 +245,95 @@ Value *CanonicalizePass::foldSplat(GraphBuilder &builder, Node &node) {
   return fill ? fill->result() : nullptr;
 }
 
+/// Whether \p v is a splat equal to \p c within its dtype's precision
+/// (a constant the model wrote in its own 16-bit dtype rounds).
+static bool isSplatNear(const Value *v, double c) {
+  auto value = splatConstant(v);
+  if (!value)
+    return false;
+  DType dtype = v->getType().dtype;
+  double tolerance = dtype == DType::BF16 ? 8e-3 : dtype == DType::F16 ? 1e-3 : 1e-6;
+  return std::fabs(realOf(dtype, *value) - c) <= tolerance * std::fabs(c);
+}
+
+/// The other operand of \p v's producer when that is \p op (commutative)
+/// with a splat near \p c as one operand; else null.
+static Value *besideSplat(const Value *v, OpKind op, double c) {
+  const Node *n = v ? v->getDef() : nullptr;
+  if (!n || n->getOp() != op || n->numOperands() != 2)
+    return nullptr;
+  for (unsigned k = 0; k < 2; ++k)
+    if (isSplatNear(n->operand(k), c))
+      return n->operand(1 - k);
+  return nullptr;
+}
+
+/// Whether \p v is x + 0.044715 * x^3 (either order of each operation).
+static bool isCubicTerm(const Value *v, const Value *x) {
+  const Node *add = v->getDef();
+  if (!add || add->getOp() != OpKind::Add)
+    return false;
+  for (unsigned k = 0; k < 2; ++k) {
+    if (add->operand(k) != x)
+      continue;
+    Value *cube = besideSplat(add->operand(1 - k), OpKind::Mul, 0.044715);
+    const Node *pow = cube ? cube->getDef() : nullptr;
+    if (pow && pow->getOp() == OpKind::Pow && pow->operand(0) == x &&
+        isSplatNear(pow->operand(1), 3.0))
+      return true;
+  }
+  return false;
+}
+
+Value *CanonicalizePass::sinkReshape(GraphBuilder &builder, Node &node) {
+  if (!node.info().has(Elementwise) || node.numOperands() != 1)
+    return nullptr;
+  Node *reshape = node.operand(0)->getDef();
+  const Node *producer = reshape && reshape->getOp() == OpKind::Reshape
+                             ? reshape->operand(0)->getDef()
+                             : nullptr;
+  // A product, or its bias add (addmm as the export decomposes it).
+  auto isProduct = [](const Value *v) {
+    return v->getDef() && v->getDef()->info().has(MatMul);
+  };
+  bool afterProduct = producer && (producer->info().has(MatMul) ||
+                                   (producer->getOp() == OpKind::Add &&
+                                    llvm::any_of(producer->getOperands(), isProduct)));
+  if (!afterProduct)
+    return nullptr;
+  builder.setInsertionPoint(node);
+  builder.setOrigin(node);
+  Node *inner = builder.clone(node, {reshape->operand(0)});
+  if (!inner)
+    return nullptr;
+  const auto &dims = node.result()->getType().dims;
+  builder.setOrigin(*reshape);
+  Node *outer = builder.create(OpKind::Reshape, reshape->getName(), {inner->result()},
+                               {{"shape", std::vector<Dim>(dims.begin(), dims.end())}});
+  return outer ? outer->result() : nullptr;
+}
+
+Value *CanonicalizePass::foldWrittenGelu(GraphBuilder &builder, Node &node) {
+  if (node.getOp() != OpKind::Mul || !isFloat(node.result()->getType().dtype))
+    return nullptr;
+  for (unsigned k = 0; k < 2; ++k) {
+    Value *x = besideSplat(node.operand(k), OpKind::Mul, 0.5);
+    Value *tanhValue = besideSplat(node.operand(1 - k), OpKind::Add, 1.0);
+    const Node *tanh = tanhValue ? tanhValue->getDef() : nullptr;
+    if (!x || !tanh || tanh->getOp() != OpKind::Tanh ||
+        x->getType() != node.result()->getType())
+      continue;
+    Value *inner = besideSplat(tanh->operand(0), OpKind::Mul, 0.7978845608028654);
+    if (!inner || !isCubicTerm(inner, x))
+      continue;
+    builder.setInsertionPoint(node);
+    builder.setOrigin(node);
+    Node *gelu = builder.create(OpKind::GeluTanh, node.getName() + ".gelu_tanh", {x});
+    return gelu ? gelu->result() : nullptr;
+  }
+  return nullptr;
+}
+
 /// Whether \p n is a transpose that swaps the last two dims only.
 static bool swapsLastTwoDims(const Node &n) {
   if (n.getOp() != OpKind::Transpose)
@@ -323,6 +424,10 @@ bool CanonicalizePass::simplify(Graph &graph, GraphBuilder &builder,
       replacement = foldChain(node, changed);
     if (!replacement)
       replacement = foldSplat(builder, node);
+    if (!replacement)
+      replacement = foldWrittenGelu(builder, node);
+    if (!replacement)
+      replacement = sinkReshape(builder, node);
     if (!replacement || replacement == node.result())
       continue;
     graph.replaceAllUsesWith(node.result(), replacement);
