@@ -18,6 +18,12 @@
 //                                                -> attention(q, k, v) with
 //                                                   grouped heads (no copy
 //                                                   of k and v g times)
+//   linear(transpose(x)), the transpose keeping
+//   the last axis and read by the linear alone   -> transpose(linear(x)):
+//                                                   the transpose meets
+//                                                   what reads the product
+//                                                   (a head split attention
+//                                                   reads in place)
 //   u(reshape(p)), u a unary elementwise op, p a
 //   product's result or its bias add             -> reshape(u(p)) (a
 //                                                   reshape is a view): an
@@ -81,6 +87,7 @@ private:
   static void foldRepeatedHeads(Node &node, bool &changed);
   static Value *foldWrittenGelu(GraphBuilder &builder, Node &node);
   static Value *sinkReshape(GraphBuilder &builder, Node &node);
+  static Value *sinkTransposeBelowLinear(GraphBuilder &builder, Node &node);
 };
 } // namespace
 
@@ -285,6 +292,30 @@ static bool isCubicTerm(const Value *v, const Value *x) {
   return false;
 }
 
+Value *CanonicalizePass::sinkTransposeBelowLinear(GraphBuilder &builder, Node &node) {
+  if (node.getOp() != OpKind::Linear)
+    return nullptr;
+  Node *t = node.operand(0)->getDef();
+  if (!t || t->getOp() != OpKind::Transpose || t->result()->uses().size() != 1 ||
+      t->getParent()->isOutput(t->result()))
+    return nullptr;
+  unsigned rank = t->result()->getType().rank();
+  std::vector<int64_t> perm = transposePerm(*t, rank);
+  if (rank < 2 || perm[rank - 1] != int64_t(rank - 1))
+    return nullptr;
+  builder.setInsertionPoint(node);
+  builder.setOrigin(node);
+  std::vector<Value *> operands(node.getOperands().begin(), node.getOperands().end());
+  operands[0] = t->operand(0);
+  Node *product = builder.clone(node, operands);
+  if (!product)
+    return nullptr;
+  builder.setOrigin(*t);
+  Node *moved = builder.create(OpKind::Transpose, t->getName(), {product->result()},
+                               {{"perm", perm}});
+  return moved ? moved->result() : nullptr;
+}
+
 Value *CanonicalizePass::sinkReshape(GraphBuilder &builder, Node &node) {
   if (!node.info().has(Elementwise) || node.numOperands() != 1)
     return nullptr;
@@ -428,6 +459,8 @@ bool CanonicalizePass::simplify(Graph &graph, GraphBuilder &builder,
       replacement = foldWrittenGelu(builder, node);
     if (!replacement)
       replacement = sinkReshape(builder, node);
+    if (!replacement)
+      replacement = sinkTransposeBelowLinear(builder, node);
     if (!replacement || replacement == node.result())
       continue;
     graph.replaceAllUsesWith(node.result(), replacement);
