@@ -461,6 +461,38 @@ def attention_block_cases(put):
                   {"name": "at", "op": "transpose", "inputs": ["a"], "attrs": {"perm": [2, 0, 1, 3]}},
                   {"name": "o", "op": "reshape", "inputs": ["at"], "attrs": {"shape": [s * b, e]}}]
         put(f"own_block_mha_{dt}", ins, nodes, ["o"])
+        # Batch first, as nn.TransformerEncoderLayer(batch_first=True)
+        # calls it: the input permuted to sequence first before the
+        # projection (canonicalize moves the permute after it).
+        ins[0] = ("xb", dt, [b, s, e])
+        put(f"own_block_mha_batch_first_{dt}", ins,
+            [{"name": "x", "op": "transpose", "inputs": ["xb"], "attrs": {"perm": [1, 0, 2]}}] + nodes,
+            ["o"])
+
+        # GPT-2's MLP: addmm viewed as [B, S, 4E], gelu_new written out
+        # (canonicalize: gelu_tanh in the product's epilogue), addmm.
+        e = 64
+        ins = [("x", dt, [b * s, e]), param("wfc", dt, [e, 4 * e], 50), param("bfc", dt, [4 * e], 51),
+               param("wpr", dt, [4 * e, e], 52), param("bpr", dt, [e], 53)]
+        def const(name, value):
+            return {"name": name, "op": "constant", "attrs": {"dtype": dt, "shape": [], "value": [value]}}
+        nodes = [{"name": "mm", "op": "matmul", "inputs": ["x", "wfc"]},
+                 {"name": "addmm", "op": "add", "inputs": ["mm", "bfc"]},
+                 {"name": "h", "op": "reshape", "inputs": ["addmm"], "attrs": {"shape": [b, s, 4 * e]}},
+                 const("half", 0.5), const("three", 3.0), const("k", 0.044715),
+                 const("c", 0.7978845608028654), const("one", 1.0),
+                 {"name": "hh", "op": "mul", "inputs": ["h", "half"]},
+                 {"name": "p3", "op": "pow", "inputs": ["h", "three"]},
+                 {"name": "kp", "op": "mul", "inputs": ["p3", "k"]},
+                 {"name": "sm", "op": "add", "inputs": ["h", "kp"]},
+                 {"name": "cs", "op": "mul", "inputs": ["sm", "c"]},
+                 {"name": "t", "op": "tanh", "inputs": ["cs"]},
+                 {"name": "t1", "op": "add", "inputs": ["t", "one"]},
+                 {"name": "g", "op": "mul", "inputs": ["hh", "t1"]},
+                 {"name": "g2", "op": "reshape", "inputs": ["g"], "attrs": {"shape": [b * s, 4 * e]}},
+                 {"name": "mm2", "op": "matmul", "inputs": ["g2", "wpr"]},
+                 {"name": "y", "op": "add", "inputs": ["mm2", "bpr"]}]
+        put(f"own_block_gpt2_mlp_{dt}", ins, nodes, ["y"])
 
 
 def mma_attention_cases(put):
