@@ -24,6 +24,18 @@
 //                                                   what reads the product
 //                                                   (a head split attention
 //                                                   reads in place)
+//   transpose(reshape(linear(x))), x a matrix, the
+//   reshape splitting its rows, the transpose
+//   keeping the last axis                        -> reshape(linear(reshape(
+//                                                   transpose(reshape(x)))))
+//                                                   (the rows permuted
+//                                                   before the product, where
+//                                                   they meet what x is:
+//                                                   nn.MultiheadAttention's
+//                                                   sequence-first output)
+//   transpose(reshape(x)), the reshape merging
+//   runs of dims the transpose moves together    -> reshape(transpose(x))
+//                                                   (meets a transpose x is)
 //   u(reshape(p)), u a unary elementwise op, p a
 //   product's result or its bias add             -> reshape(u(p)) (a
 //                                                   reshape is a view): an
@@ -88,6 +100,8 @@ private:
   static Value *foldWrittenGelu(GraphBuilder &builder, Node &node);
   static Value *sinkReshape(GraphBuilder &builder, Node &node);
   static Value *sinkTransposeBelowLinear(GraphBuilder &builder, Node &node);
+  static Value *transposeAboveLinear(GraphBuilder &builder, Node &node);
+  static Value *transposeThroughReshape(GraphBuilder &builder, Node &node);
 };
 } // namespace
 
@@ -292,6 +306,107 @@ static bool isCubicTerm(const Value *v, const Value *x) {
   return false;
 }
 
+static std::vector<int64_t> staticDims(const Value *v) {
+  std::vector<int64_t> out;
+  for (Dim d : v->getType().dims)
+    out.push_back(d.extent());
+  return out;
+}
+
+static Value *reshapeTo(GraphBuilder &builder, const std::string &base, Value *x,
+                        const std::vector<int64_t> &shape) {
+  std::vector<Dim> dims;
+  for (int64_t d : shape)
+    dims.push_back(Dim::fixed(d));
+  Node *n = builder.create(OpKind::Reshape, base, {x}, {{"shape", dims}});
+  return n ? n->result() : nullptr;
+}
+
+/// Whether \p perm keeps the last of its axes last.
+static bool keepsLastAxis(const std::vector<int64_t> &perm) {
+  return !perm.empty() && perm.back() == int64_t(perm.size() - 1);
+}
+
+Value *CanonicalizePass::transposeAboveLinear(GraphBuilder &builder, Node &node) {
+  if (node.getOp() != OpKind::Transpose || !node.result()->getType().isStatic())
+    return nullptr;
+  Node *split = node.operand(0)->getDef();
+  Node *product = split && split->getOp() == OpKind::Reshape ? split->operand(0)->getDef()
+                                                               : nullptr;
+  if (!product || product->getOp() != OpKind::Linear || split->result()->uses().size() != 1 ||
+      product->result()->uses().size() != 1 || product->operand(0)->getType().rank() != 2 ||
+      !product->operand(0)->getType().isStatic())
+    return nullptr;
+  std::vector<int64_t> rows = staticDims(split->result());
+  std::vector<int64_t> x = staticDims(product->operand(0));
+  std::vector<int64_t> perm = transposePerm(node, rows.size());
+  if (!keepsLastAxis(perm) || rows.back() != staticDims(product->result()).back())
+    return nullptr;
+  builder.setInsertionPoint(node);
+  builder.setOrigin(node);
+  std::vector<int64_t> unflat(rows.begin(), rows.end() - 1);
+  unflat.push_back(x[1]);
+  Value *r = reshapeTo(builder, node.getName() + ".rows", product->operand(0), unflat);
+  Node *t = r ? builder.create(OpKind::Transpose, node.getName() + ".rows", {r},
+                               {{"perm", perm}})
+              : nullptr;
+  Value *flat = t ? reshapeTo(builder, node.getName() + ".rows", t->result(), x) : nullptr;
+  if (!flat)
+    return nullptr;
+  std::vector<Value *> operands(product->getOperands().begin(), product->getOperands().end());
+  operands[0] = flat;
+  builder.setOrigin(*product);
+  Node *moved = builder.clone(*product, operands);
+  return moved ? reshapeTo(builder, node.getName(), moved->result(),
+                           staticDims(node.result()))
+               : nullptr;
+}
+
+Value *CanonicalizePass::transposeThroughReshape(GraphBuilder &builder, Node &node) {
+  Node *reshape = node.getOp() == OpKind::Transpose ? node.operand(0)->getDef() : nullptr;
+  if (!reshape || reshape->getOp() != OpKind::Reshape ||
+      !reshape->operand(0)->getType().isStatic() || !node.result()->getType().isStatic())
+    return nullptr;
+  // Each dim of the reshape's result as a run of x's dims (unit dims left
+  // out); none where the reshape splits a dim.
+  std::vector<int64_t> x, dims = staticDims(reshape->result());
+  for (int64_t d : staticDims(reshape->operand(0)))
+    if (d != 1)
+      x.push_back(d);
+  std::vector<std::vector<int64_t>> runs;
+  size_t at = 0;
+  bool merges = false;
+  for (int64_t d : dims) {
+    std::vector<int64_t> run;
+    for (int64_t size = 1; size < d && at < x.size(); ++at) {
+      size *= x[at];
+      run.push_back(int64_t(at));
+      if (d % size != 0)
+        return nullptr;
+    }
+    int64_t size = 1;
+    for (int64_t a : run)
+      size *= x[a];
+    if (size != d)
+      return nullptr;
+    merges |= run.size() > 1;
+    runs.push_back(run);
+  }
+  if (!merges || at != x.size())
+    return nullptr;
+  std::vector<int64_t> perm = transposePerm(node, dims.size()), expanded;
+  for (int64_t p : perm)
+    expanded.insert(expanded.end(), runs[p].begin(), runs[p].end());
+  builder.setInsertionPoint(node);
+  builder.setOrigin(node);
+  Value *squeezed = reshapeTo(builder, node.getName() + ".runs", reshape->operand(0), x);
+  Node *t = squeezed ? builder.create(OpKind::Transpose, node.getName(), {squeezed},
+                                      {{"perm", expanded}})
+                     : nullptr;
+  return t ? reshapeTo(builder, node.getName(), t->result(), staticDims(node.result()))
+           : nullptr;
+}
+
 Value *CanonicalizePass::sinkTransposeBelowLinear(GraphBuilder &builder, Node &node) {
   if (node.getOp() != OpKind::Linear)
     return nullptr;
@@ -461,6 +576,10 @@ bool CanonicalizePass::simplify(Graph &graph, GraphBuilder &builder,
       replacement = sinkReshape(builder, node);
     if (!replacement)
       replacement = sinkTransposeBelowLinear(builder, node);
+    if (!replacement)
+      replacement = transposeAboveLinear(builder, node);
+    if (!replacement)
+      replacement = transposeThroughReshape(builder, node);
     if (!replacement || replacement == node.result())
       continue;
     graph.replaceAllUsesWith(node.result(), replacement);
