@@ -399,6 +399,11 @@ Value *CanonicalizePass::transposeThroughReshape(GraphBuilder &builder, Node &no
     expanded.insert(expanded.end(), runs[p].begin(), runs[p].end());
   builder.setInsertionPoint(node);
   builder.setOrigin(node);
+  bool identity = true;
+  for (size_t a = 0; a < expanded.size(); ++a)
+    identity &= expanded[a] == int64_t(a);
+  if (identity) // It moves unit dims only.
+    return reshapeTo(builder, node.getName(), reshape->operand(0), staticDims(node.result()));
   Value *squeezed = reshapeTo(builder, node.getName() + ".runs", reshape->operand(0), x);
   Node *t = squeezed ? builder.create(OpKind::Transpose, node.getName(), {squeezed},
                                       {{"perm", expanded}})
