@@ -334,7 +334,9 @@ Value *CanonicalizePass::transposeAboveLinear(GraphBuilder &builder, Node &node)
   Node *product = split && split->getOp() == OpKind::Reshape ? split->operand(0)->getDef()
                                                                : nullptr;
   if (!product || product->getOp() != OpKind::Linear || split->result()->uses().size() != 1 ||
-      product->result()->uses().size() != 1 || product->operand(0)->getType().rank() != 2 ||
+      product->result()->uses().size() != 1 || node.getParent()->isOutput(split->result()) ||
+      node.getParent()->isOutput(product->result()) ||
+      product->operand(0)->getType().rank() != 2 ||
       !product->operand(0)->getType().isStatic())
     return nullptr;
   std::vector<int64_t> rows = staticDims(split->result());

@@ -220,6 +220,19 @@ bool staticAttention(const Node &n) {
          llvm::all_of(n.getOperands(), [](const Value *v) { return v->getType().isStatic(); });
 }
 
+/// Whether a view may read \p base at its attention, after the nodes
+/// between: not a region's input (a loop's next value or an arm's update
+/// may be written over it first) nor state an output updates (the update
+/// may be written in place first); plan-memory's in-place checks see only
+/// the folded chain's own reads.
+bool stableBase(const Value *base, const Graph &graph) {
+  if (base->getDef())
+    return true;
+  return !graph.isRegion() && llvm::none_of(graph.outputs, [&](const GraphOutput &o) {
+    return updatesState(o.kind) && o.target == base->getName();
+  });
+}
+
 void collect(const Graph &graph, AttentionLayouts &out) {
   for (const auto &n : graph.nodes()) {
     for (unsigned r = 0; r < n->numRegions(); ++r)
@@ -229,10 +242,23 @@ void collect(const Graph &graph, AttentionLayouts &out) {
     AttentionViews &views = out.views[n.get()];
     for (unsigned i = 0; i < 3; ++i) {
       llvm::Optional<AttentionView> v = composedView(n->operand(i));
-      views[i] = v ? *v : contiguousView(n->operand(i));
+      views[i] = v && stableBase(v->base, graph) ? *v : contiguousView(n->operand(i));
     }
     views[3] = resultView(*n);
   }
+}
+
+/// Whether \p view's base is computed: no node of another folded chain
+/// (a result's transpose is: the attention writes it in its layout).
+bool computedBase(const AttentionView &view, const AttentionLayouts &layouts) {
+  const Node *def = view.base->getDef();
+  if (!def || !layouts.folded.count(def))
+    return true;
+  const Value *written = def->operand(0);
+  const Node *attention = written->getDef();
+  auto entry = attention ? layouts.views.find(attention) : layouts.views.end();
+  return entry != layouts.views.end() &&
+         llvm::is_contained(entry->second[3].folded, def);
 }
 
 /// Whether nothing but \p layouts' folded nodes and the attentions that
@@ -299,15 +325,17 @@ llvm::Optional<AttentionView> cgc::composedView(const Value *operand) {
 AttentionLayouts cgc::attentionLayouts(const Graph &graph) {
   AttentionLayouts layouts;
   collect(graph, layouts);
-  // A chain whose values something else reads is computed after all: its
-  // operand is read as stored. Dropping one can break another's reads.
+  // A chain whose values something else reads, or whose base another
+  // chain folds, is computed after all: its operand is read as stored.
+  // Dropping one can break another's reads.
   for (bool changed = true; changed;) {
     changed = false;
     gatherFolded(layouts);
     for (auto &entry : layouts.views)
       for (unsigned i = 0; i < 3; ++i) {
         AttentionView &v = entry.second[i];
-        if (!v.folded.empty() && !readOnlyThroughViews(v, layouts)) {
+        if (!v.folded.empty() &&
+            (!readOnlyThroughViews(v, layouts) || !computedBase(v, layouts))) {
           v = contiguousView(entry.first->operand(i));
           changed = true;
         }
