@@ -18,7 +18,9 @@
 // chain composed from the farthest tensor it reaches: one stride for the
 // leading dims together, one per head and row, the last dim contiguous.
 // A chain folds only if each of its values is read by the chain or by
-// attention alone; then its nodes run no kernel (plan-memory gives their
+// attention alone, and its base is computed (no node another chain folds)
+// and not written over before the attention (no region input, no state an
+// output updates); then its nodes run no kernel (plan-memory gives their
 // values the bytes of the tensor they view, which stay live until the
 // attention). A result read only by a transpose that keeps its last axis
 // last is written in that transpose's layout, and that transpose runs no
