@@ -72,12 +72,7 @@ std::string cgc::literal(Element value, DType dtype) {
   llvm_unreachable("invalid DType");
 }
 
-Shape cgc::staticShape(const TensorType &type) {
-  Shape shape;
-  for (Dim d : type.dims)
-    shape.push_back(d.isStatic() ? d.extent() : 0);
-  return shape;
-}
+Shape cgc::staticShape(const TensorType &type) { return type.extents(); }
 
 int64_t cgc::product(const Shape &shape, size_t from, size_t to) {
   int64_t p = 1;

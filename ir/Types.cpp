@@ -58,6 +58,13 @@ int64_t TensorType::numElements() const {
   return n;
 }
 
+std::vector<int64_t> TensorType::extents() const {
+  std::vector<int64_t> out;
+  for (Dim d : dims)
+    out.push_back(d.isStatic() ? d.extent() : 0);
+  return out;
+}
+
 int64_t TensorType::maxElements(const DimTable &table) const {
   int64_t n = 1;
   for (Dim d : dims)

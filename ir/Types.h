@@ -103,6 +103,8 @@ struct TensorType {
   bool isStatic() const;
   /// Element count; only for static types.
   int64_t numElements() const;
+  /// Each dim's extent, 0 for a symbolic one.
+  std::vector<int64_t> extents() const;
   /// Element count with every symbolic dim at its upper bound.
   int64_t maxElements(const DimTable &table) const;
   bool operator==(const TensorType &other) const {

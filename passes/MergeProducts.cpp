@@ -65,17 +65,22 @@ llvm::Optional<GroupKey> keyOf(const Node &n,
                   n.result()->getType().dtype};
 }
 
+/// Operand \p i of each of \p members that has one (a group's members
+/// all have biases or none).
+std::vector<Value *> operandsOf(llvm::ArrayRef<Node *> members, unsigned i) {
+  std::vector<Value *> out;
+  for (Node *m : members)
+    if (i < m->numOperands())
+      out.push_back(m->operand(i));
+  return out;
+}
+
 /// Whether plan-memory will pack the concats of \p members' weights and
 /// biases (else each replay would copy them).
 bool packable(const Graph &graph, llvm::ArrayRef<Node *> members,
               const llvm::DenseSet<const Value *> &readOnly) {
-  std::vector<Value *> weights, biases;
-  for (Node *m : members) {
-    weights.push_back(m->operand(1));
-    if (m->numOperands() == 3)
-      biases.push_back(m->operand(2));
-  }
-  return mayPackState(graph, weights, readOnly) && mayPackState(graph, biases, readOnly);
+  return mayPackState(graph, operandsOf(members, 1), readOnly) &&
+         mayPackState(graph, operandsOf(members, 2), readOnly);
 }
 
 /// Replaces \p members by one linear over their concatenated weights and
@@ -86,18 +91,12 @@ bool merge(Graph &graph, llvm::ArrayRef<Node *> members, DiagnosticEngine &diag)
   Node &first = *members.front();
   vb.setInsertionPoint(first);
   vb.setOrigin(first);
-  bool bias = first.numOperands() == 3;
-  std::vector<Value *> weights, biases;
-  for (Node *m : members) {
-    weights.push_back(m->operand(1));
-    if (bias)
-      biases.push_back(m->operand(2));
-  }
   vb.setBase(first.getName() + ".merged");
-  Value *w = vb.op(OpKind::Concat, weights, {{"axis", int64_t(0)}}, "weight");
+  Value *w = vb.op(OpKind::Concat, operandsOf(members, 1), {{"axis", int64_t(0)}}, "weight");
   std::vector<Value *> operands{first.operand(0), w};
-  if (bias)
-    operands.push_back(vb.op(OpKind::Concat, biases, {{"axis", int64_t(0)}}, "bias"));
+  if (first.numOperands() == 3)
+    operands.push_back(
+        vb.op(OpKind::Concat, operandsOf(members, 2), {{"axis", int64_t(0)}}, "bias"));
   Value *y = vb.op(OpKind::Linear, operands);
   unsigned axis = first.result()->getType().rank() - 1;
   int64_t offset = 0;

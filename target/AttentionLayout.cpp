@@ -22,12 +22,7 @@ struct Layout {
   int64_t offset = 0;
 };
 
-std::vector<int64_t> extents(const Value *v) {
-  std::vector<int64_t> out;
-  for (Dim d : v->getType().dims)
-    out.push_back(d.extent());
-  return out;
-}
+std::vector<int64_t> extents(const Value *v) { return v->getType().extents(); }
 
 Layout rowMajor(const std::vector<int64_t> &shape) {
   Layout l;
@@ -147,10 +142,10 @@ bool singleStride(const std::vector<Modes> &dims, size_t from, size_t to, int64_
   return one.size() <= 1;
 }
 
-/// The kernel's view of \p l over [.., heads, rows, width]: none unless
-/// the leading dims, the heads and the rows each have one stride and the
-/// width is contiguous.
-llvm::Optional<AttentionView> kernelView(const Layout &l, const Value *base) {
+/// \p l as strides over [.., heads, rows, width]: none unless the leading
+/// dims, the heads and the rows each have one stride and the width is
+/// contiguous.
+llvm::Optional<AttentionView> stridedView(const Layout &l, const Value *base) {
   size_t r = l.dims.size();
   AttentionView view;
   view.base = base;
@@ -161,9 +156,15 @@ llvm::Optional<AttentionView> kernelView(const Layout &l, const Value *base) {
       !singleStride(l.dims, r - 2, r - 1, view.row) ||
       !singleStride(l.dims, r - 1, r, width) || width > 1)
     return llvm::None;
-  // The tensor-core kernel loads pairs of elements; 16-byte steps keep
-  // every load aligned.
-  if (view.offset % 8 || view.outer % 8 || view.head % 8 || view.row % 8)
+  return view;
+}
+
+/// stridedView(\p l) where a view other than the stored tensor may be
+/// read: the tensor-core kernel loads pairs of elements, and 16-byte steps
+/// keep every load aligned.
+llvm::Optional<AttentionView> kernelView(const Layout &l, const Value *base) {
+  llvm::Optional<AttentionView> view = stridedView(l, base);
+  if (view && (view->offset % 8 || view->outer % 8 || view->head % 8 || view->row % 8))
     return llvm::None;
   return view;
 }
@@ -290,19 +291,9 @@ void gatherFolded(AttentionLayouts &layouts) {
 } // namespace
 
 AttentionView cgc::contiguousView(const Value *value) {
-  llvm::Optional<AttentionView> v = kernelView(rowMajor(extents(value)), value);
-  if (v)
-    return *v;
-  // Unaligned widths: the same strides, which the kernels' own alignment
-  // rules (target/AttentionRule.h) already allow.
-  std::vector<int64_t> e = extents(value);
-  size_t r = e.size();
-  AttentionView view;
-  view.base = value;
-  view.row = e[r - 1];
-  view.head = e[r - 2] * e[r - 1];
-  view.outer = e[r - 3] * view.head;
-  return view;
+  // A row-major [.., heads, rows, width] always has one stride per dim;
+  // its alignment is the kernels' own rule (target/AttentionRule.h).
+  return *stridedView(rowMajor(extents(value)), value);
 }
 
 llvm::Optional<AttentionView> cgc::composedView(const Value *operand) {
