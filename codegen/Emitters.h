@@ -61,6 +61,8 @@ vectorBody(const Node &owner, const PointwiseParts &parts, const Shape &iter,
            Kernel &kernel, VarMap var);
 /// Fusion nodes, elementwise ops, dropout, fill, iota and splat constants.
 void emitPointwise(const Node &node, Kernel &kernel);
+/// A fusion whose body holds index moves (ir/PointwiseFusion.h).
+void emitViewFusion(const Node &node, Kernel &kernel);
 /// sum, mean, max, min, argmax and cumsum.
 void emitReduction(const Node &node, Kernel &kernel);
 /// The two kernels of a reduction over few long rows (a split_rows

@@ -13,6 +13,8 @@
 #include "codegen/CudaText.h"
 #include "codegen/Emitters.h"
 
+#include "ir/PointwiseFusion.h"
+
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/Support/ErrorHandling.h"
 #include <cmath>
@@ -392,6 +394,8 @@ static std::string scalarLoop(const Node &node, const PointwiseParts &parts,
 }
 
 void cgc::emitPointwise(const Node &node, Kernel &kernel) {
+  if (node.getOp() == OpKind::Fusion && movesElements(node.region(0)))
+    return emitViewFusion(node, kernel);
   PointwiseParts parts = pointwiseParts(node);
   Shape iter = staticShape(parts.outputs[0].second->getType());
   int64_t n = product(iter);

@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 #include "ir/ProductEpilogue.h"
 #include "ir/ConvolutionEpilogue.h"
+#include "ir/PointwiseFusion.h"
 #include "ir/RowFusion.h"
 #include "ir/TypeChecker.h"
 
@@ -321,27 +322,41 @@ bool TypeChecker::convolutionFusionBody() {
   return true;
 }
 
-/// A fusion runs as one pointwise kernel: its body holds only elementwise
-/// ops, dropouts and sources (what fuse-elementwise makes and codegen
-/// lowers); a dropout numbers the elements of the fusion's iteration
-/// space, so it has the shape of the first result.
+/// A fusion runs as one pointwise kernel (ir/PointwiseFusion.h): its body
+/// holds only elementwise ops, sources, dropouts and index moves (what
+/// fuse-elementwise and fuse-views make and codegen lowers); a dropout
+/// numbers the elements of the fusion's iteration space, so it has the
+/// shape of the first result, and a body with index moves holds none
+/// (they would read it at other coordinates) and gives results of one
+/// shape (the kernel's iteration space).
 bool TypeChecker::pointwiseFusionBody() {
   const Graph &body = node.region(0);
+  bool moves = movesElements(body);
+  auto refuse = [&](const Node &member, const std::string &why) {
+    diag.nodeError(member, "cannot be in the body of fusion '" + node.getName() +
+                               "': " + why);
+    return false;
+  };
   for (const auto &member : body.nodes()) {
     const OpInfo &info = member->info();
-    if (info.has(Elementwise) || info.has(Source))
+    if (info.has(Elementwise) || info.has(Source) || isIndexMove(*member))
       continue;
+    if (member->getOp() == OpKind::Dropout && moves)
+      return refuse(*member, "a fusion body with movement ops holds no dropout");
     if (member->getOp() == OpKind::Dropout &&
         member->result()->getType().dims == body.outputs[0].value->getType().dims &&
         (member->numOperands() == 1 || isBodyInput(body, member->operand(1))))
       continue;
-    diag.nodeError(*member, "cannot be in the body of fusion '" +
-                                node.getName() +
-                                "': fusion bodies hold only elementwise "
-                                "ops, sources and dropouts of the fusion's "
-                                "shape whose rng state is a body input");
-    return false;
+    return refuse(*member,
+                  "fusion bodies hold only elementwise ops, sources, movement "
+                  "ops of static shapes (transpose, reshape, broadcast_to, "
+                  "slice, concat) and dropouts of the fusion's shape whose rng "
+                  "state is a body input");
   }
+  for (const GraphOutput &out : body.outputs)
+    if (moves && out.value->getType().dims != body.outputs[0].value->getType().dims)
+      return fail("the results of fusion '" + node.getName() +
+                  "', whose body holds movement ops, must have one shape");
   return true;
 }
 

@@ -7,6 +7,7 @@
 //   transpose(transpose(x))                      -> transpose(x) composed,
 //                                                   or x when the identity
 //   reshape(reshape(x)), reshape to x's shape    -> one reshape, or x
+//   broadcast_to x's own shape                   -> x
 //   matmul(transpose(a), b), the transpose swapping only the last two
 //   dims                                         -> matmul(a, b) with
 //                                                   transpose_a flipped
@@ -142,7 +143,8 @@ static Value *elementwiseIdentity(Node &node) {
 }
 
 /// The operand whose value the node passes on unchanged (x * 1, x + 0,
-/// neg(neg(x)), a cast or reshape of x to its own type), if any.
+/// neg(neg(x)), a cast, reshape or broadcast_to of x to its own type), if
+/// any.
 Value *CanonicalizePass::identityOperand(Node &node) {
   Value *candidate = nullptr;
   switch (node.info().family) {
@@ -150,7 +152,7 @@ Value *CanonicalizePass::identityOperand(Node &node) {
     candidate = elementwiseIdentity(node);
     break;
   case Movement:
-    if (node.getOp() == OpKind::Reshape)
+    if (node.getOp() == OpKind::Reshape || node.getOp() == OpKind::BroadcastTo)
       candidate = node.operand(0);
     break;
   case Source: case Reduction: case Scan: case Normalization: case Loss:

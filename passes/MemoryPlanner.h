@@ -8,6 +8,7 @@
 #ifndef CGC_PASSES_MEMORYPLANNER_H
 #define CGC_PASSES_MEMORYPLANNER_H
 
+#include "ir/PointwiseFusion.h"
 #include "passes/Liveness.h"
 #include "passes/MemoryPlan.h"
 
@@ -19,21 +20,22 @@ namespace cgc::planner {
 
 inline uint64_t alignUp(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
 
-/// Pointwise nodes read operand element i only to write result element i.
-inline bool isPointwise(const Node &n) {
-  return n.info().has(Elementwise) || n.getOp() == OpKind::Fusion ||
-         n.getOp() == OpKind::Dropout;
-}
+/// Pointwise nodes read operand element i only to write result element i
+/// (a fusion with index moves reads elsewhere: ir/PointwiseFusion.h).
+inline bool isPointwise(const Node &n) { return computesPerElement(n); }
 
 /// Whether \p n may compute its result \p r in the buffer of its operand
 /// \p v: it reads an element of v only to write r's element at the same
 /// place (pointwise over a same-shaped operand; index_copy's x, which it
 /// then leaves as it is but for the copied slices; all_reduce's operand k,
-/// its result k, unless the operand is reduced twice).
+/// its result k, unless the operand is reduced twice; a fusion with index
+/// moves over an operand it reads only at the element it writes).
 inline bool mayWriteOverOperand(const Node &n, const Value *v, const Value *r) {
   if (isPointwise(n))
     return v->getType().dims == r->getType().dims &&
            (n.getOp() != OpKind::Dropout || n.operand(0) == v);
+  if (n.getOp() == OpKind::Fusion) // With index moves: ir/PointwiseFusion.h.
+    return v->getType().dims == r->getType().dims && readsOnlyInPlace(n, v);
   if (n.getOp() == OpKind::IndexCopy)
     return n.operand(0) == v && n.operand(1) != v && n.operand(2) != v;
   if (n.info().has(Collective)) // NCCL reduces in place: result k over operand k.

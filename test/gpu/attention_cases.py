@@ -117,16 +117,31 @@ def attention_block_cases(put):
                       "attrs": {"causal": True}})
         put(f"own_block_gpt2_{dt}", ins, nodes + merged(b, s, h, d), ["o"])
 
-        # Llama: grouped heads (8 query, 2 key-value) without biases, then
-        # a gated MLP whose gate and up projections merge.
+        # Llama: grouped heads (8 query, 2 key-value) without biases, the
+        # rotary embedding of q and k (rotate_half: slices, a negation, a
+        # concat; fuse-views reads the merged projection in place), then a
+        # gated MLP whose gate and up projections merge (read in place).
         hq, hkv, d = 8, 2, 16
         e = hq * d
-        ins = [("x", dt, [b, s, e]), param("wq", dt, [e, e], 30), param("wk", dt, [hkv * d, e], 31),
+        ins = [("x", dt, [b, s, e]), ("cos", dt, [s, d]), ("sin", dt, [s, d]),
+               param("wq", dt, [e, e], 30), param("wk", dt, [hkv * d, e], 31),
                param("wv", dt, [hkv * d, e], 32), param("wg", dt, [96, e], 33),
                param("wu", dt, [96, e], 34)]
         nodes = [{"name": n, "op": "linear", "inputs": ["x", "w" + n]} for n in "qkv"]
         nodes += heads("q", "q", b, s, hq, d) + heads("k", "k", b, s, hkv, d) + heads("v", "v", b, s, hkv, d)
-        nodes.append({"name": "a", "op": "attention", "inputs": ["qt", "kt", "vt"],
+        for n in "qk":
+            t = n + "t"
+            nodes += [{"name": n + "lo", "op": "slice", "inputs": [t],
+                       "attrs": {"axes": [3], "starts": [0], "ends": [d // 2]}},
+                      {"name": n + "hi", "op": "slice", "inputs": [t],
+                       "attrs": {"axes": [3], "starts": [d // 2], "ends": [d]}},
+                      {"name": n + "nh", "op": "neg", "inputs": [n + "hi"]},
+                      {"name": n + "rot", "op": "concat", "inputs": [n + "nh", n + "lo"],
+                       "attrs": {"axis": -1}},
+                      {"name": n + "c", "op": "mul", "inputs": [t, "cos"]},
+                      {"name": n + "s", "op": "mul", "inputs": [n + "rot", "sin"]},
+                      {"name": n + "r", "op": "add", "inputs": [n + "c", n + "s"]}]
+        nodes.append({"name": "a", "op": "attention", "inputs": ["qr", "kr", "vt"],
                       "attrs": {"causal": True}})
         nodes += merged(b, s, hq, d)
         nodes += [{"name": "g", "op": "linear", "inputs": ["o", "wg"]},
