@@ -6,7 +6,9 @@
 //    merge-products concatenated) share one slot side by side instead,
 //    which is the concat's result: no kernel copies them.
 // 2. User inputs and graph outputs get fixed arena slots that live for the
-//    whole program, so outputs never alias inputs. An update or mutation is
+//    whole program, so outputs never alias inputs. An output that reshapes
+//    a value the graph computes has that value computed in its slot (the
+//    reshape aliases it), not copied there at the end. An update or mutation is
 //    written straight into its target's storage when no later node reads
 //    the target; otherwise it is computed elsewhere and copied at the end.
 // 3. Walking the nodes in order (regions at their place, see Liveness.h), a
@@ -212,17 +214,47 @@ bool Planner::claimOutputs() {
     Node *def = v->getDef();
     bool own = def && def->getParent() == &g && !claimed.count(v) &&
                !isConstantData(*def);
+    Value *viewed = own ? reshapedIntoOutput(v) : nullptr;
+    Node *first = viewed ? viewed->getDef() : def;
     unsigned buffer =
-        newSlot(v, slot++, own ? live.span(def).start : 0, o.name);
+        newSlot(v, slot++, own ? live.span(first).start : 0, o.name);
     plan.outputBuffer.push_back(buffer);
     if (own) {
       claimed[v] = buffer;
+      if (viewed)
+        claimed[viewed] = buffer;
     } else {
       addCopy(plan.exitCopies[&g], v, buffer, o.name);
       copiedAtExit.insert(v);
     }
   }
   return true;
+}
+
+/// The value output \p v reshapes, when it may be computed straight into
+/// the output's slot (the reshape then aliases it: no copy at the exit): a
+/// value of this graph's own nodes (through attention's folded result
+/// transposes, to the attention that writes them), no output, input,
+/// constant, control flow, packed weight or reshape itself, claimed by
+/// nothing else.
+Value *Planner::reshapedIntoOutput(Value *v) const {
+  Node *def = v->getDef();
+  if (def->getOp() != OpKind::Reshape)
+    return nullptr;
+  Value *u = def->operand(0);
+  while (u->getDef()) {
+    auto folded = foldedInto.find(u->getDef());
+    if (folded == foldedInto.end())
+      break;
+    u = const_cast<Value *>(folded->second);
+  }
+  Node *producer = u->getDef();
+  if (!producer || producer->getParent() != &g || claimed.count(u) || g.isOutput(u) ||
+      isConstantData(*producer) || producer->getOp() == OpKind::Reshape ||
+      producer->getOp() == OpKind::If || producer->getOp() == OpKind::While ||
+      plan.packedConcats.count(producer) || valueBytes(u) != valueBytes(v))
+    return nullptr;
+  return u;
 }
 
 bool Planner::takeOperand(Node &n, Value *r, llvm::DenseSet<unsigned> &taken) {
@@ -265,6 +297,10 @@ void Planner::planResult(Node &n, Value *r, llvm::DenseSet<unsigned> &taken) {
   } else if (folded != foldedInto.end()) {
     join(r, bufferOf(folded->second), lastUse(r));
   } else if (claim != claimed.end()) {
+    // An output's reshape of a value computed into the output's slot.
+    if (n.getOp() == OpKind::Reshape && plan.bufferOf.count(n.operand(0)) &&
+        plan.bufferOf.lookup(n.operand(0)) == claim->second)
+      plan.aliasOf[r] = n.operand(0);
     join(r, claim->second, lastUse(r));
   } else if (isConstantData(n)) {
     newBuffer(r, valueBytes(r), Storage::Region::Persistent, 0, live.last(),

@@ -96,6 +96,7 @@ private:
   }
 
   bool claimOutputs();
+  Value *reshapedIntoOutput(Value *v) const;
   bool updateInPlace(Value *v, Value *target) const;
   bool ifUpdatesInPlace(const Node &n, const Value *v,
                         const Value *target) const;
