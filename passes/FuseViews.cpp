@@ -10,21 +10,17 @@
 //    dissolves — is copied into the consumer's body, so that the consumer
 //    reads the move's operand at computed coordinates; once every reader
 //    has its copy, the move runs no kernel of its own (a reshape, which
-//    aliases its operand, only when it reads such a move or an iota, which
-//    the kernel then computes);
+//    aliases its operand, only when it reads such a move);
 //  - an elementwise op or a `fusion` of one result without dropout whose
 //    readers all joined this consumer moves into it when the consumer's
 //    body reads its value once per element of the kernel: it has one
 //    reader, an elementwise op of its shape, a transpose, reshape, slice or
 //    concat (bijective or injective on elements), or it is a result, and
 //    that reader is read once too (never through a broadcast, which would
-//    compute it again per broadcast element) — or, when it holds at most
-//    kMaxRecomputedOps ops, however it is read (a few ops per element
-//    cost less than a kernel: a mask's index arithmetic broadcast over
-//    the keys).
+//    compute it again per broadcast element).
 // A consumer that took anything is rebuilt as one `fusion` named like it
-// (results keep their names) at its place; the taken nodes, and the
-// splats and iotas copied into bodies, left with no reader are erased. Each consumer's body stays within kMaxFusedOps.
+// (results keep their names) at its place; the taken nodes left with no
+// reader are erased. Each consumer's body stays within kMaxFusedOps.
 // Llama's rotary embedding (slices of the projection, a negation, a
 // concat, products and a sum) thus becomes one kernel per q and k that
 // reads the merged projection in place; a gated MLP reads its merged
@@ -33,9 +29,9 @@
 // type rule allows).
 // Guarantees: the graph computes the same values; every fusion it builds
 // holds elementwise ops, sources and index moves, no dropout, and results
-// of one shape; no producer of more than kMaxRecomputedOps ops is
-// computed more often per element than before (index moves are loads; a
-// concat's branch is evaluated once per element).
+// of one shape; no node is computed more often per element than before
+// except index moves (loads) and producers below a concat's branch, which
+// each element evaluates once.
 //
 //===----------------------------------------------------------------------===//
 #include "passes/FusionBuilder.h"
@@ -50,10 +46,6 @@
 using namespace cgc;
 
 namespace {
-
-/// A producer of at most this many ops moves into a consumer that reads
-/// it more than once per element (through a broadcast, or twice).
-constexpr size_t kMaxRecomputedOps = 8;
 
 bool holdsDropout(const Node &n) {
   return n.getOp() == OpKind::Fusion &&
@@ -118,8 +110,6 @@ private:
   Node *rebuild(Graph &graph, const Plan &plan, GraphBuilder &builder);
 
   llvm::DenseMap<Node *, bool> dissolving;
-  /// Sources copied into bodies: erased once nothing reads them.
-  llvm::SetVector<Node *> clonedSources;
 };
 } // namespace
 
@@ -183,23 +173,15 @@ bool FuseViewsPass::movesIn(const Graph &graph, const Plan &plan,
   if (!kind || producer.numResults() != 1 || holdsDropout(producer) ||
       !isStaticNode(producer) || graph.isOutput(producer.result()))
     return false;
-  if (readOnce(plan, producer.result()))
-    return true;
-  // Few ops cost less computed again per element than a kernel of their
-  // own (a mask's or a position's index arithmetic broadcast over a row).
-  return opsOf(producer) <= kMaxRecomputedOps &&
-         llvm::all_of(producer.result()->uses(), [&](const Use &u) {
-           return u.user == plan.consumer || plan.taken.count(u.user);
-         });
+  return readOnce(plan, producer.result());
 }
 
-/// Whether reshape \p n reads an index move that dissolves, or an iota:
-/// taking the reshape lets the kernel take the move or compute the iota
-/// (a reshape alone aliases its operand and costs no kernel).
+/// Whether reshape \p n reads an index move that dissolves: taking the
+/// reshape lets the kernel take the move (a reshape alone aliases its
+/// operand and costs no kernel).
 bool FuseViewsPass::overMove(const Graph &graph, Node &n) {
   Node *def = n.operand(0)->getDef();
-  return def && def->getParent() == &graph &&
-         (dissolves(graph, *def) || isIotaSource(*def));
+  return def && def->getParent() == &graph && dissolves(graph, *def);
 }
 
 Plan FuseViewsPass::planFor(const Graph &graph, Node &consumer) {
@@ -243,7 +225,6 @@ Node *FuseViewsPass::rebuild(Graph &graph, const Plan &plan, GraphBuilder &build
       return it->second;
     Node *def = v->getDef();
     if (def && (isSplatSource(*def) || isIotaSource(*def))) {
-      clonedSources.insert(def);
       Node *clone = builder.clone(*def, {});
       return mapped[v] = clone ? clone->result() : nullptr;
     }
@@ -318,7 +299,6 @@ static void eraseUnread(Graph &graph, llvm::SetVector<Node *> &candidates,
 
 bool FuseViewsPass::fuseGraph(Graph &graph, PassContext &ctx) {
   dissolving.clear();
-  clonedSources.clear();
   std::vector<Node *> consumers;
   for (const auto &owned : graph.nodes())
     if (isPointwiseConsumer(*owned))
@@ -345,7 +325,6 @@ bool FuseViewsPass::fuseGraph(Graph &graph, PassContext &ctx) {
     dissolving.clear(); // Readers changed.
     eraseUnread(graph, plan.taken, erased);
   }
-  eraseUnread(graph, clonedSources, erased);
   return true;
 }
 
