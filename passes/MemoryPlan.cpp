@@ -272,6 +272,14 @@ bool Planner::takeOperand(Node &n, Value *r, llvm::DenseSet<unsigned> &taken) {
         op->getType().dims != r->getType().dims ||
         valueBytes(op) != valueBytes(r))
       continue;
+    // A fusion with index moves may read another operand in the same
+    // bytes (an alias: a reshape) at other elements.
+    bool shared = false;
+    for (unsigned j = 0; j < n.numOperands(); ++j)
+      shared |= n.operand(j) != op && plan.bufferOf.count(n.operand(j)) &&
+                plan.bufferOf.lookup(n.operand(j)) == it->second;
+    if (shared && !computesPerElement(n))
+      continue;
     taken.insert(it->second);
     plan.inPlaceOf[r] = op;
     join(r, it->second, lastUse(r));
