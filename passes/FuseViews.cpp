@@ -69,10 +69,14 @@ bool isRead(const Graph &graph, const Node &n) {
   return false;
 }
 
-/// An elementwise op or a `fusion` without dropout: a kernel of one thread
-/// per element that can read an operand at computed coordinates.
+/// An elementwise op or a `fusion` without dropout whose results have one
+/// shape: a kernel of one thread per element that can read an operand at
+/// computed coordinates (the fusion type rule).
 bool isPointwiseConsumer(const Node &n) {
   bool kind = n.info().has(Elementwise) || n.getOp() == OpKind::Fusion;
+  for (unsigned r = 1; r < n.numResults(); ++r)
+    if (n.result(r)->getType().dims != n.result(0)->getType().dims)
+      return false;
   return kind && !holdsDropout(n) && isStaticNode(n);
 }
 
