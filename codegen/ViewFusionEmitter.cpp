@@ -10,7 +10,9 @@
 // broadcast dims, a body input is a load at the row-major offset, a splat
 // is its literal and an iota its coordinate. A concat branches on its
 // axis's coordinate and asks the operand whose range holds it inside a
-// block of its own, so that no load outside an operand ever runs. Each
+// block of its own, so that no load outside an operand ever runs (a concat
+// of one value repeated asks it once, at the coordinate modulo its
+// extent). Each
 // (value, coordinates) pair is computed once per block and reused by the
 // blocks nested in it; computed coordinates get variables.
 //
@@ -19,6 +21,7 @@
 #include "codegen/Emitters.h"
 
 #include "ir/OpAttrs.h"
+#include "ir/PointwiseFusion.h"
 
 #include "llvm/Support/ErrorHandling.h"
 #include <map>
@@ -160,6 +163,12 @@ Coords ViewBody::reshapedCoords(const Node &n, const Coords &at, Block &block) {
 std::string ViewBody::concatAt(const Node &n, const Coords &at, Block &block) {
   DType dtype = n.result()->getType().dtype;
   unsigned axis = *normalizeAxis(n.intAttr("axis", 0), at.size());
+  if (repeatsOneOperand(n)) {
+    Coords wrapped = at;
+    int64_t extent = staticShape(n.operand(0)->getType())[axis];
+    wrapped[axis] = coordinate("(" + at[axis] + " % " + std::to_string(extent) + "LL)", block);
+    return valueAt(n.operand(0), wrapped, block);
+  }
   std::string name = fresh("v");
   block.text += block.indent + computeType(dtype) + " " + name + ";\n";
   int64_t begin = 0;

@@ -3,6 +3,8 @@
 
 #include "llvm/ADT/STLExtras.h"
 
+#include <algorithm>
+
 using namespace cgc;
 
 bool cgc::isIndexMove(const Node &node) {
@@ -43,4 +45,63 @@ bool cgc::readsOnlyInPlace(const Node &fusion, const Value *v) {
     if (fusion.operand(k) == v && !readAtItsElement(body.inputs()[k].value))
       return false;
   return true;
+}
+
+bool cgc::repeatsOneOperand(const Node &node) {
+  return node.getOp() == OpKind::Concat &&
+         llvm::all_of(node.getOperands(),
+                      [&](const Value *v) { return v == node.operand(0); });
+}
+
+/// \p a + \p b, saturating far above any bound.
+static uint64_t addCapped(uint64_t a, uint64_t b) {
+  const uint64_t cap = uint64_t(1) << 48;
+  return std::min(cap, a + b);
+}
+
+/// Propagates \p counts through \p body's nodes, readers first; returns
+/// the evaluations of the body's values.
+static uint64_t propagateThrough(const Graph &body, EvaluationCounts &counts) {
+  uint64_t total = 0;
+  for (const auto &n : llvm::reverse(body.nodes()))
+    total = addCapped(total, propagateEvaluations(*n, counts));
+  return total;
+}
+
+uint64_t cgc::propagateEvaluations(const Node &node, EvaluationCounts &counts) {
+  uint64_t asked = 0;
+  for (unsigned r = 0; r < node.numResults(); ++r)
+    asked = addCapped(asked, counts.lookup(node.result(r)));
+  if (!asked)
+    return 0;
+  if (node.getOp() != OpKind::Fusion) {
+    bool ownCoordinates = node.getOp() == OpKind::Concat && !repeatsOneOperand(node);
+    llvm::SmallVector<const Value *, 4> seen;
+    for (const Value *v : node.getOperands()) {
+      if (!ownCoordinates && llvm::is_contained(seen, v))
+        continue; // Asked at the same coordinates: computed once.
+      seen.push_back(v);
+      counts[v] = addCapped(counts.lookup(v), asked);
+    }
+    return asked;
+  }
+  const Graph &body = node.region(0);
+  for (unsigned r = 0; r < node.numResults(); ++r)
+    counts[body.outputs[r].value] =
+        addCapped(counts.lookup(body.outputs[r].value), counts.lookup(node.result(r)));
+  uint64_t total = addCapped(asked, propagateThrough(body, counts));
+  for (unsigned k = 0; k < node.numOperands(); ++k)
+    counts[node.operand(k)] =
+        addCapped(counts.lookup(node.operand(k)), counts.lookup(body.inputs()[k].value));
+  return total;
+}
+
+uint64_t cgc::viewEvaluations(const Graph &body) {
+  EvaluationCounts counts;
+  for (const GraphOutput &out : body.outputs)
+    counts[out.value] = addCapped(counts.lookup(out.value), 1);
+  uint64_t total = propagateThrough(body, counts);
+  for (const GraphInput &in : body.inputs())
+    total = addCapped(total, counts.lookup(in.value));
+  return total;
 }

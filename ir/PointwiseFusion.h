@@ -15,7 +15,35 @@
 
 #include "ir/Graph.h"
 
+#include "llvm/ADT/DenseMap.h"
+
 namespace cgc {
+
+/// The most value evaluations per element a fusion body with index moves
+/// may need (viewEvaluations): codegen writes one statement per
+/// evaluation, and a concat asks each operand at its own coordinates, so a
+/// chain of concats that each read one value twice would double the
+/// kernel's text per level.
+constexpr uint64_t kMaxViewEvaluations = 256;
+
+/// Whether concat \p node repeats one value (its operands are one value):
+/// a kernel asks that value once, at the coordinate modulo its extent.
+bool repeatsOneOperand(const Node &node);
+
+/// How many times each value is evaluated per element of a kernel.
+using EvaluationCounts = llvm::DenseMap<const Value *, uint64_t>;
+
+/// Adds to \p counts the evaluations of \p node's operands that its
+/// results' counts ask for: each distinct operand once per evaluation, a
+/// concat's operands once each (each at its own coordinates; one value
+/// repeated: once), a fusion's
+/// through its body (whose values are counted too). Returns the
+/// evaluations of \p node's results and body values.
+uint64_t propagateEvaluations(const Node &node, EvaluationCounts &counts);
+
+/// The evaluations per element a fusion body needs at most: its values'
+/// and its inputs' (loads), each result asked once.
+uint64_t viewEvaluations(const Graph &body);
 
 /// transpose, reshape, broadcast_to, slice or concat with static types.
 bool isIndexMove(const Node &node);

@@ -357,6 +357,13 @@ bool TypeChecker::pointwiseFusionBody() {
     if (moves && out.value->getType().dims != body.outputs[0].value->getType().dims)
       return fail("the results of fusion '" + node.getName() +
                   "', whose body holds movement ops, must have one shape");
+  uint64_t evaluations = moves ? viewEvaluations(body) : 0;
+  if (evaluations > kMaxViewEvaluations)
+    return fail("the body of fusion '" + node.getName() + "' evaluates " +
+                std::to_string(evaluations) +
+                " values per element (a concat evaluates each operand at its "
+                "own coordinates), more than " +
+                std::to_string(kMaxViewEvaluations));
   return true;
 }
 

@@ -20,7 +20,10 @@
 //    compute it again per broadcast element).
 // A consumer that took anything is rebuilt as one `fusion` named like it
 // (results keep their names) at its place; the taken nodes left with no
-// reader are erased. Each consumer's body stays within kMaxFusedOps.
+// reader are erased. Each consumer's body stays within kMaxFusedOps and
+// kMaxViewEvaluations (a concat evaluates each operand at its own
+// coordinates, so nested concats that read one value twice would double
+// the kernel's text per level).
 // Llama's rotary embedding (slices of the projection, a negation, a
 // concat, products and a sum) thus becomes one kernel per q and k that
 // reads the merged projection in place; a gated MLP reads its merged
@@ -42,6 +45,7 @@
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/SmallPtrSet.h"
 
 using namespace cgc;
 
@@ -91,6 +95,30 @@ struct Plan {
   llvm::SetVector<Node *> taken;
   size_t ops = 0;
 };
+
+/// An upper bound on the evaluations per element of the body \p plan
+/// would build (ir/PointwiseFusion.h): its nodes' and bodies' values and
+/// the outer values it loads, the consumer's results asked once each.
+uint64_t evaluations(const Graph &graph, const Plan &plan) {
+  std::vector<const Node *> nodes(plan.taken.begin(), plan.taken.end());
+  nodes.push_back(plan.consumer);
+  llvm::sort(nodes, [&](const Node *a, const Node *b) {
+    return graph.indexOf(a) > graph.indexOf(b);
+  });
+  EvaluationCounts counts;
+  for (unsigned r = 0; r < plan.consumer->numResults(); ++r)
+    counts[plan.consumer->result(r)] = 1;
+  uint64_t total = 0;
+  for (const Node *n : nodes)
+    total += propagateEvaluations(*n, counts);
+  llvm::SmallPtrSet<const Value *, 8> loaded;
+  for (const Node *n : nodes)
+    for (const Value *v : n->getOperands())
+      if ((!v->getDef() || !llvm::is_contained(nodes, v->getDef())) &&
+          loaded.insert(v).second)
+        total += counts.lookup(v);
+  return total;
+}
 
 class FuseViewsPass : public Pass {
 public:
@@ -205,6 +233,10 @@ Plan FuseViewsPass::planFor(const Graph &graph, Node &consumer) {
       if (def->getOp() == OpKind::Reshape && !overMove(graph, *def))
         continue; // It aliases its operand: a kernel reads it as it is.
       plan.taken.insert(def);
+      if (evaluations(graph, plan) > kMaxViewEvaluations) {
+        plan.taken.remove(def);
+        continue;
+      }
       plan.ops += opsOf(*def);
       work.push_back(def);
     }
