@@ -106,8 +106,9 @@ std::string preloadNormParams(const ProductParts &parts, const Params &q) {
   return out;
 }
 
-/// The input layernorm: warp w normalizes rows w, w + 8, ... of x into the
-/// block's shared copy `xs` (two passes, as the interpreter computes it,
+/// The input layernorm or rms_norm (whose mean is 0): warp w normalizes
+/// rows w, w + 8, ... of x into the block's shared copy `xs` (two passes
+/// for a layernorm, as the interpreter computes it,
 /// rounded to the storage type as the interpreter rounds the layernorm's
 /// result), then the block waits for all rows. Rows of at most 1024
 /// elements are held in registers, so all their loads are in flight at
@@ -117,6 +118,7 @@ std::string normalizeRows(const ProductParts &parts, const Params &q,
   const ProductProblem &p = parts.problem;
   std::string K = std::to_string(p.k) + "LL", Kf = floatLiteral(float(p.k));
   std::string eps = floatLiteral(float(parts.inputNorm->floatAttr("eps", 1e-5)));
+  bool centered = parts.inputNorm->getOp() == OpKind::LayerNorm;
   auto warpSum = [](const std::string &var) {
     return "    for (int o = 16; o > 0; o >>= 1) " + var + " += __shfl_xor_sync(0xffffffffu, " +
            var + ", o);\n";
@@ -136,11 +138,11 @@ std::string normalizeRows(const ProductParts &parts, const Params &q,
     std::string forEach = "#pragma unroll\n    for (int i = 0; i < " + R + "; ++i) {\n"
                           "      const long long k = lane + 32LL * i;\n";
     return head + "    float xv[" + R + "];\n" + forEach +
-           "      xv[i] = k < " + K + " ? (float)cgc_ld(" + q.x + ", m * " + K + " + k) : 0.0f;\n    }\n"
-           "    float s = 0.0f;\n"
-           "#pragma unroll\n    for (int i = 0; i < " + R + "; ++i) s += xv[i];\n" +
-           warpSum("s") +
-           "    const float mean = s / " + Kf + ";\n"
+           "      xv[i] = k < " + K + " ? (float)cgc_ld(" + q.x + ", m * " + K + " + k) : 0.0f;\n    }\n" +
+           (centered ? "    float s = 0.0f;\n"
+                       "#pragma unroll\n    for (int i = 0; i < " + R + "; ++i) s += xv[i];\n" +
+                           warpSum("s") + "    const float mean = s / " + Kf + ";\n"
+                     : "    const float mean = 0.0f;\n") +
            "    float d2 = 0.0f;\n" + forEach +
            "      const float d = xv[i] - mean;\n"
            "      if (k < " + K + ") d2 += d * d;\n    }\n" +
@@ -150,10 +152,11 @@ std::string normalizeRows(const ProductParts &parts, const Params &q,
            "    }\n  }\n  __syncthreads();\n";
   }
   std::string x = "cgc_ld(" + q.x + ", m * " + K + " + k)";
-  return head + "    float s = 0.0f;\n"
-         "    for (long long k = lane; k < " + K + "; k += 32) s += " + x + ";\n" +
-         warpSum("s") +
-         "    const float mean = s / " + Kf + ";\n"
+  return head +
+         (centered ? "    float s = 0.0f;\n"
+                     "    for (long long k = lane; k < " + K + "; k += 32) s += " + x + ";\n" +
+                         warpSum("s") + "    const float mean = s / " + Kf + ";\n"
+                   : "    const float mean = 0.0f;\n") +
          "    float d2 = 0.0f;\n"
          "    for (long long k = lane; k < " + K + "; k += 32) {\n"
          "      const float d = " + x + " - mean;\n"

@@ -11,6 +11,7 @@
 // RELU and GELU epilogues, a residual the beta = 1 input C.
 //
 //===----------------------------------------------------------------------===//
+#include "ir/RowFusion.h"
 #include "codegen/CudaText.h"
 #include "codegen/Lowering.h"
 #include "codegen/Product.h"
@@ -36,7 +37,7 @@ ProductParts cgc::productParts(const Node &node) {
   ProductEpilogue epilogue(p.bias != nullptr);
   const Value *previous = nullptr;
   for (const auto &member : node.region(0).nodes()) {
-    if (member->getOp() == OpKind::LayerNorm) {
+    if (isRowNorm(*member)) {
       p.inputNorm = member.get();
       p.a = outer(member->operand(0));
       if (member->numOperands() > 1)

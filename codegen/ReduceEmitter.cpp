@@ -217,7 +217,7 @@ void cgc::emitNormalization(const Node &node, Kernel &kernel) {
   case OpKind::LogSoftmax:
     store = "cgc_ld(" + x + ", " + at + ") - m - logf(s)";
     break;
-  case OpKind::LayerNorm: // Always a row schedule (RowEmitter.cpp).
+  case OpKind::LayerNorm: case OpKind::RmsNorm: // Always a row schedule (RowEmitter.cpp).
   case OpKind::BatchNorm: // expand-batch-norm writes it out.
 #define CGC_NORMALIZATION_OP(...)
 #define CGC_OP(Enum, ...) case OpKind::Enum:

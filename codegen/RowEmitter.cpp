@@ -333,9 +333,14 @@ static void emitRowSoftmax(RowIO &io, const Schedule &record, Kernel &kernel) {
   t.finish(kernel, body);
 }
 
-static void emitRowLayerNorm(RowIO &io, const Schedule &record,
+/// layernorm: (x - mean) * inv * weight + bias with inv = rsqrt(variance +
+/// eps), the mean and variance in two passes over the row (as the
+/// interpreter computes them); rms_norm: x * inv * weight with inv =
+/// rsqrt(mean(x^2) + eps), one pass.
+static void emitRowNorm(RowIO &io, const Schedule &record,
                              Kernel &kernel) {
   const Node &node = io.row();
+  bool centered = node.getOp() == OpKind::LayerNorm;
   RowText t(record);
   int64_t length = t.s.length;
   // Parameters in a fixed order: input, weight, bias, result.
@@ -356,7 +361,17 @@ static void emitRowLayerNorm(RowIO &io, const Schedule &record,
               ", float>(" + b + ", u * " + t.V + ", bv);\n";
   std::string scale = std::string(w.empty() ? "" : " * wv[k]") + (b.empty() ? "" : " + bv[k]");
   std::string body;
-  if (registers) {
+  if (!centered) {
+    std::string v = registers ? "x[j][k]" : "v[k]";
+    std::string squares = "    float q = 0.0f;\n" +
+                          (registers ? overRegisters(t, "q += x[j][k] * x[j][k];")
+                                     : t.forEachLoad(load + t.forEachElement("q += v[k] * v[k];"), 4)) +
+                          t.reduce("q", kFloatSum) + "    const float inv = rsqrtf(q / " +
+                          n + " + " + eps + ");\n";
+    std::string normalize = affine + t.forEachElement(v + " = " + v + " * inv" + scale + ";") + store;
+    body = registers ? load + squares + t.forEachLoad(normalize)
+                     : squares + t.forEachLoad(load + normalize, 4);
+  } else if (registers) {
     body = load + "    float s = 0.0f;\n" +
            overRegisters(t, "s += x[j][k];") + t.reduce("s", kFloatSum) +
            "    const float mean = s / " + n + ";\n    float q = 0.0f;\n" +
@@ -562,8 +577,8 @@ bool cgc::emitRowKernels(const Node &node, const Schedule &record,
   case OpKind::Softmax: case OpKind::LogSoftmax:
     emitRowSoftmax(io, record, first);
     return true;
-  case OpKind::LayerNorm:
-    emitRowLayerNorm(io, record, first);
+  case OpKind::LayerNorm: case OpKind::RmsNorm:
+    emitRowNorm(io, record, first);
     return true;
   case OpKind::CrossEntropy:
     emitRowCrossEntropy(row, record, first, scratch);

@@ -198,7 +198,7 @@ static bool isBodyInput(const Graph &body, const Value *v) {
                       [&](const GraphInput &in) { return in.value == v; });
 }
 
-/// A product fusion's body is a chain: optionally a layernorm over the last
+/// A product fusion's body is a chain: optionally a layernorm or rms_norm over the last
 /// axis whose result is the product's first operand, then a matmul or
 /// linear, then up to two adds (a bias, a residual) and one activation,
 /// each reading the node before; the last one's result is the only output.
@@ -215,7 +215,7 @@ bool TypeChecker::productFusionBody() {
     else if (member->info().has(MatMul))
       ok = !previous || member->operand(0) == previous->result();
     else
-      ok = !previous && member->getOp() == OpKind::LayerNorm &&
+      ok = !previous && isRowNorm(*member) &&
            normalizeAxis(member->intAttr("axis", -1),
                          member->result()->getType().rank()) ==
                member->result()->getType().rank() - 1;
@@ -225,7 +225,7 @@ bool TypeChecker::productFusionBody() {
     if (!ok) {
       diag.nodeError(*member, "cannot be in the body of product_fusion '" +
                                   node.getName() +
-                                  "': the body is an optional layernorm of "
+                                  "': the body is an optional layernorm or rms_norm of "
                                   "the product's input, a matmul or linear, "
                                   "up to two adds (a bias of n elements, a "
                                   "tensor of the result's type) and one "

@@ -18,7 +18,12 @@ bool cgc::isRowOp(const Node &node) {
   OpKind op = node.getOp();
   return isInnermostSoftmax(node) || op == OpKind::Sum || op == OpKind::Mean ||
          op == OpKind::Max || op == OpKind::Min || op == OpKind::Prod ||
-         op == OpKind::LayerNorm;
+         isRowNorm(node);
+}
+
+bool cgc::isRowNorm(const Node &node) {
+  OpKind op = node.getOp();
+  return op == OpKind::LayerNorm || op == OpKind::RmsNorm;
 }
 
 bool cgc::isPerElement(const Node &node) {

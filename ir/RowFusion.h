@@ -19,8 +19,12 @@ namespace cgc {
 bool isInnermostSoftmax(const Node &node);
 
 /// An op a row_fusion may hold as its row op: sum, mean, max, min or prod,
-/// softmax or log_softmax over the innermost axis, layernorm.
+/// softmax or log_softmax over the innermost axis, layernorm, rms_norm.
 bool isRowOp(const Node &node);
+
+/// layernorm or rms_norm: a normalization of rows whose result has the
+/// row's shape (a product_fusion may normalize its input rows so).
+bool isRowNorm(const Node &node);
 
 /// A body node of a fusion or row_fusion that runs per element: an
 /// elementwise op or a dropout (sources apart).

@@ -335,7 +335,7 @@ bool TypeChecker::normalization(Types &out) {
   switch (node.getOp()) {
   case OpKind::Softmax: case OpKind::LogSoftmax: case OpKind::BatchNorm:
     break;
-  case OpKind::LayerNorm: {
+  case OpKind::LayerNorm: case OpKind::RmsNorm: {
     if (node.floatAttr("eps", 1e-5) <= 0)
       return fail("attribute 'eps' must be positive");
     llvm::ArrayRef<Dim> normalized = llvm::makeArrayRef(x.dims).drop_front(axis);

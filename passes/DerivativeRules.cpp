@@ -376,12 +376,14 @@ bool Rules::layerNorm() {
   auto mean = [&](Value *v) {
     return gb.op(OpKind::Mean, {v}, {{"axes", norm}, {"keepdim", true}});
   };
-  Value *centered = gb.sub(x(), mean(x()));
+  // rms_norm: not centered (the terms of the mean drop out).
+  bool rms = n.getOp() == OpKind::RmsNorm;
+  Value *centered = rms ? x() : gb.sub(x(), mean(x()));
   Value *variance = mean(gb.mul(centered, centered));
   Value *rstd = gb.op(OpKind::Rsqrt, {gb.add(variance, k(n.floatAttr("eps", 1e-5)))});
   Value *normalized = gb.mul(centered, rstd);
   Value *gHat = n.numOperands() > 1 ? gb.mul(g, x(1)) : g;
-  adj[0] = gb.mul(rstd, gb.sub(gb.sub(gHat, mean(gHat)),
+  adj[0] = gb.mul(rstd, gb.sub(rms ? gHat : gb.sub(gHat, mean(gHat)),
                                gb.mul(normalized, mean(gb.mul(gHat, normalized)))));
   if (n.numOperands() > 1)
     adj[1] = gb.sum(gb.mul(g, normalized), leading, false);
@@ -480,7 +482,7 @@ bool cgc::operandAdjoints(const Node &n, Value *g, ValueBuilder &gb,
   case OpKind::Softmax: case OpKind::LogSoftmax:
     ok = r.normalization();
     break;
-  case OpKind::LayerNorm:
+  case OpKind::LayerNorm: case OpKind::RmsNorm:
     ok = r.layerNorm();
     break;
   case OpKind::Dropout: { // The same mask: dropout of g at the same offset.

@@ -24,6 +24,7 @@
 // outside the chain or returned is never absorbed.
 //
 //===----------------------------------------------------------------------===//
+#include "ir/RowFusion.h"
 #include "passes/FusionBuilder.h"
 #include "passes/Pass.h"
 #include "target/Scheduler.h"
@@ -78,7 +79,7 @@ bool absorb(Chain &c, const Node &user) {
 Node *inputLayerNorm(const Graph &g, Node &product,
                      const Target &target) {
   Node *norm = product.operand(0)->getDef();
-  if (!norm || norm->getOp() != OpKind::LayerNorm || norm->schedule() ||
+  if (!norm || !isRowNorm(*norm) || norm->schedule() ||
       norm->getParent() != &g || soleUser(g, norm->result()) != &product ||
       llvm::count(product.getOperands(), norm->result()) != 1 ||
       !productNormalizesInput(product, target))

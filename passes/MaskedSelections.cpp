@@ -34,6 +34,7 @@
 // unless an error was reported.
 //
 //===----------------------------------------------------------------------===//
+#include "ir/RowFusion.h"
 #include "passes/MaskedSelections.h"
 
 #include "passes/ValueBuilder.h"
@@ -227,7 +228,7 @@ Verdict SelectionRewriter::classifyRows(const Node &n) const {
                    !n.boolAttr("transpose_a", false) &&
                    n.operand(1)->getType().rank() <= 2);
   if (op == OpKind::Softmax || op == OpKind::LogSoftmax ||
-      op == OpKind::LayerNorm || op == OpKind::CumSum)
+      isRowNorm(n) || op == OpKind::CumSum)
     return rowWise(awayFromRows(n.intAttr("axis", -1)));
   if (op == OpKind::ArgMax || op == OpKind::Gather)
     return rowWise(awayFromRows(n.intAttr("axis", 0)));

@@ -283,7 +283,8 @@ void PadDynamicShapesPass::rewriteCrossEntropy(Node &n) {
 }
 
 /// y = (x - mean) * rsqrt(var + eps) * weight + bias over the axes from
-/// \p axis on, the mean and variance over the real elements only.
+/// \p axis on, the mean and variance over the real elements only (an
+/// rms_norm: mean 0, no bias).
 void PadDynamicShapesPass::rewriteLayerNorm(Node &n, unsigned axis) {
   const TensorType &t = n.operand(0)->getType();
   auto f32 = [&](Value *v) {
@@ -296,8 +297,9 @@ void PadDynamicShapesPass::rewriteLayerNorm(Node &n, unsigned axis) {
     axes.push_back(a), sumAxes.push_back(a);
   Value *count = realCount(t, axes, DType::F32);
   Value *x = f32(n.operand(0));
-  Value *mean = gb->div(gb->sum(masked(x, axes, 0.0), sumAxes, true), count);
-  Value *d = gb->sub(x, mean);
+  Value *d = x;
+  if (n.getOp() == OpKind::LayerNorm)
+    d = gb->sub(x, gb->div(gb->sum(masked(x, axes, 0.0), sumAxes, true), count));
   Value *var = gb->div(gb->sum(masked(gb->mul(d, d), axes, 0.0), sumAxes, true),
                        count);
   Value *eps = gb->fill(n.floatAttr("eps", 1e-5), DType::F32);
@@ -426,14 +428,14 @@ bool PadDynamicShapesPass::rewrite(Node &n, std::string &why) {
   case Normalization: {
     unsigned axis = *normalizeAxis(n.intAttr("axis", -1), x.rank());
     switch (n.getOp()) {
-    case OpKind::LayerNorm: {
+    case OpKind::LayerNorm: case OpKind::RmsNorm: {
       std::vector<unsigned> axes;
       for (unsigned a = axis; a < x.rank(); ++a)
         axes.push_back(a);
       if (!anyPaddedAxis(x, axes))
         return true;
       if (!countKnown(x, axes))
-        return why = "layernorm over a padded dim and a data-dependent one",
+        return why = n.info().mnemonic.str() + " over a padded dim and a data-dependent one",
                false;
       return rewriteLayerNorm(n, axis), true;
     }

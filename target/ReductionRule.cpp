@@ -101,7 +101,7 @@ RowSchedule cgc::rowScheduleOf(const Node &node) {
   // logits are [N, C] rows (its type rule).
   unsigned axis = rank - 1;
   switch (node.getOp()) {
-  case OpKind::LayerNorm:
+  case OpKind::LayerNorm: case OpKind::RmsNorm:
     axis = *normalizeAxis(node.intAttr("axis", -1), rank);
     break;
   case OpKind::Softmax: case OpKind::LogSoftmax: case OpKind::CrossEntropy:
@@ -126,7 +126,7 @@ RowSchedule cgc::rowScheduleOf(const Node &node) {
 bool cgc::rowReadOnce(const Node &node) {
   if (auto run = reducedRun(node))
     return run->inner == 1 && !reductionSplit(node).chunks;
-  if (!isInnermostSoftmax(node) && node.getOp() != OpKind::LayerNorm)
+  if (!isInnermostSoftmax(node) && !isRowNorm(node))
     return false;
   const TensorType &in = node.operand(0)->getType();
   return in.isStatic() && in.numElements() != 0 &&

@@ -45,7 +45,7 @@ bool cgc::runsOnRows(const Node &node) {
   OpKind op = node.getOp();
   // cross_entropy's logits are [N, C] (its type rule).
   return reducedRun(node) || isInnermostSoftmax(node) ||
-         op == OpKind::RowFusion || op == OpKind::LayerNorm ||
+         op == OpKind::RowFusion || isRowNorm(node) ||
          op == OpKind::CrossEntropy;
 }
 
@@ -110,7 +110,7 @@ static ProductExtras extrasOf(const Node &node) {
   if (node.getOp() != OpKind::ProductFusion)
     return e;
   for (const auto &member : node.region(0).nodes()) {
-    e.inputNorm |= member->getOp() == OpKind::LayerNorm;
+    e.inputNorm |= isRowNorm(*member);
     e.erfGelu |= ProductEpilogue::activationOf(member->getOp()) ==
                  ProductEpilogue::Activation::Gelu;
   }

@@ -50,7 +50,10 @@ static Tensor softmax(const Node &node, const Tensor &x) {
   return out;
 }
 
+/// layernorm (centered) and rms_norm (not): over dims axis..rank-1 in
+/// double, the result rounded once.
 static Tensor layerNorm(const Node &node, const Operands &in) {
+  bool centered = node.getOp() == OpKind::LayerNorm;
   const Tensor &x = *in[0];
   unsigned axis = *normalizeAxis(node.intAttr("axis", -1), x.rank());
   double eps = node.floatAttr("eps", 1e-5);
@@ -60,7 +63,7 @@ static Tensor layerNorm(const Node &node, const Operands &in) {
   for (int64_t r = 0; r < rows; ++r) {
     auto p = [&](int64_t k) { return x.real(r * n + k); };
     double mean = 0, var = 0;
-    for (int64_t k = 0; k < n; ++k)
+    for (int64_t k = 0; k < n && centered; ++k)
       mean += p(k);
     mean /= double(n);
     for (int64_t k = 0; k < n; ++k)
@@ -199,7 +202,7 @@ Tensor interp::evalNN(const Node &node, const Operands &in) {
   switch (node.getOp()) {
   case OpKind::Softmax: case OpKind::LogSoftmax:
     return softmax(node, *in[0]);
-  case OpKind::LayerNorm:
+  case OpKind::LayerNorm: case OpKind::RmsNorm:
     return layerNorm(node, in);
   case OpKind::BatchNorm:
     return batchNorm(node, in);

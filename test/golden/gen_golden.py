@@ -27,12 +27,15 @@ CASES = []
 OUT = None
 
 
-def rand(shape, dtype, lo=-3.0, hi=3.0):
+def rand(shape, dtype, lo=-3.0, hi=3.0, rng=None):
+    """Random values of dtype from rng (default the shared stream: a case
+    added with its own rng leaves the others' values as they were)."""
+    rng = rng or RNG
     if dtype == "bool":
-        return RNG.integers(0, 2, size=shape).astype(np.float64)
+        return rng.integers(0, 2, size=shape).astype(np.float64)
     if dtype in ("i32", "i64"):
-        return RNG.integers(int(lo), int(hi) + 1, size=shape).astype(np.float64)
-    return round_to(dtype, RNG.uniform(lo, hi, size=shape))
+        return rng.integers(int(lo), int(hi) + 1, size=shape).astype(np.float64)
+    return round_to(dtype, rng.uniform(lo, hi, size=shape))
 
 
 def emit(name, inputs, nodes, outputs, dims=None, exact=False, extra=None):
@@ -356,6 +359,21 @@ def gen_nn():
             ins = [("x", dt, x)] + ([("w", dt, w)] if wb >= 1 else []) + ([("b", dt, b)] if wb >= 2 else [])
             one_op(f"layernorm_{dt}_{i}", "layernorm", ins, {"axis": axis, "eps": eps},
                    layernorm(x, axis, eps, w if wb >= 1 else None, b if wb >= 2 else None), dt)
+    def rms_norm(x, axis, eps, w):
+        ax = tuple(range(axis % x.ndim, x.ndim))
+        y = x / np.sqrt((x * x).mean(axis=ax, keepdims=True) + eps)
+        return y * (1 if w is None else w)
+    own = np.random.default_rng(77)
+    for dt in ("f32", "f16", "bf16"):
+        for i, (shape, axis, eps, weighted) in enumerate((((4, 8), -1, 1e-6, True), ((2, 3, 4), 1, 1e-3, True),
+                                                          ((3, 5), -1, 1e-5, False), ((2, 1), -1, 0.5, True))):
+            if dt != "f32" and i > 1:
+                continue
+            x = rand(shape, dt, rng=own)
+            w = rand(shape[axis % len(shape):], dt, rng=own)
+            ins = [("x", dt, x)] + ([("w", dt, w)] if weighted else [])
+            one_op(f"rms_norm_{dt}_{i}", "rms_norm", ins, {"axis": axis, "eps": eps},
+                   rms_norm(x, axis, eps, w if weighted else None), dt)
     # dropout: bit-exact against the independent Philox above.
     for i, (shape, p, dt, seed, off, aoff, use_rng) in enumerate((
             ((4, 8), 0.5, "f32", 1234, 0, 0, True), ((3, 7), 0.1, "f32", 2 ** 40 + 5, 77, 3, True),

@@ -277,6 +277,8 @@ def row_cases(put):
             one(f"row_log_softmax_{dt}_{rows}x{n}", [("x", dt, shape)], "log_softmax")
             one(f"row_layernorm_{dt}_{rows}x{n}", [("x", dt, shape), ("w", dt, [n]), ("b", dt, [n])],
                 "layernorm", {"eps": 1e-5}, ["w", "b"])
+            one(f"row_rms_norm_{dt}_{rows}x{n}", [("x", dt, shape), ("w", dt, [n])],
+                "rms_norm", {"eps": 1e-6}, ["w"])
             if dt != "f32":
                 one(f"row_sum_{dt}_{rows}x{n}", [("x", dt, shape)], "sum", {"axes": [-1]})
         for red in ("none", "mean", "sum"):
@@ -296,6 +298,7 @@ def row_cases(put):
          {"name": "cs", "op": "sum", "inputs": ["b"], "attrs": {"axes": [0]}}],
         ["ln", "ce0", "sm", "s", "mx", "cs"])
     one("row_layernorm_noaffine_f32_8x3x1000", [("x", "f32", [8, 3, 1000])], "layernorm", {"axis": 1})
+    one("row_rms_norm_noaffine_f32_8x3x1000", [("x", "f32", [8, 3, 1000])], "rms_norm", {"axis": 1})
     one("row_cross_entropy_mean_bf16_300x1000", [("x", "bf16", [300, 1000]), ("t", "i32", [300])],
         "cross_entropy", {}, ["t"])
     # Column reductions: one chunk, split chunks, vector and scalar
@@ -376,6 +379,13 @@ def product_cases(put):
             [{"name": "ln", "op": "layernorm", "inputs": ["x", "g", "h"]},
              {"name": "fc", "op": "linear", "inputs": ["ln", "w", "b"]},
              {"name": "y", "op": "relu", "inputs": ["fc"]}], ["y"])
+    # An rms_norm feeding a small product, likewise (Llama's norm before
+    # its merged projections at decode).
+    for m, n, k, dt in ((1, 256, 256, "f32"), (3, 17, 255, "f32"), (2, 33, 4097, "bf16")):
+        put(f"own_rms_linear_{dt}_{m}x{n}x{k}",
+            [("x", dt, [m, k]), ("g", dt, [k]), ("w", dt, [n, k])],
+            [{"name": "rn", "op": "rms_norm", "inputs": ["x", "g"], "attrs": {"eps": 1e-6}},
+             {"name": "y", "op": "linear", "inputs": ["rn", "w"]}], ["y"])
     linear("lib", 64, 255, 17, "f32", ["relu"], bias=False)
     # NaN rows through a fused relu: the interpreter's relu keeps NaN, on
     # the generated kernel and on cuBLASLt's epilogue alike.

@@ -153,6 +153,11 @@ def check_fast_path(torch, fn, module, x, say):
     return not ok
 
 
+def tensors(out):
+    """A module's or callable's outputs as a list: one tensor, or a tuple's."""
+    return list(out) if isinstance(out, (tuple, list)) else [out]
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--cgc", required=True)
@@ -179,19 +184,22 @@ def main():
         fn = cgc.compile(module, example, dynamic_shapes=dynamic, cgc=args.cgc)
         compile_s = time.perf_counter() - t0
         with torch.no_grad():
-            want = module(*example)
-        got = fn(*example).clone()
-        again = fn(*example, fresh_outputs=True)
+            wants = tensors(module(*example))
+        gots = [t.clone() for t in tensors(fn(*example))]
+        agains = tensors(fn(*example, fresh_outputs=True))
         # A fresh output is the caller's: a later call on other inputs
         # leaves it as it was.
         fn(*(torch.randn_like(t) if t.is_floating_point() else t for t in example))
         torch.cuda.synchronize()
-        ok = torch.equal(got, again)
+        ok = len(gots) == len(agains) and all(map(torch.equal, gots, agains))
         bad += not ok
         say(f"CHECK workload={name} impl=cgc_compile_fresh_outputs_kept ok={int(ok)}")
-        diff = (got.float() - want.float()).abs().max().item()
-        tol = 1e-4 * want.float().abs().max().item() + 1e-5
-        ok = got.shape == want.shape and diff <= 2 * tol
+        ok, diff = len(gots) == len(wants), 0.0
+        for got, want in zip(gots, wants):
+            d = (got.float() - want.float()).abs().max().item() if want.numel() else 0.0
+            tol = 1e-4 * (want.float().abs().max().item() if want.numel() else 0.0) + 1e-5
+            ok &= got.shape == want.shape and d <= 2 * tol
+            diff = max(diff, d)
         bad += not ok
         say(f"CHECK workload={name} impl=cgc_compile max_abs_diff={diff:.3g} ok={int(ok)}")
         say(f"RESULT workload={name} impl=cgc_compile cold_compile_s={compile_s:.2f}")
