@@ -126,6 +126,19 @@ def models(torch, small=False):
             return f.hardswish(x) + 2 * f.hardsigmoid(x) + torch.clamp(x, -1.5, 0.7) + \
                 f.relu6(x) + f.hardtanh(x) + torch.clamp(x, min=lo) + x.clamp(max=0.25)
 
+    class RmsNorms(nn.Module):  # torch's RMSNorm (eps None: finfo's), its functional, Llama's
+        def __init__(self):
+            super().__init__()
+            self.norm = nn.RMSNorm(16)
+            with torch.no_grad():
+                self.norm.weight.uniform_(0.5, 1.5, generator=gen)
+            self.gain = nn.Parameter(torch.rand(4, 16, generator=gen) + 0.5)
+
+        def forward(self, x):
+            f = nn.functional
+            llama = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * self.gain[0]
+            return self.norm(x) + f.rms_norm(x, (4, 16), self.gain, eps=1e-5) + llama
+
     gen = torch.Generator().manual_seed(0)
     ties = torch.tensor([0.5, 1.5, 2.5, -0.5, -2.5, 3.5])
     yield "mlp", MLP(), (torch.randn(8, d, generator=gen),), None
@@ -144,6 +157,7 @@ def models(torch, small=False):
     yield "resize_net", ResizeNet(), (torch.randn(2, 3, 5, 4, generator=gen),), None
     yield "hard_activations", HardActivations(), (4 * torch.randn(4, 33, generator=gen),
                                                   torch.randn(33, generator=gen)), None
+    yield "rms_norms", RmsNorms(), (torch.randn(3, 4, 16, generator=gen),), None
 
 
 def refusals(torch):

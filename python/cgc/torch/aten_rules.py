@@ -303,6 +303,26 @@ def layer_norm(e, n):
     return y
 
 
+# torch.finfo(dtype).eps: rms_norm's eps when none is given.
+MACHINE_EPSILON = {"f32": 2.0 ** -23, "f16": 2.0 ** -10, "bf16": 2.0 ** -7, "f64": 2.0 ** -52}
+
+
+@aten("rms_norm")
+def rms_norm(e, n):
+    """torch.nn.functional.rms_norm (when the export keeps it whole; a
+    decomposed one is the arithmetic form-rms-norm recognizes)."""
+    x, normalized = n.args[0], n.args[1]
+    w = n.args[2] if len(n.args) > 2 else n.kwargs.get("weight")
+    eps = n.args[3] if len(n.args) > 3 else n.kwargs.get("eps")
+    if eps is None:
+        eps = MACHINE_EPSILON.get(e.dtype(x), 2.0 ** -23)
+    if not isinstance(eps, (int, float)) or not math.isfinite(eps) or eps <= 0:
+        raise RefusedError(f"an rms_norm eps of {eps!r} (a finite number above 0)")
+    check_normalized_shape(normalized, e.shape(x))
+    operands = [e.operand(x)] + ([e.operand(w)] if w is not None else [])
+    return e.op("rms_norm", operands, {"axis": -len(normalized), "eps": float(eps)}, name=n.name)
+
+
 def layer_norm_moments(e, x, count, eps):
     """(mean, 1 / sqrt(variance + eps)) of `x` over its last `count`
     dims, kept, in f32: native_layer_norm's second and third results."""

@@ -22,7 +22,7 @@ from .record import RECORD_VERSION
 # The composites decomposition keeps: cgc has ops of its own for them, so
 # that fusion sees their elementwise neighbours (and a batched matmul keeps
 # its batch dims, rather than folding them into one a dynamic dim cannot be).
-KEPT = ("linear", "layer_norm", "gelu", "_softmax", "_log_softmax", "matmul",
+KEPT = ("linear", "layer_norm", "rms_norm", "gelu", "_softmax", "_log_softmax", "matmul",
         "scaled_dot_product_attention", "nll_loss_forward")
 TORCH_VALUES = (("dtype", torch.dtype), ("device", torch.device),
                 ("memory_format", torch.memory_format), ("layout", torch.layout))
@@ -228,8 +228,8 @@ def decomposition_table():
     (KEPT): what cgc.export and the torch.compile backend both lower."""
     table = torch.export.default_decompositions()
     for name in KEPT:
-        packet = getattr(torch.ops.aten, name)
-        for overload in packet.overloads():
+        packet = getattr(torch.ops.aten, name, None)  # rms_norm: torch 2.4 and later
+        for overload in packet.overloads() if packet is not None else []:
             table.pop(getattr(packet, overload), None)
     return table
 
