@@ -285,10 +285,10 @@ def check_resnet(torch, cgc, steps, say):
     f32's own spread (the step is chaotic: rounding grows step by step):
     the first loss within 1e-4 relative and the parameters after the first
     step within 1e-5 relative L2 (or twice the spread); every later loss
-    within CNN_LOSS_RTOL or twice the CPU's distance; the parameters and
-    running statistics after the last step within 1e-3 relative L2 or
-    twice the spread; the eval callable (running statistics) within the
-    same bound as the losses."""
+    within CNN_LOSS_RTOL or twice the CPU's largest distance so far; the
+    parameters and running statistics after the last step within 1e-3
+    relative L2 or twice the spread; the eval callable (running statistics) within the
+    same bound as the losses (the training's spread included)."""
     import torchvision
     F = torch.nn.functional
     torch.manual_seed(0)
@@ -306,7 +306,7 @@ def check_resnet(torch, cgc, steps, say):
     step = cgc.compile_train(ours, F.cross_entropy, opt_c, images(0))
     cpu_params = lambda: {n: p.detach().cuda() for n, p in cpu.named_parameters()}  # noqa: E731
     rel = lambda a, b: abs(a - b) / max(abs(b), 1e-12)  # noqa: E731
-    ok, worst, first, trail = True, 0.0, None, []
+    ok, worst, first, trail, envelope = True, 0.0, None, [], 0.0
     for k in range(steps):
         x, y = images(k)
         got = float(step(x, y))
@@ -318,8 +318,10 @@ def check_resnet(torch, cgc, steps, say):
             opt.step()
             losses.append(float(loss))
         want, on_cpu = losses
-        err, bound = rel(got, want), (1e-4 if k == 0 else max(CNN_LOSS_RTOL,
-                                                                2 * rel(on_cpu, want)))
+        # The CPU's distance so far measures f32's own spread: rounding
+        # grows step by step, and one step's losses may agree by chance.
+        envelope = max(envelope, rel(on_cpu, want))
+        err, bound = rel(got, want), (1e-4 if k == 0 else max(CNN_LOSS_RTOL, 2 * envelope))
         worst = max(worst, err)
         trail.append(f"{got:.4f}/{want:.4f}/{on_cpu:.4f}")
         if k == 0:
@@ -346,7 +348,8 @@ def check_resnet(torch, cgc, steps, say):
         want = float(F.cross_entropy(theirs(x), y))
         on_cpu = float(F.cross_entropy(cpu(x.cpu()), y.cpu()))
     eval_err = rel(float(step.eval(x, y)), want)
-    ok &= eval_err < max(CNN_LOSS_RTOL, 2 * rel(on_cpu, want))
+    envelope = max(envelope, rel(on_cpu, want))
+    ok &= eval_err < max(CNN_LOSS_RTOL, 2 * envelope)
     say(f"{'OK' if ok else 'FAIL'} resnet18: {steps} SGD steps (batch 32, 32x32), max loss rel "
         f"err {worst:.2e}, params rel L2 after one step {first[0]:.2e} (PyTorch CPU against "
         f"GPU: {first[1]:.2e}), after {steps} {dist:.2e} ({spread:.2e}; largest per tensor: "
