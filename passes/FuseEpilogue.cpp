@@ -11,9 +11,14 @@
 //     stays outside and fuse-elementwise puts it in the next kernel.
 //   - Tiled: bias, residual, relu, gelu, gelu_tanh.
 //   - Generated: bias, residual, relu, gelu, gelu_tanh; and, before the
-//     product, the layernorm over the last axis that produces its first
-//     operand, when that layernorm has no other user and
-//     productNormalizesInput() allows it (the kernel normalizes the rows).
+//     product, the layernorm or rms_norm over the last axis that produces
+//     its first operand, when productNormalizesInput() allows it (the
+//     kernel normalizes the rows) for every reader of the norm, each a
+//     product reading it as its first operand alone: each product_fusion
+//     then holds a copy of the norm (every block of a generated product
+//     normalizes all its rows into shared memory anyway, so a norm read
+//     by q, k and v projections at decode costs no more in three than in
+//     one), and the norm runs no kernel of its own.
 // A chain of two or more nodes becomes one `product_fusion` node at the
 // place of its last member, whose body holds copies of the members (same
 // names, attributes and locations).
@@ -33,6 +38,7 @@
 #include "ir/ProductEpilogue.h"
 
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SetVector.h"
 
 using namespace cgc;
 
@@ -74,15 +80,27 @@ bool absorb(Chain &c, const Node &user) {
   return c.epilogue.admit(user, c.last()) != ProductEpilogue::Role::Refused;
 }
 
-/// The layernorm over the last axis that computes \p product's first
-/// operand for it alone, if the product may normalize its input itself.
+/// Whether \p reader may normalize its first operand, \p norm's result,
+/// itself: a static product without a schedule record whose kernel
+/// normalizes its input rows, reading the norm as that operand alone.
+bool normalizesInput(const Node &reader, const Value *norm, const Target &target) {
+  return isStaticProduct(reader) && !reader.schedule() && reader.operand(0) == norm &&
+         llvm::count(reader.getOperands(), norm) == 1 &&
+         productNormalizesInput(reader, target);
+}
+
+/// The layernorm or rms_norm over the last axis that computes \p
+/// product's first operand, if every reader of it may normalize its input
+/// itself.
 Node *inputLayerNorm(const Graph &g, Node &product,
                      const Target &target) {
   Node *norm = product.operand(0)->getDef();
   if (!norm || !isRowNorm(*norm) || norm->schedule() ||
-      norm->getParent() != &g || soleUser(g, norm->result()) != &product ||
-      llvm::count(product.getOperands(), norm->result()) != 1 ||
-      !productNormalizesInput(product, target))
+      norm->getParent() != &g || g.isOutput(norm->result()) ||
+      !llvm::all_of(norm->result()->uses(), [&](const Use &u) {
+        return u.user->getParent() == &g &&
+               normalizesInput(*u.user, norm->result(), target);
+      }))
     return nullptr;
   unsigned rank = norm->result()->getType().rank();
   return normalizeAxis(norm->intAttr("axis", -1), rank) == rank - 1 ? norm
@@ -104,7 +122,7 @@ private:
   bool fuseNested(Graph &graph, PassContext &ctx);
   /// Replaces the chain by one fusion; its members join \p dead.
   bool buildFusion(Graph &graph, const Chain &chain, GraphBuilder &builder,
-                   std::vector<Node *> &dead);
+                   std::vector<Node *> &dead, size_t shared);
 };
 
 } // namespace
@@ -122,19 +140,27 @@ bool FuseEpiloguePass::fuseNested(Graph &graph, PassContext &ctx) {
   }
   GraphBuilder builder(graph, ctx.diag);
   std::vector<Node *> dead;
+  llvm::SetVector<Node *> norms; // Copied into their readers' fusions.
   for (Node *product : products) {
     Chain chain{productStrategyOf(*product, ctx.target), {product},
                 ProductEpilogue(product->numOperands() == 3)};
-    if (Node *norm = inputLayerNorm(graph, *product, ctx.target))
+    Node *norm = inputLayerNorm(graph, *product, ctx.target);
+    if (norm) {
       chain.members.insert(chain.members.begin(), norm);
+      norms.insert(norm);
+    }
     while (Node *user = soleUser(graph, chain.last())) {
       if (!absorb(chain, *user))
         break;
       chain.members.push_back(user);
     }
     if (chain.members.size() > 1 &&
-        !buildFusion(graph, chain, builder, dead))
+        !buildFusion(graph, chain, builder, dead, norm ? 1 : 0))
       return false;
+  }
+  for (Node *norm : norms) { // Every reader took a copy.
+    norm->dropOperands();
+    dead.push_back(norm);
   }
   graph.erase(dead);
   return true;
@@ -146,9 +172,9 @@ static const Node &productOfChain(const Chain &chain) {
 
 bool FuseEpiloguePass::buildFusion(Graph &graph, const Chain &chain,
                                    GraphBuilder &builder,
-                                   std::vector<Node *> &dead) {
+                                   std::vector<Node *> &dead, size_t shared) {
   return buildChainFusion(graph, chain.members, OpKind::ProductFusion,
-                          productOfChain(chain), builder, dead);
+                          productOfChain(chain), builder, dead, shared);
 }
 
 std::unique_ptr<Pass> cgc::createFuseEpiloguePass() {

@@ -152,7 +152,7 @@ void cgc::sortStably(Graph &graph,
 
 bool cgc::buildChainFusion(Graph &graph, llvm::ArrayRef<Node *> chain, OpKind kind,
                            const Node &origin, GraphBuilder &builder,
-                           std::vector<Node *> &dead) {
+                           std::vector<Node *> &dead, size_t shared) {
   Node *last = chain.back();
   builder.setInsertionPoint(*last);
   builder.setOrigin(origin);
@@ -184,9 +184,9 @@ bool cgc::buildChainFusion(Graph &graph, llvm::ArrayRef<Node *> chain, OpKind ki
   if (!builder.addResults(*fusion, {resultName}))
     return false;
   graph.replaceAllUsesWith(last->result(), fusion->result());
-  for (Node *member : chain)
+  for (Node *member : chain.drop_front(shared))
     member->dropOperands();
-  dead.insert(dead.end(), chain.begin(), chain.end());
+  dead.insert(dead.end(), chain.begin() + shared, chain.end());
   fusion->result()->setName(resultName);
   return true;
 }

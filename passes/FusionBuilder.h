@@ -55,10 +55,12 @@ Node *buildFusionNode(Graph &graph, const NodeSet &members, OpKind kind,
 /// after \p origin, whose body holds copies of the members; every other
 /// operand becomes a body input. The members join \p dead and the result
 /// takes the last member's name. What fuse-epilogue and
-/// fuse-convolution-epilogue build. False after an error.
+/// fuse-convolution-epilogue build. The first \p shared members are copied
+/// but stay (other chains copy them too; the caller erases them once
+/// unread). False after an error.
 bool buildChainFusion(Graph &graph, llvm::ArrayRef<Node *> chain, OpKind kind,
                       const Node &origin, GraphBuilder &builder,
-                      std::vector<Node *> &dead);
+                      std::vector<Node *> &dead, size_t shared = 0);
 /// Reorders \p graph topologically, taking among the ready nodes the one of
 /// the smallest key: its \p position, or its index for a node without one.
 void sortStably(Graph &graph, const llvm::DenseMap<Node *, unsigned> &position);

@@ -386,6 +386,16 @@ def product_cases(put):
             [("x", dt, [m, k]), ("g", dt, [k]), ("w", dt, [n, k])],
             [{"name": "rn", "op": "rms_norm", "inputs": ["x", "g"], "attrs": {"eps": 1e-6}},
              {"name": "y", "op": "linear", "inputs": ["rn", "w"]}], ["y"])
+    # One rms_norm read by three small products (q, k, v at decode): each
+    # product_fusion normalizes its rows with a copy of the norm.
+    for dt in ("f32", "bf16"):
+        put(f"own_rms_qkv_{dt}_2x1x256",
+            [("x", dt, [2, 1, 256]), ("g", dt, [256]), ("wq", dt, [256, 256]),
+             ("wk", dt, [64, 256]), ("wv", dt, [64, 256])],
+            [{"name": "n", "op": "rms_norm", "inputs": ["x", "g"], "attrs": {"eps": 1e-6}},
+             {"name": "q", "op": "linear", "inputs": ["n", "wq"]},
+             {"name": "k", "op": "linear", "inputs": ["n", "wk"]},
+             {"name": "v", "op": "linear", "inputs": ["n", "wv"]}], ["q", "k", "v"])
     linear("lib", 64, 255, 17, "f32", ["relu"], bias=False)
     # NaN rows through a fused relu: the interpreter's relu keeps NaN, on
     # the generated kernel and on cuBLASLt's epilogue alike.
