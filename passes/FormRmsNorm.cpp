@@ -9,7 +9,8 @@
 //   y = x * rsqrt(s)  or  x / sqrt(s)
 //   [z = y * w]                  (w of x's shape from axis a on)
 // Each `mean` that starts such a chain, in each graph (regions innermost
-// first), becomes one `rms_norm` of x (with w when the weight product
+// first), one chain at a time in node order (a chain may read another's
+// result), becomes one `rms_norm` of x (with w when the weight product
 // follows) over axes [a, rank), named after the chain's last node and at
 // its place; the chain's nodes go. Each link must be read by the next
 // alone and be no result, so nothing else needs an intermediate (the
@@ -143,43 +144,40 @@ private:
 
 } // namespace
 
-bool FormRmsNormPass::formInGraph(Graph &g, PassContext &ctx) {
-  std::vector<RmsChain> chains;
+/// The first chain of \p g in node order, if any.
+static llvm::Optional<RmsChain> firstChain(Graph &g) {
   for (const auto &n : g.nodes())
     if (n->getOp() == OpKind::Mean)
       if (auto chain = chainFrom(g, *n))
-        chains.push_back(std::move(*chain));
+        return chain;
+  return llvm::None;
+}
+
+/// One chain at a time, the graph searched again after each: a chain may
+/// read another's result (two norms in a row, or one norm's result as
+/// another's weight), which the rewrite replaces.
+bool FormRmsNormPass::formInGraph(Graph &g, PassContext &ctx) {
   GraphBuilder builder(g, ctx.diag);
   ValueBuilder vb(builder);
-  std::vector<Node *> dead;
-  struct Renamed {
-    Value *norm;
-    std::string node, value;
-  };
-  std::vector<Renamed> names;
-  for (const RmsChain &c : chains) {
-    Node &last = *c.nodes.back();
+  while (llvm::Optional<RmsChain> c = firstChain(g)) {
+    Node &last = *c->nodes.back();
     vb.setInsertionPoint(last);
     vb.setOrigin(last);
-    vb.setBase(last.getName());
-    std::vector<Value *> operands{c.x};
-    if (c.weight)
-      operands.push_back(c.weight);
+    vb.setBase(last.getName() + ".rms");
+    std::vector<Value *> operands{c->x};
+    if (c->weight)
+      operands.push_back(c->weight);
     Value *norm = vb.op(OpKind::RmsNorm, operands,
-                        {{"axis", c.axis}, {"eps", c.eps}});
+                        {{"axis", c->axis}, {"eps", c->eps}});
     if (!norm)
       return false;
     g.replaceAllUsesWith(last.result(), norm);
-    names.push_back({norm, last.getName(), last.result()->getName()});
-    for (Node *n : llvm::reverse(c.nodes)) {
+    std::string node = last.getName(), value = last.result()->getName();
+    for (Node *n : llvm::reverse(c->nodes))
       n->dropOperands();
-      dead.push_back(n);
-    }
-  }
-  g.erase(dead);
-  for (const Renamed &r : names) { // Free once the chains are gone.
-    r.norm->getDef()->setName(r.node);
-    r.norm->setName(r.value);
+    g.erase(c->nodes);
+    norm->getDef()->setName(node); // Free once the chain is gone.
+    norm->setName(value);
   }
   return true;
 }
