@@ -53,55 +53,72 @@ bool cgc::repeatsOneOperand(const Node &node) {
                       [&](const Value *v) { return v == node.operand(0); });
 }
 
-/// \p a + \p b, saturating far above any bound.
-static uint64_t addCapped(uint64_t a, uint64_t b) {
-  const uint64_t cap = uint64_t(1) << 48;
-  return std::min(cap, a + b);
+uint64_t EvaluationCounts::of(const Value *v) const {
+  auto it = contexts.find(v);
+  return it == contexts.end() ? 0 : it->second.size();
 }
 
-/// Propagates \p counts through \p body's nodes, readers first; returns
-/// the evaluations of the body's values.
-static uint64_t propagateThrough(const Graph &body, EvaluationCounts &counts) {
+void EvaluationCounts::add(const Value *v, unsigned context) {
+  std::set<unsigned> &set = contexts[v];
+  if (set.size() <= kMaxViewEvaluations) // Beyond: refused either way.
+    set.insert(context);
+}
+
+unsigned EvaluationCounts::through(unsigned context, const Node &move, unsigned operand) {
+  auto key = std::make_tuple(context, &move, operand);
+  auto it = interned.find(key);
+  if (it != interned.end())
+    return it->second;
+  unsigned id = unsigned(interned.size()) + 1; // 0: the kernel's element.
+  interned.emplace(key, id);
+  return id;
+}
+
+uint64_t EvaluationCounts::propagateBody(const Graph &body) {
   uint64_t total = 0;
   for (const auto &n : llvm::reverse(body.nodes()))
-    total = addCapped(total, propagateEvaluations(*n, counts));
+    total += propagate(*n);
   return total;
 }
 
-uint64_t cgc::propagateEvaluations(const Node &node, EvaluationCounts &counts) {
-  uint64_t asked = 0;
-  for (unsigned r = 0; r < node.numResults(); ++r)
-    asked = addCapped(asked, counts.lookup(node.result(r)));
-  if (!asked)
-    return 0;
-  if (node.getOp() != OpKind::Fusion) {
-    bool ownCoordinates = node.getOp() == OpKind::Concat && !repeatsOneOperand(node);
-    llvm::SmallVector<const Value *, 4> seen;
-    for (const Value *v : node.getOperands()) {
-      if (!ownCoordinates && llvm::is_contained(seen, v))
-        continue; // Asked at the same coordinates: computed once.
-      seen.push_back(v);
-      counts[v] = addCapped(counts.lookup(v), asked);
-    }
-    return asked;
+uint64_t EvaluationCounts::propagate(const Node &node) {
+  std::set<unsigned> asked;
+  uint64_t total = 0;
+  for (unsigned r = 0; r < node.numResults(); ++r) {
+    auto it = contexts.find(node.result(r));
+    if (it == contexts.end())
+      continue;
+    asked.insert(it->second.begin(), it->second.end());
+    total += it->second.size();
   }
-  const Graph &body = node.region(0);
-  for (unsigned r = 0; r < node.numResults(); ++r)
-    counts[body.outputs[r].value] =
-        addCapped(counts.lookup(body.outputs[r].value), counts.lookup(node.result(r)));
-  uint64_t total = addCapped(asked, propagateThrough(body, counts));
+  if (asked.empty())
+    return 0;
+  if (node.getOp() == OpKind::Fusion) {
+    const Graph &body = node.region(0);
+    for (unsigned r = 0; r < node.numResults(); ++r)
+      for (unsigned c : contexts[node.result(r)])
+        add(body.outputs[r].value, c);
+    total += propagateBody(body);
+    for (unsigned k = 0; k < node.numOperands(); ++k)
+      for (unsigned c : contexts[body.inputs()[k].value])
+        add(node.operand(k), c);
+    return total;
+  }
+  bool moves = isIndexMove(node);
   for (unsigned k = 0; k < node.numOperands(); ++k)
-    counts[node.operand(k)] =
-        addCapped(counts.lookup(node.operand(k)), counts.lookup(body.inputs()[k].value));
+    for (unsigned c : asked)
+      add(node.operand(k), moves ? through(c, node, repeatsOneOperand(node) ? 0 : k) : c);
   return total;
 }
 
 uint64_t cgc::viewEvaluations(const Graph &body) {
   EvaluationCounts counts;
   for (const GraphOutput &out : body.outputs)
-    counts[out.value] = addCapped(counts.lookup(out.value), 1);
-  uint64_t total = propagateThrough(body, counts);
+    counts.askAtElement(out.value);
+  uint64_t total = 0;
+  for (const auto &n : llvm::reverse(body.nodes()))
+    total += counts.propagate(*n);
   for (const GraphInput &in : body.inputs())
-    total = addCapped(total, counts.lookup(in.value));
+    total += counts.of(in.value);
   return total;
 }

@@ -16,34 +16,53 @@
 #include "ir/Graph.h"
 
 #include "llvm/ADT/DenseMap.h"
+#include <map>
+#include <set>
+#include <tuple>
 
 namespace cgc {
 
 /// The most value evaluations per element a fusion body with index moves
-/// may need (viewEvaluations): codegen writes one statement per
-/// evaluation, and a concat asks each operand at its own coordinates, so a
-/// chain of concats that each read one value twice would double the
-/// kernel's text per level.
+/// may need (viewEvaluations): codegen computes each body value once per
+/// set of coordinates it is asked at, one statement each, and a concat
+/// asks each operand at its own coordinates, so a chain of concats that
+/// each read one value twice would double the kernel's text per level.
 constexpr uint64_t kMaxViewEvaluations = 256;
+
+/// The sets of coordinates each value of a kernel is asked at: each set
+/// named by the index moves (node, operand) it was read through from the
+/// kernel's own element (elementwise ops pass their coordinates on), as
+/// codegen's view-fusion emitter computes a value once per set.
+class EvaluationCounts {
+public:
+  /// \p v is asked at the kernel's own element.
+  void askAtElement(const Value *v) { add(v, 0); }
+  /// How many coordinate sets \p v is asked at (saturating above
+  /// kMaxViewEvaluations).
+  uint64_t of(const Value *v) const;
+  /// Asks the operands of \p node where its results are asked: through
+  /// the node's index move (each concat operand its own, one value
+  /// repeated the same), else at the same coordinates; a fusion through
+  /// its body. Returns the sets its results and body values are asked at.
+  uint64_t propagate(const Node &node);
+
+private:
+  void add(const Value *v, unsigned context);
+  unsigned through(unsigned context, const Node &move, unsigned operand);
+  uint64_t propagateBody(const Graph &body);
+
+  std::map<std::tuple<unsigned, const Node *, unsigned>, unsigned> interned;
+  llvm::DenseMap<const Value *, std::set<unsigned>> contexts;
+};
+
+/// The evaluations per element a fusion body needs: its values' and its
+/// inputs' (loads) coordinate sets, each result asked at the kernel's
+/// element.
+uint64_t viewEvaluations(const Graph &body);
 
 /// Whether concat \p node repeats one value (its operands are one value):
 /// a kernel asks that value once, at the coordinate modulo its extent.
 bool repeatsOneOperand(const Node &node);
-
-/// How many times each value is evaluated per element of a kernel.
-using EvaluationCounts = llvm::DenseMap<const Value *, uint64_t>;
-
-/// Adds to \p counts the evaluations of \p node's operands that its
-/// results' counts ask for: each distinct operand once per evaluation, a
-/// concat's operands once each (each at its own coordinates; one value
-/// repeated: once), a fusion's
-/// through its body (whose values are counted too). Returns the
-/// evaluations of \p node's results and body values.
-uint64_t propagateEvaluations(const Node &node, EvaluationCounts &counts);
-
-/// The evaluations per element a fusion body needs at most: its values'
-/// and its inputs' (loads), each result asked once.
-uint64_t viewEvaluations(const Graph &body);
 
 /// transpose, reshape, broadcast_to, slice or concat with static types.
 bool isIndexMove(const Node &node);

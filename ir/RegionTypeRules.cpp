@@ -359,11 +359,11 @@ bool TypeChecker::pointwiseFusionBody() {
                   "', whose body holds movement ops, must have one shape");
   uint64_t evaluations = moves ? viewEvaluations(body) : 0;
   if (evaluations > kMaxViewEvaluations)
-    return fail("the body of fusion '" + node.getName() + "' evaluates " +
-                std::to_string(evaluations) +
-                " values per element (a concat evaluates each operand at its "
-                "own coordinates), more than " +
-                std::to_string(kMaxViewEvaluations));
+    return fail("the body of fusion '" + node.getName() +
+                "' evaluates more than " + std::to_string(kMaxViewEvaluations) +
+                " values per element (a value once for each set of "
+                "coordinates it is read at: a concat reads each operand at "
+                "its own)");
   return true;
 }
 

@@ -107,16 +107,16 @@ uint64_t evaluations(const Graph &graph, const Plan &plan) {
   });
   EvaluationCounts counts;
   for (unsigned r = 0; r < plan.consumer->numResults(); ++r)
-    counts[plan.consumer->result(r)] = 1;
+    counts.askAtElement(plan.consumer->result(r));
   uint64_t total = 0;
   for (const Node *n : nodes)
-    total += propagateEvaluations(*n, counts);
+    total += counts.propagate(*n);
   llvm::SmallPtrSet<const Value *, 8> loaded;
   for (const Node *n : nodes)
     for (const Value *v : n->getOperands())
       if ((!v->getDef() || !llvm::is_contained(nodes, v->getDef())) &&
           loaded.insert(v).second)
-        total += counts.lookup(v);
+        total += counts.of(v);
   return total;
 }
 
