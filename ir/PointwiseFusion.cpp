@@ -3,8 +3,6 @@
 
 #include "llvm/ADT/STLExtras.h"
 
-#include <algorithm>
-
 using namespace cgc;
 
 bool cgc::isIndexMove(const Node &node) {

@@ -48,14 +48,6 @@ struct RmsChain {
   double eps = 0;
 };
 
-/// The node that alone reads \p v (which is no result), or null.
-Node *soleReader(const Graph &g, const Value *v) {
-  if (g.isOutput(v) || v->uses().size() != 1)
-    return nullptr;
-  Node *user = v->uses().front().user;
-  return user->getParent() == &g ? user : nullptr;
-}
-
 /// The operand of binary \p n other than \p v (null unless v is one).
 Value *otherOperand(const Node &n, const Value *v) {
   if (n.numOperands() != 2)
@@ -93,16 +85,16 @@ llvm::Optional<RmsChain> chainFrom(const Graph &g, Node &m) {
   c.axis = trailingAxis(m);
   Node *q = m.operand(0)->getDef();
   if (c.axis < 0 || !q || q->getParent() != &g || q->getOp() != OpKind::Mul ||
-      q->operand(0) != q->operand(1) || soleReader(g, q->result()) != &m)
+      q->operand(0) != q->operand(1) || soleUser(g, q->result()) != &m)
     return llvm::None;
   c.x = q->operand(0);
   const TensorType &type = c.x->getType();
-  Node *s = soleReader(g, m.result());
+  Node *s = soleUser(g, m.result());
   if (!s || s->getOp() != OpKind::Add)
     return llvm::None;
   c.eps = positiveSplat(otherOperand(*s, m.result()));
-  Node *root = soleReader(g, s->result());
-  Node *y = root ? soleReader(g, root->result()) : nullptr;
+  Node *root = soleUser(g, s->result());
+  Node *y = root ? soleUser(g, root->result()) : nullptr;
   bool byRsqrt = root && root->getOp() == OpKind::Rsqrt && y &&
                  y->getOp() == OpKind::Mul && otherOperand(*y, root->result()) == c.x;
   bool bySqrt = root && root->getOp() == OpKind::Sqrt && y &&
@@ -112,9 +104,9 @@ llvm::Optional<RmsChain> chainFrom(const Graph &g, Node &m) {
     return llvm::None;
   c.nodes = {q, &m, s, root, y};
   Node *eps = otherOperand(*s, m.result())->getDef();
-  if (soleReader(g, eps->result()) == s)
+  if (soleUser(g, eps->result()) == s)
     c.nodes.insert(c.nodes.begin(), eps); // Its constant goes with it.
-  Node *scaled = soleReader(g, y->result());
+  Node *scaled = soleUser(g, y->result());
   Value *w = scaled && scaled->getOp() == OpKind::Mul
                  ? otherOperand(*scaled, y->result()) : nullptr;
   if (w && w != y->result() && w->getType().dtype == type.dtype &&

@@ -38,14 +38,6 @@ struct Chain {
   Value *last() const { return members.empty() ? conv->result() : members.back()->result(); }
 };
 
-/// The sole user of \p v in \p g, if v is not returned.
-Node *soleUser(const Graph &g, Value *v) {
-  if (g.isOutput(v) || v->uses().size() != 1)
-    return nullptr;
-  Node *user = v->uses().begin()->user;
-  return user->getParent() == &g ? user : nullptr;
-}
-
 /// Adds \p user to \p c when it is the chain's next member (what the
 /// conv_fusion type rule admits: ir/ConvolutionEpilogue.h).
 bool absorb(Chain &c, Node &user) {

@@ -60,14 +60,6 @@ bool isStaticProduct(const Node &n) {
                       [](Value *v) { return v->getType().isStatic(); });
 }
 
-/// The sole user of \p v in its graph, if v is not returned.
-Node *soleUser(const Graph &g, Value *v) {
-  if (g.isOutput(v) || v->uses().size() != 1)
-    return nullptr;
-  Node *user = v->uses().begin()->user;
-  return user->getParent() == &g ? user : nullptr;
-}
-
 /// Whether \p user joins the chain: what the product_fusion type rule
 /// admits (ProductEpilogue.h), less the erf gelu when cuBLASLt runs the
 /// product (its GELU epilogue is the tanh form).

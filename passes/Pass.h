@@ -92,6 +92,10 @@ public:
 bool forEachGraphInnermostFirst(Graph &graph,
                                 llvm::function_ref<bool(Graph &)> fn);
 
+/// The one node of \p g that reads \p v, when v is not one of g's
+/// results and has no other reader; else null.
+Node *soleUser(const Graph &g, const Value *v);
+
 /// Every registered pass name, in registry order.
 std::vector<std::string> registeredPassNames();
 /// The pipeline `cgc` runs before codegen, as "a,b,c"; without \p fuse,

@@ -22,6 +22,13 @@ static const Registration Registry[] = {
 #include "passes/PassRegistry.def"
 };
 
+Node *cgc::soleUser(const Graph &g, const Value *v) {
+  if (g.isOutput(v) || v->uses().size() != 1)
+    return nullptr;
+  Node *user = v->uses().front().user;
+  return user->getParent() == &g ? user : nullptr;
+}
+
 bool cgc::forEachGraphInnermostFirst(Graph &graph,
                                      llvm::function_ref<bool(Graph &)> fn) {
   for (const auto &node : graph.nodes())
