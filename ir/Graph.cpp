@@ -60,6 +60,14 @@ void Node::setOperand(unsigned i, Value *value) {
   value->useList.push_back({this, i});
 }
 
+void Node::eraseOperand(unsigned i) {
+  llvm::SmallVector<Value *, 4> kept(operands.begin(), operands.end());
+  kept.erase(kept.begin() + i);
+  dropOperands();
+  for (Value *v : kept)
+    addOperand(v);
+}
+
 void Node::dropOperands() {
   for (unsigned i = 0; i < operands.size(); ++i) {
     auto &uses = operands[i]->useList;
@@ -77,6 +85,13 @@ Value *Node::addResult(std::string resultName, TensorType type) {
                                             std::move(type), this,
                                             results.size()));
   return results.back().get();
+}
+
+void Node::eraseResult(unsigned i) {
+  assert(!results[i]->hasUses() && "erasing a used result");
+  results.erase(results.begin() + i);
+  for (unsigned k = i; k < results.size(); ++k)
+    results[k]->resultIndex = k;
 }
 
 const Attribute *Node::attr(llvm::StringRef key) const {
@@ -149,6 +164,16 @@ Value *Graph::addInput(std::string inputName, TensorType type) {
                                                 inputValues.size()));
   inputList.push_back({inputValues.back().get(), InputKind::UserInput, {}, {}});
   return inputValues.back().get();
+}
+
+void Graph::eraseInput(unsigned i) {
+  assert(!inputList[i].value->hasUses() && "erasing a used input");
+  Value *doomed = inputList[i].value;
+  inputList.erase(inputList.begin() + i);
+  llvm::erase_if(inputValues,
+                 [&](const std::unique_ptr<Value> &v) { return v.get() == doomed; });
+  for (unsigned k = 0; k < inputList.size(); ++k)
+    inputList[k].value->resultIndex = k;
 }
 
 Node *Graph::append(std::unique_ptr<Node> node) {

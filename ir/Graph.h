@@ -62,6 +62,7 @@ public:
 
 private:
   friend class Node;
+  friend class Graph;
   std::string name;
   TensorType type;
   Node *def;
@@ -183,11 +184,16 @@ public:
   llvm::ArrayRef<Value *> getOperands() const { return operands; }
   void addOperand(Value *value);
   void setOperand(unsigned i, Value *value);
+  /// Removes operand \p i; the later operands move down one place.
+  void eraseOperand(unsigned i);
   void dropOperands();
 
   unsigned numResults() const { return results.size(); }
   Value *result(unsigned i = 0) const { return results[i].get(); }
   Value *addResult(std::string name, TensorType type);
+  /// Removes result \p i, which must be unused; the later results move
+  /// down one place.
+  void eraseResult(unsigned i);
 
   const std::map<std::string, Attribute> &attrs() const { return attributes; }
   void setAttr(const std::string &key, Attribute value) {
@@ -259,6 +265,9 @@ public:
   Value *addInput(std::string name, TensorType type);
   llvm::ArrayRef<GraphInput> inputs() const { return inputList; }
   GraphInput &input(unsigned i) { return inputList[i]; }
+  /// Removes input \p i, which must be unused; the later inputs move down
+  /// one place.
+  void eraseInput(unsigned i);
 
   /// Appends a node; the caller keeps topological order.
   Node *append(std::unique_ptr<Node> node);

@@ -2,11 +2,16 @@
 //
 // Algorithm: walk the nodes backwards; a node none of whose results has a
 // use (graph outputs count as uses) is erased, which may free its operands
-// for the nodes walked next. Regions are cleaned the same way first.
+// for the nodes walked next. Regions are cleaned the same way first; then
+// a `while`'s carried values that do nothing (passed through the body
+// unchanged, read by neither region, their result unused: a weight the
+// loop no longer reads) are removed, which may free their operands too.
 // Requires: a verified graph. Guarantees: every remaining node has a used
-// result; outputs, inputs and side effects (none exist yet) are kept.
+// result and every carried value does something; outputs, inputs and side
+// effects (none exist yet) are kept.
 //
 //===----------------------------------------------------------------------===//
+#include "passes/CarriedValues.h"
 #include "passes/Pass.h"
 
 #include "llvm/ADT/DenseSet.h"
@@ -44,6 +49,10 @@ private:
       }
       for (unsigned k = 0; k < node->numRegions(); ++k)
         eliminate(node->region(k));
+      if (node->getOp() == OpKind::While)
+        for (unsigned k = node->numOperands(); k-- > 0;)
+          if (isDeadCarried(*node, k))
+            eraseCarried(*node, k);
     }
     graph.erase(dead);
   }

@@ -91,10 +91,19 @@ bool cgc::mayPackState(const Graph &graph, llvm::ArrayRef<Value *> values,
 bool cgc::packsState(const Node &concat,
                      const llvm::DenseSet<const Value *> &readOnly) {
   const Graph &graph = *concat.getParent();
+  // Each operand is read by this concat alone of the concats (it has one
+  // place) and by no region node (a region's input would see the
+  // buffer's start, not the operand's offset in it); its other readers,
+  // the linears merge-products left to a loop's prefill, read it in place.
+  auto packsHere = [&](const Value *v) {
+    return llvm::all_of(v->uses(), [&](const Use &u) {
+      bool region = u.user->info().has(ControlFlow);
+      return u.user == &concat || !(region || u.user->getOp() == OpKind::Concat);
+    });
+  };
   return concat.getOp() == OpKind::Concat && !graph.isRegion() &&
          concat.intAttr("axis", -1) == 0 && !graph.isOutput(concat.result()) &&
-         llvm::all_of(concat.getOperands(),
-                      [](const Value *v) { return v->uses().size() == 1; }) &&
+         llvm::all_of(concat.getOperands(), packsHere) &&
          mayPackState(graph, concat.getOperands(), readOnly);
 }
 

@@ -249,6 +249,36 @@ TEST(GraphTest, EraseManyAtOnce) {
   EXPECT_FALSE(s.x->hasUses());
 }
 
+TEST(GraphTest, EraseOperandResultAndInputRenumber) {
+  SmallGraph s;
+  TensorType t(DType::F32, {Dim::fixed(4)});
+  Value *y = s.g.addInput("y", t);
+  Value *z = s.g.addInput("z", t);
+  // b = add(a, x) reads x at 1; erasing operand 0 moves x to 0.
+  s.b->eraseOperand(0);
+  ASSERT_EQ(s.b->numOperands(), 1u);
+  EXPECT_EQ(s.b->operand(0), s.x);
+  EXPECT_EQ(usesBy(s.a->result(), s.b), 0u);
+  ASSERT_EQ(usesBy(s.x, s.b), 1u);
+  for (const Use &u : s.x->uses())
+    if (u.user == s.b)
+      EXPECT_EQ(u.operandIndex, 0u);
+  // Inputs after an erased one move down and keep their index.
+  s.g.eraseInput(1);
+  ASSERT_EQ(s.g.inputs().size(), 2u);
+  EXPECT_EQ(s.g.inputs()[1].value, z);
+  EXPECT_EQ(z->getResultIndex(), 1u);
+  (void)y;
+  // Results likewise.
+  Node *two = s.g.append(std::make_unique<Node>(OpKind::While, "w", Location()));
+  two->addResult("r0", t);
+  Value *r1 = two->addResult("r1", t);
+  two->eraseResult(0);
+  ASSERT_EQ(two->numResults(), 1u);
+  EXPECT_EQ(two->result(0), r1);
+  EXPECT_EQ(r1->getResultIndex(), 0u);
+}
+
 TEST(VerifierTest, NodesPerGraphLimit) {
   Graph g;
   g.name = "long";
