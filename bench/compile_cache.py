@@ -4,10 +4,10 @@ model zoo entries (bench/zoo/entries.py), on the GPU machine.
 
 For each entry, in one process with an empty compile cache
 ($CGC_CACHE_DIR, a fresh folder): cgc.compile twice on the same module,
-the first cold (NVRTC), the second served by the driver's compile cache
-(docs/artifact.md), each split into export (torch.export and the IR and
-weights written), cgc (the driver: the key, then a hit's copy or a
-compile) and load (the engine and context), as cgc.compile logs them.
+the first cold (the key, torch.export, the driver's NVRTC, load), the
+second served by cgc.compile's cache of whole calls
+(python/cgc/module_cache.py: the key, then load; no export), each split
+into its phases as cgc.compile logs them.
 
     compile_cache.py --cgc PATH [--only SUBSTR,...]
 """
@@ -22,8 +22,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "zoo"))
 from entries import ENTRIES  # noqa: E402
 
-LINE = re.compile(r"cgc\.compile of \w+: ([\d.]+) s: export ([\d.]+) s, cgc ([\d.]+) s, "
-                  r"load ([\d.]+) s")
+COLD = re.compile(r"cgc\.compile of \w+: ([\d.]+) s: key ([\d.]+) s, export ([\d.]+) s, "
+                  r"cgc ([\d.]+) s, load ([\d.]+) s")
+CACHED = re.compile(r"cgc\.compile of \w+: ([\d.]+) s: cached: key ([\d.]+) s, load ([\d.]+) s")
 
 
 class Phases(logging.Handler):
@@ -32,7 +33,7 @@ class Phases(logging.Handler):
         self.seen = []
 
     def emit(self, record):
-        m = LINE.match(record.getMessage())
+        m = COLD.match(record.getMessage()) or CACHED.match(record.getMessage())
         if m:
             self.seen.append(tuple(float(v) for v in m.groups()))
 
@@ -50,7 +51,7 @@ def main():
     phases = Phases()
     logging.getLogger("cgc").addHandler(phases)
     logging.getLogger("cgc").setLevel(logging.INFO)
-    print("| entry | cold s (export / cgc / load) | cached s (export / cgc / load) | "
+    print("| entry | cold s (key / export / cgc / load) | cached s (key / load) | "
           "cached / cold |")
     print("|---|---|---|---|")
     for entry in ENTRIES:

@@ -197,12 +197,19 @@ std::vector<CompileCache::Entry> CompileCache::entries() const {
   return out;
 }
 
+bool CompileCache::remove(const std::string &key) const {
+  fs::remove(dir + "/" + key + ".sig"); // cgc.compile's call signature, if any.
+  return !fs::remove(pathOf(key));
+}
+
 size_t CompileCache::clear() const {
   size_t removed = 0;
   for (const Entry &e : entries())
-    removed += !fs::remove(pathOf(e.key));
+    removed += remove(e.key);
   return removed;
 }
+
+void CompileCache::trim() const { evict(); }
 
 void CompileCache::evict() const {
   std::vector<Entry> all = entries();
@@ -210,7 +217,7 @@ void CompileCache::evict() const {
   for (const Entry &e : all)
     total += e.bytes;
   for (size_t i = all.size(); i-- > 1 && total > maxBytes;) { // Keeps the newest.
-    fs::remove(pathOf(all[i].key));
+    remove(all[i].key);
     total -= all[i].bytes;
   }
 }

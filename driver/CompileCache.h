@@ -65,9 +65,16 @@ public:
   std::vector<Entry> entries() const;
   /// Removes every entry; the number removed.
   size_t clear() const;
+  /// Removes the least recently used entries past the limit (what store
+  /// does; cgc.compile's own entries, which Python writes, call it through
+  /// `cgc cache trim`).
+  void trim() const;
 
 private:
   std::string pathOf(const std::string &key) const;
+  /// Removes the entry \p key (with the call signature cgc.compile keeps
+  /// beside it, `<key>.sig`); whether the artifact was removed.
+  bool remove(const std::string &key) const;
   void evict() const;
 
   std::string dir;

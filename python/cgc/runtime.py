@@ -258,14 +258,61 @@ def load(path, device=None):
 def compile(module, example_args, path=None, dynamic_shapes=None, cgc=None, flags=(),  # noqa: A001
             *, buckets=None, example_kwargs=None):
     """Exports `module` (cgc.export), compiles it with the `cgc` driver and
-    loads the artifact: a CompiledModule, called as the module is."""
+    loads the artifact: a CompiledModule, called as the module is. A call
+    without `path` whose module, state and arguments a cached call had
+    loads that call's artifact without exporting (module_cache.py)."""
+    import time
+    from .driver import LOG, compiler
+    start = time.perf_counter()
+    entry = _cache_entry(module, example_args, example_kwargs, dynamic_shapes, buckets,
+                         flags, cgc or compiler()) if path is None else None
+    keyed = time.perf_counter()
+    if entry:
+        signature = entry.lookup()
+        if signature is not None:
+            try:
+                compiled = CompiledModule(load(entry.artifact), signature)
+            except CgcError as e:  # corrupt or truncated: compiled again
+                LOG.warning("cgc.compile: removed a cache entry that does not load (%s)", e)
+                entry.remove()
+            else:
+                LOG.info("cgc.compile of %s: %.2f s: cached: key %.2f s, load %.2f s",
+                         type(module).__name__, time.perf_counter() - start, keyed - start,
+                         time.perf_counter() - keyed)
+                return compiled
+    return _compile_cold(module, example_args, path, dynamic_shapes, cgc, flags, buckets,
+                         example_kwargs, entry, start)
+
+
+def _cache_entry(module, example_args, example_kwargs, dynamic_shapes, buckets, flags, cgc):
+    """The cache entry of this call, or None (the cache off: CGC_CACHE=0,
+    --no-cache; or a module the key cannot read, said at DEBUG)."""
+    from . import module_cache
+    from .driver import LOG
+    if "--no-cache" in flags:
+        return None
+    try:
+        where = module_cache.folder()
+        if where is None:
+            return None
+        from .torch.module_key import call_key
+        key = call_key(module, example_args, example_kwargs, dynamic_shapes, buckets,
+                       flags, cgc)
+    except Exception as e:  # noqa: BLE001 - the cache is an optimization
+        LOG.debug("cgc.compile: no cache key (%s: %s)", type(e).__name__, e)
+        return None
+    return module_cache.Entry(where, "module-" + key)
+
+
+def _compile_cold(module, example_args, path, dynamic_shapes, cgc, flags, buckets,
+                  example_kwargs, entry, start):
     import shutil
     import tempfile
     import time
-    from .driver import LOG
+    from .driver import LOG, compiler
     from .torch.export import export_program
     work = tempfile.mkdtemp(prefix="cgc-compile-")
-    times = [time.perf_counter()]
+    times = [start, time.perf_counter()]
     try:
         ir_path = os.path.join(work, "model.json")
         _, signature = export_program(module, example_args, ir_path, dynamic_shapes,
@@ -283,9 +330,15 @@ def compile(module, example_args, path=None, dynamic_shapes=None, cgc=None, flag
         times.append(time.perf_counter())
         compiled = CompiledModule(load(art), signature)  # (the engine holds the bytes)
         times.append(time.perf_counter())
-        LOG.info("cgc.compile of %s: %.2f s: export %.2f s, cgc %.2f s, load %.2f s",
-                 type(module).__name__, times[3] - times[0], times[1] - times[0],
-                 times[2] - times[1], times[3] - times[2])
+        if entry:
+            if entry.store(art, signature):
+                entry.trim(cgc or compiler())
+            else:
+                LOG.debug("cgc.compile: the call's signature does not pickle: not cached")
+        LOG.info("cgc.compile of %s: %.2f s: key %.2f s, export %.2f s, cgc %.2f s, "
+                 "load %.2f s", type(module).__name__, times[4] - times[0],
+                 times[1] - times[0], times[2] - times[1], times[3] - times[2],
+                 times[4] - times[3])
         return compiled
     finally:
         shutil.rmtree(work, ignore_errors=True)

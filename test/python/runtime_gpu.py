@@ -153,6 +153,94 @@ def check_fast_path(torch, fn, module, x, say):
     return not ok
 
 
+class CacheLog:
+    """cgc.compile's INFO lines of the calls made inside it."""
+
+    def __init__(self, logging):
+        self.logging, self.lines = logging, []
+        self.handler = logging.Handler(logging.INFO)
+        self.handler.emit = lambda record: self.lines.append(record.getMessage())
+
+    def __enter__(self):
+        log = self.logging.getLogger("cgc")
+        self.level = log.level
+        log.setLevel(self.logging.INFO)
+        log.addHandler(self.handler)
+        return self
+
+    def __exit__(self, *exc):
+        log = self.logging.getLogger("cgc")
+        log.removeHandler(self.handler)
+        log.setLevel(self.level)
+
+    def last(self):
+        return next((l for l in reversed(self.lines) if l.startswith("cgc.compile of")), "")
+
+
+def check_module_cache(torch, cgc, args, say):
+    """cgc.compile's cache of whole calls (python/cgc/module_cache.py): a
+    second call on an unchanged module loads without exporting and gives
+    the module's results; a changed weight, module attribute or input
+    shape compiles again; a truncated entry is compiled again. Returns
+    the number of failed checks."""
+    import logging
+    import tempfile
+    from export_models import models as all_models
+    bad = 0
+    saved = {k: os.environ.get(k) for k in ("CGC_CACHE", "CGC_CACHE_DIR")}
+    os.environ["CGC_CACHE"] = "1"
+    os.environ["CGC_CACHE_DIR"] = tempfile.mkdtemp(prefix="cgc-module-cache-")
+    try:
+        for name in ("mlp", "encoder_layer"):
+            module, example = next((m, a) for n, m, a, _ in all_models(torch) if n == name)
+            module = module.cuda().eval()
+            example = tuple(t.cuda() for t in example)
+
+            def compiled(note, want_cached, inputs=example):
+                with CacheLog(logging) as log:
+                    t0 = time.perf_counter()
+                    fn = cgc.compile(module, inputs, cgc=args.cgc)
+                    seconds = time.perf_counter() - t0
+                with torch.no_grad():
+                    want = tensors(module(*inputs))
+                got = tensors(fn(*inputs))
+                torch.cuda.synchronize()
+                diff = max((g - w).abs().max().item() for g, w in zip(got, want))
+                cached = ": cached:" in log.last()
+                ok = cached == want_cached and diff <= 1e-4
+                say(f"CHECK workload={name} module_cache={note} cached={int(cached)} "
+                    f"s={seconds:.2f} max_abs_diff={diff:.3g} ok={int(ok)}")
+                say(f"RESULT workload={name} module_cache={note} log=\"{log.last()}\"")
+                return int(not ok)
+
+            bad += compiled("cold", False)
+            bad += compiled("again", True)
+            with torch.no_grad():
+                next(module.parameters()).add_(0.25)
+            bad += compiled("weight_changed", False)
+            bad += compiled("weight_changed_again", True)
+            module.train(False)
+            module.cgc_test_attribute = 3  # a plain attribute: part of the key
+            bad += compiled("attribute_added", False)
+            del module.cgc_test_attribute
+            bigger = tuple(torch.cat([t, t]) for t in example)
+            bad += compiled("other_shape", False, bigger)
+            folder = os.environ["CGC_CACHE_DIR"]
+            for entry in os.listdir(folder):
+                if entry.endswith(".cgc"):
+                    with open(os.path.join(folder, entry), "r+b") as f:
+                        f.truncate(1000)
+            bad += compiled("truncated", False)
+            bad += compiled("after_truncated", True)
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+    return bad
+
+
 def tensors(out):
     """A module's or callable's outputs as a list: one tensor, or a tuple's."""
     return list(out) if isinstance(out, (tuple, list)) else [out]
@@ -273,6 +361,7 @@ def main():
                     say(f"RESULT workload={name} impl={impl} us={timed(torch, lambda: comp(x), args.iters):.2f}")
             except Exception as e:  # noqa: BLE001 - a peer that fails is reported
                 say(f"ERROR workload={name} impl={impl} {type(e).__name__}: {e}")
+    bad += check_module_cache(torch, cgc, args, say)
     # State by name: the weights the artifact was compiled with, written back
     # changed, change the result.
     mlp = next(m for n, m, _, _ in models(torch) if n == "mlp").cuda().eval()

@@ -1,4 +1,4 @@
-//===- CacheCommand.cpp - `cgc cache list|clear|info` ---------------------===//
+//===- CacheCommand.cpp - `cgc cache list|clear|info|trim` ----------------===//
 #include "CacheCommand.h"
 
 #include "driver/CompileCache.h"
@@ -19,9 +19,9 @@ static std::string timeText(std::chrono::system_clock::time_point t) {
 }
 
 int cgc::cgcCacheMain(int argc, char **argv) {
-  const char *usage = "usage: cgc cache info|list|clear\n";
+  const char *usage = "usage: cgc cache info|list|clear|trim\n";
   if (argc != 2 || (std::strcmp(argv[1], "info") && std::strcmp(argv[1], "list") &&
-                    std::strcmp(argv[1], "clear"))) {
+                    std::strcmp(argv[1], "clear") && std::strcmp(argv[1], "trim"))) {
     llvm::errs() << usage;
     return 2;
   }
@@ -42,6 +42,10 @@ int cgc::cgcCacheMain(int argc, char **argv) {
   if (!std::strcmp(argv[1], "list")) {
     for (const auto &e : entries)
       llvm::outs() << e.key << " " << e.bytes << " " << timeText(e.lastUse) << "\n";
+    return 0;
+  }
+  if (!std::strcmp(argv[1], "trim")) { // Entries past the limit, least recent first.
+    cache.trim();
     return 0;
   }
   llvm::outs() << "cgc: removed " << cache.clear() << " entries from " << cache.folder()

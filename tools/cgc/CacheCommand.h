@@ -4,7 +4,7 @@
 
 namespace cgc {
 
-/// `cgc cache info|list|clear` (argv[0] is "cache"): the compile cache's
+/// `cgc cache info|list|clear|trim` (argv[0] is "cache"): the compile cache's
 /// folder, limit and size; its entries, most recently used first; removing
 /// them. Exit status 0, or 2 for a bad command line.
 int cgcCacheMain(int argc, char **argv);

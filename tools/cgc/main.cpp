@@ -10,7 +10,7 @@
 //   cgc --dump-artifact model.cgc  verify an artifact and print its manifest
 //   cgc run model.cgc ...          replay an artifact on the GPU
 //   cgc bench model.cgc ...        time replays on the GPU
-//   cgc cache info|list|clear      the compile cache (driver/CompileCache.h)
+//   cgc cache info|list|clear|trim the compile cache (driver/CompileCache.h)
 //   cgc --version                  print cgc's version (project() in CMake)
 //
 // Exit codes: 0 success; 1 invalid input, failed compile or failed run;
