@@ -7,8 +7,8 @@
 //
 // The second form runs the reference interpreter on the graph before and
 // after the pipeline with random inputs from each op's valid domain and
-// fails when any output differs by more than atol + rtol * |before|, or is
-// NaN/Inf on one side only.
+// fails when any output differs by more than atol + rtol * |before| (rtol at
+// least 4 ulps for f16 and bf16 outputs), or is NaN/Inf on one side only.
 //
 //===----------------------------------------------------------------------===//
 #include "Interpret.h"
@@ -101,6 +101,19 @@ bool cgc::checkEquivalenceRequested() { return CheckEquivalence || GradCheck; }
 static bool fail(DiagnosticEngine &diag, const std::string &message) {
   diag.error({}, message);
   return false;
+}
+
+/// The relative tolerance for outputs of \p dtype: --rtol, but at least
+/// four units in the last place of a 16-bit float (a rewrite may round
+/// once where the original rounded after every step: rms_norm against
+/// its arithmetic in f16).
+static double relativeTolerance(DType dtype) {
+  switch (dtype) {
+  case DType::F16: return std::max<double>(RTol, 4 * 0x1p-10);
+  case DType::BF16: return std::max<double>(RTol, 4 * 0x1p-7);
+  case DType::F32: case DType::I32: case DType::I64: case DType::Bool: return RTol;
+  }
+  llvm_unreachable("invalid DType");
 }
 
 /// Reports a failed run at the node that failed, when one did.
@@ -196,7 +209,7 @@ static void compare(const Tensor &before, const Tensor &after, unsigned trial,
       d.bad |= a != b;
       continue;
     }
-    double a = before.real(i), b = after.real(i);
+    double a = before.real(i), b = after.real(i), rtol = relativeTolerance(before.dtype);
     bool ok;
     double abs = 0, rel = 0;
     if (std::isnan(a) || std::isnan(b) || std::isinf(a) || std::isinf(b)) {
@@ -206,7 +219,7 @@ static void compare(const Tensor &before, const Tensor &after, unsigned trial,
     } else {
       abs = std::fabs(a - b);
       rel = abs == 0 ? 0 : abs / std::fabs(a);
-      ok = abs <= ATol + RTol * std::fabs(a);
+      ok = abs <= ATol + rtol * std::fabs(a);
     }
     d.abs = std::max(d.abs, abs);
     d.rel = std::max(d.rel, rel);
@@ -253,7 +266,8 @@ static bool checkEquivalence(const Graph &before, const Graph &after,
   llvm::raw_ostream &os = llvm::outs();
   os << "check-equivalence: " << Trials << " trial(s), seed " << Seed
      << ", bool inputs true with p = 0.5, 0, 1, 0.15, 0.85 in turn"
-     << ", rtol " << RTol << ", atol " << ATol << "\n";
+     << ", rtol " << RTol << " (f16 at least 4 ulps, bf16 likewise), atol " << ATol
+     << "\n";
   std::vector<Difference> diffs(before.outputs.size());
   ControlFlowTrace trace;
   for (unsigned trial = 0; trial < Trials; ++trial) {
