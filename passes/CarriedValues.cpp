@@ -1,6 +1,8 @@
 //===- CarriedValues.cpp - Adding and removing a while's carried values ----===//
 #include "passes/CarriedValues.h"
 
+#include "llvm/ADT/STLExtras.h"
+
 #include <cassert>
 #include <string>
 
@@ -11,16 +13,21 @@ bool cgc::passesThrough(const Graph &body, const Value *v) {
     return false;
   unsigned k = v->getResultIndex();
   return k < body.inputs().size() && body.inputs()[k].value == v &&
-         k < body.outputs.size() && body.outputs[k].value == v;
+         k < body.outputs.size() && body.outputs[k].value == v &&
+         llvm::count_if(body.outputs, [&](const GraphOutput &o) { return o.value == v; }) == 1;
+}
+
+bool cgc::unread(const Graph &cond, unsigned k) {
+  const Value *in = cond.inputs()[k].value;
+  return in->uses().empty() && !cond.isOutput(in);
 }
 
 bool cgc::isDeadCarried(const Node &loop, unsigned k) {
   assert(loop.getOp() == OpKind::While && "not a while");
   const Graph &cond = loop.region(0), &body = loop.region(1);
   Value *in = body.inputs()[k].value;
-  return passesThrough(body, in) && in->uses().empty() &&
-         cond.inputs()[k].value->uses().empty() && !loop.result(k)->hasUses() &&
-         !loop.getParent()->isOutput(loop.result(k));
+  return passesThrough(body, in) && in->uses().empty() && unread(cond, k) &&
+         !loop.result(k)->hasUses() && !loop.getParent()->isOutput(loop.result(k));
 }
 
 void cgc::eraseCarried(Node &loop, unsigned k) {

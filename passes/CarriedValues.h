@@ -14,9 +14,13 @@
 
 namespace cgc {
 
-/// Whether \p v is an input of \p region that its body output of the same
-/// index passes through unchanged (a value every trip sees as it entered).
+/// Whether \p v is an input of \p body that its body output of the same
+/// index, and no other output, passes through unchanged (a value every
+/// trip sees as it entered).
 bool passesThrough(const Graph &body, const Value *v);
+
+/// Whether `cond` \p cond neither reads its input \p k nor yields it.
+bool unread(const Graph &cond, unsigned k);
 
 /// Whether carried value \p k of the `while` \p loop does nothing: the
 /// body passes it through, neither region reads it, and its result is

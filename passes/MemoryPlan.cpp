@@ -92,13 +92,14 @@ bool cgc::packsState(const Node &concat,
                      const llvm::DenseSet<const Value *> &readOnly) {
   const Graph &graph = *concat.getParent();
   // Each operand is read by this concat alone of the concats (it has one
-  // place) and by no region node (a region's input would see the
-  // buffer's start, not the operand's offset in it); its other readers,
-  // the linears merge-products left to a loop's prefill, read it in place.
+  // place) and by no region node or reshape (a region's input and a
+  // reshape's alias would see the buffer's start, not the operand's offset
+  // in it); its other readers read it in place.
   auto packsHere = [&](const Value *v) {
     return llvm::all_of(v->uses(), [&](const Use &u) {
-      bool region = u.user->info().has(ControlFlow);
-      return u.user == &concat || !(region || u.user->getOp() == OpKind::Concat);
+      OpKind op = u.user->getOp();
+      return u.user == &concat || !(u.user->info().has(ControlFlow) ||
+                                    op == OpKind::Concat || op == OpKind::Reshape);
     });
   };
   return concat.getOp() == OpKind::Concat && !graph.isRegion() &&

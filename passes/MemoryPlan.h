@@ -136,8 +136,8 @@ bool mayPackState(const Graph &graph, llvm::ArrayRef<Value *> values,
 /// True when plan-memory packs the operands of \p concat (mayPackState),
 /// so that its result is their bytes and no kernel runs: a `concat` on
 /// axis 0 of the top-level graph, no graph output, the only concat that
-/// reads each operand and no `if` or `while` reading one (other readers
-/// read an operand in place). merge-products makes such concats of
+/// reads each operand and no `if`, `while` or `reshape` reading one
+/// (other readers read an operand in place). merge-products makes such concats of
 /// sibling weights.
 bool packsState(const Node &concat, const llvm::DenseSet<const Value *> &readOnly);
 

@@ -100,6 +100,15 @@ std::vector<Value *> operandsOf(llvm::ArrayRef<Node *> members, unsigned i) {
 
 bool isConcat(const Use &u) { return u.user->getOp() == OpKind::Concat; }
 
+/// Whether a use leaves its operand free to be packed: not a concat (an
+/// operand packs into one place), not a region node and not a reshape
+/// (both would read the packed buffer's start, not the operand's offset:
+/// packsState).
+bool readsInPlace(const Use &u) {
+  return !isConcat(u) && !u.user->info().has(ControlFlow) &&
+         u.user->getOp() != OpKind::Reshape;
+}
+
 /// The concat (axis 0) of exactly \p values, in their order, placed
 /// before \p user, or null.
 Value *concatOf(llvm::ArrayRef<Value *> values, const Node &user) {
@@ -199,12 +208,11 @@ public:
       return false;
     unsigned k = v->getResultIndex();
     const Value *init = loop.operand(k);
-    return loop.region(0).inputs()[k].value->uses().empty() &&
-           !loop.result(k)->hasUses() && !loop.getParent()->isOutput(loop.result(k)) &&
-           readOnly.count(init) && init->getType().isStatic() &&
-           llvm::count(loop.getOperands(), init) == 1 &&
+    return unread(loop.region(0), k) && !loop.result(k)->hasUses() &&
+           !loop.getParent()->isOutput(loop.result(k)) && readOnly.count(init) &&
+           init->getType().isStatic() && llvm::count(loop.getOperands(), init) == 1 &&
            llvm::all_of(init->uses(), [&](const Use &u) {
-             return u.user == &loop || !(isConcat(u) || u.user->info().has(ControlFlow));
+             return u.user == &loop || readsInPlace(u);
            });
   }
 

@@ -1,34 +1,42 @@
 """cgc.compile's cache of whole calls: a second `cgc.compile` of an
 unchanged module loads its artifact without exporting the module again
-(docs/python.md, "The compile cache from Python").
+(docs/artifact.md, "The compile cache").
 
-The driver's cache (docs/artifact.md) is keyed by the exported IR, so a
-hit there still pays for torch.export. This one is keyed by what the
-export reads, taken from the module as it is:
-- the code: the source file of every class of the module's tree (their
-  bases up to torch's own included) and of each module, function or class
-  their methods name from other files, one level deep; torch's, cgc's and
-  the packages' versions (a file under an installed package is
-  represented by the package's version);
+The driver's cache is keyed by the exported IR, so a hit there still pays
+for torch.export. This one is keyed by what the export reads, taken from
+the module as it is:
+- the code (code_identity): the source file of every class of the
+  module's tree (their bases up to torch's own included) and of each
+  method (one patched in from elsewhere too), each method's bytecode, and
+  what the methods name from their globals: the files of modules,
+  functions and classes, one level deep, and plain values (a file under
+  an installed package stands as the package's version); torch's and
+  cgc's versions and cgc's own Python files; autocast and global hooks;
 - the state: each parameter's and buffer's name, dtype, shape, strides,
   device, gradient flag, the names tied to one tensor, and a hash of its
   bytes (BLAKE2b, on several threads);
-- the structure: each submodule's class, training flag, hooks and plain
-  attributes (numbers, strings, dtypes, a transformers config as JSON);
+- the structure: each submodule's class, training flag, hooks and
+  attributes (plain data, containers, dataclasses and plain objects by
+  their contents, a transformers config as JSON, a function by its code,
+  a tensor by its bytes);
 - the call: the example arguments' structure, each tensor's dtype, shape,
-  strides and device and each other leaf's value; dynamic_shapes,
-  buckets and the driver's flags; the `cgc` binary (its size and
-  modification time, as the driver's own key).
-A Python function the methods reach through another function (two levels
-down) is not in the key: a model whose code changes there, outside an
-installed package, is compiled with CGC_CACHE=0 or `flags=("--no-cache",)`.
+  strides and device and each other leaf's value; dynamic_shapes with
+  each Dim's range, buckets and the driver's flags; the `cgc` binary (its
+  size and modification time, as the driver's own key).
+What the key cannot stand for (code without a source file, an attribute
+it cannot read) makes the call uncached (Unkeyable). A Python function the
+methods reach only through another function in a file outside an
+installed package (two levels down) is not in the key: compile with
+CGC_CACHE=0 or `flags=("--no-cache",)` while editing such code.
 
 An entry is the artifact, `<dir>/<key>.cgc` (the driver's folder, its
 size limit and `cgc cache` commands), and the call's signature beside it,
-`<key>.sig` (pickled; the folder is private to the user). Both are written
-to temporary files and renamed into place; a hit loads the artifact, whose
-checksum the runtime checks (a corrupt entry is removed and the module
-compiled again). Needs no torch to import; `key` imports it."""
+`<key>.sig` (pickled, written last: it completes the entry). Both are
+written to temporary files and renamed into place; a folder another user
+owns or can write to is not used. A hit loads the artifact, whose checksum
+the runtime checks (an entry that does not load is removed and the module
+compiled again). Needs no torch to import; torch/module_key.py, which
+takes the key, does."""
 import hashlib
 import inspect
 import os
@@ -52,6 +60,9 @@ def folder():
                                                                  ".cache")
         path = os.path.join(base, "cgc")
     os.makedirs(path, mode=0o700, exist_ok=True)
+    st = os.stat(path)
+    if st.st_uid != os.getuid() or st.st_mode & 0o022:
+        return None  # Another user could plant an entry: not used.
     return path
 
 
@@ -84,9 +95,9 @@ class Entry:
                 data = pickle.dumps(signature)
         except Exception:  # noqa: BLE001 - what pickle raises varies by object
             return False
-        _write_atomically(self.signature, data)
-        with open(artifact_path, "rb") as f:
+        with open(artifact_path, "rb") as f:  # The signature last: it makes the entry.
             _write_atomically(self.artifact, f.read())
+        _write_atomically(self.signature, data)
         return True
 
     def trim(self, cgc):
@@ -145,7 +156,7 @@ def file_identity(path):
     try:
         st = os.stat(path)
     except OSError:
-        return ("missing", path)
+        raise Unkeyable(f"no source file {path}") from None
     stamp = (path, st.st_size, st.st_mtime_ns)
     if stamp not in _FILE_HASHES:
         with open(path, "rb") as f:
@@ -168,10 +179,28 @@ def _installed_package(path):
     return None
 
 
+class Unkeyable(Exception):
+    """What the key cannot stand for (code without a file, an object it
+    cannot read): such a call is not cached."""
+
+
+def code_identity(classes):
+    """The key's code part for `classes` (their bases included): the files
+    that define them and their methods (a method patched in from elsewhere
+    included), each method's code, and what the methods name from their
+    globals: the files of modules, functions and classes (one level deep)
+    and plain values (numbers, strings, tuples of them)."""
+    files, parts = _code_sources(classes)
+    return sorted(parts) + [file_identity(f) for f in sorted(files)]
+
+
 def source_files(classes):
-    """The source files of `classes` (their bases included) and of what
-    their methods name from other modules, one level deep."""
-    files = set()
+    """The source files code_identity reads for `classes`."""
+    return sorted(_code_sources(classes)[0])
+
+
+def _code_sources(classes):
+    files, parts = set(), set()
     for cls in classes:
         for base in inspect.getmro(cls):
             files.update(_file_of(base))
@@ -180,10 +209,22 @@ def source_files(classes):
                 code = getattr(function, "__code__", None)
                 if code is None:
                     continue
+                files.update(_file_of(function))
+                parts.add(("code", base.__module__, base.__qualname__, code.co_name,
+                           _code_digest(code)))
                 names = getattr(function, "__globals__", {})
                 for name in _names(code):
-                    files.update(_file_of(names.get(name)))
-    return sorted(files)
+                    value = names.get(name)
+                    if _is_plain_global(value):
+                        parts.add(("global", function.__module__, name, value))
+                    else:
+                        files.update(_file_of(value))
+    return files, parts
+
+
+def _is_plain_global(value):
+    return isinstance(value, PLAIN) or (isinstance(value, tuple) and
+                                        all(isinstance(v, PLAIN) for v in value))
 
 
 def _names(code):
@@ -196,8 +237,8 @@ def _names(code):
 
 
 def _file_of(obj):
-    if obj is None or isinstance(obj, (int, float, str, bool, bytes)):
-        return []
+    """The source file of a module, class or function (none for other
+    values and for builtins)."""
     if inspect.ismodule(obj):
         path = getattr(obj, "__file__", None)
         return [path] if path else []
@@ -207,31 +248,69 @@ def _file_of(obj):
         path = inspect.getsourcefile(obj)
     except TypeError:  # a builtin
         return []
-    return [path] if path else []
+    if not path:  # <stdin>, exec: code the key cannot follow
+        raise Unkeyable(f"{obj.__qualname__} has no source file")
+    return [path]
+
+
+def _code_digest(code):
+    """A hash of a code object's bytecode, constants and names, nested code
+    included."""
+    h = hashlib.blake2b(code.co_code, digest_size=16)
+    for const in code.co_consts:
+        h.update((_code_digest(const) if inspect.iscode(const) else repr(const)).encode())
+    h.update(repr(code.co_names).encode())
+    return h.hexdigest()
 
 
 PLAIN = (int, float, bool, str, bytes, type(None))
 
 
-def plain(value, depth=0):
-    """A value's part of the key: plain data as it is, a config as its
-    JSON, anything else by its type's name."""
+MAX_DEPTH, MAX_ITEMS = 6, 4096
+
+
+def plain(value, tensor=None, depth=0):
+    """A value's part of the key: plain data as it is, containers and
+    objects (dataclasses, plain objects) by their contents, a config by its
+    JSON, a function by its code, a tensor by `tensor(value)` (its
+    metadata and bytes). Unkeyable for what it cannot read."""
     if isinstance(value, PLAIN):
         return value
-    if isinstance(value, (tuple, list)) and depth < 3:
-        return (type(value).__name__, tuple(plain(v, depth + 1) for v in value))
-    if isinstance(value, dict) and depth < 3:
-        return tuple(sorted((str(k), plain(v, depth + 1)) for k, v in value.items()))
+    if depth > MAX_DEPTH:
+        raise Unkeyable("an attribute nested too deep")
+    if hasattr(value, "shape") and hasattr(value, "dtype") and tensor:
+        return tensor(value)
+    if isinstance(value, (tuple, list, set, frozenset)):
+        if len(value) > MAX_ITEMS:
+            raise Unkeyable("an attribute with too many items")
+        items = [plain(v, tensor, depth + 1) for v in value]
+        return (type(value).__name__, tuple(sorted(items, key=repr) if isinstance(
+            value, (set, frozenset)) else items))
+    if isinstance(value, dict):
+        if len(value) > MAX_ITEMS:
+            raise Unkeyable("an attribute with too many items")
+        return ("dict", tuple(sorted(((repr(k), plain(v, tensor, depth + 1))
+                                      for k, v in value.items()), key=repr)))
     to_json = getattr(value, "to_json_string", None)  # transformers' configs
     if callable(to_json):
         try:
-            return ("config", to_json(use_diff=False))
+            return ("config", type(value).__qualname__, to_json(use_diff=False))
         except Exception:  # noqa: BLE001 - a config that does not serialize
             pass
+    code = getattr(getattr(value, "__func__", value), "__code__", None)
+    if code is not None:  # a function or method
+        return ("function", getattr(value, "__module__", None),
+                getattr(value, "__qualname__", None), _code_digest(code))
+    if inspect.isclass(value) or inspect.ismodule(value) or inspect.isbuiltin(value):
+        return (type(value).__name__, getattr(value, "__module__", None),
+                getattr(value, "__qualname__", getattr(value, "__name__", None)))
     module = type(value).__module__
-    if module.startswith("torch") and not hasattr(value, "shape"):
-        return ("torch", str(value))  # dtype, device, Size, Dim
-    return ("object", module, type(value).__qualname__)
+    if module.startswith("torch") and not hasattr(value, "__dict__"):
+        return ("torch", type(value).__qualname__, str(value))  # dtype, device, Size
+    if hasattr(value, "__dict__"):
+        return ("object", module, type(value).__qualname__,
+                plain(vars(value), tensor, depth + 1))
+    raise Unkeyable(f"an attribute of type {module}.{type(value).__qualname__}")
 
 
 def elapsed(start):

@@ -298,6 +298,9 @@ def _cache_entry(module, example_args, example_kwargs, dynamic_shapes, buckets, 
         from .torch.module_key import call_key
         key = call_key(module, example_args, example_kwargs, dynamic_shapes, buckets,
                        flags, cgc)
+    except module_cache.Unkeyable as e:
+        LOG.info("cgc.compile: not cached: %s", e)
+        return None
     except Exception as e:  # noqa: BLE001 - the cache is an optimization
         LOG.debug("cgc.compile: no cache key (%s: %s)", type(e).__name__, e)
         return None
@@ -331,10 +334,13 @@ def _compile_cold(module, example_args, path, dynamic_shapes, cgc, flags, bucket
         compiled = CompiledModule(load(art), signature)  # (the engine holds the bytes)
         times.append(time.perf_counter())
         if entry:
-            if entry.store(art, signature):
-                entry.trim(cgc or compiler())
-            else:
-                LOG.debug("cgc.compile: the call's signature does not pickle: not cached")
+            try:
+                if entry.store(art, signature):
+                    entry.trim(cgc or compiler())
+                else:
+                    LOG.debug("cgc.compile: the call's signature does not pickle: not cached")
+            except OSError as e:  # a full or read-only cache folder: compiled all the same
+                LOG.warning("cgc.compile: not cached (%s)", e)
         LOG.info("cgc.compile of %s: %.2f s: key %.2f s, export %.2f s, cgc %.2f s, "
                  "load %.2f s", type(module).__name__, times[4] - times[0],
                  times[1] - times[0], times[2] - times[1], times[3] - times[2],

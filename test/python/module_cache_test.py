@@ -11,7 +11,9 @@ export, is checked on the GPU machine: test/python/runtime_gpu.py.)
 
 Usage: PYTHONPATH=python module_cache_test.py
 """
+import dataclasses
 import importlib
+import math
 import os
 import stat
 import sys
@@ -75,7 +77,7 @@ def code_key(work):
 
     def key():
         h = mc.Hasher()
-        h.add(*(mc.file_identity(p) for p in mc.source_files({model_mod.Model})))
+        h.add(*mc.code_identity({model_mod.Model}))
         return h.hexdigest()
 
     files = mc.source_files({model_mod.Model})
@@ -88,6 +90,13 @@ def code_key(work):
     with open(os.path.join(work, "helper_mod.py"), "w") as f:
         f.write("def helper(x):\n    return x + 2\n")
     check(key() != first, "a changed helper file changes the key")
+    second = key()
+    globals()["SCALE"] = 3
+    model_mod.Model.forward = lambda self, x: x * SCALE  # noqa: F821 - patched in
+    patched = key()
+    check(patched != second, "a method patched onto the class changes the key")
+    globals()["SCALE"] = 4  # the constant the patched method reads
+    check(key() != patched, "a plain global a method reads changes the key")
     site = os.path.join(work, "site-packages", "mc_fake_pkg", "layer.py")
     os.makedirs(os.path.dirname(site))
     with open(site, "w") as f:
@@ -111,7 +120,26 @@ def values():
     check(mc.plain(Config(8)) != mc.plain(Config(16)), "a config is read as its JSON")
     check(mc.plain((1, 2.5, "a", None)) == ("tuple", (1, 2.5, "a", None)),
           "plain data is kept as it is")
-    check(mc.plain(object())[0] == "object", "another object stands as its type")
+    try:
+        mc.plain(object())
+        check(False, "an object the key cannot read refuses the key")
+    except mc.Unkeyable:
+        check(True, "an object the key cannot read refuses the key")
+
+    @dataclasses.dataclass
+    class Settings:
+        eps: float
+        causal: bool = True
+
+    check(mc.plain(Settings(1e-5)) != mc.plain(Settings(1e-6)),
+          "a dataclass is read by its fields")
+    check(mc.plain(math.tanh) != mc.plain(math.exp), "a builtin function by its name")
+    check(mc.plain(lambda x: x + 1) != mc.plain(lambda x: x + 2),
+          "a Python function by its code")
+    check(mc.plain([Settings(1.0), (2, "a")]) != mc.plain([Settings(1.0), (2, "b")]),
+          "objects inside containers are read")
+    check(mc.plain((1,), tensor=lambda t: ("t", t.shape)) == ("tuple", (1,)),
+          "a tensor callback leaves plain data alone")
     check(mc.plain({"b": 1, "a": 2}) == mc.plain({"a": 2, "b": 1}),
           "a dict's order does not matter")
 

@@ -8,7 +8,7 @@ import torch
 from torch.utils import _pytree
 
 from .. import __version__ as cgc_version
-from ..module_cache import Hasher, file_identity, plain, source_files
+from ..module_cache import Hasher, code_identity, file_identity, plain
 
 # Attributes of nn.Module that are its machinery, not its configuration.
 MACHINERY = frozenset({"_parameters", "_buffers", "_modules", "training",
@@ -23,23 +23,37 @@ def call_key(module, example_args, example_kwargs, dynamic_shapes, buckets, flag
     h = Hasher()
     h.add(cgc_version, torch.__version__, _binary(cgc), tuple(flags),
           plain(buckets), _dims(dynamic_shapes), str(torch.get_default_dtype()))
-    h.add(*_package_sources())
+    h.add(*_package_sources(), *_ambient())
     modules = list(module.named_modules(remove_duplicate=False))
-    h.add(*(file_identity(f) for f in source_files({type(m) for _, m in modules})))
+    h.add(*code_identity({type(m) for _, m in modules}))
     for name, m in modules:
         h.add(name, type(m).__module__, type(m).__qualname__, m.training, _hooks(m),
-              *sorted((k, _attribute(v)) for k, v in vars(m).items() if k not in MACHINERY))
+              *sorted((k, plain(v, _tensor)) for k, v in vars(m).items()
+                      if k not in MACHINERY))
     _add_state(h, module)
     _add_call(h, example_args, example_kwargs or {})
     return h.hexdigest()
 
 
-def _attribute(value):
-    """A submodule's attribute: a tensor that is no parameter or buffer
-    (the export takes it as a constant) by its bytes too."""
-    if isinstance(value, torch.Tensor):
-        return ("tensor", _tensor_meta(value), _content_hash(value))
-    return plain(value)
+def _tensor(value):
+    """A tensor among a submodule's attributes, one that is no parameter
+    or buffer (the export takes it as a constant): its bytes too."""
+    if not isinstance(value, torch.Tensor):  # a NumPy array
+        value = torch.as_tensor(value)
+    return ("tensor", _tensor_meta(value), _content_hash(value))
+
+
+def _ambient():
+    """What around the call changes the export: autocast, and the hooks
+    every module runs."""
+    from torch.nn.modules import module as nn_module
+    autocast = tuple((device, torch.is_autocast_enabled(device),
+                      str(torch.get_autocast_dtype(device))) for device in ("cuda", "cpu"))
+    hooks = tuple((getattr(f, "__module__", ""), getattr(f, "__qualname__", ""))
+                  for name in ("_global_forward_hooks", "_global_forward_pre_hooks",
+                               "_global_backward_hooks")
+                  for f in getattr(nn_module, name, {}).values())
+    return [("autocast", autocast), ("global hooks", hooks)]
 
 
 def _dims(spec):
