@@ -4,6 +4,7 @@
 #include "cgc/Version.h"
 #include "ir/Initializers.h"
 
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/ErrorHandling.h"
 #include <algorithm>
 #include <cmath>
@@ -92,8 +93,14 @@ std::string cgc::coordDecls(const Shape &shape, const std::string &index,
                             const std::string &prefix) {
   std::string out;
   Shape st = strides(shape);
+  // An empty shape has no element to locate: no division or modulo by 0.
+  bool empty = llvm::is_contained(shape, 0);
   for (size_t k = 0; k < shape.size(); ++k) {
     out += "    long long " + prefix + std::to_string(k) + " = ";
+    if (empty) {
+      out += "0LL;\n";
+      continue;
+    }
     std::string q = st[k] == 1 ? index
                                : "(" + index + " / " + std::to_string(st[k]) +
                                      "LL)";

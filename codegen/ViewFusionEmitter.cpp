@@ -166,7 +166,10 @@ std::string ViewBody::concatAt(const Node &n, const Coords &at, Block &block) {
   if (repeatsOneOperand(n)) {
     Coords wrapped = at;
     int64_t extent = staticShape(n.operand(0)->getType())[axis];
-    wrapped[axis] = coordinate("(" + at[axis] + " % " + std::to_string(extent) + "LL)", block);
+    // Over an empty axis no element is read: no modulo by zero, even dead.
+    wrapped[axis] = extent == 0 ? std::string("0LL")
+                                : coordinate("(" + at[axis] + " % " +
+                                                 std::to_string(extent) + "LL)", block);
     return valueAt(n.operand(0), wrapped, block);
   }
   std::string name = fresh("v");
