@@ -285,8 +285,9 @@ def compile(module, example_args, path=None, dynamic_shapes=None, cgc=None, flag
 
 
 def _cache_entry(module, example_args, example_kwargs, dynamic_shapes, buckets, flags, cgc):
-    """The cache entry of this call, or None (the cache off: CGC_CACHE=0,
-    --no-cache; or a module the key cannot read, said at DEBUG)."""
+    """The cache entry of this call, or None: the cache off (CGC_CACHE=0,
+    --no-cache, a folder others can write), or a module the key cannot
+    stand for (said at INFO; any other failure of the key at DEBUG)."""
     from . import module_cache
     from .driver import LOG
     if "--no-cache" in flags:
