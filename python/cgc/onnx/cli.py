@@ -27,6 +27,19 @@ def on_signal(signum, frame):
     # got, and a second Interrupted would escape the first's handling.
     for other in (signal.SIGINT, signal.SIGTERM):
         signal.signal(other, signal.SIG_IGN)
+    deliver(signum, frame)
+
+
+def deliver(signum, frame):
+    """Raises Interrupted where the interrupted code can take it. Inside
+    the logging module's fork hooks Python ignores a handler's exception
+    (it prints "Exception ignored in ..." and goes on), so there it is
+    raised again 5 ms later, from a SIGALRM."""
+    if frame is not None and os.path.basename(os.path.dirname(frame.f_code.co_filename)) \
+            == "logging":
+        signal.signal(signal.SIGALRM, lambda _, later: deliver(signum, later))
+        signal.setitimer(signal.ITIMER_REAL, 0.005)
+        return
     raise Interrupted(signum)
 
 
