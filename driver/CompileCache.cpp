@@ -177,7 +177,7 @@ bool CompileCache::store(const std::string &key, llvm::ArrayRef<uint8_t> bytes,
     fs::remove(temp);
     return false;
   }
-  evict();
+  trim();
   return true;
 }
 
@@ -209,9 +209,7 @@ size_t CompileCache::clear() const {
   return removed;
 }
 
-void CompileCache::trim() const { evict(); }
-
-void CompileCache::evict() const {
+void CompileCache::trim() const {
   std::vector<Entry> all = entries();
   uint64_t total = 0;
   for (const Entry &e : all)

@@ -65,9 +65,9 @@ public:
   std::vector<Entry> entries() const;
   /// Removes every entry; the number removed.
   size_t clear() const;
-  /// Removes the least recently used entries past the limit (what store
-  /// does; cgc.compile's own entries, which Python writes, call it through
-  /// `cgc cache trim`).
+  /// Removes the least recently used entries past the limit, the newest
+  /// always kept (store does after writing; cgc.compile's own entries,
+  /// which Python writes, through `cgc cache trim`).
   void trim() const;
 
 private:
@@ -75,7 +75,6 @@ private:
   /// Removes the entry \p key (with the call signature cgc.compile keeps
   /// beside it, `<key>.sig`); whether the artifact was removed.
   bool remove(const std::string &key) const;
-  void evict() const;
 
   std::string dir;
   uint64_t maxBytes = 0;

@@ -88,18 +88,17 @@ bool cgc::mayPackState(const Graph &graph, llvm::ArrayRef<Value *> values,
   return true;
 }
 
+bool cgc::readsPackedInPlace(const Use &use) {
+  OpKind op = use.user->getOp();
+  return !use.user->info().has(ControlFlow) && op != OpKind::Concat && op != OpKind::Reshape;
+}
+
 bool cgc::packsState(const Node &concat,
                      const llvm::DenseSet<const Value *> &readOnly) {
   const Graph &graph = *concat.getParent();
-  // Each operand is read by this concat alone of the concats (it has one
-  // place) and by no region node or reshape (a region's input and a
-  // reshape's alias would see the buffer's start, not the operand's offset
-  // in it); its other readers read it in place.
   auto packsHere = [&](const Value *v) {
     return llvm::all_of(v->uses(), [&](const Use &u) {
-      OpKind op = u.user->getOp();
-      return u.user == &concat || !(u.user->info().has(ControlFlow) ||
-                                    op == OpKind::Concat || op == OpKind::Reshape);
+      return u.user == &concat || readsPackedInPlace(u);
     });
   };
   return concat.getOp() == OpKind::Concat && !graph.isRegion() &&

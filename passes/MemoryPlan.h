@@ -133,11 +133,15 @@ llvm::DenseSet<const Value *> readOnlyState(const Graph &graph);
 /// vector loads).
 bool mayPackState(const Graph &graph, llvm::ArrayRef<Value *> values,
                   const llvm::DenseSet<const Value *> &readOnly);
+/// Whether \p use may read an operand that a packed concat holds: not a
+/// concat (an operand packs into one place), not an `if` or `while` and
+/// not a reshape (a region's input and a reshape's alias would see the
+/// packed buffer's start, not the operand's offset in it).
+bool readsPackedInPlace(const Use &use);
 /// True when plan-memory packs the operands of \p concat (mayPackState),
 /// so that its result is their bytes and no kernel runs: a `concat` on
-/// axis 0 of the top-level graph, no graph output, the only concat that
-/// reads each operand and no `if`, `while` or `reshape` reading one
-/// (other readers read an operand in place). merge-products makes such concats of
+/// axis 0 of the top-level graph, no graph output, each operand's other
+/// readers readsPackedInPlace. merge-products makes such concats of
 /// sibling weights.
 bool packsState(const Node &concat, const llvm::DenseSet<const Value *> &readOnly);
 

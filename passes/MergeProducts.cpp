@@ -100,15 +100,6 @@ std::vector<Value *> operandsOf(llvm::ArrayRef<Node *> members, unsigned i) {
 
 bool isConcat(const Use &u) { return u.user->getOp() == OpKind::Concat; }
 
-/// Whether a use leaves its operand free to be packed: not a concat (an
-/// operand packs into one place), not a region node and not a reshape
-/// (both would read the packed buffer's start, not the operand's offset:
-/// packsState).
-bool readsInPlace(const Use &u) {
-  return !isConcat(u) && !u.user->info().has(ControlFlow) &&
-         u.user->getOp() != OpKind::Reshape;
-}
-
 /// The concat (axis 0) of exactly \p values, in their order, placed
 /// before \p user, or null.
 Value *concatOf(llvm::ArrayRef<Value *> values, const Node &user) {
@@ -177,7 +168,7 @@ bool mergeInto(Graph &region, llvm::ArrayRef<Node *> members, Value *w, Value *b
 
 /// Merges a top-level group: its weights' (and biases') concats, new or
 /// the loop's, then one product.
-bool mergeTopLevel(Graph &graph, llvm::ArrayRef<Node *> members, DiagnosticEngine &diag) {
+bool mergeGroup(Graph &graph, llvm::ArrayRef<Node *> members, DiagnosticEngine &diag) {
   GraphBuilder b(graph, diag);
   ValueBuilder vb(b);
   vb.setInsertionPoint(*members.front());
@@ -212,7 +203,7 @@ public:
            !loop.getParent()->isOutput(loop.result(k)) && readOnly.count(init) &&
            init->getType().isStatic() && llvm::count(loop.getOperands(), init) == 1 &&
            llvm::all_of(init->uses(), [&](const Use &u) {
-             return u.user == &loop || readsInPlace(u);
+             return u.user == &loop || readsPackedInPlace(u);
            });
   }
 
@@ -300,7 +291,7 @@ bool mergeTopLevel(Graph &graph, const llvm::DenseSet<const Value *> &readOnly,
     if (members.size() > 1 &&
         packable(graph, operandsOf(members, 1), *members.front(), readOnly) &&
         packable(graph, operandsOf(members, 2), *members.front(), readOnly) &&
-        !mergeTopLevel(graph, members, diag))
+        !mergeGroup(graph, members, diag))
       return false;
   return true;
 }

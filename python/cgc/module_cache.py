@@ -43,7 +43,6 @@ import os
 import pickle
 import sys
 import tempfile
-import time
 import warnings
 
 VERSION = "cgc-module-cache-1"  # changes what every key means
@@ -311,7 +310,3 @@ def plain(value, tensor=None, depth=0):
         return ("object", module, type(value).__qualname__,
                 plain(vars(value), tensor, depth + 1))
     raise Unkeyable(f"an attribute of type {module}.{type(value).__qualname__}")
-
-
-def elapsed(start):
-    return time.perf_counter() - start

@@ -1,8 +1,8 @@
 //===- IrTest.cpp - Unit tests for types, shapes and graph edits ------------===//
 //
-// What lit cannot reach easily: Dim and shape arithmetic, use lists after
-// graph edits, the verifier after a bad edit, and the reader and writer
-// on in-memory buffers.
+// What lit cannot reach easily: Dim and shape arithmetic, the verifier
+// after a bad edit, and the reader and writer on in-memory buffers (use
+// lists after graph edits: GraphTest.cpp).
 //
 //===----------------------------------------------------------------------===//
 #include "ir/Builder.h"
@@ -12,6 +12,7 @@
 #include "ir/JsonScanner.h"
 #include "ir/Printer.h"
 #include "ir/Verifier.h"
+#include "IrTesting.h"
 #include "ir/interpreter/Interpreter.h"
 #include "format/ArtifactFormat.h"
 #include "format/Safetensors.h"
@@ -149,134 +150,6 @@ TEST(NormalizeAxisTest, Ranges) {
   EXPECT_FALSE(normalizeAxis(0, 0));
   EXPECT_FALSE(normalizeAxis(INT64_MIN, 3));
   EXPECT_FALSE(normalizeAxis(INT64_MAX, 3));
-}
-
-/// x -> a = relu(x) -> b = add(a, x); output b.
-struct SmallGraph {
-  Graph g;
-  Value *x;
-  Node *a, *b;
-  SmallGraph() {
-    g.name = "small";
-    TensorType t(DType::F32, {Dim::fixed(4)});
-    x = g.addInput("x", t);
-    a = g.append(std::make_unique<Node>(OpKind::Relu, "a", Location()));
-    a->addOperand(x);
-    a->addResult("a", t);
-    b = g.append(std::make_unique<Node>(OpKind::Add, "b", Location()));
-    b->addOperand(a->result());
-    b->addOperand(x);
-    b->addResult("b", t);
-    g.outputs.push_back({"b", b->result(), OutputKind::Output, "", {}});
-  }
-};
-
-static size_t usesBy(const Value *v, const Node *user) {
-  size_t n = 0;
-  for (const Use &u : v->uses())
-    n += u.user == user;
-  return n;
-}
-
-TEST(GraphTest, UseListsAfterBuilding) {
-  SmallGraph s;
-  EXPECT_EQ(s.x->uses().size(), 2u);
-  EXPECT_EQ(usesBy(s.x, s.a), 1u);
-  EXPECT_EQ(usesBy(s.x, s.b), 1u);
-  ASSERT_EQ(s.a->result()->uses().size(), 1u);
-  EXPECT_EQ(s.a->result()->uses()[0].operandIndex, 0u);
-  EXPECT_EQ(s.x->getDef(), nullptr);
-  EXPECT_EQ(s.a->result()->getDef(), s.a);
-  EXPECT_EQ(s.g.lookupValue("b"), s.b->result());
-  EXPECT_EQ(s.g.lookupValue("zz"), nullptr);
-  EXPECT_EQ(s.g.indexOf(s.b), 1u);
-  std::string errors;
-  llvm::raw_string_ostream os(errors);
-  DiagnosticEngine diag(os);
-  EXPECT_TRUE(verifyGraph(s.g, diag)) << os.str();
-}
-
-TEST(GraphTest, ReplaceAllUsesWithThenErase) {
-  SmallGraph s;
-  // b = add(a, x) becomes add(x, x); a is then dead and erased.
-  s.a->result()->replaceAllUsesWith(s.x);
-  EXPECT_FALSE(s.a->result()->hasUses());
-  EXPECT_EQ(s.b->operand(0), s.x);
-  EXPECT_EQ(s.x->uses().size(), 3u);
-  EXPECT_EQ(usesBy(s.x, s.b), 2u);
-  s.g.erase(s.a);
-  EXPECT_EQ(s.g.nodes().size(), 1u);
-  // Erasing a dropped a's use of x.
-  EXPECT_EQ(s.x->uses().size(), 2u);
-  EXPECT_EQ(usesBy(s.x, s.b), 2u);
-  std::string errors;
-  llvm::raw_string_ostream os(errors);
-  DiagnosticEngine diag(os);
-  EXPECT_TRUE(verifyGraph(s.g, diag)) << os.str();
-}
-
-TEST(GraphTest, SetOperandMovesOneUse) {
-  SmallGraph s;
-  s.b->setOperand(1, s.a->result());
-  EXPECT_EQ(usesBy(s.x, s.b), 0u);
-  EXPECT_EQ(usesBy(s.a->result(), s.b), 2u);
-  s.b->dropOperands();
-  EXPECT_EQ(s.b->numOperands(), 0u);
-  EXPECT_FALSE(s.a->result()->hasUses());
-  EXPECT_EQ(s.x->uses().size(), 1u);
-}
-
-TEST(GraphTest, InsertBeforeKeepsOrder) {
-  SmallGraph s;
-  TensorType t(DType::F32, {Dim::fixed(4)});
-  Node *n = s.g.insertBefore(
-      s.b, std::make_unique<Node>(OpKind::Exp, "e", Location()));
-  n->addOperand(s.a->result());
-  n->addResult("e", t);
-  EXPECT_EQ(s.g.indexOf(n), 1u);
-  EXPECT_EQ(s.g.indexOf(s.b), 2u);
-  EXPECT_EQ(n->getParent(), &s.g);
-}
-
-TEST(GraphTest, EraseManyAtOnce) {
-  SmallGraph s;
-  // a and b use each other's values: erasing both at once is safe in any
-  // order, and x keeps no use.
-  s.g.outputs.clear();
-  std::vector<Node *> both = {s.a, s.b};
-  s.g.erase(both);
-  EXPECT_TRUE(s.g.nodes().empty());
-  EXPECT_FALSE(s.x->hasUses());
-}
-
-TEST(GraphTest, EraseOperandResultAndInputRenumber) {
-  SmallGraph s;
-  TensorType t(DType::F32, {Dim::fixed(4)});
-  Value *y = s.g.addInput("y", t);
-  Value *z = s.g.addInput("z", t);
-  // b = add(a, x) reads x at 1; erasing operand 0 moves x to 0.
-  s.b->eraseOperand(0);
-  ASSERT_EQ(s.b->numOperands(), 1u);
-  EXPECT_EQ(s.b->operand(0), s.x);
-  EXPECT_EQ(usesBy(s.a->result(), s.b), 0u);
-  ASSERT_EQ(usesBy(s.x, s.b), 1u);
-  for (const Use &u : s.x->uses())
-    if (u.user == s.b)
-      EXPECT_EQ(u.operandIndex, 0u);
-  // Inputs after an erased one move down and keep their index.
-  s.g.eraseInput(1);
-  ASSERT_EQ(s.g.inputs().size(), 2u);
-  EXPECT_EQ(s.g.inputs()[1].value, z);
-  EXPECT_EQ(z->getResultIndex(), 1u);
-  (void)y;
-  // Results likewise.
-  Node *two = s.g.append(std::make_unique<Node>(OpKind::While, "w", Location()));
-  two->addResult("r0", t);
-  Value *r1 = two->addResult("r1", t);
-  two->eraseResult(0);
-  ASSERT_EQ(two->numResults(), 1u);
-  EXPECT_EQ(two->result(0), r1);
-  EXPECT_EQ(r1->getResultIndex(), 0u);
 }
 
 TEST(VerifierTest, NodesPerGraphLimit) {
