@@ -2,6 +2,7 @@
 """cgc's attention node alone against PyTorch's scaled_dot_product_attention.
 
   bench/attention.py --cgc build/tools/cgc [--log FILE] [--only W,...] [--iters N]
+                    [--splits 1,2,4,8]
 
 For each workload (batch, heads, kv heads, sequence, width, dtype, causal,
 a padding mask or none) writes a one-node `attention` model and compiles
@@ -11,8 +12,12 @@ products and a softmax (`--expand-attention`); times each with `cgc bench`
 warm-up). In this process on the same GPU, with the same method,
 torch.nn.functional.scaled_dot_product_attention captured in a
 torch.cuda.graph under each SDPA backend that takes the workload (flash,
-efficient, cudnn, math); `sdpa_best` is the fastest. Writes RESULT lines
-(us per run) to --log (default bench/results/attention-<gpu>-<date>.log).
+efficient, cudnn, math); `sdpa_best` is the fastest. With --splits, the
+f16/bf16 workloads are also compiled with hand-written mma_attention
+records of one row warp per block and each split of the keys listed
+(`cgc_mma_split<N>`: the measurements behind the rule's split,
+target/AttentionRule.h). Writes RESULT lines (us per run) to --log
+(default bench/results/attention-<gpu>-<date>.log).
 """
 import argparse, json, os, subprocess, sys, tempfile
 
@@ -26,6 +31,8 @@ WORKLOADS = {
     "bert_b1_s128_bf16": (1, 12, 12, 128, 64, "bf16", False, True),
     "gpt2_b1_s128_bf16": (1, 12, 12, 128, 64, "bf16", True, False),
     "llama_b1_s128_bf16": (1, 8, 4, 128, 64, "bf16", True, False),
+    "b1_s128_w128_bf16": (1, 32, 8, 128, 128, "bf16", True, False),
+    "b4_s128_w64_bf16": (4, 12, 12, 128, 64, "bf16", False, True),
     "b1_s512_w64_bf16": (1, 12, 12, 512, 64, "bf16", False, False),
     "b1_s512_w128_bf16": (1, 16, 16, 512, 128, "bf16", True, False),
     "b8_s2048_w64_bf16": (8, 12, 12, 2048, 64, "bf16", True, False),
@@ -33,7 +40,16 @@ WORKLOADS = {
 }
 
 
-def model(name, b, h, hkv, s, e, dt, causal, mask):
+def mma_split_record(b, h, s, e, split):
+    """A one-row-warp mma_attention record splitting the keys over `split`
+    warps, or None where the combine's shared memory would not fit."""
+    if (split - 1) * ((e + 7) // 8 * 4 + 6) * 32 * 4 > 48 * 1024:
+        return None
+    return {"strategy": "mma_attention", "tile": 16, "grid_x": -(-s // 16) * b * h,
+            "block": 32 * split}
+
+
+def model(name, b, h, hkv, s, e, dt, causal, mask, schedule=None):
     inputs = [{"name": "q", "dtype": dt, "shape": [b, h, s, e]},
               {"name": "k", "dtype": dt, "shape": [b, hkv, s, e]},
               {"name": "v", "dtype": dt, "shape": [b, hkv, s, e]}]
@@ -42,6 +58,8 @@ def model(name, b, h, hkv, s, e, dt, causal, mask):
     node = {"name": "y", "op": "attention", "inputs": [i["name"] for i in inputs]}
     if causal:
         node["attrs"] = {"causal": True}
+    if schedule:
+        node["schedule"] = schedule
     return {"format_version": 1, "name": name, "inputs": inputs, "nodes": [node],
             "outputs": ["y"]}
 
@@ -64,6 +82,8 @@ def main():
     ap.add_argument("--log", default="")
     ap.add_argument("--only", default="")
     ap.add_argument("--iters", type=int, default=200)
+    ap.add_argument("--splits", default="",
+                    help="also time one-row-warp mma_attention records with these key splits")
     args = ap.parse_args()
     import torch
     import torch.nn.functional as F
@@ -79,8 +99,17 @@ def main():
         src = os.path.join(work, name + ".json")
         with open(src, "w") as f:
             json.dump(model(name, b, h, hkv, s, e, dt, causal, mask), f)
-        for impl, flags in (("cgc_fused", []), ("cgc_expanded", ["--expand-attention"])):
-            kv, err = cgc_us(args.cgc, src, os.path.join(work, f"{name}.{impl}.cgc"), flags,
+        variants = [("cgc_fused", src, []), ("cgc_expanded", src, ["--expand-attention"])]
+        for split in (int(x) for x in args.splits.split(",") if x and dt != "f32"):
+            record = mma_split_record(b, h, s, e, split)
+            if record is None:
+                continue
+            path = os.path.join(work, f"{name}.split{split}.json")
+            with open(path, "w") as f:
+                json.dump(model(name, b, h, hkv, s, e, dt, causal, mask, record), f)
+            variants.append((f"cgc_mma_split{split}", path, []))
+        for impl, path, flags in variants:
+            kv, err = cgc_us(args.cgc, path, os.path.join(work, f"{name}.{impl}.cgc"), flags,
                              args.iters)
             if kv is None:
                 say(f"ERROR workload={name} impl={impl} {err}")

@@ -83,10 +83,12 @@ void cgc::emitAttention(const Node &node, const Schedule &record,
                                   mma ? "(unsigned short *)" : "");
   std::string widths = std::to_string(s.width) + ", " + std::to_string(s.valueWidth);
   int64_t warps = record[ScheduleField::Block] / 32;
-  if (mma)
+  if (mma) {
+    int64_t rowWarps = record[ScheduleField::Tile] / 16;
     kernel.body = "  cgc_attention_mma<" + std::string(dtype == DType::BF16 ? "1" : "0") +
                   ", " + c.maskType + ", " + c.maskKind + ", " + widths + ", " +
-                  std::to_string(warps) + ">(";
+                  std::to_string(rowWarps) + ", " + std::to_string(warps / rowWarps) + ">(";
+  }
   else
     kernel.body = "  cgc_attention<" + storageType(dtype) + ", " + c.maskType + ", " +
                   c.maskKind + ", " + widths + ", " +

@@ -82,6 +82,22 @@ int64_t cgc::mmaAttentionWarps(const AttentionShape &s, const Target &target) {
   return mmaAttentionBlocks(s, 4) >= int64_t(target.multiprocessors) ? 4 : 1;
 }
 
+int64_t cgc::mmaAttentionSplit(const AttentionShape &s, const Target &target) {
+  if (mmaAttentionWarps(s, target) != 1)
+    return 1;
+  int64_t keyTiles = (s.keys + 31) / 32, split = 1;
+  while (split < kMmaAttentionChosenSplit && 2 * split <= keyTiles &&
+         mmaAttentionSharedBytes(s, 1, 2 * split) <= kAttentionSharedBytes)
+    split *= 2;
+  return split;
+}
+
+int64_t cgc::mmaAttentionSharedBytes(const AttentionShape &s, int64_t warps,
+                                     int64_t split) {
+  int64_t values = (s.valueWidth + 7) / 8 * 4 + 6; // attention_mma.cuh's part
+  return warps * (split - 1) * values * 32 * 4;
+}
+
 bool cgc::fusedAttentionPays(const Node &node) {
   const TensorType &k = node.operand(1)->getType();
   Dim keys = k.dims[k.rank() - 2];

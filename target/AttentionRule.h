@@ -76,12 +76,22 @@ constexpr int64_t kMmaAttentionMaxChosenWidth = 64;
 /// 112 against 18.7 at width 128: every warp reads all of its head's
 /// keys and values from L2, and width 128 spills registers).
 bool mmaAttentionPays(const Node &node);
-/// Warps per block of the tensor-core kernel: 4 (64 query rows) when such
-/// blocks still fill every multiprocessor, else 1 (BERT-base at batch 1,
-/// sequence 128: 12 heads x 8 blocks of 16 rows).
+/// Row warps per block of the tensor-core kernel: 4 (64 query rows) when
+/// such blocks still fill every multiprocessor, else 1 (BERT-base at batch
+/// 1, sequence 128: 12 heads x 8 blocks of 16 rows).
 int64_t mmaAttentionWarps(const AttentionShape &s, const Target &target);
-/// Blocks of the tensor-core kernel at \p warps per block.
+/// Blocks of the tensor-core kernel at \p warps row warps per block.
 int64_t mmaAttentionBlocks(const AttentionShape &s, int64_t warps);
+/// The most warps one row group's keys are split over.
+constexpr int64_t kMmaAttentionMaxSplit = 8;
+/// Warps each row group's keys are split over (attention_mma.cuh's
+/// SPLIT): with one row warp per block (too few rows to fill the GPU), as
+/// many as there are key tiles of 32, up to kMmaAttentionChosenSplit;
+/// else 1. Measured on an H100 (bench/attention.py, docs/passes.md).
+constexpr int64_t kMmaAttentionChosenSplit = 4;
+int64_t mmaAttentionSplit(const AttentionShape &s, const Target &target);
+/// Bytes of static shared memory the split's combine takes (0 unsplit).
+int64_t mmaAttentionSharedBytes(const AttentionShape &s, int64_t warps, int64_t split);
 
 /// Bytes of static shared memory of a block of \p rowsPerWarp.
 int64_t attentionSharedBytes(const AttentionShape &s, int64_t rowsPerWarp);

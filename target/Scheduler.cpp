@@ -223,12 +223,13 @@ static Schedule attentionRecord(const AttentionShape &shape, int64_t rowsPerWarp
   return s;
 }
 
-static Schedule mmaAttentionRecord(const AttentionShape &shape, int64_t warps) {
+static Schedule mmaAttentionRecord(const AttentionShape &shape, int64_t warps,
+                                   int64_t split) {
   Schedule s;
   s.strategy = Strategy::MmaAttention;
   s[F::Tile] = 16 * warps;
   s[F::GridX] = mmaAttentionBlocks(shape, warps);
-  s[F::Block] = 32 * warps;
+  s[F::Block] = 32 * warps * split;
   return s;
 }
 
@@ -240,13 +241,22 @@ static std::string checkMmaAttention(const Node &node, const Schedule &r,
   int64_t warps = r[F::Tile] / 16;
   if (r[F::Tile] % 16 != 0 || warps < 1 || warps > 4)
     return "tile must be 16, 32, 48 or 64 (query rows: 1 to 4 warps of 16 rows)";
-  Schedule launch = mmaAttentionRecord(attentionShape(node), warps);
+  AttentionShape shape = attentionShape(node);
+  int64_t split = r[F::Block] / (32 * warps);
+  if (r[F::Block] % (32 * warps) != 0 || split > kMmaAttentionMaxSplit ||
+      (split & (split - 1)) != 0 || warps * split > 8)
+    return "block must be 32 x " + std::to_string(warps) +
+           " (the row warps) x a split of the keys of 1, 2, 4 or 8, at most 256 threads";
+  if (mmaAttentionSharedBytes(shape, warps, split) > kAttentionSharedBytes)
+    return "the key split's combine needs " +
+           std::to_string(mmaAttentionSharedBytes(shape, warps, split)) +
+           " bytes of shared memory, more than " + std::to_string(kAttentionSharedBytes);
+  Schedule launch = mmaAttentionRecord(shape, warps, split);
   if (launch[F::GridX] > INT32_MAX)
     return "more than 2^31 - 1 blocks";
-  for (F f : {F::GridX, F::Block})
-    if (r[f] != launch[f])
-      return expect(f, launch[f], "one warp per 16 query rows, one block per " +
-                                      std::to_string(r[F::Tile]) + " rows and head");
+  if (r[F::GridX] != launch[F::GridX])
+    return expect(F::GridX, launch[F::GridX],
+                  "one block per " + std::to_string(r[F::Tile]) + " rows and head");
   return "";
 }
 
@@ -318,10 +328,13 @@ llvm::Optional<Schedule> cgc::scheduleOf(const Node &node,
       mmaAttentionRefusal(node, target).empty()) {
     AttentionShape shape = attentionShape(node);
     int64_t warps = mmaAttentionWarps(shape, target);
-    s = mmaAttentionRecord(shape, warps);
+    int64_t split = mmaAttentionSplit(shape, target);
+    s = mmaAttentionRecord(shape, warps, split);
     s.reason = "tensor cores: " + std::to_string(s[F::GridX]) + " blocks of " +
                std::to_string(warps) + " warps of 16 query rows (" +
                std::to_string(target.multiprocessors) + " multiprocessors)";
+    if (split > 1)
+      s.reason += ", their keys split over " + std::to_string(split) + " warps";
   } else if (node.getOp() == OpKind::Attention) {
     AttentionShape shape = attentionShape(node);
     int64_t rowsPerWarp = attentionRowsPerWarp(shape, target);

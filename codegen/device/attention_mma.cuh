@@ -20,6 +20,15 @@
 // pairs. At the end the quad sums l, and each row is O / l, 0 where every
 // key was dropped, NaN where a score was NaN (the interpreter's rule, as
 // the SIMT kernel in attention.cuh).
+//   SPLIT > 1 splits the keys (FlashDecoding's split-K, within a block):
+// the block holds W * SPLIT warps, SPLIT of them on each 16 rows, warp s
+// of a row group taking key tiles s, s + SPLIT, ... (interleaved, so
+// causal limits cut every warp alike). Each warp but the first of its
+// group writes its running max, partial sums, NaN flags and O to shared
+// memory; after one barrier the first rescales each part to the largest
+// max and adds them (parts that kept no key weigh 0). Few query rows (a
+// small batch, a short sequence) then still put several warps on every
+// multiprocessor, and the critical path walks 1 / SPLIT of the keys.
 //   BF: 1 bf16, 0 f16 (the tensors are read as raw 16-bit words).
 // MASK: 0 none, 1 bool (true: kept), 2 additive, read at o * mo + h * mh +
 // i * mr + j * mc. E: q and k width, a multiple of 16; EV: v width, a
@@ -47,7 +56,55 @@ template <int BF> __device__ __forceinline__ unsigned cgc_pack2(float lo, float 
   else asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
   return r;
 }
-template <int BF, class M, int MASK, int E, int EV, int W>
+// The key split's combine (SPLIT > 1, above): every warp of a row group
+// but the first stores its part (this lane's m, l, NaN flags and O, each
+// value a row of 32 lanes, so no bank conflict), one barrier, and the
+// first adds the parts into its own, each weighed by exp(its max - the
+// largest). True in the first warp of each group, which then finishes
+// the rows as without a split.
+template <int NV, int W, int SPLIT>
+__device__ __forceinline__ bool cgc_attention_combine(float (&acc)[NV][4], float (&m)[2],
+                                                      float (&l)[2], bool (&nan)[2],
+                                                      int warp, int slice, int lane) {
+  constexpr int VALUES = NV * 4 + 6;
+  __shared__ float part[W * (SPLIT - 1)][VALUES][32];
+  if (slice > 0) {
+    float(*mine)[32] = part[warp / SPLIT * (SPLIT - 1) + slice - 1];
+#pragma unroll
+    for (int n = 0; n < NV; ++n)
+#pragma unroll
+      for (int x = 0; x < 4; ++x) mine[n * 4 + x][lane] = acc[n][x];
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      mine[NV * 4 + r][lane] = m[r];
+      mine[NV * 4 + 2 + r][lane] = l[r];
+      mine[NV * 4 + 4 + r][lane] = nan[r] ? 1.0f : 0.0f;
+    }
+  }
+  __syncthreads();
+  if (slice > 0) return false;
+#pragma unroll
+  for (int p = 0; p < SPLIT - 1; ++p) {
+    float(*other)[32] = part[warp / SPLIT * (SPLIT - 1) + p];
+    float own[2], its[2];
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      const float theirs = other[NV * 4 + r][lane], top = fmaxf(m[r], theirs);
+      own[r] = m[r] == -CGC_INF ? 0.0f : expf(m[r] - top);
+      its[r] = theirs == -CGC_INF ? 0.0f : expf(theirs - top);
+      m[r] = top;
+      l[r] = l[r] * own[r] + other[NV * 4 + 2 + r][lane] * its[r];
+      nan[r] |= other[NV * 4 + 4 + r][lane] != 0.0f;
+    }
+#pragma unroll
+    for (int n = 0; n < NV; ++n)
+#pragma unroll
+      for (int x = 0; x < 4; ++x)
+        acc[n][x] = acc[n][x] * own[x >> 1] + other[n * 4 + x][lane] * its[x >> 1];
+  }
+  return true;
+}
+template <int BF, class M, int MASK, int E, int EV, int W, int SPLIT>
 __device__ __forceinline__ void cgc_attention_mma(
     const unsigned short *__restrict__ q, const unsigned short *__restrict__ k,
     const unsigned short *__restrict__ v, const M *__restrict__ mask,
@@ -60,8 +117,9 @@ __device__ __forceinline__ void cgc_attention_mma(
   const long long o = head / hq;
   const int h = int(head % hq);
   const int lane = int(threadIdx.x & 31), g = lane >> 2, t = lane & 3;
-  const int first = (tile * W + int(threadIdx.x >> 5)) * 16;
-  if (first >= sq) return;
+  const int warp = int(threadIdx.x >> 5), slice = warp % SPLIT;
+  const int first = (tile * W + warp / SPLIT) * 16;
+  if (SPLIT == 1 && first >= sq) return;  // with SPLIT > 1, every warp meets the barrier
   const int rows[2] = {first + g, first + g + 8};
   // q's A fragments: rows g and g + 8, columns 2t, 2t + 1 and 8 more.
   unsigned qa[KS][4];
@@ -79,11 +137,12 @@ __device__ __forceinline__ void cgc_attention_mma(
 #pragma unroll
     for (int x = 0; x < 4; ++x) acc[n][x] = 0.0f;
   const int last = (first + 16 < sq ? first + 16 : sq) - 1;
-  const int end = causal && last + 1 < sk ? last + 1 : sk;
-  const int begin = window > 0 && first - window + 1 > 0 ? (first - window + 1) / KT * KT : 0;
+  const int end = first >= sq ? 0 : causal && last + 1 < sk ? last + 1 : sk;
+  const int begin = (window > 0 && first - window + 1 > 0 ? (first - window + 1) / KT * KT : 0) +
+                    slice * KT;
   const unsigned short *kh = k + o * L.ko + (h / group) * L.kh;
   const unsigned short *vh = v + o * L.vo + (h / group) * L.vh;
-  for (int kt = begin; kt < end; kt += KT) {
+  for (int kt = begin; kt < end; kt += KT * SPLIT) {
     // The tile's loads first, all in flight together: k's and v's B
     // fragments and the mask's values at this thread's scores.
     unsigned kb[NT][KS][2], vb[NT / 2][NV][2];
@@ -183,6 +242,9 @@ __device__ __forceinline__ void cgc_attention_mma(
     for (int c = 0; c < NT / 2; ++c)
 #pragma unroll
       for (int n = 0; n < NV; ++n) cgc_mma16816<BF>(acc[n], pa[c], vb[c][n][0], vb[c][n][1]);
+  }
+  if constexpr (SPLIT > 1) {
+    if (!cgc_attention_combine<NV, W, SPLIT>(acc, m, l, nan, warp, slice, lane)) return;
   }
 #pragma unroll
   for (int r = 0; r < 2; ++r) {

@@ -219,11 +219,13 @@ def mma_attention_cases(put):
     the queries; grouped heads; bool masks (random ones leave rows with no
     key: 0 on both sides) and additive masks of the input type, broadcast
     every way the kernel takes; causal, window, soft-capping, an explicit
-    scale; ranks 3 and 5."""
-    def case(tag, dt, warps, q, k, v, attrs=None, mask=None):
+    scale; ranks 3 and 5. The `split` cases split each row group's keys
+    over 2 to 8 warps (more warps than key tiles included: those keep no
+    key)."""
+    def case(tag, dt, warps, q, k, v, attrs=None, mask=None, split=1):
         schedule = warps and {"strategy": "mma_attention", "tile": 16 * warps,
                               "grid_x": -(-q[-2] // (16 * warps)) * int(np.prod(q[:-2])),
-                              "block": 32 * warps}
+                              "block": 32 * warps * split}
         attention_case(put, f"own_mma_attention_{tag}_{dt}", dt, q, k, v, attrs, mask, schedule)
 
     for dt, warps in (("bf16", 1), ("f16", 4)):
@@ -252,6 +254,26 @@ def mma_attention_cases(put):
          mask=([2, 3, 1, 7, 9], "bool"))
     case("rank3_head_mask", "bf16", 2, [4, 33, 64], [4, 33, 64], [4, 33, 32],
          mask=([4, 1, 33], "bf16"))
+    case("split4_bert_b1_s128", "bf16", 1, [1, 12, 128, 64], [1, 12, 128, 64], [1, 12, 128, 64],
+         mask=([1, 1, 1, 128], "bool"), split=4)
+    case("split8_causal_s129", "f16", 1, [1, 4, 129, 64], [1, 4, 129, 64], [1, 4, 129, 64],
+         {"causal": True}, split=8)
+    case("split2_gqa_causal", "bf16", 2, [2, 8, 129, 64], [2, 2, 129, 64], [2, 2, 129, 64],
+         {"causal": True}, ([2, 1, 1, 129], "bool"), split=2)
+    case("split4_width128_causal_s512", "bf16", 1, [1, 4, 512, 128], [1, 4, 512, 128],
+         [1, 4, 512, 128], {"causal": True}, split=4)
+    case("split4_decode_one_row", "bf16", 1, [3, 2, 1, 64], [3, 2, 129, 64], [3, 2, 129, 64],
+         mask=([3, 1, 1, 129], "bool"), split=4)
+    case("split4_window_causal", "f16", 1, [1, 2, 129, 64], [1, 2, 129, 64], [1, 2, 129, 64],
+         {"causal": True, "window": 16}, split=4)
+    case("split2_softcap_scale", "bf16", 1, [1, 2, 128, 64], [1, 2, 128, 64], [1, 2, 128, 64],
+         {"causal": True, "softcap": 5.0, "scale": 0.3}, split=2)
+    case("split2_rank5_full_mask", "f16", 1, [2, 3, 2, 7, 32], [2, 3, 2, 9, 32], [2, 3, 2, 9, 32],
+         mask=([2, 3, 1, 7, 9], "bool"), split=2)
+    case("split4_width16_value40", "bf16", 2, [2, 3, 33, 16], [2, 3, 70, 16], [2, 3, 70, 40],
+         mask=([2, 3, 33, 70], "bf16"), split=4)
+    case("split4_additive_s512", "f16", 1, [1, 2, 512, 64], [1, 2, 512, 64], [1, 2, 512, 64],
+         mask=([1, 1, 512, 512], "f16"), split=4)
     case("rule_causal", "bf16", 0, [2, 6, 128, 64], [2, 6, 128, 64], [2, 6, 128, 64],
          {"causal": True})
     case("rule_s512_mask", "f16", 0, [2, 8, 512, 64], [2, 8, 512, 64], [2, 8, 512, 64],
