@@ -65,12 +65,18 @@ std::string cgc::mmaAttentionRefusal(const Node &node, const Target &target) {
   return maskRefusal(node);
 }
 
-bool cgc::mmaAttentionPays(const Node &node) {
+bool cgc::mmaAttentionPays(const Node &node, const Target &target) {
   const TensorType &k = node.operand(1)->getType(), &v = node.operand(2)->getType();
   Dim keys = k.dims[k.rank() - 2];
-  return keys.isStatic() && keys.extent() <= kMmaAttentionMaxKeys &&
-         k.dims.back().extent() <= kMmaAttentionMaxChosenWidth &&
-         v.dims.back().extent() <= kMmaAttentionMaxChosenWidth;
+  if (!keys.isStatic() || keys.extent() > kMmaAttentionMaxKeys)
+    return false;
+  if (k.dims.back().extent() <= kMmaAttentionMaxChosenWidth &&
+      v.dims.back().extent() <= kMmaAttentionMaxChosenWidth)
+    return true;
+  for (const Value *operand : node.getOperands())
+    if (!operand->getType().isStatic())
+      return false;
+  return mmaAttentionSplit(attentionShape(node), target) > 1;
 }
 
 int64_t cgc::mmaAttentionBlocks(const AttentionShape &s, int64_t warps) {

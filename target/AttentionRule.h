@@ -63,19 +63,21 @@ bool fusedAttentionPays(const Node &node);
 /// 16 rows stay in registers), a mask as the fused kernel takes it.
 std::string mmaAttentionRefusal(const Node &node, const Target &target);
 /// The longest key sequence and the widest rows the tensor-core kernel is
-/// chosen for.
+/// chosen for unsplit.
 constexpr int64_t kMmaAttentionMaxKeys = 128;
 constexpr int64_t kMmaAttentionMaxChosenWidth = 64;
 /// Whether the tensor-core kernel is chosen over the written-out products:
-/// at most kMmaAttentionMaxKeys static keys and rows of at most
-/// kMmaAttentionMaxChosenWidth. Measured on an H200 (bench/attention.py,
-/// docs/perf.md), batch 1, sequence 128, width 64: BERT-base's masked
-/// attention 9.7 us against 12.7 written out (cuDNN's SDPA 11.1), Llama's
-/// causal grouped-query one 10.5 against 13.4, GPT-2's causal one 10.5
-/// against 10.0; at sequence 512 it loses (32.8 against 13.6 at width 64,
-/// 112 against 18.7 at width 128: every warp reads all of its head's
-/// keys and values from L2, and width 128 spills registers).
-bool mmaAttentionPays(const Node &node);
+/// at most kMmaAttentionMaxKeys static keys, and rows of at most
+/// kMmaAttentionMaxChosenWidth or keys split over several warps
+/// (mmaAttentionSplit). Measured on an H200, 2026-12-05 (bench/attention.py
+/// --splits, docs/passes.md), batch 1, sequence 128, keys split over 4
+/// warps: BERT-base's masked attention 6.0 us against 12.8 written out
+/// (cuDNN's SDPA 11.2), GPT-2's causal one 6.2 against 10.3 (6.2), Llama's
+/// causal grouped-query one 5.8 against 13.0 (6.2), 32 heads of width 128
+/// 10.9 against 18.4 (7.1); at sequence 512 it loses (23.9 against 14.4
+/// at width 64 and its best split, 42.1 against 19.4 at width 128: every
+/// warp reads its keys and values from L2, with no reuse across warps).
+bool mmaAttentionPays(const Node &node, const Target &target);
 /// Row warps per block of the tensor-core kernel: 4 (64 query rows) when
 /// such blocks still fill every multiprocessor, else 1 (BERT-base at batch
 /// 1, sequence 128: 12 heads x 8 blocks of 16 rows).

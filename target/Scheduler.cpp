@@ -74,7 +74,8 @@ bool cgc::attentionRunsFused(const Node &attention, const Target &target) {
   case AttentionPolicy::FusedWhereFaster: // A record given is the schedule pass's to check.
     return attention.schedule() ||
            (fusedAttentionRefusal(attention).empty() && fusedAttentionPays(attention)) ||
-           (mmaAttentionRefusal(attention, target).empty() && mmaAttentionPays(attention));
+           (mmaAttentionRefusal(attention, target).empty() &&
+            mmaAttentionPays(attention, target));
   case AttentionPolicy::Expand:
     return false;
   }
