@@ -5,7 +5,7 @@
 // BERT-base's f32 products at batch 1 get a split-K "largek" kernel that runs
 // at a fraction of what a tiled one does). At engine load, after planning
 // (ProductPlans.cpp), each product asks the heuristic for up to
-// kCandidates algorithms, runs each on scratch operands of the product's
+// candidateCount() algorithms, runs each on scratch operands of the product's
 // layouts on a private stream (kWarmups launches, then kRepeats launches
 // each timed alone with CUDA events, after a write of twice the L2 cache
 // that evicts the operands) and keeps the algorithm of the lowest median.
@@ -21,7 +21,9 @@
 // those measured; graph building runs nothing (the timing is done here).
 // CGC_PRODUCT_TUNING=0 in the environment keeps the heuristic's first
 // choice (deterministic across loads; the timing's choice may differ from
-// one load to the next when two algorithms run equally fast).
+// one load to the next when two algorithms run equally fast);
+// CGC_PRODUCT_CANDIDATES=N asks for N (1 to kMaxCandidates) instead of
+// kCandidates.
 //
 //===----------------------------------------------------------------------===//
 #include "Internal.h"
@@ -37,8 +39,14 @@ namespace {
 
 using namespace cgc::rt;
 
-constexpr int kCandidates = 8;
+constexpr int kCandidates = 8, kMaxCandidates = 64;
 constexpr int kWarmups = 2, kRepeats = 5;
+
+int candidateCount() {
+  const char *value = std::getenv("CGC_PRODUCT_CANDIDATES");
+  int n = value ? std::atoi(value) : kCandidates;
+  return n < 1 ? kCandidates : std::min(n, kMaxCandidates);
+}
 
 bool tuningEnabled() {
   const char *value = std::getenv("CGC_PRODUCT_TUNING");
@@ -173,13 +181,13 @@ cgc_status tuneProduct(cgc_engine_s &e, size_t index, Scratch &s) {
   ProductPlan &plan = e.products[index];
   const ProductDesc &p = e.artifact.manifest.products[index];
   std::string what = productLabel(e, index);
-  cublasLtMatmulHeuristicResult_t results[kCandidates];
+  cublasLtMatmulHeuristicResult_t results[kMaxCandidates];
   std::memset(results, 0, sizeof results);
   int found = 0;
   CGC_CHECK_LT(*e.lt, what,
                cublasLtMatmulAlgoGetHeuristic(e.ltHandle, plan.desc, plan.a,
                                               plan.b, plan.c, plan.d,
-                                              plan.preference, kCandidates,
+                                              plan.preference, candidateCount(),
                                               results, &found));
   if (found < 2)
     return CGC_OK;
