@@ -25,7 +25,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from torch_timing import BenchLog, time_events, capture  # noqa: E402
 
-# name: (batch, heads, kv heads, sequence, width, dtype, causal, padding mask)
+# name: (batch, heads, kv heads, sequence, width, dtype, causal, padding
+# mask[, query rows: the sequence unless given])
 WORKLOADS = {
     "bert_b1_s128_f32": (1, 12, 12, 128, 64, "f32", False, True),
     "bert_b1_s128_bf16": (1, 12, 12, 128, 64, "bf16", False, True),
@@ -35,22 +36,24 @@ WORKLOADS = {
     "b4_s128_w64_bf16": (4, 12, 12, 128, 64, "bf16", False, True),
     "b1_s512_w64_bf16": (1, 12, 12, 512, 64, "bf16", False, False),
     "b1_s512_w128_bf16": (1, 16, 16, 512, 128, "bf16", True, False),
+    "decode_b1_k512_w64_bf16": (1, 32, 8, 512, 64, "bf16", False, True, 1),
+    "decode_b8_k1024_w64_bf16": (8, 32, 8, 1024, 64, "bf16", False, True, 1),
     "b8_s2048_w64_bf16": (8, 12, 12, 2048, 64, "bf16", True, False),
     "b8_s2048_w128_bf16": (8, 16, 16, 2048, 128, "bf16", True, False),
 }
 
 
-def mma_split_record(b, h, s, e, split):
+def mma_split_record(b, h, rows, e, split):
     """A one-row-warp mma_attention record splitting the keys over `split`
     warps, or None where the combine's shared memory would not fit."""
     if (split - 1) * ((e + 7) // 8 * 4 + 6) * 32 * 4 > 48 * 1024:
         return None
-    return {"strategy": "mma_attention", "tile": 16, "grid_x": -(-s // 16) * b * h,
+    return {"strategy": "mma_attention", "tile": 16, "grid_x": -(-rows // 16) * b * h,
             "block": 32 * split}
 
 
-def model(name, b, h, hkv, s, e, dt, causal, mask, schedule=None):
-    inputs = [{"name": "q", "dtype": dt, "shape": [b, h, s, e]},
+def model(name, b, h, hkv, s, e, dt, causal, mask, rows, schedule=None):
+    inputs = [{"name": "q", "dtype": dt, "shape": [b, h, rows, e]},
               {"name": "k", "dtype": dt, "shape": [b, hkv, s, e]},
               {"name": "v", "dtype": dt, "shape": [b, hkv, s, e]}]
     if mask:
@@ -93,20 +96,21 @@ def main():
                    "after warm-up")
     work = tempfile.mkdtemp(prefix="cgc-attention-")
     status = 0
-    for name, (b, h, hkv, s, e, dt, causal, mask) in WORKLOADS.items():
+    for name, (b, h, hkv, s, e, dt, causal, mask, *rest) in WORKLOADS.items():
         if args.only and name not in args.only.split(","):
             continue
+        rows = rest[0] if rest else s
         src = os.path.join(work, name + ".json")
         with open(src, "w") as f:
-            json.dump(model(name, b, h, hkv, s, e, dt, causal, mask), f)
+            json.dump(model(name, b, h, hkv, s, e, dt, causal, mask, rows), f)
         variants = [("cgc_fused", src, []), ("cgc_expanded", src, ["--expand-attention"])]
         for split in (int(x) for x in args.splits.split(",") if x and dt != "f32"):
-            record = mma_split_record(b, h, s, e, split)
+            record = mma_split_record(b, h, rows, e, split)
             if record is None:
                 continue
             path = os.path.join(work, f"{name}.split{split}.json")
             with open(path, "w") as f:
-                json.dump(model(name, b, h, hkv, s, e, dt, causal, mask, record), f)
+                json.dump(model(name, b, h, hkv, s, e, dt, causal, mask, rows, record), f)
             variants.append((f"cgc_mma_split{split}", path, []))
         for impl, path, flags in variants:
             kv, err = cgc_us(args.cgc, path, os.path.join(work, f"{name}.{impl}.cgc"), flags,
@@ -118,7 +122,7 @@ def main():
             say(f"RESULT workload={name} impl={impl} us={kv['graph_us_per_run']} "
                 f"samples={kv['graph_us_samples']}")
         dtype = torch.float32 if dt == "f32" else torch.bfloat16
-        q = torch.randn(b, h, s, e, device="cuda", dtype=dtype)
+        q = torch.randn(b, h, rows, e, device="cuda", dtype=dtype)
         k = torch.randn(b, hkv, s, e, device="cuda", dtype=dtype)
         v = torch.randn(b, hkv, s, e, device="cuda", dtype=dtype)
         m = torch.ones(b, 1, 1, s, device="cuda", dtype=torch.bool) if mask else None
