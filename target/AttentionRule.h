@@ -89,7 +89,8 @@ constexpr int64_t kMmaAttentionMaxSplit = 8;
 /// Warps each row group's keys are split over (attention_mma.cuh's
 /// SPLIT): with one row warp per block (too few rows to fill the GPU), as
 /// many as there are key tiles of 32, up to kMmaAttentionChosenSplit;
-/// else 1. Measured on an H100 (bench/attention.py, docs/passes.md).
+/// else 1. Measured on an H200 (bench/attention.py --splits,
+/// docs/passes.md): a split of 8 loses to 4 at 128 keys.
 constexpr int64_t kMmaAttentionChosenSplit = 4;
 int64_t mmaAttentionSplit(const AttentionShape &s, const Target &target);
 /// Bytes of static shared memory the split's combine takes (0 unsplit).

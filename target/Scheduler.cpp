@@ -244,7 +244,7 @@ static std::string checkMmaAttention(const Node &node, const Schedule &r,
     return "tile must be 16, 32, 48 or 64 (query rows: 1 to 4 warps of 16 rows)";
   AttentionShape shape = attentionShape(node);
   int64_t split = r[F::Block] / (32 * warps);
-  if (r[F::Block] % (32 * warps) != 0 || split > kMmaAttentionMaxSplit ||
+  if (split < 1 || r[F::Block] % (32 * warps) != 0 || split > kMmaAttentionMaxSplit ||
       (split & (split - 1)) != 0 || warps * split > 8)
     return "block must be 32 x " + std::to_string(warps) +
            " (the row warps) x a split of the keys of 1, 2, 4 or 8, at most 256 threads";

@@ -2,9 +2,10 @@
 // (codegen/AttentionEmitter.cpp calls it with the node's constants;
 // target/AttentionRule.h gives the rule). FlashAttention-2's scheme on
 // mma.sync.m16n8k16 (f32 accumulators): each warp owns 16 query rows of
-// one head and needs no other warp (no shared memory, no barrier); a block
-// holds W warps over 16 * W consecutive rows (blockIdx.x is tile + tiles
-// * head, head = outer index * hq + query head).
+// one head and, unsplit (SPLIT = 1, below), needs no other warp (no shared
+// memory, no barrier); a block holds W row warps over 16 * W consecutive
+// rows (blockIdx.x is tile + tiles * head, head = outer index * hq + query
+// head).
 //   The warp keeps its rows of q as A fragments in registers, then walks
 // the keys in tiles of 32, each tile's loads issued together first (k's
 // and v's B fragments and the mask's values: one trip to memory per
