@@ -37,6 +37,9 @@
 //   transpose(reshape(x)), the reshape merging
 //   runs of dims the transpose moves together    -> reshape(transpose(x))
 //                                                   (meets a transpose x is)
+//   transpose(x) moving unit dims only           -> reshape(x) (a view: a
+//                                                   decoding step's head
+//                                                   split runs no kernel)
 //   u(reshape(p)), u a unary elementwise op, p a
 //   product's result or its bias add             -> reshape(u(p)) (a
 //                                                   reshape is a view): an
@@ -310,7 +313,7 @@ bool CanonicalizePass::simplify(Graph &graph, GraphBuilder &builder,
     using Rewrite = Value *(*)(GraphBuilder &, Node &);
     static const Rewrite rewrites[] = {foldSplat,   foldWrittenGelu, sinkReshape,
                                        sinkTransposeBelowLinear, transposeAboveLinear,
-                                       transposeThroughReshape};
+                                       transposeThroughReshape, unitTransposeAsReshape};
     for (Rewrite rewrite : rewrites)
       if (!replacement)
         replacement = rewrite(builder, node);

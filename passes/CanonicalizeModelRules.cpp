@@ -225,6 +225,22 @@ Value *cgc::transposeAboveLinear(GraphBuilder &builder, Node &node) {
   return vb.reshape(vb.clone(*product, operands), node.result()->getType().dims);
 }
 
+Value *cgc::unitTransposeAsReshape(GraphBuilder &builder, Node &node) {
+  if (node.getOp() != OpKind::Transpose || !node.result()->getType().isStatic())
+    return nullptr;
+  const std::vector<int64_t> x = node.operand(0)->getType().extents();
+  int64_t last = -1;
+  for (int64_t p : transposePerm(node, x.size())) {
+    if (x[p] == 1)
+      continue;
+    if (p < last)
+      return nullptr;
+    last = p;
+  }
+  return builderAt(builder, node, node.getName())
+      .reshape(node.operand(0), node.result()->getType().dims);
+}
+
 Value *cgc::transposeThroughReshape(GraphBuilder &builder, Node &node) {
   Node *reshape = node.getOp() == OpKind::Transpose ? node.operand(0)->getDef() : nullptr;
   if (!reshape || reshape->getOp() != OpKind::Reshape ||

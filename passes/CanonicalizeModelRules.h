@@ -33,6 +33,10 @@ Value *transposeAboveLinear(GraphBuilder &builder, Node &node);
 /// transpose(reshape(x)) -> reshape(transpose(x)), the reshape merging runs
 /// of dims the transpose moves together.
 Value *transposeThroughReshape(GraphBuilder &builder, Node &node);
+/// transpose(x) -> reshape(x) where the transpose moves unit dims only (the
+/// others keep their order, so the elements keep theirs): a decoding
+/// step's [B, 1, H, D] -> [B, H, 1, D] head split.
+Value *unitTransposeAsReshape(GraphBuilder &builder, Node &node);
 
 } // namespace cgc
 
