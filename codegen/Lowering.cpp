@@ -55,6 +55,17 @@ static bool isStaticNode(const Node &n, DiagnosticEngine &diag) {
 }
 
 /// A splat source every user reads as a literal needs no step at all.
+/// Whether every result of \p n has no element (a static shape with a 0
+/// extent): its kernel would run no thread's work.
+static bool writesNoElement(const Node &n) {
+  if (n.numResults() == 0)
+    return false;
+  for (unsigned r = 0; r < n.numResults(); ++r)
+    if (n.result(r)->getType().numElements() != 0)
+      return false;
+  return true;
+}
+
 static bool isInlinedEverywhere(const Node &n) {
   if (n.numResults() != 1 || !splatConstant(n.result()) ||
       !n.result()->hasUses() || n.getParent()->isOutput(n.result()))
@@ -224,6 +235,8 @@ void Lowerer::lowerNode(const Node &node, StepGraph &out) {
       plan.packedConcats.count(&node) || plan.attention.folded.count(&node) ||
       isInlinedEverywhere(node))
     return;
+  if (writesNoElement(node))
+    return; // Every result is empty: nothing to compute.
   if (isZeroFill(node)) {
     addMemset(storageOf(node.result()), &node, out);
     return;
@@ -232,12 +245,8 @@ void Lowerer::lowerNode(const Node &node, StepGraph &out) {
   assert((!needsSchedule(node) || node.schedule()) && "a heavy node's record");
   if (runsOnRows(node))
     return lowerRowNode(node, out);
-  if (isProductNode(node)) {
-    if (node.result()->getType().numElements() == 0)
-      return; // Nothing to compute.
-    if (node.schedule()->strategy == Strategy::LibraryProduct)
-      return lowerLibraryProduct(node, productParts(node), out);
-  }
+  if (isProductNode(node) && node.schedule()->strategy == Strategy::LibraryProduct)
+    return lowerLibraryProduct(node, productParts(node), out);
   if (isConvolutionNode(node))
     return lowerLibraryConvolution(node, out);
   if (node.info().has(Collective))
