@@ -54,7 +54,6 @@ static bool isStaticNode(const Node &n, DiagnosticEngine &diag) {
   return true;
 }
 
-/// A splat source every user reads as a literal needs no step at all.
 /// Whether every result of \p n has no element (a static shape with a 0
 /// extent): its kernel would run no thread's work.
 static bool writesNoElement(const Node &n) {
@@ -66,6 +65,7 @@ static bool writesNoElement(const Node &n) {
   return true;
 }
 
+/// A splat source every user reads as a literal needs no step at all.
 static bool isInlinedEverywhere(const Node &n) {
   if (n.numResults() != 1 || !splatConstant(n.result()) ||
       !n.result()->hasUses() || n.getParent()->isOutput(n.result()))

@@ -228,6 +228,11 @@ Value *cgc::transposeAboveLinear(GraphBuilder &builder, Node &node) {
 Value *cgc::unitTransposeAsReshape(GraphBuilder &builder, Node &node) {
   if (node.getOp() != OpKind::Transpose || !node.result()->getType().isStatic())
     return nullptr;
+  // A transpose that reads this one composes with it first (foldChain):
+  // their composition may fold into a product's flags.
+  for (const Use &use : node.result()->uses())
+    if (use.user->getOp() == OpKind::Transpose)
+      return nullptr;
   const std::vector<int64_t> x = node.operand(0)->getType().extents();
   int64_t last = -1;
   for (int64_t p : transposePerm(node, x.size())) {

@@ -35,7 +35,8 @@ Value *transposeAboveLinear(GraphBuilder &builder, Node &node);
 Value *transposeThroughReshape(GraphBuilder &builder, Node &node);
 /// transpose(x) -> reshape(x) where the transpose moves unit dims only (the
 /// others keep their order, so the elements keep theirs): a decoding
-/// step's [B, 1, H, D] -> [B, H, 1, D] head split.
+/// step's [B, 1, H, D] -> [B, H, 1, D] head split. Not where a transpose
+/// reads it (they compose first).
 Value *unitTransposeAsReshape(GraphBuilder &builder, Node &node);
 
 } // namespace cgc
