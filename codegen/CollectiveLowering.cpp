@@ -3,7 +3,8 @@
 // An all_reduce becomes one collective step: NCCL reduces each result's
 // buffer in place, as one group. A result that plan-memory placed over its
 // operand (the usual case: the gradient dies there) needs nothing else;
-// any other is first filled from its operand by a copy. Inside an `if` or
+// any other is first filled from its operand by a copy; an empty result
+// is left out of the group. Inside an `if` or
 // `while` body the node is refused: every rank must run every collective,
 // and NCCL's captured calls bring nodes that conditional bodies reject
 // (docs/distributed.md).
@@ -38,6 +39,8 @@ void Lowerer::lowerCollective(const Node &node, StepGraph &out) {
   step.collective = unsigned(program.collectives.size());
   for (unsigned k = 0; k < node.numResults(); ++k) {
     const Value *r = node.result(k);
+    if (r->getType().numElements() == 0)
+      continue; // Nothing to reduce (lowerNode skips an all-empty node).
     copyUnlessInPlace(node.operand(k), r, out);
     Storage s = storageOf(r);
     lc.desc.buffers.push_back(
