@@ -49,6 +49,7 @@ struct Rules {
   bool slice(std::string &why);
   bool concat();
   bool gather(std::string &why);
+  bool indexCopy(std::string &why);
   bool product();
   bool normalization();
   bool layerNorm();
@@ -320,6 +321,56 @@ bool Rules::gather(std::string &why) {
   return true;
 }
 
+/// index_copy: x's slices that a source slice overwrites get no gradient
+/// (g with those slices zeroed: the same index_copy of zeros), and source
+/// slice j gets g's slice at index[j] where j is the one that writes there
+/// (in range, and no later j' with the same index: the last wins), zeros
+/// elsewhere (a gather of g, masked).
+bool Rules::indexCopy(std::string &why) {
+  Value *idx = x(1), *source = x(2);
+  const TensorType &xt = x(0)->getType(), &st = source->getType();
+  if (!xt.isStatic() || !st.isStatic()) {
+    why = "no derivative rule for an index_copy over symbolic dims yet";
+    return false;
+  }
+  unsigned axis = *normalizeAxis(n.intAttr("axis", 0), xt.rank());
+  adj[0] = gb.op(OpKind::IndexCopy, {g, idx, gb.zeros(st)}, {{"axis", int64_t(axis)}});
+  int64_t extent = xt.dims[axis].extent(), count = idx->getType().numElements();
+  if (count == 0) {
+    adj[2] = gb.zeros(st);
+    return true;
+  }
+  DType it = idx->getType().dtype;
+  Value *flat = gb.reshape(idx, {Dim::fixed(count)});
+  Value *wrapped = gb.where(gb.op(OpKind::Lt, {flat, gb.fill(0, it)}),
+                            gb.add(flat, gb.fill(double(extent), it)), flat);
+  Value *inRange = gb.op(OpKind::LogicalAnd,
+                         {gb.op(OpKind::Ge, {wrapped, gb.fill(0, it)}),
+                          gb.op(OpKind::Lt, {wrapped, gb.fill(double(extent), it)})});
+  std::vector<Number> order;
+  for (int64_t j = 0; j < count; ++j)
+    order.push_back(Number::ofInt(j));
+  Value *position = gb.op(OpKind::Constant, {},
+                          {{"dtype", DType::I64},
+                           {"shape", std::vector<Dim>{Dim::fixed(count)}},
+                           {"value", order}});
+  auto column = [&](Value *v) { return gb.reshape(v, {Dim::fixed(count), Dim::fixed(1)}); };
+  auto row = [&](Value *v) { return gb.reshape(v, {Dim::fixed(1), Dim::fixed(count)}); };
+  Value *laterSame = gb.op(OpKind::LogicalAnd,
+                           {gb.op(OpKind::Eq, {column(wrapped), row(wrapped)}),
+                            gb.op(OpKind::Gt, {row(position), column(position)})});
+  Value *shadowed = gb.op(OpKind::Gt, {gb.sum(gb.cast(laterSame, DType::F32), {1}, false),
+                                       gb.fill(0, DType::F32)});
+  Value *writes = gb.op(OpKind::LogicalAnd,
+                        {inRange, gb.op(OpKind::LogicalNot, {shadowed})});
+  Value *picked = gb.op(OpKind::Gather, {g, gb.where(inRange, wrapped, gb.fill(0, it))},
+                        {{"axis", int64_t(axis)}});
+  std::vector<Dim> along(st.rank(), Dim::fixed(1));
+  along[axis] = Dim::fixed(count);
+  adj[2] = gb.where(gb.reshape(writes, along), picked, gb.zeros(st));
+  return true;
+}
+
 bool Rules::product() {
   Value *a = x(0), *b = x(1);
   if (n.getOp() == OpKind::Linear) { // y = a w^T + bias
@@ -534,7 +585,8 @@ bool cgc::operandAdjoints(const Node &n, Value *g, ValueBuilder &gb,
     r.set(1, gb.neg(gb.mul(g, trunc)));
     return true;
   }
-  case OpKind::PadPacked: case OpKind::IndexCopy:
+  case OpKind::IndexCopy: return r.indexCopy(why);
+  case OpKind::PadPacked:
   case OpKind::PackPadded: case OpKind::If: case OpKind::While: case OpKind::Fusion:
   case OpKind::ProductFusion: case OpKind::RowFusion: case OpKind::ConvolutionFusion:
   case OpKind::NonZero: case OpKind::MaskedSelect: case OpKind::Item:
