@@ -34,6 +34,16 @@ bool operandAdjoints(const Node &n, Value *g, ValueBuilder &gb,
 bool convolutionAdjoints(const Node &n, Value *g, ValueBuilder &gb,
                          std::vector<Value *> &adjoints, std::string &why);
 
+/// gather's and embedding's rule (IndexDerivatives.cpp): the data's
+/// adjoint as a product of the indices' one_hot and g.
+bool gatherAdjoints(const Node &n, Value *g, ValueBuilder &gb,
+                    std::vector<Value *> &adjoints, std::string &why);
+/// index_copy's rule (IndexDerivatives.cpp): x's adjoint g with the
+/// overwritten slices zeroed, the source's a gather of g where each of its
+/// slices writes (in range, the last of duplicate indices).
+bool indexCopyAdjoints(const Node &n, Value *g, ValueBuilder &gb,
+                       std::vector<Value *> &adjoints, std::string &why);
+
 } // namespace cgc
 
 #endif
