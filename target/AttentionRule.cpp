@@ -73,10 +73,7 @@ bool cgc::mmaAttentionPays(const Node &node, const Target &target) {
   if (k.dims.back().extent() <= kMmaAttentionMaxChosenWidth &&
       v.dims.back().extent() <= kMmaAttentionMaxChosenWidth)
     return true;
-  for (const Value *operand : node.getOperands())
-    if (!operand->getType().isStatic())
-      return false;
-  return mmaAttentionSplit(attentionShape(node), target) > 1;
+  return hasStaticTypes(node) && mmaAttentionSplit(attentionShape(node), target) > 1;
 }
 
 int64_t cgc::mmaAttentionBlocks(const AttentionShape &s, int64_t warps) {

@@ -84,8 +84,8 @@ bool mmaAttentionPays(const Node &node, const Target &target);
 int64_t mmaAttentionWarps(const AttentionShape &s, const Target &target);
 /// Blocks of the tensor-core kernel at \p warps row warps per block.
 int64_t mmaAttentionBlocks(const AttentionShape &s, int64_t warps);
-/// The most warps one row group's keys are split over.
-constexpr int64_t kMmaAttentionMaxSplit = 8;
+/// The most warps of a block: row warps times the key split.
+constexpr int64_t kMmaAttentionMaxBlockWarps = 8;
 /// Warps each row group's keys are split over (attention_mma.cuh's
 /// SPLIT): with one row warp per block (too few rows to fill the GPU), as
 /// many as there are key tiles of 32, up to kMmaAttentionChosenSplit;

@@ -139,6 +139,16 @@ ColumnSplit cgc::columnSplitIn(const Schedule &r) {
   return c;
 }
 
+bool cgc::hasStaticTypes(const Node &node) {
+  for (const Value *v : node.getOperands())
+    if (!v->getType().isStatic())
+      return false;
+  for (unsigned r = 0; r < node.numResults(); ++r)
+    if (!node.result(r)->getType().isStatic())
+      return false;
+  return true;
+}
+
 AttentionShape cgc::attentionShape(const Node &node) {
   const auto &q = node.operand(0)->getType().dims, &k = node.operand(1)->getType().dims;
   size_t rank = q.size();

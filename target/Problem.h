@@ -19,6 +19,10 @@
 
 namespace cgc {
 
+/// Whether every operand and result of \p node has a static type (the
+/// shapes below are of static nodes).
+bool hasStaticTypes(const Node &node);
+
 /// A product in row-major terms: per batch, out[m, n] = sum_k A[m, k] B[k, n]
 /// where A is stored [m, k] (or [k, m] when transA) and B is stored [k, n]
 /// (or [n, k] when transB: a linear's weight).

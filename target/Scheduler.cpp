@@ -50,18 +50,8 @@ bool cgc::runsOnRows(const Node &node) {
          op == OpKind::CrossEntropy;
 }
 
-static bool isStatic(const Node &node) {
-  for (const Value *v : node.getOperands())
-    if (!v->getType().isStatic())
-      return false;
-  for (unsigned r = 0; r < node.numResults(); ++r)
-    if (!node.result(r)->getType().isStatic())
-      return false;
-  return true;
-}
-
 bool cgc::needsSchedule(const Node &node) {
-  if (!isStatic(node))
+  if (!hasStaticTypes(node))
     return false;
   if (isProductNode(node))
     return node.result()->getType().numElements() != 0;
@@ -244,8 +234,8 @@ static std::string checkMmaAttention(const Node &node, const Schedule &r,
     return "tile must be 16, 32, 48 or 64 (query rows: 1 to 4 warps of 16 rows)";
   AttentionShape shape = attentionShape(node);
   int64_t split = r[F::Block] / (32 * warps);
-  if (split < 1 || r[F::Block] % (32 * warps) != 0 || split > kMmaAttentionMaxSplit ||
-      (split & (split - 1)) != 0 || warps * split > 8)
+  if (split < 1 || r[F::Block] % (32 * warps) != 0 || (split & (split - 1)) != 0 ||
+      warps * split > kMmaAttentionMaxBlockWarps)
     return "block must be 32 x " + std::to_string(warps) +
            " (the row warps) x a split of the keys of 1, 2, 4 or 8, at most 256 threads";
   if (mmaAttentionSharedBytes(shape, warps, split) > kAttentionSharedBytes)
