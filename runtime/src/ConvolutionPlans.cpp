@@ -40,14 +40,7 @@ constexpr long kDefaultCandidates = 4, kMaxCandidates = 64;
 long candidateLimit() {
   if (!convolutionTuningEnabled())
     return 1;
-  const char *value = std::getenv("CGC_CONVOLUTION_CANDIDATES");
-  if (!value || !*value)
-    return kDefaultCandidates;
-  char *end = nullptr;
-  long n = std::strtol(value, &end, 10);
-  if (*end)
-    return kDefaultCandidates;
-  return std::clamp(n, 1L, kMaxCandidates);
+  return envCount("CGC_CONVOLUTION_CANDIDATES", kDefaultCandidates, kMaxCandidates);
 }
 
 /// "1,64,56,56".

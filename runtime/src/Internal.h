@@ -13,7 +13,9 @@
 #include "Driver.h"
 #include "cgc/cgc_runtime.h"
 
+#include <algorithm>
 #include <atomic>
+#include <cstdlib>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -155,6 +157,16 @@ void adoptCandidates(cgc_engine_s &e);
 void releaseConvolutions(cgc_engine_s &e);
 /// False when CGC_CONVOLUTION_TUNING=0 is in the environment.
 bool convolutionTuningEnabled();
+/// The count in environment variable \p name, clamped to [1, \p most];
+/// \p fallback when it is unset, empty or not a whole number.
+inline long envCount(const char *name, long fallback, long most) {
+  const char *value = std::getenv(name);
+  if (!value || !*value)
+    return fallback;
+  char *end = nullptr;
+  long n = std::strtol(value, &end, 10);
+  return *end ? fallback : std::clamp(n, 1L, most);
+}
 /// Points the engine's cuDNN handle at \p stream while it lives, under the
 /// engine's cuDNN lock, and back at the default stream when it ends. The
 /// handle's stream is shared state, and cudnnSetStream must never replace a

@@ -5,7 +5,7 @@
 // BERT-base's f32 products at batch 1 get a split-K "largek" kernel that runs
 // at a fraction of what a tiled one does). At engine load, after planning
 // (ProductPlans.cpp), each product asks the heuristic for up to
-// candidateCount() algorithms, runs each on scratch operands of the product's
+// kCandidates algorithms, runs each on scratch operands of the product's
 // layouts on a private stream (kWarmups launches, then kRepeats launches
 // each timed alone with CUDA events, after a write of twice the L2 cache
 // that evicts the operands) and keeps the algorithm of the lowest median.
@@ -41,12 +41,6 @@ using namespace cgc::rt;
 
 constexpr int kCandidates = 8, kMaxCandidates = 64;
 constexpr int kWarmups = 2, kRepeats = 5;
-
-int candidateCount() {
-  const char *value = std::getenv("CGC_PRODUCT_CANDIDATES");
-  int n = value ? std::atoi(value) : kCandidates;
-  return n < 1 ? kCandidates : std::min(n, kMaxCandidates);
-}
 
 bool tuningEnabled() {
   const char *value = std::getenv("CGC_PRODUCT_TUNING");
@@ -175,9 +169,9 @@ float timeAlgorithm(const cgc_engine_s &e, size_t index, const ProductPlan &plan
   return times[kRepeats / 2];
 }
 
-/// Times the heuristic's candidates for product \p index and keeps the
-/// fastest in its plan.
-cgc_status tuneProduct(cgc_engine_s &e, size_t index, Scratch &s) {
+/// Times up to \p candidates of the heuristic's algorithms for product
+/// \p index and keeps the fastest in its plan.
+cgc_status tuneProduct(cgc_engine_s &e, size_t index, int candidates, Scratch &s) {
   ProductPlan &plan = e.products[index];
   const ProductDesc &p = e.artifact.manifest.products[index];
   std::string what = productLabel(e, index);
@@ -187,7 +181,7 @@ cgc_status tuneProduct(cgc_engine_s &e, size_t index, Scratch &s) {
   CGC_CHECK_LT(*e.lt, what,
                cublasLtMatmulAlgoGetHeuristic(e.ltHandle, plan.desc, plan.a,
                                               plan.b, plan.c, plan.d,
-                                              plan.preference, candidateCount(),
+                                              plan.preference, candidates,
                                               results, &found));
   if (found < 2)
     return CGC_OK;
@@ -232,6 +226,8 @@ cgc_status tuneProducts(cgc_engine_s &e) {
                                          e.device));
   s.evictBytes = 2 * uint64_t(std::max(l2, 1 << 20));
   CGC_CHECK_CU(drv, cuMemAlloc(&s.evict, s.evictBytes));
+  const int candidates =
+      int(envCount("CGC_PRODUCT_CANDIDATES", kCandidates, kMaxCandidates));
   std::map<std::string, size_t> timed; // key -> the product timed for it
   for (size_t i = 0; i < e.products.size(); ++i) {
     const ProductDesc &p = e.artifact.manifest.products[i];
@@ -242,7 +238,7 @@ cgc_status tuneProducts(cgc_engine_s &e) {
       e.products[i].timed = e.products[it->second].timed;
       continue;
     }
-    if (cgc_status st = tuneProduct(e, i, s))
+    if (cgc_status st = tuneProduct(e, i, candidates, s))
       return st;
   }
   return CGC_OK;
