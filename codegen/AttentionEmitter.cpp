@@ -84,15 +84,15 @@ void cgc::emitAttention(const Node &node, const Schedule &record,
   std::string widths = std::to_string(s.width) + ", " + std::to_string(s.valueWidth);
   int64_t warps = record[ScheduleField::Block] / 32;
   if (mma) {
-    int64_t rowWarps = record[ScheduleField::Tile] / 16;
+    int64_t rowWarps = record[ScheduleField::Tile] / 16; // the rest split the keys
     kernel.body = "  cgc_attention_mma<" + std::string(dtype == DType::BF16 ? "1" : "0") +
                   ", " + c.maskType + ", " + c.maskKind + ", " + widths + ", " +
                   std::to_string(rowWarps) + ", " + std::to_string(warps / rowWarps) + ">(";
-  }
-  else
+  } else {
     kernel.body = "  cgc_attention<" + storageType(dtype) + ", " + c.maskType + ", " +
                   c.maskKind + ", " + widths + ", " +
                   std::to_string(record[ScheduleField::Tile] / warps) + ">(";
+  }
   kernel.body += c.q + ", " + c.k + ", " + c.v + ", " + c.mask + ", " + c.out + ", " +
                  c.rest + ");\n";
   kernel.block[0] = uint32_t(record[ScheduleField::Block]);
