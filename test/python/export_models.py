@@ -167,13 +167,13 @@ def refusals(torch):
     last line of the module's forward)."""
     nn = torch.nn
 
-    class Sorts(nn.Module):  # an ATen op with no mapping
+    class RunningMax(nn.Module):  # an ATen op with no mapping
         def forward(self, x):
-            return torch.sort(x).values
+            return torch.cummax(x, 0).values
 
-    class FloorDivision(nn.Module):  # div has a rule, but not for a rounding mode
+    class LongTopK(nn.Module):  # ranked by pairwise comparisons: a bounded axis
         def forward(self, x):
-            return torch.div(x, 2, rounding_mode="floor")
+            return torch.topk(x.repeat(1, 5000), 2).values
 
     class ScaledAddmm(nn.Module):  # a rule refuses what its op cannot express
         def __init__(self):
@@ -226,10 +226,12 @@ def refusals(torch):
 
     gen = torch.Generator().manual_seed(1)
     x = torch.randn(3, 4, generator=gen)
-    yield "sort", Sorts().eval(), (x,), None, refusal(
-        Sorts, "node 'sort': the ATen op sort.default has no cgc mapping")
-    yield "floor_division", FloorDivision().eval(), (x,), None, refusal(
-        FloorDivision, "node 'div': the ATen op div.Tensor_mode has no cgc mapping")
+    yield "running_max", RunningMax().eval(), (x,), None, refusal(
+        RunningMax, "node 'cummax': the ATen op cummax.default has no cgc mapping")
+    yield "long_topk", LongTopK().eval(), (x,), None, refusal(
+        LongTopK, "node 'topk' (topk.default): topk of 20000 elements in 3 rows: cgc ranks them "
+        "by pairwise comparisons (1200000000), refused over 16384 elements or 268435456 "
+        "comparisons")
     yield "addmm_beta", ScaledAddmm().eval(), (x,), None, refusal(
         ScaledAddmm, "node 'addmm' (addmm.default): addmm with alpha or beta")
     yield "layer_norm_bias_only", BiasOnlyNorm().eval(), (x,), None, refusal(
@@ -327,6 +329,30 @@ def keyword_models(torch):
             biased = F.scaled_dot_product_attention(q, k2, v2, attn_mask=bias)
             return grouped + masked + biased
 
+    class Routing(nn.Module):  # what mixture-of-experts layers route with
+        def forward(self, x, ties, ids):
+            top, where_ = torch.topk(x, 3)
+            low, low_at = torch.topk(x, 2, dim=0, largest=False)
+            order, perm = torch.sort(ties, dim=-1, descending=True, stable=True)
+            up, up_at = torch.sort(ties, stable=True)
+            inverse = torch.empty_like(up_at[0])
+            inverse[up_at[0]] = torch.arange(up_at.shape[1])
+            counts = torch.histc(ids.float(), bins=5, min=0, max=4) + \
+                torch.histc(x, bins=7).sum() + torch.histc(x[0], bins=5, min=-0.5, max=0.5)
+            biggest, at = x.max(dim=1)
+            least, least_at = torch.min(x, 0, keepdim=True)
+            chosen = torch.zeros_like(x).scatter(1, where_, 1.0)
+            division = torch.div(ids - 3, 2, rounding_mode="floor") + \
+                torch.div(ids - 3, -2, rounding_mode="trunc")
+            real = torch.div(x, 0.3, rounding_mode="floor") + torch.div(x, 0.3, rounding_mode="trunc")
+            return (top, where_, low, low_at, order, perm, up, torch.argsort(ties[1]), inverse,
+                    counts, biggest + x.max(), at, least * torch.reciprocal(x.min()), least_at,
+                    chosen, division, real)
+
+    class Grouped(nn.Module):  # torch's grouped product (bf16), rows sorted by group
+        def forward(self, x, w, offsets):
+            return torch._grouped_mm(x.bfloat16(), w.bfloat16(), offs=offsets).float()
+
     x = torch.randn(4, 5, 6, generator=gen)
     rows, cols = torch.tensor([[0, 3], [-1, 2]]), torch.tensor([[5, 0], [-2, 1]])
     yield "aten_indexing", Indexing(), (x, rows, cols), {}
@@ -348,6 +374,15 @@ def keyword_models(torch):
     mha = nn.MultiheadAttention(32, 4, batch_first=True)
     q = torch.randn(2, seq, 32, generator=gen)
     yield "torch_mha", mha, (q, q, q), {"need_weights": False}
+    routing_gen = torch.Generator().manual_seed(3)
+    ties = torch.tensor([[2.0, float("nan"), -1.0, 2.0, 0.5, -1.0, 2.0],
+                         [0.0, 3.0, 3.0, float("-inf"), float("nan"), 1.0, float("nan")]])
+    yield "aten_routing", Routing(), (torch.randn(4, 6, generator=routing_gen), ties,
+                                      torch.randint(0, 5, (9,), generator=routing_gen)), {}
+    integers = dict(generator=routing_gen, dtype=torch.float32)  # exact in bf16 products
+    yield "aten_grouped_mm", Grouped(), (
+        torch.randint(-3, 4, (7, 16), **integers), torch.randint(-3, 4, (3, 16, 8), **integers),
+        torch.tensor([2, 2, 6], dtype=torch.int32)), {}
     try:
         import transformers
     except ImportError:
@@ -367,6 +402,8 @@ def keyword_models(torch):
     gpt2 = transformers.GPT2Config(n_embd=32, n_layer=2, n_head=4, vocab_size=vocab,
                                    n_positions=64, use_cache=False)
     yield "hf_gpt2", transformers.GPT2Model(gpt2), (), tokens(2)
+    mixtral = transformers.MixtralConfig(**decoder, num_local_experts=4, num_experts_per_tok=2)
+    yield "hf_mixtral", transformers.MixtralModel(mixtral), (), tokens(2)
 
 
 def dynamic_keyword_models(torch):

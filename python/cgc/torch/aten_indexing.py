@@ -1,7 +1,7 @@
 """ATen rules for ranges, indexing, padding and masks, each a composition
 of cgc ops (aten_rules.py has the one-op rules): arange, index.Tensor
 (advanced indexing by integer tensors), gather (take-along-dim), argmax,
-cumsum, constant_pad_nd, squeeze.dims, remainder, fmod, index_select, repeat,
+max and min (with their indices), scatter of a value, cumsum, constant_pad_nd, squeeze.dims, remainder, fmod, index_select, repeat,
 the bitwise ops, and index_copy and index_put (a static KV cache's
 update, written as cgc's index_copy).
 Indices are wrapped like PyTorch's (a negative one counts from the end):
@@ -9,7 +9,7 @@ a `gather` along one dim wraps a negative index itself (docs/ir.md);
 a linear index over several dims wraps each one here. An index still
 out of range when the graph runs reads zero, where PyTorch raises a
 device-side assertion."""
-from .aten_rules import ATEN, reshape
+from .aten_rules import ATEN, reduced_axes, reshape
 from ..ir_builder import json_number, registrar
 from ..dtypes import INTEGERS
 from ..errors import RefusedError
@@ -227,6 +227,30 @@ def argmax(e, n):
     return e.op("argmax", [source], {"axis": int(dim), "keepdim": keep}, name=n.name)
 
 
+@aten("max", "min", "max.dim", "min.dim")
+def extreme(e, n):
+    """torch.max / torch.min: of every element (0-d), or along `dim` as
+    (values, indices), the index of the first extreme (a NaN is both the
+    max and the min, as in PyTorch); min's index is argmax of -x. Bool
+    computes as i32."""
+    x = n.args[0]
+    op = n.target.split(".")[1]
+    boolean = e.dtype(x) == "bool"
+    v = e.as_dtype(x, "i32") if boolean else e.operand(x)
+
+    def as_result(values):
+        return e.op("cast", [values], {"dtype": "bool"}) if boolean else values
+    if not n.target.endswith(".dim"):
+        return as_result(e.op(op, [v], {"axes": list(range(len(e.shape(x))))}))
+    dim = n.args[1] if len(n.args) > 1 else n.kwargs["dim"]
+    keep = bool(n.args[2]) if len(n.args) > 2 else bool(n.kwargs.get("keepdim", False))
+    axis = reduced_axes(dim, len(e.shape(x)))[0]
+    values = as_result(e.op(op, [v], {"axes": [axis], "keepdim": keep}))
+    if op == "min":
+        v = e.op("neg", [v])
+    return [values, e.op("argmax", [v], {"axis": axis, "keepdim": keep})]
+
+
 def int_product(shape, what):
     total = 1
     for d in shape:
@@ -390,6 +414,31 @@ def index_copy(e, n):
     dim %= max(len(e.shape(x)), 1)
     return e.op("index_copy", [e.operand(x), e.as_dtype(index, "i64"), e.operand(source)],
                 {"axis": dim}, name=n.name)
+
+
+@aten("scatter.value")
+def scatter_value(e, n):
+    """x.scatter(dim, index, value): x with `value` at x[.., index[.., j,
+    ..], ..] along dim (index of x's shape but for dim; an index outside
+    [0, x.size(dim)) writes nothing): where some j of the row names
+    position p, as a comparison of every j with every p."""
+    x, dim, index, value = n.args[:4]
+    shape, ishape = e.shape(x), e.shape(index)
+    rank = len(shape)
+    axis = reduced_axes(dim, rank)[0]
+    if len(ishape) != rank or any(ishape[k] != shape[k] for k in range(rank) if k != axis) \
+            or not isinstance(shape[axis], int):
+        raise RefusedError(f"scatter of an index {ishape} into {shape} along dim {axis}: cgc "
+                           "takes an index of x's shape but for dim, a static one")
+    extent = shape[axis]
+    names = e.op("reshape", [e.as_dtype(index, "i64")], {"shape": ishape + [1]})
+    position = e.op("iota", [], {"dtype": "i64", "shape": [1] * rank + [extent], "axis": rank})
+    hit = e.op("cast", [e.op("eq", [names, position])], {"dtype": "i32"})
+    written = e.op("max", [hit], {"axes": [axis]})  # shape without dim, + [extent]
+    perm = list(range(axis)) + [rank - 1] + list(range(axis, rank - 1))
+    written = e.op("cast", [e.op("transpose", [written], {"perm": perm})], {"dtype": "bool"})
+    dtype = e.dtype(n)
+    return e.op("where", [written, e.as_dtype(value, dtype), e.as_dtype(x, dtype)], name=n.name)
 
 
 @aten("index_put")

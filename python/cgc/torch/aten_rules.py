@@ -9,6 +9,9 @@ from ..errors import RefusedError
 from .record import RecordNode, Sym, TorchValue
 
 ATEN = {}
+# Calls outside ATen that libraries register as custom ops, by their whole
+# target ("transformers.grouped_mm_fallback.default").
+CALLS = {}
 # Overloads a rule registered under the base name takes; any other (such
 # as div.Tensor_mode, whose rounding the rule would drop) must be listed
 # by its full name, or it is refused.
@@ -136,6 +139,43 @@ for _aten, _cgc in {"add": "add", "sub": "sub", "mul": "mul", "div": "div", "pow
                     "lt": "lt", "le": "le", "gt": "gt", "ge": "ge",
                     "logical_and": "logical_and", "logical_or": "logical_or"}.items():
     ATEN[_aten] = binary(_cgc)
+
+
+@aten("div.Tensor_mode", "div.Scalar_mode")
+def div_rounding(e, n):
+    """torch.div(a, b, rounding_mode): None divides as div does; "trunc"
+    rounds toward zero, "floor" down, in the result's dtype (integers
+    stay integers: cgc's integer div truncates, and floor steps the
+    quotient down where a remainder's sign differs from b's)."""
+    a, b = n.args[:2]
+    mode = n.kwargs.get("rounding_mode", n.args[2] if len(n.args) > 2 else None)
+    if mode is None:
+        return binary("div")(e, n)
+    if mode not in ("trunc", "floor"):
+        raise RefusedError(f"div with rounding_mode {mode!r}")
+    dtype = e.dtype(n)
+    x, y = e.as_dtype(a, dtype), e.as_dtype(b, dtype)
+    quotient = e.op("div", [x, y])
+    if CATEGORY[dtype] == 2:
+        if mode == "floor":
+            return e.op("floor", [quotient], name=n.name)
+        negative = e.op("lt", [quotient, e.scalar(0, dtype)])
+        return e.op("where", [negative, e.op("ceil", [quotient]), e.op("floor", [quotient])],
+                    name=n.name)
+    if mode == "trunc":
+        return quotient
+    zero = e.scalar(0, dtype)
+    remainder = e.op("sub", [x, e.op("mul", [quotient, y])])
+    signs_differ = e.op("ne", [e.op("lt", [remainder, zero]), e.op("lt", [y, zero])])
+    step = e.op("logical_and", [e.op("ne", [remainder, zero]), signs_differ])
+    return e.op("where", [step, e.op("sub", [quotient, e.scalar(1, dtype)]), quotient],
+                name=n.name)
+
+
+@aten("reciprocal")
+def reciprocal(e, n):
+    dtype = e.dtype(n)
+    return e.op("div", [e.scalar(1.0, dtype), e.as_dtype(n.args[0], dtype)], name=n.name)
 
 
 @aten("rsub")
@@ -487,6 +527,13 @@ def full(e, n):
         check_sizes(n, n.args[0])
     return e.op("fill", [], {"dtype": e.dtype(n), "shape": e.shape(n),
                              "value": json_number(value, "f32")}, name=n.name)
+
+
+@aten("empty.memory_format", "empty_permuted", "empty_like", "empty_strided", "new_empty")
+def empty(e, n):
+    """An uninitialized tensor: zeros (any value is PyTorch's)."""
+    return e.op("fill", [], {"dtype": e.dtype(n), "shape": e.shape(n), "value": 0},
+                name=n.name)
 
 
 @aten("clamp", "clamp.Tensor", "clamp_min", "clamp_max", "hardtanh")

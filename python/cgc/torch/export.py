@@ -15,8 +15,8 @@ import json
 import operator
 import os
 
-from . import aten_attention, aten_convolution, aten_fused_modules, aten_indexing, aten_normalization, aten_training, aten_views  # noqa: F401 - their rules join ATEN
-from .aten_rules import ATEN, PLAIN_OVERLOADS
+from . import aten_attention, aten_convolution, aten_fused_modules, aten_indexing, aten_normalization, aten_routing, aten_training, aten_views  # noqa: F401 - their rules join ATEN
+from .aten_rules import ATEN, CALLS, PLAIN_OVERLOADS
 from ..ir_builder import IRBuilder, is_dim_name, json_number, safe_name
 from ..dtypes import IR_OF_TORCH as DTYPE, ir_of_numpy
 from ..errors import RefusedError
@@ -222,9 +222,10 @@ def refuse_merged_use(n, overload):
 
 
 def rule_of(target):
-    """The ATen rule of a call's target ("aten.add.Tensor"), or None."""
+    """The rule of a call's target ("aten.add.Tensor", or a library's
+    custom op CALLS lists by its whole name), or None."""
     if not target.startswith("aten."):
-        return None
+        return CALLS.get(target)
     overload = target[len("aten."):]
     base, _, variant = overload.partition(".")
     return ATEN.get(overload) or (ATEN.get(base) if variant in PLAIN_OVERLOADS else None)
@@ -468,7 +469,7 @@ class Lowering(IRBuilder):
             self.forwarded(n, "getitem", v, n.val)
             self.value[n.name] = v
             return
-        overload = n.target[len("aten."):]
+        overload = n.target[len("aten."):] if n.target.startswith("aten.") else n.target
         refuse_merged_use(n, overload)
         if is_merged(n) and overload.split(".")[0] in ("view", "_unsafe_view", "reshape"):
             self.register_merge(n)
