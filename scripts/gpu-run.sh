@@ -28,7 +28,8 @@
 #    then the
 #    model zoo's correctness tier, with the backend (bench/zoo/zoo.py;
 #    CGC_ZOO=0 leaves it out; CGC_PYTHON_GPU=0 leaves out the Python
-#    scripts before it).
+#    scripts before it), and its coverage entries (zoo.py --coverage;
+#    CGC_ZOO_COVERAGE=0 leaves them out).
 # 2. Reruns them under compute-sanitizer --tool memcheck, racecheck and
 #    synccheck where it exists (says so if not; CGC_SANITIZER=0 turns it
 #    off, CGC_SANITIZER_TOOLS picks tools); CGC_OP_MEMCHECK_FILTER narrows
@@ -255,6 +256,16 @@ if [ "${CGC_ZOO:-1}" != 0 ]; then
     --only "${CGC_ZOO_ONLY:-}" $backend --out "$RES/zoo" >"$RES/zoo.log" 2>&1
   rc=$?
   grep -E '^zoo:|: (passed|refused|wrong|broken|backend)' "$RES/zoo.log" | cut -c1-300
+  if [ $rc -ne 0 ] && { [ $rc -ne 77 ] || [ "$GPU_VISIBLE" -eq 1 ]; }; then status=1; fi
+fi
+# The coverage entries (zoo.py --coverage: more architectures of each
+# family, small configs); CGC_ZOO_COVERAGE=0 leaves them out.
+if [ "${CGC_ZOO:-1}" != 0 ] && [ "${CGC_ZOO_COVERAGE:-1}" != 0 ]; then
+  echo "== the model zoo's coverage entries (bench/zoo/zoo.py --coverage)"
+  PYTHONPATH=$PKG PYTHONWARNINGS=ignore python3 "$HERE/bench/zoo/zoo.py" --cgc "$BUILD/bin/cgc" \
+    --coverage --only "${CGC_ZOO_ONLY:-}" --out "$RES/zoo-coverage" >"$RES/zoo-coverage.log" 2>&1
+  rc=$?
+  grep -E '^zoo:|: (passed|refused|wrong|broken)' "$RES/zoo-coverage.log" | cut -c1-300
   if [ $rc -ne 0 ] && { [ $rc -ne 77 ] || [ "$GPU_VISIBLE" -eq 1 ]; }; then status=1; fi
 fi
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""The zoo checked on the CPU, without a GPU: each static entry (f32 and,
-through ONNX, bf16 and f16 too; or those named) brought to cgc's IR, `--path onnx`: exported with
+"""The zoo checked on the CPU, without a GPU: each static entry (f32, bf16
+and f16; or those named; with --coverage the coverage entries instead)
+brought to cgc's IR, `--path onnx`: exported with
 `torch.onnx.export` (the dynamo exporter) and imported with
 `python3 -m cgc.onnx.cli`; `--path torch`: by `cgc.export`, as
 `cgc.compile` does. The IR is compiled with `cgc` (NVRTC needs no GPU)
@@ -13,6 +14,7 @@ Prints one line per entry and writes them to --log.
 
 Usage: PYTHONPATH=python bench/zoo/cpu_check.py --cgc BIN --cgc-opt BIN
            [--path onnx|torch] [--only A,B] [--log F] [--compile-only] [--dynamic]
+           [--coverage]
 """
 import argparse
 import os
@@ -63,7 +65,8 @@ def check(torch, entry, args, work):
         call_args = [in_dtype(torch, a, dtype) for a in call_args]
         kwargs = {k: in_dtype(torch, v, dtype) for k, v in kwargs.items()}
     if args.path == "torch":
-        return check_torch(torch, module, call_args, kwargs, args, work)
+        return check_torch(torch, module, call_args, kwargs, args, work,
+                           None if entry.dtype == "f32" else reference)
     onnx_path, ir_path = os.path.join(work, "m.onnx"), os.path.join(work, "m.json")
     try:
         dynamic = None
@@ -103,8 +106,9 @@ def check(torch, entry, args, work):
     return compare(torch, module, call_args, kwargs, read_safetensors(outputs), graph_outputs)
 
 
-def check_torch(torch, module, call_args, kwargs, args, work):
-    """The entry through cgc.export: (status, message)."""
+def check_torch(torch, module, call_args, kwargs, args, work, reference=None):
+    """The entry through cgc.export: (status, message); a bf16/f16 module
+    against its f32 `reference` (compare_low)."""
     import json
     import cgc
     from cgc.torch.export import export_program
@@ -123,12 +127,15 @@ def check_torch(torch, module, call_args, kwargs, args, work):
     names = [i["name"] for i in ir["inputs"] if i.get("kind", "user_input") == "user_input"]
     tensors = signature.inputs(tuple(call_args), kwargs)
     inputs, outputs = os.path.join(work, "in.safetensors"), os.path.join(work, "out.safetensors")
-    write_safetensors(inputs, {n: t.numpy() for n, t in zip(names, tensors)})
+    write_safetensors(inputs, {n: as_numpy(torch, t) for n, t in zip(names, tensors)})
     code, message = run([args.cgc_opt, ir_path, "--interpret", "--inputs", inputs,
                          "--outputs", outputs, "--overwrite"])
     if code:
         return "interpreter failed", message
     graph_outputs = [o if isinstance(o, str) else o["name"] for o in ir["outputs"]]
+    if reference is not None:
+        return compare_low(torch, reference, module, call_args, kwargs,
+                           read_safetensors(outputs), graph_outputs)
     return compare(torch, module, call_args, kwargs, read_safetensors(outputs), graph_outputs)
 
 
@@ -198,6 +205,9 @@ def main():
     ap.add_argument("--compile-only", action="store_true",
                     help="stop once cgc compiles the entry (no interpreter run): the ONNX "
                          "status of the entries too large to interpret here")
+    ap.add_argument("--coverage", action="store_true",
+                    help="the coverage entries (entries.py: more architectures of each family, "
+                         "at small configs) instead of the others")
     ap.add_argument("--dynamic", action="store_true",
                     help="take the dynamic entries too, exported with their Dims")
     args = ap.parse_args()
@@ -205,9 +215,8 @@ def main():
     only = [s for s in args.only.split(",") if s]
     lines = []
     for entry in ENTRIES:
-        half = entry.dtype != "f32"
-        if (entry.dynamic and not args.dynamic) or (half and args.path != "onnx") or \
-                (only and entry.name not in only):
+        if (entry.dynamic and not args.dynamic) or (only and entry.name not in only) or \
+                (args.coverage != ("coverage" in entry.tags)):
             continue
         started = time.perf_counter()
         with tempfile.TemporaryDirectory(prefix="cgc-zoo-onnx-") as work:

@@ -162,6 +162,23 @@ def multihead_attention(torch, batch, seq):
     return mha, ((x, x, x), {"need_weights": False})
 
 
+def hf_image(model_class, config_class, **config):
+    """A builder of a Hugging Face vision model from its config, on
+    pixel_values."""
+    def build(torch, batch, size):
+        import transformers
+        model = getattr(transformers, model_class)(getattr(transformers, config_class)(**config))
+        return model, image_inputs(torch, batch, size, "pixel_values")
+    return build
+
+
+def timm_model(name):
+    def build(torch, batch, size):
+        import timm
+        return timm.create_model(name, pretrained=False), image_inputs(torch, batch, size)
+    return build
+
+
 SMALL_DECODER = dict(hidden_size=512, intermediate_size=1376, num_hidden_layers=4,
                      num_attention_heads=8, num_key_value_heads=4, vocab_size=32000,
                      max_position_embeddings=2048)
@@ -191,6 +208,88 @@ BUILDERS = {
     "whisper-encoder": whisper_encoder,
     "wav2vec2": wav2vec2,
 }
+# The coverage tier: more architectures of each family, at configs small
+# enough for the CPU interpreter (2 layers, hidden 256, vocab 1000; images
+# of 64 px where the model takes them): what cgc must compile beyond the
+# models it was first built for. (family, builder, seq or image size)
+TINY = dict(hidden_size=256, intermediate_size=512, num_hidden_layers=2, num_attention_heads=4,
+            num_key_value_heads=2, vocab_size=1000, max_position_embeddings=512)
+TINY_MHA = dict(hidden_size=256, num_hidden_layers=2, num_attention_heads=4, vocab_size=1000)
+MOE = dict(TINY, num_local_experts=4, num_experts_per_tok=2)
+COVERAGE = (
+    ("distilbert", hf("DistilBertModel", "DistilBertConfig", n_layers=2), 128),
+    ("albert", hf("AlbertModel", "AlbertConfig", num_hidden_layers=2, token_types=True), 128),
+    ("electra", hf("ElectraModel", "ElectraConfig", num_hidden_layers=2, token_types=True), 128),
+    ("deberta-v2", hf("DebertaV2Model", "DebertaV2Config", intermediate_size=512,
+                      **TINY_MHA), 64),
+    ("xlm-roberta", hf("XLMRobertaModel", "XLMRobertaConfig", num_hidden_layers=2,
+                       vocab_size=1000), 128),
+    ("mpnet", hf("MPNetModel", "MPNetConfig", num_hidden_layers=2, vocab_size=1000), 64),
+    ("t5-encoder", hf("T5EncoderModel", "T5Config", num_layers=2, vocab_size=1000), 64),
+    ("mobilebert", hf("MobileBertModel", "MobileBertConfig", num_hidden_layers=2,
+                      vocab_size=1000, token_types=True), 64),
+    ("gpt-neox", hf("GPTNeoXModel", "GPTNeoXConfig", intermediate_size=512, **TINY_MHA), 64),
+    ("opt", hf("OPTModel", "OPTConfig", ffn_dim=512, word_embed_proj_dim=256, **TINY_MHA), 64),
+    ("phi", hf("PhiModel", "PhiConfig", intermediate_size=512, **TINY_MHA), 64),
+    ("phi3", hf("Phi3Model", "Phi3Config", pad_token_id=0, **TINY), 64),
+    ("gemma", hf("GemmaModel", "GemmaConfig", head_dim=64, **TINY), 64),
+    ("gemma2", hf("Gemma2Model", "Gemma2Config", head_dim=64, **TINY), 64),
+    ("qwen3", hf("Qwen3Model", "Qwen3Config", head_dim=64, **TINY), 64),
+    ("falcon", hf("FalconModel", "FalconConfig", **TINY_MHA), 64),
+    ("bloom", hf("BloomModel", "BloomConfig", hidden_size=256, n_layer=2, n_head=4,
+                 vocab_size=1000), 64),
+    ("stablelm", hf("StableLmModel", "StableLmConfig", **TINY), 64),
+    ("gptj", hf("GPTJModel", "GPTJConfig", n_embd=256, n_layer=2, n_head=4, vocab_size=1000,
+                rotary_dim=32), 64),
+    ("olmo", hf("OlmoModel", "OlmoConfig", **TINY), 64),
+    ("granite", hf("GraniteModel", "GraniteConfig", **TINY), 64),
+    ("starcoder2", hf("Starcoder2Model", "Starcoder2Config", **TINY), 64),
+    ("gpt-bigcode", hf("GPTBigCodeModel", "GPTBigCodeConfig", n_embd=256, n_layer=2, n_head=4,
+                       vocab_size=1000), 64),
+    ("mixtral", hf("MixtralModel", "MixtralConfig", **MOE), 64),
+    ("qwen2-moe", hf("Qwen2MoeModel", "Qwen2MoeConfig", num_experts=4, num_experts_per_tok=2,
+                     moe_intermediate_size=128, shared_expert_intermediate_size=256, **TINY), 64),
+    ("qwen3-moe", hf("Qwen3MoeModel", "Qwen3MoeConfig", num_experts=4, num_experts_per_tok=2,
+                     moe_intermediate_size=128, head_dim=64, **TINY), 64),
+    ("olmoe", hf("OlmoeModel", "OlmoeConfig", num_experts=8, num_experts_per_tok=2, **TINY), 64),
+    ("gpt-oss", hf("GptOssModel", "GptOssConfig", head_dim=64, **MOE), 64),
+    ("phimoe", hf("PhimoeModel", "PhimoeConfig", **MOE), 64),
+    ("granitemoe", hf("GraniteMoeModel", "GraniteMoeConfig", **MOE), 64),
+    ("deepseek-v3", hf("DeepseekV3Model", "DeepseekV3Config", n_routed_experts=8,
+                       num_experts_per_tok=2, n_group=1, topk_group=1, moe_intermediate_size=128,
+                       first_k_dense_replace=1, q_lora_rank=64, kv_lora_rank=32,
+                       qk_rope_head_dim=16, qk_nope_head_dim=32, v_head_dim=32,
+                       **dict(TINY, num_key_value_heads=4)), 64),
+    ("densenet121", torchvision_model("densenet121"), 64),
+    ("regnet-y-400mf", torchvision_model("regnet_y_400mf"), 64),
+    ("vgg11-bn", torchvision_model("vgg11_bn"), 64),
+    ("squeezenet", torchvision_model("squeezenet1_1"), 64),
+    ("shufflenet-v2", torchvision_model("shufflenet_v2_x0_5"), 64),
+    ("mnasnet", torchvision_model("mnasnet0_5"), 64),
+    ("mobilenet-v2", torchvision_model("mobilenet_v2"), 64),
+    ("efficientnet-v2-s", torchvision_model("efficientnet_v2_s"), 64),
+    ("resnext50", torchvision_model("resnext50_32x4d"), 64),
+    ("googlenet", torchvision_model("googlenet"), 64),
+    ("swin-v2-t", torchvision_model("swin_v2_t"), 64),
+    ("maxvit-t", torchvision_model("maxvit_t"), 224),
+    ("vit-b-32", torchvision_model("vit_b_32"), 224),
+    ("deit", hf_image("DeiTModel", "DeiTConfig", image_size=64, patch_size=16,
+                      num_hidden_layers=2), 64),
+    ("beit", hf_image("BeitModel", "BeitConfig", image_size=64, patch_size=16,
+                      num_hidden_layers=2), 64),
+    ("dinov2", hf_image("Dinov2Model", "Dinov2Config", image_size=64, patch_size=16,
+                        num_hidden_layers=2), 64),
+    ("segformer", hf_image("SegformerModel", "SegformerConfig"), 64),
+    ("convnextv2", hf_image("ConvNextV2Model", "ConvNextV2Config"), 64),
+    ("hf-swin", hf_image("SwinModel", "SwinConfig", image_size=224, depths=[1, 1, 1, 1]), 224),
+    ("mobilevit", hf_image("MobileViTModel", "MobileViTConfig", image_size=64), 64),
+    ("timm-resnet26d", timm_model("resnet26d"), 64),
+    ("timm-efficientnet-b0", timm_model("efficientnet_b0"), 64),
+    ("timm-convnext-atto", timm_model("convnext_atto"), 64),
+    ("timm-vit-tiny", timm_model("vit_tiny_patch16_224"), 224),
+    ("timm-mixer-s16", timm_model("mixer_s16_224"), 224),
+)
+BUILDERS.update({family: build for family, build, _ in COVERAGE})
 # Image models: their `seq` is the image size.
 IMAGE_FAMILIES = ("resnet18", "resnet50", "mobilenet-v3-small", "efficientnet-b0", "vit-b-16",
                   "vit", "convnext-tiny", "swin-t", "fcn-resnet50", "deeplabv3-mobilenet",
@@ -224,6 +323,10 @@ def entries():
         out.append(Entry(f"wav2vec2-{dtype}-b1-1s", "wav2vec2", 1, 16000, dtype, tags=("bench",)))
     for dtype in ("f32", "bf16"):
         out.append(Entry(f"resnet50-{dtype}-b32-224px", "resnet50", 32, 224, dtype, tags=("bench",)))
+    for family, _, seq in COVERAGE:
+        for dtype in ("f32", "bf16"):
+            out.append(Entry(f"{family}-{dtype}-b1-tiny", family, 1, seq, dtype,
+                             tags=("coverage",)))
     return out
 
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The model zoo runner (entries.py), on the GPU machine.
 
-    zoo.py [--cgc PATH] [--only SUBSTR] [--export-only] [--bench] [--backend] [--out DIR]
+    zoo.py [--cgc PATH] [--only SUBSTR] [--export-only] [--coverage] [--bench] [--backend]
+           [--out DIR]
            [--status bench/zoo/status.json] [--update-status]
 
 Correctness tier (the default, run by scripts/gpu-run.sh): each entry is
@@ -14,7 +15,9 @@ eager PyTorch on the same inputs:
 An entry's status is `passed`, `refused` (with cgc's message) or `wrong`;
 the run fails on any wrong entry and on an entry the committed status file
 says passed that is now refused. `--export-only` stops after cgc.export
-(the IR: no compile, no run): how far the front end gets.
+(the IR: no compile, no run): how far the front end gets. `--coverage`
+runs the coverage entries instead (entries.py's COVERAGE: more
+architectures of each family at small configs, f32 and bf16).
 
 With `--backend`, each entry (but the dynamic ones) also runs under
 torch.compile(model, backend="cgc", dynamic=False) against the same bound,
@@ -398,6 +401,9 @@ def main():
     ap.add_argument("--only", default="",
                     help="entries whose name contains one of these (comma-separated)")
     ap.add_argument("--export-only", action="store_true")
+    ap.add_argument("--coverage", action="store_true",
+                    help="the coverage entries (more architectures of each family, small "
+                         "configs) instead of the others")
     ap.add_argument("--out", default=os.environ.get("OUT", "."))
     ap.add_argument("--status", default=os.path.join(HERE, "status.json"))
     ap.add_argument("--update-status", action="store_true")
@@ -427,7 +433,8 @@ def main():
             committed = json.load(f)
     rows, failed = [], []
     for entry in ENTRIES:
-        if not any(part in entry.name for part in args.only.split(",")):
+        if not any(part in entry.name for part in args.only.split(",")) or \
+                args.coverage != ("coverage" in entry.tags):
             continue
         timed = args.bench and "bench" in entry.tags and \
             any(part in entry.name for part in args.bench_only.split(","))

@@ -345,9 +345,10 @@ def keyword_models(torch):
             division = torch.div(ids - 3, 2, rounding_mode="floor") + \
                 torch.div(ids - 3, -2, rounding_mode="trunc")
             real = torch.div(x, 0.3, rounding_mode="floor") + torch.div(x, 0.3, rounding_mode="trunc")
+            fewest, fewest_at = (ids.view(3, 3) - 2).min(dim=1)
             return (top, where_, low, low_at, order, perm, up, torch.argsort(ties[1]), inverse,
                     counts, biggest + x.max(), at, least * torch.reciprocal(x.min()), least_at,
-                    chosen, division, real)
+                    chosen, division, real, fewest, fewest_at)
 
     class Grouped(nn.Module):  # torch's grouped product (bf16), rows sorted by group
         def forward(self, x, w, offsets):
@@ -382,7 +383,7 @@ def keyword_models(torch):
     integers = dict(generator=routing_gen, dtype=torch.float32)  # exact in bf16 products
     yield "aten_grouped_mm", Grouped(), (
         torch.randint(-3, 4, (7, 16), **integers), torch.randint(-3, 4, (3, 16, 8), **integers),
-        torch.tensor([2, 2, 6], dtype=torch.int32)), {}
+        torch.tensor([2, 2, 7], dtype=torch.int32)), {}
     try:
         import transformers
     except ImportError:

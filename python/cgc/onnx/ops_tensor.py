@@ -6,6 +6,7 @@ import numpy as np
 from .limits import check_constant_size
 from .rules import (RULES, check_constant_indices, checked_axis, const, dtype, ints_operand,
                          need_float, rule, shape)
+from .. import ranking
 from ..errors import RefusedError
 
 # ---- normalizations and reductions
@@ -225,6 +226,32 @@ def arg_reduce(negate):
 
 RULES["ArgMax"] = arg_reduce(False)
 RULES["ArgMin"] = arg_reduce(True)
+
+
+# Elements along a ranked axis (n^2 comparisons per row: cgc/ranking.py).
+MAX_RANKED = 16384
+
+
+@rule("TopK")
+def topk(ctx, ins, attrs):
+    """The K largest (or smallest) along `axis`, in rank order whatever
+    `sorted` says; of equal elements the lower index first (the spec's
+    order), a NaN counted the largest."""
+    x = ins[0]
+    s = shape(ctx, x)
+    axis = checked_axis(attrs.get("axis", -1), len(s))
+    k = ints_operand(ctx, ins[1], "TopK's K")[0]
+    if not isinstance(s[axis], int) or s[axis] > MAX_RANKED:
+        raise RefusedError(f"TopK along an axis of {s[axis]} elements (cgc ranks a static axis "
+                           f"of at most {MAX_RANKED})")
+    if not 0 <= k <= s[axis]:
+        raise RefusedError(f"TopK of K={k} along an axis of {s[axis]} elements")
+    values, indices = ranking.ranked(ctx.g, x, s, dtype(ctx, x), axis, k,
+                                     bool(attrs.get("largest", 1)))
+    out = list(s)
+    out[axis] = k
+    return [ctx.op("reshape", [values], {"shape": out}, k=0),
+            ctx.op("reshape", [indices], {"shape": out}, k=1)]
 
 
 @rule("CumSum")

@@ -201,6 +201,7 @@ FLAGS = {("Attention", "is_causal"), ("Mod", "fmod"), ("Gemm", "transA"), ("Gemm
          ("CumSum", "exclusive"), ("CumSum", "reverse"), ("ArgMax", "keepdims"),
          ("ArgMin", "keepdims"), ("ArgMax", "select_last_index"),
          ("ArgMin", "select_last_index"), ("Trilu", "upper"),
+         ("TopK", "largest"), ("TopK", "sorted"),
          } | {
     (op, attr) for op in ("ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd",
                           "ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp",

@@ -231,8 +231,8 @@ def argmax(e, n):
 def extreme(e, n):
     """torch.max / torch.min: of every element (0-d), or along `dim` as
     (values, indices), the index of the first extreme (a NaN is both the
-    max and the min, as in PyTorch); min's index is argmax of -x. Bool
-    computes as i32."""
+    max and the min, as in PyTorch); min's index is argmax of -x (of -1 - x
+    for integers). Bool computes as i32."""
     x = n.args[0]
     op = n.target.split(".")[1]
     boolean = e.dtype(x) == "bool"
@@ -246,8 +246,9 @@ def extreme(e, n):
     keep = bool(n.args[2]) if len(n.args) > 2 else bool(n.kwargs.get("keepdim", False))
     axis = reduced_axes(dim, len(e.shape(x)))[0]
     values = as_result(e.op(op, [v], {"axes": [axis], "keepdim": keep}))
-    if op == "min":
-        v = e.op("neg", [v])
+    if op == "min":  # integers: -1 - x, which does not overflow
+        v = e.op("neg", [v]) if e.dtype(x) in ("f32", "f16", "bf16") else \
+            e.op("sub", [e.scalar(-1, "i32" if boolean else e.dtype(x)), v])
     return [values, e.op("argmax", [v], {"axis": axis, "keepdim": keep})]
 
 
