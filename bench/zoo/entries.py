@@ -218,7 +218,8 @@ TINY_MHA = dict(hidden_size=256, num_hidden_layers=2, num_attention_heads=4, voc
 MOE = dict(TINY, num_local_experts=4, num_experts_per_tok=2)
 COVERAGE = (
     ("distilbert", hf("DistilBertModel", "DistilBertConfig", n_layers=2), 128),
-    ("albert", hf("AlbertModel", "AlbertConfig", num_hidden_layers=2, token_types=True), 128),
+    ("albert", hf("AlbertModel", "AlbertConfig", embedding_size=128,
+                  intermediate_size=512, token_types=True, **TINY_MHA), 128),
     ("electra", hf("ElectraModel", "ElectraConfig", num_hidden_layers=2, token_types=True), 128),
     ("deberta-v2", hf("DebertaV2Model", "DebertaV2Config", intermediate_size=512,
                       **TINY_MHA), 64),
