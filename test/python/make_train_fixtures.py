@@ -14,7 +14,7 @@ optimizer steps on fixed batches. For each, under train-fixtures/<name>/:
   train.json           {"optimizer": describe_optimizer's description,
                         "trained": [names], "frozen": [names], "steps": k}
 
-Needs PyTorch (CPU). Rerun it after changing this file or the training
+Needs PyTorch (CPU) and transformers (moe_adamw). Rerun it after changing this file or the training
 capture, and commit the folder.
 
 Usage: PYTHONPATH=python make_train_fixtures.py [--out DIR]
@@ -61,6 +61,29 @@ def small_cnn():
                          nn.Flatten(), nn.Linear(6, 5))
 
 
+class MixtureOfExperts(torch.nn.Module):
+    """Mixtral's sparse block (transformers' own: router softmax, top-2,
+    tokens sorted by expert, grouped products, the inverse permutation)
+    between two linear layers."""
+
+    def __init__(self):
+        super().__init__()
+        import transformers
+        import transformers.integrations.moe  # noqa: F401 - registers grouped_mm_fallback
+        from transformers.models.mixtral.modeling_mixtral import MixtralSparseMoeBlock
+        config = transformers.MixtralConfig(hidden_size=16, intermediate_size=32,
+                                            num_local_experts=4, num_experts_per_tok=2)
+        config._experts_implementation = "grouped_mm"  # what its models set
+        self.inp, self.head = torch.nn.Linear(6, 16), torch.nn.Linear(16, 4)
+        self.moe = MixtralSparseMoeBlock(config)
+        with torch.no_grad():  # (the block alone leaves its weights uninitialized; a
+            for p in self.moe.parameters():  # router of zeros would tie every expert)
+                p.normal_(0.0, 0.3)
+
+    def forward(self, x):
+        return self.head(self.moe(self.inp(x).unsqueeze(0)).squeeze(0))
+
+
 def mlp(act):
     return torch.nn.Sequential(torch.nn.Linear(6, 16), act, torch.nn.Dropout(0.0),
                                torch.nn.Linear(16, 4))
@@ -93,6 +116,8 @@ TRAINING = {
                            lambda ps: torch.optim.SGD(ps, lr=0.1, momentum=0.9, weight_decay=5e-4),
                            lambda: batches((4, 3, 8, 8), lambda g: torch.randint(0, 5, (4,),
                                                                                  generator=g))),
+    "moe_adamw": (MixtureOfExperts, F.cross_entropy, lambda ps: torch.optim.AdamW(ps, lr=0.01),
+                  lambda: batches((7, 6), lambda g: torch.randint(0, 4, (7,), generator=g))),
     "mlp_adamw_groups": (lambda: mlp(torch.nn.GELU()), F.cross_entropy,
                          lambda ps: torch.optim.AdamW(groups_by_decay(ps), lr=0.01),
                          lambda: batches((7, 6), lambda g: torch.randint(0, 4, (7,),
