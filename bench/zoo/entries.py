@@ -172,6 +172,18 @@ def hf_image(model_class, config_class, **config):
     return build
 
 
+def seq2seq(model_class, config_class, **config):
+    """An encoder-decoder's forward (no generation) on token ids, the
+    decoder reading the first half of them."""
+    def build(torch, batch, seq):
+        import transformers
+        cfg = getattr(transformers, config_class)(use_cache=False, **config)
+        kwargs = token_inputs(torch, cfg.vocab_size, batch, seq)
+        kwargs["decoder_input_ids"] = kwargs["input_ids"][:, :seq // 2]
+        return getattr(transformers, model_class)(cfg), ((), kwargs)
+    return build
+
+
 def timm_model(name):
     def build(torch, batch, size):
         import timm
@@ -215,6 +227,9 @@ BUILDERS = {
 TINY = dict(hidden_size=256, intermediate_size=512, num_hidden_layers=2, num_attention_heads=4,
             num_key_value_heads=2, vocab_size=1000, max_position_embeddings=512)
 TINY_MHA = dict(hidden_size=256, num_hidden_layers=2, num_attention_heads=4, vocab_size=1000)
+TINY_SEQ2SEQ = dict(d_model=128, encoder_layers=2, decoder_layers=2, encoder_attention_heads=4,
+                    decoder_attention_heads=4, encoder_ffn_dim=256, decoder_ffn_dim=256,
+                    vocab_size=1000)
 MOE = dict(TINY, num_local_experts=4, num_experts_per_tok=2)
 COVERAGE = (
     ("distilbert", hf("DistilBertModel", "DistilBertConfig", n_layers=2), 128),
@@ -261,6 +276,31 @@ COVERAGE = (
                        first_k_dense_replace=1, q_lora_rank=64, kv_lora_rank=32,
                        qk_rope_head_dim=16, qk_nope_head_dim=32, v_head_dim=32,
                        **dict(TINY, num_key_value_heads=4)), 64),
+    ("mamba", hf("MambaModel", "MambaConfig", hidden_size=64, num_hidden_layers=2,
+                 vocab_size=1000, state_size=8, mask=False), 32),
+    ("jamba", hf("JambaModel", "JambaConfig", num_experts=4, num_experts_per_tok=2,
+                 mamba_d_state=8, attn_layer_period=2, attn_layer_offset=1, expert_layer_period=2,
+                 expert_layer_offset=1, use_mamba_kernels=False, **TINY), 32),
+    ("recurrent-gemma", hf("RecurrentGemmaModel", "RecurrentGemmaConfig", hidden_size=128,
+                           num_hidden_layers=3, num_attention_heads=4, intermediate_size=256,
+                           vocab_size=1000, lru_width=128, attention_window_size=16,
+                           mask=False), 32),
+    ("cohere", hf("CohereModel", "CohereConfig", **TINY), 32),
+    ("mpt", hf("MptModel", "MptConfig", d_model=128, n_heads=4, n_layers=2, vocab_size=1000), 32),
+    ("persimmon", hf("PersimmonModel", "PersimmonConfig", **TINY_MHA), 32),
+    ("roformer", hf("RoFormerModel", "RoFormerConfig", **TINY_MHA), 32),
+    ("convbert", hf("ConvBertModel", "ConvBertConfig", **TINY_MHA), 32),
+    ("bigbird", hf("BigBirdModel", "BigBirdConfig", attention_type="original_full", **TINY_MHA),
+     64),
+    ("funnel", hf("FunnelModel", "FunnelConfig", d_model=128, n_head=4, d_head=32, d_inner=256,
+                  block_sizes=[1, 1], vocab_size=1000), 32),
+    ("esm", hf("EsmModel", "EsmConfig", pad_token_id=1, **TINY_MHA), 32),
+    ("layoutlm", hf("LayoutLMModel", "LayoutLMConfig", **TINY_MHA), 32),
+    ("t5", seq2seq("T5Model", "T5Config", d_model=128, d_ff=256, num_layers=2, num_heads=4,
+                   d_kv=32, vocab_size=1000), 32),
+    ("bart", seq2seq("BartModel", "BartConfig", **TINY_SEQ2SEQ), 32),
+    ("marian", seq2seq("MarianModel", "MarianConfig", pad_token_id=0, decoder_start_token_id=0,
+                       **TINY_SEQ2SEQ), 32),
     ("densenet121", torchvision_model("densenet121"), 64),
     ("regnet-y-400mf", torchvision_model("regnet_y_400mf"), 64),
     ("vgg11-bn", torchvision_model("vgg11_bn"), 64),

@@ -354,6 +354,10 @@ def keyword_models(torch):
         def forward(self, x, w, offsets):
             return torch._grouped_mm(x.bfloat16(), w.bfloat16(), offs=offsets).float()
 
+    class Softplus(nn.Module):  # state-space models' step sizes: log1p, also near 0
+        def forward(self, x):
+            return F.softplus(x), torch.log1p(x.abs() * 1e-9) * 1e9, torch.log1p(x.exp() - 1.0)
+
     x = torch.randn(4, 5, 6, generator=gen)
     rows, cols = torch.tensor([[0, 3], [-1, 2]]), torch.tensor([[5, 0], [-2, 1]])
     yield "aten_indexing", Indexing(), (x, rows, cols), {}
@@ -384,6 +388,9 @@ def keyword_models(torch):
     yield "aten_grouped_mm", Grouped(), (
         torch.randint(-3, 4, (7, 16), **integers), torch.randint(-3, 4, (3, 16, 8), **integers),
         torch.tensor([2, 2, 7], dtype=torch.int32)), {}
+    yield "aten_softplus", Softplus(), (torch.cat([
+        4 * torch.randn(12, generator=routing_gen),
+        torch.tensor([1e-8, -1e-7, 30.0, -30.0, float("inf"), float("-inf")])]),), {}
     try:
         import transformers
     except ImportError:

@@ -172,6 +172,21 @@ def div_rounding(e, n):
                 name=n.name)
 
 
+@aten("log1p")
+def log1p(e, n):
+    """log(1 + x) without log's cancellation near 0 (Goldberg's form), in
+    f32: x * log(u) / (u - 1) at u = 1 + x, x itself where u rounds to 1,
+    and +inf at +inf (softplus, as PyTorch decomposes it)."""
+    x = e.as_dtype(n.args[0], "f32")
+    one = e.scalar(1.0, "f32")
+    u = e.op("add", [x, one])
+    scaled = e.op("div", [e.op("mul", [x, e.op("log", [u])]), e.op("sub", [u, one])])
+    exact = e.op("logical_or", [e.op("eq", [u, one]),
+                                e.op("eq", [x, e.scalar(float("inf"), "f32")])])
+    y = e.op("where", [exact, x, scaled])
+    return y if e.dtype(n) == "f32" else e.op("cast", [y], {"dtype": e.dtype(n)}, name=n.name)
+
+
 @aten("reciprocal")
 def reciprocal(e, n):
     dtype = e.dtype(n)
