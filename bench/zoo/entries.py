@@ -101,10 +101,8 @@ def image_inputs(torch, batch, size, keyword=None):
 
 
 def torchvision_model(name):
-    """A torchvision classifier with its default config; its batch norms'
-    running statistics made unlike the defaults (eval mode reads them), and
-    parameters initialized to zeros (ViT's head) drawn at random, so that
-    the output depends on every layer."""
+    """A torchvision classifier with its default config
+    (drawn_where_degenerate)."""
     def build(torch, batch, size):
         import torchvision
         if name.startswith("segmentation."):  # no pretrained backbone: no network there
@@ -112,16 +110,24 @@ def torchvision_model(name):
                 weights=None, weights_backbone=None)
         else:
             model = getattr(torchvision.models, name)()
-        with torch.no_grad():
-            for m in model.modules():
-                if isinstance(m, torch.nn.BatchNorm2d):
-                    m.running_mean.uniform_(-0.2, 0.2)
-                    m.running_var.uniform_(0.5, 1.5)
-            for p in model.parameters():
-                if not p.any():
-                    p.normal_(0.0, 0.02)
-        return model, image_inputs(torch, batch, size)
+        return drawn_where_degenerate(torch, model), image_inputs(torch, batch, size)
     return build
+
+
+def drawn_where_degenerate(torch, model):
+    """`model` with its batch norms' running statistics made unlike the
+    defaults (eval mode reads them) and parameters initialized to zeros
+    (ViT's and MLP-Mixer's heads) drawn at random, so that the output
+    depends on every layer."""
+    with torch.no_grad():
+        for m in model.modules():
+            if isinstance(m, torch.nn.BatchNorm2d):
+                m.running_mean.uniform_(-0.2, 0.2)
+                m.running_var.uniform_(0.5, 1.5)
+        for p in model.parameters():
+            if not p.any():
+                p.normal_(0.0, 0.02)
+    return model
 
 
 def vit(torch, batch, size):
@@ -168,7 +174,8 @@ def hf_image(model_class, config_class, **config):
     def build(torch, batch, size):
         import transformers
         model = getattr(transformers, model_class)(getattr(transformers, config_class)(**config))
-        return model, image_inputs(torch, batch, size, "pixel_values")
+        return drawn_where_degenerate(torch, model), image_inputs(torch, batch, size,
+                                                                  "pixel_values")
     return build
 
 
@@ -184,10 +191,43 @@ def seq2seq(model_class, config_class, **config):
     return build
 
 
+def hf_audio(model_class, config_class, samples=16000, **config):
+    """A builder of a Hugging Face speech encoder on `samples` of audio."""
+    def build(torch, batch, seq):
+        import transformers
+        model = getattr(transformers, model_class)(getattr(transformers, config_class)(**config))
+        g = torch.Generator().manual_seed(batch)
+        return model, ((torch.randn(batch, samples, generator=g),), {})
+    return build
+
+
+def whisper_tiny(torch, batch, seq):
+    """Whisper's whole forward (encoder on 30 s of features, decoder on 8
+    tokens) at a small config."""
+    import transformers
+    cfg = transformers.WhisperConfig(
+        d_model=128, encoder_layers=2, decoder_layers=2, encoder_attention_heads=4,
+        decoder_attention_heads=4, encoder_ffn_dim=256, decoder_ffn_dim=256, vocab_size=1000,
+        pad_token_id=0, bos_token_id=1, eos_token_id=2, decoder_start_token_id=1,
+        use_cache=False)
+    g = torch.Generator().manual_seed(batch)
+    return transformers.WhisperModel(cfg), ((), {
+        "input_features": torch.randn(batch, cfg.num_mel_bins, 3000, generator=g),
+        "decoder_input_ids": torch.randint(0, 1000, (batch, 8), generator=g)})
+
+
+def audio_spectrogram(torch, batch, seq):
+    import transformers
+    model = transformers.ASTModel(transformers.ASTConfig(num_hidden_layers=2, max_length=128))
+    g = torch.Generator().manual_seed(batch)
+    return model, ((torch.randn(batch, 128, 128, generator=g),), {})
+
+
 def timm_model(name):
     def build(torch, batch, size):
         import timm
-        return timm.create_model(name, pretrained=False), image_inputs(torch, batch, size)
+        model = timm.create_model(name, pretrained=False)
+        return drawn_where_degenerate(torch, model), image_inputs(torch, batch, size)
     return build
 
 
@@ -301,6 +341,19 @@ COVERAGE = (
     ("bart", seq2seq("BartModel", "BartConfig", **TINY_SEQ2SEQ), 32),
     ("marian", seq2seq("MarianModel", "MarianConfig", pad_token_id=0, decoder_start_token_id=0,
                        **TINY_SEQ2SEQ), 32),
+    ("whisper", whisper_tiny, 0),
+    ("hubert", hf_audio("HubertModel", "HubertConfig", num_hidden_layers=2), 0),
+    ("wavlm", hf_audio("WavLMModel", "WavLMConfig", num_hidden_layers=2), 0),
+    ("ast", audio_spectrogram, 0),
+    ("yolos", hf_image("YolosModel", "YolosConfig", image_size=[64, 64], num_hidden_layers=2,
+                       num_detection_tokens=10), 64),
+    ("levit", hf_image("LevitModel", "LevitConfig", image_size=64), 64),
+    ("pvt", hf_image("PvtModel", "PvtConfig", image_size=64), 64),
+    ("poolformer", hf_image("PoolFormerModel", "PoolFormerConfig"), 64),
+    ("dpt", hf_image("DPTModel", "DPTConfig", image_size=64, num_hidden_layers=2), 64),
+    ("swinv2", hf_image("Swinv2Model", "Swinv2Config", image_size=64, window_size=4,
+                        depths=[1, 1, 1, 1]), 64),
+    ("lraspp", torchvision_model("segmentation.lraspp_mobilenet_v3_large"), 64),
     ("densenet121", torchvision_model("densenet121"), 64),
     ("regnet-y-400mf", torchvision_model("regnet_y_400mf"), 64),
     ("vgg11-bn", torchvision_model("vgg11_bn"), 64),
