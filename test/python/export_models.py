@@ -345,10 +345,13 @@ def keyword_models(torch):
             division = torch.div(ids - 3, 2, rounding_mode="floor") + \
                 torch.div(ids - 3, -2, rounding_mode="trunc")
             real = torch.div(x, 0.3, rounding_mode="floor") + torch.div(x, 0.3, rounding_mode="trunc")
+            tenths = torch.tensor([1.0, -1.0, 0.7, -0.0, 3.0])  # 1 / 0.1 floors to 9
+            floors = torch.div(tenths, 0.1, rounding_mode="floor"), torch.remainder(tenths, 0.1)
+            untouched = x.scatter(1, where_[:, :0], -1.0)  # an empty index writes nothing
             fewest, fewest_at = (ids.view(3, 3) - 2).min(dim=1)
             return (top, where_, low, low_at, order, perm, up, torch.argsort(ties[1]), inverse,
                     counts, biggest + x.max(), at, least * torch.reciprocal(x.min()), least_at,
-                    chosen, division, real, fewest, fewest_at)
+                    chosen, division, real, fewest, fewest_at) + floors + (untouched,)
 
     class Grouped(nn.Module):  # torch's grouped product (bf16), rows sorted by group
         def forward(self, x, w, offsets):
@@ -356,7 +359,8 @@ def keyword_models(torch):
 
     class Softplus(nn.Module):  # state-space models' step sizes: log1p, also near 0
         def forward(self, x):
-            return F.softplus(x), torch.log1p(x.abs() * 1e-9) * 1e9, torch.log1p(x.exp() - 1.0)
+            return F.softplus(x), torch.log1p(x.abs() * 1e-9) * 1e9, torch.log1p(x.exp() - 1.0), \
+                torch.log1p(x.abs() * 1e37)
 
     x = torch.randn(4, 5, 6, generator=gen)
     rows, cols = torch.tensor([[0, 3], [-1, 2]]), torch.tensor([[5, 0], [-2, 1]])

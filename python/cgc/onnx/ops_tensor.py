@@ -228,8 +228,8 @@ RULES["ArgMax"] = arg_reduce(False)
 RULES["ArgMin"] = arg_reduce(True)
 
 
-# Elements along a ranked axis (n^2 comparisons per row: cgc/ranking.py).
-MAX_RANKED = 16384
+# Elements along a ranked axis, and comparisons (n^2 per row: cgc/ranking.py).
+MAX_RANKED, MAX_COMPARISONS = 16384, 1 << 28
 
 
 @rule("TopK")
@@ -241,9 +241,12 @@ def topk(ctx, ins, attrs):
     s = shape(ctx, x)
     axis = checked_axis(attrs.get("axis", -1), len(s))
     k = ints_operand(ctx, ins[1], "TopK's K")[0]
-    if not isinstance(s[axis], int) or s[axis] > MAX_RANKED:
-        raise RefusedError(f"TopK along an axis of {s[axis]} elements (cgc ranks a static axis "
-                           f"of at most {MAX_RANKED})")
+    rows = int(np.prod([d for a, d in enumerate(s) if a != axis], dtype=np.int64))
+    if not isinstance(s[axis], int) or s[axis] > MAX_RANKED or \
+            rows * s[axis] ** 2 > MAX_COMPARISONS:
+        raise RefusedError(f"TopK along an axis of {s[axis]} elements in {rows} rows (cgc ranks "
+                           f"a static axis of at most {MAX_RANKED} by pairwise comparisons, "
+                           f"at most {MAX_COMPARISONS} of them)")
     if not 0 <= k <= s[axis]:
         raise RefusedError(f"TopK of K={k} along an axis of {s[axis]} elements")
     values, indices = ranking.ranked(ctx.g, x, s, dtype(ctx, x), axis, k,

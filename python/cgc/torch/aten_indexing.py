@@ -242,6 +242,8 @@ def extreme(e, n):
         return e.op("cast", [values], {"dtype": "bool"}) if boolean else values
     if not n.target.endswith(".dim"):
         return as_result(e.op(op, [v], {"axes": list(range(len(e.shape(x))))}))
+    if not e.shape(x):
+        raise RefusedError(f"{op} along a dim of a 0-d tensor")
     dim = n.args[1] if len(n.args) > 1 else n.kwargs["dim"]
     keep = bool(n.args[2]) if len(n.args) > 2 else bool(n.kwargs.get("keepdim", False))
     axis = reduced_axes(dim, len(e.shape(x)))[0]
@@ -343,16 +345,17 @@ for _op in ("bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not"):
 
 @aten("remainder")
 def remainder(e, n):
-    """Python's %: the sign of the divisor. Floats: a - floor(a / b) * b;
-    integers: the truncated remainder, plus b where it is nonzero and its
-    sign differs from b's (a zero divisor gives a, as cgc's div gives 0)."""
+    """Python's %: the sign of the divisor, as PyTorch computes it: the
+    truncated remainder (floats: cgc's exact fmod; integers: a - (a / b) *
+    b), plus b where it is nonzero and its sign differs from b's (an
+    integer zero divisor gives a, as cgc's div gives 0)."""
     a, b = n.args[:2]
     dtype = e.dtype(n)
     x, y = e.as_dtype(a, dtype), e.as_dtype(b, dtype)
     if dtype not in INTEGERS:
-        quotient = e.op("floor", [e.op("div", [x, y])])
-        return e.op("sub", [x, e.op("mul", [quotient, y])], name=n.name)
-    truncated = e.op("sub", [x, e.op("mul", [e.op("div", [x, y]), y])])
+        truncated = e.op("fmod", [x, y])
+    else:
+        truncated = e.op("sub", [x, e.op("mul", [e.op("div", [x, y]), y])])
     zero = e.scalar(0, dtype)
     signs_differ = e.op("ne", [e.op("lt", [truncated, zero]), e.op("lt", [y, zero])])
     fix = e.op("logical_and", [e.op("ne", [truncated, zero]), signs_differ])
@@ -426,6 +429,8 @@ def scatter_value(e, n):
     x, dim, index, value = n.args[:4]
     shape, ishape = e.shape(x), e.shape(index)
     rank = len(shape)
+    if rank == 0:
+        raise RefusedError("scatter into a 0-d tensor")
     axis = reduced_axes(dim, rank)[0]
     if len(ishape) != rank or any(ishape[k] != shape[k] for k in range(rank) if k != axis) \
             or not isinstance(shape[axis], int):
@@ -437,7 +442,8 @@ def scatter_value(e, n):
     hit = e.op("cast", [e.op("eq", [names, position])], {"dtype": "i32"})
     written = e.op("max", [hit], {"axes": [axis]})  # shape without dim, + [extent]
     perm = list(range(axis)) + [rank - 1] + list(range(axis, rank - 1))
-    written = e.op("cast", [e.op("transpose", [written], {"perm": perm})], {"dtype": "bool"})
+    written = e.op("gt", [e.op("transpose", [written], {"perm": perm}),  # (an empty index's
+                          e.scalar(0, "i32")])                             # max is INT32_MIN)
     dtype = e.dtype(n)
     return e.op("where", [written, e.as_dtype(value, dtype), e.as_dtype(x, dtype)], name=n.name)
 

@@ -158,7 +158,7 @@ def div_rounding(e, n):
     quotient = e.op("div", [x, y])
     if CATEGORY[dtype] == 2:
         if mode == "floor":
-            return e.op("floor", [quotient], name=n.name)
+            return floor_divided(e, e.as_dtype(a, "f32"), e.as_dtype(b, "f32"), dtype, n.name)
         negative = e.op("lt", [quotient, e.scalar(0, dtype)])
         return e.op("where", [negative, e.op("ceil", [quotient]), e.op("floor", [quotient])],
                     name=n.name)
@@ -172,15 +172,37 @@ def div_rounding(e, n):
                 name=n.name)
 
 
+def floor_divided(e, x, y, dtype, name):
+    """PyTorch's floor division of floats (c10's div_floor_floating) in
+    f32, cast to `dtype`: (x - fmod(x, y)) / y, less 1 where the remainder
+    and y differ in sign, floored and rounded up past .5 (floor(x / y)
+    is 10 for 1 / 0.1, PyTorch's 9); a zero quotient signed as x / y, a
+    zero divisor x / y itself."""
+    zero, one = e.scalar(0.0, "f32"), e.scalar(1.0, "f32")
+    mod = e.op("fmod", [x, y])
+    exact = e.op("div", [e.op("sub", [x, mod]), y])
+    differ = e.op("ne", [e.op("lt", [y, zero]), e.op("lt", [mod, zero])])
+    step = e.op("logical_and", [e.op("ne", [mod, zero]), differ])
+    exact = e.op("where", [step, e.op("sub", [exact, one]), exact])
+    down = e.op("floor", [exact])
+    up = e.op("gt", [e.op("sub", [exact, down]), e.scalar(0.5, "f32")])
+    down = e.op("where", [up, e.op("add", [down, one]), down])
+    plain = e.op("div", [x, y])
+    signed_zero = e.op("where", [e.op("lt", [plain, zero]), e.scalar(-0.0, "f32"), zero])
+    out = e.op("where", [e.op("ne", [exact, zero]), down, signed_zero])
+    out = e.op("where", [e.op("eq", [y, zero]), plain, out])
+    return out if dtype == "f32" else e.op("cast", [out], {"dtype": dtype}, name=name)
+
+
 @aten("log1p")
 def log1p(e, n):
     """log(1 + x) without log's cancellation near 0 (Goldberg's form), in
-    f32: x * log(u) / (u - 1) at u = 1 + x, x itself where u rounds to 1,
+    f32: x * (log(u) / (u - 1)) at u = 1 + x, x itself where u rounds to 1,
     and +inf at +inf (softplus, as PyTorch decomposes it)."""
     x = e.as_dtype(n.args[0], "f32")
     one = e.scalar(1.0, "f32")
     u = e.op("add", [x, one])
-    scaled = e.op("div", [e.op("mul", [x, e.op("log", [u])]), e.op("sub", [u, one])])
+    scaled = e.op("mul", [x, e.op("div", [e.op("log", [u]), e.op("sub", [u, one])])])
     exact = e.op("logical_or", [e.op("eq", [u, one]),
                                 e.op("eq", [x, e.scalar(float("inf"), "f32")])])
     y = e.op("where", [exact, x, scaled])
