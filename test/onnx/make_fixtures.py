@@ -42,6 +42,8 @@ def main(directory):
     save(directory, "topk", [helper.make_node("TopK", ["x", "k"], ["v", "i"])],
          [tensor("x", TensorProto.FLOAT, [4]), tensor("k", TensorProto.INT64, [1])],
          [tensor("v", TensorProto.FLOAT, [2]), tensor("i", TensorProto.INT64, [2])])
+    save(directory, "det", [helper.make_node("Det", ["x"], ["d"])],
+         [tensor("x", TensorProto.FLOAT, [3, 3])], [tensor("d", TensorProto.FLOAT, [])])
     save(directory, "double", [helper.make_node("Relu", ["x"], ["y"])],
          [tensor("x", TensorProto.DOUBLE, [3])], [tensor("y", TensorProto.DOUBLE, [3])])
     save(directory, "shape_input", [helper.make_node("Reshape", ["x", "s"], ["y"])],

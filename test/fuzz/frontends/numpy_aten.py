@@ -37,8 +37,9 @@ def _div_mode(a, b, rounding_mode=None):
         if rounding_mode == "trunc":
             q = np.where((q < 0) & (q * b != a), q + 1, q)
         return q
-    q = np.true_divide(a, b)
-    return _float32(np.floor(q) if rounding_mode == "floor" else np.trunc(q))
+    if rounding_mode == "floor":  # Python's (and PyTorch's) fmod-based floor: 1 // 0.1 is 9
+        return _float32(np.floor_divide(a, b))
+    return _float32(np.trunc(np.true_divide(a, b)))
 
 
 def _int(value):
