@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Writes generate-fixtures/: for small random decoders (Llama with
-grouped-query heads, GPT-2), the program records of their prompt and
+grouped-query heads, GPT-2, Mixtral's mixture of experts), the program records of their prompt and
 decoding steps (cgc.torch.generation.capture_step), their weights, a
 left- and right-padded batch of prompts, the generation settings and
 transformers' greedy generate (tokens and scores, f32 on the CPU), for
@@ -14,7 +14,7 @@ import os
 import sys
 
 import torch
-from transformers import GPT2Config, LlamaConfig, AutoModelForCausalLM
+from transformers import GPT2Config, LlamaConfig, MixtralConfig, AutoModelForCausalLM
 
 from cgc.safetensors import write_safetensors
 from cgc.torch.generation import capture_step
@@ -32,6 +32,12 @@ def models():
                       {"eos_token_id": [33, 47], "min_new_tokens": 2, "repetition_penalty": 1.3}),
         "gpt2": (GPT2Config(n_layer=2, n_embd=32, n_head=2, n_positions=64, vocab_size=64),
                  {"eos_token_id": [18, 63]}),
+        # A mixture of experts: top-2 routing and grouped products per step.
+        "mixtral": (MixtralConfig(hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                                  num_attention_heads=4, num_key_value_heads=2, vocab_size=64,
+                                  max_position_embeddings=64, num_local_experts=4,
+                                  num_experts_per_tok=2),
+                    {"eos_token_id": [21]}),
     }
 
 
