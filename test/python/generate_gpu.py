@@ -33,7 +33,7 @@ TIE = 1e-3         # HF's top-two gap under which a flipped token is a near-tie
 
 def configs():
     from transformers import (GPT2Config, LlamaConfig, MistralConfig, Qwen2Config,
-                              Phi3Config, GemmaConfig)
+                              Phi3Config, GemmaConfig, MixtralConfig)
     small = dict(vocab_size=512, max_position_embeddings=512)
     return {
         "gpt2": GPT2Config(n_layer=2, n_embd=128, n_head=4, n_positions=512, vocab_size=512),
@@ -50,6 +50,9 @@ def configs():
         "gemma": GemmaConfig(hidden_size=128, intermediate_size=344, num_hidden_layers=2,
                              num_attention_heads=4, num_key_value_heads=1, head_dim=32,
                              **small),
+        "mixtral": MixtralConfig(hidden_size=128, intermediate_size=344, num_hidden_layers=2,
+                                 num_attention_heads=4, num_key_value_heads=2,
+                                 num_local_experts=4, num_experts_per_tok=2, **small),
     }
 
 
