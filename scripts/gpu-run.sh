@@ -248,25 +248,25 @@ fi
 # backend (mostly cgc's and torch's cold compiles); CGC_ZOO=0 leaves it
 # out, CGC_ZOO_ONLY=SUBSTR narrows it, CGC_ZOO_BACKEND=0 leaves the
 # backend out.
+# run_zoo TITLE LOG ARGS...: zoo.py with ARGS, its results under $RES/LOG.
+run_zoo() {
+  local title=$1 log=$2
+  shift 2
+  echo "== $title"
+  PYTHONPATH=$PKG PYTHONWARNINGS=ignore python3 "$HERE/bench/zoo/zoo.py" --cgc "$BUILD/bin/cgc" \
+    --only "${CGC_ZOO_ONLY:-}" --out "$RES/$log" "$@" >"$RES/$log.log" 2>&1
+  local rc=$?
+  grep -E '^zoo:|: (passed|refused|wrong|broken|backend)' "$RES/$log.log" | cut -c1-300
+  if [ $rc -ne 0 ] && { [ $rc -ne 77 ] || [ "$GPU_VISIBLE" -eq 1 ]; }; then status=1; fi
+}
 if [ "${CGC_ZOO:-1}" != 0 ]; then
-  echo "== the model zoo, correctness tier (bench/zoo/zoo.py)"
   backend=--backend
   [ "${CGC_ZOO_BACKEND:-1}" = 0 ] && backend=
-  PYTHONPATH=$PKG PYTHONWARNINGS=ignore python3 "$HERE/bench/zoo/zoo.py" --cgc "$BUILD/bin/cgc" \
-    --only "${CGC_ZOO_ONLY:-}" $backend --out "$RES/zoo" >"$RES/zoo.log" 2>&1
-  rc=$?
-  grep -E '^zoo:|: (passed|refused|wrong|broken|backend)' "$RES/zoo.log" | cut -c1-300
-  if [ $rc -ne 0 ] && { [ $rc -ne 77 ] || [ "$GPU_VISIBLE" -eq 1 ]; }; then status=1; fi
-fi
-# The coverage entries (zoo.py --coverage: more architectures of each
-# family, small configs); CGC_ZOO_COVERAGE=0 leaves them out.
-if [ "${CGC_ZOO:-1}" != 0 ] && [ "${CGC_ZOO_COVERAGE:-1}" != 0 ]; then
-  echo "== the model zoo's coverage entries (bench/zoo/zoo.py --coverage)"
-  PYTHONPATH=$PKG PYTHONWARNINGS=ignore python3 "$HERE/bench/zoo/zoo.py" --cgc "$BUILD/bin/cgc" \
-    --coverage --only "${CGC_ZOO_ONLY:-}" --out "$RES/zoo-coverage" >"$RES/zoo-coverage.log" 2>&1
-  rc=$?
-  grep -E '^zoo:|: (passed|refused|wrong|broken)' "$RES/zoo-coverage.log" | cut -c1-300
-  if [ $rc -ne 0 ] && { [ $rc -ne 77 ] || [ "$GPU_VISIBLE" -eq 1 ]; }; then status=1; fi
+  run_zoo "the model zoo, correctness tier (bench/zoo/zoo.py)" zoo $backend
+  # The coverage entries: more architectures of each family, small
+  # configs; CGC_ZOO_COVERAGE=0 leaves them out.
+  [ "${CGC_ZOO_COVERAGE:-1}" != 0 ] && \
+    run_zoo "the model zoo's coverage entries (zoo.py --coverage)" zoo-coverage --coverage
 fi
 
 # ---- 2. compute-sanitizer: memcheck, racecheck, synccheck

@@ -8,10 +8,21 @@ index order (a stable sort; ONNX's TopK asks the lower index first).
 Result r is the element of rank r, found as a sum over the n elements of
 the one whose rank is r. It costs n^2 comparisons per row, [..., n, n]
 and [..., k, n] boolean intermediates that cgc fuses into a few kernels;
-the callers bound n. `e` is a builder: op(op, inputs, attrs) and
-scalar(value, dtype)."""
+check_bounds refuses an axis or a tensor too large for it. `e` is a
+builder: op(op, inputs, attrs) and scalar(value, dtype)."""
 from .dtypes import INTEGERS
 from .errors import RefusedError
+
+MAX_RANKED = 16384          # elements along a ranked axis
+MAX_COMPARISONS = 1 << 28   # pairwise comparisons of one ranked tensor
+
+
+def check_bounds(n, rows, what):
+    """Refuses ranking `n` elements in each of `rows` rows past the bounds."""
+    if n > MAX_RANKED or rows * n * n > MAX_COMPARISONS:
+        raise RefusedError(f"{what} of {n} elements in {rows} rows: cgc ranks them by pairwise "
+                           f"comparisons ({rows * n * n}), refused over {MAX_RANKED} elements "
+                           f"or {MAX_COMPARISONS} comparisons")
 
 
 def moved_last(e, v, axis, rank):

@@ -228,10 +228,6 @@ RULES["ArgMax"] = arg_reduce(False)
 RULES["ArgMin"] = arg_reduce(True)
 
 
-# Elements along a ranked axis, and comparisons (n^2 per row: cgc/ranking.py).
-MAX_RANKED, MAX_COMPARISONS = 16384, 1 << 28
-
-
 @rule("TopK")
 def topk(ctx, ins, attrs):
     """The K largest (or smallest) along `axis`, in rank order whatever
@@ -241,12 +237,9 @@ def topk(ctx, ins, attrs):
     s = shape(ctx, x)
     axis = checked_axis(attrs.get("axis", -1), len(s))
     k = ints_operand(ctx, ins[1], "TopK's K")[0]
-    rows = int(np.prod([d for a, d in enumerate(s) if a != axis], dtype=np.int64))
-    if not isinstance(s[axis], int) or s[axis] > MAX_RANKED or \
-            rows * s[axis] ** 2 > MAX_COMPARISONS:
-        raise RefusedError(f"TopK along an axis of {s[axis]} elements in {rows} rows (cgc ranks "
-                           f"a static axis of at most {MAX_RANKED} by pairwise comparisons, "
-                           f"at most {MAX_COMPARISONS} of them)")
+    if not all(isinstance(d, int) for d in s):
+        raise RefusedError(f"TopK of the dynamic shape {s} (cgc ranks static shapes)")
+    ranking.check_bounds(s[axis], int(np.prod(s, dtype=np.int64)) // max(s[axis], 1), "TopK")
     if not 0 <= k <= s[axis]:
         raise RefusedError(f"TopK of K={k} along an axis of {s[axis]} elements")
     values, indices = ranking.ranked(ctx.g, x, s, dtype(ctx, x), axis, k,

@@ -1,7 +1,8 @@
 """ATen rules for ranges, indexing, padding and masks, each a composition
 of cgc ops (aten_rules.py has the one-op rules): arange, index.Tensor
 (advanced indexing by integer tensors), gather (take-along-dim), argmax,
-max and min (with their indices), scatter of a value, cumsum, constant_pad_nd, squeeze.dims, remainder, fmod, index_select, repeat,
+max and min (with their indices), scatter of a value, cumsum,
+constant_pad_nd, squeeze.dims, index_select, repeat,
 the bitwise ops, and index_copy and index_put (a static KV cache's
 update, written as cgc's index_copy).
 Indices are wrapped like PyTorch's (a negative one counts from the end):
@@ -341,37 +342,6 @@ def bitwise(op):
 
 for _op in ("bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not"):
     ATEN[_op] = bitwise(_op)
-
-
-@aten("remainder")
-def remainder(e, n):
-    """Python's %: the sign of the divisor, as PyTorch computes it: the
-    truncated remainder (floats: cgc's exact fmod; integers: a - (a / b) *
-    b), plus b where it is nonzero and its sign differs from b's (an
-    integer zero divisor gives a, as cgc's div gives 0)."""
-    a, b = n.args[:2]
-    dtype = e.dtype(n)
-    x, y = e.as_dtype(a, dtype), e.as_dtype(b, dtype)
-    if dtype not in INTEGERS:
-        truncated = e.op("fmod", [x, y])
-    else:
-        truncated = e.op("sub", [x, e.op("mul", [e.op("div", [x, y]), y])])
-    zero = e.scalar(0, dtype)
-    signs_differ = e.op("ne", [e.op("lt", [truncated, zero]), e.op("lt", [y, zero])])
-    fix = e.op("logical_and", [e.op("ne", [truncated, zero]), signs_differ])
-    return e.op("where", [fix, e.op("add", [truncated, y]), truncated], name=n.name)
-
-
-@aten("fmod")
-def fmod(e, n):
-    """C's fmod: the sign of the dividend. Floats: cgc's fmod; integers:
-    the truncated remainder a - (a / b) * b (cgc's integer div truncates)."""
-    a, b = n.args[:2]
-    dtype = e.dtype(n)
-    x, y = e.as_dtype(a, dtype), e.as_dtype(b, dtype)
-    if dtype not in INTEGERS:
-        return e.op("fmod", [x, y], name=n.name)
-    return e.op("sub", [x, e.op("mul", [e.op("div", [x, y]), y])], name=n.name)
 
 
 @aten("index_select")

@@ -4,9 +4,7 @@ and transformers' grouped_mm_fallback custom op), written as cgc ops
 whose results are static in shape.
 
 Ranks. topk and sort order one axis by pairwise ranks (cgc/ranking.py:
-stable, a NaN the largest as in PyTorch); an axis longer than MAX_RANKED
-elements (or a tensor whose n^2 comparisons per row exceed
-MAX_COMPARISONS) is refused.
+stable, a NaN the largest as in PyTorch, within ranking's bounds).
 
 Grouped products. grouped_mm(x [S, K], w [E, K, N], offs [E]) multiplies
 row s by w[g(s)], where g(s) is the number of offsets <= s (rows at or
@@ -24,14 +22,9 @@ from .record import RecordNode
 aten = registrar(ATEN)
 call = registrar(CALLS)
 
-MAX_RANKED = 16384          # elements along a ranked axis
-MAX_COMPARISONS = 1 << 28   # pairwise comparisons of one ranked tensor
-
-
-def ranked_extents(e, x, axis, what):
-    """(n, rows): the static extent of x's ranked axis and the elements of
-    every other axis (a symbolic dim at its maximum); refuses a symbolic or
-    too long axis, or too many comparisons."""
+def ranked_extent(e, x, axis, what):
+    """The static extent of x's ranked axis; refuses a symbolic one, or one
+    past ranking's bounds (every other axis counted at its maximum)."""
     shape = e.shape(x)
     n = shape[axis]
     if not isinstance(n, int):
@@ -40,11 +33,8 @@ def ranked_extents(e, x, axis, what):
     for k, d in enumerate(shape):
         if k != axis:
             rows *= d if isinstance(d, int) else e.dims[d]["max"]
-    if n > MAX_RANKED or rows * n * n > MAX_COMPARISONS:
-        raise RefusedError(f"{what} of {n} elements in {rows} rows: cgc ranks them by pairwise "
-                           f"comparisons ({rows * n * n}), refused over {MAX_RANKED} elements "
-                           f"or {MAX_COMPARISONS} comparisons")
-    return n, rows
+    ranking.check_bounds(n, rows, what)
+    return n
 
 
 def ranked(e, x, axis, k, largest):
@@ -72,7 +62,7 @@ def topk(e, n):
     if not e.shape(x):
         return list(scalar_ranked(e, x))
     axis = axis_of(e, x, dim)
-    extent, _ = ranked_extents(e, x, axis, "topk")
+    extent = ranked_extent(e, x, axis, "topk")
     if not isinstance(k, int) or not 0 <= k <= extent:
         raise RefusedError(f"topk of k={k!r} along an axis of {extent} elements")
     return list(ranked(e, x, axis, k, bool(largest)))
@@ -96,7 +86,7 @@ def sort(e, n):
         return list(scalar_ranked(e, x))
     dim, descending = sort_args(n)
     axis = axis_of(e, x, dim)
-    extent, _ = ranked_extents(e, x, axis, "sort")
+    extent = ranked_extent(e, x, axis, "sort")
     return list(ranked(e, x, axis, extent, descending))
 
 
@@ -107,7 +97,7 @@ def argsort(e, n):
         return scalar_ranked(e, x)[1]
     dim, descending = sort_args(n)
     axis = axis_of(e, x, dim)
-    extent, _ = ranked_extents(e, x, axis, "argsort")
+    extent = ranked_extent(e, x, axis, "argsort")
     return ranked(e, x, axis, extent, descending)[1]
 
 
