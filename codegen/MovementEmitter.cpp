@@ -96,8 +96,8 @@ static bool distinctIndices(const Node &node, int64_t extent) {
 /// index_copy, one thread per source element: the result already holds x
 /// (its buffer, or a copy lowering put there), so only the slices are
 /// written; an out-of-range index writes nothing and, unless the indices
-/// are known distinct, a slice whose index comes again later is skipped
-/// (the last wins).
+/// are known or promised (unique_indices) distinct, a slice whose index
+/// comes again later is skipped (the last wins).
 static void emitIndexCopy(const Node &node, Kernel &kernel) {
   Shape x = staticShape(node.operand(0)->getType());
   unsigned axis = *normalizeAxis(node.intAttr("axis", 0), x.size());
@@ -119,7 +119,8 @@ static void emitIndexCopy(const Node &node, Kernel &kernel) {
   std::string body = "    long long q = i % " + in + ", j = i / " + in + " % " + c +
                      ", o = i / (" + in + " * " + c + ");\n" + wrapped("k", "j") +
                      "    bool write = k >= 0 && k < " + e + ";\n";
-  if (!distinctIndices(node, extent))
+  if (!node.boolAttr("unique_indices", false) &&
+      !distinctIndices(node, extent))
     body += "    for (long long jj = j + 1; jj < " + c + " && write; ++jj) {\n" +
             wrapped("kk", "jj") + "      write = kk != k;\n    }\n";
   body += "    if (write) cgc_st(" + out + ", (o * " + e + " + k) * " + in +

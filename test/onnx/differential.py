@@ -8,7 +8,8 @@ equal). The cases are the classes the importer once got wrong: log-sum-exp
 and softplus of large inputs, Mod with fmod = 1 on floats and Mod of
 integers, casts folded at import, sparse initializers, model-local
 functions, inputs with a default (an initializer) and GatherND with
-indices known at run time.
+indices known at run time; and Einsum, ScatterElements and ScatterND in
+f32, f16 and integers (ONNX's node tests have Einsum in float64 only).
 
 REFERENCE_WRONG: where ONNX's reference evaluator is itself wrong, the
 case states its expected outputs (computed in float64 here) or the model
@@ -16,7 +17,8 @@ the reference reads: Softplus is log(exp(x) + 1) there (inf from x = 89 in
 f32, 12 in f16); ReduceLogSumExp of all -inf is NaN there (-inf is
 right); it cannot read sparse initializers (it gets the dense model);
 it fails on a model-local function calling another with an attribute
-reference (NumPy computes what the functions say).
+reference (NumPy computes what the functions say); its ScatterND with
+reduction max or min fails for indices of more than one coordinate.
 
 Usage: differential.py --cgc-opt PATH [--filter TEXT]
 Exit status 1 naming each case that differs; 77 (skipped) without onnx.
@@ -128,6 +130,90 @@ def cases():
                model([helper.make_node("GatherND", ["d", "i"], ["y"], batch_dims=b)],
                      [vi("d", F, list(data.shape)), vi("i", I64, list(idx.shape))], [vi("y", F, None)]),
                {"d": data, "i": idx}, None)
+    yield from einsum_cases(model, helper, vi)
+    yield from scatter_cases(model, helper, vi)
+
+
+def einsum_cases(model, helper, vi):
+    """Einsum in f32 (ONNX's own node tests are all float64): batched
+    products, an inner and an outer product, the implicit output, an
+    ellipsis broadcast across operands, a transpose, a sum, three operands,
+    a contraction of a dim of extent 1 against a longer one, integers."""
+    from onnx import TensorProto as T
+    rng = np.random.default_rng(7)
+    for k, (equation, shapes, elem) in enumerate((
+            ("bij,bjk->bik", [(2, 3, 4), (2, 4, 5)], T.FLOAT),
+            ("bnid,bnjd->bnij", [(2, 3, 4, 8), (2, 3, 5, 8)], T.FLOAT),
+            ("i,i", [(6,), (6,)], T.FLOAT),
+            ("i,j->ij", [(3,), (4,)], T.FLOAT),
+            ("ij,jk", [(3, 4), (4, 2)], T.FLOAT),
+            ("...ij,...jk->...ik", [(2, 1, 3, 4), (2, 5, 4, 2)], T.FLOAT),
+            ("ij->ji", [(3, 4)], T.FLOAT),
+            ("ijk->j", [(2, 3, 4)], T.FLOAT),
+            ("ab,bc,cd->ad", [(2, 3), (3, 4), (4, 5)], T.FLOAT),
+            ("ij,kj->ik", [(3, 1), (4, 6)], T.FLOAT),
+            ("bhwc,hkc->bhwk", [(2, 3, 4, 5), (3, 6, 5)], T.FLOAT),
+            ("ij,ij->i", [(3, 4), (3, 4)], T.INT64))):
+        np_type = np.float32 if elem == T.FLOAT else np.int64
+        feeds = {f"x{j}": (rng.standard_normal(s) * 4).astype(np_type) for j, s in enumerate(shapes)}
+        yield (f"einsum_{k}_{equation.replace(',', '_').replace('->', '_to_').replace('...', 'E')}",
+               model([helper.make_node("Einsum", list(feeds), ["y"], equation=equation)],
+                     [vi(n, elem, list(v.shape)) for n, v in feeds.items()], [vi("y", elem, None)]),
+               feeds, None)
+
+
+def scatter_cases(model, helper, vi):
+    """ScatterElements and ScatterND (and GatherElements, which shares
+    their positions) with indices given at run time: negative indices
+    wrap, an index smaller than the data on the other axes, every
+    reduction, f16 and integer data."""
+    from onnx import TensorProto as T
+    rng = np.random.default_rng(11)
+    data = rng.standard_normal((4, 5)).astype(np.float32)
+    idx = np.array([[1, -1, 0], [3, 2, -4]], np.int64)    # [2, 3] into [4, 5] along axis 0
+    upd = rng.standard_normal((2, 3)).astype(np.float32)
+    for reduction in ("none", "add", "mul", "max", "min"):
+        for elem, np_type in ((T.FLOAT, np.float32), (T.FLOAT16, np.float16), (T.INT32, np.int32)):
+            if reduction == "mul" and elem == T.INT32:
+                continue  # cgc's prod takes floats (refused by name)
+            d, u = (data * 10).astype(np_type), (upd * 10).astype(np_type)
+            for axis, index in ((0, idx), (1, np.array([[4, -5, 4], [0, 1, 2]], np.int64))):
+                yield (f"scatter_elements_{reduction}_{np.dtype(np_type).name}_axis{axis}",
+                       model([helper.make_node("ScatterElements", ["d", "i", "u"], ["y"],
+                                               axis=axis, reduction=reduction)],
+                             [vi("d", elem, [4, 5]), vi("i", T.INT64, [2, 3]),
+                              vi("u", elem, [2, 3])], [vi("y", elem, None)]),
+                       {"d": d, "i": index, "u": u}, None)
+    for axis, index in ((0, rng.integers(-4, 4, (2, 5))), (1, rng.integers(-5, 5, (4, 3)))):
+        yield (f"gather_elements_runtime_axis{axis}",
+               model([helper.make_node("GatherElements", ["d", "i"], ["y"], axis=axis)],
+                     [vi("d", T.FLOAT, [4, 5]), vi("i", T.INT64, list(index.shape))],
+                     [vi("y", T.FLOAT, None)]),
+               {"d": data, "i": index.astype(np.int64)}, None)
+    cube = rng.standard_normal((3, 4, 2)).astype(np.float32)
+    for reduction in ("none", "add", "mul", "max", "min"):
+        for index, updates in ((np.array([[2, -1], [0, 0], [1, 3]], np.int64), (3, 2)),
+                               (np.array([[-1], [1]], np.int64), (2, 4, 2))):
+            feeds = {"d": cube, "i": index, "u": rng.standard_normal(updates).astype(np.float32)}
+            yield (f"scatter_nd_{reduction}_k{index.shape[-1]}",
+                   model([helper.make_node("ScatterND", ["d", "i", "u"], ["y"],
+                                           reduction=reduction)],
+                         [vi("d", T.FLOAT, [3, 4, 2]), vi("i", T.INT64, list(index.shape)),
+                          vi("u", T.FLOAT, list(updates))], [vi("y", T.FLOAT, None)]),
+                   feeds, scatter_nd_max_min(feeds, reduction))
+
+
+def scatter_nd_max_min(feeds, reduction):
+    """ScatterND's max and min computed here (REFERENCE_WRONG: the
+    reference indexes the output by the index array, not its tuple, and
+    fails for k > 1); None for the other reductions."""
+    if reduction not in ("max", "min"):
+        return None
+    out, pick = feeds["d"].copy(), np.maximum if reduction == "max" else np.minimum
+    for k in np.ndindex(feeds["i"].shape[:-1]):
+        at = tuple(feeds["i"][k])
+        out[at] = pick(out[at], feeds["u"][k])
+    return [out]
 
 
 def reduce_lse(model, helper, vi, elem, x, keep):

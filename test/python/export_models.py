@@ -175,6 +175,11 @@ def refusals(torch):
         def forward(self, x):
             return torch.topk(x.repeat(1, 5000), 2).values
 
+    class WideIndexAdd(nn.Module):  # reduced by comparisons: bounded
+        def forward(self, x):
+            wide = x.repeat(2048, 1000)
+            return wide.index_add(0, torch.arange(4096) % 3, wide[:4096])
+
     class ScaledAddmm(nn.Module):  # a rule refuses what its op cannot express
         def __init__(self):
             super().__init__()
@@ -232,6 +237,10 @@ def refusals(torch):
         LongTopK, "node 'topk' (topk.default): topk of 20000 elements in 3 rows: cgc ranks them "
         "by pairwise comparisons (1200000000), refused over 16384 elements or 268435456 "
         "comparisons")
+    yield "wide_index_add", WideIndexAdd().eval(), (x,), None, refusal(
+        WideIndexAdd, "node 'index_put' (index_put.default): index_put with accumulate: cgc "
+        "reduces a scattered update by comparing it with every position of its axis "
+        "(100663296000 comparisons), refused over 268435456")
     yield "addmm_beta", ScaledAddmm().eval(), (x,), None, refusal(
         ScaledAddmm, "node 'addmm' (addmm.default): addmm with alpha or beta")
     yield "layer_norm_bias_only", BiasOnlyNorm().eval(), (x,), None, refusal(
@@ -362,6 +371,30 @@ def keyword_models(torch):
             return F.softplus(x), torch.log1p(x.abs() * 1e-9) * 1e9, torch.log1p(x.exp() - 1.0), \
                 torch.log1p(x.abs() * 1e37)
 
+    class Scatters(nn.Module):  # writes at indices (python/cgc/indexed.py)
+        def forward(self, x, perm, src, dup, vals, cube, ids):
+            rows, cols = perm[:3, 0] % 4, perm[:3, 1] - 6  # a negative one counts from the end
+            put, adjacent, apart = x.clone(), cube.clone(), cube.clone()
+            put[rows, cols] = 7.0                                  # two index tensors
+            adjacent[:, rows[:2] % 2, cols[:2] % 4] = vals[:2, :2]  # placed where they are
+            apart[rows[:2] % 2, :, cols[:2] % 4] = vals[0, :3]     # their dims first
+            masked = x.clone()
+            masked[x > 0.5] = -1.0
+            return (x.scatter(1, perm, src), x.scatter(1, perm, 2.5),
+                    x.scatter_add(1, dup, vals), x.scatter_reduce(1, dup, vals, "amax"),
+                    x.scatter_reduce(1, dup, vals, "mean", include_self=False),
+                    x.scatter_reduce(1, dup, vals, "prod"),
+                    x.scatter_reduce(0, dup[:3, :6] % 4, vals[:3, :6], "amin"),
+                    x.index_add(1, dup[0, :4] % 6, vals[:, :4], alpha=0.5),
+                    x.index_fill(1, perm[0, :2], -2.0), put, adjacent, apart, masked,
+                    x.index_put((dup[0] % 4, dup[1]), vals[2], accumulate=True),
+                    ids.scatter_add(0, dup[:2, :3] % 3, ids[:2, :3] * 10))
+
+    sgen = torch.Generator().manual_seed(4)
+    perm = torch.stack([torch.randperm(6, generator=sgen)[:4] for _ in range(4)])
+    scatters = (torch.randn(4, 6, generator=sgen), perm, torch.randn(4, 5, generator=sgen),
+                torch.randint(0, 6, (4, 7), generator=sgen), torch.randn(4, 7, generator=sgen),
+                torch.randn(2, 3, 4, generator=sgen), torch.randint(-9, 9, (3, 4), generator=sgen))
     x = torch.randn(4, 5, 6, generator=gen)
     rows, cols = torch.tensor([[0, 3], [-1, 2]]), torch.tensor([[5, 0], [-2, 1]])
     yield "aten_indexing", Indexing(), (x, rows, cols), {}
@@ -392,6 +425,7 @@ def keyword_models(torch):
     yield "aten_grouped_mm", Grouped(), (
         torch.randint(-3, 4, (7, 16), **integers), torch.randint(-3, 4, (3, 16, 8), **integers),
         torch.tensor([2, 2, 7], dtype=torch.int32)), {}
+    yield "aten_scatters", Scatters(), scatters, {}
     yield "aten_softplus", Softplus(), (torch.cat([
         4 * torch.randn(12, generator=routing_gen),
         torch.tensor([1e-8, -1e-7, 30.0, -30.0, float("inf"), float("-inf")])]),), {}

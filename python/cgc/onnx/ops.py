@@ -8,6 +8,6 @@ naming what it cannot express. RULES maps ONNX operator names to rules;
 docs/onnx.md lists them. Operators with no rule that ONNX defines as
 functions are expanded into their bodies first (functions.py).
 """
-from . import ops_composite, ops_elementwise, ops_products, ops_tensor  # noqa: F401 - their rules register
+from . import ops_composite, ops_einsum, ops_elementwise, ops_products, ops_scatter, ops_tensor  # noqa: F401 - their rules register
 from .rules import RULES  # noqa: F401
 from .ops_elementwise import BINARY, UNARY  # noqa: F401

@@ -1,52 +1,37 @@
 """ONNX operators that cgc writes out from several of its ops:
-GatherElements (a one-hot choice along the axis) and Pad (constant borders
+GatherElements (one gather of the data flattened) and Pad (constant borders
 concatenated, or one gather by constant indices for the edge, reflect and
 wrap modes). Registered into rules.RULES."""
 import numpy as np
 
-from .rules import (check_constant_indices, checked_axis, const, dtype, ints_operand, rule, shape,
+from .rules import (check_constant_indices, checked_axis, dtype, ints_operand, rule, shape,
                     text_attr)
+from .. import indexed
 from ..errors import RefusedError
 
 
 @rule("GatherElements")
 def gather_elements(ctx, ins, attrs):
-    """out[p] = data[p with p[axis] replaced by indices[p]]: each output
-    position's candidates (data along `axis`) broadcast to indices.shape +
-    [n], the index's one-hot picks one, a sum over the candidates keeps it
-    (exactly: the others are zeros). O(indices.size * n) work."""
+    """out[p] = data[p with p[axis] replaced by indices[p]]: one gather of
+    data flattened (indexed.py)."""
     data, indices = ins
     ds, ks = shape(ctx, data), shape(ctx, indices)
     rank = len(ds)
     if len(ks) != rank or rank == 0:
         raise RefusedError(f"indices of rank {len(ks)} for data of rank {rank} (GatherElements "
                            "takes both of the same rank, at least 1)")
+    if not all(isinstance(d, int) for d in ds + ks):
+        raise RefusedError(f"GatherElements of the dynamic shapes {ds} and {ks}")
     axis = checked_axis(attrs.get("axis", 0), rank)
-    kind = dtype(ctx, data)
-    if kind == "bool":
-        raise RefusedError("GatherElements of bools")
-    n = ds[axis]
+    if any(k > d for a, (k, d) in enumerate(zip(ks, ds)) if a != axis):
+        raise RefusedError(f"indices {ks} for data {ds} (no extent above data's but along "
+                           f"axis {axis})")
     check_constant_indices(ctx, indices, ds, axis)
-    cut = [a for a in range(rank) if a != axis and ks[a] != ds[a]]
-    if cut:  # the index's extent on every other axis
-        ds = [ks[a] if a in cut else ds[a] for a in range(rank)]
-        data = ctx.g.op("slice", [data], {"starts": [0] * len(cut), "ends": [ks[a] for a in cut],
-                                          "axes": cut}, kind, ds)
-    perm = [a for a in range(rank) if a != axis] + [axis]
-    moved = ctx.g.op("transpose", [data], {"perm": perm}, kind, [ds[a] for a in perm])
-    lifted = [1 if a == axis else ks[a] for a in range(rank)] + [n]
-    candidates = ctx.g.op("broadcast_to", [ctx.g.op("reshape", [moved], {"shape": lifted},
-                                                    kind, lifted)],
-                          {"shape": ks + [n]}, kind, ks + [n])
     index = indices
     if dtype(ctx, indices) != "i64":
         index = ctx.g.op("cast", [indices], {"dtype": "i64"}, "i64", ks)
-    wrapped = ctx.g.op("where", [ctx.g.op("lt", [index, const(ctx, 0, index)]),
-                                 ctx.g.op("add", [index, const(ctx, n, index)]), index],
-                       None, "i64", ks)
-    hot = ctx.g.op("one_hot", [wrapped], {"num_classes": n, "dtype": "bool"}, "bool", ks + [n])
-    picked = ctx.g.op("where", [hot, candidates, const(ctx, 0, data)], None, kind, ks + [n])
-    return [ctx.op("sum", [picked], {"axes": [rank], "keepdim": False})]
+    out = indexed.gathered_elements(ctx.g, data, ds, dtype(ctx, data), axis, index, ks)
+    return [ctx.op("reshape", [out], {"shape": ks})]
 
 
 PAD_MODES = ("constant", "edge", "reflect", "wrap")

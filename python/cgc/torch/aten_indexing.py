@@ -1,16 +1,16 @@
 """ATen rules for ranges, indexing, padding and masks, each a composition
 of cgc ops (aten_rules.py has the one-op rules): arange, index.Tensor
 (advanced indexing by integer tensors), gather (take-along-dim), argmax,
-max and min (with their indices), scatter of a value, cumsum,
-constant_pad_nd, squeeze.dims, index_select, repeat,
-the bitwise ops, and index_copy and index_put (a static KV cache's
-update, written as cgc's index_copy).
+max and min (with their indices), cumsum, constant_pad_nd, squeeze.dims,
+index_select, repeat and the bitwise ops (the writes at indices are in
+aten_scatter.py).
 Indices are wrapped like PyTorch's (a negative one counts from the end):
 a `gather` along one dim wraps a negative index itself (docs/ir.md);
 a linear index over several dims wraps each one here. An index still
 out of range when the graph runs reads zero, where PyTorch raises a
 device-side assertion."""
 from .aten_rules import ATEN, reduced_axes, reshape
+from .. import indexed
 from ..ir_builder import json_number, registrar
 from ..dtypes import INTEGERS
 from ..errors import RefusedError
@@ -186,33 +186,15 @@ def whole_range(e, index, extent):
 @aten("gather")
 def take_along_dim(e, n):
     """torch.gather(x, dim, index): out[..., j, ...] = x[..., index[..., j, ...], ...]
-    along `dim`, through a `gather` of x flattened at the linear index of
-    every element (index's position elsewhere, its value along `dim`)."""
+    along `dim` (indexed.py: one `gather` of x flattened)."""
     x, dim, index = n.args[:3]
     shape = static_extents(e, e.shape(x), "gather")
     ishape = static_extents(e, e.shape(index), "gather")
-    rank = len(shape)
-    if rank == 0:
+    if not shape:
         return e.operand(x)
-    dim %= rank
-    strides = [1] * rank
-    for k in range(rank - 2, -1, -1):
-        strides[k] = strides[k + 1] * shape[k + 1]
-    linear = wrapped_index(e, index, shape[dim])
-    if strides[dim] != 1:
-        linear = e.op("mul", [linear, e.scalar(strides[dim], "i64")])
-    for k in range(rank):
-        if k == dim or ishape[k] == 1:
-            continue
-        position = e.op("iota", [], {"dtype": "i64", "shape": ishape, "axis": k})
-        if strides[k] != 1:
-            position = e.op("mul", [position, e.scalar(strides[k], "i64")])
-        linear = e.op("add", [linear, position])
-    total = 1
-    for extent in shape:
-        total *= extent
-    flat = e.op("reshape", [e.operand(x)], {"shape": [total]})
-    return e.op("gather", [flat, linear], {"axis": 0}, name=n.name)
+    out = indexed.gathered_elements(e, e.operand(x), shape, e.dtype(n), dim % len(shape),
+                                    e.as_dtype(index, "i64"), ishape)
+    return e.op("reshape", [out], {"shape": ishape}, name=n.name)
 
 
 @aten("argmax")
@@ -378,64 +360,3 @@ def repeat(e, n):
     out = e.op("reshape", [e.operand(x)], {"shape": split})
     out = e.op("broadcast_to", [out], {"shape": broadcast})
     return e.op("reshape", [out], {"shape": e.shape(n)}, name=n.name)
-
-
-@aten("index_copy")
-def index_copy(e, n):
-    """x.index_copy(dim, index, source): cgc's index_copy (an index out of
-    range when the graph runs writes nothing, where PyTorch raises)."""
-    x, dim, index, source = n.args[:4]
-    dim %= max(len(e.shape(x)), 1)
-    return e.op("index_copy", [e.operand(x), e.as_dtype(index, "i64"), e.operand(source)],
-                {"axis": dim}, name=n.name)
-
-
-@aten("scatter.value")
-def scatter_value(e, n):
-    """x.scatter(dim, index, value): x with `value` at x[.., index[.., j,
-    ..], ..] along dim (index of x's shape but for dim; an index outside
-    [0, x.size(dim)) writes nothing): where some j of the row names
-    position p, as a comparison of every j with every p."""
-    x, dim, index, value = n.args[:4]
-    shape, ishape = e.shape(x), e.shape(index)
-    rank = len(shape)
-    if rank == 0:
-        raise RefusedError("scatter into a 0-d tensor")
-    axis = reduced_axes(dim, rank)[0]
-    if len(ishape) != rank or any(ishape[k] != shape[k] for k in range(rank) if k != axis) \
-            or not isinstance(shape[axis], int):
-        raise RefusedError(f"scatter of an index {ishape} into {shape} along dim {axis}: cgc "
-                           "takes an index of x's shape but for dim, a static one")
-    extent = shape[axis]
-    names = e.op("reshape", [e.as_dtype(index, "i64")], {"shape": ishape + [1]})
-    position = e.op("iota", [], {"dtype": "i64", "shape": [1] * rank + [extent], "axis": rank})
-    hit = e.op("cast", [e.op("eq", [names, position])], {"dtype": "i32"})
-    written = e.op("max", [hit], {"axes": [axis]})  # shape without dim, + [extent]
-    perm = list(range(axis)) + [rank - 1] + list(range(axis, rank - 1))
-    written = e.op("gt", [e.op("transpose", [written], {"perm": perm}),  # (an empty index's
-                          e.scalar(0, "i32")])                             # max is INT32_MIN)
-    dtype = e.dtype(n)
-    return e.op("where", [written, e.as_dtype(value, dtype), e.as_dtype(x, dtype)], name=n.name)
-
-
-@aten("index_put")
-def index_put(e, n):
-    """x.index_put(indices, values) with one 1-D integer index tensor and
-    None elsewhere, x[:, ..., index] = values (a static KV cache's update):
-    an index_copy of the values broadcast to the indexed shape."""
-    x, indices, values = n.args[:3]
-    accumulate = n.args[3] if len(n.args) > 3 else n.kwargs.get("accumulate", False)
-    given = [(d, i) for d, i in enumerate(indices) if i is not None]
-    shape = list(e.shape(x))
-    if accumulate or len(given) != 1 or len(e.shape(given[0][1])) != 1 or \
-            e.type_of(given[0][1])[0] not in INTEGERS:
-        raise RefusedError("index_put other than x[:, ..., index] = values with one 1-D "
-                           "integer index tensor and no accumulate (cgc writes that form as "
-                           "index_copy)")
-    dim, index = given[0]
-    shape[dim] = e.shape(index)[0]
-    source = e.operand(values)
-    if list(e.shape(values)) != shape:
-        source = e.op("broadcast_to", [source], {"shape": shape})
-    return e.op("index_copy", [e.operand(x), e.as_dtype(index, "i64"), source],
-                {"axis": dim}, name=n.name)
