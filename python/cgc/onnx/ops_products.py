@@ -259,10 +259,11 @@ def group_norm(ctx, ins, attrs):
 
 @rule("Resize")
 def resize(ctx, ins, attrs):
-    """Resize of the spatial dims of [N, C, spatial...] (nearest or linear,
-    every coordinate rule but tf_crop_and_resize and half_pixel_symmetric)
-    as cgc's interpolate: with `scales`, the sizes are floor(in * scale)
-    and the coordinates follow the scales; with `sizes`, the ratio."""
+    """Resize of the spatial dims of [N, C, spatial...] (every coordinate
+    rule but tf_crop_and_resize and half_pixel_symmetric): nearest or
+    linear as cgc's interpolate, cubic by cubic_resize. With `scales`, the
+    sizes are floor(in * scale) and the coordinates follow the scales;
+    with `sizes`, the ratio."""
     x = ins[0]
     need_float(ctx, x)
     xs = shape(ctx, x)
@@ -270,8 +271,8 @@ def resize(ctx, ins, attrs):
     mode = text_attr(attrs, "mode", "nearest")
     coordinate = text_attr(attrs, "coordinate_transformation_mode",
                       "asymmetric" if ctx.opset < 11 else "half_pixel")
-    if mode not in ("nearest", "linear"):
-        raise RefusedError(f"Resize mode {mode} (cgc interpolates nearest and linear)")
+    if mode not in ("nearest", "linear", "cubic"):
+        raise RefusedError(f"Resize mode {mode}")
     if coordinate in ("tf_crop_and_resize", "half_pixel_symmetric"):
         raise RefusedError(f"Resize coordinate_transformation_mode {coordinate}")
     if int(attrs.get("antialias", 0)):
@@ -299,6 +300,9 @@ def resize(ctx, ins, attrs):
     if rank not in (3, 4, 5) or size[0] != xs[0] or size[1] != xs[1]:
         raise RefusedError(f"a Resize of {xs} to {[size[a] for a in range(rank)]} (cgc "
                            "resizes the spatial dims of [N, C, 1 to 3 spatial dims])")
+    if mode == "cubic":
+        return [ctx.op("reshape", [cubic_resize(ctx, x, xs, size, scale, coordinate, attrs)],
+                       {"shape": [size[a] for a in range(rank)]})]
     # Opset 10's Resize (Upsample's successor) takes the floor of the source.
     rounding = "floor" if ctx.opset < 11 else text_attr(attrs, "nearest_mode", "round_prefer_floor")
     out = {"sizes": [size[a] for a in range(2, rank)], "mode": mode, "coordinate": coordinate,
@@ -306,3 +310,66 @@ def resize(ctx, ins, attrs):
     if explicit:
         out["scales"] = [scale[a] for a in range(2, rank)]
     return [ctx.op("interpolate", [x], out)]
+
+
+def source_coordinate(x, scale, length_in, coordinate):
+    """Where output coordinate x samples the input, as ONNX's reference
+    computes it (the output length there is scale * length_in, a float)."""
+    length_out = scale * length_in
+    if coordinate == "align_corners":
+        return 0.0 if length_out == 1 else x * (length_in - 1) / (length_out - 1)
+    if coordinate == "asymmetric":
+        return x / scale
+    if coordinate == "pytorch_half_pixel" and length_out == 1:
+        return -0.5
+    if coordinate in ("half_pixel", "pytorch_half_pixel"):
+        return (x + 0.5) / scale - 0.5
+    raise RefusedError(f"Resize coordinate_transformation_mode {coordinate}")
+
+
+def cubic_taps(length_in, length_out, scale, coordinate, a, exclude_outside):
+    """(the 4 source indices, their 4 weights) of each output position of
+    one axis: Keys' cubic convolution with coefficient a at the 4 nearest
+    inputs, an index outside the axis clamped to its edge (or, with
+    exclude_outside, weighted 0 and the rest renormalized)."""
+    indices = np.zeros((length_out, 4), np.int64)
+    weights = np.zeros((length_out, 4), np.float64)
+    for o in range(length_out):
+        x = source_coordinate(float(o), scale, length_in, coordinate)
+        base = int(np.floor(x))
+        t = 1.0 if x == base else x - base  # an integer x: the 4 taps end at x+1
+        first = base - 2 if x == base else base - 1
+        d = [t + 1, t, 1 - t, 2 - t]
+        w = np.array([((a * v - 5 * a) * v + 8 * a) * v - 4 * a if v > 1 else
+                      ((a + 2) * v - (a + 3)) * v * v + 1 for v in d])
+        taps = np.arange(first, first + 4)
+        if exclude_outside:
+            w = np.where((taps < 0) | (taps >= length_in), 0.0, w)
+            w = w / w.sum()
+        indices[o], weights[o] = np.clip(taps, 0, length_in - 1), w
+    return indices, weights
+
+
+def cubic_resize(ctx, x, xs, size, scale, coordinate, attrs):
+    """Resize's cubic mode, one spatial axis after another (separable, as
+    ONNX's reference computes it): 4 constant-index gathers along the
+    axis, weighted by constants and summed, in f32."""
+    a = float(attrs.get("cubic_coeff_a", -0.75))
+    exclude = bool(int(attrs.get("exclude_outside", 0)))
+    kind = dtype(ctx, x)
+    y = x if kind == "f32" else ctx.g.op("cast", [x], {"dtype": "f32"})
+    current = list(xs)
+    for axis in range(2, len(xs)):
+        if size[axis] == current[axis] and scale[axis] == 1.0:
+            continue
+        indices, weights = cubic_taps(current[axis], size[axis], scale[axis], coordinate, a,
+                                      exclude)
+        taps = ctx.g.op("gather", [y, ctx.g.constant(indices.reshape(-1), "cubic_taps")],
+                        {"axis": axis})
+        spread = current[:axis] + [size[axis], 4] + current[axis + 1:]
+        shaped = [size[axis], 4] + [1] * (len(xs) - axis - 1)
+        w = ctx.g.constant(weights.astype(np.float32).reshape(shaped), "cubic_weights")
+        y = ctx.g.op("sum", [ctx.g.op("mul", [ctx.g.op("reshape", [taps], {"shape": spread}), w])],
+                     {"axes": [axis + 1]})
+        current[axis] = size[axis]
+    return y if kind == "f32" else ctx.g.op("cast", [y], {"dtype": kind})
