@@ -175,6 +175,10 @@ def refusals(torch):
         def forward(self, x):
             return torch.topk(x.repeat(1, 5000), 2).values
 
+    class ComplexAbs(nn.Module):  # complex values: only what rotary embeddings use
+        def forward(self, x):
+            return torch.view_as_complex(x.reshape(3, 2, 2)).abs()
+
     class WideIndexAdd(nn.Module):  # reduced by comparisons: bounded
         def forward(self, x):
             wide = x.repeat(2048, 1000)
@@ -237,6 +241,10 @@ def refusals(torch):
         LongTopK, "node 'topk' (topk.default): topk of 20000 elements in 3 rows: cgc ranks them "
         "by pairwise comparisons (1200000000), refused over 16384 elements or 268435456 "
         "comparisons")
+    yield "complex_abs", ComplexAbs().eval(), (x,), None, refusal(
+        ComplexAbs, "node 'abs_1' (abs.default): abs of complex values (cgc computes complex "
+        "numbers in view_as_complex, view_as_real, polar, mul, add, sub, slices and the "
+        "reshaping views only)")
     yield "wide_index_add", WideIndexAdd().eval(), (x,), None, refusal(
         WideIndexAdd, "node 'index_put' (index_put.default): index_put with accumulate: cgc "
         "reduces a scattered update by comparing it with every position of its axis "
@@ -390,6 +398,34 @@ def keyword_models(torch):
                     x.index_put((dup[0] % 4, dup[1]), vals[2], accumulate=True),
                     ids.scatter_add(0, dup[:2, :3] % 3, ids[:2, :3] * 10))
 
+    class MetaRope(nn.Module):  # Meta's reference Llama: complex frequencies as a buffer
+        def __init__(self, dim=16, end=32):
+            super().__init__()
+            freqs = 1.0 / (10000 ** (torch.arange(0, dim, 2).float() / dim))
+            angles = torch.outer(torch.arange(end).float(), freqs)
+            self.register_buffer("freqs_cis", torch.polar(torch.ones_like(angles), angles))
+            self.wq = nn.Linear(2 * dim, 2 * dim)
+
+        def forward(self, x):
+            b, s, _ = x.shape
+            xq = torch.view_as_complex(self.wq(x).float().reshape(b, s, 2, -1, 2))
+            freqs = self.freqs_cis[:s].view(1, s, 1, -1)
+            inline = torch.polar(x[..., :8].abs() + 1, x[..., 8:16]).unsqueeze(2)
+            rotated = xq * freqs * 0.5 + xq * inline - xq
+            return torch.view_as_real(rotated).flatten(3).type_as(x)
+
+    class Quirks(nn.Module):  # PyTorch's rules that architectures lean on
+        def forward(self, x, ids, flags):
+            empty = torch.zeros(0)
+            truths = (torch.logical_and(ids, flags), torch.logical_or(ids, flags[0]),
+                      torch.logical_xor(ids, x), torch.logical_not(ids))
+            ordered = (flags > (ids > 0), flags <= True)           # bools as 0 and 1
+            pooled = F.avg_pool2d(x, 9, ceil_mode=True), F.max_pool2d(x, 7, ceil_mode=True,
+                                                                         padding=1)
+            return truths + ordered + pooled + (torch.cat([empty, x.flatten()], dim=-1),
+                                                torch.cat([x, empty], dim=0)[0],
+                                                torch.sign(x), torch.sign(ids))
+
     sgen = torch.Generator().manual_seed(4)
     perm = torch.stack([torch.randperm(6, generator=sgen)[:4] for _ in range(4)])
     scatters = (torch.randn(4, 6, generator=sgen), perm, torch.randn(4, 5, generator=sgen),
@@ -426,6 +462,11 @@ def keyword_models(torch):
         torch.randint(-3, 4, (7, 16), **integers), torch.randint(-3, 4, (3, 16, 8), **integers),
         torch.tensor([2, 2, 7], dtype=torch.int32)), {}
     yield "aten_scatters", Scatters(), scatters, {}
+    yield "meta_rope", MetaRope(), (torch.randn(2, 5, 32, generator=sgen),), {}
+    quirky = torch.randn(2, 3, 5, 4, generator=sgen)
+    quirky[0, 0, 0, :2] = torch.tensor([0.0, float("nan")])
+    yield "aten_quirks", Quirks(), (quirky, torch.randint(-2, 3, (2, 3, 5, 4), generator=sgen),
+                                    torch.rand(2, 3, 5, 4, generator=sgen) > 0.5), {}
     yield "aten_softplus", Softplus(), (torch.cat([
         4 * torch.randn(12, generator=routing_gen),
         torch.tensor([1e-8, -1e-7, 30.0, -30.0, float("inf"), float("-inf")])]),), {}

@@ -165,3 +165,17 @@ def hardswish(e, n):
     """x * hardsigmoid(x)."""
     x = e.operand(n.args[0])
     return e.op("mul", [x, hard_sigmoid(e, x, e.dtype(n))], name=n.name)
+
+
+@aten("sign")
+def sign(e, n):
+    """-1, 0 or 1 in x's dtype: (x > 0) - (x < 0), so 0 for a NaN, as
+    PyTorch gives."""
+    x = n.args[0]
+    dtype = e.dtype(n)
+    if dtype == "bool":
+        return e.operand(x)
+    v, zero = e.operand(x), e.scalar(0, dtype)
+    above = e.op("cast", [e.op("gt", [v, zero])], {"dtype": dtype})
+    below = e.op("cast", [e.op("lt", [v, zero])], {"dtype": dtype})
+    return e.op("sub", [above, below], name=n.name)

@@ -94,10 +94,17 @@ def pool_attrs(e, x, kernel, stride, padding, dilation, ceil_mode):
         raise RefusedError(f"a pooling over {spatial} spatial dims (cgc takes 1 to 3)")
     kernel = conv_list(kernel, spatial, "kernel_size")
     stride = kernel if stride is None or stride == [] else conv_list(stride, spatial, "stride")
-    attrs = {"kernel": kernel, "strides": stride,
-             "pads": conv_list(padding, spatial, "padding") * 2, "ceil_mode": bool(ceil_mode)}
+    pads = conv_list(padding, spatial, "padding")
+    dilations = [1] * spatial if dilation is None else conv_list(dilation, spatial, "dilation")
+    if ceil_mode:
+        # A kernel past the padded input (EfficientNet's AvgPool2d(1280,
+        # ceil_mode=True) pooling a 7x7 map) is one window over all of it.
+        sizes = e.shape(x)[2:]
+        kernel = [min(k, d + 2 * p) if isinstance(d, int) and dil == 1 else k
+                  for k, d, p, dil in zip(kernel, sizes, pads, dilations)]
+    attrs = {"kernel": kernel, "strides": stride, "pads": pads * 2, "ceil_mode": bool(ceil_mode)}
     if dilation is not None:
-        attrs["dilations"] = conv_list(dilation, spatial, "dilation")
+        attrs["dilations"] = dilations
     return attrs
 
 

@@ -28,8 +28,26 @@ def unary(op):
 
 for _aten, _cgc in {"relu": "relu", "tanh": "tanh", "sigmoid": "sigmoid", "exp": "exp",
                     "log": "log", "sqrt": "sqrt", "rsqrt": "rsqrt", "neg": "neg", "abs": "abs",
-                    "erf": "erf", "sin": "sin", "cos": "cos", "logical_not": "logical_not"}.items():
+                    "erf": "erf", "sin": "sin", "cos": "cos"}.items():
     ATEN[_aten] = unary(_cgc)
+
+
+def truth(e, v):
+    """A value's truth as PyTorch's logical ops read it: nonzero."""
+    if not isinstance(v, RecordNode):
+        return e.scalar(bool(v), "bool")
+    x = e.operand(v)
+    return x if e.dtype(v) == "bool" else e.op("ne", [x, e.scalar(0, e.dtype(v))])
+
+
+def logical(op):
+    """logical_and, _or, _xor and _not: of their operands' truth, any dtype."""
+    return lambda e, n: e.op(op, [truth(e, v) for v in n.args[:2]], name=n.name)
+
+
+for _aten, _cgc in {"logical_and": "logical_and", "logical_or": "logical_or",
+                    "logical_xor": "ne", "logical_not": "logical_not"}.items():
+    ATEN[_aten] = logical(_cgc)
 
 
 def identity_on_integers(op):
@@ -44,7 +62,8 @@ for _aten in ("floor", "ceil", "round"):
     ATEN[_aten] = identity_on_integers(_aten)
 
 
-COMPARISONS = {"eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or"}
+COMPARISONS = {"eq", "ne", "lt", "le", "gt", "ge"}
+ORDERINGS = {"lt", "le", "gt", "ge"}
 
 
 def binary(op):
@@ -57,6 +76,8 @@ def binary(op):
             dtypes = [e.dtype(v) for v in (a, b) if isinstance(v, RecordNode)]
             compute = "f32" if any(isinstance(v, float) for v in (a, b)) and \
                 all(d in ("i32", "i64", "bool") for d in dtypes) else promote(dtypes)
+            if compute == "bool" and op in ORDERINGS:  # False < True, as integers
+                compute = "i32"
         else:
             compute = e.dtype(n)
         x, y = (e.as_dtype(v, compute) for v in (a, b))
@@ -136,8 +157,7 @@ def promote(dtypes):
 
 for _aten, _cgc in {"add": "add", "sub": "sub", "mul": "mul", "div": "div", "pow": "pow",
                     "maximum": "maximum", "minimum": "minimum", "eq": "eq", "ne": "ne",
-                    "lt": "lt", "le": "le", "gt": "gt", "ge": "ge",
-                    "logical_and": "logical_and", "logical_or": "logical_or"}.items():
+                    "lt": "lt", "le": "le", "gt": "gt", "ge": "ge"}.items():
     ATEN[_aten] = binary(_cgc)
 
 
@@ -383,8 +403,13 @@ def embedding(e, n):
 
 @aten("cat")
 def cat(e, n):
+    """torch.cat: a 1-D tensor of no elements is skipped whatever its dim
+    (PyTorch's legacy rule; XLM concatenates onto one)."""
     dim = n.args[1] if len(n.args) > 1 else 0
-    return e.op("concat", [e.operand(a) for a in n.args[0]], {"axis": int(dim)}, name=n.name)
+    parts = [a for a in n.args[0] if e.shape(a) != [0]]
+    if not parts:
+        return e.operand(n.args[0][0])
+    return e.op("concat", [e.operand(a) for a in parts], {"axis": int(dim)}, name=n.name)
 
 
 @aten("slice")
@@ -453,6 +478,10 @@ def split(e, n):
         if sizes <= 0 or -(-extent // sizes) != pieces:  # (before making the list)
             raise RefusedError(f"a split of {extent} by {sizes} recorded with {pieces} results")
         sizes = [min(sizes, extent - k) for k in range(0, extent, sizes)]
+    if not all(isinstance(size, int) for size in sizes):
+        raise RefusedError("a split into sizes computed when the graph runs (data-dependent "
+                           "shapes, such as a mixture of experts' tokens per expert: cgc "
+                           "compiles static shapes)")
     outs, begin = [], 0
     for size in sizes:
         outs.append(e.op("slice", [e.operand(x)], {"starts": [begin], "ends": [begin + size],

@@ -425,8 +425,11 @@ def weights(ep):
 
 def weight_value(tensor):
     """A weight's value for the safetensors writer: a NumPy array, or for
-    bfloat16 (which NumPy has not) its bit patterns."""
+    bfloat16 (which NumPy has not) its bit patterns; a complex64 one as
+    its parts, last (aten_complex.py's layout)."""
     tensor = tensor.detach().cpu().contiguous()
+    if tensor.dtype == torch.complex64:
+        return torch.view_as_real(tensor).contiguous().numpy()
     if tensor.dtype == torch.bfloat16:
         return BFloat16(tensor.view(torch.int16).numpy().view("uint16"))
     return tensor.numpy()

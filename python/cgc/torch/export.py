@@ -15,7 +15,7 @@ import json
 import operator
 import os
 
-from . import aten_arithmetic, aten_attention, aten_convolution, aten_fused_modules, aten_indexing, aten_normalization, aten_routing, aten_scatter, aten_training, aten_views  # noqa: F401 - their rules join ATEN
+from . import aten_arithmetic, aten_attention, aten_complex, aten_convolution, aten_fused_modules, aten_indexing, aten_normalization, aten_routing, aten_scatter, aten_training, aten_views  # noqa: F401 - their rules join ATEN
 from .aten_rules import ATEN, CALLS, PLAIN_OVERLOADS
 from ..ir_builder import IRBuilder, is_dim_name, json_number, safe_name
 from ..dtypes import IR_OF_TORCH as DTYPE, ir_of_numpy
@@ -318,10 +318,12 @@ class Lowering(IRBuilder):
     def type_of(self, n):
         if not isinstance(n.val, TensorVal):
             raise RefusedError(f"'{n.name}' is not a tensor")
+        shape = list(n.val.shape)
+        if n.val.dtype == aten_complex.COMPLEX:  # its parts last (aten_complex.py)
+            return "f32", [self.dim(d) for d in shape] + [2]
         dtype = DTYPE.get(n.val.dtype)
         if dtype is None:
             raise RefusedError(f"'{n.name}' has dtype {n.val.dtype}, which cgc has not")
-        shape = list(n.val.shape)
         if shape and shape[0] in self.merges:  # Kept unmerged (MERGE_SAFE).
             shape = self.merges[shape[0]] + shape[1:]
         return dtype, [self.dim(d) for d in shape]
@@ -389,6 +391,9 @@ class Lowering(IRBuilder):
             # A number, flag or None the export fixed (use_cache=False): no input.
             self.fixed[n.name] = n.val
             return
+        if spec["kind"] == "user_input" and aten_complex.is_complex(n):
+            raise RefusedError(f"input '{n.name}' is complex (cgc's runtime passes real "
+                               "tensors: give torch.view_as_real of it)")
         dtype, shape = self.type_of(n)
         check_input_shape(f"input {n.name}", shape, self.dims)
         name = self.fresh(n.name)
@@ -470,6 +475,10 @@ class Lowering(IRBuilder):
             self.value[n.name] = v
             return
         overload = n.target[len("aten."):] if n.target.startswith("aten.") else n.target
+        try:
+            aten_complex.check_complex(n, overload.split(".")[0])
+        except RefusedError as e:
+            raise RefusedError(f"node '{n.name}' ({overload}): {e}{self.where()}") from None
         refuse_merged_use(n, overload)
         if is_merged(n) and overload.split(".")[0] in ("view", "_unsafe_view", "reshape"):
             self.register_merge(n)
@@ -550,6 +559,9 @@ class Lowering(IRBuilder):
             if a.name in self.sizes:
                 raise RefusedError(f"output '{spec['name']}' is {self.sizes[a.name]!r}, "
                                    "not a tensor")
+            if aten_complex.is_complex(a):
+                raise RefusedError(f"output '{spec['name']}' is complex (cgc's runtime passes "
+                                   "real tensors: return torch.view_as_real of it)")
             v = self.value_of(a)
             name = safe_name(a.name)
             out.append(v if v == name else {"name": name, "value": v})
