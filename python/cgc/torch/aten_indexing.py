@@ -207,7 +207,8 @@ def argmax(e, n):
         source = e.op("reshape", [source], {"shape": [int_product(e.shape(x), "argmax")]})
         out = e.op("argmax", [source], {"axis": 0})
         return e.op("reshape", [out], {"shape": e.shape(n)}, name=n.name)
-    return e.op("argmax", [source], {"axis": int(dim), "keepdim": keep}, name=n.name)
+    axis = reduced_axes(dim, len(e.shape(x)))[0]
+    return e.op("argmax", [source], {"axis": axis, "keepdim": keep}, name=n.name)
 
 
 @aten("max", "min", "max.dim", "min.dim")
@@ -250,7 +251,8 @@ def int_product(shape, what):
 def cumsum(e, n):
     """In the result's dtype (PyTorch sums bool and int32 as int64)."""
     x, dim = n.args[:2]
-    return e.op("cumsum", [e.as_dtype(x, e.dtype(n))], {"axis": int(dim)}, name=n.name)
+    axis = reduced_axes(dim, len(e.shape(x)))[0]
+    return e.op("cumsum", [e.as_dtype(x, e.dtype(n))], {"axis": axis}, name=n.name)
 
 
 @aten("constant_pad_nd")

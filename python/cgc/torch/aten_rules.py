@@ -42,7 +42,14 @@ def truth(e, v):
 
 def logical(op):
     """logical_and, _or, _xor and _not: of their operands' truth, any dtype."""
-    return lambda e, n: e.op(op, [truth(e, v) for v in n.args[:2]], name=n.name)
+    arity = 1 if op == "logical_not" else 2
+
+    def fn(e, n):
+        if len(n.args) != arity:
+            raise RefusedError(f"{n.target} takes {arity} operand(s); the record gives "
+                               f"{len(n.args)}")
+        return e.op(op, [truth(e, v) for v in n.args], name=n.name)
+    return fn
 
 
 for _aten, _cgc in {"logical_and": "logical_and", "logical_or": "logical_or",
@@ -286,14 +293,18 @@ def expand(e, n):
     return e.op("broadcast_to", [e.operand(n.args[0])], {"shape": e.shape(n)}, name=n.name)
 
 
-@aten("_softmax", "softmax")
-def softmax(e, n):
-    return e.op("softmax", [e.operand(n.args[0])], {"axis": int(n.args[1])}, name=n.name)
+def normalized(op):
+    """softmax and log_softmax along one dim (checked: an integer of the
+    tensor's rank)."""
+    def fn(e, n):
+        x = n.args[0]
+        axis = reduced_axes(n.args[1], len(e.shape(x)))[0]
+        return e.op(op, [e.operand(x)], {"axis": axis}, name=n.name)
+    return fn
 
 
-@aten("_log_softmax", "log_softmax")
-def log_softmax(e, n):
-    return e.op("log_softmax", [e.operand(n.args[0])], {"axis": int(n.args[1])}, name=n.name)
+ATEN["_softmax"] = ATEN["softmax"] = normalized("softmax")
+ATEN["_log_softmax"] = ATEN["log_softmax"] = normalized("log_softmax")
 
 
 def reduction_attrs(e, n):
@@ -409,7 +420,8 @@ def cat(e, n):
     parts = [a for a in n.args[0] if e.shape(a) != [0]]
     if not parts:
         return e.operand(n.args[0][0])
-    return e.op("concat", [e.operand(a) for a in parts], {"axis": int(dim)}, name=n.name)
+    axis = reduced_axes(dim, len(e.shape(parts[0])))[0]
+    return e.op("concat", [e.operand(a) for a in parts], {"axis": axis}, name=n.name)
 
 
 @aten("slice")
@@ -417,7 +429,7 @@ def slice_(e, n):
     x, dim = n.args[0], n.args[1] if len(n.args) > 1 else 0
     start, end, step = (size_text(e, n.args[k]) if len(n.args) > k and n.args[k] is not None
                         else default for k, default in ((2, 0), (3, 2 ** 62), (4, 1)))
-    dim = int(dim) % len(e.shape(x))
+    dim = reduced_axes(dim, len(e.shape(x)))[0]
     if isinstance(end, str) and isinstance(start, int) and isinstance(step, int):
         return slice_to_size(e, n, x, dim, start, end, step)
     if not all(isinstance(v, int) for v in (start, end, step)):
