@@ -86,11 +86,56 @@ static void shareIdenticalFunction(Kernel &kernel,
   kernel.shared = true;
 }
 
+/// \p text as a C identifier: other characters become '_', and a leading
+/// digit (or nothing) gets a 'k' before it.
 static std::string sanitize(llvm::StringRef text) {
   std::string out;
+  if (text.empty() || std::isdigit(static_cast<unsigned char>(text.front())))
+    out = "k";
   for (char ch : text)
     out += std::isalnum(static_cast<unsigned char>(ch)) ? ch : '_';
   return out;
+}
+
+/// Whether a kernel may not be named \p name: a C++ keyword, or a name
+/// CUDA's headers declare with C linkage (the math library, printf and
+/// friends, the built-in variables). A node named `cos` (DETR's sine
+/// position embedding) would otherwise name its kernel `cos`.
+static bool reservedName(llvm::StringRef name) {
+  static const llvm::StringSet<> reserved = {
+      // C++ keywords.
+      "alignas", "alignof", "and", "asm", "auto", "bool", "break", "case",
+      "catch", "char", "class", "const", "constexpr", "const_cast",
+      "continue", "decltype", "default", "delete", "do", "double",
+      "dynamic_cast", "else", "enum", "explicit", "export", "extern",
+      "false", "float", "for", "friend", "goto", "if", "inline", "int",
+      "long", "mutable", "namespace", "new", "noexcept", "not", "nullptr",
+      "operator", "or", "private", "protected", "public", "register",
+      "reinterpret_cast", "return", "short", "signed", "sizeof", "static",
+      "static_assert", "static_cast", "struct", "switch", "template",
+      "this", "throw", "true", "try", "typedef", "typeid", "typename",
+      "union", "unsigned", "using", "virtual", "void", "volatile", "while",
+      "xor",
+      // CUDA's built-in variables and C library functions.
+      "threadIdx", "blockIdx", "blockDim", "gridDim", "warpSize", "printf",
+      "malloc", "free", "memcpy", "memset", "assert", "abort",
+      // The math library (each also with an 'f' suffix, below).
+      "abs", "acos", "acosh", "asin", "asinh", "atan", "atan2", "atanh",
+      "cbrt", "ceil", "copysign", "cos", "cosh", "cospi", "cyl_bessel_i0",
+      "cyl_bessel_i1", "erf", "erfc", "erfcinv", "erfcx", "erfinv", "exp",
+      "exp10", "exp2", "expm1", "fabs", "fdim", "floor", "fma", "fmax",
+      "fmin", "fmod", "frexp", "hypot", "ilogb", "isfinite", "isinf",
+      "isnan", "j0", "j1", "jn", "labs", "ldexp", "lgamma", "llabs",
+      "llmax", "llmin", "llrint", "llround", "log", "log10", "log1p",
+      "log2", "logb", "lrint", "lround", "max", "min", "modf", "nan",
+      "nearbyint", "nextafter", "norm", "norm3d", "norm4d", "normcdf",
+      "normcdfinv", "pow", "rcbrt", "remainder", "remquo", "rhypot", "rint",
+      "rnorm", "rnorm3d", "rnorm4d", "round", "rsqrt", "scalbln", "scalbn",
+      "signbit", "sin", "sincos", "sincospi", "sinh", "sinpi", "sqrt", "tan",
+      "tanh", "tgamma", "trunc", "ullmax", "ullmin", "umax", "umin", "y0",
+      "y1", "yn"};
+  return reserved.contains(name) ||
+         (name.endswith("f") && reserved.contains(name.drop_back()));
 }
 
 /// Chooses the emitter by op family; false when codegen does not handle
@@ -153,7 +198,8 @@ static void noteDTypes(const Node &node, Program &program) {
 
 std::string Lowerer::uniqueKernelName(const std::string &base) {
   std::string name = base;
-  for (unsigned k = 1; !program.kernelNames.insert(name).second; ++k)
+  for (unsigned k = 1;
+       reservedName(name) || !program.kernelNames.insert(name).second; ++k)
     name = base + "_" + std::to_string(k);
   return name;
 }

@@ -434,6 +434,36 @@ COVERAGE = (
                                 num_attention_heads=4, intermediate_size=256), 0),
     ("inception-v3", torchvision_model("inception_v3"), 96),
     ("timm-coatnet", timm_model("coatnet_nano_rw_224"), 224),
+    ("apertus", hf("ApertusModel", "ApertusConfig", pad_token_id=0, **TINY), 64),  # expm1
+    ("zamba2", hf("Zamba2Model", "Zamba2Config", hidden_size=256, num_hidden_layers=2,
+                  num_attention_heads=4, num_key_value_heads=4, vocab_size=1000,
+                  mamba_d_state=16, mamba_headdim=32, n_mamba_heads=16,
+                  layers_block_type=["mamba", "hybrid"], hybrid_layer_ids=[1],
+                  pad_token_id=0), 64),
+    ("bamba", hf("BambaModel", "BambaConfig", hidden_size=256, num_hidden_layers=2,
+                 num_attention_heads=4, num_key_value_heads=2, vocab_size=1000,
+                 attn_layer_indices=[1], mamba_n_heads=8, mamba_d_head=64, mamba_d_state=16,
+                 mamba_chunk_size=16, pad_token_id=0), 64),
+    ("falcon-h1", hf("FalconH1Model", "FalconH1Config", hidden_size=256, num_hidden_layers=2,
+                     num_attention_heads=4, num_key_value_heads=2, vocab_size=1000,
+                     mamba_n_heads=8, mamba_d_head=64, mamba_d_ssm=512, mamba_d_state=16,
+                     mamba_chunk_size=16, pad_token_id=0), 64),
+    ("lfm2", hf("Lfm2Model", "Lfm2Config", hidden_size=256, intermediate_size=512,
+                num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                vocab_size=1000, layer_types=["conv", "full_attention"], pad_token_id=0), 64),
+    ("glm4-moe", hf("Glm4MoeModel", "Glm4MoeConfig", head_dim=64, n_routed_experts=4,
+                    num_experts_per_tok=2, moe_intermediate_size=128, first_k_dense_replace=1,
+                    n_group=1, topk_group=1, pad_token_id=0, **TINY), 64),
+    ("xlm-roberta-xl", hf("XLMRobertaXLModel", "XLMRobertaXLConfig", intermediate_size=512,
+                          **TINY_MHA), 64),
+    ("detr", hf_image("DetrModel", "DetrConfig", use_timm_backbone=False,
+                      use_pretrained_backbone=False,
+                      backbone_config={"model_type": "resnet", "depths": [1, 1, 1, 1]},
+                      num_queries=10, d_model=64, encoder_layers=1, decoder_layers=1,
+                      encoder_attention_heads=4, decoder_attention_heads=4,
+                      encoder_ffn_dim=128, decoder_ffn_dim=128), 64),  # a kernel named cos
+    ("mobilevit-v2", hf_image("MobileViTV2Model", "MobileViTV2Config", image_size=64), 64),
+    ("timm-cspdarknet", timm_model("cspdarknet53"), 64),  # leaky_relu
 )
 BUILDERS.update({family: build for family, build, _ in COVERAGE})
 # Image models: their `seq` is the image size.

@@ -414,6 +414,17 @@ def keyword_models(torch):
             rotated = xq * freqs * 0.5 + xq * inline - xq
             return torch.view_as_real(rotated).flatten(3).type_as(x)
 
+    class Activations(nn.Module):  # Core ATen ops cgc composes (aten_activations.py)
+        def forward(self, x, w):
+            small = x * 1e-6
+            return (F.leaky_relu(x, 0.2), F.elu(x), F.selu(x), F.celu(x, 0.5),
+                    F.hardshrink(x, 0.3), F.softshrink(x, 0.3), F.logsigmoid(x * 30),
+                    torch.logit(torch.sigmoid(x), eps=1e-3), torch.expm1(x), torch.expm1(small),
+                    torch.sinh(small), torch.sinh(x), torch.cosh(x), torch.exp2(x),
+                    torch.log2(x.abs() + 1e-3), torch.log10(x.abs() + 1e-3),
+                    torch.isinf(x / (x - x[0, 0])), torch.nan_to_num(torch.log(x)),
+                    torch.lerp(x, w, 0.3), torch.lerp(x, w, torch.sigmoid(w) * 2 - 0.5))
+
     class Quirks(nn.Module):  # PyTorch's rules that architectures lean on
         def forward(self, x, ids, flags):
             empty = torch.zeros(0)
@@ -462,6 +473,8 @@ def keyword_models(torch):
         torch.randint(-3, 4, (7, 16), **integers), torch.randint(-3, 4, (3, 16, 8), **integers),
         torch.tensor([2, 2, 7], dtype=torch.int32)), {}
     yield "aten_scatters", Scatters(), scatters, {}
+    yield "aten_activations", Activations(), (torch.randn(6, 7, generator=sgen) * 3,
+                                              torch.randn(6, 7, generator=sgen)), {}
     yield "meta_rope", MetaRope(), (torch.randn(2, 5, 32, generator=sgen),), {}
     quirky = torch.randn(2, 3, 5, 4, generator=sgen)
     quirky[0, 0, 0, :2] = torch.tensor([0.0, float("nan")])

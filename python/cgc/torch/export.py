@@ -15,7 +15,7 @@ import json
 import operator
 import os
 
-from . import aten_arithmetic, aten_attention, aten_complex, aten_convolution, aten_fused_modules, aten_indexing, aten_normalization, aten_routing, aten_scatter, aten_training, aten_views  # noqa: F401 - their rules join ATEN
+from . import aten_activations, aten_arithmetic, aten_attention, aten_complex, aten_convolution, aten_fused_modules, aten_indexing, aten_normalization, aten_routing, aten_scatter, aten_training, aten_views  # noqa: F401 - their rules join ATEN
 from .aten_rules import ATEN, CALLS, PLAIN_OVERLOADS
 from ..ir_builder import IRBuilder, is_dim_name, json_number, safe_name
 from ..dtypes import IR_OF_TORCH as DTYPE, ir_of_numpy

@@ -14,9 +14,17 @@ from .capture import decompose, export_program, program_record
 
 
 def cache_shape(config, batch, length):
-    """[batch, kv heads, length, head dim] of one layer's keys (and values)."""
+    """[batch, kv heads, length, head dim] of one layer's keys (and values):
+    transformers' get_head_shapes, whose older releases give a head_dim of
+    None where the config leaves it to hidden_size / heads (Mixtral)."""
     from transformers.integrations.executorch import get_head_shapes
     heads, head_dim = get_head_shapes(config)
+    heads = heads or config.num_attention_heads
+    head_dim = head_dim or config.hidden_size // config.num_attention_heads
+    if not isinstance(heads, int) or not isinstance(head_dim, int):
+        raise RefusedError(f"a decoder whose layers have different head shapes ({heads} kv "
+                           f"heads, head dims {head_dim}): compile_generate keeps one cache "
+                           "shape for every layer")
     return [batch, heads, length, head_dim]
 
 
