@@ -179,6 +179,11 @@ def refusals(torch):
         def forward(self, x):
             return torch.view_as_complex(x.reshape(3, 2, 2)).abs()
 
+    class ComplexCat(nn.Module):  # a list of complex operands is checked too
+        def forward(self, x):
+            z = torch.view_as_complex(x.reshape(3, 2, 2))
+            return torch.view_as_real(torch.cat([z, z], dim=-1))
+
     class WideIndexAdd(nn.Module):  # reduced by comparisons: bounded
         def forward(self, x):
             wide = x.repeat(2048, 1000)
@@ -243,6 +248,10 @@ def refusals(torch):
         "comparisons")
     yield "complex_abs", ComplexAbs().eval(), (x,), None, refusal(
         ComplexAbs, "node 'abs_1' (abs.default): abs of complex values (cgc computes complex "
+        "numbers in view_as_complex, view_as_real, polar, mul, add, sub, slices and the "
+        "reshaping views only)")
+    yield "complex_cat", ComplexCat().eval(), (x,), None, refusal(
+        ComplexCat, "node 'cat' (cat.default): cat of complex values (cgc computes complex "
         "numbers in view_as_complex, view_as_real, polar, mul, add, sub, slices and the "
         "reshaping views only)")
     yield "wide_index_add", WideIndexAdd().eval(), (x,), None, refusal(

@@ -34,8 +34,9 @@ def is_complex(v):
 def check_complex(n, base):
     """Refuses a node that reads or makes a complex value unless its op
     computes on cgc's layout of them."""
-    touched = is_complex(n) or any(is_complex(a) for a in n.args) or \
-        any(is_complex(a) for a in n.kwargs.values())
+    operands = [a for v in list(n.args) + list(n.kwargs.values())
+                for a in (v if isinstance(v, (list, tuple)) else [v])]  # cat's list too
+    touched = is_complex(n) or any(is_complex(a) for a in operands)
     if not touched:
         return
     if base not in COMPLEX_OPS:
