@@ -50,14 +50,11 @@ def wrapped(e, index, extent):
     return index, e.op("logical_and", [e.op("ge", [index, zero]), e.op("lt", [index, n])])
 
 
-def write_flat(e, x, shape, lead_dims, positions, valid, updates):
+def write_flat(e, x, shape, lead_dims, positions, updates):
     """x (of static `shape`) with the slices `updates` ([count] +
     shape[lead_dims:]) written at `positions` ([count] linear indices over
-    shape[:lead_dims]); a position not `valid` writes nothing."""
-    lead = numel(shape[:lead_dims])
-    tail = list(shape[lead_dims:])
-    positions = e.op("where", [valid, positions, e.scalar(lead, "i64")])  # past the end
-    flat = e.op("reshape", [x], {"shape": [lead] + tail})
+    shape[:lead_dims]; one past their end writes nothing)."""
+    flat = e.op("reshape", [x], {"shape": [numel(shape[:lead_dims])] + list(shape[lead_dims:])})
     out = e.op("index_copy", [flat, positions, updates], {"axis": 0, "unique_indices": True})
     return e.op("reshape", [out], {"shape": list(shape)})
 
@@ -113,18 +110,15 @@ def elements(e, x, shape, axis, index, ishape, src, sshape):
     index's extents."""
     if numel(ishape) == 0 or numel(shape) == 0:
         return x
-    total = numel(shape)
-    flat = e.op("reshape", [x], {"shape": [total]})
     updates = e.op("reshape", [leading(e, src, sshape, ishape)], {"shape": [numel(ishape)]})
-    out = e.op("index_copy", [flat, element_positions(e, shape, axis, index, ishape), updates],
-               {"axis": 0, "unique_indices": True})
-    return e.op("reshape", [out], {"shape": list(shape)})
+    return write_flat(e, x, shape, len(shape), element_positions(e, shape, axis, index, ishape),
+                      updates)
 
 
 def linear_positions(e, index, ishape, lead):
-    """(the linear position over the dims `lead` of each of index's
-    coordinate tuples (i64 [..., k] flattened to [count]), whether every
-    coordinate is inside its dim)."""
+    """The linear position over the dims `lead` of each of index's
+    coordinate tuples (i64 [..., k] flattened to [count]); one past their
+    end where a coordinate is outside its dim."""
     k, count = ishape[-1], numel(ishape[:-1])
     step = strides(lead)
     linear = e.op("fill", [], {"value": 0, "dtype": "i64", "shape": [count]})
@@ -134,7 +128,7 @@ def linear_positions(e, index, ishape, lead):
         coord, inside = wrapped(e, e.op("reshape", [coord], {"shape": [count]}), lead[c])
         linear = e.op("add", [linear, e.op("mul", [coord, e.scalar(step[c], "i64")])])
         valid = e.op("logical_and", [valid, inside])
-    return linear, valid
+    return e.op("where", [valid, linear, e.scalar(numel(lead), "i64")])
 
 
 def nd(e, x, shape, index, ishape, updates):
@@ -144,9 +138,8 @@ def nd(e, x, shape, index, ishape, updates):
     k, count = ishape[-1], numel(ishape[:-1])
     if count == 0 or numel(shape) == 0:
         return x
-    linear, valid = linear_positions(e, index, ishape, shape[:k])
     updates = e.op("reshape", [updates], {"shape": [count] + list(shape[k:])})
-    return write_flat(e, x, shape, k, linear, valid, updates)
+    return write_flat(e, x, shape, k, linear_positions(e, index, ishape, shape[:k]), updates)
 
 
 def identity(reduction, dtype):
@@ -246,10 +239,9 @@ def reduced_nd(e, x, shape, dtype, index, ishape, updates, reduction, what="scat
     lead, tail = list(shape[:k]), list(shape[k:])
     positions = numel(lead)
     check_bounds(positions * count * numel(tail), what)
-    linear, valid = linear_positions(e, index, ishape, lead)
-    linear = e.op("where", [valid, linear, e.scalar(-1, "i64")])  # matches no position
-    ones = [1] * len(tail)
-    linear = e.op("reshape", [linear], {"shape": [1, count] + ones})
+    ones = [1] * len(tail)  # (a position past the end matches none below)
+    linear = e.op("reshape", [linear_positions(e, index, ishape, lead)],
+                  {"shape": [1, count] + ones})
     position = e.op("iota", [], {"dtype": "i64", "shape": [positions, 1] + ones, "axis": 0})
     hit = e.op("eq", [linear, position])                       # [positions, count, 1...]
     values = e.op("reshape", [updates], {"shape": [1, count] + tail})

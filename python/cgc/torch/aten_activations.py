@@ -1,9 +1,9 @@
 """ATen rules for the activations and elementwise functions that Core ATen
-keeps whole and cgc has no op for, each a composition of cgc ops computed
-in f32 (then cast to the result's dtype): leaky_relu, elu (ELU, SELU and
-CELU as PyTorch writes them), hardshrink, softshrink, log_sigmoid, logit,
-expm1 (Kahan's form, exact near 0), sinh and cosh through it, exp2, log2
-and log10, isinf, isnan, nan_to_num and lerp (PyTorch's two-sided form)."""
+keeps whole (torch.export does not decompose them) and cgc has no op for,
+each a composition of cgc ops computed in f32 (then cast to the result's
+dtype): leaky_relu, elu (ELU, SELU and CELU as PyTorch writes them),
+expm1 (Kahan's form, exact near 0), sinh through it, cosh, exp2, log2
+and log10, isinf and isnan."""
 import math
 
 from .aten_rules import ATEN
@@ -25,8 +25,7 @@ def in_f32(e, n, k=0):
 def result(e, n, y):
     """y (f32) as node n's result."""
     dtype = e.dtype(n)
-    return e.op("cast" if dtype != "f32" else "reshape", [y],
-                {"dtype": dtype} if dtype != "f32" else {"shape": e.shape(n)}, name=n.name)
+    return y if dtype == "f32" else e.op("cast", [y], {"dtype": dtype}, name=n.name)
 
 
 def scalar(e, value):
@@ -108,73 +107,3 @@ def elu(e, n):
                             scalar(e, alpha * scale)])
     return result(e, n, e.op("where", [e.op("gt", [x, scalar(e, 0)]),
                                         e.op("mul", [x, scalar(e, scale)]), negative]))
-
-
-@aten("hardshrink")
-def hardshrink(e, n):
-    x, lambd = in_f32(e, n), arg(n, 1, "lambd", 0.5)
-    kept = e.op("gt", [e.op("abs", [x]), scalar(e, lambd)])
-    return result(e, n, e.op("where", [kept, x, scalar(e, 0)]))
-
-
-@aten("softshrink")
-def softshrink(e, n):
-    x, lambd = in_f32(e, n), arg(n, 1, "lambd", 0.5)
-    above = e.op("sub", [x, scalar(e, lambd)])
-    below = e.op("add", [x, scalar(e, lambd)])
-    y = e.op("where", [e.op("gt", [x, scalar(e, lambd)]), above,
-                       e.op("where", [e.op("lt", [x, scalar(e, -lambd)]), below,
-                                      scalar(e, 0)])])
-    return result(e, n, y)
-
-
-@aten("log_sigmoid_forward")
-def log_sigmoid_forward(e, n):
-    """min(x, 0) - log1p(exp(-|x|)); its second result (a buffer for the
-    backward) has no value."""
-    x = in_f32(e, n)
-    t = e.op("exp", [e.op("neg", [e.op("abs", [x])])])
-    u = e.op("add", [t, scalar(e, 1)])   # log1p(t), t in (0, 1]: Goldberg's form
-    log1p = e.op("where", [e.op("eq", [u, scalar(e, 1)]), t,
-                           e.op("mul", [t, e.op("div", [e.op("log", [u]),
-                                                         e.op("sub", [u, scalar(e, 1)])])])])
-    y = e.op("sub", [e.op("minimum", [x, scalar(e, 0)]), log1p])
-    dtype = e.dtype(n.args[0])
-    return [y if dtype == "f32" else e.op("cast", [y], {"dtype": dtype}), None]
-
-
-@aten("logit")
-def logit(e, n):
-    """log(x / (1 - x)), x clamped to [eps, 1 - eps] where eps is given."""
-    x, eps = in_f32(e, n), arg(n, 1, "eps", None)
-    if eps is not None:
-        x = e.op("minimum", [e.op("maximum", [x, scalar(e, eps)]), scalar(e, 1 - eps)])
-    return result(e, n, e.op("log", [e.op("div", [x, e.op("sub", [scalar(e, 1), x])])]))
-
-
-@aten("nan_to_num")
-def nan_to_num(e, n):
-    """NaN to `nan` (0), +-inf to `posinf`/`neginf` (the dtype's extremes)."""
-    x = in_f32(e, n)
-    nan, posinf, neginf = (arg(n, 1, "nan", 0.0), arg(n, 2, "posinf", None),
-                           arg(n, 3, "neginf", None))
-    big = {"f32": 3.4028234663852886e38, "f16": 65504.0, "bf16": 3.3895313892515355e38}
-    top = big.get(e.dtype(n), big["f32"])
-    y = e.op("where", [e.op("ne", [x, x]), scalar(e, nan), x])
-    y = e.op("where", [e.op("eq", [y, scalar(e, INF)]),
-                       scalar(e, top if posinf is None else posinf), y])
-    y = e.op("where", [e.op("eq", [y, scalar(e, -INF)]),
-                       scalar(e, -top if neginf is None else neginf), y])
-    return result(e, n, y)
-
-
-@aten("lerp.Scalar", "lerp.Tensor")
-def lerp(e, n):
-    """PyTorch's form: a + w (b - a) where |w| < 0.5, else b - (b - a)(1 - w)."""
-    a, b = in_f32(e, n, 0), in_f32(e, n, 1)
-    w = in_f32(e, n, 2)
-    diff = e.op("sub", [b, a])
-    low = e.op("add", [a, e.op("mul", [w, diff])])
-    high = e.op("sub", [b, e.op("mul", [diff, e.op("sub", [scalar(e, 1), w])])])
-    small = e.op("lt", [e.op("abs", [w]), scalar(e, 0.5)])
-    return result(e, n, e.op("where", [small, low, high]))

@@ -31,9 +31,7 @@ def static_extents(e, shape, what):
 def wrapped_index(e, index, extent):
     """An integer index tensor as i64 with negative entries counted from
     `extent` (an int) as PyTorch does."""
-    i = e.as_dtype(index, "i64")
-    negative = e.op("lt", [i, e.scalar(0, "i64")])
-    return e.op("where", [negative, e.op("add", [i, e.scalar(extent, "i64")]), i])
+    return indexed.wrapped(e, e.as_dtype(index, "i64"), extent)[0]
 
 
 def number(value, what):

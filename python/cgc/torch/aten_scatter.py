@@ -6,6 +6,9 @@ through the shared indexed.py (algorithms and costs there). PyTorch
 leaves the winner of a duplicate index undefined in a plain scatter; an
 index out of range when the graph runs writes nothing, where PyTorch
 raises a device-side assertion."""
+import numpy as np
+
+from .aten_indexing import static_extents
 from .aten_rules import ATEN, reduced_axes
 from .. import indexed
 from ..dtypes import INTEGERS
@@ -20,10 +23,7 @@ REDUCTIONS = {"sum": "add", "add": "add", "prod": "mul", "multiply": "mul", "ama
 
 
 def static(e, v, what):
-    s = e.shape(v)
-    if not all(isinstance(d, int) for d in s):
-        raise RefusedError(f"{what} of the dynamic shape {s} (cgc scatters static shapes)")
-    return list(s)
+    return list(static_extents(e, e.shape(v), what))
 
 
 def scatter_operands(e, n):
@@ -164,14 +164,10 @@ def index_add(e, n):
 
 
 def broadcast_shape(shapes):
-    rank = max(len(s) for s in shapes)
-    out = []
-    for k in range(rank):
-        extents = {s[k - rank + len(s)] for s in shapes if k - rank + len(s) >= 0} - {1}
-        if len(extents) > 1:
-            raise RefusedError(f"index tensors of shapes {shapes} do not broadcast")
-        out.append(extents.pop() if extents else 1)
-    return out
+    try:
+        return list(np.broadcast_shapes(*map(tuple, shapes)))
+    except ValueError:
+        raise RefusedError(f"index tensors of shapes {shapes} do not broadcast") from None
 
 
 def masked_put(e, n, x, shape, dim, mask, values, accumulate):
