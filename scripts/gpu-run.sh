@@ -248,14 +248,25 @@ fi
 # backend (mostly cgc's and torch's cold compiles); CGC_ZOO=0 leaves it
 # out, CGC_ZOO_ONLY=SUBSTR narrows it, CGC_ZOO_BACKEND=0 leaves the
 # backend out.
+# CGC_ZOO_JOBS (default 4) zoo processes share the machine, each a shard of
+# the entries (zoo.py --shard), their results merged (zoo.py --report).
 # run_zoo TITLE LOG ARGS...: zoo.py with ARGS, its results under $RES/LOG.
 run_zoo() {
-  local title=$1 log=$2
+  local title=$1 log=$2 jobs=${CGC_ZOO_JOBS:-4} i pids=() rc=0
   shift 2
-  echo "== $title"
-  PYTHONPATH=$PKG PYTHONWARNINGS=ignore python3 "$HERE/bench/zoo/zoo.py" --cgc "$BUILD/bin/cgc" \
-    --only "${CGC_ZOO_ONLY:-}" --out "$RES/$log" "$@" >"$RES/$log.log" 2>&1
-  local rc=$?
+  echo "== $title ($jobs processes)"
+  for ((i = 0; i < jobs; i++)); do
+    PYTHONPATH=$PKG PYTHONWARNINGS=ignore python3 "$HERE/bench/zoo/zoo.py" --cgc "$BUILD/bin/cgc" \
+      --only "${CGC_ZOO_ONLY:-}" --shard "$i/$jobs" --out "$RES/$log/shard-$i" "$@" \
+      >"$RES/$log.$i.log" 2>&1 &
+    pids+=($!)
+  done
+  for i in "${!pids[@]}"; do
+    wait "${pids[$i]}" || { local shard_rc=$?; [ $rc -eq 0 ] || [ $rc -eq 77 ] && rc=$shard_rc; }
+  done
+  cat "$RES/$log".*.log >"$RES/$log.log"
+  python3 "$HERE/bench/zoo/zoo.py" --report "$RES/$log"/shard-*/zoo-results.json --out "$RES/$log" \
+    >/dev/null 2>&1
   grep -E '^zoo:|: (passed|refused|wrong|broken|backend)' "$RES/$log.log" | cut -c1-300
   if [ $rc -ne 0 ] && { [ $rc -ne 77 ] || [ "$GPU_VISIBLE" -eq 1 ]; }; then status=1; fi
 }

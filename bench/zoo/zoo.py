@@ -2,7 +2,7 @@
 """The model zoo runner (entries.py), on the GPU machine.
 
     zoo.py [--cgc PATH] [--only SUBSTR] [--export-only] [--coverage] [--bench] [--backend]
-           [--out DIR]
+           [--shard I/N] [--out DIR]
            [--status bench/zoo/status.json] [--update-status]
 
 Correctness tier (the default, run by scripts/gpu-run.sh): each entry is
@@ -29,6 +29,9 @@ from Python in this process (bench_entry): eager, torch.cuda.graph,
 torch.compile reduce-overhead (and max-autotune where tagged "autotune",
 its compile held to --autotune-budget-s), cgc's callable, and with
 --backend the backend's.
+`--shard I/N` runs every Nth selected entry from the Ith (0-based), so
+that N processes share the GPU machine's cores for the compiles; `--report`
+merges their zoo-results.json files.
 Writes models.md and status.json into --out (default: $OUT or the
 current folder); `--update-status` rewrites the committed status file.
 """
@@ -94,12 +97,14 @@ def check_entry(torch, cgc, entry, export_only, work, kept=None, backend=False):
     row = {"entry": entry.name, "family": entry.family, "dtype": entry.dtype,
            "batch": entry.batch, "seq": entry.seq}
     reference = module.cuda()
+    dtype = torch_dtype(torch, entry.dtype)
+    # Copied before any call: a module that caches tensors in eval mode
+    # (LeViT's attention biases) would keep f32 ones through .to(dtype).
+    model = copy.deepcopy(reference).to(dtype) if dtype != torch.float32 else reference
     ref_args = [on_device(torch, a, torch.float32) for a in args]
     ref_kwargs = {k: on_device(torch, v, torch.float32) for k, v in kwargs.items()}
     with torch.no_grad():
         want = leaves(torch, reference(*ref_args, **ref_kwargs))
-    dtype = torch_dtype(torch, entry.dtype)
-    model = copy.deepcopy(reference).to(dtype) if dtype != torch.float32 else reference
     call_args = [on_device(torch, a, dtype) for a in args]
     call_kwargs = {k: on_device(torch, v, dtype) for k, v in kwargs.items()}
     dynamic = None
@@ -412,6 +417,8 @@ def main():
     ap.add_argument("--bench-only", default="",
                     help="with --bench: time only entries whose name contains one of these")
     ap.add_argument("--iters", type=int, default=50)
+    ap.add_argument("--shard", default="0/1", metavar="I/N",
+                    help="run every Nth selected entry from the Ith (0-based)")
     ap.add_argument("--onnx", action="store_true",
                     help="also export each f32 entry with torch.onnx.export and compile it "
                          "with `cgc model.onnx`")
@@ -432,10 +439,11 @@ def main():
         with open(args.status) as f:
             committed = json.load(f)
     rows, failed = [], []
-    for entry in ENTRIES:
-        if not any(part in entry.name for part in args.only.split(",")) or \
-                args.coverage != ("coverage" in entry.tags):
-            continue
+    shard, shards = (int(part) for part in args.shard.split("/"))
+    selected = [entry for entry in ENTRIES
+                if any(part in entry.name for part in args.only.split(",")) and
+                args.coverage == ("coverage" in entry.tags)]
+    for entry in selected[shard::shards]:
         timed = args.bench and "bench" in entry.tags and \
             any(part in entry.name for part in args.bench_only.split(","))
         kept = {} if timed else None

@@ -353,7 +353,8 @@ def keyword_models(torch):
             k2, v2 = k.repeat_interleave(2, dim=1), v.repeat_interleave(2, dim=1)
             masked = F.scaled_dot_product_attention(q, k2, v2, attn_mask=keep, scale=0.3)
             biased = F.scaled_dot_product_attention(q, k2, v2, attn_mask=bias)
-            return grouped + masked + biased
+            shared = F.scaled_dot_product_attention(q, k[:, :1], v[:, :1])  # broadcast head
+            return grouped + masked + biased + shared
 
     class Routing(nn.Module):  # what mixture-of-experts layers route with
         def forward(self, x, ties, ids):

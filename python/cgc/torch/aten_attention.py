@@ -4,7 +4,8 @@ decomposition (capture.py KEPT) and lowered here to cgc's `attention` op
 out) or an additive float mask, is_causal (the top-left aligned lower
 triangle, as PyTorch's), scale (default 1/sqrt(E)) and grouped-query
 attention (enable_gqa: each key and value head serves query heads /
-key heads consecutive query heads). A query of rank 2 ([L, E]) is
+key heads consecutive query heads; a single key and value head
+broadcasts over all query heads with or without it). A query of rank 2 ([L, E]) is
 attention over one head."""
 import math
 
@@ -32,8 +33,12 @@ def sdpa(e, n):
     if scale is None and not isinstance(qshape[-1], int):
         raise RefusedError(f"attention over a dynamic head width {qshape[-1]} with no scale")
     if len(qshape) >= 3 and qshape[-3] != kshape[-3]:
-        if not gqa or not all(isinstance(h, int) for h in (qshape[-3], kshape[-3])) or \
-                qshape[-3] % kshape[-3]:
+        # One key and value head broadcasts over every query head (PyTorch
+        # broadcasts the batch dims; Falcon's multi-query attention on CUDA).
+        shared = kshape[-3] == 1 and e.shape(v)[-3] == 1
+        grouped = gqa and all(isinstance(h, int) for h in (qshape[-3], kshape[-3])) and \
+            qshape[-3] % kshape[-3] == 0
+        if not (shared or grouped):
             raise RefusedError(f"grouped-query attention of {qshape[-3]} query heads over "
                                f"{kshape[-3]} key heads")
     if dropout:
