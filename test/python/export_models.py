@@ -408,6 +408,27 @@ def keyword_models(torch):
                     x.index_put((dup[0] % 4, dup[1]), vals[2], accumulate=True),
                     ids.scatter_add(0, dup[:2, :3] % 3, ids[:2, :3] * 10))
 
+    class RewrittenBuffer(nn.Module):  # CTRL: a table moved to its own device every call
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("table", torch.randn(9, 4, generator=torch.Generator().manual_seed(3)))
+
+        def forward(self, x, ids):
+            self.table = self.table.to(device=x.device, dtype=x.dtype)
+            return x + self.table[ids]
+
+    class StandardizedConv(nn.Module):  # timm's StdConv2d (BiT, NFNet), in f16
+        record_as_cuda = True  # its batch norm's saved statistics f32, as on CUDA
+
+        def __init__(self):
+            super().__init__()
+            self.weight = nn.Parameter(torch.randn(6, 3, 3, 3))
+
+        def forward(self, x):
+            w = F.batch_norm(self.weight.reshape(1, 6, -1), None, None, training=True,
+                             momentum=0.0, eps=1e-6).reshape_as(self.weight)
+            return F.conv2d(x, w, padding=1)
+
     class MetaRope(nn.Module):  # Meta's reference Llama: complex frequencies as a buffer
         def __init__(self, dim=16, end=32):
             super().__init__()
@@ -486,6 +507,10 @@ def keyword_models(torch):
     yield "aten_activations", Activations(), (torch.randn(6, 7, generator=sgen) * 3,
                                               torch.randn(6, 7, generator=sgen)), {}
     yield "meta_rope", MetaRope(), (torch.randn(2, 5, 32, generator=sgen),), {}
+    yield "std_conv_f16", StandardizedConv().to(torch.float16).eval(), (
+        torch.randn(1, 3, 8, 8, generator=sgen).to(torch.float16),), {}
+    yield "buffer_rewritten", RewrittenBuffer().eval(), (
+        torch.randn(3, 4, generator=sgen), torch.randint(0, 9, (3,), generator=sgen)), {}
     quirky = torch.randn(2, 3, 5, 4, generator=sgen)
     quirky[0, 0, 0, :2] = torch.tensor([0.0, float("nan")])
     yield "aten_quirks", Quirks(), (quirky, torch.randint(-2, 3, (2, 3, 5, 4), generator=sgen),

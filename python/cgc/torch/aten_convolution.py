@@ -211,13 +211,13 @@ def batch_norm_inference(e, n):
     return [batch_norm_op(e, n, x, weight, bias, mean, var, False, eps), None, None]
 
 
-def batch_statistics(e, x):
+def batch_statistics(e, x, dt):
     """The per-channel batch mean and biased variance of x ([C] each, in
-    x's dtype), written as expand-batch-norm writes them (f32 sums, axes
-    kept), so that cse shares them with the normalization."""
-    rank, dt = len(e.shape(x)), e.dtype(x)
+    `dt`), written as expand-batch-norm writes them (f32 sums, axes kept),
+    so that cse shares them with the normalization."""
+    rank = len(e.shape(x))
     reduce = {"axes": [0] + list(range(2, rank)), "keepdim": True}
-    wide = e.operand(x) if dt == "f32" else e.op("cast", [e.operand(x)], {"dtype": "f32"})
+    wide = e.as_dtype(x, "f32")
     mean = e.op("mean", [wide], reduce)
     centered = e.op("sub", [wide, mean])
     var = e.op("mean", [e.op("mul", [centered, centered])], reduce)
@@ -242,11 +242,17 @@ def batch_norm_training(e, n):
     updates = mean is not None  # the functional op returns the new statistics
     if not training:  # the running statistics pass through unchanged
         return [y, None, None] + ([e.operand(mean), e.operand(var)] if updates else [])
-    batch_mean, batch_var = batch_statistics(e, x)
-    dt = e.dtype(x)
+    # The saved statistics in the record's dtype: f32 for a 16-bit x on
+    # CUDA (cuDNN's), x's own on the CPU.
+    vals = n.val if isinstance(n.val, list) else []
+    dt = (e.dtype_of_val(vals[1]) if len(vals) > 1 else None) or e.dtype(x)
+    batch_mean, batch_var = batch_statistics(e, x, dt)
     save_invstd = e.op("rsqrt", [e.op("add", [batch_var, e.scalar(float(eps), dt)])])
     if not updates:
         return [y, batch_mean, save_invstd]
+    if e.dtype(mean) != dt:  # the running statistics' own dtype
+        dt = e.dtype(mean)
+        batch_mean, batch_var = (e.op("cast", [v], {"dtype": dt}) for v in (batch_mean, batch_var))
     shape = e.shape(x)
     count = element_count([shape[0]] + list(shape[2:]))
     if count is None:

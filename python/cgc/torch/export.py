@@ -548,6 +548,8 @@ class Lowering(IRBuilder):
     def outputs(self, n):
         out, mutations = [], []
         for spec, a in zip(self.record["outputs"], n.args[0]):
+            if spec["kind"] == "buffer_mutation" and self.unchanged(spec, a):
+                continue  # `self.buf = self.buf.to(device, dtype)`: writes what it read
             if spec["kind"] == "buffer_mutation" and self.training:
                 mutations.append(self.buffer_mutation(spec, a))
                 continue
@@ -566,6 +568,14 @@ class Lowering(IRBuilder):
             name = safe_name(a.name)
             out.append(v if v == name else {"name": name, "value": v})
         return out + mutations
+
+    def unchanged(self, spec, a):
+        """Whether a buffer mutation writes back the buffer's own value (a
+        no-op conversion, as CTRL's positional table moved to its own
+        device and dtype on every call): no mutation at all."""
+        target = self.weight_names.get(spec.get("target"))
+        return target is not None and isinstance(a, RecordNode) and \
+            self.value.get(a.name) == target
 
     def buffer_mutation(self, spec, a):
         """A training program's update of a buffer (batch norm's running

@@ -107,8 +107,9 @@ def tensor_inputs(record):
 
 
 def tensor_outputs(record):
-    """The names of the outputs that are tensors (the IR's outputs, in
-    order): not the constants (None, numbers) the module also returns."""
+    """The names of the user outputs that are tensors (an inference IR's
+    outputs, in order): not the constants (None, numbers) the module also
+    returns, nor its buffer mutations."""
     output = next(n for n in record["nodes"] if n["op"] == "output")
     return [spec["name"] for spec, a in zip(record["outputs"], output["args"][0])
-            if isinstance(a, dict) and "node" in a]
+            if isinstance(a, dict) and "node" in a and spec["kind"] == "user_output"]
