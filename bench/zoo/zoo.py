@@ -482,8 +482,9 @@ def main():
         torch.cuda.empty_cache()
         write_results(rows, args, run_header(torch))  # after each entry: a cut run keeps its rows
     if args.update_status and not args.export_only:
+        committed.update((r["entry"], r["status"]) for r in rows)  # other entries kept
         with open(args.status, "w") as f:
-            json.dump({r["entry"]: r["status"] for r in rows}, f, indent=1)
+            json.dump(committed, f, indent=1)
             f.write("\n")
     print(f"zoo: {len(rows)} entries, " + ", ".join(
         f"{s} {sum(r['status'] == s for r in rows)}"
