@@ -18,7 +18,10 @@ f32, 12 in f16); ReduceLogSumExp of all -inf is NaN there (-inf is
 right); it cannot read sparse initializers (it gets the dense model);
 it fails on a model-local function calling another with an attribute
 reference (NumPy computes what the functions say); its ScatterND with
-reduction max or min fails for indices of more than one coordinate.
+reduction max or min fails for indices of more than one coordinate; its
+AveragePool with ceil_mode and a kernel past the padded input averages
+neither what PyTorch (whose export writes such pools) nor the valid
+elements give.
 
 Usage: differential.py --cgc-opt PATH [--filter TEXT]
 Exit status 1 naming each case that differs; 77 (skipped) without onnx.
@@ -132,6 +135,7 @@ def cases():
                {"d": data, "i": idx}, None)
     yield from einsum_cases(model, helper, vi)
     yield from scatter_cases(model, helper, vi)
+    yield from pool_past_input_cases(model, helper, vi)
 
 
 def einsum_cases(model, helper, vi):
@@ -214,6 +218,25 @@ def scatter_nd_max_min(feeds, reduction):
         at = tuple(feeds["i"][k])
         out[at] = pick(out[at], feeds["u"][k])
     return [out]
+
+
+def pool_past_input_cases(model, helper, vi):
+    """AveragePool with ceil_mode and a kernel past the padded input (what
+    torch.onnx writes for EfficientNet's AvgPool2d(1280, ceil_mode=True)):
+    one window over the padded input, divided as PyTorch divides it (the
+    valid count, or with count_include_pad the padded extent)."""
+    from onnx import TensorProto as T
+    x = (np.arange(24, dtype=np.float32).reshape(1, 2, 3, 4) - 7) / 5
+    sums = x.astype(np.float64).sum((2, 3), keepdims=True)
+    for pad in (0, 1):
+        for include in (0, 1):
+            divisor = (3 + 2 * pad) * (4 + 2 * pad) if include else 12
+            node = helper.make_node("AveragePool", ["x"], ["y"], kernel_shape=[9, 9],
+                                    strides=[9, 9], pads=[pad] * 4, ceil_mode=1,
+                                    count_include_pad=include)
+            yield (f"average_pool_past_input_pad{pad}_include{include}",
+                   model([node], [vi("x", T.FLOAT, [1, 2, 3, 4])], [vi("y", T.FLOAT, None)]),
+                   {"x": x}, [(sums / divisor).astype(np.float32)])
 
 
 def reduce_lse(model, helper, vi, elem, x, keep):

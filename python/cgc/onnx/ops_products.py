@@ -135,9 +135,15 @@ def pool(ctx, ins, attrs, op):
     kernel = [int(k) for k in attrs["kernel_shape"]]
     strides = [int(v) for v in attrs.get("strides", [1] * spatial)]
     dilations = [int(v) for v in attrs.get("dilations", [1] * spatial)]
-    out = {"kernel": kernel, "strides": strides,
-           "pads": window_pads(attrs, dims, kernel, strides, dilations),
-           "ceil_mode": bool(attrs.get("ceil_mode", 0))}
+    pads = window_pads(attrs, dims, kernel, strides, dilations)
+    ceil_mode = bool(attrs.get("ceil_mode", 0))
+    if ceil_mode:
+        # A kernel past the padded input (EfficientNet's AvgPool2d(1280,
+        # ceil_mode=True) over a 7x7 map, as torch.onnx exports it) is one
+        # window over all of it.
+        kernel = [min(k, d + pads[i] + pads[i + spatial]) if isinstance(d, int) and dil == 1
+                  else k for i, (k, d, dil) in enumerate(zip(kernel, dims, dilations))]
+    out = {"kernel": kernel, "strides": strides, "pads": pads, "ceil_mode": ceil_mode}
     out["dilations"] = dilations
     if op == "avg_pool":
         out["count_include_pad"] = bool(attrs.get("count_include_pad", 0))
