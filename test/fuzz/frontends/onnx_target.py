@@ -252,6 +252,36 @@ def avgpool_note(model):
     return ""
 
 
+def pool_past_input_note(model):
+    """" (AveragePool with ceil_mode past the padded input)" where an
+    AveragePool with ceil_mode has a window extent past its padded input
+    along a dim: cgc takes the one window over the padded input, as
+    PyTorch pools (and torch.onnx exports such pools); onnx.reference gives
+    NaN or other averages there. "" otherwise."""
+    import onnx
+    from onnx import helper
+    try:
+        inferred = onnx.shape_inference.infer_shapes(model)
+    except Exception:  # noqa: BLE001 - no shapes: no note
+        return ""
+    dims = {v.name: [d.dim_value if d.HasField("dim_value") else None
+                     for d in v.type.tensor_type.shape.dim]
+            for v in list(inferred.graph.input) + list(inferred.graph.value_info)}
+    for n in model.graph.node:
+        attrs = {a.name: helper.get_attribute_value(a) for a in n.attribute}
+        if n.op_type != "AveragePool" or not attrs.get("ceil_mode", 0):
+            continue
+        spatial = (dims.get(n.input[0]) or [])[2:]
+        kernel = list(attrs.get("kernel_shape", []))
+        pads = list(attrs.get("pads", [0] * 2 * len(kernel)))
+        dilations = list(attrs.get("dilations", [1] * len(kernel)))
+        if len(spatial) == len(kernel) and len(pads) == 2 * len(kernel) and any(
+                d is not None and (k - 1) * dil + 1 > d + pads[i] + pads[i + len(kernel)]
+                for i, (d, k, dil) in enumerate(zip(spatial, kernel, dilations))):
+            return " (AveragePool with ceil_mode past the padded input)"
+    return ""
+
+
 def batchnorm_note(model):
     """" (BatchNormalization of opsets 7 to 13)" where a BatchNormalization
     of those opsets (one output: test mode, the spec says, as cgc) is run
@@ -481,7 +511,8 @@ class Target:
             problem = fuzzlib.compare(got.get(name), w)
             if problem:
                 problem += indices_note(model, feeds) + mask_note(model) + nll_note(model) + \
-                    qk_note(model) + avgpool_note(model) + batchnorm_note(model)
+                    qk_note(model) + avgpool_note(model) + pool_past_input_note(model) + \
+                    batchnorm_note(model)
                 findings.add(f"wrong | {ops} | output {problem}", data, self.suffix, where,
                              fuzzlib.describe_difference(got.get(name), w))
                 return
