@@ -429,6 +429,11 @@ def keyword_models(torch):
                              momentum=0.0, eps=1e-6).reshape_as(self.weight)
             return F.conv2d(x, w, padding=1)
 
+    class Eyes(nn.Module):  # torch.eye (XLNet's mask): kept whole, not uint8 aranges
+        def forward(self, x):
+            return x - torch.eye(x.shape[0], dtype=x.dtype) + torch.eye(5, 7)[:, 2:] + \
+                torch.eye(5, dtype=torch.bool).float() * 3
+
     class MetaRope(nn.Module):  # Meta's reference Llama: complex frequencies as a buffer
         def __init__(self, dim=16, end=32):
             super().__init__()
@@ -507,6 +512,7 @@ def keyword_models(torch):
     yield "aten_activations", Activations(), (torch.randn(6, 7, generator=sgen) * 3,
                                               torch.randn(6, 7, generator=sgen)), {}
     yield "meta_rope", MetaRope(), (torch.randn(2, 5, 32, generator=sgen),), {}
+    yield "aten_eye", Eyes(), (torch.randn(5, 5, generator=sgen),), {}
     yield "std_conv_f16", StandardizedConv().to(torch.float16).eval(), (
         torch.randn(1, 3, 8, 8, generator=sgen).to(torch.float16),), {}
     yield "buffer_rewritten", RewrittenBuffer().eval(), (

@@ -57,6 +57,17 @@ def arange(e, n):
     return out if compute == dtype else e.op("cast", [out], {"dtype": dtype}, name=n.name)
 
 
+@aten("eye", "eye.m")
+def eye(e, n):
+    """torch.eye(n[, m]): ones where the row index equals the column's
+    (kept whole by the capture)."""
+    dtype, shape = e.type_of(n)
+    rows, cols = (e.op("iota", [], {"dtype": "i64", "shape": shape, "axis": axis})
+                  for axis in (0, 1))
+    same = e.op("eq", [rows, cols])
+    return same if dtype == "bool" else e.op("cast", [same], {"dtype": dtype}, name=n.name)
+
+
 @aten("squeeze.dims")
 def squeeze_dims(e, n):
     return reshape(e, n)

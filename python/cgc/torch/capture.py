@@ -23,7 +23,8 @@ from .record import RECORD_VERSION
 # that fusion sees their elementwise neighbours (and a batched matmul keeps
 # its batch dims, rather than folding them into one a dynamic dim cannot be).
 KEPT = ("linear", "layer_norm", "rms_norm", "gelu", "_softmax", "_log_softmax", "matmul",
-        "scaled_dot_product_attention", "nll_loss_forward")
+        "scaled_dot_product_attention", "nll_loss_forward",
+        "eye")  # (its decomposition compares uint8 aranges: a dtype cgc has not)
 TORCH_VALUES = (("dtype", torch.dtype), ("device", torch.device),
                 ("memory_format", torch.memory_format), ("layout", torch.layout))
 WEIGHT_KINDS = ("parameter", "buffer", "constant")
