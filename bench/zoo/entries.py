@@ -573,10 +573,20 @@ COVERAGE = (
     ("timm-selecsls", timm_model("selecsls42b"), 64),
     ("timm-mobilenetv4", timm_model("mobilenetv4_conv_small"), 64),
     ("tv-convnext-small", torchvision_model("convnext_small"), 64),
+    ("xlnet", hf("XLNetModel", "XLNetConfig", d_model=256, n_layer=2, n_head=4, d_inner=512,
+                 vocab_size=1000), 64),  # torch.eye kept whole
+    ("markuplm", hf("MarkupLMModel", "MarkupLMConfig", intermediate_size=512, **TINY_MHA), 64),
+    ("bert-generation", hf("BertGenerationEncoder", "BertGenerationConfig",
+                           intermediate_size=512, **TINY_MHA), 64),
+    ("seed-oss", hf("SeedOssModel", "SeedOssConfig", **TINY), 64),
 )
 # The tiers' families: the benchmark and correctness tiers build the ones
 # above at full configs; the coverage tier those of COVERAGE, small.
 MAIN_FAMILIES = tuple(BUILDERS)
+_twice = sorted({f for f, _, _ in COVERAGE if sum(g == f for g, _, _ in COVERAGE) > 1} |
+                {f for f, _, _ in COVERAGE if f in BUILDERS})
+if _twice:
+    raise ValueError(f"zoo families listed twice: {_twice}")
 BUILDERS.update({family: build for family, build, _ in COVERAGE})
 # Image models: their `seq` is the image size.
 IMAGE_FAMILIES = ("resnet18", "resnet50", "mobilenet-v3-small", "efficientnet-b0", "vit-b-16",
