@@ -579,6 +579,7 @@ COVERAGE = (
     ("bert-generation", hf("BertGenerationEncoder", "BertGenerationConfig",
                            intermediate_size=512, **TINY_MHA), 64),
     ("seed-oss", hf("SeedOssModel", "SeedOssConfig", **TINY), 64),
+    ("yoso", hf("YosoModel", "YosoConfig", intermediate_size=512, **TINY_MHA), 64),  # acos
 )
 # The tiers' families: the benchmark and correctness tiers build the ones
 # above at full configs; the coverage tier those of COVERAGE, small.

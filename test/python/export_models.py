@@ -434,6 +434,11 @@ def keyword_models(torch):
             return x - torch.eye(x.shape[0], dtype=x.dtype) + torch.eye(5, 7)[:, 2:] + \
                 torch.eye(5, dtype=torch.bool).float() * 3
 
+    class InverseTrig(nn.Module):  # YOSO's acos; asin and atan composed alike
+        def forward(self, unit, wide):
+            return torch.asin(unit), torch.acos(unit), torch.atan(wide), \
+                torch.acos(unit.to(torch.float16))
+
     class MetaRope(nn.Module):  # Meta's reference Llama: complex frequencies as a buffer
         def __init__(self, dim=16, end=32):
             super().__init__()
@@ -513,6 +518,11 @@ def keyword_models(torch):
                                               torch.randn(6, 7, generator=sgen)), {}
     yield "meta_rope", MetaRope(), (torch.randn(2, 5, 32, generator=sgen),), {}
     yield "aten_eye", Eyes(), (torch.randn(5, 5, generator=sgen),), {}
+    unit = torch.cat([torch.linspace(-1, 1, 201), torch.tensor([-1.5, 1.5, 0.9999, -0.9999,
+                                                                0.5, -0.5, 1e-8, -0.0])])
+    wide = torch.cat([torch.linspace(-8, 8, 161), torch.tensor([1e30, -1e30, float("inf"),
+                                                               float("-inf"), 0.41421, 2.41422])])
+    yield "aten_inverse_trig", InverseTrig(), (unit, wide), {}
     yield "std_conv_f16", StandardizedConv().to(torch.float16).eval(), (
         torch.randn(1, 3, 8, 8, generator=sgen).to(torch.float16),), {}
     yield "buffer_rewritten", RewrittenBuffer().eval(), (

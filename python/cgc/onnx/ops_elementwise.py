@@ -4,6 +4,7 @@ import numpy as np
 
 from .rules import RULES, const, dtype, need_float, rule, text_attr
 from .elem_types import cgc_dtype
+from .. import inverse_trig
 from ..errors import RefusedError
 
 # ---- elementwise
@@ -222,6 +223,23 @@ def softsign(ctx, ins, attrs):
 def mish(ctx, ins, attrs):
     x = ins[0]
     return [ctx.op("mul", [x, ctx.g.op("tanh", [stable_softplus(ctx, x)])])]
+
+
+def inverse_trig_rule(function):
+    """Asin, Acos or Atan: `function` of inverse_trig.py in f32, the result
+    in the operand's float dtype."""
+    def fn(ctx, ins, attrs):
+        x = ins[0]
+        need_float(ctx, x)
+        wide = x if dtype(ctx, x) == "f32" else ctx.g.op("cast", [x], {"dtype": "f32"})
+        y = function(ctx.g, wide)
+        return [y if dtype(ctx, x) == "f32" else ctx.op("cast", [y], {"dtype": dtype(ctx, x)})]
+    return fn
+
+
+RULES["Asin"] = inverse_trig_rule(inverse_trig.asin)
+RULES["Acos"] = inverse_trig_rule(inverse_trig.acos)
+RULES["Atan"] = inverse_trig_rule(inverse_trig.atan)
 
 
 @rule("Sign")

@@ -3,10 +3,11 @@ keeps whole (torch.export does not decompose them) and cgc has no op for,
 each a composition of cgc ops computed in f32 (then cast to the result's
 dtype): leaky_relu, elu (ELU, SELU and CELU as PyTorch writes them),
 expm1 (Kahan's form, exact near 0), sinh through it, cosh, exp2, log2
-and log10, isinf and isnan."""
+and log10, isinf and isnan, asin, acos and atan (inverse_trig.py)."""
 import math
 
 from .aten_rules import ATEN
+from .. import inverse_trig
 from ..ir_builder import registrar
 
 aten = registrar(ATEN)
@@ -107,3 +108,18 @@ def elu(e, n):
                             scalar(e, alpha * scale)])
     return result(e, n, e.op("where", [e.op("gt", [x, scalar(e, 0)]),
                                         e.op("mul", [x, scalar(e, scale)]), negative]))
+
+
+@aten("asin")
+def asin(e, n):
+    return result(e, n, inverse_trig.asin(e, in_f32(e, n)))
+
+
+@aten("acos")
+def acos(e, n):
+    return result(e, n, inverse_trig.acos(e, in_f32(e, n)))
+
+
+@aten("atan")
+def atan(e, n):
+    return result(e, n, inverse_trig.atan(e, in_f32(e, n)))
