@@ -71,6 +71,18 @@ def hf(model_class, config_class, vocab_key="vocab_size", token_types=False, mas
     return build
 
 
+def hf_drawn(model_class, config_class, **config):
+    """hf's builder with the parameters initialized to zeros drawn at random
+    (drawn_where_degenerate): a router whose gate starts at zero ties every
+    expert, and top-k leaves the order of ties unspecified."""
+    inner = hf(model_class, config_class, **config)
+
+    def build(torch, batch, seq):
+        model, inputs = inner(torch, batch, seq)
+        return drawn_where_degenerate(torch, model), inputs
+    return build
+
+
 def bart_encoder(torch, batch, seq):
     import transformers
     model = transformers.BartModel(transformers.BartConfig())
@@ -580,6 +592,58 @@ COVERAGE = (
                            intermediate_size=512, **TINY_MHA), 64),
     ("seed-oss", hf("SeedOssModel", "SeedOssConfig", **TINY), 64),
     ("yoso", hf("YosoModel", "YosoConfig", intermediate_size=512, **TINY_MHA), 64),  # acos
+    ("afmoe", hf_drawn("AfmoeModel", "AfmoeConfig", num_experts=4, num_experts_per_tok=2,
+                       moe_intermediate_size=128, num_dense_layers=1, pad_token_id=0, **TINY), 64),
+    ("bitnet", hf("BitNetModel", "BitNetConfig", pad_token_id=0, **TINY), 64),
+    ("doge", hf("DogeModel", "DogeConfig", pad_token_id=0, **TINY), 64),
+    ("eurobert", hf("EuroBertModel", "EuroBertConfig", pad_token_id=0, **TINY), 64),
+    ("exaone-moe", hf("ExaoneMoeModel", "ExaoneMoeConfig", num_experts=4, num_experts_per_tok=2,
+                      moe_intermediate_size=128, pad_token_id=0, **TINY), 64),
+    ("flex-olmo", hf("FlexOlmoModel", "FlexOlmoConfig", num_experts=4, num_experts_per_tok=2,
+                     pad_token_id=0, **TINY), 64),
+    ("gpt-neox-japanese", hf("GPTNeoXJapaneseModel", "GPTNeoXJapaneseConfig", hidden_size=256,
+                             num_hidden_layers=2, num_attention_heads=4,
+                             intermediate_multiple_size=2, vocab_size=1000), 64),
+    ("granitemoe-shared", hf("GraniteMoeSharedModel", "GraniteMoeSharedConfig",
+                             num_local_experts=4, num_experts_per_tok=2,
+                             shared_intermediate_size=256, pad_token_id=0, **TINY), 64),
+    ("gte", hf("GteModel", "GteConfig", intermediate_size=512, pad_token_id=0, **TINY_MHA), 64),
+    ("jais2", hf("Jais2Model", "Jais2Config", pad_token_id=0, **TINY), 64),
+    ("minimax", hf("MiniMaxModel", "MiniMaxConfig", num_local_experts=4, num_experts_per_tok=2,
+                   pad_token_id=0, **TINY), 64),
+    ("ministral3", hf("Ministral3Model", "Ministral3Config", pad_token_id=0, **TINY), 64),
+    ("modernbert-decoder", hf("ModernBertDecoderModel", "ModernBertDecoderConfig",
+                              intermediate_size=512, pad_token_id=0, bos_token_id=1,
+                              eos_token_id=2, cls_token_id=1, sep_token_id=2,
+                              local_attention=16, **TINY_MHA), 64),
+    ("nanochat", hf("NanoChatModel", "NanoChatConfig", pad_token_id=0, **TINY), 64),
+    ("nemotron-h", hf("NemotronHModel", "NemotronHConfig", pad_token_id=0, **TINY), 64),
+    ("nomic-bert", hf("NomicBertModel", "NomicBertConfig", intermediate_size=512, pad_token_id=0,
+                      **TINY_MHA), 64),
+    ("olmo-hybrid", hf("OlmoHybridModel", "OlmoHybridConfig", pad_token_id=0, **TINY), 64),
+    ("openai-gpt", hf("OpenAIGPTModel", "OpenAIGPTConfig", n_embd=256, n_layer=2, n_head=4,
+                      vocab_size=1000, n_positions=128), 64),
+    ("roberta-prelayernorm", hf("RobertaPreLayerNormModel", "RobertaPreLayerNormConfig",
+                                intermediate_size=512, **TINY_MHA), 64),
+    ("vaultgemma", hf("VaultGemmaModel", "VaultGemmaConfig", head_dim=64, pad_token_id=0,
+                      **TINY), 64),
+    ("plbart", seq2seq("PLBartModel", "PLBartConfig", **TINY_SEQ2SEQ), 32),
+    ("blenderbot-small", seq2seq("BlenderbotSmallModel", "BlenderbotSmallConfig",
+                                 **TINY_SEQ2SEQ), 32),
+    ("mvp", seq2seq("MvpModel", "MvpConfig", **TINY_SEQ2SEQ), 32),
+    ("pegasus-x", seq2seq("PegasusXModel", "PegasusXConfig", **TINY_SEQ2SEQ), 32),
+    ("splinter", hf("SplinterModel", "SplinterConfig", intermediate_size=512, **TINY_MHA), 64),
+    ("cvt", hf_image("CvtModel", "CvtConfig"), 64),
+    ("ijepa", hf_image("IJepaModel", "IJepaConfig", image_size=64, patch_size=16, hidden_size=128,
+                       num_hidden_layers=2, num_attention_heads=4, intermediate_size=256), 64),
+    ("swin2sr", hf_image("Swin2SRModel", "Swin2SRConfig", image_size=64, depths=[1, 1],
+                         num_heads=[2, 2], embed_dim=32), 64),
+    ("unispeech-sat", hf_audio("UniSpeechSatModel", "UniSpeechSatConfig", samples=4000,
+                               hidden_size=128, num_hidden_layers=2, num_attention_heads=4,
+                               intermediate_size=256), 0),
+    ("siglip-text", hf("SiglipTextModel", "SiglipTextConfig", hidden_size=128, num_hidden_layers=2,
+                       num_attention_heads=4, intermediate_size=256, vocab_size=1000,
+                       mask=False), 64),
 )
 # The tiers' families: the benchmark and correctness tiers build the ones
 # above at full configs; the coverage tier those of COVERAGE, small.
