@@ -1,7 +1,8 @@
-"""asin, acos and atan of f32 values, composed of cgc's elementwise ops
-for both front ends (cgc has no op for them), as single-precision libms
-compute them (Cephes' asinf, acosf and atanf: a minimax polynomial on a
-reduced range, within about 2 ulps of the exact value):
+"""asin, acos, atan and the inverse hyperbolic functions of f32 values,
+composed of cgc's elementwise ops for both front ends (cgc has no op for
+them), as single-precision libms compute them (Cephes' asinf, acosf and
+atanf: a minimax polynomial on a reduced range, within about 2 ulps of
+the exact value):
 
 - asin(x): for |x| <= 1/2, x + x z P(z) with z = x^2; beyond,
   pi/2 - 2 asin(sqrt((1 - |x|) / 2)) with the same polynomial, the sign
@@ -12,6 +13,14 @@ reduced range, within about 2 ulps of the exact value):
 - atan(x): for |x| > tan(3 pi / 8), pi/2 - atan(1 / |x|); for |x| >
   tan(pi / 8), pi/4 + atan((|x| - 1) / (|x| + 1)); then t + t z Q(z),
   z = t^2, the sign of x put back.
+- asinh(x) = log1p(a + a^2 / (1 + sqrt(1 + a^2))), a = |x|, the sign of x
+  put back; acosh(x) = log1p(t + sqrt(2t + t^2)), t = x - 1 (NaN below
+  1, where t^2 would bring a huge negative x back into range); both
+  log(a) + log(2) past 2^12, where a^2 would lose a's last bits (and
+  overflow by 2^64). atanh(x) = log1p(2a / (1 - a)) / 2, the sign put
+  back. log1p(u) is Kahan's: log(w) u / (w - 1) at w = 1 + u (u itself
+  where w rounds to 1), exact near 0 where log(1 + u) is not. NaN outside
+  each domain.
 
 `e` is a builder: op(op, inputs, attrs), scalar(value, dtype)."""
 import math
@@ -82,3 +91,42 @@ def atan(e, x):
     offset = e.op("where", [big, scalar(e, math.pi / 2),
                             e.op("where", [mid, scalar(e, math.pi / 4), scalar(e, 0)])])
     return with_sign_of(e, x, e.op("add", [offset, odd_series(e, reduced, ATAN)]))
+
+
+LARGE = 4096.0  # past it, asinh(a) and acosh(a) are log(2a) to f32's precision
+
+
+def log1p(e, u):
+    w = e.op("add", [scalar(e, 1), u])
+    ratio = e.op("div", [u, e.op("sub", [w, scalar(e, 1)])])
+    general = e.op("mul", [e.op("log", [w]), ratio])
+    general = e.op("where", [e.op("eq", [w, scalar(e, math.inf)]), w, general])
+    return e.op("where", [e.op("eq", [w, scalar(e, 1)]), u, general])
+
+
+def log_twice(e, a):
+    """log(2a), for the large arguments of asinh and acosh."""
+    return e.op("add", [e.op("log", [a]), scalar(e, math.log(2))])
+
+
+def asinh(e, x):
+    a = e.op("abs", [x])
+    square = e.op("mul", [a, a])
+    root = e.op("add", [scalar(e, 1), e.op("sqrt", [e.op("add", [scalar(e, 1), square])])])
+    small = log1p(e, e.op("add", [a, e.op("div", [square, root])]))
+    large = e.op("gt", [a, scalar(e, LARGE)])
+    return with_sign_of(e, x, e.op("where", [large, log_twice(e, a), small]))
+
+
+def acosh(e, x):
+    t = e.op("sub", [x, scalar(e, 1)])
+    inner = e.op("add", [e.op("mul", [t, scalar(e, 2)]), e.op("mul", [t, t])])
+    small = log1p(e, e.op("add", [t, e.op("sqrt", [inner])]))
+    y = e.op("where", [e.op("gt", [x, scalar(e, LARGE)]), log_twice(e, x), small])
+    return e.op("where", [e.op("lt", [x, scalar(e, 1)]), scalar(e, math.nan), y])
+
+
+def atanh(e, x):
+    a = e.op("abs", [x])
+    ratio = e.op("div", [e.op("mul", [a, scalar(e, 2)]), e.op("sub", [scalar(e, 1), a])])
+    return with_sign_of(e, x, e.op("mul", [log1p(e, ratio), scalar(e, 0.5)]))

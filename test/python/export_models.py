@@ -434,10 +434,11 @@ def keyword_models(torch):
             return x - torch.eye(x.shape[0], dtype=x.dtype) + torch.eye(5, 7)[:, 2:] + \
                 torch.eye(5, dtype=torch.bool).float() * 3
 
-    class InverseTrig(nn.Module):  # YOSO's acos; asin and atan composed alike
+    class InverseTrig(nn.Module):  # YOSO's acos; the others composed alike
         def forward(self, unit, wide):
             return torch.asin(unit), torch.acos(unit), torch.atan(wide), \
-                torch.acos(unit.to(torch.float16))
+                torch.acos(unit.to(torch.float16)), torch.asinh(wide), torch.atanh(unit), \
+                torch.acosh(wide.abs() + 1), torch.acosh(wide)
 
     class MetaRope(nn.Module):  # Meta's reference Llama: complex frequencies as a buffer
         def __init__(self, dim=16, end=32):
@@ -521,7 +522,8 @@ def keyword_models(torch):
     unit = torch.cat([torch.linspace(-1, 1, 201), torch.tensor([-1.5, 1.5, 0.9999, -0.9999,
                                                                 0.5, -0.5, 1e-8, -0.0])])
     wide = torch.cat([torch.linspace(-8, 8, 161), torch.tensor([1e30, -1e30, float("inf"),
-                                                               float("-inf"), 0.41421, 2.41422])])
+                                                               float("-inf"), 0.41421, 2.41422,
+                                                               1e-6, 4095.0, 4097.0, 1.0001])])
     yield "aten_inverse_trig", InverseTrig(), (unit, wide), {}
     yield "std_conv_f16", StandardizedConv().to(torch.float16).eval(), (
         torch.randn(1, 3, 8, 8, generator=sgen).to(torch.float16),), {}

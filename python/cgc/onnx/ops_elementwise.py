@@ -226,8 +226,8 @@ def mish(ctx, ins, attrs):
 
 
 def inverse_trig_rule(function):
-    """Asin, Acos or Atan: `function` of inverse_trig.py in f32, the result
-    in the operand's float dtype."""
+    """Asin, Acos, Atan, Asinh, Acosh or Atanh: `function` of
+    inverse_trig.py in f32, the result in the operand's float dtype."""
     def fn(ctx, ins, attrs):
         x = ins[0]
         need_float(ctx, x)
@@ -240,6 +240,9 @@ def inverse_trig_rule(function):
 RULES["Asin"] = inverse_trig_rule(inverse_trig.asin)
 RULES["Acos"] = inverse_trig_rule(inverse_trig.acos)
 RULES["Atan"] = inverse_trig_rule(inverse_trig.atan)
+RULES["Asinh"] = inverse_trig_rule(inverse_trig.asinh)
+RULES["Acosh"] = inverse_trig_rule(inverse_trig.acosh)
+RULES["Atanh"] = inverse_trig_rule(inverse_trig.atanh)
 
 
 @rule("Sign")

@@ -3,7 +3,7 @@ keeps whole (torch.export does not decompose them) and cgc has no op for,
 each a composition of cgc ops computed in f32 (then cast to the result's
 dtype): leaky_relu, elu (ELU, SELU and CELU as PyTorch writes them),
 expm1 (Kahan's form, exact near 0), sinh through it, cosh, exp2, log2
-and log10, isinf and isnan, asin, acos and atan (inverse_trig.py)."""
+and log10, isinf and isnan, asin, acos, atan, asinh, acosh and atanh (inverse_trig.py)."""
 import math
 
 from .aten_rules import ATEN
@@ -123,3 +123,18 @@ def acos(e, n):
 @aten("atan")
 def atan(e, n):
     return result(e, n, inverse_trig.atan(e, in_f32(e, n)))
+
+
+@aten("asinh")
+def asinh(e, n):
+    return result(e, n, inverse_trig.asinh(e, in_f32(e, n)))
+
+
+@aten("acosh")
+def acosh(e, n):
+    return result(e, n, inverse_trig.acosh(e, in_f32(e, n)))
+
+
+@aten("atanh")
+def atanh(e, n):
+    return result(e, n, inverse_trig.atanh(e, in_f32(e, n)))
