@@ -110,31 +110,12 @@ def elu(e, n):
                                         e.op("mul", [x, scalar(e, scale)]), negative]))
 
 
-@aten("asin")
-def asin(e, n):
-    return result(e, n, inverse_trig.asin(e, in_f32(e, n)))
+
+def composed(function):
+    """The ATen rule of an inverse_trig.py function: in f32, the result in
+    the node's dtype."""
+    return lambda e, n: result(e, n, function(e, in_f32(e, n)))
 
 
-@aten("acos")
-def acos(e, n):
-    return result(e, n, inverse_trig.acos(e, in_f32(e, n)))
-
-
-@aten("atan")
-def atan(e, n):
-    return result(e, n, inverse_trig.atan(e, in_f32(e, n)))
-
-
-@aten("asinh")
-def asinh(e, n):
-    return result(e, n, inverse_trig.asinh(e, in_f32(e, n)))
-
-
-@aten("acosh")
-def acosh(e, n):
-    return result(e, n, inverse_trig.acosh(e, in_f32(e, n)))
-
-
-@aten("atanh")
-def atanh(e, n):
-    return result(e, n, inverse_trig.atanh(e, in_f32(e, n)))
+for _name in ("asin", "acos", "atan", "asinh", "acosh", "atanh"):
+    ATEN[_name] = composed(getattr(inverse_trig, _name))
