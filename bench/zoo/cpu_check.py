@@ -206,7 +206,7 @@ def main():
                     help="stop once cgc compiles the entry (no interpreter run): the ONNX "
                          "status of the entries too large to interpret here")
     ap.add_argument("--coverage", action="store_true",
-                    help="the coverage entries (entries.py: more architectures of each family, "
+                    help="the coverage entries (coverage.py: more architectures of each family, "
                          "at small configs) instead of the others")
     ap.add_argument("--dynamic", action="store_true",
                     help="take the dynamic entries too, exported with their Dims")

@@ -16,7 +16,7 @@ An entry's status is `passed`, `refused` (with cgc's message) or `wrong`;
 the run fails on any wrong entry and on an entry the committed status file
 says passed that is now refused. `--export-only` stops after cgc.export
 (the IR: no compile, no run): how far the front end gets. `--coverage`
-runs the coverage entries instead (entries.py's COVERAGE: more
+runs the coverage entries instead (coverage.py's COVERAGE: more
 architectures of each family at small configs, f32 and bf16).
 
 With `--backend`, each entry (but the dynamic ones) also runs under
