@@ -262,7 +262,7 @@ run_zoo() {
     pids+=($!)
   done
   for i in "${!pids[@]}"; do
-    wait "${pids[$i]}" || { local shard_rc=$?; [ $rc -eq 0 ] || [ $rc -eq 77 ] && rc=$shard_rc; }
+    wait "${pids[$i]}" || rc=$?
   done
   cat "$RES/$log".*.log >"$RES/$log.log"
   python3 "$HERE/bench/zoo/zoo.py" --report "$RES/$log"/shard-*/zoo-results.json --out "$RES/$log" \

@@ -1,8 +1,9 @@
-"""asin, acos, atan and the inverse hyperbolic functions of f32 values,
-composed of cgc's elementwise ops for both front ends (cgc has no op for
-them), as single-precision libms compute them (Cephes' asinf, acosf and
-atanf: a minimax polynomial on a reduced range, within about 2 ulps of
-the exact value):
+"""Elementwise functions cgc has no op for, composed of its ops on f32
+values and shared by both front ends: log1p, asin, acos, atan and the
+inverse hyperbolic functions. The inverse trigonometric ones are computed
+as single-precision libms compute them (Cephes' asinf, acosf and atanf: a
+minimax polynomial on a reduced range, within about 2 ulps of the exact
+value):
 
 - asin(x): for |x| <= 1/2, x + x z P(z) with z = x^2; beyond,
   pi/2 - 2 asin(sqrt((1 - |x|) / 2)) with the same polynomial, the sign
@@ -13,14 +14,14 @@ the exact value):
 - atan(x): for |x| > tan(3 pi / 8), pi/2 - atan(1 / |x|); for |x| >
   tan(pi / 8), pi/4 + atan((|x| - 1) / (|x| + 1)); then t + t z Q(z),
   z = t^2, the sign of x put back.
+- log1p(u) in Goldberg's form: log(w) u / (w - 1) at w = 1 + u (u itself
+  where w rounds to 1, and at +inf), exact near 0 where log(1 + u) is not.
 - asinh(x) = log1p(a + a^2 / (1 + sqrt(1 + a^2))), a = |x|, the sign of x
   put back; acosh(x) = log1p(t + sqrt(2t + t^2)), t = x - 1 (NaN below
   1, where t^2 would bring a huge negative x back into range); both
   log(a) + log(2) past 2^12, where a^2 would lose a's last bits (and
   overflow by 2^64). atanh(x) = log1p(2a / (1 - a)) / 2, the sign put
-  back. log1p(u) is Kahan's: log(w) u / (w - 1) at w = 1 + u (u itself
-  where w rounds to 1), exact near 0 where log(1 + u) is not. NaN outside
-  each domain.
+  back. NaN outside each domain.
 
 `e` is a builder: op(op, inputs, attrs), scalar(value, dtype)."""
 import math
@@ -97,11 +98,11 @@ LARGE = 4096.0  # past it, asinh(a) and acosh(a) are log(2a) to f32's precision
 
 
 def log1p(e, u):
-    w = e.op("add", [scalar(e, 1), u])
-    ratio = e.op("div", [u, e.op("sub", [w, scalar(e, 1)])])
-    general = e.op("mul", [e.op("log", [w]), ratio])
-    general = e.op("where", [e.op("eq", [w, scalar(e, math.inf)]), w, general])
-    return e.op("where", [e.op("eq", [w, scalar(e, 1)]), u, general])
+    w = e.op("add", [u, scalar(e, 1)])
+    scaled = e.op("mul", [u, e.op("div", [e.op("log", [w]), e.op("sub", [w, scalar(e, 1)])])])
+    exact = e.op("logical_or", [e.op("eq", [w, scalar(e, 1)]),
+                                e.op("eq", [u, scalar(e, math.inf)])])
+    return e.op("where", [exact, u, scaled])
 
 
 def log_twice(e, a):

@@ -91,3 +91,15 @@ def check_shape_attr(op, attrs):
     if count > MAX_ELEMENTS:
         shown = shape if len(shape) <= 8 else shape[:8] + ["..."]
         raise RefusedError(f"a {op} of shape {shown}: more than 2^40 elements, the IR's limit")
+
+
+def ceil_mode_kernel(kernel, sizes, pads, dilations):
+    """A ceil_mode pool's kernel with each extent past its padded input cut
+    to that input: one window over all of it, as PyTorch pools (the IR
+    refuses a kernel past the padded input; EfficientNet's
+    AvgPool2d(1280, ceil_mode=True) pools a 7x7 map). `pads`: every begin,
+    then every end, as the IR's; a dilated or dynamic dim keeps its
+    extent."""
+    n = len(kernel)
+    return [min(k, d + pads[i] + pads[i + n]) if isinstance(d, int) and dil == 1 else k
+            for i, (k, d, dil) in enumerate(zip(kernel, sizes, dilations))]

@@ -29,12 +29,12 @@ from cgc.torch.export import lower_record
 from cgc.torch.record import tensor_inputs, tensor_outputs
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-# Floats compare within rtol and atol, f16's atol times the output's
-# largest magnitude: 4 units of its last place (2^-10) at that scale, for
-# weights and sums rounded in another order than PyTorch's. Other dtypes
-# compare exactly.
-TOLERANCES = {np.dtype(np.float32): (1e-5, 1e-5), np.dtype(np.float16): (2.0 ** -8, 2.0 ** -8)}
-SCALED_ATOL = (np.dtype(np.float16),)
+# (rtol, atol, whether atol scales with the output's largest magnitude)
+# of floats; other dtypes compare exactly. f16: 4 units of its last place
+# (2^-10) at the output's scale, for weights and sums rounded in another
+# order than PyTorch's.
+TOLERANCES = {np.dtype(np.float32): (1e-5, 1e-5, False),
+              np.dtype(np.float16): (2.0 ** -8, 2.0 ** -8, True)}
 
 
 def compare(got, want):
@@ -46,8 +46,8 @@ def compare(got, want):
     got64, want64 = got.astype(np.float64), want.astype(np.float64)
     diff = float(np.nanmax(np.abs(got64 - want64), initial=0))
     if want.dtype in TOLERANCES:
-        rtol, atol = TOLERANCES[want.dtype]
-        if want.dtype in SCALED_ATOL:
+        rtol, atol, scaled = TOLERANCES[want.dtype]
+        if scaled:
             atol *= max(1.0, float(np.nanmax(np.abs(want64), initial=0)))
         close = np.isclose(got64, want64, rtol=rtol, atol=atol, equal_nan=True)
         if not close.all():

@@ -4,7 +4,7 @@ import numpy as np
 
 from .rules import RULES, const, dtype, need_float, rule, text_attr
 from .elem_types import cgc_dtype
-from .. import inverse_trig
+from .. import composed
 from ..errors import RefusedError
 
 # ---- elementwise
@@ -225,9 +225,9 @@ def mish(ctx, ins, attrs):
     return [ctx.op("mul", [x, ctx.g.op("tanh", [stable_softplus(ctx, x)])])]
 
 
-def inverse_trig_rule(function):
+def composed_rule(function):
     """Asin, Acos, Atan, Asinh, Acosh or Atanh: `function` of
-    inverse_trig.py in f32, the result in the operand's float dtype."""
+    composed.py in f32, the result in the operand's float dtype."""
     def fn(ctx, ins, attrs):
         x = ins[0]
         need_float(ctx, x)
@@ -237,12 +237,12 @@ def inverse_trig_rule(function):
     return fn
 
 
-RULES["Asin"] = inverse_trig_rule(inverse_trig.asin)
-RULES["Acos"] = inverse_trig_rule(inverse_trig.acos)
-RULES["Atan"] = inverse_trig_rule(inverse_trig.atan)
-RULES["Asinh"] = inverse_trig_rule(inverse_trig.asinh)
-RULES["Acosh"] = inverse_trig_rule(inverse_trig.acosh)
-RULES["Atanh"] = inverse_trig_rule(inverse_trig.atanh)
+RULES["Asin"] = composed_rule(composed.asin)
+RULES["Acos"] = composed_rule(composed.acos)
+RULES["Atan"] = composed_rule(composed.atan)
+RULES["Asinh"] = composed_rule(composed.asinh)
+RULES["Acosh"] = composed_rule(composed.acosh)
+RULES["Atanh"] = composed_rule(composed.atanh)
 
 
 @rule("Sign")

@@ -6,6 +6,7 @@ import numpy as np
 
 from .rules import checked_axis, const, dtype, ints_operand, need_float, rule, shape, text_attr
 from ..errors import RefusedError
+from ..ir_builder import ceil_mode_kernel
 
 
 def as_matrix_operand(ctx, v, front):
@@ -137,12 +138,8 @@ def pool(ctx, ins, attrs, op):
     dilations = [int(v) for v in attrs.get("dilations", [1] * spatial)]
     pads = window_pads(attrs, dims, kernel, strides, dilations)
     ceil_mode = bool(attrs.get("ceil_mode", 0))
-    if ceil_mode:
-        # A kernel past the padded input (EfficientNet's AvgPool2d(1280,
-        # ceil_mode=True) over a 7x7 map, as torch.onnx exports it) is one
-        # window over all of it.
-        kernel = [min(k, d + pads[i] + pads[i + spatial]) if isinstance(d, int) and dil == 1
-                  else k for i, (k, d, dil) in enumerate(zip(kernel, dims, dilations))]
+    if ceil_mode:  # (as torch.onnx exports EfficientNet's last pool)
+        kernel = ceil_mode_kernel(kernel, dims, pads, dilations)
     out = {"kernel": kernel, "strides": strides, "pads": pads, "ceil_mode": ceil_mode}
     out["dilations"] = dilations
     if op == "avg_pool":

@@ -3,11 +3,12 @@ keeps whole (torch.export does not decompose them) and cgc has no op for,
 each a composition of cgc ops computed in f32 (then cast to the result's
 dtype): leaky_relu, elu (ELU, SELU and CELU as PyTorch writes them),
 expm1 (Kahan's form, exact near 0), sinh through it, cosh, exp2, log2
-and log10, isinf and isnan, asin, acos, atan, asinh, acosh and atanh (inverse_trig.py)."""
+and log10, isinf and isnan; asin, acos, atan, asinh, acosh and atanh
+from composed.py."""
 import math
 
 from .aten_rules import ATEN
-from .. import inverse_trig
+from .. import composed
 from ..ir_builder import registrar
 
 aten = registrar(ATEN)
@@ -110,12 +111,11 @@ def elu(e, n):
                                         e.op("mul", [x, scalar(e, scale)]), negative]))
 
 
-
-def composed(function):
-    """The ATen rule of an inverse_trig.py function: in f32, the result in
-    the node's dtype."""
+def in_f32_rule(function):
+    """The ATen rule of a composed.py function: in f32, the result in the
+    node's dtype."""
     return lambda e, n: result(e, n, function(e, in_f32(e, n)))
 
 
 for _name in ("asin", "acos", "atan", "asinh", "acosh", "atanh"):
-    ATEN[_name] = composed(getattr(inverse_trig, _name))
+    ATEN[_name] = in_f32_rule(getattr(composed, _name))

@@ -9,6 +9,7 @@ sign differs from the divisor's (stepped_down). Floats follow c10's
 div_floor_floating, whose fmod-based form gives 1 // 0.1 = 9 where
 floor(1 / 0.1) is 10."""
 from .aten_rules import ATEN, CATEGORY, binary
+from .. import composed
 from ..ir_builder import registrar
 from ..dtypes import INTEGERS
 from ..errors import RefusedError
@@ -104,16 +105,9 @@ def fmod(e, n):
 
 @aten("log1p")
 def log1p(e, n):
-    """log(1 + x) without log's cancellation near 0 (Goldberg's form), in
-    f32: x * (log(u) / (u - 1)) at u = 1 + x, x itself where u rounds to 1,
-    and +inf at +inf (softplus, as PyTorch decomposes it)."""
-    x = e.as_dtype(n.args[0], "f32")
-    one = e.scalar(1.0, "f32")
-    u = e.op("add", [x, one])
-    scaled = e.op("mul", [x, e.op("div", [e.op("log", [u]), e.op("sub", [u, one])])])
-    exact = e.op("logical_or", [e.op("eq", [u, one]),
-                                e.op("eq", [x, e.scalar(float("inf"), "f32")])])
-    y = e.op("where", [exact, x, scaled])
+    """log(1 + x) in f32 without log's cancellation near 0 (composed.py;
+    softplus, as PyTorch decomposes it)."""
+    y = composed.log1p(e, e.as_dtype(n.args[0], "f32"))
     return y if e.dtype(n) == "f32" else e.op("cast", [y], {"dtype": e.dtype(n)}, name=n.name)
 
 

@@ -3,6 +3,7 @@ batch and group norm, as cgc's conv, conv_transpose, max_pool, avg_pool,
 interpolate, batch_norm and layernorm ops and elementwise arithmetic
 (aten_rules.py has the one-op rules)."""
 from ..errors import RefusedError
+from ..ir_builder import ceil_mode_kernel
 from .aten_rules import aten, element_count
 
 
@@ -97,11 +98,7 @@ def pool_attrs(e, x, kernel, stride, padding, dilation, ceil_mode):
     pads = conv_list(padding, spatial, "padding")
     dilations = [1] * spatial if dilation is None else conv_list(dilation, spatial, "dilation")
     if ceil_mode:
-        # A kernel past the padded input (EfficientNet's AvgPool2d(1280,
-        # ceil_mode=True) pooling a 7x7 map) is one window over all of it.
-        sizes = e.shape(x)[2:]
-        kernel = [min(k, d + 2 * p) if isinstance(d, int) and dil == 1 else k
-                  for k, d, p, dil in zip(kernel, sizes, pads, dilations)]
+        kernel = ceil_mode_kernel(kernel, e.shape(x)[2:], pads * 2, dilations)
     attrs = {"kernel": kernel, "strides": stride, "pads": pads * 2, "ceil_mode": bool(ceil_mode)}
     if dilation is not None:
         attrs["dilations"] = dilations
@@ -243,15 +240,16 @@ def batch_norm_training(e, n):
     if not training:  # the running statistics pass through unchanged
         return [y, None, None] + ([e.operand(mean), e.operand(var)] if updates else [])
     # The saved statistics in the record's dtype: f32 for a 16-bit x on
-    # CUDA (cuDNN's), x's own on the CPU.
+    # CUDA (cuDNN's), x's own on the CPU; the update in the running
+    # statistics' own.
     vals = n.val if isinstance(n.val, list) else []
-    dt = (e.dtype_of_val(vals[1]) if len(vals) > 1 else None) or e.dtype(x)
-    batch_mean, batch_var = batch_statistics(e, x, dt)
-    save_invstd = e.op("rsqrt", [e.op("add", [batch_var, e.scalar(float(eps), dt)])])
+    saved = (e.dtype_of_val(vals[1]) if len(vals) > 1 else None) or e.dtype(x)
+    batch_mean, batch_var = batch_statistics(e, x, saved)
+    save_invstd = e.op("rsqrt", [e.op("add", [batch_var, e.scalar(float(eps), saved)])])
     if not updates:
         return [y, batch_mean, save_invstd]
-    if e.dtype(mean) != dt:  # the running statistics' own dtype
-        dt = e.dtype(mean)
+    dt = e.dtype(mean)
+    if dt != saved:
         batch_mean, batch_var = (e.op("cast", [v], {"dtype": dt}) for v in (batch_mean, batch_var))
     shape = e.shape(x)
     count = element_count([shape[0]] + list(shape[2:]))
