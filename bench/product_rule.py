@@ -12,6 +12,17 @@ repeats after warm-up) and prints one line per case:
 
 The raw lines go to bench/results/product-rule-<GPU>-<date>.log; docs cite it.
 
+With --mma it measures whether the tensor-core kernel pays: for each bf16
+feed-forward chain (6 blocks of linear(K -> N) + bias + relu, then
+linear(N -> K) + bias + residual: 12 products on parameter weights, as in a
+transformer layer's MLP) and row count M, it compiles the chain with
+--mma-products and with --library-products, times both the same way and
+prints the time per product:
+
+  mma M=.. N=.. K=.. dtype=.. mma_us=.. library_us=.. rule=library
+
+into bench/results/product-mma-<GPU>-<date>.log.
+
 With --tiled it measures the tiled kernel's threshold instead: for each
 f32 matmul (M, N, K, transposes) it compiles matmul(a, b) with
 --tiled-products and with --library-products, times both the same way and
@@ -21,7 +32,7 @@ prints
 
 into bench/results/product-tiled-<GPU>-<date>.log.
 
-Usage: product_rule.py --cgc BIN [--out DIR] [--tiled]
+Usage: product_rule.py --cgc BIN [--out DIR] [--tiled | --mma]
 """
 import argparse, datetime, json, os, re, subprocess, sys, tempfile
 
@@ -51,6 +62,32 @@ def matmul_model(m, n, k, ta, tb):
             "outputs": ["y"]}
 
 
+def ffn_chain(m, n, k, dt, blocks=6):
+    """blocks x (linear(K -> N) + bias + relu, linear(N -> K) + bias + residual)."""
+    init = lambda seed, fan_in: {"dist": "uniform", "low": -fan_in ** -0.5,
+                                 "high": fan_in ** -0.5, "seed": seed}
+    inputs = [{"name": "x", "dtype": dt, "shape": [m, k]}]
+    nodes, h = [], "x"
+    for i in range(blocks):
+        for name, shape, fan_in in ((f"wu{i}", [n, k], k), (f"bu{i}", [n], k),
+                                    (f"wd{i}", [k, n], n), (f"bd{i}", [k], n)):
+            inputs.append({"name": name, "kind": "parameter", "dtype": dt, "shape": shape,
+                           "init": init(len(inputs), fan_in)})
+        nodes += [{"name": f"u{i}", "op": "linear", "inputs": [h, f"wu{i}", f"bu{i}"]},
+                  {"name": f"r{i}", "op": "relu", "inputs": [f"u{i}"]},
+                  {"name": f"d{i}", "op": "linear", "inputs": [f"r{i}", f"wd{i}", f"bd{i}"]},
+                  {"name": f"h{i}", "op": "add", "inputs": [f"d{i}", h]}]
+        h = f"h{i}"
+    return {"format_version": 1, "name": f"ffn_{m}x{n}x{k}_{dt}", "inputs": inputs,
+            "nodes": nodes, "outputs": [h]}
+
+
+# Feed-forward widths (K, N) of BERT-base, the zoo's 4-layer Llama, a
+# 2048-wide model, and a square one; row counts around the rule's limit.
+MMA_WIDTHS = [(768, 3072), (512, 1376), (2048, 8192), (768, 768)]
+MMA_ROWS = [16, 64, 128, 256, 512]
+
+
 # mlp_train_small's products (forward TN, backward NN/TN), squares, and
 # shapes of about 2^22 and 2^24 multiply-adds of every aspect.
 TILED_SHAPES = [(32, 256, 128, 0, 1), (32, 16, 256, 0, 1), (32, 256, 16, 0, 0),
@@ -76,12 +113,15 @@ def main():
     ap.add_argument("--cgc", required=True)
     ap.add_argument("--out", default=os.path.join(HERE, "results"))
     ap.add_argument("--tiled", action="store_true")
+    ap.add_argument("--mma", action="store_true")
     args = ap.parse_args()
     gpu = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"],
                          capture_output=True, text=True).stdout.strip().splitlines()[0]
     work = tempfile.mkdtemp(prefix="cgc-rule-")
     if args.tiled:
         return tiled(args, gpu, work)
+    if args.mma:
+        return mma(args, gpu, work)
     lines = [f"# product rule, {gpu}, {datetime.date.today()}, cgc bench graph replays"]
     for n, k in ((256, 256), (4096, 4096)):
         for dt in ("f32", "bf16"):
@@ -105,6 +145,23 @@ def write_log(out, prefix, gpu, lines):
     name = f"{prefix}-{gpu.replace(' ', '-')}-{datetime.date.today()}.log"
     with open(os.path.join(out, name), "w") as f:
         f.write("\n".join(lines) + "\n")
+
+
+def mma(args, gpu, work):
+    lines = [f"# tensor-core product rows, {gpu}, {datetime.date.today()}, cgc bench graph "
+             "replays, us per product (12 per chain)"]
+    for k, n in MMA_WIDTHS:
+        for m in MMA_ROWS:
+            path = os.path.join(work, f"m_{m}_{n}_{k}.json")
+            with open(path, "w") as f:
+                json.dump(ffn_chain(m, n, k, "bf16"), f)
+            mma_us = bench(args.cgc, path, ["--mma-products"]) / 12
+            lib_us = bench(args.cgc, path, ["--library-products"]) / 12
+            line = (f"mma M={m} N={n} K={k} dtype=bf16 mma_us={mma_us:.2f} "
+                    f"library_us={lib_us:.2f} rule=library")
+            print(line, flush=True)
+            lines.append(line)
+    write_log(args.out, "product-mma", gpu, lines)
 
 
 def tiled(args, gpu, work):

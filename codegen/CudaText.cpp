@@ -186,12 +186,18 @@ static const char PreludeHalf[] =
 static const char PreludeAttention[] =
 #include "codegen/device/attention.cuh.inc"
     ;
+static const char PreludeMma[] =
+#include "codegen/device/mma.cuh.inc"
+    ;
 static const char PreludeAttentionMma[] =
 #include "codegen/device/attention_mma.cuh.inc"
     ;
+static const char PreludeProductMma[] =
+#include "codegen/device/product_mma.cuh.inc"
+    ;
 
 std::string cgc::cudaPrelude(bool half, bool bfloat16, bool conditionals,
-                             bool attention) {
+                             bool attention, bool mmaProduct) {
   std::string out = PreludeBanner;
   out += PreludeCommon;
   if (conditionals)
@@ -202,9 +208,13 @@ std::string cgc::cudaPrelude(bool half, bool bfloat16, bool conditionals,
     out += PreludeBF16;
   if (half || bfloat16)
     out += PreludeHalf;
+  if (attention || mmaProduct)
+    out += PreludeMma;
   if (attention) {
     out += PreludeAttention;
     out += PreludeAttentionMma;
   }
+  if (mmaProduct)
+    out += PreludeProductMma;
   return out;
 }

@@ -64,9 +64,10 @@ std::string gridStrideLoop(const std::string &var, int64_t n, unsigned block,
 /// The helper functions every program starts with (codegen/device/*.cuh,
 /// embedded at build time): the 16-bit float helpers when \p half or
 /// \p bfloat16, the setter kernels of conditional nodes when
-/// \p conditionals, and the fused attention body when \p attention.
+/// \p conditionals, the fused attention bodies when \p attention and the
+/// tensor-core product's when \p mmaProduct.
 std::string cudaPrelude(bool half, bool bfloat16, bool conditionals,
-                        bool attention = false);
+                        bool attention = false, bool mmaProduct = false);
 
 } // namespace cgc
 

@@ -316,6 +316,8 @@ void Lowerer::lowerNode(const Node &node, StepGraph &out) {
   shareIdenticalFunction(kernel, program.functions);
   noteDTypes(node, program);
   program.usesAttention |= node.getOp() == OpKind::Attention;
+  program.usesMmaProduct |= node.schedule() &&
+                            node.schedule()->strategy == Strategy::MmaProduct;
   addKernelStep(std::move(kernel), out);
 }
 

@@ -40,6 +40,13 @@ void emitProduct(const ProductParts &parts, const Schedule &record,
 /// The generated kernel of a tiled_product record (TiledProductEmitter.cpp).
 void emitTiledProduct(const ProductParts &parts, const Schedule &record,
                       Kernel &kernel);
+/// The tensor-core kernel of an mma_product record (MmaProductEmitter.cpp).
+void emitMmaProduct(const ProductParts &parts, const Schedule &record,
+                    Kernel &kernel);
+/// Whether \p v is a persistent input of the top-level graph that no update
+/// writes: constant while the graph runs, so a kernel that \p user runs may
+/// read it before it waits for the kernels it depends on.
+bool isConstantWeight(const Value *v, const Node &user);
 /// The kernel of a product whose \p record does not give it to cuBLASLt.
 void emitProductKernel(const ProductParts &parts, const Schedule &record,
                        Kernel &kernel);

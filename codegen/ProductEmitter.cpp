@@ -168,10 +168,14 @@ std::string normalizeRows(const ProductParts &parts, const Params &q,
          "  __syncthreads();\n";
 }
 
-/// Whether \p v is a persistent input of the top-level graph that no update
-/// writes: constant while the graph runs, so a kernel may read it before
-/// it waits for the kernels it depends on.
-bool isConstantWeight(const Value *v, const Node &user) {
+/// Chunks of the weight row each lane loads ahead (16 bytes each), or 0.
+int64_t prefetchChunks(const ProductProblem &p, int64_t v) {
+  int64_t chunks = (p.k + 32 * v - 1) / (32 * v);
+  return v > 1 && chunks <= 8 ? chunks : 0;
+}
+} // namespace
+
+bool cgc::isConstantWeight(const Value *v, const Node &user) {
   if (v->getDef())
     return false;
   const Graph *g = user.getParent();
@@ -188,13 +192,6 @@ bool isConstantWeight(const Value *v, const Node &user) {
       return false;
   return true;
 }
-
-/// Chunks of the weight row each lane loads ahead (16 bytes each), or 0.
-int64_t prefetchChunks(const ProductProblem &p, int64_t v) {
-  int64_t chunks = (p.k + 32 * v - 1) / (32 * v);
-  return v > 1 && chunks <= 8 ? chunks : 0;
-}
-} // namespace
 
 void cgc::emitProduct(const ProductParts &parts, const Schedule &record,
                       Kernel &kernel) {
@@ -268,6 +265,7 @@ void cgc::emitProductKernel(const ProductParts &parts, const Schedule &record,
   switch (record.strategy) {
   case Strategy::GeneratedProduct: return emitProduct(parts, record, kernel);
   case Strategy::TiledProduct: return emitTiledProduct(parts, record, kernel);
+  case Strategy::MmaProduct: return emitMmaProduct(parts, record, kernel);
   case Strategy::LibraryProduct:
     llvm_unreachable("cuBLASLt runs this product (ProductLowering.cpp)");
   case Strategy::Rows:

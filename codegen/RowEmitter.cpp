@@ -563,6 +563,7 @@ bool cgc::emitRowKernels(const Node &node, const Schedule &record,
     break;
   case Strategy::GeneratedProduct:
   case Strategy::TiledProduct:
+  case Strategy::MmaProduct:
   case Strategy::LibraryProduct:
   case Strategy::FusedAttention:
   case Strategy::MmaAttention:

@@ -1,9 +1,11 @@
 //===- ProductRule.cpp - How a matrix product runs ----------------------------===//
 #include "target/ProductRule.h"
+#include "target/ScheduleRecords.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/ErrorHandling.h"
 #include <algorithm>
+#include <cstdlib>
 
 using namespace cgc;
 
@@ -31,6 +33,39 @@ int64_t cgc::productTile(const ProductProblem &p, unsigned multiprocessors) {
   return tiles < int64_t(multiprocessors) ? kSmallProductTile : kProductTile;
 }
 
+static unsigned smVersion(const Target &target) {
+  return unsigned(std::strtoul(target.arch.c_str() + 3, nullptr, 10));
+}
+
+uint64_t cgc::sharedBytesPerBlock(const Target &target) {
+  unsigned sm = smVersion(target);
+  return sm >= 90 ? 227 * 1024 : sm == 80 ? 163 * 1024 : 99 * 1024;
+}
+
+uint64_t cgc::mmaProductSharedBytes(const ProductProblem &p, int64_t columns) {
+  constexpr uint64_t Stages = 4, StepK = 64;
+  uint64_t k16 = uint64_t(ceilDiv(p.k, 16) * 16);
+  uint64_t slice = p.transB ? uint64_t(columns) * (k16 + 8) : k16 * uint64_t(columns + 8);
+  return 2 * (slice + Stages * kMmaProductRows * (StepK + 8));
+}
+
+bool cgc::mmaRuns(const ProductProblem &p, const Target &target) {
+  bool half = p.dtype == DType::F16 || p.dtype == DType::BF16;
+  return half && p.batch.empty() && !p.transA && p.k > 0 && p.k % 8 == 0 &&
+         (p.transB || p.n % 8 == 0) && smVersion(target) >= 80 &&
+         ceilDiv(p.m, kMmaProductRows) <= 65535 && // grid.y
+         mmaProductSharedBytes(p, 16) <= sharedBytesPerBlock(target);
+}
+
+int64_t cgc::mmaProductColumns(const ProductProblem &p, const Target &target) {
+  for (int64_t columns : {64, 32})
+    if (ceilDiv(p.m, kMmaProductRows) * ceilDiv(p.n, columns) >=
+            int64_t(target.multiprocessors) &&
+        mmaProductSharedBytes(p, columns) <= sharedBytesPerBlock(target))
+      return columns;
+  return 16;
+}
+
 int64_t cgc::generatedProductVector(const ProductProblem &p) {
   int64_t elem = dtypeSize(p.dtype);
   return (p.k * elem) % 16 == 0 ? 16 / elem : 1;
@@ -53,7 +88,7 @@ static std::string shapeText(const ProductProblem &p) {
          dtypeName(p.dtype).str();
 }
 
-Strategy cgc::productStrategy(const ProductProblem &p, ProductPolicy policy,
+Strategy cgc::productStrategy(const ProductProblem &p, const Target &target,
                               std::string *reason) {
   auto decide = [&](Strategy s, const std::string &why) {
     if (reason)
@@ -65,7 +100,7 @@ Strategy cgc::productStrategy(const ProductProblem &p, ProductPolicy policy,
   if (small && p.k == 0)
     return decide(Strategy::GeneratedProduct,
                   "k=0 (cuBLASLt cannot run an empty contraction)");
-  switch (policy) {
+  switch (target.products) {
   case ProductPolicy::CostRule: {
     uint64_t weight = uint64_t(p.n) * uint64_t(p.k) * dtypeSize(p.dtype);
     if (small && p.transB && !p.transA && fewRowsWin(p))
@@ -96,6 +131,11 @@ Strategy cgc::productStrategy(const ProductProblem &p, ProductPolicy policy,
     return tiledRuns(p) ? decide(Strategy::TiledProduct, "--tiled-products")
                         : decide(Strategy::LibraryProduct,
                                  "--tiled-products, not tileable");
+  case ProductPolicy::MmaWherePossible:
+    return mmaRuns(p, target)
+               ? decide(Strategy::MmaProduct, "--mma-products")
+               : decide(Strategy::LibraryProduct,
+                        "--mma-products, not for the tensor-core kernel");
   }
   llvm_unreachable("a ProductPolicy value");
 }

@@ -51,9 +51,14 @@ constexpr uint64_t kTiledProductMaxMacs = uint64_t(1) << 22;
 constexpr uint64_t kTiledProductLongKMaxMacs = uint64_t(1) << 20;
 constexpr int64_t kTiledProductMaxK = 256, kTiledProductShortK = 128;
 constexpr uint64_t kTiledProductMaxOutputs = uint64_t(1) << 17;
-/// GeneratedProduct, TiledProduct or LibraryProduct; \p reason (when
-/// set) receives the comparison that decided.
-Strategy productStrategy(const ProductProblem &p, ProductPolicy policy,
+/// cgc's tensor-core kernel (MmaProduct) runs f16 and bf16 products only
+/// under `cgc --mma-products`: the cost rule gives it none, because it
+/// measured slower than cuBLASLt at every size tried (H100, 2026-12-06,
+/// bench/product_rule.py --mma: 128 x 768 x 768 bf16, 8.2 against 3.9 us
+/// per product in a chain of 12; docs/passes.md).
+/// GeneratedProduct, TiledProduct, MmaProduct or LibraryProduct for
+/// \p target; \p reason (when set) receives the comparison that decided.
+Strategy productStrategy(const ProductProblem &p, const Target &target,
                          std::string *reason = nullptr);
 /// Whether the generated kernel can run \p p at all: one batch, at most
 /// 32 rows (a lane holds each row's sum), a weight stored along k (or no
@@ -61,6 +66,12 @@ Strategy productStrategy(const ProductProblem &p, ProductPolicy policy,
 bool generatedRuns(const ProductProblem &p);
 /// Whether the tiled kernel can run \p p: one batch, f32, a contraction.
 bool tiledRuns(const ProductProblem &p);
+/// Whether the tensor-core kernel can run \p p on \p target: sm_80 or
+/// newer, one batch of f16 or bf16, x stored [m, k] (no transpose_a), k a
+/// positive multiple of 8 and, for a weight stored [k, n], n too (16-byte
+/// loads of rows), and a 16-column weight slice that fits the target's
+/// shared memory per block.
+bool mmaRuns(const ProductProblem &p, const Target &target);
 
 /// The generated kernel: a warp per output column, 8 warps per block,
 /// loads of 16 bytes when rows are 16-byte aligned (vector elements each).
@@ -72,6 +83,19 @@ int64_t generatedProductVector(const ProductProblem &p);
 constexpr unsigned kProductTile = 32, kSmallProductTile = 16;
 constexpr unsigned kTiledProductBlock = 256;
 int64_t productTile(const ProductProblem &p, unsigned multiprocessors);
+
+/// The tensor-core kernel: blocks of 4 warps over 64 rows and T columns,
+/// T the widest of 64, 32 and 16 whose blocks still cover the target's
+/// multiprocessors and whose weight slice fits its shared memory (16 when
+/// none does). Dynamic shared memory: the T x k weight slice (k rounded up
+/// to 16, rows padded by 8) and 4 stages of 64 x 64 of x, 2 bytes each
+/// (codegen/device/product_mma.cuh computes it alike).
+constexpr unsigned kMmaProductRows = 64, kMmaProductBlock = 128;
+int64_t mmaProductColumns(const ProductProblem &p, const Target &target);
+uint64_t mmaProductSharedBytes(const ProductProblem &p, int64_t columns);
+/// Shared memory one block may take on \p target (sm_90: 227 KiB, sm_80:
+/// 163 KiB, else 99 KiB).
+uint64_t sharedBytesPerBlock(const Target &target);
 
 /// A generated product also computes the layernorm (over the last axis)
 /// that produces its input rows: every block normalizes the m rows of x

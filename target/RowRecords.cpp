@@ -238,6 +238,7 @@ std::string cgc::checkRowRecord(const Node &node, const Node &row, const Schedul
   case Strategy::Columns: return checkColumns(node, row, record);
   case Strategy::GeneratedProduct:
   case Strategy::TiledProduct:
+  case Strategy::MmaProduct:
   case Strategy::LibraryProduct:
   case Strategy::FusedAttention:
   case Strategy::MmaAttention:

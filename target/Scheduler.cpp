@@ -125,6 +125,12 @@ static Schedule productRecord(const ProductProblem &p, Strategy strategy,
     s[F::GridY] = ceilDiv(p.m, s[F::Tile]);
     s[F::Block] = kTiledProductBlock;
     return s;
+  case Strategy::MmaProduct:
+    s[F::Tile] = tile ? tile : mmaProductColumns(p, target);
+    s[F::GridX] = ceilDiv(p.n, s[F::Tile]);
+    s[F::GridY] = ceilDiv(p.m, kMmaProductRows);
+    s[F::Block] = kMmaProductBlock;
+    return s;
   case Strategy::LibraryProduct:
     s[F::Scratch] = int64_t(productWorkspaceBytes(p));
     return s;
@@ -168,6 +174,20 @@ static std::string checkProduct(const Node &node, const Schedule &r,
       return "tile must be " + std::to_string(kProductTile) + " or " +
              std::to_string(kSmallProductTile);
     break;
+  case Strategy::MmaProduct:
+    if (!mmaRuns(p, target))
+      return "the tensor-core product kernel needs " + target.arch +
+             " to be sm_80 or newer, one batch of f16 or bf16, no "
+             "transpose_a, k a positive multiple of 8 and, without "
+             "transpose_b, n too, and 16 columns of weight that fit its "
+             "shared memory";
+    if (r[F::Tile] != 16 && r[F::Tile] != 32 && r[F::Tile] != 64)
+      return "tile (columns per block) must be 16, 32 or 64";
+    if (mmaProductSharedBytes(p, r[F::Tile]) > sharedBytesPerBlock(target))
+      return "a weight slice of " + std::to_string(r[F::Tile]) + " columns needs " +
+             std::to_string(mmaProductSharedBytes(p, r[F::Tile])) +
+             " bytes of shared memory, more than a block has on " + target.arch;
+    break;
   case Strategy::LibraryProduct:
     if (p.k == 0)
       return "a product with an empty contraction (k = 0) and more than " +
@@ -186,8 +206,8 @@ static std::string checkProduct(const Node &node, const Schedule &r,
   case Strategy::FusedAttention:
   case Strategy::MmaAttention:
   case Strategy::LibraryConvolution:
-    return "a product runs as generated_product, tiled_product or "
-           "library_product, not " + name;
+    return "a product runs as generated_product, tiled_product, "
+           "mma_product or library_product, not " + name;
   }
   if (extras.inputNorm && r.strategy != Strategy::GeneratedProduct)
     return "only the generated product kernel normalizes its input rows";
@@ -196,7 +216,7 @@ static std::string checkProduct(const Node &node, const Schedule &r,
     if (strategyHas(r.strategy, f) && r[f] != launch[f])
       return fieldName(f).str() + " must be " + std::to_string(launch[f]) +
              " (one block per " +
-             (r.strategy == Strategy::TiledProduct ? "tile" : "8 columns") +
+             (r.strategy == Strategy::GeneratedProduct ? "8 columns" : "tile") +
              ", no grid-stride loop)";
   return "";
 }
@@ -339,7 +359,7 @@ llvm::Optional<Schedule> cgc::scheduleOf(const Node &node,
   } else if (isProductNode(node)) {
     ProductProblem p = productProblem(productOf(node));
     std::string reason;
-    s = productRecord(p, productStrategy(p, target.products, &reason), target);
+    s = productRecord(p, productStrategy(p, target, &reason), target);
     s.reason = std::move(reason);
   } else {
     const Node &row = rowOpOf(node);
@@ -372,12 +392,16 @@ std::string cgc::checkSchedule(const Node &node, const Schedule &record,
 }
 
 Strategy cgc::productStrategyOf(const Node &product, const Target &target) {
-  return productStrategy(productProblem(product), target.products);
+  return productStrategy(productProblem(product), target);
 }
 
 bool cgc::productNormalizesInput(const Node &product, const Target &target) {
   ProductProblem p = productProblem(product);
-  return fusesInputLayerNorm(p, productStrategy(p, target.products));
+  return fusesInputLayerNorm(p, productStrategy(p, target));
+}
+
+uint64_t cgc::mmaProductSharedBytesOf(const ProductProblem &problem, int64_t columns) {
+  return mmaProductSharedBytes(problem, columns);
 }
 
 bool cgc::readsRowsOnce(const Node &node) { return rowReadOnce(node); }

@@ -60,6 +60,9 @@ std::string checkSchedule(const Node &node, const Schedule &record,
 /// product's input rows (a layernorm folded before it).
 Strategy productStrategyOf(const Node &product, const Target &target);
 bool productNormalizesInput(const Node &product, const Target &target);
+/// codegen: the dynamic shared memory of the tensor-core product kernel of
+/// \p problem under an mma_product record of \p columns per block.
+uint64_t mmaProductSharedBytesOf(const ProductProblem &problem, int64_t columns);
 /// fuse-rows: whether \p node runs as one row kernel that reads each input
 /// element once (a reduction over rows that does not split, softmax,
 /// log_softmax or layernorm whose rows fit registers), and the elements per

@@ -17,10 +17,16 @@ namespace cgc {
 
 /// Who decides how products run: the cost rule (target/ProductRule.h), or
 /// the user asking for cuBLASLt everywhere it can run
-/// (`cgc --library-products`), or for the tiled kernel everywhere it can
-/// run (`cgc --tiled-products`); the last two are how the rule's
-/// thresholds are measured (bench/product_rule.py).
-enum class ProductPolicy { CostRule, LibraryOnly, TiledWherePossible };
+/// (`cgc --library-products`), or for the tiled kernel (`cgc
+/// --tiled-products`) or the tensor-core kernel (`cgc --mma-products`)
+/// everywhere it can run; the last three are how the rule's thresholds
+/// are measured (bench/product_rule.py).
+enum class ProductPolicy {
+  CostRule,
+  LibraryOnly,
+  TiledWherePossible,
+  MmaWherePossible
+};
 /// Whether expand-attention keeps the attention nodes the rule gives the
 /// fused kernel (target/AttentionRule.h: where it measured faster than the
 /// products and softmax), or writes every one out (autodiff has no rule

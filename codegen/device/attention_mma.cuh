@@ -35,28 +35,6 @@
 // i * mr + j * mc. E: q and k width, a multiple of 16; EV: v width, a
 // multiple of 8.
 #define CGC_MMA_KEYS 32
-template <int BF>
-__device__ __forceinline__ void cgc_mma16816(float (&d)[4], const unsigned (&a)[4],
-                                             unsigned b0, unsigned b1) {
-  if constexpr (BF)
-    asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, "
-                 "{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-  else
-    asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, "
-                 "{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-// Two floats as one 32-bit pair of the 16-bit type, lo in the low half
-// (rounded to nearest even).
-template <int BF> __device__ __forceinline__ unsigned cgc_pack2(float lo, float hi) {
-  unsigned r;
-  if constexpr (BF) asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
-  else asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
-  return r;
-}
 // The key split's combine (SPLIT > 1, above): every warp of a row group
 // but the first stores its part (this lane's m, l, NaN flags and O, each
 // value a row of 32 lanes, so no bank conflict), one barrier, and the

@@ -336,13 +336,13 @@ def product_cases(put):
             last = name
         return nodes, extra, last
 
-    def linear(tag, m, n, k, dt, ops, lead=(), bias=True):
+    def linear(tag, m, n, k, dt, ops, lead=(), bias=True, suffix=""):
         xs = list(lead) + [m]
         nodes = [{"name": "fc", "op": "linear", "inputs": ["x", "w"] + (["b"] if bias else [])}]
         more, extra, out = chain(ops, "fc", n, dt)
         extra = [(nm, t, s if s is not None else xs + [n]) for nm, t, s in extra]
         put(f"own_linear_{tag}_{dt}_{'x'.join(map(str, xs))}x{n}x{k}_{'_'.join(ops) or 'plain'}"
-            + ("" if bias else "_nobias"),
+            + ("" if bias else "_nobias") + suffix,
             [("x", dt, xs + [k]), ("w", dt, [n, k])] + ([("b", dt, [n])] if bias else []) + extra,
             nodes + more, [out])
 
@@ -410,7 +410,7 @@ def product_cases(put):
              {"name": "fc", "op": "linear", "inputs": ["xm", "w", "b"]},
              {"name": "y", "op": "relu", "inputs": ["fc"]}], ["y"])
     linear("gen", 2, 17, 255, "bf16", ["gelu_tanh"], bias=False)
-    def matmul(tag, a, b, dt, ta=False, tb=False, ops=()):
+    def matmul(tag, a, b, dt, ta=False, tb=False, ops=(), suffix=""):
         m = a[-1] if ta else a[-2]
         n = b[-2] if tb else b[-1]
         batch = list(np.broadcast_shapes(tuple(a[:-2]), tuple(b[:-2])))
@@ -418,7 +418,8 @@ def product_cases(put):
                   "attrs": {"transpose_a": ta, "transpose_b": tb}}]
         more, extra, out = chain(list(ops), "mm", n, dt)
         extra = [(nm, t, s if s is not None else batch + [m, n]) for nm, t, s in extra]
-        put(f"own_matmul_{tag}_{dt}", [("a", dt, a), ("b", dt, b)] + extra, nodes + more, [out])
+        put(f"own_matmul_{tag}_{dt}{suffix}", [("a", dt, a), ("b", dt, b)] + extra, nodes + more,
+            [out])
     for dt in ("f32", "f16", "bf16"):
         matmul("2d", [64, 17], [17, 255], dt)
         matmul("batched", [3, 17, 64], [3, 64, 33], dt, ops=("bias", "relu"))
@@ -431,6 +432,27 @@ def product_cases(put):
     matmul("bcast_mixed", [2, 1, 17, 3], [4, 3, 64], "f32")
     matmul("bcast_mixed", [2, 1, 17, 3], [4, 3, 64], "bf16")
     matmul("vector", [1, 1000], [1000, 1], "f32")
+    # The tensor-core kernel (f16/bf16, one batch; the stage compiles the
+    # cases named *_mmak with --mma-products): sizes off its 64-row blocks,
+    # its 16-, 32- and 64-column tiles and its 64-wide k steps (k = 72,
+    # 264: a last step of 8), both weight layouts, every epilogue; a weight
+    # that is a parameter is requested before the wait for producers.
+    for m, n, k in ((17, 40, 64), (64, 255, 264), (100, 1000, 72), (256, 64, 1024),
+                    (130, 768, 768), (5, 4100, 40)):
+        for dt in ("f16", "bf16"):
+            linear("mma", m, n, k, dt, ["residual", "gelu"], suffix="_mmak")
+        linear("mma", m, n, k, "bf16", ["relu"], suffix="_mmak")
+        linear("mma", m, n, k, "f16", ["gelu_tanh"], bias=False, suffix="_mmak")
+    matmul("nn_batch", [3, 40, 264], [264, 72], "bf16", ops=("bias", "gelu"), suffix="_mmak")
+    matmul("nn_wide", [200, 64], [64, 1000], "f16", ops=("residual",), suffix="_mmak")
+    for dt in ("f16", "bf16"):
+        put(f"own_linear_param_{dt}_128x3072x768_mmak",
+            [("x", dt, [128, 768]),
+             {"name": "w", "dtype": dt, "shape": [3072, 768], "kind": "parameter",
+              "init": {"dist": "uniform", "low": -0.04, "high": 0.04, "seed": 7}},
+             ("b", dt, [3072])],
+            [{"name": "fc", "op": "linear", "inputs": ["x", "w", "b"]},
+             {"name": "y", "op": "gelu", "inputs": ["fc"]}], ["y"])
     # The tiled kernel (f32, one batch, at most 2^22 multiply-adds): every
     # transpose, sizes off the 32-grid of its tiles, each epilogue.
     for ta in (False, True):

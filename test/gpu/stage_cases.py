@@ -34,7 +34,9 @@ infinities):
   outputs of dropout: mode "dropout": the zero pattern must match exactly,
        the kept values with the tolerance above.
 Each golden conv case also runs written out (CASE_expanded: cgc
---expand-convolution), beside cuDNN's run of it.
+--expand-convolution), beside cuDNN's run of it. The own cases named
+*_mmak are compiled with --mma-products (cgc's tensor-core product kernel,
+which the cost rule gives no product).
 examples/dynamic_rows.json is also compiled with --bind-dim B=8,16,64 into
 DIR/multigraph/ with inputs and references per batch size.
 Some cases also get N extra input/reference sets (in.K/ref.K.safetensors) for
@@ -388,6 +390,7 @@ def stage_one(args, name, json_path, golden_in):
     train = name.endswith("_train")  # a training step: autodiff and the optimizer
     rc, msg = run([args.cgc, json_path, "-o", model] + (["--no-fuse"] if name.endswith("_nofuse") else [])
                   + (["--expand-convolution"] if name.endswith("_expanded") else [])
+                  + (["--mma-products"] if name.endswith("_mmak") else [])
                   + (["--gradients"] if grad else []) + (["--train"] if train else []))
     if rc != 0:
         shutil.rmtree(cdir, ignore_errors=True)

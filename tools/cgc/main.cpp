@@ -75,6 +75,11 @@ static cl::opt<bool> TiledProducts(
     cl::desc("Run every f32 matrix product of one batch with cgc's tiled "
              "kernel, not only those the cost rule gives it (how "
              "bench/product_rule.py measures the rule)"));
+static cl::opt<bool> MmaProducts(
+    "mma-products",
+    cl::desc("Run every f16/bf16 matrix product cgc's tensor-core kernel can "
+             "run with it, not only those the cost rule gives it (how "
+             "bench/product_rule.py --mma measures the rule)"));
 static cl::opt<bool> ExpandAttention(
     "expand-attention",
     cl::desc("Write every attention out as products and a softmax, not "
@@ -361,7 +366,8 @@ static int compileMain(int argc, char **argv) {
   if (!cl::ParseCommandLineOptions(argc, argv,
                               "cgc: ahead-of-time CUDA graph compiler\n\n"
                               "  cgc model.json [-o model.cgc] [--arch=sm_90] [--no-fuse] [--allow-tf32]\n"
-                              "      [--library-products | --tiled-products] [--expand-attention]\n"
+                              "      [--library-products | --tiled-products | --mma-products]\n"
+                              "      [--expand-attention]\n"
                               "      [--bind-dim NAME=V1,V2,...] [--weights-beside]\n"
                               "  cgc model.onnx -o model.cgc   (ONNX: python/cgc imports it)\n"
                               "  cgc model.json --emit=cuda|dot|ir\n"
@@ -460,15 +466,17 @@ static int compileMain(int argc, char **argv) {
     return 2;
   }
   options.maxLoopIterations = MaxLoopIterations;
-  if (LibraryProducts && TiledProducts) {
-    llvm::errs() << "cgc: --library-products and --tiled-products exclude "
-                    "each other\n";
+  if (int(LibraryProducts) + int(TiledProducts) + int(MmaProducts) > 1) {
+    llvm::errs() << "cgc: --library-products, --tiled-products and "
+                    "--mma-products exclude each other\n";
     return 2;
   }
   if (LibraryProducts)
     options.productPolicy = ProductPolicy::LibraryOnly;
   if (TiledProducts)
     options.productPolicy = ProductPolicy::TiledWherePossible;
+  if (MmaProducts)
+    options.productPolicy = ProductPolicy::MmaWherePossible;
   if (ExpandAttention)
     options.attentionPolicy = AttentionPolicy::Expand;
   if (ExpandConvolution)

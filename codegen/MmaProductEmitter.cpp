@@ -1,0 +1,51 @@
+//===- MmaProductEmitter.cpp - The tensor-core kernel of a product ----------===//
+//
+// For f16 and bf16 products of one batch with a few hundred rows (an
+// mma_product record): one call of cgc_product_mma
+// (codegen/device/product_mma.cuh, where the algorithm is) with the
+// product's sizes and layout as constants, the record's columns per block
+// and launch (grid ceil(n / tile) x ceil(m / 64) of 128 threads, the
+// dynamic shared memory of mmaProductSharedBytesOf), and the
+// epilogue as a lambda the kernel calls per element: bias, residual and
+// activation in f32, then one rounding to the result's type, as the
+// generated and tiled kernels do. A weight no kernel writes is requested
+// before the kernel waits for its producers.
+//
+//===----------------------------------------------------------------------===//
+#include "codegen/CudaText.h"
+#include "codegen/Emitters.h"
+#include "codegen/Product.h"
+
+#include <cassert>
+
+using namespace cgc;
+
+void cgc::emitMmaProduct(const ProductParts &parts, const Schedule &record,
+                         Kernel &kernel) {
+  const ProductProblem &p = parts.problem;
+  assert(!parts.inputNorm && "the scheduler keeps input norms off this kernel");
+  std::string x = addParam(kernel, parts.a, false);
+  std::string w = addParam(kernel, parts.b, false);
+  std::string bias = parts.bias ? addParam(kernel, parts.bias, false) : "";
+  std::string res = parts.residual ? addParam(kernel, parts.residual, false) : "";
+  std::string out = addParam(kernel, parts.result, true);
+  std::string N = std::to_string(p.n) + "LL";
+  bool early = isConstantWeight(parts.b, *parts.product);
+  std::string epilogue =
+      "[&](long long m, long long n, float v) {\n" +
+      (bias.empty() ? "" : "        v += cgc_ld(" + bias + ", n);\n") +
+      (res.empty() ? "" : "        v += cgc_ld(" + res + ", m * " + N + " + n);\n") +
+      "        cgc_st(" + out + ", m * " + N + " + n, " +
+      (parts.activation ? elementwiseExpr(*parts.activation, {"v"}) : "v") + ");\n      }";
+  kernel.body = "  cgc_product_mma<" + std::string(p.dtype == DType::BF16 ? "1" : "0") + ", " +
+                (p.transB ? "1" : "0") + ", " + std::to_string(record[ScheduleField::Tile]) +
+                ", " + (early ? "1" : "0") +
+                ">(\n      (const unsigned short *)" + x + ", (const unsigned short *)" + w +
+                ", " + std::to_string(p.m) + "LL, " + N + ", " + std::to_string(p.k) +
+                "LL,\n      " + epilogue + ");\n";
+  kernel.block[0] = uint32_t(record[ScheduleField::Block]);
+  kernel.grid[0] = uint32_t(record[ScheduleField::GridX]);
+  kernel.grid[1] = uint32_t(record[ScheduleField::GridY]);
+  kernel.sharedMem = uint32_t(mmaProductSharedBytesOf(p, record[ScheduleField::Tile]));
+  kernel.wait = Kernel::Wait::InBody;
+}

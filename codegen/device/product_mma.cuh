@@ -1,0 +1,134 @@
+// The tensor-core product kernel's body, for f16 and bf16 products of one
+// batch whose rows are too many for the warp-per-column kernel and too few
+// for cuBLASLt to pay its latency (codegen/MmaProductEmitter.cpp calls it;
+// target/ProductRule.h gives the rule). out[m, n] = sum_k x[m, k] w(k, n)
+// with w stored [n, k] (TRANSB = 1, a linear's weight) or [k, n]
+// (TRANSB = 0), then the caller's epilogue, called once per element with
+// the f32 sum.
+//   A block of 4 warps computes a 64 x BN tile of out: warp i rows
+// 16 i .. 16 i + 15, every warp all BN columns (BN / 8 mma.sync.m16n8k16
+// per 16 of k, f32 accumulators). Such products are bound by latency, not
+// work, so the block requests its whole weight slice (BN x K) at once into
+// dynamic shared memory, one trip to memory, while x, which the previous
+// kernel has just written to the L2 cache, streams through a ring of
+// STAGES buffers of 64 x 64 that cp.async fills STAGES - 1 steps ahead
+// (zero-filled past m, n and k: k is a multiple of 8, so each 16-byte
+// chunk lies wholly inside or outside). ldmatrix reads the fragments (rows
+// padded so that its eight row addresses hit distinct banks), .trans for a
+// weight stored [k, n]. EARLY: the weight is constant while the graph
+// runs, so it is requested before the kernel waits for its producers
+// (programmatic dependent launch) and its latency hides behind the
+// previous kernel's end; x is requested after the wait.
+//   Fragment layout (PTX ISA, mma.m16n8k16): thread t holds the sums of
+// rows t / 4 and t / 4 + 8 of its warp's 16, columns 2 (t % 4) + {0, 1} of
+// each 8. Dynamic shared memory: cgc_mma_product_shared_bytes below, which
+// target/ProductRule.cpp's mmaProductSharedBytes computes alike.
+#define CGC_MMA_PRODUCT_BK 64
+#define CGC_MMA_PRODUCT_STAGES 4
+// The weight slice in shared memory: k rounded up to 16 (zeros past k, so
+// the last 16-wide step reads zeros there, never stale bytes), rows of
+// WROW elements: a row stride of 4 (mod 8) words spreads ldmatrix's eight
+// rows over all banks.
+__host__ __device__ constexpr long long cgc_mma_product_k16(long long k) {
+  return (k + 15) / 16 * 16;
+}
+__host__ __device__ constexpr long long cgc_mma_product_wrow(int transb, int bn, long long k) {
+  return transb ? cgc_mma_product_k16(k) + 8 : bn + 8;
+}
+__host__ __device__ constexpr long long cgc_mma_product_shared_bytes(int transb, int bn,
+                                                                     long long k) {
+  return 2 * ((transb ? bn : cgc_mma_product_k16(k)) * cgc_mma_product_wrow(transb, bn, k) +
+              CGC_MMA_PRODUCT_STAGES * 64 * (CGC_MMA_PRODUCT_BK + 8));
+}
+template <int BF, int TRANSB, int BN, int EARLY, class Epilogue>
+__device__ __forceinline__ void cgc_product_mma(const unsigned short *__restrict__ x,
+                                                const unsigned short *__restrict__ w,
+                                                long long M, long long N, long long K,
+                                                Epilogue epilogue) {
+  constexpr int BK = CGC_MMA_PRODUCT_BK, STAGES = CGC_MMA_PRODUCT_STAGES, THREADS = 128;
+  constexpr int XROW = BK + 8; // x's ring: STAGES x 64 x XROW
+  extern __shared__ __align__(16) unsigned short cgc_dynamic_shared[];
+  const long long WROW = cgc_mma_product_wrow(TRANSB, BN, K);
+  unsigned short *ws = cgc_dynamic_shared;
+  const long long K16 = cgc_mma_product_k16(K);
+  unsigned short *xs = ws + (TRANSB ? BN : K16) * WROW;
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const long long row0 = (long long)blockIdx.y * 64, col0 = (long long)blockIdx.x * BN;
+  const long long steps = (K + BK - 1) / BK;
+  auto loadW = [&]() {
+    if constexpr (TRANSB) {
+      const long long chunks = BN * (K16 / 8);
+      for (long long c = tid; c < chunks; c += THREADS) {
+        const long long r = c / (K16 / 8), kc = (c % (K16 / 8)) * 8, n = col0 + r;
+        const bool in = n < N && kc < K;
+        cgc_cp_async16(ws + r * WROW + kc, in ? w + n * K + kc : w, in);
+      }
+    } else {
+      const long long chunks = K16 * (BN / 8);
+      for (long long c = tid; c < chunks; c += THREADS) {
+        const long long k = c / (BN / 8), nc = (c % (BN / 8)) * 8, n = col0 + nc;
+        const bool in = k < K && n < N;
+        cgc_cp_async16(ws + k * WROW + nc, in ? w + k * N + n : w, in);
+      }
+    }
+  };
+  auto loadX = [&](int stage, long long step) {
+    const long long k0 = step * BK;
+    for (int c = tid; c < 64 * (BK / 8); c += THREADS) {
+      const int r = c / (BK / 8), kc = (c % (BK / 8)) * 8;
+      const long long m = row0 + r, k = k0 + kc;
+      const bool in = m < M && k < K;
+      cgc_cp_async16(xs + (stage * 64 + r) * XROW + kc, in ? x + m * K + k : x, in);
+    }
+  };
+  // The weight joins the first commit group; then one group per x step.
+  if constexpr (EARLY) loadW();
+  cgc_wait_for_producers();
+  if constexpr (!EARLY) loadW();
+  for (int s = 0; s < STAGES - 1; ++s) {
+    if (s < steps) loadX(s, s);
+    cgc_cp_async_commit();
+  }
+  float acc[BN / 8][4];
+#pragma unroll
+  for (int t = 0; t < BN / 8; ++t)
+    acc[t][0] = acc[t][1] = acc[t][2] = acc[t][3] = 0.0f;
+  for (long long step = 0; step < steps; ++step) {
+    cgc_cp_async_wait<STAGES - 2>();
+    __syncthreads();
+    const long long next = step + STAGES - 1;
+    if (next < steps) loadX(int(next % STAGES), next);
+    cgc_cp_async_commit();
+    const unsigned short *xt = xs + (step % STAGES) * 64 * XROW;
+    const long long k0 = step * BK;
+#pragma unroll
+    for (int kk = 0; kk < BK; kk += 16) {
+      if (k0 + kk >= K) break; // past k: nothing was loaded there
+      unsigned a[4];
+      cgc_ldmatrix4<0>(a, xt + (warp * 16 + (lane & 15)) * XROW + kk + (lane >> 4) * 8);
+#pragma unroll
+      for (int j = 0; j < BN / 16; ++j) {
+        unsigned b[4];
+        if constexpr (TRANSB)
+          cgc_ldmatrix4<0>(b, ws + (16 * j + (lane >> 4) * 8 + (lane & 7)) * WROW + k0 + kk +
+                                  ((lane >> 3) & 1) * 8);
+        else
+          cgc_ldmatrix4<1>(b, ws + (k0 + kk + ((lane >> 3) & 1) * 8 + (lane & 7)) * WROW +
+                                  16 * j + (lane >> 4) * 8);
+        cgc_mma16816<BF>(acc[2 * j], a, b[0], b[1]);
+        cgc_mma16816<BF>(acc[2 * j + 1], a, b[2], b[3]);
+      }
+    }
+  }
+  cgc_cp_async_wait<0>();
+  const long long r = row0 + warp * 16 + (lane >> 2);
+#pragma unroll
+  for (int t = 0; t < BN / 8; ++t) {
+    const long long c = col0 + 8 * t + 2 * (lane & 3);
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const long long m = r + (e >> 1) * 8, n = c + (e & 1);
+      if (m < M && n < N) epilogue(m, n, acc[t][e]);
+    }
+  }
+}
