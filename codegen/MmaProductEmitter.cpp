@@ -39,10 +39,9 @@ void cgc::emitMmaProduct(const ProductParts &parts, const Schedule &record,
       (parts.activation ? elementwiseExpr(*parts.activation, {"v"}) : "v") + ");\n      }";
   kernel.body = "  cgc_product_mma<" + std::string(p.dtype == DType::BF16 ? "1" : "0") + ", " +
                 (p.transB ? "1" : "0") + ", " + std::to_string(record[ScheduleField::Tile]) +
-                ", " + (early ? "1" : "0") +
-                ">(\n      (const unsigned short *)" + x + ", (const unsigned short *)" + w +
-                ", " + std::to_string(p.m) + "LL, " + N + ", " + std::to_string(p.k) +
-                "LL,\n      " + epilogue + ");\n";
+                ", " + (early ? "1" : "0") + ", " + std::to_string(p.m) + "LL, " + N + ", " +
+                std::to_string(p.k) + "LL>(\n      (const unsigned short *)" + x +
+                ", (const unsigned short *)" + w + ",\n      " + epilogue + ");\n";
   kernel.block[0] = uint32_t(record[ScheduleField::Block]);
   kernel.grid[0] = uint32_t(record[ScheduleField::GridX]);
   kernel.grid[1] = uint32_t(record[ScheduleField::GridY]);

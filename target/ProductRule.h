@@ -54,8 +54,8 @@ constexpr uint64_t kTiledProductMaxOutputs = uint64_t(1) << 17;
 /// cgc's tensor-core kernel (MmaProduct) runs f16 and bf16 products only
 /// under `cgc --mma-products`: the cost rule gives it none, because it
 /// measured slower than cuBLASLt at every size tried (H100, 2026-12-06,
-/// bench/product_rule.py --mma: 128 x 768 x 768 bf16, 8.2 against 3.9 us
-/// per product in a chain of 12; docs/passes.md).
+/// bench/product_rule.py's ffn_chain: 128 x 768 x 768 bf16, 5.7 against
+/// 3.9 us per product in a chain of 12; docs/passes.md).
 /// GeneratedProduct, TiledProduct, MmaProduct or LibraryProduct for
 /// \p target; \p reason (when set) receives the comparison that decided.
 Strategy productStrategy(const ProductProblem &p, const Target &target,

@@ -24,8 +24,9 @@ template <int BF> __device__ __forceinline__ unsigned cgc_pack2(float lo, float 
   else asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
   return r;
 }
-__device__ __forceinline__ void cgc_cp_async16(void *shared, const void *global, bool inside) {
-  const unsigned s = (unsigned)__cvta_generic_to_shared(shared);
+// 16 bytes from global memory to shared address \p s (zeros when not
+// \p inside).
+__device__ __forceinline__ void cgc_cp_async16s(unsigned s, const void *global, bool inside) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(s), "l"(global),
                "r"(inside ? 16 : 0));
 }
@@ -35,9 +36,9 @@ __device__ __forceinline__ void cgc_cp_async_commit() {
 template <int N> __device__ __forceinline__ void cgc_cp_async_wait() {
   asm volatile("cp.async.wait_group %0;" ::"n"(N));
 }
+// Four 8 x 8 matrices of 16-bit elements from shared address \p s.
 template <int TRANS>
-__device__ __forceinline__ void cgc_ldmatrix4(unsigned (&r)[4], const void *shared) {
-  const unsigned s = (unsigned)__cvta_generic_to_shared(shared);
+__device__ __forceinline__ void cgc_ldmatrix4s(unsigned (&r)[4], unsigned s) {
   if constexpr (TRANS)
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];"
                  : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(s));

@@ -40,81 +40,99 @@ __host__ __device__ constexpr long long cgc_mma_product_shared_bytes(int transb,
   return 2 * ((transb ? bn : cgc_mma_product_k16(k)) * cgc_mma_product_wrow(transb, bn, k) +
               CGC_MMA_PRODUCT_STAGES * 64 * (CGC_MMA_PRODUCT_BK + 8));
 }
-template <int BF, int TRANSB, int BN, int EARLY, class Epilogue>
+template <int BF, int TRANSB, int BN, int EARLY, long long M, long long N, long long K,
+          class Epilogue>
 __device__ __forceinline__ void cgc_product_mma(const unsigned short *__restrict__ x,
                                                 const unsigned short *__restrict__ w,
-                                                long long M, long long N, long long K,
                                                 Epilogue epilogue) {
   constexpr int BK = CGC_MMA_PRODUCT_BK, STAGES = CGC_MMA_PRODUCT_STAGES, THREADS = 128;
   constexpr int XROW = BK + 8; // x's ring: STAGES x 64 x XROW
+  constexpr int K16 = int(cgc_mma_product_k16(K)), WROW = int(cgc_mma_product_wrow(TRANSB, BN, K));
+  constexpr int STEPS = int((K + BK - 1) / BK);
   extern __shared__ __align__(16) unsigned short cgc_dynamic_shared[];
-  const long long WROW = cgc_mma_product_wrow(TRANSB, BN, K);
-  unsigned short *ws = cgc_dynamic_shared;
-  const long long K16 = cgc_mma_product_k16(K);
-  unsigned short *xs = ws + (TRANSB ? BN : K16) * WROW;
+  // Shared addresses (32-bit) and per-thread offsets, computed once: the
+  // loop below only adds constants to them.
+  const unsigned ws = (unsigned)__cvta_generic_to_shared(cgc_dynamic_shared);
+  const unsigned xs = ws + 2u * (TRANSB ? BN : K16) * WROW;
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const long long row0 = (long long)blockIdx.y * 64, col0 = (long long)blockIdx.x * BN;
-  const long long steps = (K + BK - 1) / BK;
-  auto loadW = [&]() {
-    if constexpr (TRANSB) {
-      const long long chunks = BN * (K16 / 8);
-      for (long long c = tid; c < chunks; c += THREADS) {
-        const long long r = c / (K16 / 8), kc = (c % (K16 / 8)) * 8, n = col0 + r;
-        const bool in = n < N && kc < K;
-        cgc_cp_async16(ws + r * WROW + kc, in ? w + n * K + kc : w, in);
-      }
-    } else {
-      const long long chunks = K16 * (BN / 8);
-      for (long long c = tid; c < chunks; c += THREADS) {
-        const long long k = c / (BN / 8), nc = (c % (BN / 8)) * 8, n = col0 + nc;
-        const bool in = k < K && n < N;
-        cgc_cp_async16(ws + k * WROW + nc, in ? w + k * N + n : w, in);
-      }
+  // x: thread t copies chunk t % 8 (8 elements) of rows t / 8 + 16 i.
+  const int xr = tid / (BK / 8), xk = (tid % (BK / 8)) * 8;
+  const unsigned short *xg[64 / (THREADS / (BK / 8))];
+  bool xin[64 / (THREADS / (BK / 8))];
+#pragma unroll
+  for (int i = 0; i < 64 / (THREADS / (BK / 8)); ++i) {
+    const long long m = row0 + xr + (THREADS / (BK / 8)) * i;
+    xin[i] = m < M;
+    xg[i] = x + (xin[i] ? m * K : 0) + xk;
+  }
+  auto loadX = [&](int stage, int k0) {
+#pragma unroll
+    for (int i = 0; i < 64 / (THREADS / (BK / 8)); ++i) {
+      const bool in = xin[i] && xk + k0 < K;
+      cgc_cp_async16s(xs + 2u * ((stage * 64 + xr + (THREADS / (BK / 8)) * i) * XROW + xk),
+                      in ? xg[i] + k0 : x, in);
     }
   };
-  auto loadX = [&](int stage, long long step) {
-    const long long k0 = step * BK;
-    for (int c = tid; c < 64 * (BK / 8); c += THREADS) {
-      const int r = c / (BK / 8), kc = (c % (BK / 8)) * 8;
-      const long long m = row0 + r, k = k0 + kc;
-      const bool in = m < M && k < K;
-      cgc_cp_async16(xs + (stage * 64 + r) * XROW + kc, in ? x + m * K + k : x, in);
+  auto loadW = [&]() {
+    if constexpr (TRANSB) {
+      constexpr int PER_ROW = K16 / 8;
+#pragma unroll 4
+      for (int c = tid; c < BN * PER_ROW; c += THREADS) {
+        const int r = c / PER_ROW, kc = (c % PER_ROW) * 8;
+        const long long n = col0 + r;
+        const bool in = n < N && kc < K;
+        cgc_cp_async16s(ws + 2u * (r * WROW + kc), in ? w + n * K + kc : w, in);
+      }
+    } else {
+      constexpr int PER_ROW = BN / 8;
+#pragma unroll 4
+      for (int c = tid; c < K16 * PER_ROW; c += THREADS) {
+        const int k = c / PER_ROW, nc = (c % PER_ROW) * 8;
+        const long long n = col0 + nc;
+        const bool in = k < K && n < N;
+        cgc_cp_async16s(ws + 2u * (k * WROW + nc), in ? w + k * N + n : w, in);
+      }
     }
   };
   // The weight joins the first commit group; then one group per x step.
   if constexpr (EARLY) loadW();
   cgc_wait_for_producers();
   if constexpr (!EARLY) loadW();
+#pragma unroll
   for (int s = 0; s < STAGES - 1; ++s) {
-    if (s < steps) loadX(s, s);
+    if (s < STEPS) loadX(s, s * BK);
     cgc_cp_async_commit();
   }
   float acc[BN / 8][4];
 #pragma unroll
   for (int t = 0; t < BN / 8; ++t)
     acc[t][0] = acc[t][1] = acc[t][2] = acc[t][3] = 0.0f;
-  for (long long step = 0; step < steps; ++step) {
+  // Fragment addresses: x's 16 rows of this warp; the weight's rows (n or
+  // k) of the first two 8-column tiles.
+  const unsigned aBase = xs + 2u * ((warp * 16 + (lane & 15)) * XROW + (lane >> 4) * 8);
+  const unsigned bBase =
+      TRANSB ? ws + 2u * (((lane >> 4) * 8 + (lane & 7)) * WROW + ((lane >> 3) & 1) * 8)
+             : ws + 2u * ((((lane >> 3) & 1) * 8 + (lane & 7)) * WROW + (lane >> 4) * 8);
+  for (int step = 0; step < STEPS; ++step) {
     cgc_cp_async_wait<STAGES - 2>();
     __syncthreads();
-    const long long next = step + STAGES - 1;
-    if (next < steps) loadX(int(next % STAGES), next);
+    if (step + STAGES - 1 < STEPS) loadX((step + STAGES - 1) % STAGES, (step + STAGES - 1) * BK);
     cgc_cp_async_commit();
-    const unsigned short *xt = xs + (step % STAGES) * 64 * XROW;
-    const long long k0 = step * BK;
+    const unsigned a0 = aBase + 2u * (step % STAGES) * 64 * XROW;
+    const int k0 = step * BK;
 #pragma unroll
     for (int kk = 0; kk < BK; kk += 16) {
-      if (k0 + kk >= K) break; // past k: nothing was loaded there
+      if (K % BK != 0 && k0 + kk >= K) break; // past k: nothing was loaded there
       unsigned a[4];
-      cgc_ldmatrix4<0>(a, xt + (warp * 16 + (lane & 15)) * XROW + kk + (lane >> 4) * 8);
+      cgc_ldmatrix4s<0>(a, a0 + 2u * kk);
 #pragma unroll
       for (int j = 0; j < BN / 16; ++j) {
         unsigned b[4];
         if constexpr (TRANSB)
-          cgc_ldmatrix4<0>(b, ws + (16 * j + (lane >> 4) * 8 + (lane & 7)) * WROW + k0 + kk +
-                                  ((lane >> 3) & 1) * 8);
+          cgc_ldmatrix4s<0>(b, bBase + 2u * (16 * j * WROW + k0 + kk));
         else
-          cgc_ldmatrix4<1>(b, ws + (k0 + kk + ((lane >> 3) & 1) * 8 + (lane & 7)) * WROW +
-                                  16 * j + (lane >> 4) * 8);
+          cgc_ldmatrix4s<1>(b, bBase + 2u * ((k0 + kk) * WROW + 16 * j));
         cgc_mma16816<BF>(acc[2 * j], a, b[0], b[1]);
         cgc_mma16816<BF>(acc[2 * j + 1], a, b[2], b[3]);
       }
