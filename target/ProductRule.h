@@ -53,9 +53,10 @@ constexpr int64_t kTiledProductMaxK = 256, kTiledProductShortK = 128;
 constexpr uint64_t kTiledProductMaxOutputs = uint64_t(1) << 17;
 /// cgc's tensor-core kernel (MmaProduct) runs f16 and bf16 products only
 /// under `cgc --mma-products`: the cost rule gives it none, because it
-/// measured slower than cuBLASLt at every size tried (H100, 2026-12-06,
-/// bench/product_rule.py's ffn_chain: 128 x 768 x 768 bf16, 5.7 against
-/// 3.9 us per product in a chain of 12; docs/passes.md).
+/// measured no faster than cuBLASLt at any size tried (H100, 2026-12-06,
+/// bench/product_rule.py's ffn_chain, us per product in a chain of 12:
+/// 16 x 768 x 768 bf16 4.16 against 4.14, 128 x 768 x 768 5.65 against
+/// 3.92; docs/passes.md).
 /// GeneratedProduct, TiledProduct, MmaProduct or LibraryProduct for
 /// \p target; \p reason (when set) receives the comparison that decided.
 Strategy productStrategy(const ProductProblem &p, const Target &target,
@@ -84,13 +85,13 @@ constexpr unsigned kProductTile = 32, kSmallProductTile = 16;
 constexpr unsigned kTiledProductBlock = 256;
 int64_t productTile(const ProductProblem &p, unsigned multiprocessors);
 
-/// The tensor-core kernel: blocks of 4 warps over 64 rows and T columns,
+/// The tensor-core kernel: blocks of 8 warps over 64 rows and T columns,
 /// T the widest of 64, 32 and 16 whose blocks still cover the target's
 /// multiprocessors and whose weight slice fits its shared memory (16 when
 /// none does). Dynamic shared memory: the T x k weight slice (k rounded up
 /// to 16, rows padded by 8) and 4 stages of 64 x 64 of x, 2 bytes each
 /// (codegen/device/product_mma.cuh computes it alike).
-constexpr unsigned kMmaProductRows = 64, kMmaProductBlock = 128;
+constexpr unsigned kMmaProductRows = 64, kMmaProductBlock = 256;
 int64_t mmaProductColumns(const ProductProblem &p, const Target &target);
 uint64_t mmaProductSharedBytes(const ProductProblem &p, int64_t columns);
 /// Shared memory one block may take on \p target (sm_90: 227 KiB, sm_80:

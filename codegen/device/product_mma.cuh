@@ -5,9 +5,12 @@
 // with w stored [n, k] (TRANSB = 1, a linear's weight) or [k, n]
 // (TRANSB = 0), then the caller's epilogue, called once per element with
 // the f32 sum.
-//   A block of 4 warps computes a 64 x BN tile of out: warp i rows
-// 16 i .. 16 i + 15, every warp all BN columns (BN / 8 mma.sync.m16n8k16
-// per 16 of k, f32 accumulators). Such products are bound by latency, not
+//   A block of 8 warps computes a 64 x BN tile of out: warps i and i + 4
+// rows 16 i .. 16 i + 15, all BN columns (BN / 8 mma.sync.m16n8k16 per 16
+// of k, f32 accumulators), warp i the first and third 16 of every 64 of
+// k, warp i + 4 the second and fourth; at the end warp i + 4 hands its
+// sums to warp i through shared memory. (Two warps per scheduler: with
+// one, each waited on its own instructions' latency.) Such products are bound by latency, not
 // work, so the block requests its whole weight slice (BN x K) at once into
 // dynamic shared memory, one trip to memory, while x, which the previous
 // kernel has just written to the L2 cache, streams through a ring of
@@ -45,7 +48,7 @@ template <int BF, int TRANSB, int BN, int EARLY, long long M, long long N, long 
 __device__ __forceinline__ void cgc_product_mma(const unsigned short *__restrict__ x,
                                                 const unsigned short *__restrict__ w,
                                                 Epilogue epilogue) {
-  constexpr int BK = CGC_MMA_PRODUCT_BK, STAGES = CGC_MMA_PRODUCT_STAGES, THREADS = 128;
+  constexpr int BK = CGC_MMA_PRODUCT_BK, STAGES = CGC_MMA_PRODUCT_STAGES, THREADS = 256;
   constexpr int XROW = BK + 8; // x's ring: STAGES x 64 x XROW
   constexpr int K16 = int(cgc_mma_product_k16(K)), WROW = int(cgc_mma_product_wrow(TRANSB, BN, K));
   constexpr int STEPS = int((K + BK - 1) / BK);
@@ -54,7 +57,7 @@ __device__ __forceinline__ void cgc_product_mma(const unsigned short *__restrict
   // loop below only adds constants to them.
   const unsigned ws = (unsigned)__cvta_generic_to_shared(cgc_dynamic_shared);
   const unsigned xs = ws + 2u * (TRANSB ? BN : K16) * WROW;
-  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int tid = threadIdx.x, lane = tid & 31, warp = (tid >> 5) & 3, half = tid >> 7;
   const long long row0 = (long long)blockIdx.y * 64, col0 = (long long)blockIdx.x * BN;
   // x: thread t copies chunk t % 8 (8 elements) of rows t / 8 + 16 i.
   const int xr = tid / (BK / 8), xk = (tid % (BK / 8)) * 8;
@@ -122,7 +125,8 @@ __device__ __forceinline__ void cgc_product_mma(const unsigned short *__restrict
     const unsigned a0 = aBase + 2u * (step % STAGES) * 64 * XROW;
     const int k0 = step * BK;
 #pragma unroll
-    for (int kk = 0; kk < BK; kk += 16) {
+    for (int i = 0; i < BK / 32; ++i) {
+      const int kk = 32 * i + 16 * half;
       if (K % BK != 0 && k0 + kk >= K) break; // past k: nothing was loaded there
       unsigned a[4];
       cgc_ldmatrix4s<0>(a, a0 + 2u * kk);
@@ -139,6 +143,21 @@ __device__ __forceinline__ void cgc_product_mma(const unsigned short *__restrict
     }
   }
   cgc_cp_async_wait<0>();
+  // The second half's sums to the first, through x's ring (free now).
+  float *parts = reinterpret_cast<float *>(cgc_dynamic_shared + (TRANSB ? BN : K16) * WROW);
+  __syncthreads();
+  if (half) {
+#pragma unroll
+    for (int t = 0; t < BN / 8; ++t)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) parts[((t * 4 + e) * 128) + (tid & 127)] = acc[t][e];
+  }
+  __syncthreads();
+  if (half) return;
+#pragma unroll
+  for (int t = 0; t < BN / 8; ++t)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) acc[t][e] += parts[((t * 4 + e) * 128) + tid];
   const long long r = row0 + warp * 16 + (lane >> 2);
 #pragma unroll
   for (int t = 0; t < BN / 8; ++t) {
