@@ -4,7 +4,7 @@
 // mma_product record): one call of cgc_product_mma
 // (codegen/device/product_mma.cuh, where the algorithm is) with the
 // product's sizes and layout as constants, the record's columns per block
-// and launch (grid ceil(n / tile) x ceil(m / 64) of 128 threads, the
+// and launch (grid ceil(n / tile) x ceil(m / 64) of 256 threads, the
 // dynamic shared memory of mmaProductSharedBytesOf), and the
 // epilogue as a lambda the kernel calls per element: bias, residual and
 // activation in f32, then one rounding to the result's type, as the
