@@ -79,7 +79,8 @@ struct CompileOptions {
   /// the artifact). Off by default: f32 means full fp32.
   bool allowTf32 = false;
   /// Who decides how products run (`--library-products`,
-  /// `--tiled-products`); the schedule pass's target takes it.
+  /// `--tiled-products`, `--mma-products`); the schedule pass's target
+  /// takes it.
   ProductPolicy productPolicy = ProductPolicy::CostRule;
   /// Whether attention the fused kernel runs stays whole
   /// (`--expand-attention` writes every one out). Training expands every
