@@ -1,7 +1,7 @@
 //===- MmaProductEmitter.cpp - The tensor-core kernel of a product ----------===//
 //
-// For f16 and bf16 products of one batch with a few hundred rows (an
-// mma_product record): one call of cgc_product_mma
+// For f16 and bf16 products of one batch (an mma_product record, which
+// `cgc --mma-products` asks for): one call of cgc_product_mma
 // (codegen/device/product_mma.cuh, where the algorithm is) with the
 // product's sizes and layout as constants, the record's columns per block
 // and launch (grid ceil(n / tile) x ceil(m / 64) of 256 threads, the

@@ -38,8 +38,11 @@ static unsigned smVersion(const Target &target) {
 }
 
 uint64_t cgc::sharedBytesPerBlock(const Target &target) {
+  // CUDA's per-block opt-in limits: sm_90, sm_100 and sm_110 227 KiB;
+  // sm_80 and sm_87 163 KiB; sm_86, sm_89 and sm_120 99 KiB.
   unsigned sm = smVersion(target);
-  return sm >= 90 ? 227 * 1024 : sm == 80 ? 163 * 1024 : 99 * 1024;
+  bool datacenter = sm >= 90 && sm < 120;
+  return datacenter ? 227 * 1024 : sm == 80 || sm == 87 ? 163 * 1024 : 99 * 1024;
 }
 
 uint64_t cgc::mmaProductSharedBytes(const ProductProblem &p, int64_t columns) {
@@ -58,7 +61,7 @@ bool cgc::mmaRuns(const ProductProblem &p, const Target &target) {
 }
 
 int64_t cgc::mmaProductColumns(const ProductProblem &p, const Target &target) {
-  for (int64_t columns : {64, 32})
+  for (int64_t columns : {kMmaProductColumns[0], kMmaProductColumns[1]})
     if (ceilDiv(p.m, kMmaProductRows) * ceilDiv(p.n, columns) >=
             int64_t(target.multiprocessors) &&
         mmaProductSharedBytes(p, columns) <= sharedBytesPerBlock(target))

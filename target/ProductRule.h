@@ -92,10 +92,12 @@ int64_t productTile(const ProductProblem &p, unsigned multiprocessors);
 /// to 16, rows padded by 8) and 4 stages of 64 x 64 of x, 2 bytes each
 /// (codegen/device/product_mma.cuh computes it alike).
 constexpr unsigned kMmaProductRows = 64, kMmaProductBlock = 256;
+/// The column counts a block may take, widest first.
+constexpr int64_t kMmaProductColumns[] = {64, 32, 16};
 int64_t mmaProductColumns(const ProductProblem &p, const Target &target);
 uint64_t mmaProductSharedBytes(const ProductProblem &p, int64_t columns);
-/// Shared memory one block may take on \p target (sm_90: 227 KiB, sm_80:
-/// 163 KiB, else 99 KiB).
+/// Shared memory one block may take on \p target (sm_90 to sm_110: 227
+/// KiB; sm_80 and sm_87: 163 KiB; else 99 KiB).
 uint64_t sharedBytesPerBlock(const Target &target);
 
 /// A generated product also computes the layernorm (over the last axis)

@@ -107,8 +107,8 @@ static ProductExtras extrasOf(const Node &node) {
   return e;
 }
 
-/// The launch and scratch of \p strategy for \p p (a tiled record of
-/// \p tile, or the rule's for \p target when 0).
+/// The launch and scratch of \p strategy for \p p (a tiled or mma record
+/// of \p tile, or the rule's for \p target when 0).
 static Schedule productRecord(const ProductProblem &p, Strategy strategy,
                               const Target &target, int64_t tile = 0) {
   Schedule s;
@@ -181,7 +181,7 @@ static std::string checkProduct(const Node &node, const Schedule &r,
              "transpose_a, k a positive multiple of 8 and, without "
              "transpose_b, n too, and 16 columns of weight that fit its "
              "shared memory";
-    if (r[F::Tile] != 16 && r[F::Tile] != 32 && r[F::Tile] != 64)
+    if (!llvm::is_contained(kMmaProductColumns, r[F::Tile]))
       return "tile (columns per block) must be 16, 32 or 64";
     if (mmaProductSharedBytes(p, r[F::Tile]) > sharedBytesPerBlock(target))
       return "a weight slice of " + std::to_string(r[F::Tile]) + " columns needs " +

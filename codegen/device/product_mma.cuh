@@ -1,7 +1,7 @@
 // The tensor-core product kernel's body, for f16 and bf16 products of one
-// batch whose rows are too many for the warp-per-column kernel and too few
-// for cuBLASLt to pay its latency (codegen/MmaProductEmitter.cpp calls it;
-// target/ProductRule.h gives the rule). out[m, n] = sum_k x[m, k] w(k, n)
+// batch, which `cgc --mma-products` asks for (codegen/MmaProductEmitter.cpp
+// calls it; target/ProductRule.h says where it can run, and why the cost
+// rule gives it no product). out[m, n] = sum_k x[m, k] w(k, n)
 // with w stored [n, k] (TRANSB = 1, a linear's weight) or [k, n]
 // (TRANSB = 0), then the caller's epilogue, called once per element with
 // the f32 sum.
@@ -52,6 +52,9 @@ __device__ __forceinline__ void cgc_product_mma(const unsigned short *__restrict
   constexpr int XROW = BK + 8; // x's ring: STAGES x 64 x XROW
   constexpr int K16 = int(cgc_mma_product_k16(K)), WROW = int(cgc_mma_product_wrow(TRANSB, BN, K));
   constexpr int STEPS = int((K + BK - 1) / BK);
+  static_assert(BN % 16 == 0, "B fragments come in pairs of 8-column tiles");
+  static_assert(BN * 256 <= STAGES * 64 * XROW * 2,
+                "the second half's sums fit in x's ring");
   extern __shared__ __align__(16) unsigned short cgc_dynamic_shared[];
   // Shared addresses (32-bit) and per-thread offsets, computed once: the
   // loop below only adds constants to them.
@@ -59,7 +62,7 @@ __device__ __forceinline__ void cgc_product_mma(const unsigned short *__restrict
   const unsigned xs = ws + 2u * (TRANSB ? BN : K16) * WROW;
   const int tid = threadIdx.x, lane = tid & 31, warp = (tid >> 5) & 3, half = tid >> 7;
   const long long row0 = (long long)blockIdx.y * 64, col0 = (long long)blockIdx.x * BN;
-  // x: thread t copies chunk t % 8 (8 elements) of rows t / 8 + 16 i.
+  // x: thread t copies chunk t % 8 (8 elements) of rows t / 8 + 32 i.
   const int xr = tid / (BK / 8), xk = (tid % (BK / 8)) * 8;
   const unsigned short *xg[64 / (THREADS / (BK / 8))];
   bool xin[64 / (THREADS / (BK / 8))];
