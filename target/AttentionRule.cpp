@@ -4,7 +4,6 @@
 #include "ir/Types.h"
 
 #include <algorithm>
-#include <cstdlib>
 
 using namespace cgc;
 
@@ -57,7 +56,7 @@ std::string cgc::mmaAttentionRefusal(const Node &node, const Target &target) {
   const TensorType &q = node.operand(0)->getType(), &v = node.operand(2)->getType();
   if (q.dtype != DType::F16 && q.dtype != DType::BF16)
     return "the tensor-core kernel takes f16 and bf16";
-  if (std::strtoul(target.arch.c_str() + 3, nullptr, 10) < 80)
+  if (computeCapabilityOf(target.arch) < 80)
     return "the tensor-core kernel needs sm_80 or later";
   if (!widthFits(q.dims.back(), 16) || !widthFits(v.dims.back(), 8))
     return "the tensor-core kernel takes q and k rows of a multiple of 16 and v rows "

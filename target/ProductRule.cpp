@@ -5,7 +5,6 @@
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/ErrorHandling.h"
 #include <algorithm>
-#include <cstdlib>
 
 using namespace cgc;
 
@@ -33,14 +32,10 @@ int64_t cgc::productTile(const ProductProblem &p, unsigned multiprocessors) {
   return tiles < int64_t(multiprocessors) ? kSmallProductTile : kProductTile;
 }
 
-static unsigned smVersion(const Target &target) {
-  return unsigned(std::strtoul(target.arch.c_str() + 3, nullptr, 10));
-}
-
 uint64_t cgc::sharedBytesPerBlock(const Target &target) {
   // CUDA's per-block opt-in limits: sm_90, sm_100 and sm_110 227 KiB;
   // sm_80 and sm_87 163 KiB; sm_86, sm_89 and sm_120 99 KiB.
-  unsigned sm = smVersion(target);
+  unsigned sm = computeCapabilityOf(target.arch);
   bool datacenter = sm >= 90 && sm < 120;
   return datacenter ? 227 * 1024 : sm == 80 || sm == 87 ? 163 * 1024 : 99 * 1024;
 }
@@ -55,7 +50,7 @@ uint64_t cgc::mmaProductSharedBytes(const ProductProblem &p, int64_t columns) {
 bool cgc::mmaRuns(const ProductProblem &p, const Target &target) {
   bool half = p.dtype == DType::F16 || p.dtype == DType::BF16;
   return half && p.batch.empty() && !p.transA && p.k > 0 && p.k % 8 == 0 &&
-         (p.transB || p.n % 8 == 0) && smVersion(target) >= 80 &&
+         (p.transB || p.n % 8 == 0) && computeCapabilityOf(target.arch) >= 80 &&
          ceilDiv(p.m, kMmaProductRows) <= 65535 && // grid.y
          mmaProductSharedBytes(p, 16) <= sharedBytesPerBlock(target);
 }
