@@ -86,6 +86,29 @@ extern "C" __global__ void i32(int *p, const int *q, long long *o) {
   }
 }
 
+// The tensor-core bodies (attention's and the product's, over the shared
+// mma.cuh) compile alone and together, each product template instantiated
+// for both weight layouts and an uneven k.
+TEST(Nvrtc, TensorCorePiecesCompile) {
+  const char *product = R"(
+extern "C" __global__ void __launch_bounds__(256) mma_nk(const unsigned short *x, const unsigned short *w, float *o) {
+  cgc_product_mma<1, 1, 16, 1, 100LL, 40LL, 72LL>(x, w, [&](long long m, long long n, float v) { o[m * 40 + n] = v; });
+}
+extern "C" __global__ void __launch_bounds__(256) mma_kn(const unsigned short *x, const unsigned short *w, float *o) {
+  cgc_product_mma<0, 0, 64, 0, 64LL, 128LL, 264LL>(x, w, [&](long long m, long long n, float v) { o[m * 128 + n] = v; });
+}
+)";
+  for (int pieces = 1; pieces < 4; ++pieces) {
+    bool attention = pieces & 1, mmaProduct = pieces & 2;
+    std::string source = cudaPrelude(true, true, false, attention, mmaProduct) +
+                         (mmaProduct ? product : "");
+    DeviceCode code;
+    EXPECT_TRUE(compileWithNvrtc(source, "sm_90", code))
+        << "attention " << attention << " mma product " << mmaProduct << ":\n" << code.log;
+    EXPECT_EQ(code.ptx.find(".entry mma_nk") != std::string::npos, mmaProduct);
+  }
+}
+
 TEST(Nvrtc, FailureNamesTheIrNodeAndKeepsTheLog) {
   Lowering l;
   ASSERT_TRUE(l.lower()) << l.os.str();
