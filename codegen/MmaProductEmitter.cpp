@@ -31,20 +31,18 @@ void cgc::emitMmaProduct(const ProductParts &parts, const Schedule &record,
   std::string out = addParam(kernel, parts.result, true);
   std::string N = std::to_string(p.n) + "LL";
   bool early = isConstantWeight(parts.b, *parts.product);
-  std::string epilogue =
-      "[&](long long m, long long n, float v) {\n" +
-      (bias.empty() ? "" : "        v += cgc_ld(" + bias + ", n);\n") +
-      (res.empty() ? "" : "        v += cgc_ld(" + res + ", m * " + N + " + n);\n") +
-      "        cgc_st(" + out + ", m * " + N + " + n, " +
-      (parts.activation ? elementwiseExpr(*parts.activation, {"v"}) : "v") + ");\n      }";
+  uint64_t shared = mmaProductSharedBytesOf(p, record[ScheduleField::Tile]);
+  std::string epilogue = "[&](long long m, long long n, float v) {\n" +
+                         productEpilogue(parts, bias, res, out, "        ") + "      }";
   kernel.body = "  cgc_product_mma<" + std::string(p.dtype == DType::BF16 ? "1" : "0") + ", " +
                 (p.transB ? "1" : "0") + ", " + std::to_string(record[ScheduleField::Tile]) +
                 ", " + (early ? "1" : "0") + ", " + std::to_string(p.m) + "LL, " + N + ", " +
-                std::to_string(p.k) + "LL>(\n      (const unsigned short *)" + x +
+                std::to_string(p.k) + "LL, " + std::to_string(shared) +
+                "LL>(\n      (const unsigned short *)" + x +
                 ", (const unsigned short *)" + w + ",\n      " + epilogue + ");\n";
   kernel.block[0] = uint32_t(record[ScheduleField::Block]);
   kernel.grid[0] = uint32_t(record[ScheduleField::GridX]);
   kernel.grid[1] = uint32_t(record[ScheduleField::GridY]);
-  kernel.sharedMem = uint32_t(mmaProductSharedBytesOf(p, record[ScheduleField::Tile]));
+  kernel.sharedMem = uint32_t(shared);
   kernel.wait = Kernel::Wait::InBody;
 }

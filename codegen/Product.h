@@ -47,6 +47,14 @@ void emitMmaProduct(const ProductParts &parts, const Schedule &record,
 /// writes: constant while the graph runs, so a kernel that \p user runs may
 /// read it before it waits for the kernels it depends on.
 bool isConstantWeight(const Value *v, const Node &user);
+/// The statements that finish output element (m, n) from its f32 sum `v`
+/// (the tiled and tensor-core kernels): the bias parameter \p bias and the
+/// residual \p res (each empty when absent) added, the activation
+/// applied, the result stored into \p out; each line opens with
+/// \p indent.
+std::string productEpilogue(const ProductParts &parts, const std::string &bias,
+                            const std::string &res, const std::string &out,
+                            const std::string &indent);
 /// The kernel of a product whose \p record does not give it to cuBLASLt.
 void emitProductKernel(const ProductParts &parts, const Schedule &record,
                        Kernel &kernel);

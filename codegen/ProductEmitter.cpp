@@ -260,6 +260,16 @@ void cgc::emitProduct(const ProductParts &parts, const Schedule &record,
   kernel.body = body;
 }
 
+std::string cgc::productEpilogue(const ProductParts &parts, const std::string &bias,
+                                 const std::string &res, const std::string &out,
+                                 const std::string &indent) {
+  std::string at = "m * " + std::to_string(parts.problem.n) + "LL + n";
+  return (bias.empty() ? "" : indent + "v += cgc_ld(" + bias + ", n);\n") +
+         (res.empty() ? "" : indent + "v += cgc_ld(" + res + ", " + at + ");\n") +
+         indent + "cgc_st(" + out + ", " + at + ", " +
+         (parts.activation ? elementwiseExpr(*parts.activation, {"v"}) : "v") + ");\n";
+}
+
 void cgc::emitProductKernel(const ProductParts &parts, const Schedule &record,
                             Kernel &kernel) {
   switch (record.strategy) {

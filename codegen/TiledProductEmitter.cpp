@@ -84,11 +84,7 @@ void cgc::emitTiledProduct(const ProductParts &parts, const Schedule &record,
       "    const long long m = row0 + ty + " + Rows + " * i;\n"
       "    if (m >= " + lit(p.m) + ") break;\n"
       "    float v = acc[i];\n" +
-      (bias.empty() ? "" : "    v += cgc_ld(" + bias + ", n);\n") +
-      (res.empty() ? "" : "    v += cgc_ld(" + res + ", m * " + N + " + n);\n") +
-      "    cgc_st(" + out + ", m * " + N + " + n, " +
-      (parts.activation ? elementwiseExpr(*parts.activation, {"v"}) : "v") + ");\n"
-      "  }\n";
+      productEpilogue(parts, bias, res, out, "    ") + "  }\n";
   kernel.block[0] = Block;
   kernel.grid[0] = uint32_t(record[ScheduleField::GridX]);
   kernel.grid[1] = uint32_t(record[ScheduleField::GridY]);

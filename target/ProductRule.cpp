@@ -5,6 +5,7 @@
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/ErrorHandling.h"
 #include <algorithm>
+#include <iterator>
 
 using namespace cgc;
 
@@ -56,12 +57,12 @@ bool cgc::mmaRuns(const ProductProblem &p, const Target &target) {
 }
 
 int64_t cgc::mmaProductColumns(const ProductProblem &p, const Target &target) {
-  for (int64_t columns : {kMmaProductColumns[0], kMmaProductColumns[1]})
+  for (int64_t columns : kMmaProductColumns)
     if (ceilDiv(p.m, kMmaProductRows) * ceilDiv(p.n, columns) >=
             int64_t(target.multiprocessors) &&
         mmaProductSharedBytes(p, columns) <= sharedBytesPerBlock(target))
       return columns;
-  return 16;
+  return std::end(kMmaProductColumns)[-1]; // the narrowest: mmaRuns checked it fits
 }
 
 int64_t cgc::generatedProductVector(const ProductProblem &p) {

@@ -90,7 +90,7 @@ int64_t productTile(const ProductProblem &p, unsigned multiprocessors);
 /// multiprocessors and whose weight slice fits its shared memory (16 when
 /// none does). Dynamic shared memory: the T x k weight slice (k rounded up
 /// to 16, rows padded by 8) and 4 stages of 64 x 64 of x, 2 bytes each
-/// (codegen/device/product_mma.cuh computes it alike).
+/// (the kernel asserts that its own layout takes exactly this).
 constexpr unsigned kMmaProductRows = 64, kMmaProductBlock = 256;
 /// The column counts a block may take, widest first.
 constexpr int64_t kMmaProductColumns[] = {64, 32, 16};

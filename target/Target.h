@@ -46,10 +46,10 @@ struct Target {
   ConvolutionPolicy convolution = ConvolutionPolicy::LibraryWherePossible;
 };
 
-/// The multiprocessor count of the largest part of architecture \p arch
-/// ("sm_90"; an unlisted one takes the closest listed one below it).
 /// The compute capability of "sm_XY" as XY (90 for sm_90).
 unsigned computeCapabilityOf(const std::string &arch);
+/// The multiprocessor count of the largest part of architecture \p arch
+/// ("sm_90"; an unlisted one takes the closest listed one below it).
 unsigned multiprocessorsOf(const std::string &arch);
 /// The target of \p arch under \p products.
 Target targetFor(const std::string &arch,

@@ -24,8 +24,9 @@
 // previous kernel's end; x is requested after the wait.
 //   Fragment layout (PTX ISA, mma.m16n8k16): thread t holds the sums of
 // rows t / 4 and t / 4 + 8 of its warp's 16, columns 2 (t % 4) + {0, 1} of
-// each 8. Dynamic shared memory: cgc_mma_product_shared_bytes below, which
-// target/ProductRule.cpp's mmaProductSharedBytes computes alike.
+// each 8. Dynamic shared memory: SHARED bytes, what the launch gives
+// (target/ProductRule.cpp's mmaProductSharedBytes), which the kernel
+// asserts is cgc_mma_product_shared_bytes below, its own layout's.
 #define CGC_MMA_PRODUCT_BK 64
 #define CGC_MMA_PRODUCT_STAGES 4
 // The weight slice in shared memory: k rounded up to 16 (zeros past k, so
@@ -44,7 +45,7 @@ __host__ __device__ constexpr long long cgc_mma_product_shared_bytes(int transb,
               CGC_MMA_PRODUCT_STAGES * 64 * (CGC_MMA_PRODUCT_BK + 8));
 }
 template <int BF, int TRANSB, int BN, int EARLY, long long M, long long N, long long K,
-          class Epilogue>
+          long long SHARED, class Epilogue>
 __device__ __forceinline__ void cgc_product_mma(const unsigned short *__restrict__ x,
                                                 const unsigned short *__restrict__ w,
                                                 Epilogue epilogue) {
@@ -53,6 +54,8 @@ __device__ __forceinline__ void cgc_product_mma(const unsigned short *__restrict
   constexpr int K16 = int(cgc_mma_product_k16(K)), WROW = int(cgc_mma_product_wrow(TRANSB, BN, K));
   constexpr int STEPS = int((K + BK - 1) / BK);
   static_assert(BN % 16 == 0, "B fragments come in pairs of 8-column tiles");
+  static_assert(SHARED == cgc_mma_product_shared_bytes(TRANSB, BN, K),
+                "the launch's shared memory is this layout's");
   static_assert(BN * 256 <= STAGES * 64 * XROW * 2,
                 "the second half's sums fit in x's ring");
   extern __shared__ __align__(16) unsigned short cgc_dynamic_shared[];

@@ -92,10 +92,10 @@ extern "C" __global__ void i32(int *p, const int *q, long long *o) {
 TEST(Nvrtc, TensorCorePiecesCompile) {
   const char *product = R"(
 extern "C" __global__ void __launch_bounds__(256) mma_nk(const unsigned short *x, const unsigned short *w, float *o) {
-  cgc_product_mma<1, 1, 16, 1, 100LL, 40LL, 72LL>(x, w, [&](long long m, long long n, float v) { o[m * 40 + n] = v; });
+  cgc_product_mma<1, 1, 16, 1, 100LL, 40LL, 72LL, 39680LL>(x, w, [&](long long m, long long n, float v) { o[m * 40 + n] = v; });
 }
 extern "C" __global__ void __launch_bounds__(256) mma_kn(const unsigned short *x, const unsigned short *w, float *o) {
-  cgc_product_mma<0, 0, 64, 0, 64LL, 128LL, 264LL>(x, w, [&](long long m, long long n, float v) { o[m * 128 + n] = v; });
+  cgc_product_mma<0, 0, 64, 0, 64LL, 128LL, 264LL, 76032LL>(x, w, [&](long long m, long long n, float v) { o[m * 128 + n] = v; });
 }
 )";
   for (int pieces = 1; pieces < 4; ++pieces) {
@@ -107,6 +107,17 @@ extern "C" __global__ void __launch_bounds__(256) mma_kn(const unsigned short *x
         << "attention " << attention << " mma product " << mmaProduct << ":\n" << code.log;
     EXPECT_EQ(code.ptx.find(".entry mma_nk") != std::string::npos, mmaProduct);
   }
+  // A launch's shared memory that is not the kernel's layout's is refused
+  // at compile time (the host's figure and the kernel's are one).
+  std::string wrong = cudaPrelude(true, true, false, false, true) + R"(
+extern "C" __global__ void __launch_bounds__(256) mma_bad(const unsigned short *x, const unsigned short *w, float *o) {
+  cgc_product_mma<1, 1, 16, 1, 100LL, 40LL, 72LL, 39664LL>(x, w, [&](long long m, long long n, float v) { o[m * 40 + n] = v; });
+}
+)";
+  DeviceCode bad;
+  EXPECT_FALSE(compileWithNvrtc(wrong, "sm_90", bad));
+  EXPECT_NE(bad.log.find("the launch's shared memory is this layout's"), std::string::npos)
+      << bad.log;
 }
 
 TEST(Nvrtc, FailureNamesTheIrNodeAndKeepsTheLog) {
