@@ -176,8 +176,8 @@ static std::string checkProduct(const Node &node, const Schedule &r,
     break;
   case Strategy::MmaProduct:
     if (!mmaRuns(p, target))
-      return "the tensor-core product kernel needs " + target.arch +
-             " to be sm_80 or newer, one batch of f16 or bf16, no "
+      return "the tensor-core product kernel needs sm_80 or newer (here " +
+             target.arch + "), one batch of f16 or bf16, no "
              "transpose_a, k a positive multiple of 8 and, without "
              "transpose_b, n too, and 16 columns of weight that fit its "
              "shared memory";
