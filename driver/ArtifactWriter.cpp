@@ -63,7 +63,6 @@ public:
 private:
   fmt::TensorDesc tensorDesc(const std::string &name, llvm::StringRef kind,
                              const Value *v, const Storage &s) const;
-  bool sharesSlots() const;
   void addDims(fmt::Manifest &m) const;
   bool addInputs(fmt::Manifest &m, std::vector<uint8_t> &weights);
   bool staysBeside(const GraphInput &in) const;
@@ -246,22 +245,6 @@ static void appendBlob(std::vector<uint8_t> &blob, fmt::TensorDesc &t,
   blob.insert(blob.end(), bytes.begin(), bytes.end());
 }
 
-/// Every graph puts each input, output and state tensor where the first
-/// does (PlanLayout makes it so).
-bool ManifestBuilder::sharesSlots() const {
-  for (const CompiledGraph &g : compilation.graphs) {
-    for (unsigned i = 0; i < model.inputs().size(); ++i)
-      if (g.plan->storageOf(g.ir->inputs()[i].value).offset !=
-          first.storageOf(compilation.graphs[0].ir->inputs()[i].value).offset)
-        return false;
-    for (unsigned i = 0; i < model.outputs.size(); ++i)
-      if (g.plan->buffers[g.plan->outputBuffer[i]].storage.offset !=
-          first.buffers[first.outputBuffer[i]].storage.offset)
-        return false;
-  }
-  return true;
-}
-
 /// Bound dims range over their values; padded ones over their declared
 /// bounds (any size up to the largest bucket runs).
 void ManifestBuilder::addDims(fmt::Manifest &m) const {
@@ -292,10 +275,12 @@ bool ManifestBuilder::addInputs(fmt::Manifest &m,
     }
     fmt::TensorDesc t = tensorDesc(in.value->getName(),
                                    inputKindName(in.kind), in.value, s);
+    // Per-context state of zeros needs no bytes: each context zeroes it.
+    bool zeros = in.perContext && in.init.source == Initializer::Source::Zeros;
     if (beside && staysBeside(in)) {
       if (!referToWeights(in, t))
         return false;
-    } else if (in.init.source != Initializer::Source::None) {
+    } else if (in.init.source != Initializer::Source::None && !zeros) {
       std::vector<uint8_t> bytes;
       std::string error;
       if (!initialBytes(model, in, bytes, error, &weightsCache)) {
@@ -506,7 +491,7 @@ void ManifestBuilder::reportDuplicateName(const std::string &name) const {
 }
 
 bool ManifestBuilder::build(fmt::Manifest &m, std::vector<uint8_t> &weights) {
-  if (!sharesSlots()) {
+  if (!slotsAgree(compilation)) {
     diag.error({}, "internal error: the graphs of the artifact put an input "
                    "or output at different offsets");
     return false;

@@ -323,15 +323,101 @@ static bool prepareModel(Graph &model, const CompileOptions &options,
          pm.run(model, ctx, llvm::nulls());
 }
 
+bool cgc::slotsAgree(const Compilation &c) {
+  const CompiledGraph &first = c.graphs.front();
+  auto same = [](const Storage &a, const Storage &b) {
+    return a.region == b.region && a.offset == b.offset;
+  };
+  for (const CompiledGraph &g : c.graphs) {
+    for (unsigned i = 0; i < first.ir->inputs().size(); ++i)
+      if (!same(g.plan->storageOf(g.ir->inputs()[i].value),
+                first.plan->storageOf(first.ir->inputs()[i].value)))
+        return false;
+    for (unsigned i = 0; i < first.ir->outputs.size(); ++i)
+      if (!same(g.plan->buffers[g.plan->outputBuffer[i]].storage,
+                first.plan->buffers[first.plan->outputBuffer[i]].storage))
+        return false;
+  }
+  return true;
+}
+
+/// A model with entries: graph "main" and a graph per entry over one
+/// layout, each lowered from its own copy. State packing (merge-products'
+/// weights side by side) must come out alike in every graph; where it does
+/// not, they are all lowered again without it.
+static bool lowerEntries(const Graph &model, const CompileOptions &options,
+                         Compilation &out, DiagnosticEngine &diag) {
+  if (!options.bindDims.empty() || hasSymbolicDims(model)) {
+    diag.error({}, "a model with entries takes no symbolic dims or --bind-dim "
+                   "yet (its graphs are one static layout)");
+    return false;
+  }
+  std::vector<const Graph *> graphs{&model};
+  for (const auto &entry : model.entries)
+    graphs.push_back(entry.get());
+  for (bool pack : {true, false}) {
+    Compilation attempt;
+    attempt.program.allowTf32 = out.program.allowTf32;
+    attempt.program.batchKernels = out.program.batchKernels;
+    attempt.program.multiprocessors = out.program.multiprocessors;
+    PlanLayout layout = sharedLayout(model, options);
+    layout.packState = pack;
+    for (const Graph *g : graphs) {
+      CompiledGraph unit;
+      unit.name = g == &model ? "main" : g->name;
+      unit.owned = g->clone();
+      unit.owned->entries.clear();
+      unit.ir = unit.owned.get();
+      if (!lowerUnit(unit, options, layout, attempt, diag))
+        return false;
+    }
+    if (slotsAgree(attempt)) {
+      out = std::move(attempt);
+      dropUnusedKernels(out.program);
+      return true;
+    }
+  }
+  diag.error({}, "internal error: the graphs of the model and its entries put "
+                 "an input or output at different offsets");
+  return false;
+}
+
+/// Per-context state and entries are for inference graphs.
+static bool checkTrainingScope(const Graph &model, const CompileOptions &options,
+                               DiagnosticEngine &diag) {
+  if (!options.train)
+    return true;
+  if (!model.entries.empty()) {
+    diag.error({}, "cgc --train: a model with entries is not supported (a "
+                   "training artifact holds its train and eval graphs)");
+    return false;
+  }
+  for (const GraphInput &in : model.inputs())
+    if (in.perContext) {
+      diag.error(in.loc, "cgc --train: input '" + in.value->getName() +
+                             "' has scope \"context\"; training state is the "
+                             "engine's");
+      return false;
+    }
+  return true;
+}
+
 bool cgc::lowerModel(Graph &model, const CompileOptions &requested,
                      Compilation &out, DiagnosticEngine &diag) {
-  if (!checkBindings(model, requested, diag) || !prepareModel(model, requested, diag))
+  if (!checkBindings(model, requested, diag) ||
+      !checkTrainingScope(model, requested, diag) ||
+      !prepareModel(model, requested, diag))
     return false;
+  for (const auto &entry : model.entries)
+    if (!prepareModel(*entry, requested, diag))
+      return false;
   out.program.allowTf32 = requested.allowTf32;
   out.program.batchKernels = requested.fuse;
   out.program.multiprocessors = multiprocessorsOf(requested.arch);
   if (requested.train)
     return lowerTraining(model, requested, out, diag);
+  if (!model.entries.empty())
+    return lowerEntries(model, requested, out, diag);
   CompileOptions options = requested;
   out.padded = options.bindDims.empty() && hasSymbolicDims(model);
   if (out.padded && !padModel(model, options, diag))

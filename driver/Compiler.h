@@ -156,6 +156,10 @@ struct Compilation {
   bool padded = false;
 };
 
+/// Whether every graph of \p c puts each input and output (state
+/// included) where the first graph does.
+bool slotsAgree(const Compilation &c);
+
 struct CompileResult {
   std::vector<uint8_t> bytes;
   size_t graphs = 0, kernels = 0, graphNodes = 0;

@@ -265,6 +265,7 @@ static void copyGraph(const Graph &from, Graph &to, ValueMap &map) {
     copy.kind = in.kind;
     copy.init = in.init;
     copy.loc = in.loc;
+    copy.perContext = in.perContext;
   }
   for (const auto &node : from.nodes())
     copyNode(*node, to, map);
@@ -281,6 +282,8 @@ std::unique_ptr<Graph> Graph::clone() const {
   copy->dimTable = dims();
   ValueMap map;
   copyGraph(*this, *copy, map);
+  for (const auto &entry : entries)
+    copy->entries.push_back(entry->clone());
   return copy;
 }
 

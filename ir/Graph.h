@@ -151,6 +151,10 @@ struct GraphInput {
   InputKind kind = InputKind::UserInput;
   Initializer init;
   Location loc;
+  /// Persistent state that each context holds its own copy of (`"scope":
+  /// "context"`: a KV cache, a stream's position), in the context's arena
+  /// from its initializer, rather than one copy in the engine.
+  bool perContext = false;
 };
 
 struct GraphOutput {
@@ -254,6 +258,11 @@ public:
   /// Input or output name -> the name it had in the model an importer read
   /// (where the IR's name rules made it rename; top-level graphs only).
   std::map<std::string, std::string> sourceNames;
+  /// The artifact's further top-level graphs (`entries`; top-level graphs
+  /// only): each has this graph's inputs and outputs (names, kinds,
+  /// initializers, targets and types) and nodes of its own, so every graph
+  /// of the artifact shares one memory layout and one state; run by name.
+  std::vector<std::unique_ptr<Graph>> entries;
 
   bool isRegion() const { return parentNode != nullptr; }
   Node *getParentNode() const { return parentNode; }

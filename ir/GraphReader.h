@@ -31,7 +31,11 @@ private:
   bool readWeightPermutation(const Json &j, const std::string &p,
                              const std::string &what, unsigned rank,
                              Initializer &init);
-  bool readOutputs(const Json &j, Graph &g);
+  bool readScope(const Json &j, const std::string &p, const std::string &what,
+                 InputKind kind, const Initializer &init, bool &perContext);
+  bool readOutputs(const Json &j, Graph &g, const std::string &at = "");
+  bool readEntries(const Json &top, Graph &main);
+  bool matchSignature(const Graph &entry, const Graph &main, const std::string &at);
   bool readSourceNames(const Json &j, Graph &g);
   bool readOutput(const Json &j, const std::string &p, Graph &g);
   bool checkWeights(Graph &g);

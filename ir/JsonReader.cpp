@@ -27,7 +27,7 @@ using namespace cgc;
 bool GraphReader::readHeader(const Json &top, Graph &g) {
   static const llvm::StringRef fields[] = {
       "format_version", "name", "doc", "dims", "weights_file",
-      "source_names", "optimizer", "inputs", "nodes", "outputs"};
+      "source_names", "optimizer", "inputs", "nodes", "outputs", "entries"};
   if (!ctx.checkFields(top, "", fields,
                        {"format_version", "name", "inputs", "nodes", "outputs"},
                        "graph"))
@@ -243,7 +243,83 @@ std::unique_ptr<Graph> GraphReader::read(const Json &top) {
     return nullptr;
   if (top.contains("source_names") && !readSourceNames(top["source_names"], *g))
     return nullptr;
+  if (top.contains("entries") && !readEntries(top, *g))
+    return nullptr;
   return g;
+}
+
+/// "entries": the artifact's further top-level graphs (Graph::entries),
+/// each {"name", "nodes", "outputs"} over the model's own inputs (read
+/// again from its "dims" and "inputs"), its outputs the model's.
+bool GraphReader::readEntries(const Json &top, Graph &main) {
+  const Json &list = top["entries"];
+  if (!list.is_array()) {
+    ctx.error("/entries", "graph: 'entries' must be an array");
+    return false;
+  }
+  for (size_t i = 0; i < list.size(); ++i) {
+    std::string p = "/entries/" + std::to_string(i);
+    const Json &j = list[i];
+    if (!ctx.expectObject(j, p, "an entry") ||
+        !ctx.checkFields(j, p, {"name", "nodes", "outputs"},
+                         {"name", "nodes", "outputs"}, "entry"))
+      return false;
+    auto entry = std::make_unique<Graph>();
+    if (!ctx.readName(j["name"], p + "/name", "entry name", entry->name))
+      return false;
+    bool taken = entry->name == "main" ||
+                 llvm::any_of(main.entries, [&](const auto &e) {
+                   return e->name == entry->name;
+                 });
+    if (taken) {
+      ctx.error(p + "/name", "entry name '" + entry->name +
+                                 "' is taken: each entry needs a name of its "
+                                 "own, other than \"main\" (the model's graph)");
+      return false;
+    }
+    entry->weightsFile = main.weightsFile;
+    entry->weightsPath = main.weightsPath;
+    if (top.contains("dims") && !readDims(top["dims"], *entry))
+      return false;
+    if (!readInputs(top["inputs"], *entry))
+      return false;
+    if (!j["nodes"].is_array()) {
+      ctx.error(p + "/nodes", "entry: 'nodes' must be an array");
+      return false;
+    }
+    if (!readNodes(ctx, j["nodes"], p + "/nodes", *entry) ||
+        !readOutputs(j["outputs"], *entry, p) || !matchSignature(*entry, main, p))
+      return false;
+    main.entries.push_back(std::move(entry));
+  }
+  return true;
+}
+
+/// An entry's outputs are the model's: the same names, kinds, targets and
+/// types in the same order (the graphs share every slot and state tensor).
+bool GraphReader::matchSignature(const Graph &entry, const Graph &main,
+                                 const std::string &at) {
+  auto describe = [](const Graph &g, size_t i) {
+    if (i >= g.outputs.size())
+      return std::string("nothing");
+    const GraphOutput &o = g.outputs[i];
+    return "'" + o.name + "' (" + outputKindName(o.kind).str() +
+           (o.target.empty() ? "" : " of '" + o.target + "'") + ", " +
+           typeToString(o.value->getType(), g.dims()) + ")";
+  };
+  for (size_t i = 0; i < std::max(entry.outputs.size(), main.outputs.size()); ++i) {
+    std::string here = describe(entry, i), there = describe(main, i);
+    if (here == there)
+      continue;
+    std::string p = at + "/outputs";
+    if (i < entry.outputs.size())
+      p += "/" + std::to_string(i);
+    ctx.error(p, "entry '" + entry.name + "': output " + std::to_string(i) + " is " +
+                     here + " where graph '" + main.name + "' has " + there +
+                     "; an entry gives the graph's outputs, in its order");
+    return false;
+  }
+  return true;
 }
 
 

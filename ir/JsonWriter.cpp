@@ -205,6 +205,20 @@ static OJson optimizerJson(const OptimizerDecl &o) {
   return j;
 }
 
+static OJson outputsJson(const Graph &g) {
+  OJson list = OJson::array();
+  for (const GraphOutput &o : g.outputs) {
+    OJson obj;
+    obj["name"] = o.name;
+    obj["value"] = o.value->getName();
+    obj["kind"] = outputKindName(o.kind).str();
+    if (!o.target.empty())
+      obj["target"] = o.target;
+    list.push_back(obj);
+  }
+  return list;
+}
+
 std::string cgc::writeGraphJson(const Graph &g) {
   OJson j;
   j["format_version"] = g.formatVersion;
@@ -243,18 +257,18 @@ std::string cgc::writeGraphJson(const Graph &g) {
       obj["init"] = initJson(in.init);
     if (!in.init.permutation.empty())
       obj["weight_permutation"] = in.init.permutation;
+    if (in.perContext)
+      obj["scope"] = "context";
     j["inputs"].push_back(obj);
   }
   j["nodes"] = nodesJson(g);
-  j["outputs"] = OJson::array();
-  for (const GraphOutput &o : g.outputs) {
-    OJson obj;
-    obj["name"] = o.name;
-    obj["value"] = o.value->getName();
-    obj["kind"] = outputKindName(o.kind).str();
-    if (!o.target.empty())
-      obj["target"] = o.target;
-    j["outputs"].push_back(obj);
+  j["outputs"] = outputsJson(g);
+  for (const auto &entry : g.entries) {
+    OJson e;
+    e["name"] = entry->name;
+    e["nodes"] = nodesJson(*entry);
+    e["outputs"] = outputsJson(*entry);
+    j["entries"].push_back(e);
   }
   return j.dump(1) + "\n";
 }

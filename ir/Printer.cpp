@@ -154,6 +154,8 @@ void TextPrinter::printTop(const Graph &g) {
     if (in.kind != InputKind::UserInput)
       os << " " << inputKindName(in.kind);
     os << initText(in.init);
+    if (in.perContext)
+      os << " scope=context";
   }
   os << ")";
   bool anyDims = false;
@@ -180,4 +182,8 @@ void TextPrinter::printTop(const Graph &g) {
 
 void cgc::printGraph(const Graph &graph, llvm::raw_ostream &os) {
   TextPrinter(graph.dims(), os).printTop(graph);
+  for (const auto &entry : graph.entries) {
+    os << "entry ";
+    TextPrinter(entry->dims(), os).printTop(*entry);
+  }
 }

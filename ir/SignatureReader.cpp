@@ -97,7 +97,7 @@ bool GraphReader::readInput(const Json &j, const std::string &p, Graph &g) {
   if (!ctx.expectObject(j, p, "an input") ||
       !ctx.checkFields(j, p,
                        {"name", "kind", "dtype", "shape", "init", "weight",
-                        "weight_permutation"},
+                        "weight_permutation", "scope"},
                        {"name", "dtype", "shape"}, "input"))
     return false;
   std::string name;
@@ -160,11 +160,42 @@ bool GraphReader::readInput(const Json &j, const std::string &p, Graph &g) {
     ctx.error(p + "/shape", what + ": persistent state needs a static shape");
     return false;
   }
+  bool perContext = false;
+  if (j.contains("scope") && !readScope(j, p, what, kind, init, perContext))
+    return false;
   g.addInput(name, type);
   GraphInput &in = g.input(g.inputs().size() - 1);
   in.kind = kind;
   in.init = init;
   in.loc = ctx.at(p);
+  in.perContext = perContext;
+  return true;
+}
+
+/// "scope": "engine" (the default: one copy, shared by every context) or
+/// "context" (GraphInput::perContext): a buffer or a random stream's state
+/// that each context holds and starts from its `init`.
+bool GraphReader::readScope(const Json &j, const std::string &p,
+                            const std::string &what, InputKind kind,
+                            const Initializer &init, bool &perContext) {
+  const Json &scope = j["scope"];
+  std::string q = p + "/scope";
+  if (!scope.is_string() ||
+      (scope.get<std::string>() != "engine" && scope.get<std::string>() != "context")) {
+    ctx.error(q, what + ": scope must be \"engine\" or \"context\", not " +
+                     scope.dump());
+    return false;
+  }
+  perContext = scope.get<std::string>() == "context";
+  if (perContext && kind != InputKind::Buffer && kind != InputKind::RngState) {
+    ctx.error(q, what + " is a " + inputKindName(kind).str() +
+                     "; only a buffer or an rng_state may have scope \"context\"");
+    return false;
+  }
+  if (perContext && init.source == Initializer::Source::Weights) {
+    ctx.error(q, what + ": per-context state starts from its 'init', not a 'weight'");
+    return false;
+  }
   return true;
 }
 
@@ -259,17 +290,17 @@ bool GraphReader::readOutput(const Json &j, const std::string &p, Graph &g) {
   return true;
 }
 
-bool GraphReader::readOutputs(const Json &j, Graph &g) {
+bool GraphReader::readOutputs(const Json &j, Graph &g, const std::string &at) {
   if (!j.is_array()) {
-    ctx.error("/outputs", "graph: 'outputs' must be an array");
+    ctx.error(at + "/outputs", "graph: 'outputs' must be an array");
     return false;
   }
   if (j.empty()) {
-    ctx.error("/outputs", "graph '" + g.name + "' has no outputs");
+    ctx.error(at + "/outputs", "graph '" + g.name + "' has no outputs");
     return false;
   }
   bool ok = true;
   for (size_t i = 0; i < j.size(); ++i)
-    ok = readOutput(j[i], "/outputs/" + std::to_string(i), g) && ok;
+    ok = readOutput(j[i], at + "/outputs/" + std::to_string(i), g) && ok;
   return ok;
 }

@@ -199,5 +199,8 @@ bool Verifier::verify(Graph &g) {
 }
 
 bool cgc::verifyGraph(Graph &graph, DiagnosticEngine &diag) {
-  return Verifier(diag).verify(graph);
+  bool ok = Verifier(diag).verify(graph);
+  for (const auto &entry : graph.entries)
+    ok = Verifier(diag).verify(*entry) && ok;
+  return ok;
 }

@@ -68,7 +68,7 @@ Storage MemoryPlan::storageOf(const Value *v) const {
 llvm::DenseSet<const Value *> cgc::readOnlyState(const Graph &graph) {
   llvm::DenseSet<const Value *> state;
   for (const GraphInput &in : graph.inputs())
-    if (isPersistent(in.kind) &&
+    if (isPersistent(in.kind) && !in.perContext &&
         llvm::none_of(graph.outputs, [&](const GraphOutput &o) {
           return updatesState(o.kind) && o.target == in.value->getName();
         }))
@@ -415,6 +415,11 @@ bool Planner::run() {
   foldAttentionViews();
   unsigned slot = 0;
   for (const GraphInput &in : g.inputs()) {
+    if (in.perContext) { // The context's own copy: a fixed arena buffer.
+      newBuffer(in.value, valueBytes(in.value), Storage::Region::Arena, 0,
+                live.last(), /*fixed=*/true);
+      continue;
+    }
     if (isPersistent(in.kind)) {
       auto packed = packedInto.find(in.value);
       if (packed == packedInto.end()) {

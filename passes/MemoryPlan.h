@@ -2,9 +2,9 @@
 //
 // computeMemoryPlan() gives every value of an ordered graph, region values
 // included, its storage: an offset in the arena (temporaries reuse dead
-// buffers; inputs and outputs get fixed slots) or in the persistent region
-// (state inputs, constant tensors, and the updates written into their
-// targets). It also lists the copies the program needs where a value cannot
+// buffers; inputs, outputs and per-context state get fixed slots) or in
+// the persistent region (state inputs, constant tensors, and the updates
+// written into their targets). It also lists the copies the program needs where a value cannot
 // be computed in its final place, and reserves scratch buffers that are not
 // IR values (loop trip counters, staging for loop-carried swaps, the
 // scratch each schedule record asks for: cuBLASLt workspaces, the partials
@@ -125,7 +125,8 @@ bool isConstantData(const Node &node);
 /// Bytes of a value at its largest shape.
 uint64_t valueBytes(const Value *v);
 /// The persistent inputs of \p graph that no output updates: an inference
-/// graph's parameters and buffers.
+/// graph's parameters and buffers (not per-context state, which lives in
+/// the arena).
 llvm::DenseSet<const Value *> readOnlyState(const Graph &graph);
 /// True when plan-memory may lay \p values side by side in the persistent
 /// region, in order: distinct \p readOnly state of static shape, no output

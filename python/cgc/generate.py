@@ -67,19 +67,21 @@ def settings_from(fields, batch, max_prompt, max_new_tokens, vocab):
                     top_k=top_k, top_p=top_p)
 
 
-def generation_program(model, s):
+def generation_program(model, s, streaming=False):
     """(IR dict, weights by IR input name) of the generation graph."""
     from .torch.generation import capture_step, check_decoder
     check_decoder(model)
     steps = [capture_step(model, s.batch, tokens, s.cache_len)
              for tokens in (s.max_prompt, 1)]
-    return program_of_records(steps, s, type(model).__name__)
+    return program_of_records(steps, s, type(model).__name__, streaming)
 
 
-def program_of_records(steps, s, name):
+def program_of_records(steps, s, name, streaming=False):
     """(IR dict, weights) of the generation graph over the (record,
-    weights) of the prompt's step and of one decoding step."""
+    weights) of the prompt's step and of one decoding step; `streaming`:
+    with its entries prefill and step (generation_stream.py)."""
     from .generation_ir import generation_graph, state_inputs
+    from .generation_stream import streaming_graph
     from .torch.export import lower_ir
     irs, weights = [], {}
     for record, given in steps:
@@ -90,12 +92,13 @@ def program_of_records(steps, s, name):
     if [(i["name"], i["shape"]) for i in state_inputs(prefill)] != \
             [(i["name"], i["shape"]) for i in state_inputs(decode)]:
         raise RefusedError(f"{name}'s prompt and decoding steps read different weights")
-    return generation_graph(prefill, decode, s, name=name), weights
+    build = streaming_graph if streaming else generation_graph
+    return build(prefill, decode, s, name=name), weights
 
 
 def compile_generate(model, max_new_tokens, max_prompt, batch, *, generation_config=None,
-                     output_scores=False, output_logprobs=False, path=None, cgc=None,
-                     flags=()):
+                     output_scores=False, output_logprobs=False, streaming=False, path=None,
+                     cgc=None, flags=()):
     """A Generator for `model` (a transformers decoder-only LM, in eval
     mode on a CUDA device): `tokens, lengths = gen(input_ids,
     attention_mask)` generates up to `max_new_tokens` tokens for up to
@@ -104,7 +107,10 @@ def compile_generate(model, max_new_tokens, max_prompt, batch, *, generation_con
     over the model's; `output_scores`: the call returns each column's
     processed logits too, as transformers' output_scores;
     `output_logprobs`: and each chosen token's log-probability under
-    them."""
+    them; `streaming`: the artifact also holds the prompt's pass and one
+    decoding step as graphs of their own, for `gen.stream(...)`, which
+    yields each column as it is made (one replay per token; the cache is
+    the context's state)."""
     import json
     import shutil
     import tempfile
@@ -114,7 +120,7 @@ def compile_generate(model, max_new_tokens, max_prompt, batch, *, generation_con
     from .safetensors import write_safetensors
     s = settings_of(model, generation_config, batch, max_prompt, max_new_tokens)
     s.output_scores, s.output_logprobs = bool(output_scores), bool(output_logprobs)
-    ir, weights = generation_program(model, s)
+    ir, weights = generation_program(model, s, streaming)
     work = tempfile.mkdtemp(prefix="cgc-generate-")
     try:
         ir_path = os.path.join(work, "generate.json")
@@ -133,7 +139,7 @@ def compile_generate(model, max_new_tokens, max_prompt, batch, *, generation_con
                 os.remove(moved)
             raise CgcError(str(e).replace(ir_path, f"{type(model).__name__} (generation)")) \
                 from None
-        return Generator(load(art, next(model.parameters()).device.index), s)
+        return Generator(load(art, next(model.parameters()).device.index), s, streaming)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
@@ -141,8 +147,8 @@ def compile_generate(model, max_new_tokens, max_prompt, batch, *, generation_con
 class Generator:
     """Runs the compiled generation: prompts in, generated tokens out."""
 
-    def __init__(self, artifact, settings):
-        self.artifact, self.settings = artifact, settings
+    def __init__(self, artifact, settings, streaming=False):
+        self.artifact, self.settings, self.streaming = artifact, settings, streaming
         self.steps = None
 
     def __call__(self, input_ids, attention_mask=None, seed=None):
@@ -155,14 +161,51 @@ class Generator:
         Sampling draws from cgc's Philox stream at `seed` (the same seed,
         the same tokens; None: a seed from torch's CPU generator, so
         torch.manual_seed makes runs repeat)."""
-        ids, mask = self.packed(input_ids, attention_mask)
-        args = (ids, mask) + ((self.stream(seed),) if self.settings.do_sample else ())
-        tokens, lengths, steps, *extra = self.artifact(*args)
+        args = self.arguments(input_ids, attention_mask, seed)
+        if self.streaming:
+            self.artifact.run("main", *args)
+            tokens, lengths, steps, *extra = self.columns()
+        else:
+            tokens, lengths, steps, *extra = self.artifact(*args)
         rows = input_ids.shape[0]
         self.steps = steps.clone()  # columns generated (a device tensor: no sync)
         return tuple(t[:rows].clone() for t in (tokens, lengths, *extra))
 
-    def stream(self, seed):
+    def stream(self, input_ids, attention_mask=None, seed=None):
+        """Yields each column as it is made (compiled with streaming=True):
+        the tokens [b] of the b prompts, on the CPU (the pad id for a
+        sequence that has ended), after one replay each (the prompt's pass,
+        then one decoding step) and one host read of the column; stops once
+        every sequence has ended or max_new_tokens columns are out. The
+        tokens are the ones a call gives; after the last, `columns()` holds
+        (tokens, lengths, steps, ...) as a call returns them."""
+        if not self.streaming:
+            raise ValueError("this generator was compiled without streaming=True")
+        args = self.arguments(input_ids, attention_mask, seed)
+        rows = input_ids.shape[0]
+        for column in range(self.settings.max_new):
+            token, done, _ = self.artifact.run("step" if column else "prefill", *args)
+            out = self.artifact.torch.cat([token[:rows], done[:rows].long()]).cpu()
+            yield out[:rows]
+            if bool(out[rows:].all()):
+                return
+
+    def columns(self):
+        """The generation's results as the context's state holds them:
+        (tokens [batch, N], lengths [batch], steps [], and as compiled
+        scores and logprobs), device views the next run overwrites."""
+        names = ["tokens", "lengths", "step"] + \
+            (["scores"] if self.settings.output_scores else []) + \
+            (["logprobs"] if self.settings.output_logprobs else [])
+        return tuple(self.artifact.state_view("gen." + n) for n in names)
+
+    def arguments(self, input_ids, attention_mask, seed):
+        """The graph's inputs for a call (Generator.packed, and the random
+        stream's {seed, 0} when sampling)."""
+        ids, mask = self.packed(input_ids, attention_mask)
+        return (ids, mask) + ((self.rng_input(seed),) if self.settings.do_sample else ())
+
+    def rng_input(self, seed):
         """The graph's rng input {seed, 0}."""
         import torch
         if seed is None:

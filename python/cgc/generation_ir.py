@@ -257,14 +257,37 @@ def prompt_seen(b, input_ids, s):
 
 def generation_graph(prefill, decode, s, name="generate"):
     """The IR dict of the generation graph over the two exported steps."""
+    b, loop = prompt_pass(prefill, s)
+    results = generation_loop(b, decode, loop, s)
+    outputs = [{"name": n, "value": results[n]}
+               for n in ("tokens", "lengths", "step", "scores", "logprobs") if n in results]
+    outputs[2]["name"] = "steps"
+    return {"format_version": 1, "name": name, "inputs": b.inputs, "nodes": b.nodes,
+            "outputs": outputs}
+
+
+def graph_inputs(prefill, s):
+    """The generation graph's inputs: the prompts, the random stream's
+    {seed, 0} when sampling, and the weights."""
+    B, P = s.batch, s.max_prompt
+    return [{"name": "input_ids", "dtype": "i64", "shape": [B, P]},
+            {"name": "attention_mask", "dtype": "i64", "shape": [B, P]}] + \
+        ([{"name": "rng", "dtype": "i64", "shape": [2]}] if s.do_sample else []) + \
+        [dict(i) for i in state_inputs(prefill)]
+
+
+def prompt_pass(prefill, s, extra_inputs=()):
+    """(builder, carried): a Builder holding the generation's inputs (and
+    `extra_inputs`) and the prompt's pass, and the loop's carried values
+    as (name, dtype, shape, first value): the step count, the first
+    column's token, done flags, lengths and written columns, the caches,
+    the prompts' real lengths and mask, the ids seen, the stream, and the
+    weights (passed through)."""
     b = Builder()
     B, P, N = s.batch, s.max_prompt, s.max_new
     states = state_inputs(prefill)
     kv_specs = user_inputs(prefill)[4:]
-    b.inputs = [{"name": "input_ids", "dtype": "i64", "shape": [B, P]},
-                {"name": "attention_mask", "dtype": "i64", "shape": [B, P]}] + \
-        ([{"name": "rng", "dtype": "i64", "shape": [2]}] if s.do_sample else []) + \
-        [dict(i) for i in states]
+    b.inputs = graph_inputs(prefill, s) + list(extra_inputs)
     b.names.update(i["name"] for i in b.inputs)
     mask = "attention_mask"
     full_mask = b.op("concat", [mask, b.fill(0, "i64", [B, N])], {"axis": 1})
@@ -298,18 +321,24 @@ def generation_graph(prefill, decode, s, name="generate"):
     if s.do_sample:
         loop.append(("rng", "i64", [2], advanced(b, "rng", s)))
     loop += [(i["name"], i["dtype"], i["shape"], i["name"]) for i in states]
+    return b, loop
+
+
+def generation_loop(b, decode, loop, s):
+    """Appends the `while` over `loop` (prompt_pass's carried values) to
+    `b`; returns {carried name: its value after the loop}."""
     carried = [(n, d, sh) for n, d, sh, _ in loop]
     regions = {"cond": condition(carried, s),
-               "body": body(decode, carried, len(kv_specs), states, s)}
+               "body": body(decode, carried, cache_count(carried), s)}
     results = {n: b.fresh("loop." + n) for n, _, _ in carried}
     b.nodes.append({"name": b.fresh("loop"), "op": "while", "inputs": [v for *_, v in loop],
-                    "outputs": list(results.values()), "attrs": {"max_iterations": max(N, 1)},
-                    "regions": regions})
-    outputs = [{"name": n, "value": results[n]}
-               for n in ("tokens", "lengths", "step", "scores", "logprobs") if n in results]
-    outputs[2]["name"] = "steps"
-    return {"format_version": 1, "name": name, "inputs": b.inputs, "nodes": b.nodes,
-            "outputs": outputs}
+                    "outputs": list(results.values()),
+                    "attrs": {"max_iterations": max(s.max_new, 1)}, "regions": regions})
+    return results
+
+
+def cache_count(carried):
+    return sum(1 for n, _, _ in carried if n.startswith("cache") and n[5:].isdigit())
 
 
 def recorded(b, token, scores, done, s):
@@ -352,17 +381,23 @@ def condition(carried, s):
     b = Builder()
     b.inputs = region_inputs(carried)
     b.names.update(n for n, _, _ in carried)
-    room = b.op("lt", ["step", b.const(s.max_new, "i64")])
-    going = b.op("cast", [b.op("logical_not", ["done"])], {"dtype": "i32"})
-    some = b.op("gt", [b.op("max", [going], {"axes": [0]}), b.const(0, "i32")])
-    go = b.op("logical_and", [room, some], name="go")
-    return {"inputs": b.inputs, "nodes": b.nodes, "outputs": [go]}
+    return {"inputs": b.inputs, "nodes": b.nodes, "outputs": [going(b, "step", "done", s)]}
 
 
-def body(decode, carried, cache_count, states, s):
+def going(b, step, done, s):
+    """bool []: whether another column is due: some sequence not done and
+    fewer than N columns generated."""
+    room = b.op("lt", [step, b.const(s.max_new, "i64")])
+    alive = b.op("cast", [b.op("logical_not", [done])], {"dtype": "i32"})
+    some = b.op("gt", [b.op("max", [alive], {"axes": [0]}), b.const(0, "i32")])
+    return b.op("logical_and", [room, some], name="go")
+
+
+def body(decode, carried, cache_count, s, returned=None):
     """One decoding step of the whole batch: the last token in, the next
     one out, the caches updated in their slots. Returns the next value of
-    each carried value (the ones not named here pass through)."""
+    each carried value named in `returned` (default: all; the ones not
+    named here pass through)."""
     b = Builder()
     b.inputs = region_inputs(carried)
     names = [n for n, _, _ in carried]
@@ -379,7 +414,7 @@ def body(decode, carried, cache_count, states, s):
     bound = dict(zip([i["name"] for i in user_inputs(decode)],
                      [b.reshape("token", [B, 1]), mask, position, slot,
                       *[f"cache{k}" for k in range(cache_count)]]))
-    bound.update((i["name"], i["name"]) for i in states)
+    bound.update((i["name"], i["name"]) for i in state_inputs(decode))
     logits, *new_caches = inline(b, decode, bound, "decode.")
     seen = "seen" if "seen" in names else None
     step_scores = processed(b, logits, "step", seen, s)
@@ -396,4 +431,5 @@ def body(decode, carried, cache_count, states, s):
         nxt["seen"] = seen_after(b, seen, token, s)
     if s.do_sample:
         nxt["rng"] = advanced(b, "rng", s)
-    return {"inputs": b.inputs, "nodes": b.nodes, "outputs": [nxt.get(n, n) for n in names]}
+    return {"inputs": b.inputs, "nodes": b.nodes,
+            "outputs": [nxt.get(n, n) for n in (names if returned is None else returned)]}

@@ -122,15 +122,39 @@ class Artifact(_native.Runner):
         """A call the extension's fast path did not take: checks (raising
         on a wrong input), picks the graph, binds or copies, replays, and
         tells the extension what to repeat at these dims."""
+        values = self._checked(args, fresh_outputs)
+        if tuple(values) != self.last_dims:  # A new size: its graph.
+            self.graph, self.last_dims = self._select_graph(values), tuple(values)
+        results = self._launch(self.graph, values, args)
+        self._remember(self.graph, values, results, self.output_ranges)
+        return self._returned(results, fresh_outputs)
+
+    def run(self, graph, *args, fresh_outputs=False):
+        """Runs the graph named `graph` (an entry of the model, or "main")
+        on `args`, as a call runs the model's: same inputs, same outputs,
+        the same per-context state."""
+        values = self._checked(args, fresh_outputs)
+        return self._returned(self._launch(self._find_graph(graph), values, args),
+                              fresh_outputs)
+
+    def reset_state(self):
+        """Every per-context state tensor (scope "context") back to its
+        initial value, in order on torch's current stream."""
+        self._reset_state(self._stream(self.device.index))
+
+    def _checked(self, args, fresh_outputs):
+        """The dim values of a call on `args` (raising on a wrong input)."""
         if len(args) != len(self.inputs):
             raise TypeError(f"expected {len(self.inputs)} inputs "
                             f"({', '.join(t['name'] for t in self.inputs)}), got {len(args)}")
         if not isinstance(fresh_outputs, bool):
             raise TypeError(f"fresh_outputs must be True or False, got {fresh_outputs!r}")
-        values = self._dims_of(args)
-        if tuple(values) != self.last_dims:  # A new size: its graph.
-            self.graph, self.last_dims = self._select_graph(values), tuple(values)
-        extents = self._graph_extents(self.graph)  # the size of each dim it reads
+        return self._dims_of(args)
+
+    def _launch(self, graph, values, args):
+        """Binds or copies `args`, replays `graph` and returns the outputs
+        (views of the context's buffers)."""
+        extents = self._graph_extents(graph)  # the size of each dim it reads
         for spec, x in zip(self.inputs, args):
             read = [n if d < 0 else extents[d] for n, d in zip(spec["shape"], spec["dims"])]
             if list(x.shape) == read and not self._in_outputs(x) and \
@@ -142,9 +166,10 @@ class Artifact(_native.Runner):
                 self._buffer(spec, "input")[:x.numel()].copy_(x.view(-1))
         results = [self._real(self._buffer(spec, "output"), spec, values)
                    for spec in self.outputs]
-        self._run(self.graph, values, self._stream(self.device.index))
-        results = results[0] if len(results) == 1 else tuple(results)
-        self._remember(self.graph, values, results, self.output_ranges)
+        self._run(graph, values, self._stream(self.device.index))
+        return results[0] if len(results) == 1 else tuple(results)
+
+    def _returned(self, results, fresh_outputs):
         if fresh_outputs:  # Copies the next call cannot overwrite.
             return results.clone() if len(self.outputs) == 1 else \
                 tuple(r.clone() for r in results)
@@ -172,7 +197,8 @@ class Artifact(_native.Runner):
 
     def state(self, name):
         """A CPU torch tensor copy of persistent state `name` (a parameter,
-        buffer or optimizer or RNG state), after the work on the stream."""
+        buffer or optimizer or RNG state; per-context state: this
+        context's), after the work on the stream."""
         spec = self._state_spec(name)
         torch = self.torch
         torch.cuda.current_stream(self.device).synchronize()

@@ -216,11 +216,25 @@ public:
 
   // The device address of persistent state `name`: copies on the caller's
   // stream read and write it in order with the runs (no synchronize).
+  // (Per-context state, scope "context": the context's own copy.)
   uintptr_t stateData(const std::string &name) const {
     void *device = nullptr;
+    if (cgc_context_state_data(ctx_, name.c_str(), &device, nullptr) == CGC_OK)
+      return reinterpret_cast<uintptr_t>(device);
     check(cgc_engine_state_data(engine_, name.c_str(), &device, nullptr),
           "find state '" + name + "'");
     return reinterpret_cast<uintptr_t>(device);
+  }
+
+  bool perContext(const std::string &name) const {
+    void *device = nullptr;
+    return cgc_context_state_data(ctx_, name.c_str(), &device, nullptr) == CGC_OK;
+  }
+
+  // Every per-context state tensor back to its initial value, on `stream`.
+  void resetState(uintptr_t stream) const {
+    check(cgc_context_reset_state(ctx_, reinterpret_cast<void *>(stream)),
+          "reset the context's state");
   }
 
   size_t findGraph(const std::string &name) const {
@@ -230,12 +244,15 @@ public:
   }
 
   void stateRead(const std::string &name, uintptr_t host, size_t bytes) const {
-    check(cgc_engine_state_read(engine_, name.c_str(), reinterpret_cast<void *>(host), bytes),
+    void *to = reinterpret_cast<void *>(host);
+    check(perContext(name) ? cgc_context_state_read(ctx_, name.c_str(), to, bytes)
+                           : cgc_engine_state_read(engine_, name.c_str(), to, bytes),
           "read state '" + name + "'");
   }
   void stateWrite(const std::string &name, uintptr_t host, size_t bytes) const {
-    check(cgc_engine_state_write(engine_, name.c_str(), reinterpret_cast<const void *>(host),
-                                 bytes),
+    const void *from = reinterpret_cast<const void *>(host);
+    check(perContext(name) ? cgc_context_state_write(ctx_, name.c_str(), from, bytes)
+                           : cgc_engine_state_write(engine_, name.c_str(), from, bytes),
           "write state '" + name + "'");
   }
 
@@ -483,6 +500,8 @@ NB_MODULE(_native, m) {
       .def("_context_buffer", &Runner::contextBuffer, nb::arg("name"), nb::arg("output"))
       .def("_run", &Runner::run, nb::arg("graph"), nb::arg("dims"), nb::arg("stream"))
       .def("_state_data", &Runner::stateData, nb::arg("name"))
+      .def("_per_context", &Runner::perContext, nb::arg("name"))
+      .def("_reset_state", &Runner::resetState, nb::arg("stream"))
       .def("_find_graph", &Runner::findGraph, nb::arg("name"))
       .def("_state_read", &Runner::stateRead, nb::arg("name"), nb::arg("host"),
            nb::arg("bytes"))

@@ -260,6 +260,8 @@ cgc_status createContext(std::unique_ptr<cgc_context_s> &ctx, void *arena,
     ctx->ownsArena = true;
     CGC_CHECK_CU(*e.drv, cuMemsetD8(ctx->arena, 0, m.arenaSize));
   }
+  if (cgc_status s = resetContextState(*ctx, nullptr))
+    return s;
   if (cgc_status s = setUpPadding(*ctx))
     return s;
   if (cgc_status s = createProductDescs(*ctx))

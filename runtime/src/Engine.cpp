@@ -285,7 +285,8 @@ cgc_status findState(cgc_engine e, const char *name, const TensorDesc *&t) {
                 std::string("no state tensor named '") + name + "'");
   if (t->region != cgc::format::Region::Persistent)
     return fail(CGC_ERROR_UNSUPPORTED,
-                "state '" + t->name + "' lives in the arena, not the engine");
+                "state '" + t->name + "' is per-context (scope \"context\"): use "
+                "cgc_context_state_read/write/data");
   return CGC_OK;
 }
 
@@ -482,8 +483,8 @@ cgc_status cgc_engine_set_rng_seed(cgc_engine e, uint64_t seed) {
   if (!e)
     return fail(CGC_ERROR_INVALID_ARGUMENT, "null engine");
   for (const TensorDesc &t : e->artifact.manifest.state) {
-    if (t.kind != "rng_state")
-      continue;
+    if (t.kind != "rng_state" || t.region != cgc::format::Region::Persistent)
+      continue; // Per-context streams: cgc_context_state_write.
     std::vector<uint8_t> value(t.bytes, 0);
     std::memcpy(value.data(), &seed, std::min<size_t>(8, value.size()));
     if (cgc_status s = stateCopy(e, t.name.c_str(), value.data(), value.size(), true))

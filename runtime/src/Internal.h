@@ -291,6 +291,12 @@ struct TensorView {
 } // namespace rt
 } // namespace cgc
 
+namespace cgc::rt {
+/// Sets every per-context state tensor of \p ctx (region "arena") to its
+/// initial value, on \p stream (ContextState.cpp).
+cgc_status resetContextState(cgc_context_s &ctx, CUstream stream);
+} // namespace cgc::rt
+
 struct cgc_context_s {
   cgc_engine_s *engine = nullptr;
   CUdeviceptr arena = 0;

@@ -12,7 +12,9 @@
 //    (both printed and recorded in the gtest XML);
 //  - four engines of one artifact, a thread each;
 //  - a thread binding its context's input to caller buffers (which
-//    re-captures a cuBLASLt call) while others replay their contexts.
+//    re-captures a cuBLASLt call) while others replay their contexts;
+//  - per-context state: each context's own copy, an entry run by name,
+//    the context's state API, eight threads accumulating their own.
 //
 //===----------------------------------------------------------------------===//
 #include "GpuTestUtil.h"
@@ -291,3 +293,101 @@ TEST(Concurrent, BindingWhileOthersRun) {
 }
 
 } // namespace
+
+namespace {
+
+/// The counter's per-context state `total` (f32[4]) of \p ctx.
+std::vector<float> totalOf(cgc_context ctx) {
+  std::vector<float> total(4, -1.0f);
+  EXPECT_EQ(cgc_context_state_read(ctx, "total", total.data(), 16), CGC_OK)
+      << cgc_last_error();
+  return total;
+}
+
+std::vector<float> filled(float v) { return std::vector<float>(4, v); }
+
+} // namespace
+
+/// Per-context state (test/gpu/Inputs/context_counter.json: `total` of
+/// scope "context" accumulates x; entry `reset` zeroes it): each context
+/// of one engine holds its own copy, from its initial value (zeros); the
+/// entry runs by name; the context's state API reads, writes and resets
+/// it, and refuses the engine's parameter (as the engine's refuses
+/// `total`); eight threads, each with its own context and stream, each
+/// accumulate 1000 replays of their own x exactly.
+TEST(Concurrent, PerContextState) {
+  CGC_REQUIRE_GPU();
+  std::string path = staged().dir + "/context_counter/model.cgc";
+  cgc_engine engine = nullptr;
+  ASSERT_EQ(cgc_engine_load_file(path.c_str(), 0, &engine), CGC_OK) << cgc_last_error();
+  size_t reset = 0;
+  ASSERT_EQ(cgc_engine_find_graph(engine, "reset", &reset), CGC_OK) << cgc_last_error();
+  cgc_context a = nullptr, b = nullptr;
+  ASSERT_EQ(cgc_context_create(engine, nullptr, 0, &a), CGC_OK) << cgc_last_error();
+  ASSERT_EQ(cgc_context_create(engine, nullptr, 0, &b), CGC_OK) << cgc_last_error();
+  auto runWith = [](cgc_context ctx, float x, size_t graph) {
+    std::vector<float> in = filled(x);
+    EXPECT_EQ(cgc_context_write_input(ctx, "x", in.data(), 16, nullptr), CGC_OK);
+    EXPECT_EQ(cgc_run(ctx, graph, nullptr, 0, nullptr), CGC_OK) << cgc_last_error();
+    EXPECT_EQ(cgc_stream_synchronize(nullptr), CGC_OK);
+  };
+  EXPECT_EQ(totalOf(a), filled(0.0f));
+  for (int k = 0; k < 3; ++k)
+    runWith(a, 0.5f, 0);
+  runWith(b, 2.0f, 0);
+  EXPECT_EQ(totalOf(a), filled(1.5f));
+  EXPECT_EQ(totalOf(b), filled(2.0f));
+  std::vector<float> y(4);
+  ASSERT_EQ(cgc_context_read_output(a, "y", y.data(), 16, nullptr), CGC_OK);
+  EXPECT_EQ(y, filled(1.5f)); // (0.5 * 3) * w, w ones
+  runWith(a, 7.0f, reset);
+  EXPECT_EQ(totalOf(a), filled(0.0f));
+  EXPECT_EQ(totalOf(b), filled(2.0f));
+  std::vector<float> start = filled(10.0f);
+  ASSERT_EQ(cgc_context_state_write(b, "total", start.data(), 16), CGC_OK);
+  runWith(b, 1.0f, 0);
+  EXPECT_EQ(totalOf(b), filled(11.0f));
+  ASSERT_EQ(cgc_context_reset_state(b, nullptr), CGC_OK);
+  ASSERT_EQ(cgc_stream_synchronize(nullptr), CGC_OK);
+  EXPECT_EQ(totalOf(b), filled(0.0f));
+  void *device = nullptr;
+  size_t bytes = 0;
+  ASSERT_EQ(cgc_context_state_data(a, "total", &device, &bytes), CGC_OK);
+  EXPECT_EQ(bytes, 16u);
+  float w[4];
+  EXPECT_EQ(cgc_engine_state_read(engine, "total", w, 16), CGC_ERROR_UNSUPPORTED);
+  EXPECT_NE(std::string(cgc_last_error()).find("per-context"), std::string::npos)
+      << cgc_last_error();
+  EXPECT_EQ(cgc_context_state_read(a, "w", w, 16), CGC_ERROR_UNSUPPORTED);
+  EXPECT_EQ(cgc_context_state_read(a, "total", w, 8), CGC_ERROR_INVALID_ARGUMENT);
+  cgc_context_destroy(a);
+  cgc_context_destroy(b);
+  constexpr int kThreads = 8, kReplays = 1000;
+  std::string problems = onThreads(kThreads, [&](int t) -> std::string {
+    cgc_context ctx = nullptr;
+    cudaStream_t stream = nullptr;
+    if (cgc_context_create(engine, nullptr, 0, &ctx) ||
+        cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) != cudaSuccess)
+      return std::string("setup: ") + cgc_last_error();
+    std::vector<float> in = filled(float(t + 1));
+    std::string problem;
+    if (cgc_context_write_input(ctx, "x", in.data(), 16, stream))
+      problem = std::string("write: ") + cgc_last_error();
+    for (int r = 0; r < kReplays && problem.empty(); ++r)
+      if (cgc_run(ctx, 0, nullptr, 0, stream))
+        problem = std::string("run: ") + cgc_last_error();
+    if (problem.empty() && cudaStreamSynchronize(stream) != cudaSuccess)
+      problem = "synchronize";
+    std::vector<float> total(4);
+    if (problem.empty() && cgc_context_state_read(ctx, "total", total.data(), 16))
+      problem = std::string("read: ") + cgc_last_error();
+    if (problem.empty() && total != filled(float(kReplays * (t + 1))))
+      problem = "total " + std::to_string(total[0]) + ", expected " +
+                std::to_string(kReplays * (t + 1));
+    cgc_context_destroy(ctx);
+    cudaStreamDestroy(stream);
+    return problem;
+  });
+  EXPECT_EQ(problems, "");
+  cgc_engine_destroy(engine);
+}

@@ -66,9 +66,9 @@ def expected_lengths(tokens, eos, new):
     return np.array(lengths)
 
 
-def compose(folder, spec, fields, work, tag):
+def compose(folder, spec, fields, work, tag, streaming=False):
     """(settings, IR path) of the generation graph over the fixture's
-    records, with output_scores."""
+    records, with output_scores (and with `streaming`, its entries)."""
     records = []
     weights = read_safetensors(os.path.join(folder, "weights.safetensors"))
     for step in ("prefill", "decode"):
@@ -77,7 +77,7 @@ def compose(folder, spec, fields, work, tag):
     s = settings_from(dict(fields, pad_token_id=0), spec["batch"], spec["max_prompt"],
                       spec["max_new_tokens"], spec["vocab"])
     s.output_scores = s.output_logprobs = True
-    ir, ir_weights = program_of_records(records, s, tag)
+    ir, ir_weights = program_of_records(records, s, tag, streaming)
     out = os.path.join(work, tag)
     os.makedirs(out, exist_ok=True)
     write_safetensors(os.path.join(out, "g.safetensors"), ir_weights)
@@ -88,11 +88,12 @@ def compose(folder, spec, fields, work, tag):
     return s, ir_path
 
 
-def interpret(cgc_opt, ir_path, feed, tag):
-    """The interpreter's outputs on `feed`, or None (printed) on a failure."""
+def interpret(cgc_opt, ir_path, feed, tag, entry="main"):
+    """The interpreter's outputs of graph `entry` on `feed`, or None
+    (printed) on a failure."""
     folder = os.path.dirname(ir_path)
     write_safetensors(os.path.join(folder, f"in-{tag}.safetensors"), feed)
-    r = subprocess.run([cgc_opt, ir_path, "--interpret", "--inputs",
+    r = subprocess.run([cgc_opt, ir_path, "--entry", entry, "--interpret", "--inputs",
                         os.path.join(folder, f"in-{tag}.safetensors"), "--outputs",
                         os.path.join(folder, f"out-{tag}.safetensors"), "--overwrite"],
                        capture_output=True, text=True)
@@ -261,6 +262,56 @@ def check_sampling(name, folder, cgc_opt, work):
     return ok
 
 
+def check_streaming(name, folder, cgc_opt, work, sample):
+    """Streaming (generation_stream.py): prefill then one step per column,
+    the state carried from run to run as a context carries it, gives every
+    column of the whole loop's graph ("main" of the same program) and of
+    the graph compiled without streaming, the same state at the end, and a
+    step past the end changes nothing."""
+    with open(os.path.join(folder, "settings.json")) as f:
+        spec = json.load(f)
+    fields = dict(spec["generation"], **spec["sampling"]) if sample else spec["generation"]
+    tag = name + ("_stream_sample" if sample else "_stream")
+    s, ir_path = compose(folder, spec, fields, work, tag, streaming=True)
+    _, plain_path = compose(folder, spec, fields, work, tag + "_plain")
+    want = read_safetensors(os.path.join(folder, "expected.safetensors"))
+    ids, mask = right_aligned(want["input_ids"], want["attention_mask"], s.pad, s.max_prompt)
+    feed = {"input_ids": ids, "attention_mask": mask}
+    if sample:
+        feed["rng"] = np.array([5, 0])
+    whole = interpret(cgc_opt, ir_path, feed, tag + "_main")
+    plain = interpret(cgc_opt, plain_path, feed, tag + "_plain")
+    if whole is None or plain is None:
+        return False
+    ok = True
+    for column in ("tokens", "lengths", "steps", "scores", "logprobs"):
+        state = "next.gen." + ("step" if column == "steps" else column)
+        if not np.array_equal(whole[state], plain[column]):
+            print(f"{tag}: the loop's {column} in state differ from the graph without "
+                  f"streaming")
+            ok = False
+    state = {}
+    steps = int(whole["next.gen.step"])
+    for c in range(steps + 1):  # one step past the end
+        out = interpret(cgc_opt, ir_path, dict(feed, **state), f"{tag}_{c}",
+                        "step" if c else "prefill")
+        if out is None:
+            return False
+        state = {k[len("next."):]: v for k, v in out.items() if k.startswith("next.")}
+        if c < steps and not np.array_equal(out["token"], whole["next.gen.tokens"][:, c]):
+            print(f"{tag}: column {c}: token {out['token'].tolist()}, the loop made "
+                  f"{whole['next.gen.tokens'][:, c].tolist()}")
+            ok = False
+    for k, v in whole.items():
+        if k.startswith("next.") and not np.array_equal(v, out[k]):
+            print(f"{tag}: after {steps} columns and a step past the end, state "
+                  f"{k[len('next.'):]} differs from the loop's")
+            ok = False
+    print(f"{tag}: {'ok' if ok else 'FAILED'}: {steps} columns streamed, "
+          f"tokens {whole['next.gen.tokens'].tolist()}")
+    return ok
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--cgc-opt", required=True)
@@ -271,6 +322,9 @@ def main():
         for name in sorted(os.listdir(args.fixtures)):
             ok &= check(name, os.path.join(args.fixtures, name), args.cgc_opt, work)
             ok &= check_sampling(name, os.path.join(args.fixtures, name), args.cgc_opt, work)
+            for sample in (False, True):
+                ok &= check_streaming(name, os.path.join(args.fixtures, name), args.cgc_opt,
+                                      work, sample)
     for fields, word in (({"do_sample": True, "typical_p": 0.9}, "typical_p=0.9"),
                          ({"do_sample": True, "min_p": 0.1}, "min_p=0.1"),
                          ({"num_beams": 4}, "beam search")):

@@ -18,8 +18,10 @@ ids kept a column, the same seed gives the same
 tokens, another seed others, and every token is the one the draw rule
 gives for cgc's scores of its column and the Philox stream's uniform
 number (generate_fixtures_test.py's independent Philox); the
-log-probabilities are log softmax of those scores at the tokens. An
-encoder-decoder (T5) is refused by name.
+log-probabilities are log softmax of those scores at the tokens.
+Streaming (streaming=True): gen.stream yields, one column a replay, the
+tokens a call of the same generator makes, ending when every row has.
+An encoder-decoder (T5) is refused by name.
 
     generate_gpu.py --cgc build/tools/cgc [--only llama]
 """
@@ -143,6 +145,33 @@ def check_family(name, config, cgc_tool):
             failures.append(f"{tag}: lengths {lengths.tolist()}, expected all {new}")
     failures += check_stopping(name, model, cgc_tool, vocab)
     failures += check_sampling(name, model, cgc_tool, vocab)
+    failures += check_streaming(name, model, cgc_tool, vocab)
+    return failures
+
+
+def check_streaming(name, model, cgc_tool, vocab):
+    """streaming=True: gen.stream yields the columns a call of the same
+    generator makes (the whole loop in one launch), row 0's end token
+    stops row 0 there, and the stream ends when every row has ended; the
+    tokens are transformers' (compare)."""
+    import torch
+    import cgc
+    failures, new = [], 24
+    ids, mask = prompts(3, 12, vocab, True)
+    plain, _ = hf_generate(model, ids, mask, new)
+    end = int(plain[0, 2])
+    theirs, their_scores = hf_generate(model, ids, mask, new, eos_token_id=end)
+    gen = cgc.compile_generate(model, new, 12, 4, generation_config={"eos_token_id": end},
+                               output_scores=True, streaming=True, cgc=cgc_tool)
+    streamed = torch.stack(list(gen.stream(ids, mask)), dim=1)
+    tokens, lengths, scores = gen(ids, mask)
+    columns = int(gen.steps)
+    if streamed.shape != (3, columns) or \
+            not torch.equal(streamed, tokens[:, :columns].cpu()):
+        failures.append(f"{name} streaming: streamed {streamed.tolist()}, the call made "
+                        f"{tokens[:, :columns].tolist()}")
+    failures += compare(f"{name} streaming", tokens[:, :theirs.shape[1]],
+                        scores[:, :theirs.shape[1]], theirs, their_scores)
     return failures
 
 

@@ -85,8 +85,35 @@ static cl::opt<std::string> MicroStep(
     "micro-step",
     cl::desc("accumulate-gradients: the micro-step to build (accumulate or last)"),
     cl::init(""));
+static cl::opt<std::string> Entry(
+    "entry",
+    cl::desc("Work on this graph of the model: one of its entries, or main"),
+    cl::init(""));
 static cl::opt<unsigned> ErrorLimit("error-limit", cl::desc("Stop after this many errors"),
                                     cl::init(20));
+
+/// Makes \p graph the model's graph named --entry (an entry, or "main"
+/// without its entries).
+static bool selectEntry(std::unique_ptr<Graph> &graph, DiagnosticEngine &diag) {
+  if (Entry.empty())
+    return true;
+  std::string names = "main";
+  for (auto &entry : graph->entries) {
+    names += ", " + entry->name;
+    if (entry->name != Entry)
+      continue;
+    std::unique_ptr<Graph> chosen = std::move(entry);
+    graph = std::move(chosen);
+    return true;
+  }
+  if (Entry == "main") {
+    graph->entries.clear();
+    return true;
+  }
+  diag.error({}, "--entry=" + Entry + ": the model has no graph of that name (it has " +
+                     names + ")");
+  return false;
+}
 
 /// Processes one chunk; appends its output to \p out.
 static bool processChunk(uint32_t bufferId, llvm::StringRef baseDir,
@@ -94,11 +121,12 @@ static bool processChunk(uint32_t bufferId, llvm::StringRef baseDir,
   ReadOptions options;
   options.allowComments = true;
   std::unique_ptr<Graph> graph = readGraphBuffer(bufferId, baseDir, diag, options);
-  if (!graph || !verifyGraph(*graph, diag))
+  if (!graph || !verifyGraph(*graph, diag) || !selectEntry(graph, diag))
     return false;
   std::unique_ptr<Graph> reference; // untouched copy for --check-equivalence
   if (checkEquivalenceRequested() &&
-      !(reference = readGraphBuffer(bufferId, baseDir, diag, options)))
+      (!(reference = readGraphBuffer(bufferId, baseDir, diag, options)) ||
+       !selectEntry(reference, diag)))
     return false;
   PassManagerOptions pmOptions;
   pmOptions.verifyEach = VerifyEach;
@@ -144,6 +172,9 @@ static bool processChunk(uint32_t bufferId, llvm::StringRef baseDir,
   }
   if (!pm.run(*graph, ctx, os))
     return false;
+  for (const auto &entry : graph->entries)
+    if (!pm.run(*entry, ctx, os))
+      return false;
   if (interpretModeRequested())
     return runInterpretMode(*graph, reference.get(), diag);
   if (PrintMemoryPlan || PrintGraphPlan) {

@@ -253,8 +253,9 @@ cgc_status cgc_engine_state_write(cgc_engine engine, const char *name,
  * synchronization). Valid as long as the engine. */
 cgc_status cgc_engine_state_data(cgc_engine engine, const char *name,
                                  void **device, size_t *bytes);
-/* Writes {seed, 0} into every state tensor of kind "rng_state" (the
- * dropout streams); without one, does nothing and returns CGC_OK. */
+/* Writes {seed, 0} into every engine state tensor of kind "rng_state" (the
+ * dropout streams; per-context ones are written with
+ * cgc_context_state_write); without one, does nothing and returns CGC_OK. */
 cgc_status cgc_engine_set_rng_seed(cgc_engine engine, uint64_t seed);
 
 /* Data parallelism (docs/distributed.md). An artifact compiled with
@@ -303,6 +304,23 @@ cgc_status cgc_engine_join(cgc_engine engine, const cgc_ranks *ranks);
 cgc_status cgc_context_create(cgc_engine engine, void *caller_arena,
                               size_t arena_bytes, cgc_context *ctx);
 void cgc_context_destroy(cgc_context ctx);
+
+/* Per-context state: the state tensors with scope "context" in the IR (a
+ * KV cache, a stream's position; manifest region "arena"), of which each
+ * context holds its own copy, so that contexts of one engine run a model
+ * that updates it concurrently. cgc_context_create sets each to its
+ * initial value (zeros without an init); so does cgc_context_reset_state,
+ * ordered on `stream`. Read and write are synchronous; bytes must equal
+ * the tensor's size. cgc_context_state_data gives its device address
+ * (valid as long as the context). The engine's cgc_engine_state_* refuse
+ * these names, as these refuse the engine's. */
+cgc_status cgc_context_state_read(cgc_context ctx, const char *name,
+                                  void *host_dst, size_t bytes);
+cgc_status cgc_context_state_write(cgc_context ctx, const char *name,
+                                   const void *host_src, size_t bytes);
+cgc_status cgc_context_state_data(cgc_context ctx, const char *name,
+                                  void **device, size_t *bytes);
+cgc_status cgc_context_reset_state(cgc_context ctx, void *stream);
 
 /* Replays graph graph_index on stream (a CUstream/cudaStream_t, NULL for the
  * legacy default stream). dims holds one value per engine dim in order
