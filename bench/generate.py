@@ -7,7 +7,9 @@ bandwidth floor.
 For each model (random weights from its config) x dtype x batch: a
 128-token prompt, then N new tokens (every sequence runs to N: no end
 token). Each system is timed with CUDA events around the whole call (the
-host waits for the tokens), median of 5 after a warm-up:
+host waits for the tokens), median of 5 after a warm-up; cgc_stream (not
+in the default --systems) is compile_generate(streaming=True)'s
+gen.stream, one replay and one host read a token:
   ttft      the call with max_new_tokens=1 (the prompt's pass and one token)
   per token (time(N) - time(1)) / (N - 1): one decoding step
   floor     bytes of every weight (the LM head included, a tied matrix
@@ -114,6 +116,21 @@ def time_cgc(model, ids, mask, new, cgc_tool):
             compile_s)
 
 
+def time_cgc_stream(model, ids, mask, new, cgc_tool):
+    """compile_generate(streaming=True)'s gen.stream: one replay and one
+    host read of the column per token (the first: the prompt's pass)."""
+    import cgc
+    gen = cgc.compile_generate(model, new, PROMPT, ids.shape[0], streaming=True, cgc=cgc_tool)
+
+    def first():
+        next(iter(gen.stream(ids, mask)))
+
+    def every():
+        for _ in gen.stream(ids, mask):
+            pass
+    return median_ms(first), median_ms(every)
+
+
 def row(name, dtype_name, batch, new, cgc_tool, bandwidth, compiled, systems):
     import torch
     dtype = {"f32": torch.float32, "bf16": torch.bfloat16}[dtype_name]
@@ -125,6 +142,7 @@ def row(name, dtype_name, batch, new, cgc_tool, bandwidth, compiled, systems):
     out = {"model": name, "dtype": dtype_name, "batch": batch, "new": new,
            "floor_ms": floor_ms}
     for system, timer in (("cgc", lambda: time_cgc(model, ids, mask, new, cgc_tool)[:2]),
+                          ("cgc_stream", lambda: time_cgc_stream(model, ids, mask, new, cgc_tool)),
                           ("hf_eager", lambda: time_hf(model, ids, mask, new)),
                           ("hf_static_compiled", lambda: time_compiled(model, ids, mask, new))):
         if system not in systems or (system == "hf_static_compiled" and not compiled):
