@@ -310,7 +310,7 @@ if [ "${CGC_SANITIZER:-1}" != 0 ] && [ "$GPU_VISIBLE" -eq 1 ]; then
         name=$(basename "$bin")
         case $name in
           cgc_gpu_op_tests) filter=${CGC_OP_MEMCHECK_FILTER:-*} ;;
-          *) filter=${CGC_SANITIZER_FILTER:-*-RuntimeGpuLoad.PtxFallbackAndArchMismatch} ;;
+          *) filter=${CGC_SANITIZER_FILTER:-*-RuntimeGpuLoad.PtxFallbackAndArchMismatch:RuntimeGpuSticky.*} ;;
         esac
         # (the long runs: the soak test, and the concurrent stress tests,
         # whose other Concurrent.* tests run short under the tools)

@@ -2,7 +2,8 @@
 //
 // Loads NVRTC-built artifacts and checks replay results against the CPU:
 // repeated replays, caller-pointer binding, several contexts, eager mode,
-// dynamic dims, state, PTX fallback, refusals, and `cgc run` / `cgc bench`.
+// dynamic dims, state, PTX fallback, refusals, recovery from a sticky
+// error, and `cgc run` / `cgc bench`.
 // Every test skips (GTEST_SKIP) when no CUDA device is present.
 //
 //===----------------------------------------------------------------------===//
@@ -240,6 +241,61 @@ TEST(RuntimeGpuLoad, PtxFallbackAndArchMismatch) {
   EXPECT_EQ(s.code, CGC_ERROR_UNSUPPORTED);
   EXPECT_NE(s.message.find("no loadable device code"), std::string::npos)
       << s.message;
+}
+
+/// A sticky CUDA error (an illegal address: the input bound to an address
+/// no allocation holds) fails the run's synchronization and every later
+/// call with CGC_ERROR_DRIVER naming the driver's error, in every context
+/// of the process; destroying every engine and context and resetting the
+/// device (the application's call, docs/runtime.md) recovers: a new engine
+/// then replays correctly. In a process of its own (a death test, re-run
+/// from the start), since the error poisons the whole CUDA context; the
+/// sanitizer runs leave it out (scripts/gpu-run.sh).
+TEST(RuntimeGpuSticky, DetectedThenRecoveredByADeviceReset) {
+  CGC_REQUIRE_GPU();
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  std::vector<uint8_t> bytes;
+  std::string err;
+  ASSERT_TRUE(buildChainArtifact(ChainSpec(), bytes, err)) << err;
+  auto body = [&]() -> int {
+    cgc_engine engine = nullptr;
+    cgc_context ctx = nullptr, other = nullptr;
+    if (cgc_engine_load_memory(bytes.data(), bytes.size(), 0, &engine) ||
+        cgc_context_create(engine, nullptr, 0, &ctx) ||
+        cgc_context_create(engine, nullptr, 0, &other))
+      return 2;
+    // Far past any allocation, 256-aligned: the first kernel reads it.
+    if (cgc_context_bind(ctx, "x", reinterpret_cast<void *>(uintptr_t(1) << 46)))
+      return 3;
+    cgc_status ran = cgc_run(ctx, 0, nullptr, 0, nullptr);
+    cgc_status synced = ran ? ran : cgc_stream_synchronize(nullptr);
+    if (synced != CGC_ERROR_DRIVER ||
+        std::string(cgc_last_error()).find("CUDA_ERROR_ILLEGAL_ADDRESS") == std::string::npos) {
+      std::fprintf(stderr, "sticky error: %d %s\n", int(synced), cgc_last_error());
+      return 4;
+    }
+    if (cgc_run(other, 0, nullptr, 0, nullptr) != CGC_ERROR_DRIVER)
+      return 5; // the other context is poisoned too
+    cgc_context_destroy(ctx);
+    cgc_context_destroy(other);
+    cgc_engine_destroy(engine);
+    if (cudaDeviceReset() != cudaSuccess)
+      return 6;
+    cgc::Engine fresh;
+    cgc::Context c;
+    if (!cgc::Engine::loadMemory(bytes.data(), bytes.size(), fresh) ||
+        !cgc::Context::create(fresh, c))
+      return 7;
+    std::vector<float> x(kMaxN, 1.5f), y(kMaxN);
+    if (!c.writeInput("x", x.data(), kMaxN * 4) || !c.run() ||
+        !c.readOutput("y", y.data(), kMaxN * 4))
+      return 8;
+    for (float v : y)
+      if (v != expectedY(1.5f, ChainSpec().numAdd, kInitialW))
+        return 9;
+    return 0;
+  };
+  EXPECT_EXIT(std::exit(body()), ::testing::ExitedWithCode(0), "");
 }
 
 TEST(RuntimeGpuLoad, CorruptArtifactRefused) {

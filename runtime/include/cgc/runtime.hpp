@@ -179,6 +179,16 @@ public:
   Status counters(cgc_counters &out) const {
     return Status::from(cgc_context_counters(handle, &out));
   }
+  /// Per-context state (IR scope "context"): this context's copy.
+  Status stateRead(const std::string &name, void *dst, size_t bytes) const {
+    return Status::from(cgc_context_state_read(handle, name.c_str(), dst, bytes));
+  }
+  Status stateWrite(const std::string &name, const void *src, size_t bytes) {
+    return Status::from(cgc_context_state_write(handle, name.c_str(), src, bytes));
+  }
+  Status resetState(void *stream = nullptr) {
+    return Status::from(cgc_context_reset_state(handle, stream));
+  }
 
 private:
   explicit Context(cgc_context c) : handle(c) {}
