@@ -309,8 +309,8 @@ std::vector<float> filled(float v) { return std::vector<float>(4, v); }
 } // namespace
 
 /// Per-context state (test/gpu/Inputs/context_counter.json: `total` of
-/// scope "context" accumulates x; entry `reset` zeroes it): each context
-/// of one engine holds its own copy, from its initial value (zeros); the
+/// scope "context", init 0.25, accumulates x; entry `reset` zeroes it):
+/// each context of one engine holds its own copy, from its initial value; the
 /// entry runs by name; the context's state API reads, writes and resets
 /// it, and refuses the engine's parameter (as the engine's refuses
 /// `total`); eight threads, each with its own context and stream, each
@@ -331,25 +331,25 @@ TEST(Concurrent, PerContextState) {
     EXPECT_EQ(cgc_run(ctx, graph, nullptr, 0, nullptr), CGC_OK) << cgc_last_error();
     EXPECT_EQ(cgc_stream_synchronize(nullptr), CGC_OK);
   };
-  EXPECT_EQ(totalOf(a), filled(0.0f));
+  EXPECT_EQ(totalOf(a), filled(0.25f));
   for (int k = 0; k < 3; ++k)
     runWith(a, 0.5f, 0);
   runWith(b, 2.0f, 0);
-  EXPECT_EQ(totalOf(a), filled(1.5f));
-  EXPECT_EQ(totalOf(b), filled(2.0f));
+  EXPECT_EQ(totalOf(a), filled(1.75f));
+  EXPECT_EQ(totalOf(b), filled(2.25f));
   std::vector<float> y(4);
   ASSERT_EQ(cgc_context_read_output(a, "y", y.data(), 16, nullptr), CGC_OK);
-  EXPECT_EQ(y, filled(1.5f)); // (0.5 * 3) * w, w ones
+  EXPECT_EQ(y, filled(1.75f)); // (0.25 + 0.5 * 3) * w, w ones
   runWith(a, 7.0f, reset);
   EXPECT_EQ(totalOf(a), filled(0.0f));
-  EXPECT_EQ(totalOf(b), filled(2.0f));
+  EXPECT_EQ(totalOf(b), filled(2.25f));
   std::vector<float> start = filled(10.0f);
   ASSERT_EQ(cgc_context_state_write(b, "total", start.data(), 16), CGC_OK);
   runWith(b, 1.0f, 0);
   EXPECT_EQ(totalOf(b), filled(11.0f));
   ASSERT_EQ(cgc_context_reset_state(b, nullptr), CGC_OK);
   ASSERT_EQ(cgc_stream_synchronize(nullptr), CGC_OK);
-  EXPECT_EQ(totalOf(b), filled(0.0f));
+  EXPECT_EQ(totalOf(b), filled(0.25f));
   void *device = nullptr;
   size_t bytes = 0;
   ASSERT_EQ(cgc_context_state_data(a, "total", &device, &bytes), CGC_OK);
@@ -381,8 +381,8 @@ TEST(Concurrent, PerContextState) {
     std::vector<float> total(4);
     if (problem.empty() && cgc_context_state_read(ctx, "total", total.data(), 16))
       problem = std::string("read: ") + cgc_last_error();
-    if (problem.empty() && total != filled(float(kReplays * (t + 1))))
-      problem = "total " + std::to_string(total[0]) + ", expected " +
+    if (problem.empty() && total != filled(0.25f + float(kReplays * (t + 1))))
+      problem = "total " + std::to_string(total[0]) + ", expected 0.25 + " +
                 std::to_string(kReplays * (t + 1));
     cgc_context_destroy(ctx);
     cudaStreamDestroy(stream);
