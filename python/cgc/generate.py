@@ -184,7 +184,7 @@ class Generator:
         args = self.arguments(input_ids, attention_mask, seed)
         rows = input_ids.shape[0]
         for column in range(self.settings.max_new):
-            token, done, _ = self.artifact.run("step" if column else "prefill", *args)
+            token, done, *_ = self.artifact.run("step" if column else "prefill", *args)
             out = self.artifact.torch.cat([token[:rows], done[:rows].long()]).cpu()
             yield out[:rows]
             if bool(out[rows:].all()):

@@ -283,9 +283,14 @@ TEST(RuntimeGpuSticky, DetectedThenRecoveredByADeviceReset) {
       return 6;
     cgc::Engine fresh;
     cgc::Context c;
-    if (!cgc::Engine::loadMemory(bytes.data(), bytes.size(), fresh) ||
-        !cgc::Context::create(fresh, c))
+    if (cgc::Status s = cgc::Engine::loadMemory(bytes.data(), bytes.size(), fresh); !s) {
+      std::fprintf(stderr, "load after the reset: %s\n", s.message.c_str());
       return 7;
+    }
+    if (cgc::Status s = cgc::Context::create(fresh, c); !s) {
+      std::fprintf(stderr, "context after the reset: %s\n", s.message.c_str());
+      return 7;
+    }
     std::vector<float> x(kMaxN, 1.5f), y(kMaxN);
     if (!c.writeInput("x", x.data(), kMaxN * 4) || !c.run() ||
         !c.readOutput("y", y.data(), kMaxN * 4))
