@@ -122,6 +122,22 @@ cgc_status cgc_device_count(int *count) {
   return CGC_OK;
 }
 
+cgc_status cgc_device_reset(int device) {
+  const Driver *drv;
+  if (cgc_status s = requireDriver(drv))
+    return s;
+  int count = 0;
+  CGC_CHECK_CU(*drv, cuDeviceGetCount(&count));
+  if (device < 0 || device >= count)
+    return fail(CGC_ERROR_INVALID_ARGUMENT, "device " + std::to_string(device) +
+                                                " out of range (" + std::to_string(count) +
+                                                " devices)");
+  CUdevice dev;
+  CGC_CHECK_CU(*drv, cuDeviceGet(&dev, device));
+  CGC_CHECK_CU(*drv, cuDevicePrimaryCtxReset(dev));
+  return CGC_OK;
+}
+
 cgc_status cgc_stream_synchronize(void *stream) {
   const Driver *drv;
   if (cgc_status s = requireDriver(drv))

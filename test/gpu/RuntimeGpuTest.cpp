@@ -246,9 +246,9 @@ TEST(RuntimeGpuLoad, PtxFallbackAndArchMismatch) {
 /// A sticky CUDA error (an illegal address: the input bound to an address
 /// no allocation holds) fails the run's synchronization and every later
 /// call with CGC_ERROR_DRIVER naming the driver's error, in every context
-/// of the process; destroying every engine and context and resetting the
-/// device (the application's call, docs/runtime.md) recovers: a new engine
-/// then replays correctly. In a process of its own (a death test, re-run
+/// of the process; destroying every engine and context and
+/// cgc_device_reset (the primary context's reset, docs/runtime.md)
+/// recovers: a new engine then replays correctly. In a process of its own (a death test, re-run
 /// from the start), since the error poisons the whole CUDA context; the
 /// sanitizer runs leave it out (scripts/gpu-run.sh).
 TEST(RuntimeGpuSticky, DetectedThenRecoveredByADeviceReset) {
@@ -279,8 +279,10 @@ TEST(RuntimeGpuSticky, DetectedThenRecoveredByADeviceReset) {
     cgc_context_destroy(ctx);
     cgc_context_destroy(other);
     cgc_engine_destroy(engine);
-    if (cudaDeviceReset() != cudaSuccess)
+    if (cgc_device_reset(0) != CGC_OK) {
+      std::fprintf(stderr, "reset: %s\n", cgc_last_error());
       return 6;
+    }
     cgc::Engine fresh;
     cgc::Context c;
     if (cgc::Status s = cgc::Engine::loadMemory(bytes.data(), bytes.size(), fresh); !s) {

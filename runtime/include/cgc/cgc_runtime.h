@@ -121,6 +121,14 @@ const char *cgc_last_error(void);
 /* Number of CUDA devices; CGC_ERROR_NO_DEVICE with a reason when none. */
 cgc_status cgc_device_count(int *count);
 
+/* Resets `device`'s primary CUDA context (cuDevicePrimaryCtxReset): how a
+ * process recovers from a sticky CUDA error (an illegal address, a device
+ * trap), after which every call on the device fails with CGC_ERROR_DRIVER.
+ * Destroy every engine and context on the device first; everything else
+ * the process holds there (PyTorch's memory included) is gone after it.
+ * Engines loaded after it run normally. */
+cgc_status cgc_device_reset(int device);
+
 /* Loading. The memory image is copied; the caller may free it afterwards.
  * An artifact that keeps its weights beside it (docs/artifact.md, "Weights
  * beside the artifact") reads them at load: cgc_engine_load_file from the
