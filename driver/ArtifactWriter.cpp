@@ -106,6 +106,11 @@ static std::string pathInside(llvm::StringRef dir, llvm::StringRef target) {
   return std::string(llvm::StringRef(t).drop_front(prefix.size()));
 }
 
+/// Per-context state of zeros needs no bytes: each context zeroes it.
+static bool contextZeros(const GraphInput &in) {
+  return in.perContext && in.init.source == Initializer::Source::Zeros;
+}
+
 /// A state tensor from the weights file that may stay there: its bytes in
 /// the file are the tensor's as the device holds it (same dtype, checked by
 /// the IR reader), except bool, which the artifact normalizes to 0 and 1.
@@ -126,7 +131,7 @@ uint64_t ManifestBuilder::stateBytes(bool fromWeightsFile) const {
   };
   for (const GraphInput &in : model.inputs())
     if (isPersistent(in.kind) && in.init.source != Initializer::Source::None &&
-        staysBeside(in) == fromWeightsFile)
+        !contextZeros(in) && staysBeside(in) == fromWeightsFile)
       total += bytesOf(in.value);
   if (!fromWeightsFile)
     for (const CompiledGraph &g : compilation.graphs)
@@ -275,12 +280,10 @@ bool ManifestBuilder::addInputs(fmt::Manifest &m,
     }
     fmt::TensorDesc t = tensorDesc(in.value->getName(),
                                    inputKindName(in.kind), in.value, s);
-    // Per-context state of zeros needs no bytes: each context zeroes it.
-    bool zeros = in.perContext && in.init.source == Initializer::Source::Zeros;
     if (beside && staysBeside(in)) {
       if (!referToWeights(in, t))
         return false;
-    } else if (in.init.source != Initializer::Source::None && !zeros) {
+    } else if (in.init.source != Initializer::Source::None && !contextZeros(in)) {
       std::vector<uint8_t> bytes;
       std::string error;
       if (!initialBytes(model, in, bytes, error, &weightsCache)) {

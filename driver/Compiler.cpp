@@ -402,6 +402,27 @@ static bool checkTrainingScope(const Graph &model, const CompileOptions &options
   return true;
 }
 
+/// After prepareModel, an entry holds every input as \p model does: the
+/// layout pass decides per graph whether to keep a weight transposed, and
+/// the graphs share its one stored copy.
+static bool sameInputs(const Graph &entry, const Graph &model,
+                       DiagnosticEngine &diag) {
+  for (size_t i = 0; i < model.inputs().size(); ++i) {
+    const GraphInput &a = model.inputs()[i], &b = entry.inputs()[i];
+    if (a.value->getType() == b.value->getType() &&
+        a.init.permutation == b.init.permutation)
+      continue;
+    diag.error(b.loc, "input '" + a.value->getName() + "' would be held as " +
+                          typeToString(b.value->getType(), entry.dims()) +
+                          " by entry '" + entry.name + "' but as " +
+                          typeToString(a.value->getType(), model.dims()) +
+                          " by the model (the layout pass chose differently "
+                          "for each graph); entries must read it alike");
+    return false;
+  }
+  return true;
+}
+
 bool cgc::lowerModel(Graph &model, const CompileOptions &requested,
                      Compilation &out, DiagnosticEngine &diag) {
   if (!checkBindings(model, requested, diag) ||
@@ -409,7 +430,7 @@ bool cgc::lowerModel(Graph &model, const CompileOptions &requested,
       !prepareModel(model, requested, diag))
     return false;
   for (const auto &entry : model.entries)
-    if (!prepareModel(*entry, requested, diag))
+    if (!prepareModel(*entry, requested, diag) || !sameInputs(*entry, model, diag))
       return false;
   out.program.allowTf32 = requested.allowTf32;
   out.program.batchKernels = requested.fuse;

@@ -198,6 +198,13 @@ const TensorDesc *Artifact::findTensor(const std::string &name) const {
   return nullptr;
 }
 
+uint32_t formatVersionOf(const Manifest &m) {
+  for (const TensorDesc &t : m.state)
+    if (t.region == Region::Arena)
+      return kArtifactFormatVersion;
+  return kOldestFormatVersion;
+}
+
 std::vector<uint8_t> serializeArtifact(const Manifest &manifest,
                                        const BlobList &blobs) {
   Manifest m = manifest;
@@ -212,7 +219,7 @@ std::vector<uint8_t> serializeArtifact(const Manifest &manifest,
   uint64_t dataStart = alignUp(kHeaderSize + json.size(), kBlobAlignment);
   std::vector<uint8_t> out(dataStart + offset, 0);
   std::memcpy(out.data(), kArtifactMagic, 4);
-  putU32(out.data() + 4, kArtifactFormatVersion);
+  putU32(out.data() + 4, formatVersionOf(m));
   putU64(out.data() + 8, json.size());
   putU64(out.data() + 16, out.size());
   std::memcpy(out.data() + kHeaderSize, json.data(), json.size());
@@ -240,10 +247,11 @@ bool parseArtifact(const uint8_t *data, size_t size, Artifact &out,
   h.manifestSize = getU64(data + 8);
   h.fileSize = getU64(data + 16);
   h.checksum = getU64(data + 24);
-  if (h.formatVersion != kArtifactFormatVersion)
+  if (h.formatVersion < kOldestFormatVersion || h.formatVersion > kArtifactFormatVersion)
     return fail("artifact: format version " +
                 std::to_string(h.formatVersion) +
-                " is not supported: this runtime reads version " +
+                " is not supported: this runtime reads versions " +
+                std::to_string(kOldestFormatVersion) + " and " +
                 std::to_string(kArtifactFormatVersion) +
                 " (compile the model again with this cgc)");
   if (h.fileSize != size)
@@ -269,6 +277,10 @@ bool parseArtifact(const uint8_t *data, size_t size, Artifact &out,
   }
   if (!validateManifest(m, error))
     return false;
+  if (formatVersionOf(m) > h.formatVersion)
+    return fail("artifact: per-context state (state in the arena) needs format version " +
+                std::to_string(kArtifactFormatVersion) + "; the header says " +
+                std::to_string(h.formatVersion));
   out.header = h;
   out.manifest = std::move(m);
   out.bytes.assign(data, data + size);

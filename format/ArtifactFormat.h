@@ -18,7 +18,12 @@ namespace cgc {
 namespace format {
 
 constexpr char kArtifactMagic[4] = {'C', 'G', 'C', 'A'};
-constexpr uint32_t kArtifactFormatVersion = 7;
+/// The newest format version, written by an artifact with per-context
+/// state (state in region "arena"), which a version-7 runtime would read
+/// but never initialize; every other artifact is written as version 7.
+/// This runtime reads both.
+constexpr uint32_t kArtifactFormatVersion = 8;
+constexpr uint32_t kOldestFormatVersion = 7;
 constexpr size_t kHeaderSize = 32;
 constexpr size_t kBlobAlignment = 256;
 /// Conventional blob names for device code.
@@ -318,6 +323,9 @@ struct Artifact {
 };
 
 using BlobList = std::vector<std::pair<std::string, std::vector<uint8_t>>>;
+
+/// The format version serializeArtifact writes for \p m.
+uint32_t formatVersionOf(const Manifest &m);
 
 /// Serializes \p manifest and \p blobs into .cgc bytes. The blob table of the
 /// manifest is replaced by one computed from \p blobs (in the given order).

@@ -150,6 +150,7 @@ class Generator:
     def __init__(self, artifact, settings, streaming=False):
         self.artifact, self.settings, self.streaming = artifact, settings, streaming
         self.steps = None
+        self.runs = 0  # calls and streams begun: a stream checks it is the last
 
     def __call__(self, input_ids, attention_mask=None, seed=None):
         """(tokens [b, max_new_tokens], lengths [b]) for b <= batch prompts:
@@ -162,6 +163,7 @@ class Generator:
         the same tokens; None: a seed from torch's CPU generator, so
         torch.manual_seed makes runs repeat)."""
         args = self.arguments(input_ids, attention_mask, seed)
+        self.runs += 1
         if self.streaming:
             self.artifact.run("main", *args)
             tokens, lengths, steps, *extra = self.columns()
@@ -178,12 +180,19 @@ class Generator:
         then one decoding step) and one host read of the column; stops once
         every sequence has ended or max_new_tokens columns are out. The
         tokens are the ones a call gives; after the last, `columns()` holds
-        (tokens, lengths, steps, ...) as a call returns them."""
+        (tokens, lengths, steps, ...) for the whole batch. One stream or call
+        at a time: they share the context's state, so a stream refuses to
+        go on after another began (a RuntimeError)."""
         if not self.streaming:
             raise ValueError("this generator was compiled without streaming=True")
         args = self.arguments(input_ids, attention_mask, seed)
         rows = input_ids.shape[0]
+        self.runs += 1
+        mine = self.runs
         for column in range(self.settings.max_new):
+            if self.runs != mine:
+                raise RuntimeError("another call or stream of this generator began after this "
+                                   "stream: they share its context's state (one at a time)")
             token, done, *_ = self.artifact.run("step" if column else "prefill", *args)
             out = self.artifact.torch.cat([token[:rows], done[:rows].long()]).cpu()
             yield out[:rows]

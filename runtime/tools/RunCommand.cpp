@@ -82,10 +82,15 @@ int cgcRunMain(int argc, char **argv) {
   if (cgc_status st =
           s.open(art, o.model, o.device, o.printAlgorithms ? stdout : nullptr))
     return runtimeError(st);
-  for (const TensorDesc *t : stateWrites)
-    if (cgc_status st = cgc_engine_state_write(
-            s.engine, t->name.c_str(), inputs[t->name].bytes.data(), t->bytes))
+  for (const TensorDesc *t : stateWrites) {
+    // Per-context state (region arena) is the context's.
+    const void *bytes = inputs[t->name].bytes.data();
+    cgc_status st = t->region == cgc::format::Region::Arena
+                        ? cgc_context_state_write(s.ctx, t->name.c_str(), bytes, t->bytes)
+                        : cgc_engine_state_write(s.engine, t->name.c_str(), bytes, t->bytes);
+    if (st)
       return runtimeError(st);
+  }
   for (const TensorDesc &d : m.inputs) {
     if (d.kind == "dim_size")
       continue;

@@ -26,7 +26,7 @@ TEST(ArtifactFormat, RoundTrip) {
   Artifact a;
   std::string err;
   ASSERT_TRUE(parseArtifact(bytes.data(), bytes.size(), a, err)) << err;
-  EXPECT_EQ(a.header.formatVersion, kArtifactFormatVersion);
+  EXPECT_EQ(a.header.formatVersion, kOldestFormatVersion); // no per-context state
   EXPECT_EQ(a.header.fileSize, bytes.size());
   EXPECT_EQ(a.dataStart % 256, 0u);
   const Manifest &m = a.manifest;
@@ -75,7 +75,7 @@ TEST(ArtifactFormat, RejectsHeaderDamage) {
   b[4] = 1; // An artifact of the first format: refused, naming both.
   reseal(b);
   EXPECT_NE(parseError(b).find("format version 1 is not supported: this "
-                               "runtime reads version 7"),
+                               "runtime reads versions 7 and 8"),
             std::string::npos)
       << parseError(b);
   b = good;
@@ -85,6 +85,31 @@ TEST(ArtifactFormat, RejectsHeaderDamage) {
   b.back() ^= 1;
   EXPECT_NE(parseError(b).find("checksum"), std::string::npos);
   EXPECT_NE(parseError({}).find("too small"), std::string::npos);
+}
+
+/// Per-context state (state in the arena) is written as version 8, which
+/// a version-7 runtime refuses rather than run it uninitialized; a
+/// version-7 header over such a manifest is refused here too.
+TEST(ArtifactFormat, PerContextStateIsVersion8) {
+  Manifest m = sampleManifest();
+  TensorDesc cache = m.state.front();
+  cache.name = "cache";
+  cache.kind = "buffer";
+  cache.region = Region::Arena;
+  cache.offset = 0;
+  cache.initBlob.clear();
+  m.state.push_back(cache);
+  std::vector<uint8_t> bytes = serializeArtifact(m, sampleBlobs());
+  Artifact a;
+  std::string err;
+  ASSERT_TRUE(parseArtifact(bytes.data(), bytes.size(), a, err)) << err;
+  EXPECT_EQ(a.header.formatVersion, 8u);
+  bytes[4] = 7;
+  reseal(bytes);
+  EXPECT_NE(parseError(bytes).find("per-context state (state in the arena) needs format "
+                                   "version 8; the header says 7"),
+            std::string::npos)
+      << parseError(bytes);
 }
 
 TEST(ArtifactFormat, RejectsSemanticErrors) {
