@@ -192,6 +192,7 @@ const Entry kEntries[] = {
     CGC_STUB(cuDeviceGetAttribute, deviceAttribute),
     CGC_STUB(cuDevicePrimaryCtxRetain, primaryRetain),
     CGC_STUB(cuDevicePrimaryCtxRelease, succeed),
+    CGC_STUB(cuDevicePrimaryCtxReset, succeed),
     CGC_STUB(cuCtxGetCurrent, ctxGetCurrent),
     CGC_STUB(cuCtxSetCurrent, ctxSetCurrent),
     CGC_STUB(cuCtxSynchronize, succeed),
