@@ -357,9 +357,7 @@ static bool lowerEntries(const Graph &model, const CompileOptions &options,
     graphs.push_back(entry.get());
   for (bool pack : {true, false}) {
     Compilation attempt;
-    attempt.program.allowTf32 = out.program.allowTf32;
-    attempt.program.batchKernels = out.program.batchKernels;
-    attempt.program.multiprocessors = out.program.multiprocessors;
+    attempt.program = out.program; // lowerModel's settings, no graph yet
     PlanLayout layout = sharedLayout(model, options);
     layout.packState = pack;
     for (const Graph *g : graphs) {

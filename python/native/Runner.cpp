@@ -500,7 +500,6 @@ NB_MODULE(_native, m) {
       .def("_context_buffer", &Runner::contextBuffer, nb::arg("name"), nb::arg("output"))
       .def("_run", &Runner::run, nb::arg("graph"), nb::arg("dims"), nb::arg("stream"))
       .def("_state_data", &Runner::stateData, nb::arg("name"))
-      .def("_per_context", &Runner::perContext, nb::arg("name"))
       .def("_reset_state", &Runner::resetState, nb::arg("stream"))
       .def("_find_graph", &Runner::findGraph, nb::arg("name"))
       .def("_state_read", &Runner::stateRead, nb::arg("name"), nb::arg("host"),

@@ -16,43 +16,14 @@ using cgc::format::TensorDesc;
 
 namespace {
 
-/// The per-context state tensor \p name of \p ctx, in \p t.
-cgc_status findContextState(cgc_context ctx, const char *name, const TensorDesc *&t) {
-  if (!ctx || !name)
-    return fail(CGC_ERROR_INVALID_ARGUMENT, "null argument");
-  t = nullptr;
-  for (const TensorDesc &s : ctx->engine->artifact.manifest.state)
-    if (s.name == name)
-      t = &s;
-  if (!t)
-    return fail(CGC_ERROR_NOT_FOUND, std::string("no state tensor named '") + name + "'");
-  if (t->region != Region::Arena)
-    return fail(CGC_ERROR_UNSUPPORTED,
-                "state '" + t->name + "' is the engine's, not per-context: use "
-                "cgc_engine_state_read/write/data");
-  return CGC_OK;
-}
-
 cgc_status contextStateCopy(cgc_context ctx, const char *name, void *host, size_t bytes,
                             bool toDevice) {
-  if (!host && bytes)
-    return fail(CGC_ERROR_INVALID_ARGUMENT, "null argument");
   const TensorDesc *t = nullptr;
-  if (cgc_status s = findContextState(ctx, name, t))
+  if (!ctx)
+    return fail(CGC_ERROR_INVALID_ARGUMENT, "null argument");
+  if (cgc_status s = findState(*ctx->engine, name, Region::Arena, t))
     return s;
-  if (bytes != t->bytes)
-    return fail(CGC_ERROR_INVALID_ARGUMENT, "state '" + t->name + "' has " +
-                                                std::to_string(t->bytes) + " bytes, not " +
-                                                std::to_string(bytes));
-  const cgc_engine_s &e = *ctx->engine;
-  if (cgc_status s = e.makeCurrent())
-    return s;
-  CUdeviceptr at = ctx->arena + t->offset;
-  if (toDevice)
-    CGC_CHECK_CU(*e.drv, cuMemcpyHtoD(at, host, bytes));
-  else
-    CGC_CHECK_CU(*e.drv, cuMemcpyDtoH(host, at, bytes));
-  return CGC_OK;
+  return copyState(*ctx->engine, *t, ctx->arena, host, bytes, toDevice);
 }
 
 } // namespace
@@ -89,9 +60,9 @@ cgc_status cgc_context_state_write(cgc_context ctx, const char *name,
 cgc_status cgc_context_state_data(cgc_context ctx, const char *name, void **device,
                                   size_t *bytes) {
   const TensorDesc *t = nullptr;
-  if (!device)
+  if (!ctx || !device)
     return fail(CGC_ERROR_INVALID_ARGUMENT, "null argument");
-  if (cgc_status s = findContextState(ctx, name, t))
+  if (cgc_status s = findState(*ctx->engine, name, Region::Arena, t))
     return s;
   *device = reinterpret_cast<void *>(ctx->arena + t->offset);
   if (bytes)

@@ -272,45 +272,55 @@ const std::vector<TensorDesc> *tensorList(cgc_engine e, cgc_tensor_role r) {
   return nullptr;
 }
 
-/// The persistent state tensor \p name of \p e, in \p t.
-cgc_status findState(cgc_engine e, const char *name, const TensorDesc *&t) {
-  if (!e || !name)
+} // namespace
+
+cgc_status cgc::rt::findState(const cgc_engine_s &e, const char *name,
+                              cgc::format::Region region, const TensorDesc *&t) {
+  if (!name)
     return fail(CGC_ERROR_INVALID_ARGUMENT, "null argument");
   t = nullptr;
-  for (const TensorDesc &s : e->artifact.manifest.state)
+  for (const TensorDesc &s : e.artifact.manifest.state)
     if (s.name == name)
       t = &s;
   if (!t)
-    return fail(CGC_ERROR_NOT_FOUND,
-                std::string("no state tensor named '") + name + "'");
-  if (t->region != cgc::format::Region::Persistent)
-    return fail(CGC_ERROR_UNSUPPORTED,
-                "state '" + t->name + "' is per-context (scope \"context\"): use "
-                "cgc_context_state_read/write/data");
-  return CGC_OK;
+    return fail(CGC_ERROR_NOT_FOUND, std::string("no state tensor named '") + name + "'");
+  if (t->region == region)
+    return CGC_OK;
+  return fail(CGC_ERROR_UNSUPPORTED,
+              region == cgc::format::Region::Persistent
+                  ? "state '" + t->name + "' is per-context (scope \"context\"): use "
+                    "cgc_context_state_read/write/data"
+                  : "state '" + t->name + "' is the engine's, not per-context: use "
+                    "cgc_engine_state_read/write/data");
 }
 
-cgc_status stateCopy(cgc_engine e, const char *name, void *host, size_t bytes,
-                     bool toDevice) {
+cgc_status cgc::rt::copyState(const cgc_engine_s &e, const TensorDesc &t, CUdeviceptr base,
+                              void *host, size_t bytes, bool toDevice) {
   if (!host && bytes)
     return fail(CGC_ERROR_INVALID_ARGUMENT, "null argument");
-  const TensorDesc *t = nullptr;
-  if (cgc_status s = findState(e, name, t))
-    return s;
-  if (bytes != t->bytes)
-    return fail(CGC_ERROR_INVALID_ARGUMENT,
-                "state '" + t->name + "' has " + std::to_string(t->bytes) +
-                    " bytes, not " + std::to_string(bytes));
-  if (cgc_status s = e->makeCurrent())
+  if (bytes != t.bytes)
+    return fail(CGC_ERROR_INVALID_ARGUMENT, "state '" + t.name + "' has " +
+                                                std::to_string(t.bytes) + " bytes, not " +
+                                                std::to_string(bytes));
+  if (cgc_status s = e.makeCurrent())
     return s;
   if (toDevice)
-    CGC_CHECK_CU(*e->drv, cuMemcpyHtoD(e->persistent + t->offset, host, bytes));
+    CGC_CHECK_CU(*e.drv, cuMemcpyHtoD(base + t.offset, host, bytes));
   else
-    CGC_CHECK_CU(*e->drv, cuMemcpyDtoH(host, e->persistent + t->offset, bytes));
+    CGC_CHECK_CU(*e.drv, cuMemcpyDtoH(host, base + t.offset, bytes));
   return CGC_OK;
 }
 
-} // namespace
+/// The engine's state tensor \p name: read or written.
+static cgc_status stateCopy(cgc_engine e, const char *name, void *host, size_t bytes,
+                            bool toDevice) {
+  const TensorDesc *t = nullptr;
+  if (!e)
+    return fail(CGC_ERROR_INVALID_ARGUMENT, "null argument");
+  if (cgc_status s = findState(*e, name, cgc::format::Region::Persistent, t))
+    return s;
+  return copyState(*e, *t, e->persistent, host, bytes, toDevice);
+}
 
 extern "C" {
 
@@ -469,9 +479,9 @@ cgc_status cgc_engine_state_write(cgc_engine e, const char *name,
 cgc_status cgc_engine_state_data(cgc_engine e, const char *name,
                                  void **device, size_t *bytes) {
   const TensorDesc *t = nullptr;
-  if (!device)
+  if (!e || !device)
     return fail(CGC_ERROR_INVALID_ARGUMENT, "null argument");
-  if (cgc_status s = findState(e, name, t))
+  if (cgc_status s = findState(*e, name, cgc::format::Region::Persistent, t))
     return s;
   *device = reinterpret_cast<void *>(e->persistent + t->offset);
   if (bytes)

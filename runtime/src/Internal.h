@@ -295,6 +295,14 @@ namespace cgc::rt {
 /// Sets every per-context state tensor of \p ctx (region "arena") to its
 /// initial value, on \p stream (ContextState.cpp).
 cgc_status resetContextState(cgc_context_s &ctx, CUstream stream);
+/// The state tensor \p name of \p e, which must be held in \p region
+/// (Persistent: the engine's; Arena: per context), in \p t (Engine.cpp).
+cgc_status findState(const cgc_engine_s &e, const char *name,
+                     cgc::format::Region region, const cgc::format::TensorDesc *&t);
+/// Copies state \p t, at \p base + its offset, to or from \p host
+/// (synchronous; \p bytes must be its size).
+cgc_status copyState(const cgc_engine_s &e, const cgc::format::TensorDesc &t,
+                     CUdeviceptr base, void *host, size_t bytes, bool toDevice);
 } // namespace cgc::rt
 
 struct cgc_context_s {
