@@ -28,6 +28,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from torch_timing import time_events  # noqa: E402
 
 PROMPT = 128
+# Extra cgc compile flags (--cgc-flags).
+CGC_FLAGS = ()
 
 
 def model_configs():
@@ -109,9 +111,9 @@ def time_compiled(model, ids, mask, new):
 def time_cgc(model, ids, mask, new, cgc_tool):
     import cgc
     t0 = time.time()
-    gen = cgc.compile_generate(model, new, PROMPT, ids.shape[0], cgc=cgc_tool)
+    gen = cgc.compile_generate(model, new, PROMPT, ids.shape[0], cgc=cgc_tool, flags=CGC_FLAGS)
     compile_s = time.time() - t0
-    first = cgc.compile_generate(model, 1, PROMPT, ids.shape[0], cgc=cgc_tool)
+    first = cgc.compile_generate(model, 1, PROMPT, ids.shape[0], cgc=cgc_tool, flags=CGC_FLAGS)
     return (median_ms(lambda: first(ids, mask)), median_ms(lambda: gen(ids, mask)),
             compile_s)
 
@@ -120,7 +122,8 @@ def time_cgc_stream(model, ids, mask, new, cgc_tool):
     """compile_generate(streaming=True)'s gen.stream: one replay and one
     host read of the column per token (the first: the prompt's pass)."""
     import cgc
-    gen = cgc.compile_generate(model, new, PROMPT, ids.shape[0], streaming=True, cgc=cgc_tool)
+    gen = cgc.compile_generate(model, new, PROMPT, ids.shape[0], streaming=True, cgc=cgc_tool,
+                               flags=CGC_FLAGS)
 
     def first():
         next(iter(gen.stream(ids, mask)))
@@ -168,7 +171,11 @@ def main():
     parser.add_argument("--systems", default="cgc,hf_eager,hf_static_compiled")
     parser.add_argument("--compiled-batches", default="1",
                         help="batches to time the torch.compile static-cache peer at")
+    parser.add_argument("--cgc-flags", default="",
+                        help="extra cgc compile flags, space-separated")
     args = parser.parse_args()
+    global CGC_FLAGS
+    CGC_FLAGS = tuple(args.cgc_flags.split())
     import torch
     if not torch.cuda.is_available():
         print("skipped: no CUDA device")

@@ -105,8 +105,9 @@ unsigned Lowerer::addBody(StepGraph body) {
   batchPointwiseKernels(body, program);
   planEdges(body, program);
   // Programmatic edges inside conditional bodies are not measured yet:
-  // bodies use full dependencies only.
-  std::fill(body.programmatic.begin(), body.programmatic.end(), 0);
+  // under the rule, bodies use full dependencies only.
+  if (program.programmaticEdges != ProgrammaticEdges::All)
+    std::fill(body.programmatic.begin(), body.programmatic.end(), 0);
   program.bodies.push_back(std::move(body));
   return program.bodies.size() - 1;
 }

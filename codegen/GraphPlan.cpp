@@ -51,6 +51,11 @@ bool cgc::isProgrammaticEdge(const Step &from, const Step &to,
                              const Program &program) {
   if (from.kind != Step::Kind::Kernel || to.kind != Step::Kind::Kernel)
     return false;
+  switch (program.programmaticEdges) {
+  case ProgrammaticEdges::None: return false;
+  case ProgrammaticEdges::All: return true;
+  case ProgrammaticEdges::Rule: break;
+  }
   const Kernel &consumer = program.kernels[to.kernel];
   uint64_t blocks =
       uint64_t(consumer.grid[0]) * consumer.grid[1] * consumer.grid[2];

@@ -166,6 +166,12 @@ struct StepGraph {
   std::vector<uint8_t> programmatic;
 };
 
+/// Which kernel-to-kernel edges may use programmatic dependent launch:
+/// those the rule in codegen/GraphPlan.h picks, none (`cgc
+/// --programmatic-edges=none`), or every one, conditional bodies
+/// included (`=all`); the last two are how the rule is measured.
+enum class ProgrammaticEdges { Rule, None, All };
+
 struct Program {
   std::vector<Kernel> kernels;
   std::vector<LibraryProduct> products;
@@ -188,6 +194,9 @@ struct Program {
   /// The target's multiprocessors (target/Target.h): grid-stride
   /// kernels launch one wave of them.
   unsigned multiprocessors = 132;
+  /// Which kernel-to-kernel edges may use programmatic dependent launch
+  /// (codegen/GraphPlan.h).
+  ProgrammaticEdges programmaticEdges = ProgrammaticEdges::Rule;
   /// Kernel names in use, and the first kernel name of each kernelKey.
   llvm::StringSet<> kernelNames;
   llvm::StringMap<std::string> functions;

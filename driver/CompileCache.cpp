@@ -56,6 +56,8 @@ std::string cgc::artifactOptionsText(const CompileOptions &o) {
   llvm::raw_string_ostream os(text);
   os << "arch=" << o.arch << " fuse=" << o.fuse << " tf32=" << o.allowTf32
      << " products=" << int(o.productPolicy) << " attention=" << int(o.attentionPolicy)
+     << " convolution=" << int(o.convolutionPolicy)
+     << " programmatic=" << int(o.programmaticEdges)
      << " loops=" << o.maxLoopIterations << " gradients=" << o.gradients
      << " train=" << o.train << " data-parallel=" << o.dataParallel << ","
      << o.dataParallelOptions.bucketBytes << ","

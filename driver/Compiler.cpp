@@ -432,6 +432,7 @@ bool cgc::lowerModel(Graph &model, const CompileOptions &requested,
       return false;
   out.program.allowTf32 = requested.allowTf32;
   out.program.batchKernels = requested.fuse;
+  out.program.programmaticEdges = requested.programmaticEdges;
   out.program.multiprocessors = multiprocessorsOf(requested.arch);
   if (requested.train)
     return lowerTraining(model, requested, out, diag);

@@ -90,6 +90,9 @@ struct CompileOptions {
   /// (`--expand-convolution` writes every one out). Training expands every
   /// one whatever this says: autodiff has no rule for the op.
   ConvolutionPolicy convolutionPolicy = ConvolutionPolicy::LibraryWherePossible;
+  /// Which kernel edges may launch programmatically
+  /// (`--programmatic-edges`; codegen/Program.h).
+  ProgrammaticEdges programmaticEdges = ProgrammaticEdges::Rule;
   /// Symbolic dims to specialize, each with the values to compile a graph
   /// for (`--bind-dim B=8,16,64`); the artifact gets one graph per
   /// combination. Empty: one graph, "main".

@@ -47,6 +47,8 @@ import traceback
 os.environ.setdefault("CGC_CACHE", "0")
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+# Extra cgc compile flags (--cgc-flags).
+CGC_FLAGS = ()
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.dirname(HERE))  # bench/: torch_timing
 from entries import ENTRIES, IMAGE_FAMILIES  # noqa: E402
@@ -128,7 +130,8 @@ def check_entry(torch, cgc, entry, export_only, work, kept=None, backend=False):
             row.update(status="exported", compile_s=time.perf_counter() - started)
             return row
         fn = cgc.compile(model, tuple(call_args), dynamic_shapes=dynamic,
-                         example_kwargs=call_kwargs, path=os.path.join(work, "model.cgc"))
+                         example_kwargs=call_kwargs, path=os.path.join(work, "model.cgc"),
+                         flags=CGC_FLAGS)
     except cgc.RefusedError as e:
         row.update(status="refused", message=str(e))
         return row
@@ -417,6 +420,9 @@ def main():
     ap.add_argument("--bench-only", default="",
                     help="with --bench: time only entries whose name contains one of these")
     ap.add_argument("--iters", type=int, default=50)
+    ap.add_argument("--cgc-flags", default="",
+                    help="extra cgc compile flags, space-separated (e.g. "
+                         "--programmatic-edges=all)")
     ap.add_argument("--shard", default="0/1", metavar="I/N",
                     help="run every Nth selected entry from the Ith (0-based)")
     ap.add_argument("--onnx", action="store_true",
@@ -428,6 +434,8 @@ def main():
     args = ap.parse_args()
     if args.report:
         return report(args.report, args.out, args.title)
+    global CGC_FLAGS
+    CGC_FLAGS = tuple(args.cgc_flags.split())
     if args.cgc:
         os.environ["CGC"] = os.path.abspath(args.cgc)
     import torch

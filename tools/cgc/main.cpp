@@ -88,6 +88,16 @@ static cl::opt<bool> ExpandConvolution(
     "expand-convolution",
     cl::desc("Write every conv out as window gathers and products, not only "
              "those cuDNN cannot run"));
+static cl::opt<ProgrammaticEdges> ProgrammaticEdgesOption(
+    "programmatic-edges",
+    cl::desc("Which kernel-to-kernel edges launch programmatically (how the "
+             "rule in codegen/GraphPlan.h is measured)"),
+    cl::values(clEnumValN(ProgrammaticEdges::Rule, "rule",
+                          "those the rule picks (default)"),
+               clEnumValN(ProgrammaticEdges::None, "none", "none"),
+               clEnumValN(ProgrammaticEdges::All, "all",
+                          "every one, conditional bodies included")),
+    cl::init(ProgrammaticEdges::Rule));
 static cl::opt<bool> Report(
     "report",
     cl::desc("Say what became of every sync point (item, nonzero, "
@@ -367,7 +377,7 @@ static int compileMain(int argc, char **argv) {
                               "cgc: ahead-of-time CUDA graph compiler\n\n"
                               "  cgc model.json [-o model.cgc] [--arch=sm_90] [--no-fuse] [--allow-tf32]\n"
                               "      [--library-products | --tiled-products | --mma-products]\n"
-                              "      [--expand-attention]\n"
+                              "      [--expand-attention] [--programmatic-edges=rule|none|all]\n"
                               "      [--bind-dim NAME=V1,V2,...] [--weights-beside]\n"
                               "  cgc model.onnx -o model.cgc   (ONNX: python/cgc imports it)\n"
                               "  cgc model.json --emit=cuda|dot|ir\n"
@@ -481,6 +491,7 @@ static int compileMain(int argc, char **argv) {
     options.attentionPolicy = AttentionPolicy::Expand;
   if (ExpandConvolution)
     options.convolutionPolicy = ConvolutionPolicy::Expand;
+  options.programmaticEdges = ProgrammaticEdgesOption;
   if (!parseBindDims(options))
     return 2;
   int status = 0;
