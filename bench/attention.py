@@ -6,7 +6,8 @@
 
 For each workload (batch, heads, kv heads, sequence, width, dtype, causal,
 a padding mask or none) writes a one-node `attention` model and compiles
-it twice with `cgc`: as the fused kernel (the default) and written out as
+it twice with `cgc`: as its rule chooses (`cgc_fused`: one of the fused,
+tensor-core and decode kernels, or written out) and written out as
 products and a softmax (`--expand-attention`); times each with `cgc bench`
 (CUDA events around N back-to-back graph replays, median of 5 after
 warm-up). In this process on the same GPU, with the same method,
@@ -36,7 +37,10 @@ WORKLOADS = {
     "b4_s128_w64_bf16": (4, 12, 12, 128, 64, "bf16", False, True),
     "b1_s512_w64_bf16": (1, 12, 12, 512, 64, "bf16", False, False),
     "b1_s512_w128_bf16": (1, 16, 16, 512, 128, "bf16", True, False),
+    "decode_b1_k256_w64_bf16": (1, 32, 8, 256, 64, "bf16", False, True, 1),
     "decode_b1_k512_w64_bf16": (1, 32, 8, 512, 64, "bf16", False, True, 1),
+    "decode_b1_k2048_w64_f32": (1, 12, 12, 2048, 64, "f32", False, True, 1),
+    "decode_b1_k4096_w128_bf16": (1, 32, 8, 4096, 128, "bf16", False, True, 1),
     "decode_b8_k1024_w64_bf16": (8, 32, 8, 1024, 64, "bf16", False, True, 1),
     "b8_s2048_w64_bf16": (8, 12, 12, 2048, 64, "bf16", True, False),
     "b8_s2048_w128_bf16": (8, 16, 16, 2048, 128, "bf16", True, False),

@@ -14,6 +14,7 @@
 #include "codegen/CudaText.h"
 #include "codegen/Emitters.h"
 #include "ir/OpAttrs.h"
+#include "target/AttentionRule.h"
 
 #include <algorithm>
 #include <cassert>
@@ -30,13 +31,14 @@ int64_t kernelWindow(const Node &node, const AttentionShape &s) {
 }
 
 /// The call's template arguments after the kernel's own first ones, and
-/// its arguments: everything both kernels take alike.
+/// its arguments: everything the kernels take alike. `heads`: hq, group,
+/// sq, sk; `limits`: scale, softcap, causal, window, the mask's strides and
+/// the layout.
 struct AttentionCall {
-  std::string maskType, maskKind, q, k, v, mask, out, rest;
+  std::string maskType, maskKind, q, k, v, mask, out, heads, limits, layout;
 };
 
-AttentionCall attentionCall(const Node &node, const Schedule &record,
-                            const AttentionViews &views, Kernel &kernel,
+AttentionCall attentionCall(const Node &node, const AttentionViews &views, Kernel &kernel,
                             const std::string &pointerCast) {
   AttentionShape s = attentionShape(node);
   DType dtype = node.result()->getType().dtype;
@@ -59,17 +61,16 @@ AttentionCall attentionCall(const Node &node, const Schedule &record,
   c.v = place(2);
   c.mask = hasMask ? addParam(kernel, node.operand(3), false) : "nullptr";
   c.out = place(3);
-  int64_t tiles = (s.rows + record[ScheduleField::Tile] - 1) / record[ScheduleField::Tile];
   auto ll = [](int64_t x) { return std::to_string(x) + "LL"; };
-  c.rest = std::to_string(s.qHeads) + ", " + std::to_string(s.qHeads / s.kvHeads) + ", " +
-           std::to_string(s.rows) + ", " + std::to_string(s.keys) + ", " +
-           std::to_string(std::max<int64_t>(tiles, 1)) + ", " +
-           floatLiteral(float(attentionScale(node))) + ", " +
-           floatLiteral(float(node.floatAttr("softcap", 0))) + ", " +
-           (node.boolAttr("causal", false) ? "true" : "false") + ", " +
-           std::to_string(kernelWindow(node, s)) + ", " + ll(s.maskStrides[0]) + ", " +
-           ll(s.maskStrides[1]) + ", " + ll(s.maskStrides[2]) + ", " +
-           ll(s.maskStrides[3]) + ", CgcAttentionLayout{" + layout + "}";
+  c.heads = std::to_string(s.qHeads) + ", " + std::to_string(s.qHeads / s.kvHeads) + ", " +
+            std::to_string(s.rows) + ", " + std::to_string(s.keys);
+  c.layout = "CgcAttentionLayout{" + layout + "}";
+  c.limits = floatLiteral(float(attentionScale(node))) + ", " +
+             floatLiteral(float(node.floatAttr("softcap", 0))) + ", " +
+             (node.boolAttr("causal", false) ? "true" : "false") + ", " +
+             std::to_string(kernelWindow(node, s)) + ", " + ll(s.maskStrides[0]) + ", " +
+             ll(s.maskStrides[1]) + ", " + ll(s.maskStrides[2]) + ", " +
+             ll(s.maskStrides[3]) + ", " + c.layout;
   return c;
 }
 } // namespace
@@ -79,7 +80,7 @@ void cgc::emitAttention(const Node &node, const Schedule &record,
   AttentionShape s = attentionShape(node);
   DType dtype = node.result()->getType().dtype;
   bool mma = record.strategy == Strategy::MmaAttention;
-  AttentionCall c = attentionCall(node, record, views, kernel,
+  AttentionCall c = attentionCall(node, views, kernel,
                                   mma ? "(unsigned short *)" : "");
   std::string widths = std::to_string(s.width) + ", " + std::to_string(s.valueWidth);
   int64_t warps = record[ScheduleField::Block] / 32;
@@ -93,8 +94,43 @@ void cgc::emitAttention(const Node &node, const Schedule &record,
                   c.maskKind + ", " + widths + ", " +
                   std::to_string(record[ScheduleField::Tile] / warps) + ">(";
   }
+  int64_t tiles = (s.rows + record[ScheduleField::Tile] - 1) / record[ScheduleField::Tile];
   kernel.body += c.q + ", " + c.k + ", " + c.v + ", " + c.mask + ", " + c.out + ", " +
-                 c.rest + ");\n";
+                 c.heads + ", " + std::to_string(std::max<int64_t>(tiles, 1)) + ", " +
+                 c.limits + ");\n";
   kernel.block[0] = uint32_t(record[ScheduleField::Block]);
   kernel.grid[0] = uint32_t(record[ScheduleField::GridX]);
+}
+
+void cgc::emitDecodeAttention(const Node &node, const Schedule &record,
+                              const AttentionViews &views, const Storage *scratch,
+                              Kernel &first, Kernel *combine) {
+  AttentionShape s = attentionShape(node);
+  DecodeAttentionLaunch l =
+      decodeAttentionLaunch(s, record[ScheduleField::Tile], record[ScheduleField::Chunks]);
+  AttentionCall c = attentionCall(node, views, first, "");
+  std::string part = scratch ? addScratchParam(first, *scratch, true, "float") : "nullptr";
+  std::string type = storageType(node.result()->getType().dtype);
+  std::string shape = std::to_string(s.valueWidth) + ", " + std::to_string(l.rowsPerBlock) +
+                      ", " + std::to_string(l.split);
+  std::string rowChunks = std::to_string(l.rowChunks);
+  first.body = "  cgc_attention_decode<" + type + ", " + c.maskType + ", " + c.maskKind + ", " +
+               std::to_string(s.width) + ", " + shape + ">(" + c.q + ", " + c.k + ", " + c.v +
+               ", " + c.mask + ", " + c.out + ", " + part + ", " + c.heads + ", " + rowChunks +
+               ", " + std::to_string(l.span) + ", " + c.limits + ");\n";
+  first.block[0] = uint32_t(record[ScheduleField::Block]);
+  first.grid[0] = uint32_t(record[ScheduleField::GridX]);
+  if (!scratch)
+    return;
+  assert(combine && "a split decode attention has a combine kernel");
+  std::string in = addScratchParam(*combine, *scratch, false, "float");
+  std::string out = addParam(*combine, views[3].base, true);
+  if (views[3].offset)
+    out = "(" + out + " + " + std::to_string(views[3].offset) + "LL)";
+  combine->body = "  cgc_attention_decode_combine<" + type + ", " + shape + ">(" + in + ", " +
+                  out + ", " + std::to_string(s.qHeads) + ", " +
+                  std::to_string(s.qHeads / s.kvHeads) + ", " + std::to_string(s.rows) + ", " +
+                  rowChunks + ", " + c.layout + ");\n";
+  combine->block[0] = uint32_t(kDecodeAttentionBlock);
+  combine->grid[0] = uint32_t(l.groups * l.rowChunks);
 }

@@ -186,6 +186,9 @@ static const char PreludeHalf[] =
 static const char PreludeAttention[] =
 #include "codegen/device/attention.cuh.inc"
     ;
+static const char PreludeAttentionDecode[] =
+#include "codegen/device/attention_decode.cuh.inc"
+    ;
 static const char PreludeMma[] =
 #include "codegen/device/mma.cuh.inc"
     ;
@@ -212,6 +215,7 @@ std::string cgc::cudaPrelude(bool half, bool bfloat16, bool conditionals,
     out += PreludeMma;
   if (attention) {
     out += PreludeAttention;
+    out += PreludeAttentionDecode;
     out += PreludeAttentionMma;
   }
   if (mmaProduct)

@@ -85,6 +85,12 @@ bool emitRowKernels(const Node &node, const Schedule &record,
 /// attention, as its fused_attention \p record says.
 void emitAttention(const Node &node, const Schedule &record, const AttentionViews &views,
                    Kernel &kernel);
+/// attention as its decode_attention \p record says: \p first over the
+/// key spans and, with more than one (\p scratch, the record's scratch,
+/// holds their partials), \p combine, which merges them.
+void emitDecodeAttention(const Node &node, const Schedule &record,
+                         const AttentionViews &views, const Storage *scratch, Kernel &first,
+                         Kernel *combine);
 /// softmax and log_softmax over a non-innermost axis.
 void emitNormalization(const Node &node, Kernel &kernel);
 /// transpose, reshape (copy), broadcast_to, concat, slice, gather,

@@ -173,7 +173,7 @@ static bool emitKernel(const Node &node, const MemoryPlan &plan, Kernel &kernel)
   case Collective:
     llvm_unreachable("all_reduce lowers to a collective step, not a kernel");
   case Convolution: return false; // expand-convolution writes it out first.
-  case Attention: // The schedule pass gave it a fused_ or mma_attention record.
+  case Attention: // A fused_ or mma_attention record (decode_attention lowers apart).
     emitAttention(node, *node.schedule(), plan.attention.views.lookup(&node), kernel);
     return true;
   case ControlFlow:
@@ -291,6 +291,9 @@ void Lowerer::lowerNode(const Node &node, StepGraph &out) {
   assert((!needsSchedule(node) || node.schedule()) && "a heavy node's record");
   if (runsOnRows(node))
     return lowerRowNode(node, out);
+  if (node.getOp() == OpKind::Attention &&
+      node.schedule()->strategy == Strategy::DecodeAttention)
+    return lowerDecodeAttention(node, out);
   if (isProductNode(node) && node.schedule()->strategy == Strategy::LibraryProduct)
     return lowerLibraryProduct(node, productParts(node), out);
   if (isConvolutionNode(node))
@@ -346,6 +349,31 @@ void Lowerer::lowerRowNode(const Node &node, StepGraph &out) {
     return;
   }
   noteDTypes(node, program);
+  for (unsigned k = 0; k < (scratch ? 2u : 1u); ++k) {
+    shareIdenticalFunction(kernels[k], program.functions);
+    addKernelStep(std::move(kernels[k]), out);
+  }
+}
+
+void Lowerer::lowerDecodeAttention(const Node &node, StepGraph &out) {
+  const Schedule &record = *node.schedule();
+  const Storage *scratch = nullptr;
+  Storage scratchStorage;
+  if (record[ScheduleField::Scratch]) {
+    scratchStorage = bufferStorage(plan.scratch.lookup(&node));
+    scratch = &scratchStorage;
+  }
+  Kernel kernels[2];
+  std::string base = "attention_" + sanitize(node.getName());
+  kernels[0].name = uniqueKernelName(scratch ? base + "_spans" : base);
+  if (scratch)
+    kernels[1].name = uniqueKernelName(base);
+  for (Kernel &k : kernels)
+    k.node = &node;
+  emitDecodeAttention(node, record, plan.attention.views.lookup(&node), scratch, kernels[0],
+                      scratch ? &kernels[1] : nullptr);
+  noteDTypes(node, program);
+  program.usesAttention = true;
   for (unsigned k = 0; k < (scratch ? 2u : 1u); ++k) {
     shareIdenticalFunction(kernels[k], program.functions);
     addKernelStep(std::move(kernels[k]), out);

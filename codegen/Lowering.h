@@ -49,6 +49,9 @@ private:
   /// one kernel, or two with scratch between.
   void lowerRowNode(const Node &n, StepGraph &out);
   void lowerWhile(const Node &n, StepGraph &out);
+  /// An attention with a decode_attention record: one kernel, or two with
+  /// the spans' partials between them.
+  void lowerDecodeAttention(const Node &n, StepGraph &out);
   /// A product whose strategy is Library: one or more cuBLASLt steps
   /// (ProductLowering.cpp).
   void lowerLibraryProduct(const Node &n, const ProductParts &parts,

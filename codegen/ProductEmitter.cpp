@@ -283,6 +283,7 @@ void cgc::emitProductKernel(const ProductParts &parts, const Schedule &record,
   case Strategy::Columns:
   case Strategy::FusedAttention:
   case Strategy::MmaAttention:
+  case Strategy::DecodeAttention:
   case Strategy::LibraryConvolution:
     llvm_unreachable("the schedule pass gives products product records");
   }

@@ -567,6 +567,7 @@ bool cgc::emitRowKernels(const Node &node, const Schedule &record,
   case Strategy::LibraryProduct:
   case Strategy::FusedAttention:
   case Strategy::MmaAttention:
+  case Strategy::DecodeAttention:
   case Strategy::LibraryConvolution:
     llvm_unreachable("the schedule pass gives row ops row records");
   }

@@ -125,3 +125,48 @@ int64_t cgc::attentionRowsPerWarp(const AttentionShape &s, const Target &target)
       return r;
   return 1;
 }
+
+std::string cgc::decodeAttentionRefusal(const Node &node) {
+  std::string refusal = fusedAttentionRefusal(node);
+  if (!refusal.empty())
+    return "the decode kernel" + refusal.substr(std::string("the fused kernel").size());
+  return "";
+}
+
+bool cgc::decodeAttentionPays(const Node &node) {
+  if (!hasStaticTypes(node) || !decodeAttentionRefusal(node).empty())
+    return false;
+  AttentionShape s = attentionShape(node);
+  return s.rows >= 1 && s.rows <= kDecodeAttentionMaxRows &&
+         s.keys > std::max(kFusedAttentionMaxKeys, kMmaAttentionMaxKeys);
+}
+
+static int64_t ceilDivide(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+static int64_t groupRows(const AttentionShape &s) { return s.qHeads / s.kvHeads * s.rows; }
+
+cgc::DecodeAttentionLaunch cgc::decodeAttentionLaunch(const AttentionShape &s,
+                                                      int64_t rowsPerBlock, int64_t split) {
+  DecodeAttentionLaunch l;
+  l.rowsPerBlock = rowsPerBlock;
+  l.groups = s.outer * s.kvHeads;
+  l.rowChunks = ceilDivide(groupRows(s), rowsPerBlock);
+  int64_t unit = kDecodeAttentionSpanUnit;
+  l.span = std::max<int64_t>(ceilDivide(ceilDivide(s.keys, split), unit) * unit, unit);
+  l.split = std::max<int64_t>(ceilDivide(s.keys, l.span), 1);
+  return l;
+}
+
+cgc::DecodeAttentionLaunch cgc::decodeAttentionRule(const AttentionShape &s,
+                                                    const Target &target) {
+  int64_t rows = std::min(groupRows(s), kDecodeAttentionBlockRows);
+  int64_t blocks = s.outer * s.kvHeads * ceilDivide(groupRows(s), rows);
+  int64_t most = std::max<int64_t>(ceilDivide(s.keys, kDecodeAttentionMinSpan), 1);
+  int64_t fill = std::max<int64_t>(ceilDivide(target.multiprocessors, blocks), 1);
+  return decodeAttentionLaunch(s, rows, std::min(fill, most));
+}
+
+int64_t cgc::decodeAttentionScratch(const AttentionShape &s, const DecodeAttentionLaunch &l) {
+  return l.split == 1 ? 0
+                      : 4 * l.blocks() * l.rowsPerBlock * (s.valueWidth + 2);
+}

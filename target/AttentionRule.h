@@ -19,7 +19,8 @@
 // else 1. More rows per warp reuse each key and value read from shared
 // memory R times; fewer rows per block give small batches more blocks
 // (BERT-base at batch 1, sequence 128: 12 heads x 16 tiles of 8 rows).
-// Private to the scheduling library (target/Scheduler.h).
+// Private to the scheduling library (target/Scheduler.h) and the attention
+// emitter (codegen/AttentionEmitter.cpp), which derives its launch from it.
 //
 //===----------------------------------------------------------------------===//
 #ifndef CGC_TARGET_ATTENTIONRULE_H
@@ -95,6 +96,50 @@ constexpr int64_t kMmaAttentionChosenSplit = 4;
 int64_t mmaAttentionSplit(const AttentionShape &s, const Target &target);
 /// Bytes of static shared memory the split's combine takes (0 unsplit).
 int64_t mmaAttentionSharedBytes(const AttentionShape &s, int64_t warps, int64_t split);
+
+/// The decode-shaped kernel (codegen/device/attention_decode.cuh): few
+/// query rows per head over many keys (a decoding step over its KV cache).
+/// Each block takes up to kDecodeAttentionBlockRows query rows that share
+/// one kv head (the heads of a grouped-query group, each with its rows)
+/// and a span of the keys; a second kernel merges the spans' partials.
+constexpr int64_t kDecodeAttentionBlock = 128;
+constexpr int64_t kDecodeAttentionBlockRows = 8;
+/// The most query rows per head the decode kernel is chosen for.
+constexpr int64_t kDecodeAttentionMaxRows = 8;
+/// The fewest keys a span takes (the unit the spans are rounded to: the
+/// block's 4 warps take 4 keys each at a time).
+constexpr int64_t kDecodeAttentionMinSpan = 64;
+constexpr int64_t kDecodeAttentionSpanUnit = 16;
+/// Why the decode kernel cannot run \p node; empty when it can: f32, f16
+/// or bf16, rows of q, k and v of 1 to kAttentionMaxWidth elements, a mask
+/// as the fused kernel takes it.
+std::string decodeAttentionRefusal(const Node &node);
+/// Whether the decode kernel is chosen: static types, at most
+/// kDecodeAttentionMaxRows query rows per head and more keys than the
+/// other kernels are chosen for (kFusedAttentionMaxKeys,
+/// kMmaAttentionMaxKeys), where attention was written out as two products
+/// and a softmax (three kernels or more per layer of a decoding step).
+bool decodeAttentionPays(const Node &node);
+/// The decode kernel's launch: query rows per block (R), blocks per row
+/// group over the keys (the split) and the keys of each.
+struct DecodeAttentionLaunch {
+  /// kv heads of all outer indices; row chunks of R per kv head.
+  int64_t groups = 1, rowChunks = 1;
+  int64_t rowsPerBlock = 1, split = 1, span = 0;
+  int64_t blocks() const { return groups * rowChunks * split; }
+};
+/// The launch of \p rowsPerBlock query rows per block and the keys split
+/// into about \p split spans (a multiple of kDecodeAttentionSpanUnit keys
+/// each; `split` is then what those spans take).
+DecodeAttentionLaunch decodeAttentionLaunch(const AttentionShape &s, int64_t rowsPerBlock,
+                                            int64_t split);
+/// The rule's launch on \p target: R = min(group x rows,
+/// kDecodeAttentionBlockRows); the keys split so that the blocks fill the
+/// multiprocessors once, each span at least kDecodeAttentionMinSpan keys.
+DecodeAttentionLaunch decodeAttentionRule(const AttentionShape &s, const Target &target);
+/// Bytes of the partials between the decode kernel's two kernels (0 with
+/// one span).
+int64_t decodeAttentionScratch(const AttentionShape &s, const DecodeAttentionLaunch &l);
 
 /// Bytes of static shared memory of a block of \p rowsPerWarp.
 int64_t attentionSharedBytes(const AttentionShape &s, int64_t rowsPerWarp);

@@ -242,6 +242,7 @@ std::string cgc::checkRowRecord(const Node &node, const Node &row, const Schedul
   case Strategy::LibraryProduct:
   case Strategy::FusedAttention:
   case Strategy::MmaAttention:
+  case Strategy::DecodeAttention:
   case Strategy::LibraryConvolution:
     return "a row op runs as rows, split_rows or columns, not " +
            strategyName(record.strategy).str();

@@ -65,7 +65,8 @@ bool cgc::attentionRunsFused(const Node &attention, const Target &target) {
     return attention.schedule() ||
            (fusedAttentionRefusal(attention).empty() && fusedAttentionPays(attention)) ||
            (mmaAttentionRefusal(attention, target).empty() &&
-            mmaAttentionPays(attention, target));
+            mmaAttentionPays(attention, target)) ||
+           decodeAttentionPays(attention);
   case AttentionPolicy::Expand:
     return false;
   }
@@ -139,6 +140,7 @@ static Schedule productRecord(const ProductProblem &p, Strategy strategy,
   case Strategy::Columns:
   case Strategy::FusedAttention:
   case Strategy::MmaAttention:
+  case Strategy::DecodeAttention:
   case Strategy::LibraryConvolution:
     break;
   }
@@ -205,6 +207,7 @@ static std::string checkProduct(const Node &node, const Schedule &r,
   case Strategy::Columns:
   case Strategy::FusedAttention:
   case Strategy::MmaAttention:
+  case Strategy::DecodeAttention:
   case Strategy::LibraryConvolution:
     return "a product runs as generated_product, tiled_product, "
            "mma_product or library_product, not " + name;
@@ -271,12 +274,55 @@ static std::string checkMmaAttention(const Node &node, const Schedule &r,
   return "";
 }
 
+static Schedule decodeAttentionRecord(const AttentionShape &shape,
+                                      const DecodeAttentionLaunch &l) {
+  Schedule s;
+  s.strategy = Strategy::DecodeAttention;
+  s[F::Tile] = l.rowsPerBlock;
+  s[F::Chunks] = l.split;
+  s[F::GridX] = l.blocks();
+  s[F::Block] = kDecodeAttentionBlock;
+  s[F::Scratch] = decodeAttentionScratch(shape, l);
+  return s;
+}
+
+static std::string checkDecodeAttention(const Node &node, const Schedule &r) {
+  std::string refusal = decodeAttentionRefusal(node);
+  if (!refusal.empty())
+    return refusal + "; expand-attention writes it out as products and a softmax";
+  AttentionShape shape = attentionShape(node);
+  if (r[F::Tile] < 1 || r[F::Tile] > kDecodeAttentionBlockRows)
+    return "tile (query rows per block) must be from 1 to " +
+           std::to_string(kDecodeAttentionBlockRows);
+  int64_t most = (shape.keys + kDecodeAttentionSpanUnit - 1) / kDecodeAttentionSpanUnit;
+  if (r[F::Chunks] < 1 || r[F::Chunks] > std::max<int64_t>(most, 1))
+    return "chunks (the keys' spans) must be from 1 to " +
+           std::to_string(std::max<int64_t>(most, 1)) + " (spans of at least " +
+           std::to_string(kDecodeAttentionSpanUnit) + " keys)";
+  DecodeAttentionLaunch l = decodeAttentionLaunch(shape, r[F::Tile], r[F::Chunks]);
+  if (l.split != r[F::Chunks])
+    return expect(F::Chunks, l.split, "spans of " + std::to_string(l.span) +
+                                          " keys, a multiple of " +
+                                          std::to_string(kDecodeAttentionSpanUnit));
+  Schedule launch = decodeAttentionRecord(shape, l);
+  if (launch[F::GridX] > INT32_MAX)
+    return "more than 2^31 - 1 blocks";
+  for (F f : {F::GridX, F::Block, F::Scratch})
+    if (r[f] != launch[f])
+      return expect(f, launch[f], "one block of " + std::to_string(kDecodeAttentionBlock) +
+                                      " threads per row chunk and span, " +
+                                      "the partials between the kernels");
+  return "";
+}
+
 static std::string checkAttention(const Node &node, const Schedule &r,
                                   const Target &target) {
   if (r.strategy == Strategy::MmaAttention)
     return checkMmaAttention(node, r, target);
+  if (r.strategy == Strategy::DecodeAttention)
+    return checkDecodeAttention(node, r);
   if (r.strategy != Strategy::FusedAttention)
-    return "attention runs as fused_attention or mma_attention, not " +
+    return "attention runs as fused_attention, mma_attention or decode_attention, not " +
            strategyName(r.strategy).str();
   std::string refusal = fusedAttentionRefusal(node);
   if (!refusal.empty())
@@ -335,6 +381,14 @@ llvm::Optional<Schedule> cgc::scheduleOf(const Node &node,
   Schedule s;
   if (isConvolutionNode(node)) {
     s = convolutionRecord();
+  } else if (node.getOp() == OpKind::Attention && decodeAttentionPays(node)) {
+    AttentionShape shape = attentionShape(node);
+    DecodeAttentionLaunch l = decodeAttentionRule(shape, target);
+    s = decodeAttentionRecord(shape, l);
+    s.reason = "decode-shaped: " + std::to_string(s[F::GridX]) + " blocks of " +
+               std::to_string(l.rowsPerBlock) + " query rows over spans of " +
+               std::to_string(l.span) + " keys (" + std::to_string(target.multiprocessors) +
+               " multiprocessors)";
   } else if (node.getOp() == OpKind::Attention &&
       mmaAttentionRefusal(node, target).empty()) {
     AttentionShape shape = attentionShape(node);

@@ -69,6 +69,69 @@ def attention_cases(put):
     case("rule", "f32", 0, [2, 6, 128, 64], [2, 6, 128, 64], [2, 6, 128, 64],
          {"causal": True})
     mma_attention_cases(put)
+    decode_attention_cases(put)
+
+
+def decode_attention_cases(put):
+    """attention of few query rows over many keys on the decode kernel
+    (codegen/device/attention_decode.cuh): the rule's own choice (no record)
+    and hand-written decode_attention records (query rows per block 1 to 8,
+    the keys in 1 to 40 spans, so a span with no key and row chunks with
+    rows past the group's); f32, f16 and bf16; head widths 32, 64, 80, 128
+    and a value width unlike the key width; grouped heads (4, 7 and 16
+    query heads per kv head), 1 to 4 query rows; 129 to 2048 keys; bool and
+    additive masks, causal, window, soft-capping, an explicit scale; ranks
+    3 to 5; and a KV cache poisoned with NaN where the mask drops its keys
+    (a decoding step's unwritten tail: the kernel must not read it)."""
+    def case(tag, dt, q, k, v, attrs=None, mask=None, tile=0, chunks=0):
+        schedule = None
+        if tile:
+            groups = int(np.prod(k[:-2]))
+            rows = q[-3] // k[-3] * q[-2] if len(q) >= 3 else q[-2]
+            span = -(-(-(-k[-2] // chunks)) // 16) * 16
+            split = -(-k[-2] // span)
+            blocks = groups * -(-rows // tile) * split
+            schedule = {"strategy": "decode_attention", "tile": tile, "chunks": split,
+                        "grid_x": blocks, "block": 128,
+                        "scratch": 0 if split == 1 else 4 * blocks * tile * (v[-1] + 2)}
+        attention_case(put, f"own_decode_attention_{tag}_{dt}", dt, q, k, v, attrs, mask,
+                       schedule)
+
+    case("llama_gqa_rule", "bf16", [1, 32, 1, 64], [1, 8, 300, 64], [1, 8, 300, 64],
+         mask=([1, 1, 1, 300], "bool"))
+    case("gpt2_additive_rule", "f32", [2, 12, 1, 64], [2, 12, 257, 64], [2, 12, 257, 64],
+         mask=([2, 1, 1, 257], "f32"))
+    case("qwen_group7_rule", "f16", [2, 14, 1, 64], [2, 2, 513, 64], [2, 2, 513, 64],
+         mask=([2, 1, 1, 513], "bool"))
+    case("mqa_width128_rule", "bf16", [1, 16, 1, 128], [1, 1, 2048, 128], [1, 1, 2048, 128],
+         mask=([1, 1, 1, 2048], "bool"))
+    case("rows4_window_softcap", "bf16", [1, 8, 4, 64], [1, 2, 500, 64], [1, 2, 500, 64],
+         {"window": 100, "softcap": 5.0, "scale": 0.3}, tile=8, chunks=3)
+    case("rows2_causal_width80_value40", "f16", [1, 4, 2, 80], [1, 4, 200, 80], [1, 4, 200, 40],
+         {"causal": True}, tile=2, chunks=5)
+    case("one_span", "f32", [3, 2, 1, 32], [3, 2, 129, 32], [3, 2, 129, 32],
+         mask=([3, 1, 1, 129], "bool"), tile=1, chunks=1)
+    case("empty_spans", "f32", [1, 4, 1, 32], [1, 4, 130, 32], [1, 4, 130, 32],
+         {"causal": True}, tile=1, chunks=9)
+    case("tile3_chunks40", "bf16", [2, 8, 1, 64], [2, 2, 700, 64], [2, 2, 700, 64],
+         mask=([2, 8, 1, 700], "bf16"), tile=3, chunks=40)
+    case("rank5_full_mask", "f32", [2, 3, 2, 3, 32], [2, 3, 2, 150, 32], [2, 3, 2, 150, 32],
+         mask=([2, 3, 1, 3, 150], "bool"))
+    case("rank3", "f32", [4, 1, 64], [4, 300, 64], [4, 300, 64])
+
+    # A decoding step's cache: keys and values past each row's length hold
+    # NaN (the mask drops them); the decode kernel must skip them.
+    for dt in ("f32", "bf16"):
+        b, h, hkv, n, d = 2, 8, 2, 260, 64
+        zero = {"name": "zero", "op": "constant", "attrs": {"dtype": dt, "shape": [], "value": [0.0]}}
+        nodes = [zero, {"name": "nan", "op": "div", "inputs": ["zero", "zero"]},
+                 {"name": "m4", "op": "reshape", "inputs": ["m"], "attrs": {"shape": [b, 1, n, 1]}},
+                 {"name": "kp", "op": "where", "inputs": ["m4", "k", "nan"]},
+                 {"name": "vp", "op": "where", "inputs": ["m4", "v", "nan"]},
+                 {"name": "y", "op": "attention", "inputs": ["q", "kp", "vp", "m"]}]
+        put(f"own_decode_attention_poisoned_cache_{dt}",
+            [("q", dt, [b, h, 1, d]), ("k", dt, [b, hkv, n, d]), ("v", dt, [b, hkv, n, d]),
+             ("m", "bool", [b, 1, 1, n])], nodes, ["y"])
 
 
 def attention_block_cases(put):
