@@ -132,6 +132,49 @@ def decode_attention_cases(put):
         put(f"own_decode_attention_poisoned_cache_{dt}",
             [("q", dt, [b, h, 1, d]), ("k", dt, [b, hkv, n, d]), ("v", dt, [b, hkv, n, d]),
              ("m", "bool", [b, 1, 1, n])], nodes, ["y"])
+        decode_loop_case(put, dt)
+
+
+def decode_loop_case(put, dt):
+    """A decoding loop as generation writes it: each trip writes a new key
+    and value into the cache at its position (index_copy), masks the
+    cache to the positions written so far and attends over it with one
+    query row per head (the decode kernel inside the `while` body, its
+    partials' scratch included); 6 trips from position 150 of 160."""
+    b, h, hkv, n, d = 1, 8, 2, 160, 32
+    cache = [b, hkv, n, d]
+    carried = [("i", "i64", []), ("kc", dt, cache), ("vc", dt, cache), ("acc", dt, [b, h, 1, d]),
+               ("q", dt, [b, h, 1, d]), ("newk", dt, [b, hkv, 1, d]), ("newv", dt, [b, hkv, 1, d])]
+    region_inputs = [{"name": f"{name}", "dtype": t, "shape": shape} for name, t, shape in carried]
+
+    def const(name, t, value):
+        return {"name": name, "op": "constant", "attrs": {"dtype": t, "shape": [], "value": value}}
+    body = [const("one", "i64", 1),
+            {"name": "pos", "op": "reshape", "inputs": ["i"], "attrs": {"shape": [1]}},
+            {"name": "kc2", "op": "index_copy", "inputs": ["kc", "pos", "newk"], "attrs": {"axis": 2}},
+            {"name": "vc2", "op": "index_copy", "inputs": ["vc", "pos", "newv"], "attrs": {"axis": 2}},
+            {"name": "ids", "op": "iota", "attrs": {"dtype": "i64", "shape": [n], "axis": 0}},
+            {"name": "keep", "op": "le", "inputs": ["ids", "i"]},
+            {"name": "mask", "op": "reshape", "inputs": ["keep"], "attrs": {"shape": [b, 1, 1, n]}},
+            {"name": "a", "op": "attention", "inputs": ["q", "kc2", "vc2", "mask"]},
+            {"name": "acc2", "op": "add", "inputs": ["acc", "a"]},
+            {"name": "i2", "op": "add", "inputs": ["i", "one"]}]
+    cond = [const("end", "i64", 156), {"name": "go", "op": "lt", "inputs": ["i", "end"]}]
+    nodes = [const("start", "i64", 150),
+             {"name": "zero", "op": "constant", "attrs": {"dtype": dt, "shape": [], "value": 0.0}},
+             {"name": "acc0", "op": "broadcast_to", "inputs": ["zero"],
+              "attrs": {"shape": [b, h, 1, d]}},
+             {"name": "loop", "op": "while",
+              "inputs": ["start", "k", "v", "acc0", "q", "newk", "newv"],
+              "outputs": ["n_out", "k_out", "v_out", "acc_out", "q_out", "newk_out", "newv_out"],
+              "regions": {"cond": {"inputs": region_inputs, "nodes": cond, "outputs": ["go"]},
+                          "body": {"inputs": region_inputs, "nodes": body,
+                                   "outputs": ["i2", "kc2", "vc2", "acc2", "q", "newk",
+                                               "newv"]}}}]
+    put(f"own_decode_attention_in_loop_{dt}",
+        [("q", dt, [b, h, 1, d]), ("k", dt, cache), ("v", dt, cache),
+         ("newk", dt, [b, hkv, 1, d]), ("newv", dt, [b, hkv, 1, d])],
+        nodes, ["acc_out", "k_out"])
 
 
 def attention_block_cases(put):
