@@ -2,7 +2,7 @@
 """cgc's attention node alone against PyTorch's scaled_dot_product_attention.
 
   bench/attention.py --cgc build/tools/cgc [--log FILE] [--only W,...] [--iters N]
-                    [--splits 1,2,4,8]
+                    [--splits 1,2,4,8] [--decode-chunks 1,4,16,64]
 
 For each workload (batch, heads, kv heads, sequence, width, dtype, causal,
 a padding mask or none) writes a one-node `attention` model and compiles
@@ -17,7 +17,10 @@ efficient, cudnn, math); `sdpa_best` is the fastest. With --splits, the
 f16/bf16 workloads are also compiled with hand-written mma_attention
 records of one row warp per block and each split of the keys listed
 (`cgc_mma_split<N>`: the measurements behind the rule's split,
-target/AttentionRule.h). Writes RESULT lines (us per run) to --log
+target/AttentionRule.h). With --decode-chunks, workloads of at most 8
+query rows are also compiled with decode_attention records of the keys
+split into about that many spans (`cgc_decode_chunks<N>`, N the spans the
+rounding gives). Writes RESULT lines (us per run) to --log
 (default bench/results/attention-<gpu>-<date>.log).
 """
 import argparse, json, os, subprocess, sys, tempfile
@@ -52,6 +55,18 @@ def mma_split_record(b, h, rows, split):
     warps (cgc refuses one whose combine would not fit shared memory)."""
     return {"strategy": "mma_attention", "tile": 16, "grid_x": -(-rows // 16) * b * h,
             "block": 32 * split}
+
+
+def decode_record(b, h, hkv, rows, s, ev, chunks):
+    """A decode_attention record of the rule's rows per block and the keys
+    in about `chunks` spans (target/AttentionRule.h)."""
+    group_rows = h // hkv * rows
+    tile = min(group_rows, 8)
+    span = -(-(-(-s // chunks)) // 16) * 16
+    split = -(-s // span)
+    blocks = b * hkv * -(-group_rows // tile) * split
+    return {"strategy": "decode_attention", "tile": tile, "chunks": split, "grid_x": blocks,
+            "block": 128, "scratch": 0 if split == 1 else 4 * blocks * tile * (ev + 2)}
 
 
 def model(name, b, h, hkv, s, e, dt, causal, mask, rows, schedule=None):
@@ -89,6 +104,9 @@ def main():
     ap.add_argument("--iters", type=int, default=200)
     ap.add_argument("--splits", default="",
                     help="also time one-row-warp mma_attention records with these key splits")
+    ap.add_argument("--decode-chunks", default="",
+                    help="also time decode_attention records splitting the keys into about "
+                         "this many spans (workloads of at most 8 query rows)")
     args = ap.parse_args()
     import torch
     import torch.nn.functional as F
@@ -112,6 +130,12 @@ def main():
             with open(path, "w") as f:
                 json.dump(model(name, b, h, hkv, s, e, dt, causal, mask, rows, record), f)
             variants.append((f"cgc_mma_split{split}", path, []))
+        for chunks in (int(x) for x in args.decode_chunks.split(",") if x and rows <= 8):
+            record = decode_record(b, h, hkv, rows, s, e, chunks)
+            path = os.path.join(work, f"{name}.chunks{chunks}.json")
+            with open(path, "w") as f:
+                json.dump(model(name, b, h, hkv, s, e, dt, causal, mask, rows, record), f)
+            variants.append((f"cgc_decode_chunks{record['chunks']}", path, []))
         for impl, path, flags in variants:
             art = os.path.join(work, f"{name}.{impl}.cgc")
             kv, err = cgc_us(args.cgc, path, art, flags, args.iters)

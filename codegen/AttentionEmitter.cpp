@@ -14,7 +14,7 @@
 #include "codegen/CudaText.h"
 #include "codegen/Emitters.h"
 #include "ir/OpAttrs.h"
-#include "target/AttentionRule.h"
+#include "target/Scheduler.h"
 
 #include <algorithm>
 #include <cassert>
@@ -106,8 +106,7 @@ void cgc::emitDecodeAttention(const Node &node, const Schedule &record,
                               const AttentionViews &views, const Storage *scratch,
                               Kernel &first, Kernel *combine) {
   AttentionShape s = attentionShape(node);
-  DecodeAttentionLaunch l =
-      decodeAttentionLaunch(s, record[ScheduleField::Tile], record[ScheduleField::Chunks]);
+  DecodeAttentionLaunch l = decodeAttentionLaunchOf(node, record);
   AttentionCall c = attentionCall(node, views, first, "");
   std::string part = scratch ? addScratchParam(first, *scratch, true, "float") : "nullptr";
   std::string type = storageType(node.result()->getType().dtype);
@@ -131,6 +130,6 @@ void cgc::emitDecodeAttention(const Node &node, const Schedule &record,
                   out + ", " + std::to_string(s.qHeads) + ", " +
                   std::to_string(s.qHeads / s.kvHeads) + ", " + std::to_string(s.rows) + ", " +
                   rowChunks + ", " + c.layout + ");\n";
-  combine->block[0] = uint32_t(kDecodeAttentionBlock);
+  combine->block[0] = uint32_t(record[ScheduleField::Block]);
   combine->grid[0] = uint32_t(l.groups * l.rowChunks);
 }

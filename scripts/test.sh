@@ -37,7 +37,8 @@ rules='productStrategy|fusesInputLayerNorm|productWorkspaceBytes|generatedRuns|t
 rules+='|generatedProductVector|productTile|reductionSplit|rowSchedule|rowScheduleOf'
 rules+='|columnSplit|rowReadOnce|phaseScratchBytes|partialBytesOf|rowVectorWidth'
 rules+='|fusedAttentionRefusal|fusedAttentionPays|attentionRowsPerWarp|attentionSharedBytes'
-rules+='|attentionBlocks'
+rules+='|attentionBlocks|decodeAttentionRefusal|decodeAttentionPays|decodeAttentionRule'
+rules+='|decodeAttentionLaunch|decodeAttentionScratch'
 if git grep -n -w -E "$rules" -- '*.cpp' '*.h' ':!target/' ||
    git grep -n -E '#include "target/(ProductRule|ReductionRule|AttentionRule)\.h"' -- ':!target/'; then
   echo "test: a scheduling rule is used outside target/ (above); ask target/Scheduler.h"

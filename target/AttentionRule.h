@@ -19,8 +19,7 @@
 // else 1. More rows per warp reuse each key and value read from shared
 // memory R times; fewer rows per block give small batches more blocks
 // (BERT-base at batch 1, sequence 128: 12 heads x 16 tiles of 8 rows).
-// Private to the scheduling library (target/Scheduler.h) and the attention
-// emitter (codegen/AttentionEmitter.cpp), which derives its launch from it.
+// Private to the scheduling library (target/Scheduler.h).
 //
 //===----------------------------------------------------------------------===//
 #ifndef CGC_TARGET_ATTENTIONRULE_H
@@ -120,14 +119,6 @@ std::string decodeAttentionRefusal(const Node &node);
 /// kMmaAttentionMaxKeys), where attention was written out as two products
 /// and a softmax (three kernels or more per layer of a decoding step).
 bool decodeAttentionPays(const Node &node);
-/// The decode kernel's launch: query rows per block (R), blocks per row
-/// group over the keys (the split) and the keys of each.
-struct DecodeAttentionLaunch {
-  /// kv heads of all outer indices; row chunks of R per kv head.
-  int64_t groups = 1, rowChunks = 1;
-  int64_t rowsPerBlock = 1, split = 1, span = 0;
-  int64_t blocks() const { return groups * rowChunks * split; }
-};
 /// The launch of \p rowsPerBlock query rows per block and the keys split
 /// into about \p split spans (a multiple of kDecodeAttentionSpanUnit keys
 /// each; `split` is then what those spans take).

@@ -61,6 +61,16 @@ struct AttentionShape {
 };
 AttentionShape attentionShape(const Node &node);
 
+/// The decode attention kernel's launch (a decode_attention record's, as
+/// target/Scheduler.h's decodeAttentionLaunchOf derives it): query rows per
+/// block (R), the keys split into `split` spans of `span` keys.
+struct DecodeAttentionLaunch {
+  /// kv heads of all outer indices; row chunks of R per kv head.
+  int64_t groups = 1, rowChunks = 1;
+  int64_t rowsPerBlock = 1, split = 1, span = 0;
+  int64_t blocks() const { return groups * rowChunks * split; }
+};
+
 /// Threads of a kernel over \p rows contiguous rows of \p length elements.
 struct RowSchedule {
   int64_t rows = 0, length = 0;

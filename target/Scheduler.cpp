@@ -449,6 +449,11 @@ Strategy cgc::productStrategyOf(const Node &product, const Target &target) {
   return productStrategy(productProblem(product), target);
 }
 
+DecodeAttentionLaunch cgc::decodeAttentionLaunchOf(const Node &attention,
+                                                   const Schedule &record) {
+  return decodeAttentionLaunch(attentionShape(attention), record[F::Tile], record[F::Chunks]);
+}
+
 bool cgc::productNormalizesInput(const Node &product, const Target &target) {
   ProductProblem p = productProblem(product);
   return fusesInputLayerNorm(p, productStrategy(p, target));

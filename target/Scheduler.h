@@ -63,6 +63,8 @@ bool productNormalizesInput(const Node &product, const Target &target);
 /// codegen: the dynamic shared memory of the tensor-core product kernel of
 /// \p problem under an mma_product record of \p columns per block.
 uint64_t mmaProductSharedBytesOf(const ProductProblem &problem, int64_t columns);
+/// codegen: the launch of decode_attention \p record on attention \p node.
+DecodeAttentionLaunch decodeAttentionLaunchOf(const Node &attention, const Schedule &record);
 /// fuse-rows: whether \p node runs as one row kernel that reads each input
 /// element once (a reduction over rows that does not split, softmax,
 /// log_softmax or layernorm whose rows fit registers), and the elements per
