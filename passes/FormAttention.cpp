@@ -1,0 +1,274 @@
+//===- FormAttention.cpp - Hand-written attention as one attention ---------===//
+//
+// Algorithm: models that do not call scaled_dot_product_attention write
+// attention as products and a softmax (transformers' eager attention,
+// timm's non-fused path, most hand-written modules):
+//   [q = q0 * c]                      (a splat constant: the scale, first)
+//   s = matmul(q, k, transpose_b)     (canonicalize folds k's transpose)
+//   [s = s * c  or  s = s / c]        (the scale, after)
+//   [s = s + m  or  s = where(m, s, -inf)]   (an additive or a bool mask)
+//   [s = cast(s, f32)]                (a half-type model's f32 softmax)
+//   p = softmax(s, last axis)
+//   [p = cast(p, q's dtype)]
+//   y = matmul(p, v)
+// Each softmax over the last axis that ends such a chain, in each graph
+// (regions innermost first), becomes one `attention(q, k, v[, m])` with
+// the chain's scale (1 when it has none), named after the last product
+// and at its place; the chain's nodes go. Each link must be read by the
+// next alone and be no result (need_weights: the probabilities are read
+// elsewhere, and the chain stays), q, k and v must share their leading
+// dims, heads included, and the mask must be bool or q's dtype and
+// broadcast to the scores. A chain is formed only where an attention
+// kernel runs the node on the context's target (attentionRunsFused):
+// elsewhere expand-attention would write it out again.
+// Why: attention runs as one kernel that never writes the score matrix
+// (three kernels or more, and the scores' round trips, before).
+// Requires: a verified graph after canonicalize. Guarantees: the graph
+// computes the same values but for rounding (attention scores, weighs and
+// sums in f32 and rounds once), and for a query row whose every score is
+// -inf, which attention gives as 0 where the softmax gave NaN.
+//
+//===----------------------------------------------------------------------===//
+#include "passes/Pass.h"
+#include "passes/ValueBuilder.h"
+
+#include "ir/Initializers.h"
+#include "ir/OpAttrs.h"
+#include "target/Scheduler.h"
+
+#include <cmath>
+
+using namespace cgc;
+
+namespace {
+
+/// One recognized chain: its nodes (to erase, in graph order) and the
+/// attention's operands and scale.
+struct AttentionChain {
+  std::vector<Node *> nodes;
+  Value *q = nullptr, *k = nullptr, *v = nullptr, *mask = nullptr;
+  double scale = 1.0;
+};
+
+/// The finite value of splat constant \p v, if it is one.
+llvm::Optional<double> finiteSplat(const Value *v) {
+  auto value = splatConstant(v);
+  if (!value)
+    return llvm::None;
+  double x = realOf(v->getType().dtype, *value);
+  return std::isfinite(x) ? llvm::Optional<double>(x) : llvm::None;
+}
+
+/// Whether \p v is a splat constant of -inf.
+bool isNegativeInfinity(const Value *v) {
+  auto value = splatConstant(v);
+  return value && realOf(v->getType().dtype, *value) == -INFINITY;
+}
+
+/// The operand of binary \p n other than \p v (null unless v is one).
+Value *otherOperand(const Node &n, const Value *v) {
+  if (n.numOperands() != 2)
+    return nullptr;
+  if (n.operand(0) == v)
+    return n.operand(1);
+  return n.operand(1) == v ? n.operand(0) : nullptr;
+}
+
+/// \p n's defining node in \p g when \p v is read by \p n alone.
+Node *soleDef(const Graph &g, const Value *v, const Node &n) {
+  Node *def = v->getDef();
+  return def && def->getParent() == &g && soleUser(g, v) == &n ? def : nullptr;
+}
+
+/// A splat constant's node goes with the chain when the chain alone reads it.
+void takeConstant(const Graph &g, Value *c, const Node &user, AttentionChain &chain) {
+  if (Node *def = soleDef(g, c, user))
+    chain.nodes.push_back(def);
+}
+
+/// Walks back from the scores \p s (read by \p next) through an optional
+/// mask and scale to the q k^T product.
+bool scoresFrom(const Graph &g, Value *s, Node &next, AttentionChain &c) {
+  Node *n = soleDef(g, s, next);
+  if (!n)
+    return false;
+  if (n->getOp() == OpKind::Where) {
+    if (c.mask || !isNegativeInfinity(n->operand(2)))
+      return false;
+    c.mask = n->operand(0);
+    takeConstant(g, n->operand(2), *n, c);
+    c.nodes.push_back(n);
+    return scoresFrom(g, n->operand(1), *n, c);
+  }
+  if (n->getOp() == OpKind::Add) {
+    if (c.mask)
+      return false;
+    // Either side may be the scores (the mask may be a product too: BERT's
+    // (1 - mask) * min): the first that walks back to q k^T.
+    for (unsigned i = 0; i < 2; ++i) {
+      AttentionChain tried = c;
+      tried.mask = n->operand(1 - i);
+      tried.nodes.push_back(n);
+      if (scoresFrom(g, n->operand(i), *n, tried)) {
+        c = std::move(tried);
+        return true;
+      }
+    }
+    return false;
+  }
+  if (n->getOp() == OpKind::Mul || n->getOp() == OpKind::Div) {
+    Value *product = n->getOp() == OpKind::Div ? n->operand(0) : nullptr;
+    for (unsigned i = 0; i < 2 && !product; ++i)
+      if (finiteSplat(n->operand(1 - i)))
+        product = n->operand(i);
+    Value *constant = product ? otherOperand(*n, product) : nullptr;
+    auto value = constant ? finiteSplat(constant) : llvm::None;
+    if (!value || *value == 0 || c.scale != 1.0)
+      return false;
+    c.scale = n->getOp() == OpKind::Div ? 1.0 / *value : *value;
+    takeConstant(g, constant, *n, c);
+    c.nodes.push_back(n);
+    return scoresFrom(g, product, *n, c);
+  }
+  if (n->getOp() != OpKind::MatMul || n->boolAttr("transpose_a", false) ||
+      !n->boolAttr("transpose_b", false))
+    return false;
+  c.q = n->operand(0);
+  c.k = n->operand(1);
+  c.nodes.push_back(n);
+  // A scale taken on q before the product (timm's vision transformers).
+  Node *qScale = soleDef(g, c.q, *n);
+  if (qScale && qScale->getOp() == OpKind::Mul && c.scale == 1.0)
+    for (unsigned i = 0; i < 2; ++i)
+      if (auto value = finiteSplat(qScale->operand(1 - i));
+          value && *value != 0 && qScale->result()->getType() == c.q->getType() &&
+          qScale->operand(i)->getType() == c.q->getType()) {
+        c.scale = *value;
+        takeConstant(g, qScale->operand(1 - i), *qScale, c);
+        c.nodes.push_back(qScale);
+        c.q = qScale->operand(i);
+        break;
+      }
+  return true;
+}
+
+/// Whether the chain's operands make an attention the type rule takes:
+/// q, k and v of one float dtype and rank, their leading dims (heads
+/// included) equal, and a mask of bool or q's dtype broadcasting to the
+/// scores.
+bool operandsFit(const AttentionChain &c) {
+  const TensorType &q = c.q->getType(), &k = c.k->getType(), &v = c.v->getType();
+  unsigned rank = q.rank();
+  if (!isFloat(q.dtype) || k.dtype != q.dtype || v.dtype != q.dtype || rank < 3 ||
+      k.rank() != rank || v.rank() != rank || k.dims[rank - 1] != q.dims[rank - 1] ||
+      v.dims[rank - 2] != k.dims[rank - 2] || !q.dims[rank - 1].isStatic())
+    return false;
+  for (unsigned a = 0; a + 2 < rank; ++a)
+    if (k.dims[a] != q.dims[a] || v.dims[a] != q.dims[a])
+      return false;
+  if (!c.mask)
+    return true;
+  const TensorType &mask = c.mask->getType();
+  llvm::SmallVector<Dim, 4> scores(q.dims.begin(), q.dims.end() - 1);
+  scores.push_back(k.dims[rank - 2]);
+  auto joined = broadcastShapes(mask.dims, scores);
+  return (mask.dtype == DType::Bool || mask.dtype == q.dtype) && mask.rank() <= rank &&
+         joined && *joined == scores;
+}
+
+/// The chain that softmax \p sm ends, if it is one.
+llvm::Optional<AttentionChain> chainTo(const Graph &g, Node &sm) {
+  unsigned rank = sm.result()->getType().rank();
+  if (rank < 3 || normalizeAxis(sm.intAttr("axis", -1), rank) != rank - 1)
+    return llvm::None;
+  AttentionChain c;
+  // The probabilities, cast back to the product's dtype or not.
+  Node *reader = soleUser(g, sm.result());
+  Node *castBack = reader && reader->getOp() == OpKind::Cast ? reader : nullptr;
+  Node *pv = castBack ? soleUser(g, castBack->result()) : reader;
+  Value *p = castBack ? castBack->result() : sm.result();
+  if (!pv || pv->getOp() != OpKind::MatMul || pv->operand(0) != p ||
+      pv->boolAttr("transpose_a", false) || pv->boolAttr("transpose_b", false))
+    return llvm::None;
+  c.v = pv->operand(1);
+  // The scores, cast to f32 for the softmax or not.
+  Value *s = sm.operand(0);
+  Node *castIn = soleDef(g, s, sm);
+  if (castIn && castIn->getOp() == OpKind::Cast) {
+    if (!castBack || castBack->result()->getType().dtype != castIn->operand(0)->getType().dtype)
+      return llvm::None;
+    c.nodes.push_back(castIn);
+    s = castIn->operand(0);
+  } else if (castBack) {
+    return llvm::None;
+  }
+  if (!scoresFrom(g, s, castIn && castIn->getOp() == OpKind::Cast ? *castIn : sm, c) ||
+      !operandsFit(c))
+    return llvm::None;
+  c.nodes.push_back(&sm);
+  if (castBack)
+    c.nodes.push_back(castBack);
+  c.nodes.push_back(pv);
+  return c;
+}
+
+class FormAttentionPass : public Pass {
+public:
+  llvm::StringRef name() const override { return "form-attention"; }
+  llvm::StringRef summary() const override {
+    return "write hand-written attention (products and a softmax) as one attention";
+  }
+  bool run(Graph &graph, PassContext &ctx) override {
+    return forEachGraphInnermostFirst(
+        graph, [&](Graph &g) { return formInGraph(g, ctx); });
+  }
+
+private:
+  static bool formInGraph(Graph &g, PassContext &ctx);
+};
+
+} // namespace
+
+/// Forms the chain ending at each softmax in node order; a chain no
+/// kernel would run is left as it is.
+bool FormAttentionPass::formInGraph(Graph &g, PassContext &ctx) {
+  GraphBuilder builder(g, ctx.diag);
+  ValueBuilder vb(builder);
+  std::vector<Node *> softmaxes;
+  for (const auto &n : g.nodes())
+    if (n->getOp() == OpKind::Softmax)
+      softmaxes.push_back(n.get());
+  for (Node *sm : softmaxes) {
+    llvm::Optional<AttentionChain> c = chainTo(g, *sm);
+    if (!c)
+      continue;
+    Node &last = *c->nodes.back();
+    vb.setInsertionPoint(last);
+    vb.setOrigin(last);
+    vb.setBase(last.getName() + ".attention");
+    std::vector<Value *> operands{c->q, c->k, c->v};
+    if (c->mask)
+      operands.push_back(c->mask);
+    Value *attention = vb.op(OpKind::Attention, operands, {{"scale", c->scale}});
+    if (!attention)
+      return false;
+    Node *node = attention->getDef();
+    if (!attentionRunsFused(*node, ctx.target)) {
+      node->dropOperands();
+      g.erase(node);
+      continue;
+    }
+    g.replaceAllUsesWith(last.result(), attention);
+    std::string name = last.getName(), value = last.result()->getName();
+    for (Node *n : c->nodes) // Every use inside the chain goes with it.
+      n->dropOperands();
+    g.erase(c->nodes);
+    node->setName(name); // Free once the chain is gone.
+    attention->setName(value);
+  }
+  return true;
+}
+
+std::unique_ptr<Pass> cgc::createFormAttentionPass() {
+  return std::make_unique<FormAttentionPass>();
+}
