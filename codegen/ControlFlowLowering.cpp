@@ -103,11 +103,7 @@ Step Lowerer::conditionalStep(const Node &n, unsigned handle,
 
 unsigned Lowerer::addBody(StepGraph body) {
   batchPointwiseKernels(body, program);
-  planEdges(body, program);
-  // Programmatic edges inside conditional bodies are not measured yet:
-  // under the rule, bodies use full dependencies only.
-  if (program.programmaticEdges != ProgrammaticEdges::All)
-    std::fill(body.programmatic.begin(), body.programmatic.end(), 0);
+  planEdges(body, program); // Programmatic edges as in top-level graphs.
   program.bodies.push_back(std::move(body));
   return program.bodies.size() - 1;
 }

@@ -166,10 +166,10 @@ struct StepGraph {
   std::vector<uint8_t> programmatic;
 };
 
-/// Which kernel-to-kernel edges may use programmatic dependent launch:
-/// those the rule in codegen/GraphPlan.h picks, none (`cgc
-/// --programmatic-edges=none`), or every one, conditional bodies
-/// included (`=all`); the last two are how the rule is measured.
+/// Which kernel-to-kernel edges (in top-level graphs and conditional
+/// bodies alike) may use programmatic dependent launch: those the rule in
+/// codegen/GraphPlan.h picks, none (`cgc --programmatic-edges=none`), or
+/// every one (`=all`); the last two are how the rule is measured.
 enum class ProgrammaticEdges { Rule, None, All };
 
 struct Program {

@@ -161,9 +161,10 @@ cgc::DecodeAttentionLaunch cgc::decodeAttentionRule(const AttentionShape &s,
                                                     const Target &target) {
   int64_t rows = std::min(groupRows(s), kDecodeAttentionBlockRows);
   int64_t blocks = s.outer * s.kvHeads * ceilDivide(groupRows(s), rows);
-  int64_t most = std::max<int64_t>(ceilDivide(s.keys, kDecodeAttentionMinSpan), 1);
-  int64_t fill = std::max<int64_t>(ceilDivide(target.multiprocessors, blocks), 1);
-  return decodeAttentionLaunch(s, rows, std::min(fill, most));
+  int64_t most = std::min(ceilDivide(s.keys, kDecodeAttentionMinSpan), kDecodeAttentionMaxSplit);
+  int64_t waves = ceilDivide(kDecodeAttentionBlocksPerMultiprocessor * target.multiprocessors,
+                             blocks);
+  return decodeAttentionLaunch(s, rows, std::max<int64_t>(std::min(most, waves), 1));
 }
 
 int64_t cgc::decodeAttentionScratch(const AttentionShape &s, const DecodeAttentionLaunch &l) {

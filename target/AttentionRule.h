@@ -105,9 +105,20 @@ constexpr int64_t kDecodeAttentionBlock = 128;
 constexpr int64_t kDecodeAttentionBlockRows = 8;
 /// The most query rows per head the decode kernel is chosen for.
 constexpr int64_t kDecodeAttentionMaxRows = 8;
-/// The fewest keys a span takes (the unit the spans are rounded to: the
-/// block's 4 warps take 4 keys each at a time).
-constexpr int64_t kDecodeAttentionMinSpan = 64;
+/// The spans (the unit they are rounded to: the block's 4 warps take 4
+/// keys each at a time): at least kDecodeAttentionMinSpan keys each, at
+/// most kDecodeAttentionMaxSplit of them, and at most
+/// kDecodeAttentionBlocksPerMultiprocessor blocks per multiprocessor in
+/// all. Measured on an H100, 2026-12-06 (bench/attention.py
+/// --decode-chunks, docs/passes.md): one query row per head, 32/8 heads
+/// of width 64 at batch 1: 256 keys best in 8 spans (10.6 us; 4: 13.3;
+/// 16: 11.0), 512 keys in 16 (13.3; 8: 14.6; 32: 14.8); width 128, 4096
+/// keys in 32 (39.6; 16: 45.6; 64: 45.0); 12 heads of 64 in f32, 2048
+/// keys in 32 (11.0; 16: 11.5; 64: 13.8); batch 8, 1024 keys in 16
+/// (23.4; 8: 25.9; 32: 29.8).
+constexpr int64_t kDecodeAttentionMinSpan = 32;
+constexpr int64_t kDecodeAttentionMaxSplit = 32;
+constexpr int64_t kDecodeAttentionBlocksPerMultiprocessor = 8;
 constexpr int64_t kDecodeAttentionSpanUnit = 16;
 /// Why the decode kernel cannot run \p node; empty when it can: f32, f16
 /// or bf16, rows of q, k and v of 1 to kAttentionMaxWidth elements, a mask
@@ -125,8 +136,7 @@ bool decodeAttentionPays(const Node &node);
 DecodeAttentionLaunch decodeAttentionLaunch(const AttentionShape &s, int64_t rowsPerBlock,
                                             int64_t split);
 /// The rule's launch on \p target: R = min(group x rows,
-/// kDecodeAttentionBlockRows); the keys split so that the blocks fill the
-/// multiprocessors once, each span at least kDecodeAttentionMinSpan keys.
+/// kDecodeAttentionBlockRows); the keys split as above.
 DecodeAttentionLaunch decodeAttentionRule(const AttentionShape &s, const Target &target);
 /// Bytes of the partials between the decode kernel's two kernels (0 with
 /// one span).

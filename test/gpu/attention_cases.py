@@ -81,8 +81,8 @@ def decode_attention_cases(put):
     and a value width unlike the key width; grouped heads (4, 7 and 16
     query heads per kv head), 1 to 4 query rows; 129 to 2048 keys; bool and
     additive masks, causal, window, soft-capping, an explicit scale; ranks
-    3 to 5; and a KV cache poisoned with NaN where the mask drops its keys
-    (a decoding step's unwritten tail: the kernel must not read it)."""
+    3 to 5; and a KV cache poisoned with 1e30 where the mask drops its keys
+    (a decoding step's unwritten tail)."""
     def case(tag, dt, q, k, v, attrs=None, mask=None, tile=0, chunks=0):
         schedule = None
         if tile:
@@ -119,15 +119,18 @@ def decode_attention_cases(put):
          mask=([2, 3, 1, 3, 150], "bool"))
     case("rank3", "f32", [4, 1, 64], [4, 300, 64], [4, 300, 64])
 
-    # A decoding step's cache: keys and values past each row's length hold
-    # NaN (the mask drops them); the decode kernel must skip them.
+    # A decoding step's cache: keys and values the mask drops hold 1e30
+    # (garbage a kernel must weigh by 0, or not read). (Not NaN: the
+    # interpreter's 0 x NaN is NaN, as PyTorch's math SDPA, where the decode
+    # kernel, which skips the dropped keys, gives the kept keys' result;
+    # docs/passes.md.)
     for dt in ("f32", "bf16"):
         b, h, hkv, n, d = 2, 8, 2, 260, 64
-        zero = {"name": "zero", "op": "constant", "attrs": {"dtype": dt, "shape": [], "value": [0.0]}}
-        nodes = [zero, {"name": "nan", "op": "div", "inputs": ["zero", "zero"]},
+        big = {"name": "big", "op": "constant", "attrs": {"dtype": dt, "shape": [], "value": [1e30]}}
+        nodes = [big,
                  {"name": "m4", "op": "reshape", "inputs": ["m"], "attrs": {"shape": [b, 1, n, 1]}},
-                 {"name": "kp", "op": "where", "inputs": ["m4", "k", "nan"]},
-                 {"name": "vp", "op": "where", "inputs": ["m4", "v", "nan"]},
+                 {"name": "kp", "op": "where", "inputs": ["m4", "k", "big"]},
+                 {"name": "vp", "op": "where", "inputs": ["m4", "v", "big"]},
                  {"name": "y", "op": "attention", "inputs": ["q", "kp", "vp", "m"]}]
         put(f"own_decode_attention_poisoned_cache_{dt}",
             [("q", dt, [b, h, 1, d]), ("k", dt, [b, hkv, n, d]), ("v", dt, [b, hkv, n, d]),

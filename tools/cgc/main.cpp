@@ -96,7 +96,7 @@ static cl::opt<ProgrammaticEdges> ProgrammaticEdgesOption(
                           "those the rule picks (default)"),
                clEnumValN(ProgrammaticEdges::None, "none", "none"),
                clEnumValN(ProgrammaticEdges::All, "all",
-                          "every one, conditional bodies included")),
+                          "every kernel-to-kernel edge")),
     cl::init(ProgrammaticEdges::Rule));
 static cl::opt<bool> Report(
     "report",
