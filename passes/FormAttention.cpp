@@ -14,7 +14,9 @@
 // Each softmax over the last axis that ends such a chain, in each graph
 // (regions innermost first), becomes one `attention(q, k, v[, m])` with
 // the chain's scale (1 when it has none), named after the last product
-// and at its place; the chain's nodes go. Each link must be read by the
+// and at its place; the chain's nodes go. k and v repeated per group of
+// query heads (repeat_kv: reshape, broadcast_to, reshape) are read as
+// their kv heads (grouped-query attention), the repeats going too. Each link must be read by the
 // next alone and be no result (need_weights: the probabilities are read
 // elsewhere, and the chain stays), q, k and v must share their leading
 // dims, heads included, and the mask must be bool or q's dtype and
@@ -47,6 +49,7 @@ namespace {
 struct AttentionChain {
   std::vector<Node *> nodes;
   Value *q = nullptr, *k = nullptr, *v = nullptr, *mask = nullptr;
+  Node *qk = nullptr; ///< The q k^T product.
   double scale = 1.0;
 };
 
@@ -135,6 +138,7 @@ bool scoresFrom(const Graph &g, Value *s, Node &next, AttentionChain &c) {
     return false;
   c.q = n->operand(0);
   c.k = n->operand(1);
+  c.qk = n;
   c.nodes.push_back(n);
   // A scale taken on q before the product (timm's vision transformers).
   Node *qScale = soleDef(g, c.q, *n);
@@ -152,10 +156,60 @@ bool scoresFrom(const Graph &g, Value *s, Node &next, AttentionChain &c) {
   return true;
 }
 
+/// kv0 when \p kv (read by \p user alone) is kv0 [..., H, S, E] with each
+/// head repeated G times in turn, as transformers' repeat_kv writes it for
+/// grouped-query heads: reshape to [..., H, 1, S, E], broadcast_to
+/// [..., H, G, S, E], reshape to [..., H * G, S, E]. The three nodes join
+/// \p taken when the chain alone reads them; null otherwise.
+Value *unrepeated(const Graph &g, Value *kv, const Node &user, std::vector<Node *> &taken) {
+  Node *merged = soleDef(g, kv, user);
+  if (!merged || merged->getOp() != OpKind::Reshape)
+    return nullptr;
+  Node *repeat = soleDef(g, merged->operand(0), *merged);
+  if (!repeat || repeat->getOp() != OpKind::BroadcastTo)
+    return nullptr;
+  Node *split = soleDef(g, repeat->operand(0), *repeat);
+  if (!split || split->getOp() != OpKind::Reshape)
+    return nullptr;
+  Value *kv0 = split->operand(0);
+  const auto &base = kv0->getType().dims, &one = split->result()->getType().dims;
+  const auto &groups = repeat->result()->getType().dims, &out = kv->getType().dims;
+  size_t rank = base.size();
+  if (rank < 3 || one.size() != rank + 1 || groups.size() != rank + 1 || out.size() != rank)
+    return nullptr;
+  size_t heads = rank - 3;
+  Dim h = base[heads], grouped = groups[heads + 1];
+  if (!h.isStatic() || !grouped.isStatic() || one[heads + 1] != Dim::fixed(1) ||
+      out[heads] != Dim::fixed(h.extent() * grouped.extent()))
+    return nullptr;
+  for (size_t a = 0; a < rank; ++a) {
+    size_t b = a <= heads ? a : a + 1;
+    if (one[b] != base[a] || groups[b] != base[a] || (a != heads && out[a] != base[a]))
+      return nullptr;
+  }
+  taken.insert(taken.end(), {split, repeat, merged});
+  return kv0;
+}
+
+/// Grouped-query heads: k and v as their kv heads, when both were repeated
+/// by as many groups.
+void ungroupHeads(const Graph &g, AttentionChain &c, const Node &qk, const Node &pv) {
+  std::vector<Node *> taken;
+  Value *k0 = unrepeated(g, c.k, qk, taken), *v0 = unrepeated(g, c.v, pv, taken);
+  if (!k0 || !v0)
+    return;
+  unsigned heads = k0->getType().rank() - 3;
+  if (k0->getType().dims[heads] != v0->getType().dims[heads])
+    return;
+  c.k = k0;
+  c.v = v0;
+  c.nodes.insert(c.nodes.begin(), taken.begin(), taken.end());
+}
+
 /// Whether the chain's operands make an attention the type rule takes:
-/// q, k and v of one float dtype and rank, their leading dims (heads
-/// included) equal, and a mask of bool or q's dtype broadcasting to the
-/// scores.
+/// q, k and v of one float dtype and rank, their leading dims equal, q's
+/// heads a multiple of k's and v's, and a mask of bool or q's dtype
+/// broadcasting to the scores.
 bool operandsFit(const AttentionChain &c) {
   const TensorType &q = c.q->getType(), &k = c.k->getType(), &v = c.v->getType();
   unsigned rank = q.rank();
@@ -163,9 +217,14 @@ bool operandsFit(const AttentionChain &c) {
       k.rank() != rank || v.rank() != rank || k.dims[rank - 1] != q.dims[rank - 1] ||
       v.dims[rank - 2] != k.dims[rank - 2] || !q.dims[rank - 1].isStatic())
     return false;
-  for (unsigned a = 0; a + 2 < rank; ++a)
+  for (unsigned a = 0; a + 3 < rank; ++a)
     if (k.dims[a] != q.dims[a] || v.dims[a] != q.dims[a])
       return false;
+  Dim qHeads = q.dims[rank - 3], kvHeads = k.dims[rank - 3];
+  if (v.dims[rank - 3] != kvHeads ||
+      (qHeads != kvHeads && (!qHeads.isStatic() || !kvHeads.isStatic() ||
+                             qHeads.extent() % kvHeads.extent() != 0)))
+    return false;
   if (!c.mask)
     return true;
   const TensorType &mask = c.mask->getType();
@@ -202,8 +261,10 @@ llvm::Optional<AttentionChain> chainTo(const Graph &g, Node &sm) {
   } else if (castBack) {
     return llvm::None;
   }
-  if (!scoresFrom(g, s, castIn && castIn->getOp() == OpKind::Cast ? *castIn : sm, c) ||
-      !operandsFit(c))
+  if (!scoresFrom(g, s, castIn && castIn->getOp() == OpKind::Cast ? *castIn : sm, c))
+    return llvm::None;
+  ungroupHeads(g, c, *c.qk, *pv);
+  if (!operandsFit(c))
     return llvm::None;
   c.nodes.push_back(&sm);
   if (castBack)
