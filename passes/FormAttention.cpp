@@ -16,11 +16,14 @@
 // the chain's scale (1 when it has none), named after the last product
 // and at its place; the chain's nodes go. k and v repeated per group of
 // query heads (repeat_kv: reshape, broadcast_to, reshape) are read as
-// their kv heads (grouped-query attention), the repeats going too. Each link must be read by the
-// next alone and be no result (need_weights: the probabilities are read
-// elsewhere, and the chain stays), q, k and v must share their leading
-// dims, heads included, and the mask must be bool or q's dtype and
-// broadcast to the scores. A chain is formed only where an attention
+// their kv heads (grouped-query attention), the repeats going too.
+// Each link must be read by the next alone and be no result (need_weights:
+// the probabilities are read elsewhere, and the chain stays) and keep the
+// scores' type; the mask must come after the scale (attention adds it to
+// the scaled scores), be bool or q's dtype and broadcast to the scores; q,
+// k and v must share their leading dims, q's heads a multiple of k's and
+// v's; the casts must widen a half type to f32 and round back; and the
+// attention's type must be the chain's result's. A chain is formed only where an attention
 // kernel runs the node on the context's target (attentionRunsFused):
 // elsewhere expand-attention would write it out again.
 // Why: attention runs as one kernel that never writes the score matrix
@@ -51,6 +54,7 @@ struct AttentionChain {
   Value *q = nullptr, *k = nullptr, *v = nullptr, *mask = nullptr;
   Node *qk = nullptr; ///< The q k^T product.
   double scale = 1.0;
+  bool scaled = false; ///< A scale was taken (the mask must come after it).
 };
 
 /// The finite value of splat constant \p v, if it is one.
@@ -90,13 +94,19 @@ void takeConstant(const Graph &g, Value *c, const Node &user, AttentionChain &ch
 }
 
 /// Walks back from the scores \p s (read by \p next) through an optional
-/// mask and scale to the q k^T product.
+/// mask, then an optional scale, to the q k^T product: attention adds the
+/// mask to the scaled scores, so a mask met after a scale on the way back
+/// (added before it) ends the walk. Every link keeps the scores' type.
 bool scoresFrom(const Graph &g, Value *s, Node &next, AttentionChain &c) {
   Node *n = soleDef(g, s, next);
   if (!n)
     return false;
+  auto keepsType = [&](const Value *scores) {
+    return n->result()->getType() == scores->getType();
+  };
   if (n->getOp() == OpKind::Where) {
-    if (c.mask || !isNegativeInfinity(n->operand(2)))
+    if (c.mask || c.scaled || !isNegativeInfinity(n->operand(2)) ||
+        !keepsType(n->operand(1)))
       return false;
     c.mask = n->operand(0);
     takeConstant(g, n->operand(2), *n, c);
@@ -104,11 +114,13 @@ bool scoresFrom(const Graph &g, Value *s, Node &next, AttentionChain &c) {
     return scoresFrom(g, n->operand(1), *n, c);
   }
   if (n->getOp() == OpKind::Add) {
-    if (c.mask)
+    if (c.mask || c.scaled)
       return false;
     // Either side may be the scores (the mask may be a product too: BERT's
     // (1 - mask) * min): the first that walks back to q k^T.
     for (unsigned i = 0; i < 2; ++i) {
+      if (!keepsType(n->operand(i)))
+        continue;
       AttentionChain tried = c;
       tried.mask = n->operand(1 - i);
       tried.nodes.push_back(n);
@@ -126,9 +138,10 @@ bool scoresFrom(const Graph &g, Value *s, Node &next, AttentionChain &c) {
         product = n->operand(i);
     Value *constant = product ? otherOperand(*n, product) : nullptr;
     auto value = constant ? finiteSplat(constant) : llvm::None;
-    if (!value || *value == 0 || c.scale != 1.0)
+    if (!value || *value == 0 || c.scaled || !keepsType(product))
       return false;
     c.scale = n->getOp() == OpKind::Div ? 1.0 / *value : *value;
+    c.scaled = true;
     takeConstant(g, constant, *n, c);
     c.nodes.push_back(n);
     return scoresFrom(g, product, *n, c);
@@ -142,12 +155,13 @@ bool scoresFrom(const Graph &g, Value *s, Node &next, AttentionChain &c) {
   c.nodes.push_back(n);
   // A scale taken on q before the product (timm's vision transformers).
   Node *qScale = soleDef(g, c.q, *n);
-  if (qScale && qScale->getOp() == OpKind::Mul && c.scale == 1.0)
+  if (qScale && qScale->getOp() == OpKind::Mul && !c.scaled)
     for (unsigned i = 0; i < 2; ++i)
       if (auto value = finiteSplat(qScale->operand(1 - i));
           value && *value != 0 && qScale->result()->getType() == c.q->getType() &&
           qScale->operand(i)->getType() == c.q->getType()) {
         c.scale = *value;
+        c.scaled = true;
         takeConstant(g, qScale->operand(1 - i), *qScale, c);
         c.nodes.push_back(qScale);
         c.q = qScale->operand(i);
@@ -223,6 +237,7 @@ bool operandsFit(const AttentionChain &c) {
   Dim qHeads = q.dims[rank - 3], kvHeads = k.dims[rank - 3];
   if (v.dims[rank - 3] != kvHeads ||
       (qHeads != kvHeads && (!qHeads.isStatic() || !kvHeads.isStatic() ||
+                             kvHeads.extent() == 0 ||
                              qHeads.extent() % kvHeads.extent() != 0)))
     return false;
   if (!c.mask)
@@ -254,7 +269,12 @@ llvm::Optional<AttentionChain> chainTo(const Graph &g, Node &sm) {
   Value *s = sm.operand(0);
   Node *castIn = soleDef(g, s, sm);
   if (castIn && castIn->getOp() == OpKind::Cast) {
-    if (!castBack || castBack->result()->getType().dtype != castIn->operand(0)->getType().dtype)
+    // Only a half type's scores widened to f32, and the probabilities
+    // rounded back (a narrowing cast could overflow where attention does not).
+    DType scores = castIn->operand(0)->getType().dtype;
+    if (!castBack || castIn->result()->getType().dtype != DType::F32 ||
+        (scores != DType::F16 && scores != DType::BF16) ||
+        castBack->result()->getType().dtype != scores)
       return llvm::None;
     c.nodes.push_back(castIn);
     s = castIn->operand(0);
@@ -314,7 +334,10 @@ bool FormAttentionPass::formInGraph(Graph &g, PassContext &ctx) {
     if (!attention)
       return false;
     Node *node = attention->getDef();
-    if (!attentionRunsFused(*node, ctx.target)) {
+    // The chain's result exactly (a q broadcast over the heads by the
+    // product, or a scale that broadcast the scores, would change it).
+    if (attention->getType() != last.result()->getType() ||
+        !attentionRunsFused(*node, ctx.target)) {
       node->dropOperands();
       g.erase(node);
       continue;
