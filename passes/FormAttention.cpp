@@ -6,7 +6,8 @@
 //   [q = q0 * c]                      (a splat constant: the scale, first)
 //   s = matmul(q, k, transpose_b)     (canonicalize folds k's transpose)
 //   [s = s * c  or  s = s / c]        (the scale, after)
-//   [s = s + m  or  s = where(m, s, -inf)]   (an additive or a bool mask)
+//   [s = s + m  or  s = where(m, s, -inf)]   (an additive or a bool mask;
+//                                      where(d, -inf, s) keeps logical_not(d))
 //   [s = cast(s, f32)]                (a half-type model's f32 softmax)
 //   p = softmax(s, last axis)
 //   [p = cast(p, q's dtype)]
@@ -55,6 +56,7 @@ struct AttentionChain {
   Node *qk = nullptr; ///< The q k^T product.
   double scale = 1.0;
   bool scaled = false; ///< A scale was taken (the mask must come after it).
+  bool dropMask = false; ///< The bool mask is true where keys are dropped.
 };
 
 /// The finite value of splat constant \p v, if it is one.
@@ -105,13 +107,17 @@ bool scoresFrom(const Graph &g, Value *s, Node &next, AttentionChain &c) {
     return n->result()->getType() == scores->getType();
   };
   if (n->getOp() == OpKind::Where) {
-    if (c.mask || c.scaled || !isNegativeInfinity(n->operand(2)) ||
-        !keepsType(n->operand(1)))
+    // where(keep, s, -inf), or masked_fill's where(drop, -inf, s).
+    unsigned filled = isNegativeInfinity(n->operand(2)) ? 2
+                      : isNegativeInfinity(n->operand(1)) ? 1 : 0;
+    Value *scores = filled ? n->operand(3 - filled) : nullptr;
+    if (c.mask || c.scaled || !filled || !keepsType(scores))
       return false;
     c.mask = n->operand(0);
-    takeConstant(g, n->operand(2), *n, c);
+    c.dropMask = filled == 1;
+    takeConstant(g, n->operand(filled), *n, c);
     c.nodes.push_back(n);
-    return scoresFrom(g, n->operand(1), *n, c);
+    return scoresFrom(g, scores, *n, c);
   }
   if (n->getOp() == OpKind::Add) {
     if (c.mask || c.scaled)
@@ -328,10 +334,12 @@ bool FormAttentionPass::formInGraph(Graph &g, PassContext &ctx) {
     vb.setOrigin(last);
     vb.setBase(last.getName() + ".attention");
     std::vector<Value *> operands{c->q, c->k, c->v};
-    if (c->mask)
-      operands.push_back(c->mask);
+    Value *kept = c->mask && c->dropMask ? vb.op(OpKind::LogicalNot, {c->mask}, {}, "kept")
+                                         : c->mask;
+    if (kept)
+      operands.push_back(kept);
     Value *attention = vb.op(OpKind::Attention, operands, {{"scale", c->scale}});
-    if (!attention)
+    if (!attention || (c->dropMask && !kept))
       return false;
     Node *node = attention->getDef();
     // The chain's result exactly (a q broadcast over the heads by the
@@ -340,6 +348,10 @@ bool FormAttentionPass::formInGraph(Graph &g, PassContext &ctx) {
         !attentionRunsFused(*node, ctx.target)) {
       node->dropOperands();
       g.erase(node);
+      if (c->dropMask) {
+        kept->getDef()->dropOperands();
+        g.erase(kept->getDef());
+      }
       continue;
     }
     g.replaceAllUsesWith(last.result(), attention);
