@@ -5,6 +5,7 @@
 // timm's non-fused path, most hand-written modules):
 //   [q = q0 * c]                      (a splat constant: the scale, first)
 //   s = matmul(q, k, transpose_b)     (canonicalize folds k's transpose)
+//     or matmul(q, [transpose(k) * c])  (ONNX's Attention function)
 //   [s = s * c  or  s = s / c]        (the scale, after)
 //   [s = s + m  or  s = where(m, s, -inf)]   (an additive or a bool mask;
 //                                      where(d, -inf, s) keeps logical_not(d))
@@ -95,6 +96,27 @@ void takeConstant(const Graph &g, Value *c, const Node &user, AttentionChain &ch
     chain.nodes.push_back(def);
 }
 
+/// When \p v (read by \p user alone) is a product with a finite nonzero
+/// splat constant, keeping \p v's type: \p v becomes its other operand,
+/// the chain's scale takes the constant, and the product's node is
+/// returned (it joins the chain).
+Node *peelScale(const Graph &g, Value *&v, const Node &user, AttentionChain &c) {
+  Node *mul = soleDef(g, v, user);
+  if (!mul || mul->getOp() != OpKind::Mul)
+    return nullptr;
+  for (unsigned i = 0; i < 2; ++i)
+    if (auto value = finiteSplat(mul->operand(1 - i));
+        value && *value != 0 && mul->operand(i)->getType() == v->getType()) {
+      c.scale *= *value;
+      c.scaled = true;
+      takeConstant(g, mul->operand(1 - i), *mul, c);
+      c.nodes.push_back(mul);
+      v = mul->operand(i);
+      return mul;
+    }
+  return nullptr;
+}
+
 /// Walks back from the scores \p s (read by \p next) through an optional
 /// mask, then an optional scale, to the q k^T product: attention adds the
 /// mask to the scaled scores, so a mask met after a scale on the way back
@@ -152,27 +174,33 @@ bool scoresFrom(const Graph &g, Value *s, Node &next, AttentionChain &c) {
     c.nodes.push_back(n);
     return scoresFrom(g, product, *n, c);
   }
-  if (n->getOp() != OpKind::MatMul || n->boolAttr("transpose_a", false) ||
-      !n->boolAttr("transpose_b", false))
+  if (n->getOp() != OpKind::MatMul || n->boolAttr("transpose_a", false))
     return false;
-  c.q = n->operand(0);
-  c.k = n->operand(1);
   c.qk = n;
   c.nodes.push_back(n);
-  // A scale taken on q before the product (timm's vision transformers).
-  Node *qScale = soleDef(g, c.q, *n);
-  if (qScale && qScale->getOp() == OpKind::Mul && !c.scaled)
-    for (unsigned i = 0; i < 2; ++i)
-      if (auto value = finiteSplat(qScale->operand(1 - i));
-          value && *value != 0 && qScale->result()->getType() == c.q->getType() &&
-          qScale->operand(i)->getType() == c.q->getType()) {
-        c.scale = *value;
-        c.scaled = true;
-        takeConstant(g, qScale->operand(1 - i), *qScale, c);
-        c.nodes.push_back(qScale);
-        c.q = qScale->operand(i);
-        break;
-      }
+  c.q = n->operand(0);
+  c.k = n->operand(1);
+  // Scales taken on q and on k^T before the product (timm's vision
+  // transformers scale q; ONNX's Attention function scales both by the
+  // square root).
+  peelScale(g, c.q, *n, c);
+  if (n->boolAttr("transpose_b", false))
+    return true;
+  const Node *user = n;
+  if (Node *kScale = peelScale(g, c.k, *n, c))
+    user = kScale;
+  // k^T as a transpose of k's last two axes.
+  Node *t = soleDef(g, c.k, *user);
+  unsigned rank = c.k->getType().rank();
+  if (!t || t->getOp() != OpKind::Transpose || rank < 2)
+    return false;
+  auto perm = t->intsAttr("perm");
+  for (unsigned a = 0; a < rank; ++a)
+    if (perm.size() != rank ||
+        perm[a] != (a + 2 < rank ? a : a + 2 == rank ? rank - 1 : rank - 2))
+      return false;
+  c.nodes.push_back(t);
+  c.k = t->operand(0);
   return true;
 }
 
