@@ -7,6 +7,7 @@
 //   s = matmul(q, k, transpose_b)     (canonicalize folds k's transpose)
 //     or matmul(q, [transpose(k) * c])  (ONNX's Attention function)
 //   [s = s * c  or  s = s / c]        (the scale, after)
+//   [s = c * tanh(s / c)]             (a soft cap, Gemma 2's)
 //   [s = s + m  or  s = where(m, s, -inf)]   (an additive or a bool mask;
 //                                      where(d, -inf, s) keeps logical_not(d))
 //   [s = cast(s, f32)]                (a half-type model's f32 softmax)
@@ -58,6 +59,7 @@ struct AttentionChain {
   double scale = 1.0;
   bool scaled = false; ///< A scale was taken (the mask must come after it).
   bool dropMask = false; ///< The bool mask is true where keys are dropped.
+  double softcap = 0;    ///< c of c * tanh(s / c); 0: none.
 };
 
 /// The finite value of splat constant \p v, if it is one.
@@ -117,6 +119,30 @@ Node *peelScale(const Graph &g, Value *&v, const Node &user, AttentionChain &c) 
   return nullptr;
 }
 
+/// The scores x when \p n is a soft cap of them, c * tanh(x / c) with c a
+/// positive splat constant (Gemma 2's eager attention): the cap, its
+/// nodes (n last) and constants join \p c. Null otherwise.
+Value *softCapped(const Graph &g, Node &n, AttentionChain &c) {
+  if (n.getOp() != OpKind::Mul)
+    return nullptr;
+  for (unsigned i = 0; i < 2; ++i) {
+    auto cap = finiteSplat(n.operand(1 - i));
+    Node *tanh = soleDef(g, n.operand(i), n);
+    Node *div = tanh && tanh->getOp() == OpKind::Tanh ? soleDef(g, tanh->operand(0), *tanh)
+                                                      : nullptr;
+    if (!cap || *cap <= 0 || !div || div->getOp() != OpKind::Div ||
+        finiteSplat(div->operand(1)) != cap || n.result()->getType() != div->operand(0)->getType())
+      continue;
+    c.softcap = *cap;
+    takeConstant(g, n.operand(1 - i), n, c);
+    if (div->operand(1) != n.operand(1 - i))
+      takeConstant(g, div->operand(1), *div, c);
+    c.nodes.insert(c.nodes.end(), {div, tanh, &n});
+    return div->operand(0);
+  }
+  return nullptr;
+}
+
 /// Walks back from the scores \p s (read by \p next) through an optional
 /// mask, then an optional scale, to the q k^T product: attention adds the
 /// mask to the scaled scores, so a mask met after a scale on the way back
@@ -133,7 +159,7 @@ bool scoresFrom(const Graph &g, Value *s, Node &next, AttentionChain &c) {
     unsigned filled = isNegativeInfinity(n->operand(2)) ? 2
                       : isNegativeInfinity(n->operand(1)) ? 1 : 0;
     Value *scores = filled ? n->operand(3 - filled) : nullptr;
-    if (c.mask || c.scaled || !filled || !keepsType(scores))
+    if (c.mask || c.scaled || c.softcap || !filled || !keepsType(scores))
       return false;
     c.mask = n->operand(0);
     c.dropMask = filled == 1;
@@ -142,7 +168,7 @@ bool scoresFrom(const Graph &g, Value *s, Node &next, AttentionChain &c) {
     return scoresFrom(g, scores, *n, c);
   }
   if (n->getOp() == OpKind::Add) {
-    if (c.mask || c.scaled)
+    if (c.mask || c.scaled || c.softcap)
       return false;
     // Either side may be the scores (the mask may be a product too: BERT's
     // (1 - mask) * min): the first that walks back to q k^T.
@@ -159,6 +185,10 @@ bool scoresFrom(const Graph &g, Value *s, Node &next, AttentionChain &c) {
     }
     return false;
   }
+  // A soft cap comes after the scale (attention caps the scaled scores).
+  if (!c.scaled && !c.softcap)
+    if (Value *capped = softCapped(g, *n, c))
+      return scoresFrom(g, capped, *c.nodes[c.nodes.size() - 3], c);
   if (n->getOp() == OpKind::Mul || n->getOp() == OpKind::Div) {
     Value *product = n->getOp() == OpKind::Div ? n->operand(0) : nullptr;
     for (unsigned i = 0; i < 2 && !product; ++i)
@@ -366,7 +396,10 @@ bool FormAttentionPass::formInGraph(Graph &g, PassContext &ctx) {
                                          : c->mask;
     if (kept)
       operands.push_back(kept);
-    Value *attention = vb.op(OpKind::Attention, operands, {{"scale", c->scale}});
+    AttrMap attrs{{"scale", c->scale}};
+    if (c->softcap)
+      attrs["softcap"] = c->softcap;
+    Value *attention = vb.op(OpKind::Attention, operands, attrs);
     if (!attention || (c->dropMask && !kept))
       return false;
     Node *node = attention->getDef();
