@@ -2,39 +2,40 @@
 //
 // Algorithm: models that do not call scaled_dot_product_attention write
 // attention as products and a softmax (transformers' eager attention,
-// timm's non-fused path, most hand-written modules):
-//   [q = q0 * c]                      (a splat constant: the scale, first)
-//   s = matmul(q, k, transpose_b)     (canonicalize folds k's transpose)
-//     or matmul(q, [transpose(k) * c])  (ONNX's Attention function)
+// timm's non-fused path, ONNX's Attention function, most hand-written
+// modules):
+//   [q = q0 * c]  [kt = transpose(k) * c]   (splat constants: the scale)
+//   s = matmul(q, k, transpose_b)  or  matmul(q, kt)
 //   [s = s * c  or  s = s / c]        (the scale, after)
 //   [s = c * tanh(s / c)]             (a soft cap, Gemma 2's)
-//   [s = s + m  or  s = where(m, s, -inf)]   (an additive or a bool mask;
-//                                      where(d, -inf, s) keeps logical_not(d))
-//   [s = cast(s, f32)]                (a half-type model's f32 softmax)
+//   [s = s + m]                       (an additive mask, either side)
 //   p = softmax(s, last axis)
-//   [p = cast(p, q's dtype)]
 //   y = matmul(p, v)
 // Each softmax over the last axis that ends such a chain, in each graph
 // (regions innermost first), becomes one `attention(q, k, v[, m])` with
-// the chain's scale (1 when it has none), named after the last product
-// and at its place; the chain's nodes go. k and v repeated per group of
-// query heads (repeat_kv: reshape, broadcast_to, reshape) are read as
-// their kv heads (grouped-query attention), the repeats going too.
-// Each link must be read by the next alone and be no result (need_weights:
+// the chain's scale (1 when it has none) and cap, named after the last
+// product and at its place; the chain's nodes go. k and v repeated per
+// group of query heads (repeat_kv: reshape, broadcast_to, reshape) are
+// read as their kv heads (grouped-query attention), the repeats going too.
+// Each link must be read by the next alone, be no result (need_weights:
 // the probabilities are read elsewhere, and the chain stays) and keep the
-// scores' type; the mask must come after the scale (attention adds it to
-// the scaled scores), be bool or q's dtype and broadcast to the scores; q,
-// k and v must share their leading dims, q's heads a multiple of k's and
-// v's; the casts must widen a half type to f32 and round back; and the
-// attention's type must be the chain's result's. A chain is formed only where an attention
-// kernel runs the node on the context's target (attentionRunsFused):
-// elsewhere expand-attention would write it out again.
+// scores' type; the mask must come after the scale and the cap (attention
+// adds it to the capped, scaled scores) and broadcast to the scores; q, k
+// and v must share their leading dims, q's heads a multiple of k's and
+// v's; and the attention's type must be the chain's result's. Only f32
+// chains with an additive mask (or none) form, the cases where attention
+// computes what the chain does: a half type's chain rounds its scores
+// before the softmax (attention keeps them in f32), and a bool mask, or a
+// constant one with a row of -inf, can drop a whole row, which the
+// softmax gives as NaN and attention as 0. A chain is formed only where
+// an attention kernel runs the node on the context's target
+// (attentionRunsFused): elsewhere expand-attention would write it out
+// again.
 // Why: attention runs as one kernel that never writes the score matrix
 // (three kernels or more, and the scores' round trips, before).
 // Requires: a verified graph after canonicalize. Guarantees: the graph
-// computes the same values but for rounding (attention scores, weighs and
-// sums in f32 and rounds once), and for a query row whose every score is
-// -inf, which attention gives as 0 where the softmax gave NaN.
+// computes the same values but for f32 rounding (and for a row of -inf
+// in an additive mask given at run time: 0 where the softmax gave NaN).
 //
 //===----------------------------------------------------------------------===//
 #include "passes/Pass.h"
@@ -58,7 +59,6 @@ struct AttentionChain {
   Node *qk = nullptr; ///< The q k^T product.
   double scale = 1.0;
   bool scaled = false; ///< A scale was taken (the mask must come after it).
-  bool dropMask = false; ///< The bool mask is true where keys are dropped.
   double softcap = 0;    ///< c of c * tanh(s / c); 0: none.
 };
 
@@ -69,12 +69,6 @@ llvm::Optional<double> finiteSplat(const Value *v) {
     return llvm::None;
   double x = realOf(v->getType().dtype, *value);
   return std::isfinite(x) ? llvm::Optional<double>(x) : llvm::None;
-}
-
-/// Whether \p v is a splat constant of -inf.
-bool isNegativeInfinity(const Value *v) {
-  auto value = splatConstant(v);
-  return value && realOf(v->getType().dtype, *value) == -INFINITY;
 }
 
 /// The operand of binary \p n other than \p v (null unless v is one).
@@ -154,22 +148,9 @@ bool scoresFrom(const Graph &g, Value *s, Node &next, AttentionChain &c) {
   auto keepsType = [&](const Value *scores) {
     return n->result()->getType() == scores->getType();
   };
-  if (n->getOp() == OpKind::Where) {
-    // where(keep, s, -inf), or masked_fill's where(drop, -inf, s).
-    unsigned filled = isNegativeInfinity(n->operand(2)) ? 2
-                      : isNegativeInfinity(n->operand(1)) ? 1 : 0;
-    Value *scores = filled ? n->operand(3 - filled) : nullptr;
-    if (c.mask || c.scaled || c.softcap || !filled || !keepsType(scores))
-      return false;
-    c.mask = n->operand(0);
-    c.dropMask = filled == 1;
-    takeConstant(g, n->operand(filled), *n, c);
-    c.nodes.push_back(n);
-    return scoresFrom(g, scores, *n, c);
-  }
   if (n->getOp() == OpKind::Add) {
     if (c.mask || c.scaled || c.softcap)
-      return false;
+      return false; // Attention adds its mask to the scaled, capped scores.
     // Either side may be the scores (the mask may be a product too: BERT's
     // (1 - mask) * min): the first that walks back to q k^T.
     for (unsigned i = 0; i < 2; ++i) {
@@ -284,6 +265,23 @@ void ungroupHeads(const Graph &g, AttentionChain &c, const Node &qk, const Node 
   c.nodes.insert(c.nodes.begin(), taken.begin(), taken.end());
 }
 
+/// Whether additive mask \p mask is a constant with a row of -inf over the
+/// keys (its last axis; one -inf when it broadcasts there): softmax gives
+/// that row NaN, attention 0.
+bool dropsAWholeRow(const Value &mask) {
+  const Node *def = mask.getDef();
+  if (!def || def->getOp() != OpKind::Constant)
+    return false;
+  std::vector<Element> values = constantElements(*def);
+  int64_t keys = mask.getType().rank() ? mask.getType().dims.back().extent() : 1;
+  for (size_t row = 0; keys > 0 && row < values.size(); row += size_t(keys))
+    if (std::all_of(values.begin() + row, values.begin() + row + keys, [&](Element e) {
+          return realOf(mask.getType().dtype, e) == -INFINITY;
+        }))
+      return true;
+  return false;
+}
+
 /// Whether the chain's operands make an attention the type rule takes:
 /// q, k and v of one float dtype and rank, their leading dims equal, q's
 /// heads a multiple of k's and v's, and a mask of bool or q's dtype
@@ -291,7 +289,7 @@ void ungroupHeads(const Graph &g, AttentionChain &c, const Node &qk, const Node 
 bool operandsFit(const AttentionChain &c) {
   const TensorType &q = c.q->getType(), &k = c.k->getType(), &v = c.v->getType();
   unsigned rank = q.rank();
-  if (!isFloat(q.dtype) || k.dtype != q.dtype || v.dtype != q.dtype || rank < 3 ||
+  if (q.dtype != DType::F32 || k.dtype != q.dtype || v.dtype != q.dtype || rank < 3 ||
       k.rank() != rank || v.rank() != rank || k.dims[rank - 1] != q.dims[rank - 1] ||
       v.dims[rank - 2] != k.dims[rank - 2] || !q.dims[rank - 1].isStatic())
     return false;
@@ -310,7 +308,7 @@ bool operandsFit(const AttentionChain &c) {
   llvm::SmallVector<Dim, 4> scores(q.dims.begin(), q.dims.end() - 1);
   scores.push_back(k.dims[rank - 2]);
   auto joined = broadcastShapes(mask.dims, scores);
-  return (mask.dtype == DType::Bool || mask.dtype == q.dtype) && mask.rank() <= rank &&
+  return mask.dtype == q.dtype && !dropsAWholeRow(*c.mask) && mask.rank() <= rank &&
          joined && *joined == scores;
 }
 
@@ -320,39 +318,17 @@ llvm::Optional<AttentionChain> chainTo(const Graph &g, Node &sm) {
   if (rank < 3 || normalizeAxis(sm.intAttr("axis", -1), rank) != rank - 1)
     return llvm::None;
   AttentionChain c;
-  // The probabilities, cast back to the product's dtype or not.
-  Node *reader = soleUser(g, sm.result());
-  Node *castBack = reader && reader->getOp() == OpKind::Cast ? reader : nullptr;
-  Node *pv = castBack ? soleUser(g, castBack->result()) : reader;
-  Value *p = castBack ? castBack->result() : sm.result();
-  if (!pv || pv->getOp() != OpKind::MatMul || pv->operand(0) != p ||
+  Node *pv = soleUser(g, sm.result());
+  if (!pv || pv->getOp() != OpKind::MatMul || pv->operand(0) != sm.result() ||
       pv->boolAttr("transpose_a", false) || pv->boolAttr("transpose_b", false))
     return llvm::None;
   c.v = pv->operand(1);
-  // The scores, cast to f32 for the softmax or not.
-  Value *s = sm.operand(0);
-  Node *castIn = soleDef(g, s, sm);
-  if (castIn && castIn->getOp() == OpKind::Cast) {
-    // Only a half type's scores widened to f32, and the probabilities
-    // rounded back (a narrowing cast could overflow where attention does not).
-    DType scores = castIn->operand(0)->getType().dtype;
-    if (!castBack || castIn->result()->getType().dtype != DType::F32 ||
-        (scores != DType::F16 && scores != DType::BF16) ||
-        castBack->result()->getType().dtype != scores)
-      return llvm::None;
-    c.nodes.push_back(castIn);
-    s = castIn->operand(0);
-  } else if (castBack) {
-    return llvm::None;
-  }
-  if (!scoresFrom(g, s, castIn && castIn->getOp() == OpKind::Cast ? *castIn : sm, c))
+  if (!scoresFrom(g, sm.operand(0), sm, c))
     return llvm::None;
   ungroupHeads(g, c, *c.qk, *pv);
   if (!operandsFit(c))
     return llvm::None;
   c.nodes.push_back(&sm);
-  if (castBack)
-    c.nodes.push_back(castBack);
   c.nodes.push_back(pv);
   return c;
 }
@@ -392,15 +368,13 @@ bool FormAttentionPass::formInGraph(Graph &g, PassContext &ctx) {
     vb.setOrigin(last);
     vb.setBase(last.getName() + ".attention");
     std::vector<Value *> operands{c->q, c->k, c->v};
-    Value *kept = c->mask && c->dropMask ? vb.op(OpKind::LogicalNot, {c->mask}, {}, "kept")
-                                         : c->mask;
-    if (kept)
-      operands.push_back(kept);
+    if (c->mask)
+      operands.push_back(c->mask);
     AttrMap attrs{{"scale", c->scale}};
     if (c->softcap)
       attrs["softcap"] = c->softcap;
     Value *attention = vb.op(OpKind::Attention, operands, attrs);
-    if (!attention || (c->dropMask && !kept))
+    if (!attention)
       return false;
     Node *node = attention->getDef();
     // The chain's result exactly (a q broadcast over the heads by the
@@ -409,10 +383,6 @@ bool FormAttentionPass::formInGraph(Graph &g, PassContext &ctx) {
         !attentionRunsFused(*node, ctx.target)) {
       node->dropOperands();
       g.erase(node);
-      if (c->dropMask) {
-        kept->getDef()->dropOperands();
-        g.erase(kept->getDef());
-      }
       continue;
     }
     g.replaceAllUsesWith(last.result(), attention);
