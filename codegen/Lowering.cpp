@@ -324,60 +324,50 @@ void Lowerer::lowerNode(const Node &node, StepGraph &out) {
   addKernelStep(std::move(kernel), out);
 }
 
-void Lowerer::lowerRowNode(const Node &node, StepGraph &out) {
-  const Schedule &record = *node.schedule();
-  const Storage *scratch = nullptr;
-  Storage scratchStorage;
-  if (record[ScheduleField::Scratch]) {
-    scratchStorage = bufferStorage(plan.scratch.lookup(&node));
-    scratch = &scratchStorage;
+Lowerer::KernelPair Lowerer::kernelPair(const Node &node, const std::string &base,
+                                       const std::string &firstSuffix) {
+  KernelPair pair;
+  if ((*node.schedule())[ScheduleField::Scratch]) {
+    pair.scratchStorage = bufferStorage(plan.scratch.lookup(&node));
+    pair.twoKernels = true;
   }
-  Kernel kernels[2];
+  pair.kernels[0].name = uniqueKernelName(pair.twoKernels ? base + firstSuffix : base);
+  if (pair.twoKernels)
+    pair.kernels[1].name = uniqueKernelName(base);
+  for (Kernel &k : pair.kernels)
+    k.node = &node;
+  return pair;
+}
+
+void Lowerer::addKernelPair(const Node &node, KernelPair &pair, StepGraph &out) {
+  noteDTypes(node, program);
+  for (unsigned k = 0; k < (pair.twoKernels ? 2u : 1u); ++k) {
+    shareIdenticalFunction(pair.kernels[k], program.functions);
+    addKernelStep(std::move(pair.kernels[k]), out);
+  }
+}
+
+void Lowerer::lowerRowNode(const Node &node, StepGraph &out) {
   std::string base = node.getOp() == OpKind::RowFusion
                          ? sanitize(node.getName())
                          : sanitize(mnemonic(node.getOp())) + "_" + sanitize(node.getName());
-  kernels[0].name = uniqueKernelName(scratch ? base + "_partials" : base);
-  if (scratch)
-    kernels[1].name = uniqueKernelName(base);
-  for (Kernel &k : kernels)
-    k.node = &node;
+  KernelPair pair = kernelPair(node, base, "_partials");
   std::string why;
-  if (!emitRowKernels(node, record, scratch, program.multiprocessors,
-                      kernels[0], scratch ? &kernels[1] : nullptr, why)) {
+  if (!emitRowKernels(node, *node.schedule(), pair.scratch(), program.multiprocessors,
+                      pair.kernels[0], pair.second(), why)) {
     diag.nodeError(node, "cannot run as one row kernel: " + why);
     ok = false;
     return;
   }
-  noteDTypes(node, program);
-  for (unsigned k = 0; k < (scratch ? 2u : 1u); ++k) {
-    shareIdenticalFunction(kernels[k], program.functions);
-    addKernelStep(std::move(kernels[k]), out);
-  }
+  addKernelPair(node, pair, out);
 }
 
 void Lowerer::lowerDecodeAttention(const Node &node, StepGraph &out) {
-  const Schedule &record = *node.schedule();
-  const Storage *scratch = nullptr;
-  Storage scratchStorage;
-  if (record[ScheduleField::Scratch]) {
-    scratchStorage = bufferStorage(plan.scratch.lookup(&node));
-    scratch = &scratchStorage;
-  }
-  Kernel kernels[2];
-  std::string base = "attention_" + sanitize(node.getName());
-  kernels[0].name = uniqueKernelName(scratch ? base + "_spans" : base);
-  if (scratch)
-    kernels[1].name = uniqueKernelName(base);
-  for (Kernel &k : kernels)
-    k.node = &node;
-  emitDecodeAttention(node, record, plan.attention.views.lookup(&node), scratch, kernels[0],
-                      scratch ? &kernels[1] : nullptr);
-  noteDTypes(node, program);
+  KernelPair pair = kernelPair(node, "attention_" + sanitize(node.getName()), "_spans");
+  emitDecodeAttention(node, *node.schedule(), plan.attention.views.lookup(&node),
+                      pair.scratch(), pair.kernels[0], pair.second());
   program.usesAttention = true;
-  for (unsigned k = 0; k < (scratch ? 2u : 1u); ++k) {
-    shareIdenticalFunction(kernels[k], program.functions);
-    addKernelStep(std::move(kernels[k]), out);
-  }
+  addKernelPair(node, pair, out);
 }
 
 void Lowerer::lowerNodes(const Graph &g, StepGraph &out) {

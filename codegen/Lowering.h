@@ -52,6 +52,21 @@ private:
   /// An attention with a decode_attention record: one kernel, or two with
   /// the spans' partials between them.
   void lowerDecodeAttention(const Node &n, StepGraph &out);
+  /// A node's one kernel, or two with the scratch its record asks for
+  /// between them (row nodes, decode attention).
+  struct KernelPair {
+    Storage scratchStorage;
+    bool twoKernels = false;
+    Kernel kernels[2];
+    const Storage *scratch() const { return twoKernels ? &scratchStorage : nullptr; }
+    Kernel *second() { return twoKernels ? &kernels[1] : nullptr; }
+  };
+  /// The pair's kernels named \p base (the first \p base + \p firstSuffix
+  /// when there are two), their scratch the node's.
+  KernelPair kernelPair(const Node &node, const std::string &base,
+                        const std::string &firstSuffix);
+  /// Adds the pair's kernels as steps, in order.
+  void addKernelPair(const Node &node, KernelPair &pair, StepGraph &out);
   /// A product whose strategy is Library: one or more cuBLASLt steps
   /// (ProductLowering.cpp).
   void lowerLibraryProduct(const Node &n, const ProductParts &parts,
