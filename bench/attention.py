@@ -27,7 +27,9 @@ import argparse, json, os, subprocess, sys, tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, os.pardir, "test", "gpu"))
 from torch_timing import BenchLog, time_events, capture  # noqa: E402
+from attention_cases import decode_record  # noqa: E402 (the records the GPU tests run)
 
 # name: (batch, heads, kv heads, sequence, width, dtype, causal, padding
 # mask[, query rows: the sequence unless given])
@@ -55,18 +57,6 @@ def mma_split_record(b, h, rows, split):
     warps (cgc refuses one whose combine would not fit shared memory)."""
     return {"strategy": "mma_attention", "tile": 16, "grid_x": -(-rows // 16) * b * h,
             "block": 32 * split}
-
-
-def decode_record(b, h, hkv, rows, s, ev, chunks):
-    """A decode_attention record of the rule's rows per block and the keys
-    in about `chunks` spans (target/AttentionRule.h)."""
-    group_rows = h // hkv * rows
-    tile = min(group_rows, 8)
-    span = -(-(-(-s // chunks)) // 16) * 16
-    split = -(-s // span)
-    blocks = b * hkv * -(-group_rows // tile) * split
-    return {"strategy": "decode_attention", "tile": tile, "chunks": split, "grid_x": blocks,
-            "block": 128, "scratch": 0 if split == 1 else 4 * blocks * tile * (ev + 2)}
 
 
 def model(name, b, h, hkv, s, e, dt, causal, mask, rows, schedule=None):
@@ -131,7 +121,8 @@ def main():
                 json.dump(model(name, b, h, hkv, s, e, dt, causal, mask, rows, record), f)
             variants.append((f"cgc_mma_split{split}", path, []))
         for chunks in (int(x) for x in args.decode_chunks.split(",") if x and rows <= 8):
-            record = decode_record(b, h, hkv, rows, s, e, chunks)
+            record = decode_record([b, h, rows, e], [b, hkv, s, e], [b, hkv, s, e],
+                                   min(h // hkv * rows, 8), chunks)
             path = os.path.join(work, f"{name}.chunks{chunks}.json")
             with open(path, "w") as f:
                 json.dump(model(name, b, h, hkv, s, e, dt, causal, mask, rows, record), f)

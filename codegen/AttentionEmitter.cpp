@@ -32,11 +32,20 @@ int64_t kernelWindow(const Node &node, const AttentionShape &s) {
 
 /// The call's template arguments after the kernel's own first ones, and
 /// its arguments: everything the kernels take alike. `heads`: hq, group,
-/// sq, sk; `limits`: scale, softcap, causal, window, the mask's strides and
-/// the layout.
+/// sq; `keys`: sk; `limits`: scale, softcap, causal, window, the mask's
+/// strides and the layout.
 struct AttentionCall {
-  std::string maskType, maskKind, q, k, v, mask, out, heads, limits, layout;
+  std::string maskType, maskKind, q, k, v, mask, out, heads, keys, limits, layout;
 };
+
+/// The pointer argument of \p view (a parameter of \p kernel, written when
+/// \p written) at the view's offset, cast by \p pointerCast.
+std::string viewPointer(Kernel &kernel, const AttentionView &view, bool written,
+                        const std::string &pointerCast) {
+  assert(view.base && "plan-memory gives every static attention its views");
+  std::string p = pointerCast + addParam(kernel, view.base, written);
+  return view.offset ? "(" + p + " + " + std::to_string(view.offset) + "LL)" : p;
+}
 
 AttentionCall attentionCall(const Node &node, const AttentionViews &views, Kernel &kernel,
                             const std::string &pointerCast) {
@@ -50,11 +59,9 @@ AttentionCall attentionCall(const Node &node, const AttentionViews &views, Kerne
   std::string layout;
   auto place = [&](unsigned i) {
     const AttentionView &view = views[i];
-    assert(view.base && "plan-memory gives every static attention its views");
-    std::string p = pointerCast + addParam(kernel, view.base, i == 3);
     for (int64_t stride : {view.outer, view.head, view.row})
       layout += (layout.empty() ? "" : ", ") + std::to_string(stride) + "LL";
-    return view.offset ? "(" + p + " + " + std::to_string(view.offset) + "LL)" : p;
+    return viewPointer(kernel, view, i == 3, pointerCast);
   };
   c.q = place(0);
   c.k = place(1);
@@ -63,7 +70,8 @@ AttentionCall attentionCall(const Node &node, const AttentionViews &views, Kerne
   c.out = place(3);
   auto ll = [](int64_t x) { return std::to_string(x) + "LL"; };
   c.heads = std::to_string(s.qHeads) + ", " + std::to_string(s.qHeads / s.kvHeads) + ", " +
-            std::to_string(s.rows) + ", " + std::to_string(s.keys);
+            std::to_string(s.rows);
+  c.keys = std::to_string(s.keys);
   c.layout = "CgcAttentionLayout{" + layout + "}";
   c.limits = floatLiteral(float(attentionScale(node))) + ", " +
              floatLiteral(float(node.floatAttr("softcap", 0))) + ", " +
@@ -96,8 +104,8 @@ void cgc::emitAttention(const Node &node, const Schedule &record,
   }
   int64_t tiles = (s.rows + record[ScheduleField::Tile] - 1) / record[ScheduleField::Tile];
   kernel.body += c.q + ", " + c.k + ", " + c.v + ", " + c.mask + ", " + c.out + ", " +
-                 c.heads + ", " + std::to_string(std::max<int64_t>(tiles, 1)) + ", " +
-                 c.limits + ");\n";
+                 c.heads + ", " + c.keys + ", " + std::to_string(std::max<int64_t>(tiles, 1)) +
+                 ", " + c.limits + ");\n";
   kernel.block[0] = uint32_t(record[ScheduleField::Block]);
   kernel.grid[0] = uint32_t(record[ScheduleField::GridX]);
 }
@@ -115,21 +123,17 @@ void cgc::emitDecodeAttention(const Node &node, const Schedule &record,
   std::string rowChunks = std::to_string(l.rowChunks);
   first.body = "  cgc_attention_decode<" + type + ", " + c.maskType + ", " + c.maskKind + ", " +
                std::to_string(s.width) + ", " + shape + ">(" + c.q + ", " + c.k + ", " + c.v +
-               ", " + c.mask + ", " + c.out + ", " + part + ", " + c.heads + ", " + rowChunks +
-               ", " + std::to_string(l.span) + ", " + c.limits + ");\n";
+               ", " + c.mask + ", " + c.out + ", " + part + ", " + c.heads + ", " + c.keys +
+               ", " + rowChunks + ", " + std::to_string(l.span) + ", " + c.limits + ");\n";
   first.block[0] = uint32_t(record[ScheduleField::Block]);
   first.grid[0] = uint32_t(record[ScheduleField::GridX]);
   if (!scratch)
     return;
   assert(combine && "a split decode attention has a combine kernel");
   std::string in = addScratchParam(*combine, *scratch, false, "float");
-  std::string out = addParam(*combine, views[3].base, true);
-  if (views[3].offset)
-    out = "(" + out + " + " + std::to_string(views[3].offset) + "LL)";
+  std::string out = viewPointer(*combine, views[3], true, "");
   combine->body = "  cgc_attention_decode_combine<" + type + ", " + shape + ">(" + in + ", " +
-                  out + ", " + std::to_string(s.qHeads) + ", " +
-                  std::to_string(s.qHeads / s.kvHeads) + ", " + std::to_string(s.rows) + ", " +
-                  rowChunks + ", " + c.layout + ");\n";
+                  out + ", " + c.heads + ", " + rowChunks + ", " + c.layout + ");\n";
   combine->block[0] = uint32_t(record[ScheduleField::Block]);
   combine->grid[0] = uint32_t(l.groups * l.rowChunks);
 }

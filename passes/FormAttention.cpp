@@ -51,8 +51,8 @@ using namespace cgc;
 
 namespace {
 
-/// One recognized chain: its nodes (to erase, in graph order) and the
-/// attention's operands and scale.
+/// One recognized chain: its nodes (to erase) and the attention's
+/// operands, scale and soft cap.
 struct AttentionChain {
   std::vector<Node *> nodes;
   Value *q = nullptr, *k = nullptr, *v = nullptr, *mask = nullptr;
@@ -71,15 +71,6 @@ llvm::Optional<double> finiteSplat(const Value *v) {
   return std::isfinite(x) ? llvm::Optional<double>(x) : llvm::None;
 }
 
-/// The operand of binary \p n other than \p v (null unless v is one).
-Value *otherOperand(const Node &n, const Value *v) {
-  if (n.numOperands() != 2)
-    return nullptr;
-  if (n.operand(0) == v)
-    return n.operand(1);
-  return n.operand(1) == v ? n.operand(0) : nullptr;
-}
-
 /// \p n's defining node in \p g when \p v is read by \p n alone.
 Node *soleDef(const Graph &g, const Value *v, const Node &n) {
   Node *def = v->getDef();
@@ -92,31 +83,32 @@ void takeConstant(const Graph &g, Value *c, const Node &user, AttentionChain &ch
     chain.nodes.push_back(def);
 }
 
-/// When \p v (read by \p user alone) is a product with a finite nonzero
-/// splat constant, keeping \p v's type: \p v becomes its other operand,
-/// the chain's scale takes the constant, and the product's node is
-/// returned (it joins the chain).
+/// When \p v (read by \p user alone) is \p v0 * c, c * \p v0 or \p v0 / c
+/// with c a finite nonzero splat constant, keeping \p v's type: \p v
+/// becomes v0, the chain's scale takes c (or 1 / c), and the scaling node
+/// is returned (it joins the chain, with c's node when only it reads c).
 Node *peelScale(const Graph &g, Value *&v, const Node &user, AttentionChain &c) {
-  Node *mul = soleDef(g, v, user);
-  if (!mul || mul->getOp() != OpKind::Mul)
+  Node *n = soleDef(g, v, user);
+  if (!n || (n->getOp() != OpKind::Mul && n->getOp() != OpKind::Div))
     return nullptr;
-  for (unsigned i = 0; i < 2; ++i)
-    if (auto value = finiteSplat(mul->operand(1 - i));
-        value && *value != 0 && mul->operand(i)->getType() == v->getType()) {
-      c.scale *= *value;
+  bool divides = n->getOp() == OpKind::Div;
+  for (unsigned i = 0; i < (divides ? 1u : 2u); ++i)
+    if (auto value = finiteSplat(n->operand(1 - i));
+        value && *value != 0 && n->operand(i)->getType() == v->getType()) {
+      c.scale *= divides ? 1.0 / *value : *value;
       c.scaled = true;
-      takeConstant(g, mul->operand(1 - i), *mul, c);
-      c.nodes.push_back(mul);
-      v = mul->operand(i);
-      return mul;
+      takeConstant(g, n->operand(1 - i), *n, c);
+      c.nodes.push_back(n);
+      v = n->operand(i);
+      return n;
     }
   return nullptr;
 }
 
-/// The scores x when \p n is a soft cap of them, c * tanh(x / c) with c a
-/// positive splat constant (Gemma 2's eager attention): the cap, its
-/// nodes (n last) and constants join \p c. Null otherwise.
-Value *softCapped(const Graph &g, Node &n, AttentionChain &c) {
+/// When \p n is a soft cap of scores x, c * tanh(x / c) with c a positive
+/// splat constant (Gemma 2's eager attention): the division, which reads
+/// x; the cap, its nodes and constants join \p c. Null otherwise.
+Node *softCap(const Graph &g, Node &n, AttentionChain &c) {
   if (n.getOp() != OpKind::Mul)
     return nullptr;
   for (unsigned i = 0; i < 2; ++i) {
@@ -132,7 +124,7 @@ Value *softCapped(const Graph &g, Node &n, AttentionChain &c) {
     if (div->operand(1) != n.operand(1 - i))
       takeConstant(g, div->operand(1), *div, c);
     c.nodes.insert(c.nodes.end(), {div, tanh, &n});
-    return div->operand(0);
+    return div;
   }
   return nullptr;
 }
@@ -145,16 +137,13 @@ bool scoresFrom(const Graph &g, Value *s, Node &next, AttentionChain &c) {
   Node *n = soleDef(g, s, next);
   if (!n)
     return false;
-  auto keepsType = [&](const Value *scores) {
-    return n->result()->getType() == scores->getType();
-  };
   if (n->getOp() == OpKind::Add) {
     if (c.mask || c.scaled || c.softcap)
       return false; // Attention adds its mask to the scaled, capped scores.
     // Either side may be the scores (the mask may be a product too: BERT's
     // (1 - mask) * min): the first that walks back to q k^T.
     for (unsigned i = 0; i < 2; ++i) {
-      if (!keepsType(n->operand(i)))
+      if (n->operand(i)->getType() != n->result()->getType())
         continue;
       AttentionChain tried = c;
       tried.mask = n->operand(1 - i);
@@ -168,23 +157,10 @@ bool scoresFrom(const Graph &g, Value *s, Node &next, AttentionChain &c) {
   }
   // A soft cap comes after the scale (attention caps the scaled scores).
   if (!c.scaled && !c.softcap)
-    if (Value *capped = softCapped(g, *n, c))
-      return scoresFrom(g, capped, *c.nodes[c.nodes.size() - 3], c);
-  if (n->getOp() == OpKind::Mul || n->getOp() == OpKind::Div) {
-    Value *product = n->getOp() == OpKind::Div ? n->operand(0) : nullptr;
-    for (unsigned i = 0; i < 2 && !product; ++i)
-      if (finiteSplat(n->operand(1 - i)))
-        product = n->operand(i);
-    Value *constant = product ? otherOperand(*n, product) : nullptr;
-    auto value = constant ? finiteSplat(constant) : llvm::None;
-    if (!value || *value == 0 || c.scaled || !keepsType(product))
-      return false;
-    c.scale = n->getOp() == OpKind::Div ? 1.0 / *value : *value;
-    c.scaled = true;
-    takeConstant(g, constant, *n, c);
-    c.nodes.push_back(n);
-    return scoresFrom(g, product, *n, c);
-  }
+    if (Node *div = softCap(g, *n, c))
+      return scoresFrom(g, div->operand(0), *div, c);
+  if (Node *scaling = peelScale(g, s, next, c))
+    return scoresFrom(g, s, *scaling, c);
   if (n->getOp() != OpKind::MatMul || n->boolAttr("transpose_a", false))
     return false;
   c.qk = n;
@@ -282,10 +258,10 @@ bool dropsAWholeRow(const Value &mask) {
   return false;
 }
 
-/// Whether the chain's operands make an attention the type rule takes:
-/// q, k and v of one float dtype and rank, their leading dims equal, q's
-/// heads a multiple of k's and v's, and a mask of bool or q's dtype
-/// broadcasting to the scores.
+/// Whether the chain's operands make an attention that computes what the
+/// chain does: q, k and v of f32 and one rank, their leading dims equal,
+/// q's heads a multiple of k's and v's, and an f32 mask broadcasting to
+/// the scores that drops no whole row.
 bool operandsFit(const AttentionChain &c) {
   const TensorType &q = c.q->getType(), &k = c.k->getType(), &v = c.v->getType();
   unsigned rank = q.rank();

@@ -1,5 +1,6 @@
-//===- AttentionRule.cpp - The fused attention kernel's rule -----------------===//
+//===- AttentionRule.cpp - The attention kernels' rules ----------------------===//
 #include "target/AttentionRule.h"
+#include "target/ScheduleRecords.h"
 
 #include "ir/Types.h"
 
@@ -42,14 +43,20 @@ static bool widthFits(Dim d, int64_t multiple) {
          d.extent() % multiple == 0;
 }
 
-std::string cgc::fusedAttentionRefusal(const Node &node) {
+/// Why a SIMT kernel (\p kernel: its name in the message) cannot run
+/// \p node: the fused and the decode kernels take the same operands.
+static std::string simtAttentionRefusal(const Node &node, const std::string &kernel) {
   const TensorType &q = node.operand(0)->getType(), &v = node.operand(2)->getType();
   if (!isFloat(q.dtype))
-    return "the fused kernel takes f32, f16 and bf16";
+    return kernel + " takes f32, f16 and bf16";
   if (!widthFits(q.dims.back(), 1) || !widthFits(v.dims.back(), 1))
-    return "the fused kernel takes q, k and v rows of 1 to " +
-           std::to_string(kAttentionMaxWidth) + " elements";
+    return kernel + " takes q, k and v rows of 1 to " + std::to_string(kAttentionMaxWidth) +
+           " elements";
   return maskRefusal(node);
+}
+
+std::string cgc::fusedAttentionRefusal(const Node &node) {
+  return simtAttentionRefusal(node, "the fused kernel");
 }
 
 std::string cgc::mmaAttentionRefusal(const Node &node, const Target &target) {
@@ -127,10 +134,7 @@ int64_t cgc::attentionRowsPerWarp(const AttentionShape &s, const Target &target)
 }
 
 std::string cgc::decodeAttentionRefusal(const Node &node) {
-  std::string refusal = fusedAttentionRefusal(node);
-  if (!refusal.empty())
-    return "the decode kernel" + refusal.substr(std::string("the fused kernel").size());
-  return "";
+  return simtAttentionRefusal(node, "the decode kernel");
 }
 
 bool cgc::decodeAttentionPays(const Node &node) {
@@ -141,8 +145,6 @@ bool cgc::decodeAttentionPays(const Node &node) {
          s.keys > std::max(kFusedAttentionMaxKeys, kMmaAttentionMaxKeys);
 }
 
-static int64_t ceilDivide(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
 static int64_t groupRows(const AttentionShape &s) { return s.qHeads / s.kvHeads * s.rows; }
 
 cgc::DecodeAttentionLaunch cgc::decodeAttentionLaunch(const AttentionShape &s,
@@ -150,19 +152,19 @@ cgc::DecodeAttentionLaunch cgc::decodeAttentionLaunch(const AttentionShape &s,
   DecodeAttentionLaunch l;
   l.rowsPerBlock = rowsPerBlock;
   l.groups = s.outer * s.kvHeads;
-  l.rowChunks = ceilDivide(groupRows(s), rowsPerBlock);
+  l.rowChunks = ceilDiv(groupRows(s), rowsPerBlock);
   int64_t unit = kDecodeAttentionSpanUnit;
-  l.span = std::max<int64_t>(ceilDivide(ceilDivide(s.keys, split), unit) * unit, unit);
-  l.split = std::max<int64_t>(ceilDivide(s.keys, l.span), 1);
+  l.span = std::max<int64_t>(ceilDiv(ceilDiv(s.keys, split), unit) * unit, unit);
+  l.split = std::max<int64_t>(ceilDiv(s.keys, l.span), 1);
   return l;
 }
 
 cgc::DecodeAttentionLaunch cgc::decodeAttentionRule(const AttentionShape &s,
                                                     const Target &target) {
   int64_t rows = std::min(groupRows(s), kDecodeAttentionBlockRows);
-  int64_t blocks = s.outer * s.kvHeads * ceilDivide(groupRows(s), rows);
-  int64_t most = std::min(ceilDivide(s.keys, kDecodeAttentionMinSpan), kDecodeAttentionMaxSplit);
-  int64_t waves = ceilDivide(kDecodeAttentionBlocksPerMultiprocessor * target.multiprocessors,
+  int64_t blocks = s.outer * s.kvHeads * ceilDiv(groupRows(s), rows);
+  int64_t most = std::min(ceilDiv(s.keys, kDecodeAttentionMinSpan), kDecodeAttentionMaxSplit);
+  int64_t waves = ceilDiv(kDecodeAttentionBlocksPerMultiprocessor * target.multiprocessors,
                              blocks);
   return decodeAttentionLaunch(s, rows, std::max<int64_t>(std::min(most, waves), 1));
 }

@@ -294,10 +294,10 @@ static std::string checkDecodeAttention(const Node &node, const Schedule &r) {
   if (r[F::Tile] < 1 || r[F::Tile] > kDecodeAttentionBlockRows)
     return "tile (query rows per block) must be from 1 to " +
            std::to_string(kDecodeAttentionBlockRows);
-  int64_t most = (shape.keys + kDecodeAttentionSpanUnit - 1) / kDecodeAttentionSpanUnit;
-  if (r[F::Chunks] < 1 || r[F::Chunks] > std::max<int64_t>(most, 1))
-    return "chunks (the keys' spans) must be from 1 to " +
-           std::to_string(std::max<int64_t>(most, 1)) + " (spans of at least " +
+  int64_t most = std::max<int64_t>(ceilDiv(shape.keys, kDecodeAttentionSpanUnit), 1);
+  if (r[F::Chunks] < 1 || r[F::Chunks] > most)
+    return "chunks (the keys' spans) must be from 1 to " + std::to_string(most) +
+           " (spans of at least " +
            std::to_string(kDecodeAttentionSpanUnit) + " keys)";
   DecodeAttentionLaunch l = decodeAttentionLaunch(shape, r[F::Tile], r[F::Chunks]);
   if (l.split != r[F::Chunks])

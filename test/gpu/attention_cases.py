@@ -72,28 +72,34 @@ def attention_cases(put):
     decode_attention_cases(put)
 
 
+def decode_record(q, k, v, tile, chunks):
+    """The decode_attention record of q, k and v of these shapes with `tile`
+    query rows per block and the keys in about `chunks` spans, as
+    target/AttentionRule.h's decodeAttentionLaunch derives it (spans of a
+    multiple of 16 keys; 4 bytes of partials per block, row and value
+    element plus two, with more than one span)."""
+    groups = int(np.prod(k[:-2]))
+    rows = q[-3] // k[-3] * q[-2]
+    span = -(-(-(-k[-2] // chunks)) // 16) * 16
+    split = -(-k[-2] // span)
+    blocks = groups * -(-rows // tile) * split
+    return {"strategy": "decode_attention", "tile": tile, "chunks": split, "grid_x": blocks,
+            "block": 128, "scratch": 0 if split == 1 else 4 * blocks * tile * (v[-1] + 2)}
+
+
 def decode_attention_cases(put):
     """attention of few query rows over many keys on the decode kernel
     (codegen/device/attention_decode.cuh): the rule's own choice (no record)
     and hand-written decode_attention records (query rows per block 1 to 8,
-    the keys in 1 to 40 spans, so a span with no key and row chunks with
-    rows past the group's); f32, f16 and bf16; head widths 32, 64, 80, 128
+    the keys in 1 to 40 spans, so spans whose every key the limits drop and
+    row chunks with rows past the group's); f32, f16 and bf16; head widths 32, 64, 80, 128
     and a value width unlike the key width; grouped heads (4, 7 and 16
     query heads per kv head), 1 to 4 query rows; 129 to 2048 keys; bool and
     additive masks, causal, window, soft-capping, an explicit scale; ranks
     3 to 5; and a KV cache poisoned with 1e30 where the mask drops its keys
     (a decoding step's unwritten tail)."""
     def case(tag, dt, q, k, v, attrs=None, mask=None, tile=0, chunks=0):
-        schedule = None
-        if tile:
-            groups = int(np.prod(k[:-2]))
-            rows = q[-3] // k[-3] * q[-2] if len(q) >= 3 else q[-2]
-            span = -(-(-(-k[-2] // chunks)) // 16) * 16
-            split = -(-k[-2] // span)
-            blocks = groups * -(-rows // tile) * split
-            schedule = {"strategy": "decode_attention", "tile": tile, "chunks": split,
-                        "grid_x": blocks, "block": 128,
-                        "scratch": 0 if split == 1 else 4 * blocks * tile * (v[-1] + 2)}
+        schedule = decode_record(q, k, v, tile, chunks) if tile else None
         attention_case(put, f"own_decode_attention_{tag}_{dt}", dt, q, k, v, attrs, mask,
                        schedule)
 
