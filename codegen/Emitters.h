@@ -63,6 +63,16 @@ vectorBody(const Node &owner, const PointwiseParts &parts, const Shape &iter,
 void emitPointwise(const Node &node, Kernel &kernel);
 /// A fusion whose body holds index moves (ir/PointwiseFusion.h).
 void emitViewFusion(const Node &node, Kernel &kernel);
+/// Body value \p v of \p parts (elementwise ops, sources and index moves)
+/// at coordinates \p at, one expression per dim of its shape, as
+/// emitViewFusion computes it: the statements (each line opening with
+/// \p indent) and the value's expression in its compute type.
+struct ElementAt {
+  std::string statements, value;
+};
+ElementAt viewElementAt(const PointwiseParts &parts, const Value *v,
+                        const std::vector<std::string> &at,
+                        const std::string &indent, Kernel &kernel);
 /// sum, mean, max, min, argmax and cumsum.
 void emitReduction(const Node &node, Kernel &kernel);
 /// The two kernels of a reduction over few long rows (a split_rows

@@ -18,12 +18,18 @@ namespace cgc {
 struct ProductParts {
   const Node *product = nullptr; ///< The matmul or linear.
   ProductProblem problem;
-  /// IR operands 0 and 1 (with an input layernorm: the rows before it).
+  /// IR operands 0 and 1 (with an input layernorm: the rows before it;
+  /// with a prologue, `a` is null).
   const Value *a = nullptr, *b = nullptr;
   /// A layernorm over the last axis that turns `a` into the product's
   /// first operand, with its weight and bias (each may be absent).
   const Node *inputNorm = nullptr;
   const Value *normWeight = nullptr, *normBias = nullptr;
+  /// Or the prologue that computes the first operand (elementwise ops,
+  /// splat sources and index moves, in body order), and each body input
+  /// it reads with its outside value.
+  std::vector<const Node *> prologue;
+  std::vector<std::pair<const Value *, const Value *>> prologueInputs;
   const Value *bias = nullptr;     ///< [n], added to every row.
   const Value *residual = nullptr; ///< The result's type, added.
   const Node *activation = nullptr; ///< relu, gelu or gelu_tanh.

@@ -9,7 +9,8 @@
 // the bias and the residual, applies the activation and stores row m.
 // Eight warps (256 threads) per block, ceil(n / 8) blocks. With an input
 // layernorm, each block first normalizes the rows of x into shared memory
-// and reads them from there.
+// and reads them from there; with a prologue (elementwise ops and index
+// moves that compute x), each block evaluates x into shared memory so.
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/CudaText.h"
@@ -68,7 +69,8 @@ struct Params {
 
 Params addParams(const ProductParts &parts, Kernel &kernel) {
   Params p;
-  p.x = addParam(kernel, parts.a, false);
+  if (parts.a)
+    p.x = addParam(kernel, parts.a, false);
   if (parts.normWeight)
     p.gamma = addParam(kernel, parts.normWeight, false);
   if (parts.normBias)
@@ -168,6 +170,31 @@ std::string normalizeRows(const ProductParts &parts, const Params &q,
          "  __syncthreads();\n";
 }
 
+/// The prologue: the block's threads evaluate the product's first operand
+/// (elementwise ops and index moves over the prologue's inputs, in f32 as
+/// a fusion does) at each of its m x k elements into the block's shared
+/// copy `xs`, rounded to the storage type; then the block waits for all
+/// rows.
+std::string computeRows(const ProductParts &parts, Kernel &kernel) {
+  const ProductProblem &p = parts.problem;
+  const Value *x = parts.product->operand(0);
+  Shape shape = staticShape(x->getType());
+  PointwiseParts prologue;
+  prologue.ops = parts.prologue;
+  prologue.inputs = parts.prologueInputs;
+  std::vector<std::string> at;
+  for (size_t d = 0; d < shape.size(); ++d)
+    at.push_back(shape[d] == 1 ? "0" : "c" + std::to_string(d));
+  ElementAt e = viewElementAt(prologue, x, at, "    ", kernel);
+  std::string count = std::to_string(p.m * p.k) + "LL";
+  return "  __shared__ __align__(16) " + storageType(p.dtype) + " xs[" +
+         std::to_string(p.m * p.k) + "];\n"
+         "  for (long long i = threadIdx.x; i < " + count + "; i += " +
+         std::to_string(Block) + ") {\n" +
+         coordDecls(shape, "i", "c") + e.statements +
+         "    cgc_st(xs, i, " + e.value + ");\n  }\n  __syncthreads();\n";
+}
+
 /// Chunks of the weight row each lane loads ahead (16 bytes each), or 0.
 int64_t prefetchChunks(const ProductProblem &p, int64_t v) {
   int64_t chunks = (p.k + 32 * v - 1) / (32 * v);
@@ -231,6 +258,9 @@ void cgc::emitProduct(const ProductParts &parts, const Schedule &record,
   body += kWaitForProducers;
   if (parts.inputNorm) {
     body += normalizeRows(parts, q, preloadNorm);
+    rows = "xs";
+  } else if (!parts.prologue.empty()) {
+    body += computeRows(parts, kernel);
     rows = "xs";
   }
   body +=

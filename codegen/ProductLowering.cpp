@@ -36,15 +36,21 @@ ProductParts cgc::productParts(const Node &node) {
     return p;
   ProductEpilogue epilogue(p.bias != nullptr);
   const Value *previous = nullptr;
+  bool before = true; // Members before the product compute its input.
   for (const auto &member : node.region(0).nodes()) {
-    if (isRowNorm(*member)) {
+    if (member.get() == p.product) {
+      before = false;
+    } else if (before && isRowNorm(*member)) {
       p.inputNorm = member.get();
       p.a = outer(member->operand(0));
       if (member->numOperands() > 1)
         p.normWeight = outer(member->operand(1));
       if (member->numOperands() > 2)
         p.normBias = outer(member->operand(2));
-    } else if (member.get() != p.product) {
+    } else if (before) {
+      p.prologue.push_back(member.get());
+      p.a = nullptr;
+    } else {
       // The type rule's reading of the chain (ProductEpilogue.h); an add's
       // other operand is the bias or the residual.
       auto other = [&] {
@@ -59,6 +65,15 @@ ProductParts cgc::productParts(const Node &node) {
       }
     }
     previous = member->result();
+  }
+  const Graph &body = node.region(0);
+  for (unsigned i = 0; i < node.numOperands(); ++i) {
+    const Value *in = body.inputs()[i].value;
+    bool read = llvm::any_of(p.prologue, [&](const Node *n) {
+      return llvm::is_contained(n->getOperands(), in);
+    });
+    if (read)
+      p.prologueInputs.push_back({in, node.operand(i)});
   }
   return p;
 }

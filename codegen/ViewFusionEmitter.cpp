@@ -259,6 +259,16 @@ std::string ViewBody::computed(const Value *v, const Coords &at, Block &block) {
   llvm_unreachable("not a body op of a fusion with index moves");
 }
 
+ElementAt cgc::viewElementAt(const PointwiseParts &parts, const Value *v,
+                             const std::vector<std::string> &at,
+                             const std::string &indent, Kernel &kernel) {
+  Block root;
+  root.indent = indent;
+  ViewBody body(parts, kernel);
+  std::string value = body.valueAt(v, at, root);
+  return {root.text, value};
+}
+
 void cgc::emitViewFusion(const Node &node, Kernel &kernel) {
   PointwiseParts parts = pointwiseParts(node);
   Shape iter = staticShape(parts.outputs[0].second->getType());

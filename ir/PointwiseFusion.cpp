@@ -16,6 +16,18 @@ bool cgc::isIndexMove(const Node &node) {
                       [](const Value *v) { return v->getType().isStatic(); });
 }
 
+bool cgc::isProductPrologueOp(const Node &node) {
+  auto isStatic = [](const Value *v) { return v->getType().isStatic(); };
+  if (node.numResults() != 1 || !isStatic(node.result()) ||
+      !llvm::all_of(node.getOperands(), isStatic))
+    return false;
+  if (node.info().has(Elementwise))
+    return true;
+  if (node.info().has(Source))
+    return node.getOp() == OpKind::Iota || splatConstant(node.result());
+  return isIndexMove(node) && node.getOp() != OpKind::Concat;
+}
+
 bool cgc::movesElements(const Graph &body) {
   return llvm::any_of(body.nodes(), [](const auto &n) { return isIndexMove(*n); });
 }

@@ -67,6 +67,12 @@ bool repeatsOneOperand(const Node &node);
 /// transpose, reshape, broadcast_to, slice or concat with static types.
 bool isIndexMove(const Node &node);
 
+/// What a product_fusion's prologue may hold (codegen evaluates it per
+/// element of the product's first operand): static elementwise ops, splat
+/// sources and iotas, and index moves other than concat (each value is
+/// then asked at one set of coordinates per path to it, with no branch).
+bool isProductPrologueOp(const Node &node);
+
 /// Whether a fusion body holds an index move.
 bool movesElements(const Graph &body);
 

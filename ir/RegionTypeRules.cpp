@@ -198,36 +198,53 @@ static bool isBodyInput(const Graph &body, const Value *v) {
                       [&](const GraphInput &in) { return in.value == v; });
 }
 
-/// A product fusion's body is a chain: optionally a layernorm or rms_norm over the last
-/// axis whose result is the product's first operand, then a matmul or
-/// linear, then up to two adds (a bias, a residual) and one activation,
-/// each reading the node before; the last one's result is the only output.
-/// Codegen runs exactly these (fuse-epilogue makes them).
+/// A product fusion's body: before the product, either a layernorm or
+/// rms_norm over the last axis or a prologue (isProductPrologueOp nodes,
+/// reading body inputs and earlier prologue values) whose last node
+/// computes the product's first operand; then a matmul or linear; then up
+/// to two adds (a bias, a residual) and one activation, each reading the
+/// node before (so prologue values are read by the prologue and as the
+/// product's first operand alone); the last node's result is the only
+/// output. Codegen runs exactly these (fuse-epilogue makes them).
 bool TypeChecker::productFusionBody() {
   const Graph &body = node.region(0);
   const Node *previous = nullptr, *product = nullptr;
+  llvm::SmallPtrSet<const Value *, 8> prologue;
+  bool normalized = false;
   ProductEpilogue epilogue(false);
   for (const auto &member : body.nodes()) {
-    bool ok;
-    if (product)
+    bool ok = true;
+    auto readsInput = [&](const Value *v) { return isBodyInput(body, v); };
+    if (product) {
       ok = epilogue.admit(*member, previous->result()) !=
            ProductEpilogue::Role::Refused;
-    else if (member->info().has(MatMul))
-      ok = !previous || member->operand(0) == previous->result();
-    else
-      ok = !previous && isRowNorm(*member) &&
-           normalizeAxis(member->intAttr("axis", -1),
-                         member->result()->getType().rank()) ==
-               member->result()->getType().rank() - 1;
-    // Every other operand comes from outside: a body input.
-    for (const Value *v : member->getOperands())
-      ok &= (previous && v == previous->result()) || isBodyInput(body, v);
+      for (const Value *v : member->getOperands())
+        ok &= v == previous->result() || readsInput(v);
+    } else if (member->info().has(MatMul)) {
+      bool computed = previous && (normalized || !prologue.empty());
+      ok = !computed || member->operand(0) == previous->result();
+      for (unsigned i = computed ? 1 : 0; i < member->numOperands(); ++i)
+        ok &= readsInput(member->operand(i));
+    } else if (isRowNorm(*member)) {
+      unsigned rank = member->result()->getType().rank();
+      ok = !previous && normalizeAxis(member->intAttr("axis", -1), rank) == rank - 1;
+      for (const Value *v : member->getOperands())
+        ok &= readsInput(v);
+      normalized = true;
+    } else {
+      ok = !normalized && isProductPrologueOp(*member);
+      for (const Value *v : member->getOperands())
+        ok &= prologue.count(v) || readsInput(v);
+      prologue.insert(member->result());
+    }
     if (!ok) {
       diag.nodeError(*member, "cannot be in the body of product_fusion '" +
                                   node.getName() +
                                   "': the body is an optional layernorm or rms_norm of "
-                                  "the product's input, a matmul or linear, "
-                                  "up to two adds (a bias of n elements, a "
+                                  "the product's input or a prologue computing it "
+                                  "(elementwise ops, splat sources and static slices, "
+                                  "transposes, reshapes and broadcasts), a matmul or "
+                                  "linear, up to two adds (a bias of n elements, a "
                                   "tensor of the result's type) and one "
                                   "relu, gelu or gelu_tanh, each reading the "
                                   "one before and otherwise only the body's "

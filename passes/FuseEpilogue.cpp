@@ -12,7 +12,7 @@
 //   - Tiled: bias, residual, relu, gelu, gelu_tanh.
 //   - Generated: bias, residual, relu, gelu, gelu_tanh; and, before the
 //     product, the layernorm or rms_norm over the last axis that produces
-//     its first operand, when productNormalizesInput() allows it (the
+//     its first operand, when productComputesInput() allows it (the
 //     kernel normalizes the rows) for every reader of the norm, each a
 //     product reading it as its first operand alone: each product_fusion
 //     then holds a copy of the norm (every block of a generated product
@@ -24,11 +24,13 @@
 // names, attributes and locations).
 // Requires: a verified graph; products with symbolic shapes, and products
 // or layernorms with a (hand-written) schedule record, are left alone.
-// Guarantees: the same values; every product_fusion body is a product
-// followed by a chain its strategy runs as one epilogue; a value read
-// outside the chain or returned is never absorbed.
+// Guarantees: the same values; every product_fusion body is a norm or a
+// prologue, a product, and a chain its strategy runs as one epilogue; a
+// value read outside the fusion or returned is never absorbed (the
+// norm's copies apart).
 //
 //===----------------------------------------------------------------------===//
+#include "ir/PointwiseFusion.h"
 #include "ir/RowFusion.h"
 #include "passes/FusionBuilder.h"
 #include "passes/Pass.h"
@@ -78,7 +80,7 @@ bool absorb(Chain &c, const Node &user) {
 bool normalizesInput(const Node &reader, const Value *norm, const Target &target) {
   return isStaticProduct(reader) && !reader.schedule() && reader.operand(0) == norm &&
          llvm::count(reader.getOperands(), norm) == 1 &&
-         productNormalizesInput(reader, target);
+         productComputesInput(reader, target);
 }
 
 /// The layernorm or rms_norm over the last axis that computes \p
@@ -97,6 +99,56 @@ Node *inputLayerNorm(const Graph &g, Node &product,
   unsigned rank = norm->result()->getType().rank();
   return normalizeAxis(norm->intAttr("axis", -1), rank) == rank - 1 ? norm
                                                                     : nullptr;
+}
+
+/// The prologue that computes \p product's first operand (in graph order),
+/// or none: see the header. Grows from the operand's definition through
+/// prologue ops of \p g, then drops, until none is left to drop, every
+/// member with a reader outside the members and the product (and the
+/// product's operands other than its first).
+std::vector<Node *> inputPrologue(const Graph &g, Node &product, const Target &target) {
+  // Nodes looked at: more than any prologue productComputesPrologue takes.
+  constexpr size_t WalkLimit = 64;
+  Value *x = product.operand(0);
+  if (!x->getDef() || llvm::count(product.getOperands(), x) != 1)
+    return {};
+  llvm::SetVector<Node *> members;
+  std::vector<Node *> work{x->getDef()};
+  while (!work.empty() && members.size() < WalkLimit) {
+    Node *n = work.back();
+    work.pop_back();
+    if (members.count(n) || n->getParent() != &g || n->schedule() ||
+        !isProductPrologueOp(*n) || g.isOutput(n->result()))
+      continue;
+    members.insert(n);
+    for (Value *v : n->getOperands())
+      if (v->getDef())
+        work.push_back(v->getDef());
+  }
+  auto readOutside = [&](const Node *n) {
+    return llvm::any_of(n->result()->uses(), [&](const Use &u) {
+      return u.user == &product ? u.operandIndex != 0 : !members.count(u.user);
+    });
+  };
+  for (bool dropped = true; dropped;) {
+    dropped = false;
+    for (Node *n : members.takeVector())
+      if (readOutside(n))
+        dropped = true;
+      else
+        members.insert(n);
+  }
+  std::vector<Node *> ordered;
+  for (const auto &n : g.nodes())
+    if (members.count(n.get()))
+      ordered.push_back(n.get());
+  bool computes = llvm::any_of(ordered, [](const Node *n) {
+    return n->info().has(Elementwise);
+  });
+  if (!members.count(x->getDef()) || !computes ||
+      !productComputesPrologue(product, ordered.size(), target))
+    return {};
+  return ordered;
 }
 
 class FuseEpiloguePass : public Pass {
@@ -140,6 +192,9 @@ bool FuseEpiloguePass::fuseNested(Graph &graph, PassContext &ctx) {
     if (norm) {
       chain.members.insert(chain.members.begin(), norm);
       norms.insert(norm);
+    } else {
+      std::vector<Node *> prologue = inputPrologue(graph, *product, ctx.target);
+      chain.members.insert(chain.members.begin(), prologue.begin(), prologue.end());
     }
     while (Node *user = soleUser(graph, chain.last())) {
       if (!absorb(chain, *user))
@@ -159,7 +214,7 @@ bool FuseEpiloguePass::fuseNested(Graph &graph, PassContext &ctx) {
 }
 
 static const Node &productOfChain(const Chain &chain) {
-  return *chain.members[chain.members.front()->info().has(MatMul) ? 0 : 1];
+  return **llvm::find_if(chain.members, [](const Node *n) { return n->info().has(MatMul); });
 }
 
 bool FuseEpiloguePass::buildFusion(Graph &graph, const Chain &chain,

@@ -159,28 +159,30 @@ bool cgc::buildChainFusion(Graph &graph, llvm::ArrayRef<Node *> chain, OpKind ki
   Node *fusion = builder.createWithRegions(kind, origin.getName() + ".fused", {});
   Graph &body = fusion->region(0);
   builder.setInsertionPointToEnd(body);
-  Value *previous = nullptr, *mappedPrevious = nullptr;
+  // Members' results map to their copies; each outside value read becomes
+  // one body input.
+  llvm::DenseMap<Value *, Value *> mapped;
+  Value *mappedLast = nullptr;
   for (Node *m : chain) {
     llvm::SmallVector<Value *, 3> operands;
     for (Value *v : m->getOperands()) {
-      if (v == previous) {
-        operands.push_back(mappedPrevious);
-        continue;
+      Value *&in = mapped[v];
+      if (!in) {
+        fusion->addOperand(v);
+        in = body.addInput(
+            builder.uniqueName("in" + std::to_string(fusion->numOperands() - 1)),
+            v->getType());
       }
-      fusion->addOperand(v);
-      operands.push_back(body.addInput(
-          builder.uniqueName("in" + std::to_string(fusion->numOperands() - 1)),
-          v->getType()));
+      operands.push_back(in);
     }
     Node *clone = builder.clone(*m, operands);
     if (!clone)
       return false;
-    previous = m->result();
-    mappedPrevious = clone->result();
+    mappedLast = mapped[m->result()] = clone->result();
   }
   std::string resultName = last->result()->getName();
   body.outputs.push_back(
-      {resultName, mappedPrevious, OutputKind::Output, "", last->getLoc()});
+      {resultName, mappedLast, OutputKind::Output, "", last->getLoc()});
   if (!builder.addResults(*fusion, {resultName}))
     return false;
   graph.replaceAllUsesWith(last->result(), fusion->result());

@@ -50,10 +50,10 @@ Node *buildFusionNode(Graph &graph, const NodeSet &members, OpKind kind,
                       const std::string &name, GraphBuilder &builder,
                       std::vector<Node *> &dead,
                       llvm::DenseSet<Node *> &erasedSources);
-/// Replaces \p chain (a node, then nodes that each read the one before, in
-/// node order) by one \p kind node at the place of its last member, named
-/// after \p origin, whose body holds copies of the members; every other
-/// operand becomes a body input. The members join \p dead and the result
+/// Replaces \p chain (nodes in node order, each read only by later members
+/// but the last) by one \p kind node at the place of its last member,
+/// named after \p origin, whose body holds copies of the members; each
+/// outside value they read becomes one body input. The members join \p dead and the result
 /// takes the last member's name. What fuse-epilogue and
 /// fuse-convolution-epilogue build. The first \p shared members are copied
 /// but stay (other chains copy them too; the caller erases them once

@@ -33,7 +33,7 @@ echo "test: examples/embed builds out of tree against the installed runtime"
 # Each heavy node's schedule is decided once, by the scheduling library
 # (target/Scheduler.h): its rules are private to target/, and nothing
 # outside calls one or includes their headers (docs/passes.md, schedule).
-rules='productStrategy|fusesInputLayerNorm|productWorkspaceBytes|generatedRuns|tiledRuns'
+rules='productStrategy|computesInputRows|computesInputPrologue|productWorkspaceBytes|generatedRuns|tiledRuns'
 rules+='|generatedProductVector|productTile|reductionSplit|rowSchedule|rowScheduleOf'
 rules+='|columnSplit|rowReadOnce|phaseScratchBytes|partialBytesOf|rowVectorWidth'
 rules+='|fusedAttentionRefusal|fusedAttentionPays|attentionRowsPerWarp|attentionSharedBytes'

@@ -139,10 +139,18 @@ Strategy cgc::productStrategy(const ProductProblem &p, const Target &target,
   llvm_unreachable("a ProductPolicy value");
 }
 
-bool cgc::fusesInputLayerNorm(const ProductProblem &p, Strategy strategy) {
+bool cgc::computesInputRows(const ProductProblem &p, Strategy strategy) {
   uint64_t rows = uint64_t(p.m) * uint64_t(p.k) * dtypeSize(p.dtype);
   return strategy == Strategy::GeneratedProduct &&
-         rows <= kNormalizedInputMaxBytes && p.k > 0;
+         rows <= kComputedInputMaxBytes && p.k > 0;
+}
+
+bool cgc::computesInputPrologue(const ProductProblem &p, Strategy strategy,
+                                size_t ops) {
+  uint64_t blocks = uint64_t(ceilDiv(p.n, kGeneratedProductBlock / 32));
+  uint64_t evaluations = blocks * uint64_t(p.m) * uint64_t(p.k) * ops;
+  return computesInputRows(p, strategy) && ops <= kPrologueMaxOps &&
+         evaluations <= kPrologueMaxEvaluations;
 }
 
 uint64_t cgc::productWorkspaceBytes(const ProductProblem &p) {

@@ -100,17 +100,28 @@ uint64_t mmaProductSharedBytes(const ProductProblem &p, int64_t columns);
 /// KiB; sm_80 and sm_87: 163 KiB; else 99 KiB).
 uint64_t sharedBytesPerBlock(const Target &target);
 
-/// A generated product also computes the layernorm (over the last axis)
-/// that produces its input rows: every block normalizes the m rows of x
-/// into shared memory before its dot products, so a layernorm between two
-/// small products costs no node of its own. At most 32 KiB of rows.
+/// A generated product also computes its input rows when a layernorm
+/// (over the last axis) or a prologue of elementwise ops and index moves
+/// produces them: every block computes the m rows of x into shared memory
+/// before its dot products, so the op before a small product costs no
+/// node of its own. At most 32 KiB of rows.
 /// (A layernorm after the product needs every column of the row at once:
 /// measured on an H100, one thread block cluster computing the whole row
 /// spent about 3 us more per node in cluster launch than a plain kernel,
 /// more than the node it saved.)
-constexpr uint64_t kNormalizedInputMaxBytes = 32 * 1024;
-/// Whether a product that runs as \p strategy can normalize its input.
-bool fusesInputLayerNorm(const ProductProblem &p, Strategy strategy);
+constexpr uint64_t kComputedInputMaxBytes = 32 * 1024;
+/// Whether a product that runs as \p strategy can compute its input rows.
+bool computesInputRows(const ProductProblem &p, Strategy strategy);
+/// Every block of a generated product evaluates a prologue over all m x k
+/// input elements, so its redundant work grows with the blocks: at most
+/// 2^24 evaluations of one prologue op in all (about 120 thousand per
+/// multiprocessor of an H100, a few hundred cycles), and at most 16 ops.
+/// Past either, the prologue runs as a kernel of its own, once.
+constexpr uint64_t kPrologueMaxEvaluations = uint64_t(1) << 24;
+constexpr size_t kPrologueMaxOps = 16;
+/// Whether a product that runs as \p strategy can compute its input rows
+/// by a prologue of \p ops ops.
+bool computesInputPrologue(const ProductProblem &p, Strategy strategy, size_t ops);
 
 /// The arena scratch a library product may use: 4 bytes per output element
 /// (room for split-k partial sums), at least 1 MiB, at most the 32 MiB

@@ -93,18 +93,19 @@ bool cgc::convolutionTakesEpilogue(const Node &conv, const Target &target) {
 
 /// What a product_fusion asks of its kernel beyond the product.
 struct ProductExtras {
-  bool inputNorm = false, erfGelu = false;
+  /// The kernel computes its input rows: a layernorm or a prologue.
+  bool computedInput = false, erfGelu = false;
 };
 
 static ProductExtras extrasOf(const Node &node) {
   ProductExtras e;
   if (node.getOp() != OpKind::ProductFusion)
     return e;
-  for (const auto &member : node.region(0).nodes()) {
-    e.inputNorm |= isRowNorm(*member);
+  // Members before the product compute its input (the type rule).
+  e.computedInput = !node.region(0).nodes().front()->info().has(MatMul);
+  for (const auto &member : node.region(0).nodes())
     e.erfGelu |= ProductEpilogue::activationOf(member->getOp()) ==
                  ProductEpilogue::Activation::Gelu;
-  }
   return e;
 }
 
@@ -160,13 +161,14 @@ static std::string checkProduct(const Node &node, const Schedule &r,
     if (r[F::Vector] != 1 && r[F::Vector] != generatedProductVector(p))
       return "vector must be 1 or " + std::to_string(generatedProductVector(p)) +
              " (16-byte loads of rows of k = " + std::to_string(p.k) + ")";
-    if (extras.inputNorm &&
-        !fusesInputLayerNorm(p, Strategy::GeneratedProduct))
-      return "the input layernorm of this product needs " +
+    if (extras.computedInput &&
+        !computesInputRows(p, Strategy::GeneratedProduct))
+      return "the input rows this product computes (its layernorm or "
+             "prologue) need " +
              std::to_string(p.m * p.k * dtypeSize(p.dtype)) +
-             " bytes of rows in shared memory, more than the " +
-             std::to_string(kNormalizedInputMaxBytes) +
-             " a generated product takes; keep the layernorm outside the "
+             " bytes of shared memory, more than the " +
+             std::to_string(kComputedInputMaxBytes) +
+             " a generated product takes; keep them outside the "
              "product_fusion";
     break;
   case Strategy::TiledProduct:
@@ -195,10 +197,10 @@ static std::string checkProduct(const Node &node, const Schedule &r,
       return "a product with an empty contraction (k = 0) and more than " +
              std::to_string(kGeneratedProductMaxRows) +
              " rows or a batch is not supported by codegen yet";
-    if (extras.inputNorm || extras.erfGelu)
-      return "this product runs on cuBLASLt, which has no input layernorm and "
-             "computes gelu in its tanh form only; keep those ops outside the "
-             "product_fusion (fuse-epilogue does)";
+    if (extras.computedInput || extras.erfGelu)
+      return "this product runs on cuBLASLt, which computes no input rows (a "
+             "layernorm or prologue) and gelu in its tanh form only; keep "
+             "those ops outside the product_fusion (fuse-epilogue does)";
     if (r[F::Scratch] < (int64_t(1) << 20) || r[F::Scratch] > (int64_t(1) << 32))
       return "scratch (the cuBLASLt workspace) must be from 2^20 to 2^32 bytes";
     return "";
@@ -212,8 +214,9 @@ static std::string checkProduct(const Node &node, const Schedule &r,
     return "a product runs as generated_product, tiled_product, "
            "mma_product or library_product, not " + name;
   }
-  if (extras.inputNorm && r.strategy != Strategy::GeneratedProduct)
-    return "only the generated product kernel normalizes its input rows";
+  if (extras.computedInput && r.strategy != Strategy::GeneratedProduct)
+    return "only the generated product kernel computes its input rows (a "
+           "layernorm or prologue before the product)";
   Schedule launch = productRecord(p, r.strategy, target, r[F::Tile]);
   for (F f : {F::GridX, F::GridY, F::Block})
     if (strategyHas(r.strategy, f) && r[f] != launch[f])
@@ -454,9 +457,15 @@ DecodeAttentionLaunch cgc::decodeAttentionLaunchOf(const Node &attention,
   return decodeAttentionLaunch(attentionShape(attention), record[F::Tile], record[F::Chunks]);
 }
 
-bool cgc::productNormalizesInput(const Node &product, const Target &target) {
+bool cgc::productComputesInput(const Node &product, const Target &target) {
   ProductProblem p = productProblem(product);
-  return fusesInputLayerNorm(p, productStrategy(p, target));
+  return computesInputRows(p, productStrategy(p, target));
+}
+
+bool cgc::productComputesPrologue(const Node &product, size_t ops,
+                                  const Target &target) {
+  ProductProblem p = productProblem(product);
+  return computesInputPrologue(p, productStrategy(p, target), ops);
 }
 
 uint64_t cgc::mmaProductSharedBytesOf(const ProductProblem &problem, int64_t columns) {

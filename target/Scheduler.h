@@ -56,10 +56,13 @@ std::string checkSchedule(const Node &node, const Schedule &record,
                           const Target &target);
 
 /// fuse-epilogue: the strategy the rules give matmul or linear \p product
-/// (static) on \p target, and whether that strategy can also normalize the
-/// product's input rows (a layernorm folded before it).
+/// (static) on \p target, and whether that strategy can also compute the
+/// product's input rows (a layernorm or a prologue folded before it).
 Strategy productStrategyOf(const Node &product, const Target &target);
-bool productNormalizesInput(const Node &product, const Target &target);
+bool productComputesInput(const Node &product, const Target &target);
+/// Whether it can compute them by a prologue of \p ops ops
+/// (computesInputPrologue).
+bool productComputesPrologue(const Node &product, size_t ops, const Target &target);
 /// codegen: the dynamic shared memory of the tensor-core product kernel of
 /// \p problem under an mma_product record of \p columns per block.
 uint64_t mmaProductSharedBytesOf(const ProductProblem &problem, int64_t columns);

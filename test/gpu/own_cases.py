@@ -396,6 +396,32 @@ def product_cases(put):
              {"name": "q", "op": "linear", "inputs": ["n", "wq"]},
              {"name": "k", "op": "linear", "inputs": ["n", "wk"]},
              {"name": "v", "op": "linear", "inputs": ["n", "wv"]}], ["q", "k", "v"])
+    # A prologue feeding a small product (fuse-epilogue): silu(gate) * up
+    # read from the halves of one [m, 2k] tensor (a decoder's merged
+    # gate/up product) before the down projection and its residual; k not
+    # a multiple of the vector width in some.
+    for m, n, k, dt in ((1, 255, 1000, "bf16"), (3, 64, 64, "f32"), (2, 33, 4097, "f16"),
+                        (16, 17, 255, "f32"), (1, 512, 2048, "bf16")):
+        put(f"own_glu_linear_{dt}_{m}x{n}x{k}",
+            [("h", dt, [m, 1, 2 * k]), ("w", dt, [n, k]), ("r", dt, [m, 1, n])],
+            [{"name": "gate", "op": "slice", "inputs": ["h"],
+              "attrs": {"axes": [2], "starts": [0], "ends": [k]}},
+             {"name": "up", "op": "slice", "inputs": ["h"],
+              "attrs": {"axes": [2], "starts": [k], "ends": [2 * k]}},
+             {"name": "sig", "op": "sigmoid", "inputs": ["gate"]},
+             {"name": "silu", "op": "mul", "inputs": ["gate", "sig"]},
+             {"name": "x", "op": "mul", "inputs": ["silu", "up"]},
+             {"name": "down", "op": "linear", "inputs": ["x", "w"]},
+             {"name": "y", "op": "add", "inputs": ["r", "down"]}], ["y"])
+    # A prologue through a transpose and a splat constant (gelu_tanh of the
+    # transposed input, scaled), with a bias.
+    put("own_prologue_transpose_linear_f32_2x40x96",
+        [("a", "f32", [96, 2]), ("w", "f32", [40, 96]), ("b", "f32", [40])],
+        [{"name": "t", "op": "transpose", "inputs": ["a"], "attrs": {"perm": [1, 0]}},
+         {"name": "g", "op": "gelu_tanh", "inputs": ["t"]},
+         {"name": "two", "op": "constant", "attrs": {"dtype": "f32", "shape": [], "value": 2.0}},
+         {"name": "x", "op": "mul", "inputs": ["g", "two"]},
+         {"name": "y", "op": "linear", "inputs": ["x", "w", "b"]}], ["y"])
     linear("lib", 64, 255, 17, "f32", ["relu"], bias=False)
     # NaN rows through a fused relu: the interpreter's relu keeps NaN, on
     # the generated kernel and on cuBLASLt's epilogue alike.
