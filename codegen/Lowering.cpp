@@ -151,7 +151,7 @@ static bool emitKernel(const Node &node, const MemoryPlan &plan, Kernel &kernel)
       emitPointwise(node, kernel);
       return true;
     case OpKind::ProductFusion:
-      emitProductKernel(productParts(node), *node.schedule(), kernel);
+      emitProductKernel(productParts(node, plan), *node.schedule(), kernel);
       return true;
     case OpKind::RowFusion: // Always a row schedule (lowerRowNode).
     case OpKind::ConvolutionFusion: // Always cuDNN (lowerLibraryConvolution).
@@ -162,7 +162,7 @@ static bool emitKernel(const Node &node, const MemoryPlan &plan, Kernel &kernel)
     }
     llvm_unreachable("not a fusion or product_fusion");
   case MatMul:
-    emitProductKernel(productParts(node), *node.schedule(), kernel);
+    emitProductKernel(productParts(node, plan), *node.schedule(), kernel);
     return true;
   case Random: emitPointwise(node, kernel); return true;
   case Reduction: case Scan: emitReduction(node, kernel); return true;
@@ -295,7 +295,7 @@ void Lowerer::lowerNode(const Node &node, StepGraph &out) {
       node.schedule()->strategy == Strategy::DecodeAttention)
     return lowerDecodeAttention(node, out);
   if (isProductNode(node) && node.schedule()->strategy == Strategy::LibraryProduct)
-    return lowerLibraryProduct(node, productParts(node), out);
+    return lowerLibraryProduct(node, productParts(node, plan), out);
   if (isConvolutionNode(node))
     return lowerLibraryConvolution(node, out);
   if (node.info().has(Collective))

@@ -30,7 +30,7 @@ void cgc::emitMmaProduct(const ProductParts &parts, const Schedule &record,
   std::string res = parts.residual ? addParam(kernel, parts.residual, false) : "";
   std::string out = addParam(kernel, parts.result, true);
   std::string N = std::to_string(p.n) + "LL";
-  bool early = isConstantWeight(parts.b, *parts.product);
+  bool early = isConstantWeight(parts.b, parts);
   uint64_t shared = mmaProductSharedBytesOf(p, record[ScheduleField::Tile]);
   std::string epilogue = "[&](long long m, long long n, float v) {\n" +
                          productEpilogue(parts, bias, res, out, "        ") + "      }";

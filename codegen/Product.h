@@ -11,7 +11,10 @@
 #define CGC_CODEGEN_PRODUCT_H
 
 #include "codegen/Program.h"
+#include "passes/MemoryPlan.h"
 #include "target/Scheduler.h"
+
+#include "llvm/ADT/DenseSet.h"
 
 namespace cgc {
 
@@ -34,10 +37,14 @@ struct ProductParts {
   const Value *residual = nullptr; ///< The result's type, added.
   const Node *activation = nullptr; ///< relu, gelu or gelu_tanh.
   const Value *result = nullptr; ///< What the node writes.
+  /// plan-memory's concats laid out side by side (no kernel writes them),
+  /// for isConstantWeight.
+  const llvm::DenseSet<const Node *> *packedConcats = nullptr;
 };
 
-/// Reads a `matmul`, `linear` or `product_fusion` node.
-ProductParts productParts(const Node &node);
+/// Reads a `matmul`, `linear` or `product_fusion` node lowered under
+/// \p plan.
+ProductParts productParts(const Node &node, const MemoryPlan &plan);
 
 /// The generated kernel of a generated_product record: a warp per output
 /// column (ProductEmitter.cpp).
@@ -50,9 +57,11 @@ void emitTiledProduct(const ProductParts &parts, const Schedule &record,
 void emitMmaProduct(const ProductParts &parts, const Schedule &record,
                     Kernel &kernel);
 /// Whether \p v is a persistent input of the top-level graph that no update
-/// writes: constant while the graph runs, so a kernel that \p user runs may
-/// read it before it waits for the kernels it depends on.
-bool isConstantWeight(const Value *v, const Node &user);
+/// writes (or a loop-invariant carried copy of one, or a packed concat of
+/// such: \p parts.packedConcats): constant while the graph runs, so a
+/// kernel that \p parts' product runs may read it before it waits for the
+/// kernels it depends on.
+bool isConstantWeight(const Value *v, const ProductParts &parts);
 /// The statements that finish output element (m, n) from its f32 sum `v`
 /// (the tiled and tensor-core kernels): the bias parameter \p bias and the
 /// residual \p res (each empty when absent) added, the activation

@@ -202,22 +202,45 @@ int64_t prefetchChunks(const ProductProblem &p, int64_t v) {
 }
 } // namespace
 
-bool cgc::isConstantWeight(const Value *v, const Node &user) {
-  if (v->getDef())
-    return false;
-  const Graph *g = user.getParent();
-  while (g->isRegion())
-    g = g->getParentNode()->getParent();
-  const GraphInput *input = nullptr;
-  for (const GraphInput &in : g->inputs())
-    if (in.value == v)
-      input = &in;
-  if (!input || !isPersistent(input->kind))
-    return false;
-  for (const GraphOutput &o : g->outputs)
-    if (o.target == v->getName())
+/// Whether \p v, read in \p g or a region within it, is constant
+/// (isConstantWeight).
+static bool isConstantIn(const Value *v, const Graph *g,
+                         const llvm::DenseSet<const Node *> *packedConcats) {
+  if (const Node *def = v->getDef())
+    return packedConcats && packedConcats->count(def) &&
+           llvm::all_of(def->getOperands(), [&](const Value *operand) {
+             return isConstantIn(operand, def->getParent(), packedConcats);
+           });
+  // Up to the graph whose input v is; through a `while`, a carried value
+  // its body gives back unchanged is the loop's operand (a decoding loop
+  // carries its weights so).
+  while (true) {
+    auto inputs = g->inputs();
+    auto input = llvm::find_if(inputs, [&](const GraphInput &in) { return in.value == v; });
+    if (input == inputs.end()) {
+      if (!g->isRegion())
+        return false;
+      g = g->getParentNode()->getParent();
+      continue;
+    }
+    if (!g->isRegion())
+      return isPersistent(input->kind) &&
+             llvm::none_of(g->outputs, [&](const GraphOutput &o) {
+               return o.target == v->getName();
+             });
+    const Node &loop = *g->getParentNode();
+    size_t i = size_t(input - inputs.begin());
+    if (loop.getOp() != OpKind::While)
       return false;
-  return true;
+    const Graph &body = loop.region(1);
+    if (body.outputs[i].value != body.inputs()[i].value)
+      return false;
+    return isConstantIn(loop.operand(unsigned(i)), loop.getParent(), packedConcats);
+  }
+}
+
+bool cgc::isConstantWeight(const Value *v, const ProductParts &parts) {
+  return isConstantIn(v, parts.product->getParent(), parts.packedConcats);
 }
 
 void cgc::emitProduct(const ProductParts &parts, const Schedule &record,
@@ -238,7 +261,7 @@ void cgc::emitProduct(const ProductParts &parts, const Schedule &record,
   // (programmatic launch lets this kernel start early) and before the
   // input layernorm: their latency hides behind both.
   int64_t chunks = prefetchChunks(p, v);
-  bool early = chunks && isConstantWeight(parts.b, *parts.product);
+  bool early = chunks && isConstantWeight(parts.b, parts);
   if (early) {
     std::string V = std::to_string(v), K = std::to_string(p.k) + "LL";
     body += "  uint4 wpre[" + std::to_string(chunks) + "];\n"
@@ -247,11 +270,11 @@ void cgc::emitProduct(const ProductParts &parts, const Schedule &record,
                "    if (k < " + K + ") wpre[c] = __ldg(reinterpret_cast<const uint4 *>(wrow + k));\n  }\n";
   }
   bool preloadNorm = parts.inputNorm && elementsPerLane(p) &&
-                     (!parts.normWeight || isConstantWeight(parts.normWeight, *parts.product)) &&
-                     (!parts.normBias || isConstantWeight(parts.normBias, *parts.product));
+                     (!parts.normWeight || isConstantWeight(parts.normWeight, parts)) &&
+                     (!parts.normBias || isConstantWeight(parts.normBias, parts));
   if (preloadNorm)
     body += preloadNormParams(parts, q);
-  bool preloadBias = parts.bias && isConstantWeight(parts.bias, *parts.product);
+  bool preloadBias = parts.bias && isConstantWeight(parts.bias, parts);
   if (preloadBias)
     body += "  const float bpreCol = cgc_ld(" + q.bias + ", cgc_min(col, " +
             std::to_string(p.n - 1) + "LL));\n";

@@ -22,9 +22,10 @@
 using namespace cgc;
 namespace fmt = cgc::format;
 
-ProductParts cgc::productParts(const Node &node) {
+ProductParts cgc::productParts(const Node &node, const MemoryPlan &plan) {
   auto outer = [&](const Value *v) { return boundOperand(node, v); };
   ProductParts p;
+  p.packedConcats = &plan.packedConcats;
   p.product = &productOf(node);
   p.problem = productProblem(*p.product);
   p.a = outer(p.product->operand(0));
