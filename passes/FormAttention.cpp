@@ -60,6 +60,10 @@ struct AttentionChain {
   double scale = 1.0;
   bool scaled = false; ///< A scale was taken (the mask must come after it).
   double softcap = 0;    ///< c of c * tanh(s / c); 0: none.
+  /// k is `k` transposed by kPerm (empty: `k` itself): k^T was a transpose
+  /// of other axes than k's last two (ONNX's 3-D Attention).
+  std::vector<int64_t> kPerm;
+  bool kUngrouped = false; ///< `k` is already the kv heads (ungroupHeads).
 };
 
 /// The finite value of splat constant \p v, if it is one.
@@ -129,6 +133,64 @@ Node *softCap(const Graph &g, Node &n, AttentionChain &c) {
   return nullptr;
 }
 
+/// kv0 when \p kv (read by \p user alone) is kv0 [..., H, S, E] with each
+/// head repeated G times in turn, as transformers' repeat_kv writes it for
+/// grouped-query heads: reshape to [..., H, 1, S, E], broadcast_to
+/// [..., H, G, S, E], reshape to [..., H * G, S, E]; with \p transposed,
+/// kv is k^T as ONNX's Attention function writes it: a transpose of the
+/// repeat's last two axes before the last reshape (to [..., H * G, E, S]).
+/// The nodes join \p taken when the chain alone reads them; null
+/// otherwise.
+Value *unrepeated(const Graph &g, Value *kv, const Node &user, std::vector<Node *> &taken,
+                  bool transposed = false) {
+  Node *merged = soleDef(g, kv, user);
+  if (!merged || merged->getOp() != OpKind::Reshape)
+    return nullptr;
+  Node *swap = nullptr;
+  Value *repeated = merged->operand(0);
+  if (transposed) {
+    swap = soleDef(g, repeated, *merged);
+    unsigned rank = repeated->getType().rank();
+    if (!swap || swap->getOp() != OpKind::Transpose || rank < 2)
+      return nullptr;
+    std::vector<int64_t> perm = transposePerm(*swap, rank);
+    for (unsigned a = 0; a < rank; ++a)
+      if (perm[a] != (a + 2 < rank ? a : a + 2 == rank ? rank - 1 : rank - 2))
+        return nullptr;
+    repeated = swap->operand(0);
+  }
+  Node *repeat = soleDef(g, repeated, swap ? *swap : *merged);
+  if (!repeat || repeat->getOp() != OpKind::BroadcastTo)
+    return nullptr;
+  Node *split = soleDef(g, repeat->operand(0), *repeat);
+  if (!split || split->getOp() != OpKind::Reshape)
+    return nullptr;
+  Value *kv0 = split->operand(0);
+  const auto &base = kv0->getType().dims, &one = split->result()->getType().dims;
+  const auto &groups = repeat->result()->getType().dims;
+  llvm::SmallVector<Dim, 4> out = kv->getType().dims;
+  size_t rank = base.size();
+  if (rank < 3 || one.size() != rank + 1 || groups.size() != rank + 1 || out.size() != rank)
+    return nullptr;
+  if (transposed)
+    std::swap(out[rank - 2], out[rank - 1]);
+  size_t heads = rank - 3;
+  Dim h = base[heads], grouped = groups[heads + 1];
+  if (!h.isStatic() || !grouped.isStatic() || one[heads + 1] != Dim::fixed(1) ||
+      out[heads] != Dim::fixed(h.extent() * grouped.extent()))
+    return nullptr;
+  for (size_t a = 0; a < rank; ++a) {
+    size_t b = a <= heads ? a : a + 1;
+    if (one[b] != base[a] || groups[b] != base[a] || (a != heads && out[a] != base[a]))
+      return nullptr;
+  }
+  taken.insert(taken.end(), {split, repeat});
+  if (swap)
+    taken.push_back(swap);
+  taken.push_back(merged);
+  return kv0;
+}
+
 /// Walks back from the scores \p s (read by \p next) through an optional
 /// mask, then an optional scale, to the q k^T product: attention adds the
 /// mask to the scaled scores, so a mask met after a scale on the way back
@@ -176,61 +238,39 @@ bool scoresFrom(const Graph &g, Value *s, Node &next, AttentionChain &c) {
   const Node *user = n;
   if (Node *kScale = peelScale(g, c.k, *n, c))
     user = kScale;
-  // k^T as a transpose of k's last two axes.
+  // k^T as grouped-query heads repeated and transposed (ONNX's Attention
+  // function): k is the kv heads.
+  std::vector<Node *> repeat;
+  if (Value *k0 = unrepeated(g, c.k, *user, repeat, /*transposed=*/true)) {
+    c.nodes.insert(c.nodes.end(), repeat.begin(), repeat.end());
+    c.k = k0;
+    c.kUngrouped = true;
+    return true;
+  }
+  // k^T as a transpose: of k's last two axes, or of others too (k is then
+  // that transpose with its last two entries exchanged).
   Node *t = soleDef(g, c.k, *user);
   unsigned rank = c.k->getType().rank();
   if (!t || t->getOp() != OpKind::Transpose || rank < 2)
     return false;
-  auto perm = t->intsAttr("perm");
+  std::vector<int64_t> perm = transposePerm(*t, rank);
+  std::swap(perm[rank - 2], perm[rank - 1]);
+  bool identity = true;
   for (unsigned a = 0; a < rank; ++a)
-    if (perm.size() != rank ||
-        perm[a] != (a + 2 < rank ? a : a + 2 == rank ? rank - 1 : rank - 2))
-      return false;
+    identity &= perm[a] == a;
   c.nodes.push_back(t);
   c.k = t->operand(0);
+  if (!identity)
+    c.kPerm = perm;
   return true;
-}
-
-/// kv0 when \p kv (read by \p user alone) is kv0 [..., H, S, E] with each
-/// head repeated G times in turn, as transformers' repeat_kv writes it for
-/// grouped-query heads: reshape to [..., H, 1, S, E], broadcast_to
-/// [..., H, G, S, E], reshape to [..., H * G, S, E]. The three nodes join
-/// \p taken when the chain alone reads them; null otherwise.
-Value *unrepeated(const Graph &g, Value *kv, const Node &user, std::vector<Node *> &taken) {
-  Node *merged = soleDef(g, kv, user);
-  if (!merged || merged->getOp() != OpKind::Reshape)
-    return nullptr;
-  Node *repeat = soleDef(g, merged->operand(0), *merged);
-  if (!repeat || repeat->getOp() != OpKind::BroadcastTo)
-    return nullptr;
-  Node *split = soleDef(g, repeat->operand(0), *repeat);
-  if (!split || split->getOp() != OpKind::Reshape)
-    return nullptr;
-  Value *kv0 = split->operand(0);
-  const auto &base = kv0->getType().dims, &one = split->result()->getType().dims;
-  const auto &groups = repeat->result()->getType().dims, &out = kv->getType().dims;
-  size_t rank = base.size();
-  if (rank < 3 || one.size() != rank + 1 || groups.size() != rank + 1 || out.size() != rank)
-    return nullptr;
-  size_t heads = rank - 3;
-  Dim h = base[heads], grouped = groups[heads + 1];
-  if (!h.isStatic() || !grouped.isStatic() || one[heads + 1] != Dim::fixed(1) ||
-      out[heads] != Dim::fixed(h.extent() * grouped.extent()))
-    return nullptr;
-  for (size_t a = 0; a < rank; ++a) {
-    size_t b = a <= heads ? a : a + 1;
-    if (one[b] != base[a] || groups[b] != base[a] || (a != heads && out[a] != base[a]))
-      return nullptr;
-  }
-  taken.insert(taken.end(), {split, repeat, merged});
-  return kv0;
 }
 
 /// Grouped-query heads: k and v as their kv heads, when both were repeated
 /// by as many groups.
 void ungroupHeads(const Graph &g, AttentionChain &c, const Node &qk, const Node &pv) {
   std::vector<Node *> taken;
-  Value *k0 = unrepeated(g, c.k, qk, taken), *v0 = unrepeated(g, c.v, pv, taken);
+  Value *k0 = c.kUngrouped ? c.k : unrepeated(g, c.k, qk, taken);
+  Value *v0 = unrepeated(g, c.v, pv, taken);
   if (!k0 || !v0)
     return;
   unsigned heads = k0->getType().rank() - 3;
@@ -263,7 +303,11 @@ bool dropsAWholeRow(const Value &mask) {
 /// q's heads a multiple of k's and v's, and an f32 mask broadcasting to
 /// the scores that drops no whole row.
 bool operandsFit(const AttentionChain &c) {
-  const TensorType &q = c.q->getType(), &k = c.k->getType(), &v = c.v->getType();
+  const TensorType &q = c.q->getType(), &v = c.v->getType();
+  TensorType k = c.k->getType(); // Transposed by kPerm, as the attention reads it.
+  if (!c.kPerm.empty())
+    for (size_t a = 0; a < c.kPerm.size(); ++a)
+      k.dims[a] = c.k->getType().dims[c.kPerm[a]];
   unsigned rank = q.rank();
   if (q.dtype != DType::F32 || k.dtype != q.dtype || v.dtype != q.dtype || rank < 3 ||
       k.rank() != rank || v.rank() != rank || k.dims[rank - 1] != q.dims[rank - 1] ||
@@ -343,7 +387,12 @@ bool FormAttentionPass::formInGraph(Graph &g, PassContext &ctx) {
     vb.setInsertionPoint(last);
     vb.setOrigin(last);
     vb.setBase(last.getName() + ".attention");
-    std::vector<Value *> operands{c->q, c->k, c->v};
+    Value *k = c->kPerm.empty()
+                   ? c->k
+                   : vb.op(OpKind::Transpose, {c->k}, AttrMap{{"perm", c->kPerm}});
+    if (!k)
+      return false;
+    std::vector<Value *> operands{c->q, k, c->v};
     if (c->mask)
       operands.push_back(c->mask);
     AttrMap attrs{{"scale", c->scale}};
@@ -359,6 +408,10 @@ bool FormAttentionPass::formInGraph(Graph &g, PassContext &ctx) {
         !attentionRunsFused(*node, ctx.target)) {
       node->dropOperands();
       g.erase(node);
+      if (k != c->k) {
+        k->getDef()->dropOperands();
+        g.erase(k->getDef());
+      }
       continue;
     }
     g.replaceAllUsesWith(last.result(), attention);
