@@ -1,6 +1,8 @@
 //===- PointwiseFusion.cpp - What a fusion body may hold -------------------===//
 #include "ir/PointwiseFusion.h"
 
+#include "llvm/ADT/SmallPtrSet.h"
+
 #include "llvm/ADT/STLExtras.h"
 
 using namespace cgc;
@@ -14,6 +16,22 @@ bool cgc::isIndexMove(const Node &node) {
     return false;
   return llvm::all_of(node.getOperands(),
                       [](const Value *v) { return v->getType().isStatic(); });
+}
+
+uint64_t cgc::prologueEvaluations(llvm::ArrayRef<const Node *> nodes, const Value *x) {
+  EvaluationCounts counts;
+  counts.askAtElement(x);
+  uint64_t total = 0;
+  llvm::SmallPtrSet<const Value *, 8> inputs;
+  for (const Node *n : llvm::reverse(nodes)) {
+    total += counts.propagate(*n);
+    for (const Value *v : n->getOperands())
+      if (!v->getDef() || !llvm::is_contained(nodes, v->getDef()))
+        inputs.insert(v);
+  }
+  for (const Value *v : inputs) // Their loads.
+    total += counts.of(v);
+  return total;
 }
 
 bool cgc::isProductPrologueOp(const Node &node) {

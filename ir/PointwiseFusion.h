@@ -73,6 +73,11 @@ bool isIndexMove(const Node &node);
 /// then asked at one set of coordinates per path to it, with no branch).
 bool isProductPrologueOp(const Node &node);
 
+/// The evaluations per element of a product_fusion's prologue \p nodes
+/// (in order) that computes \p x, asked at each element of x: as
+/// viewEvaluations counts a fusion body's.
+uint64_t prologueEvaluations(llvm::ArrayRef<const Node *> nodes, const Value *x);
+
 /// Whether a fusion body holds an index move.
 bool movesElements(const Graph &body);
 

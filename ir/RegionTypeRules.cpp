@@ -261,6 +261,15 @@ bool TypeChecker::productFusionBody() {
       body.outputs[0].value != previous->result())
     return fail("region 'body' must hold a product and give back its last "
                 "node's result alone");
+  llvm::SmallVector<const Node *, 8> prologueNodes;
+  for (const auto &member : body.nodes())
+    if (prologue.count(member->result()))
+      prologueNodes.push_back(member.get());
+  if (prologueEvaluations(prologueNodes, product->operand(0)) > kMaxViewEvaluations)
+    return fail("the prologue of product_fusion '" + node.getName() +
+                "' evaluates more than " + std::to_string(kMaxViewEvaluations) +
+                " values per element (a value once for each set of "
+                "coordinates it is read at)");
   return true;
 }
 

@@ -64,6 +64,7 @@ struct AttentionChain {
   /// of other axes than k's last two (ONNX's 3-D Attention).
   std::vector<int64_t> kPerm;
   bool kUngrouped = false; ///< `k` is already the kv heads (ungroupHeads).
+  const Node *kReader = nullptr; ///< The chain's node that reads `k`.
 };
 
 /// The finite value of splat constant \p v, if it is one.
@@ -233,11 +234,12 @@ bool scoresFrom(const Graph &g, Value *s, Node &next, AttentionChain &c) {
   // transformers scale q; ONNX's Attention function scales both by the
   // square root).
   peelScale(g, c.q, *n, c);
+  c.kReader = n;
+  if (Node *kScale = peelScale(g, c.k, *n, c))
+    c.kReader = kScale;
   if (n->boolAttr("transpose_b", false))
     return true;
-  const Node *user = n;
-  if (Node *kScale = peelScale(g, c.k, *n, c))
-    user = kScale;
+  const Node *user = c.kReader;
   // k^T as grouped-query heads repeated and transposed (ONNX's Attention
   // function): k is the kv heads.
   std::vector<Node *> repeat;
@@ -260,6 +262,7 @@ bool scoresFrom(const Graph &g, Value *s, Node &next, AttentionChain &c) {
     identity &= perm[a] == a;
   c.nodes.push_back(t);
   c.k = t->operand(0);
+  c.kReader = t;
   if (!identity)
     c.kPerm = perm;
   return true;
@@ -267,9 +270,11 @@ bool scoresFrom(const Graph &g, Value *s, Node &next, AttentionChain &c) {
 
 /// Grouped-query heads: k and v as their kv heads, when both were repeated
 /// by as many groups.
-void ungroupHeads(const Graph &g, AttentionChain &c, const Node &qk, const Node &pv) {
+void ungroupHeads(const Graph &g, AttentionChain &c, const Node &pv) {
+  if (!c.kUngrouped && !c.kPerm.empty())
+    return; // k is a transpose of `k`: a repeat of `k` is not k's.
   std::vector<Node *> taken;
-  Value *k0 = c.kUngrouped ? c.k : unrepeated(g, c.k, qk, taken);
+  Value *k0 = c.kUngrouped ? c.k : unrepeated(g, c.k, *c.kReader, taken);
   Value *v0 = unrepeated(g, c.v, pv, taken);
   if (!k0 || !v0)
     return;
@@ -345,7 +350,7 @@ llvm::Optional<AttentionChain> chainTo(const Graph &g, Node &sm) {
   c.v = pv->operand(1);
   if (!scoresFrom(g, sm.operand(0), sm, c))
     return llvm::None;
-  ungroupHeads(g, c, *c.qk, *pv);
+  ungroupHeads(g, c, *pv);
   if (!operandsFit(c))
     return llvm::None;
   c.nodes.push_back(&sm);

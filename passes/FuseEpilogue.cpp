@@ -132,11 +132,11 @@ std::vector<Node *> inputPrologue(const Graph &g, Node &product, const Target &t
   };
   for (bool dropped = true; dropped;) {
     dropped = false;
-    for (Node *n : members.takeVector())
-      if (readOutside(n))
+    for (Node *n : llvm::to_vector(members)) // Against the whole current set.
+      if (readOutside(n)) {
+        members.remove(n);
         dropped = true;
-      else
-        members.insert(n);
+      }
   }
   std::vector<Node *> ordered;
   for (const auto &n : g.nodes())
@@ -146,7 +146,8 @@ std::vector<Node *> inputPrologue(const Graph &g, Node &product, const Target &t
     return n->info().has(Elementwise);
   });
   if (!members.count(x->getDef()) || !computes ||
-      !productComputesPrologue(product, ordered.size(), target))
+      !productComputesPrologue(product, ordered.size(), target) ||
+      prologueEvaluations(ordered, x) > kMaxViewEvaluations)
     return {};
   return ordered;
 }
