@@ -156,8 +156,8 @@ class FuseEpiloguePass : public Pass {
 public:
   llvm::StringRef name() const override { return "fuse-epilogue"; }
   llvm::StringRef summary() const override {
-    return "fold bias, residual, activation and layernorm into the matrix "
-           "product before them";
+    return "fold the layernorm or prologue that computes a matrix product's "
+           "input, and its bias, residual and activation, into the product";
   }
   bool run(Graph &graph, PassContext &ctx) override {
     return fuseNested(graph, ctx);
