@@ -10,6 +10,7 @@
 #ifndef CGC_CODEGEN_PRODUCT_H
 #define CGC_CODEGEN_PRODUCT_H
 
+#include "codegen/Emitters.h"
 #include "codegen/Program.h"
 #include "passes/MemoryPlan.h"
 #include "target/Scheduler.h"
@@ -28,11 +29,10 @@ struct ProductParts {
   /// first operand, with its weight and bias (each may be absent).
   const Node *inputNorm = nullptr;
   const Value *normWeight = nullptr, *normBias = nullptr;
-  /// Or the prologue that computes the first operand (elementwise ops,
-  /// splat sources and index moves, in body order), and each body input
-  /// it reads with its outside value.
-  std::vector<const Node *> prologue;
-  std::vector<std::pair<const Value *, const Value *>> prologueInputs;
+  /// Or the prologue that computes the first operand: its ops
+  /// (elementwise ops, splat sources and index moves, in body order) and
+  /// each body input they read with its outside value.
+  PointwiseParts prologue;
   const Value *bias = nullptr;     ///< [n], added to every row.
   const Value *residual = nullptr; ///< The result's type, added.
   const Node *activation = nullptr; ///< relu, gelu or gelu_tanh.

@@ -179,13 +179,10 @@ std::string computeRows(const ProductParts &parts, Kernel &kernel) {
   const ProductProblem &p = parts.problem;
   const Value *x = parts.product->operand(0);
   Shape shape = staticShape(x->getType());
-  PointwiseParts prologue;
-  prologue.ops = parts.prologue;
-  prologue.inputs = parts.prologueInputs;
   std::vector<std::string> at;
   for (size_t d = 0; d < shape.size(); ++d)
     at.push_back(shape[d] == 1 ? "0" : "c" + std::to_string(d));
-  ElementAt e = viewElementAt(prologue, x, at, "    ", kernel);
+  ElementAt e = viewElementAt(parts.prologue, x, at, "    ", kernel);
   std::string count = std::to_string(p.m * p.k) + "LL";
   return "  __shared__ __align__(16) " + storageType(p.dtype) + " xs[" +
          std::to_string(p.m * p.k) + "];\n"
@@ -205,42 +202,36 @@ int64_t prefetchChunks(const ProductProblem &p, int64_t v) {
 /// Whether \p v, read in \p g or a region within it, is constant
 /// (isConstantWeight).
 static bool isConstantIn(const Value *v, const Graph *g,
-                         const llvm::DenseSet<const Node *> *packedConcats) {
+                         const llvm::DenseSet<const Node *> &packedConcats) {
   if (const Node *def = v->getDef())
-    return packedConcats && packedConcats->count(def) &&
+    return packedConcats.count(def) &&
            llvm::all_of(def->getOperands(), [&](const Value *operand) {
              return isConstantIn(operand, def->getParent(), packedConcats);
            });
-  // Up to the graph whose input v is; through a `while`, a carried value
-  // its body gives back unchanged is the loop's operand (a decoding loop
-  // carries its weights so).
-  while (true) {
-    auto inputs = g->inputs();
-    auto input = llvm::find_if(inputs, [&](const GraphInput &in) { return in.value == v; });
-    if (input == inputs.end()) {
-      if (!g->isRegion())
-        return false;
-      g = g->getParentNode()->getParent();
-      continue;
-    }
+  auto inputOf = [&](const Graph &graph) {
+    return llvm::find_if(graph.inputs(), [&](const GraphInput &in) { return in.value == v; });
+  };
+  while (inputOf(*g) == g->inputs().end()) { // Up to the graph whose input v is.
     if (!g->isRegion())
-      return isPersistent(input->kind) &&
-             llvm::none_of(g->outputs, [&](const GraphOutput &o) {
-               return o.target == v->getName();
-             });
-    const Node &loop = *g->getParentNode();
-    size_t i = size_t(input - inputs.begin());
-    if (loop.getOp() != OpKind::While)
       return false;
-    const Graph &body = loop.region(1);
-    if (body.outputs[i].value != body.inputs()[i].value)
-      return false;
-    return isConstantIn(loop.operand(unsigned(i)), loop.getParent(), packedConcats);
+    g = g->getParentNode()->getParent();
   }
+  if (!g->isRegion())
+    return isPersistent(inputOf(*g)->kind) &&
+           llvm::none_of(g->outputs, [&](const GraphOutput &o) {
+             return o.target == v->getName();
+           });
+  // Through a `while`, a carried value its body gives back unchanged is
+  // the loop's operand (a decoding loop carries its weights so).
+  const Node &loop = *g->getParentNode();
+  size_t i = size_t(inputOf(*g) - g->inputs().begin());
+  return loop.getOp() == OpKind::While &&
+         loop.region(1).outputs[i].value == loop.region(1).inputs()[i].value &&
+         isConstantIn(loop.operand(unsigned(i)), loop.getParent(), packedConcats);
 }
 
 bool cgc::isConstantWeight(const Value *v, const ProductParts &parts) {
-  return isConstantIn(v, parts.product->getParent(), parts.packedConcats);
+  return isConstantIn(v, parts.product->getParent(), *parts.packedConcats);
 }
 
 void cgc::emitProduct(const ProductParts &parts, const Schedule &record,
@@ -282,7 +273,7 @@ void cgc::emitProduct(const ProductParts &parts, const Schedule &record,
   if (parts.inputNorm) {
     body += normalizeRows(parts, q, preloadNorm);
     rows = "xs";
-  } else if (!parts.prologue.empty()) {
+  } else if (!parts.prologue.ops.empty()) {
     body += computeRows(parts, kernel);
     rows = "xs";
   }

@@ -49,7 +49,7 @@ ProductParts cgc::productParts(const Node &node, const MemoryPlan &plan) {
       if (member->numOperands() > 2)
         p.normBias = outer(member->operand(2));
     } else if (before) {
-      p.prologue.push_back(member.get());
+      p.prologue.ops.push_back(member.get());
       p.a = nullptr;
     } else {
       // The type rule's reading of the chain (ProductEpilogue.h); an add's
@@ -70,11 +70,11 @@ ProductParts cgc::productParts(const Node &node, const MemoryPlan &plan) {
   const Graph &body = node.region(0);
   for (unsigned i = 0; i < node.numOperands(); ++i) {
     const Value *in = body.inputs()[i].value;
-    bool read = llvm::any_of(p.prologue, [&](const Node *n) {
+    bool read = llvm::any_of(p.prologue.ops, [&](const Node *n) {
       return llvm::is_contained(n->getOperands(), in);
     });
     if (read)
-      p.prologueInputs.push_back({in, node.operand(i)});
+      p.prologue.inputs.push_back({in, node.operand(i)});
   }
   return p;
 }

@@ -1,9 +1,8 @@
 //===- PointwiseFusion.cpp - What a fusion body may hold -------------------===//
 #include "ir/PointwiseFusion.h"
 
-#include "llvm/ADT/SmallPtrSet.h"
-
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SmallPtrSet.h"
 
 using namespace cgc;
 

@@ -210,32 +210,33 @@ bool TypeChecker::productFusionBody() {
   const Graph &body = node.region(0);
   const Node *previous = nullptr, *product = nullptr;
   llvm::SmallPtrSet<const Value *, 8> prologue;
+  llvm::SmallVector<const Node *, 8> prologueNodes;
   bool normalized = false;
   ProductEpilogue epilogue(false);
   for (const auto &member : body.nodes()) {
     bool ok = true;
-    auto readsInput = [&](const Value *v) { return isBodyInput(body, v); };
     if (product) {
       ok = epilogue.admit(*member, previous->result()) !=
            ProductEpilogue::Role::Refused;
       for (const Value *v : member->getOperands())
-        ok &= v == previous->result() || readsInput(v);
+        ok &= v == previous->result() || isBodyInput(body, v);
     } else if (member->info().has(MatMul)) {
       bool computed = previous && (normalized || !prologue.empty());
       ok = !computed || member->operand(0) == previous->result();
       for (unsigned i = computed ? 1 : 0; i < member->numOperands(); ++i)
-        ok &= readsInput(member->operand(i));
+        ok &= isBodyInput(body, member->operand(i));
     } else if (isRowNorm(*member)) {
       unsigned rank = member->result()->getType().rank();
       ok = !previous && normalizeAxis(member->intAttr("axis", -1), rank) == rank - 1;
       for (const Value *v : member->getOperands())
-        ok &= readsInput(v);
+        ok &= isBodyInput(body, v);
       normalized = true;
     } else {
       ok = !normalized && isProductPrologueOp(*member);
       for (const Value *v : member->getOperands())
-        ok &= prologue.count(v) || readsInput(v);
+        ok &= prologue.count(v) || isBodyInput(body, v);
       prologue.insert(member->result());
+      prologueNodes.push_back(member.get());
     }
     if (!ok) {
       diag.nodeError(*member, "cannot be in the body of product_fusion '" +
@@ -261,10 +262,6 @@ bool TypeChecker::productFusionBody() {
       body.outputs[0].value != previous->result())
     return fail("region 'body' must hold a product and give back its last "
                 "node's result alone");
-  llvm::SmallVector<const Node *, 8> prologueNodes;
-  for (const auto &member : body.nodes())
-    if (prologue.count(member->result()))
-      prologueNodes.push_back(member.get());
   if (prologueEvaluations(prologueNodes, product->operand(0)) > kMaxViewEvaluations)
     return fail("the prologue of product_fusion '" + node.getName() +
                 "' evaluates more than " + std::to_string(kMaxViewEvaluations) +

@@ -134,6 +134,22 @@ Node *softCap(const Graph &g, Node &n, AttentionChain &c) {
   return nullptr;
 }
 
+/// \p t's perm (over \p rank axes) with its last two entries exchanged:
+/// when t makes k^T, what gives k from t's operand (the identity when t
+/// exchanges the operand's last two axes).
+std::vector<int64_t> untransposed(const Node &t, unsigned rank) {
+  std::vector<int64_t> perm = transposePerm(t, rank);
+  std::swap(perm[rank - 2], perm[rank - 1]);
+  return perm;
+}
+
+bool isIdentity(llvm::ArrayRef<int64_t> perm) {
+  for (size_t a = 0; a < perm.size(); ++a)
+    if (perm[a] != int64_t(a))
+      return false;
+  return true;
+}
+
 /// kv0 when \p kv (read by \p user alone) is kv0 [..., H, S, E] with each
 /// head repeated G times in turn, as transformers' repeat_kv writes it for
 /// grouped-query heads: reshape to [..., H, 1, S, E], broadcast_to
@@ -152,12 +168,9 @@ Value *unrepeated(const Graph &g, Value *kv, const Node &user, std::vector<Node 
   if (transposed) {
     swap = soleDef(g, repeated, *merged);
     unsigned rank = repeated->getType().rank();
-    if (!swap || swap->getOp() != OpKind::Transpose || rank < 2)
+    if (!swap || swap->getOp() != OpKind::Transpose || rank < 2 ||
+        !isIdentity(untransposed(*swap, rank)))
       return nullptr;
-    std::vector<int64_t> perm = transposePerm(*swap, rank);
-    for (unsigned a = 0; a < rank; ++a)
-      if (perm[a] != (a + 2 < rank ? a : a + 2 == rank ? rank - 1 : rank - 2))
-        return nullptr;
     repeated = swap->operand(0);
   }
   Node *repeat = soleDef(g, repeated, swap ? *swap : *merged);
@@ -255,15 +268,11 @@ bool scoresFrom(const Graph &g, Value *s, Node &next, AttentionChain &c) {
   unsigned rank = c.k->getType().rank();
   if (!t || t->getOp() != OpKind::Transpose || rank < 2)
     return false;
-  std::vector<int64_t> perm = transposePerm(*t, rank);
-  std::swap(perm[rank - 2], perm[rank - 1]);
-  bool identity = true;
-  for (unsigned a = 0; a < rank; ++a)
-    identity &= perm[a] == a;
+  std::vector<int64_t> perm = untransposed(*t, rank);
   c.nodes.push_back(t);
   c.k = t->operand(0);
   c.kReader = t;
-  if (!identity)
+  if (!isIdentity(perm))
     c.kPerm = perm;
   return true;
 }
@@ -271,7 +280,7 @@ bool scoresFrom(const Graph &g, Value *s, Node &next, AttentionChain &c) {
 /// Grouped-query heads: k and v as their kv heads, when both were repeated
 /// by as many groups.
 void ungroupHeads(const Graph &g, AttentionChain &c, const Node &pv) {
-  if (!c.kUngrouped && !c.kPerm.empty())
+  if (!c.kPerm.empty())
     return; // k is a transpose of `k`: a repeat of `k` is not k's.
   std::vector<Node *> taken;
   Value *k0 = c.kUngrouped ? c.k : unrepeated(g, c.k, *c.kReader, taken);
@@ -310,9 +319,8 @@ bool dropsAWholeRow(const Value &mask) {
 bool operandsFit(const AttentionChain &c) {
   const TensorType &q = c.q->getType(), &v = c.v->getType();
   TensorType k = c.k->getType(); // Transposed by kPerm, as the attention reads it.
-  if (!c.kPerm.empty())
-    for (size_t a = 0; a < c.kPerm.size(); ++a)
-      k.dims[a] = c.k->getType().dims[c.kPerm[a]];
+  for (size_t a = 0; a < c.kPerm.size(); ++a)
+    k.dims[a] = c.k->getType().dims[c.kPerm[a]];
   unsigned rank = q.rank();
   if (q.dtype != DType::F32 || k.dtype != q.dtype || v.dtype != q.dtype || rank < 3 ||
       k.rank() != rank || v.rank() != rank || k.dims[rank - 1] != q.dims[rank - 1] ||

@@ -11,14 +11,20 @@
 //     stays outside and fuse-elementwise puts it in the next kernel.
 //   - Tiled: bias, residual, relu, gelu, gelu_tanh.
 //   - Generated: bias, residual, relu, gelu, gelu_tanh; and, before the
-//     product, the layernorm or rms_norm over the last axis that produces
-//     its first operand, when productComputesInput() allows it (the
-//     kernel normalizes the rows) for every reader of the norm, each a
-//     product reading it as its first operand alone: each product_fusion
-//     then holds a copy of the norm (every block of a generated product
-//     normalizes all its rows into shared memory anyway, so a norm read
-//     by q, k and v projections at decode costs no more in three than in
-//     one), and the norm runs no kernel of its own.
+//     product, what computes its first operand, when the kernel can
+//     compute its rows (productComputesInput()): either the layernorm or
+//     rms_norm over the last axis that produces it, for every reader of
+//     the norm, each a product reading it as its first operand alone
+//     (each product_fusion then holds a copy of the norm: every block of a
+//     generated product normalizes all its rows into shared memory
+//     anyway, so a norm read by q, k and v projections at decode costs no
+//     more in three than in one), or a prologue: the elementwise ops,
+//     splat sources and index moves (isProductPrologueOp) that compute it,
+//     each read only by the prologue and the product, at least one of
+//     them elementwise, within productComputesPrologue()'s bound on the
+//     blocks' redundant work and kMaxViewEvaluations (a decoder's
+//     silu(gate) * up before its down projection, read from the merged
+//     gate/up product's halves). Either runs no kernel of its own.
 // A chain of two or more nodes becomes one `product_fusion` node at the
 // place of its last member, whose body holds copies of the members (same
 // names, attributes and locations).
