@@ -14,19 +14,54 @@ import os
 from .errors import RefusedError
 
 
-def settings_of(model, config, batch, max_prompt, max_new_tokens):
+def settings_of(model, config, batch, max_prompt, max_new_tokens, prompt_buckets=None):
     """generation_ir.Settings from the model's GenerationConfig, `config`
     (a GenerationConfig or a dict of its fields) over it."""
     fields = model.generation_config.to_dict() if model.generation_config else {}
     if config is not None:
         fields.update(config if isinstance(config, dict) else config.to_dict())
     vocab = model.get_output_embeddings().weight.shape[0]
-    return settings_from(fields, batch, max_prompt, max_new_tokens, vocab)
+    return settings_from(fields, batch, max_prompt, max_new_tokens, vocab, prompt_buckets,
+                         pads_penalized=not penalty_skips_padding())
 
 
-def settings_from(fields, batch, max_prompt, max_new_tokens, vocab):
+def penalty_skips_padding():
+    """Whether this transformers' repetition penalty skips a prompt's left
+    padding (its processor takes prompt_ignore_length, which generate sets
+    to each row's padding since 5.2x) rather than counting pad ids seen."""
+    import inspect
+    from transformers.generation.logits_process import RepetitionPenaltyLogitsProcessor
+    return "prompt_ignore_length" in \
+        inspect.signature(RepetitionPenaltyLogitsProcessor.__init__).parameters
+
+
+# The narrowest prompt bucket compile_generate builds by default: below
+# it a prompt's pass costs about what a decoding step does.
+SMALLEST_DEFAULT_BUCKET = 32
+
+
+def prompt_buckets_of(buckets, max_prompt):
+    """The prompt widths to build a graph for: `buckets` (None: every power
+    of two from SMALLEST_DEFAULT_BUCKET below max_prompt), increasing, with
+    max_prompt last."""
+    if buckets is None:
+        buckets, width = [], SMALLEST_DEFAULT_BUCKET
+        while width < max_prompt:
+            buckets.append(width)
+            width *= 2
+    buckets = list(buckets)
+    if any(not isinstance(w, int) or not 1 <= w <= max_prompt for w in buckets):
+        raise ValueError(f"prompt_buckets must be integers in [1, max_prompt={max_prompt}], "
+                         f"got {buckets}")
+    return sorted(set(buckets) | {max_prompt})
+
+
+def settings_from(fields, batch, max_prompt, max_new_tokens, vocab, prompt_buckets=None,
+                  pads_penalized=True):
     """generation_ir.Settings from a GenerationConfig's fields (a dict),
-    refusing what compile_generate does not run."""
+    refusing what compile_generate does not run; `prompt_buckets` as
+    compile_generate takes them (prompt_buckets_of); `pads_penalized`:
+    whether the repetition penalty counts a prompt's pad ids."""
     from .generation_ir import Settings
     if fields.get("num_beams", 1) not in (None, 1):
         raise RefusedError("beam search (num_beams > 1): compile_generate decodes "
@@ -61,6 +96,8 @@ def settings_from(fields, batch, max_prompt, max_new_tokens, vocab):
     if penalty <= 0:
         raise ValueError(f"repetition_penalty must be positive, got {penalty}")
     return Settings(batch=batch, max_prompt=max_prompt, max_new_tokens=max_new_tokens,
+                    prompt_buckets=prompt_buckets_of(prompt_buckets, max_prompt),
+                    pads_penalized=pads_penalized,
                     vocab=vocab, eos=eos, pad=pad,
                     min_new_tokens=int(fields.get("min_new_tokens") or 0),
                     repetition_penalty=penalty, do_sample=sample, temperature=temperature,
@@ -72,15 +109,16 @@ def generation_program(model, s, streaming=False):
     from .torch.generation import capture_step, check_decoder
     check_decoder(model)
     steps = [capture_step(model, s.batch, tokens, s.cache_len)
-             for tokens in (s.max_prompt, 1)]
+             for tokens in (*s.prompt_buckets, 1)]
     return program_of_records(steps, s, type(model).__name__, streaming)
 
 
 def program_of_records(steps, s, name, streaming=False):
     """(IR dict, weights) of the generation graph over the (record,
-    weights) of the prompt's step and of one decoding step; `streaming`:
-    with its entries prefill and step (generation_stream.py)."""
-    from .generation_ir import generation_graph, state_inputs
+    weights) of the prompt's step at each of s.prompt_buckets' widths,
+    then of one decoding step; `streaming`: with its entries prefill and
+    step (generation_stream.py)."""
+    from .generation_ir import generation_graph, prompt_width, state_inputs
     from .generation_stream import streaming_graph
     from .torch.export import lower_ir
     irs, weights = [], {}
@@ -88,17 +126,20 @@ def program_of_records(steps, s, name, streaming=False):
         ir, lowering = lower_ir(record, given)
         irs.append(ir)
         weights.update(lowering.weights)
-    prefill, decode = irs
-    if [(i["name"], i["shape"]) for i in state_inputs(prefill)] != \
-            [(i["name"], i["shape"]) for i in state_inputs(decode)]:
+    *prompts, decode = irs
+    prefills = {prompt_width(p): p for p in prompts}
+    if sorted(prefills) != s.prompt_buckets:
+        raise ValueError(f"prompt steps {sorted(prefills)} for buckets {s.prompt_buckets}")
+    read = [(i["name"], i["shape"]) for i in state_inputs(decode)]
+    if any([(i["name"], i["shape"]) for i in state_inputs(p)] != read for p in prompts):
         raise RefusedError(f"{name}'s prompt and decoding steps read different weights")
     build = streaming_graph if streaming else generation_graph
-    return build(prefill, decode, s, name=name), weights
+    return build(prefills, decode, s, name=name), weights
 
 
 def compile_generate(model, max_new_tokens, max_prompt, batch, *, generation_config=None,
-                     output_scores=False, output_logprobs=False, streaming=False, path=None,
-                     cgc=None, flags=()):
+                     output_scores=False, output_logprobs=False, streaming=False,
+                     prompt_buckets=None, path=None, cgc=None, flags=()):
     """A Generator for `model` (a transformers decoder-only LM, in eval
     mode on a CUDA device): `tokens, lengths = gen(input_ids,
     attention_mask)` generates up to `max_new_tokens` tokens for up to
@@ -110,7 +151,10 @@ def compile_generate(model, max_new_tokens, max_prompt, batch, *, generation_con
     them; `streaming`: the artifact also holds the prompt's pass and one
     decoding step as graphs of their own, for `gen.stream(...)`, which
     yields each column as it is made (one replay per token; the cache is
-    the context's state)."""
+    the context's state). `prompt_buckets`: the prompt widths a graph is
+    built for (default: the powers of two from 32 below max_prompt, and
+    max_prompt); a call runs the narrowest that holds its prompts, whose
+    pass then costs that width's, not max_prompt's."""
     import json
     import shutil
     import tempfile
@@ -118,7 +162,7 @@ def compile_generate(model, max_new_tokens, max_prompt, batch, *, generation_con
     from .driver import compile_file
     from .runtime import _weights_beside, load
     from .safetensors import write_safetensors
-    s = settings_of(model, generation_config, batch, max_prompt, max_new_tokens)
+    s = settings_of(model, generation_config, batch, max_prompt, max_new_tokens, prompt_buckets)
     s.output_scores, s.output_logprobs = bool(output_scores), bool(output_logprobs)
     ir, weights = generation_program(model, s, streaming)
     work = tempfile.mkdtemp(prefix="cgc-generate-")
@@ -162,13 +206,17 @@ class Generator:
         Sampling draws from cgc's Philox stream at `seed` (the same seed,
         the same tokens; None: a seed from torch's CPU generator, so
         torch.manual_seed makes runs repeat)."""
-        args = self.arguments(input_ids, attention_mask, seed)
+        from .generation_ir import loop_graph
+        args, width = self.arguments(input_ids, attention_mask, seed)
+        graph = loop_graph(width, self.settings)
         self.runs += 1
         if self.streaming:
-            self.artifact.run("main", *args)
+            self.artifact.run(graph, *args)
             tokens, lengths, steps, *extra = self.columns()
-        else:
+        elif graph == "main":
             tokens, lengths, steps, *extra = self.artifact(*args)
+        else:
+            tokens, lengths, steps, *extra = self.artifact.run(graph, *args)
         rows = input_ids.shape[0]
         self.steps = steps.clone()  # columns generated (a device tensor: no sync)
         return tuple(t[:rows].clone() for t in (tokens, lengths, *extra))
@@ -185,7 +233,9 @@ class Generator:
         go on after another began (a RuntimeError)."""
         if not self.streaming:
             raise ValueError("this generator was compiled without streaming=True")
-        args = self.arguments(input_ids, attention_mask, seed)
+        from .generation_ir import prefill_graph
+        args, width = self.arguments(input_ids, attention_mask, seed)
+        prefill = prefill_graph(width, self.settings)
         rows = input_ids.shape[0]
         self.runs += 1
         mine = self.runs
@@ -193,7 +243,7 @@ class Generator:
             if self.runs != mine:
                 raise RuntimeError("another call or stream of this generator began after this "
                                    "stream: they share its context's state (one at a time)")
-            token, done, *_ = self.artifact.run("step" if column else "prefill", *args)
+            token, done, *_ = self.artifact.run("step" if column else prefill, *args)
             out = self.artifact.torch.cat([token[:rows], done[:rows].long()]).cpu()
             yield out[:rows]
             if bool(out[rows:].all()):
@@ -209,10 +259,10 @@ class Generator:
         return tuple(self.artifact.state_view("gen." + n) for n in names)
 
     def arguments(self, input_ids, attention_mask, seed):
-        """The graph's inputs for a call (Generator.packed, and the random
-        stream's {seed, 0} when sampling)."""
-        ids, mask = self.packed(input_ids, attention_mask)
-        return (ids, mask) + ((self.rng_input(seed),) if self.settings.do_sample else ())
+        """(the graph's inputs for a call: Generator.packed, and the random
+        stream's {seed, 0} when sampling; the prompt bucket to run)."""
+        ids, mask, width = self.packed(input_ids, attention_mask)
+        return (ids, mask) + ((self.rng_input(seed),) if self.settings.do_sample else ()), width
 
     def rng_input(self, seed):
         """The graph's rng input {seed, 0}."""
@@ -224,13 +274,16 @@ class Generator:
         return torch.tensor([seed, 0], dtype=torch.long, device=self.artifact.device)
 
     def packed(self, input_ids, attention_mask):
-        """The prompts as the graph takes them: [batch, max_prompt], each
-        row's real tokens at its end. The columns before them hold an id
-        the caller's row holds already, so the repetition penalty sees the
-        ids transformers would (pads only where the caller's row had
-        them): the row's own pad id if it was padded, else its first
-        token. Rows past the caller's have no real token: the graph
-        starts them ended (their output is dropped)."""
+        """(ids, mask, width): the prompts as the graph takes them:
+        [batch, max_prompt], each row's real tokens at its end. The columns
+        before them hold an id the caller's row holds already, so the
+        repetition penalty sees the ids transformers would (pads only where
+        the caller's row had them): the row's own pad id if it was padded,
+        else its first token. Rows past the caller's have no real token:
+        the graph starts them ended (their output is dropped). `width`: the
+        narrowest prompt bucket whose last columns hold every real token
+        and, for a padded row whose pads the penalty counts, one pad column
+        (max_prompt if none does)."""
         import torch
         s = self.settings
         if input_ids.dim() != 2:
@@ -247,16 +300,18 @@ class Generator:
         device = self.artifact.device
         real = attention_mask.to(device=device, dtype=torch.bool)
         counts = real.sum(dim=1)
-        # One host read a call (the checks need the lengths on the host).
-        longest, shortest = torch.stack([counts.max(), counts.min()]).tolist() \
-            if rows else (0, 1)
+        padded = ~real.all(dim=1)
+        # One host read a call (the checks and the bucket need the lengths).
+        pad_seen = padded & (s.penalty != 1.0 and s.pads_penalized)
+        longest, shortest, need = \
+            torch.stack([counts.max(), counts.min(), (counts + pad_seen).max()]).tolist() \
+            if rows else (0, 1, 1)
         if longest > s.max_prompt:
             raise ValueError(f"a prompt of {longest} tokens, but the generator was compiled "
                              f"for at most max_prompt={s.max_prompt}")
         if shortest == 0:
             raise ValueError("a prompt with no real token (its attention_mask is all zero)")
         source = input_ids.to(device=device, dtype=torch.long)
-        padded = ~real.all(dim=1)
         first = torch.where(padded, (~real).long().argmax(dim=1), real.long().argmax(dim=1))
         ids = torch.full((s.batch, s.max_prompt), s.pad, dtype=torch.long, device=device)
         mask = torch.zeros((s.batch, s.max_prompt), dtype=torch.long, device=device)
@@ -266,4 +321,4 @@ class Generator:
         row = torch.arange(rows, device=device)[:, None].expand_as(column)
         ids[row[real], column[real]] = source[real]
         mask[row[real], column[real]] = 1
-        return ids, mask
+        return ids, mask, s.bucket_for(need) or s.max_prompt

@@ -17,6 +17,12 @@ caches [B, heads, P + N, head dim] are values of the graph, carried by
 the loop: the context's arena holds them, so contexts generate
 concurrently over one engine's weights.
 
+The prompt's width is bucketed: for each width W of
+Settings.prompt_buckets (the last P) a graph runs the prompt's pass over
+the last W columns only (main at P, an entry main_pW below it), the
+prompts' tokens in cache slots [0, W) and slots [W, P) unused and masked;
+the decoding loop is the same in every graph (its kernels shared).
+
 Positions follow transformers' generate: a prompt token's position is the
 count of real tokens before it, a pad's is 1; the k-th generated token of
 a sequence with L real prompt tokens sits at position L + k and in cache
@@ -36,10 +42,16 @@ class Settings:
 
     def __init__(self, *, batch, max_prompt, max_new_tokens, vocab, eos, pad,
                  min_new_tokens=0, repetition_penalty=1.0, do_sample=False, temperature=1.0,
-                 top_k=0, top_p=1.0, output_scores=False, output_logprobs=False):
+                 top_k=0, top_p=1.0, output_scores=False, output_logprobs=False,
+                 prompt_buckets=None, pads_penalized=True):
         self.batch, self.max_prompt, self.max_new = batch, max_prompt, max_new_tokens
+        # The prompt widths a graph is built for, increasing, the last
+        # max_prompt: a call runs the narrowest that holds its prompts.
+        self.prompt_buckets = list(prompt_buckets or [max_prompt])
         self.vocab, self.eos, self.pad = vocab, list(eos), pad
         self.min_new, self.penalty = min_new_tokens, repetition_penalty
+        # Whether the repetition penalty counts a prompt's pad ids as seen.
+        self.pads_penalized = pads_penalized
         self.do_sample, self.temperature = do_sample, temperature
         self.top_k, self.top_p = top_k, top_p
         self.output_scores, self.output_logprobs = output_scores, output_logprobs
@@ -47,6 +59,25 @@ class Settings:
     @property
     def cache_len(self):
         return self.max_prompt + self.max_new
+
+    def bucket_for(self, need):
+        """The narrowest prompt bucket of at least `need` columns, or None."""
+        return next((w for w in self.prompt_buckets if w >= need), None)
+
+
+def loop_graph(width, s):
+    """The name of the graph that generates from prompts `width` wide."""
+    return "main" if width == s.max_prompt else f"main_p{width}"
+
+
+def prefill_graph(width, s):
+    """The name of the streaming entry that runs the prompt's pass at `width`."""
+    return "prefill" if width == s.max_prompt else f"prefill_p{width}"
+
+
+def prompt_width(prefill):
+    """The number of prompt columns the exported prompt step reads."""
+    return user_inputs(prefill)[0]["shape"][1]
 
 
 class Builder(IRBuilder):
@@ -248,22 +279,42 @@ def seen_after(b, seen, token, s):
     return b.op("logical_or", [seen, hot])
 
 
-def prompt_seen(b, input_ids, s):
-    """bool [B, V]: the ids in the prompt (pads included, as transformers'
-    repetition penalty reads the padded input_ids)."""
+def prompt_seen(b, input_ids, mask, s):
+    """bool [B, V]: the ids in the prompt, pads included where
+    s.pads_penalized (transformers' repetition penalty before 5.2x reads
+    the padded input_ids; later ones skip the left padding)."""
+    if not s.pads_penalized:  # an id past the vocabulary has no one-hot bit
+        real = b.op("eq", [mask, b.const(1, "i64")])
+        input_ids = b.op("where", [real, input_ids, b.const(s.vocab, "i64")])
     hot = b.op("one_hot", [input_ids], {"num_classes": s.vocab, "dtype": "i32"})
     return b.op("gt", [b.op("max", [hot], {"axes": [1]}), b.const(0, "i32")])
 
 
-def generation_graph(prefill, decode, s, name="generate"):
-    """The IR dict of the generation graph over the two exported steps."""
-    b, loop = prompt_pass(prefill, s)
-    results = generation_loop(b, decode, loop, s)
-    outputs = [{"name": n, "value": results[n]}
-               for n in ("tokens", "lengths", "step", "scores", "logprobs") if n in results]
-    outputs[2]["name"] = "steps"
-    return {"format_version": 1, "name": name, "inputs": b.inputs, "nodes": b.nodes,
-            "outputs": outputs}
+def generation_graph(prefills, decode, s, name="generate"):
+    """The IR dict of the generation graph over the exported steps: the
+    prompt's at each bucket width ({width: record}) and one decoding step;
+    graph main generates from the widest, an entry main_pW from the
+    prompts' last W columns."""
+    graphs = {}
+    for width, prefill in prefills.items():
+        b, loop = prompt_pass(prefill, s)
+        results = generation_loop(b, decode, loop, s)
+        outputs = [{"name": n, "value": results[n]}
+                   for n in ("tokens", "lengths", "step", "scores", "logprobs") if n in results]
+        outputs[2]["name"] = "steps"
+        graphs[loop_graph(width, s)] = (b, outputs)
+    b, outputs = graphs.pop("main")
+    return with_entries({"format_version": 1, "name": name, "inputs": b.inputs,
+                         "nodes": b.nodes, "outputs": outputs},
+                        [{"name": graph, "nodes": entry.nodes, "outputs": entry_outputs}
+                         for graph, (entry, entry_outputs) in graphs.items()])
+
+
+def with_entries(model, entries):
+    """`model` with `entries` (none: no entries key)."""
+    if entries:
+        model["entries"] = entries
+    return model
 
 
 def graph_inputs(prefill, s):
@@ -285,22 +336,24 @@ def prompt_pass(prefill, s, extra_inputs=()):
     weights (passed through)."""
     b = Builder()
     B, P, N = s.batch, s.max_prompt, s.max_new
+    W = prompt_width(prefill)
     states = state_inputs(prefill)
     kv_specs = user_inputs(prefill)[4:]
     b.inputs = graph_inputs(prefill, s) + list(extra_inputs)
     b.names.update(i["name"] for i in b.inputs)
-    mask = "attention_mask"
-    full_mask = b.op("concat", [mask, b.fill(0, "i64", [B, N])], {"axis": 1})
+    ids, mask = (prompt_columns(b, x, W, s) for x in ("input_ids", "attention_mask"))
+    # The cache's slots: the prompt's W, the unused P - W, the N generated.
+    full_mask = b.op("concat", [mask, b.fill(0, "i64", [B, P - W + N])], {"axis": 1})
     positions = b.op("sub", [b.op("cumsum", [mask], {"axis": 1}), b.const(1, "i64")])
     positions = b.op("where", [b.op("eq", [mask, b.const(0, "i64")]), b.const(1, "i64"),
                                positions])
     caches = [b.fill(0, k["dtype"], k["shape"]) for k in kv_specs]
     bound = dict(zip([i["name"] for i in user_inputs(prefill)],
-                     ["input_ids", full_mask, positions,
-                      b.op("iota", [], {"dtype": "i64", "shape": [P], "axis": 0}), *caches]))
+                     [ids, full_mask, positions,
+                      b.op("iota", [], {"dtype": "i64", "shape": [W], "axis": 0}), *caches]))
     bound.update((i["name"], i["name"]) for i in states)
     logits, *caches = inline(b, prefill, bound, "prefill.")
-    seen = prompt_seen(b, "input_ids", s) if s.penalty != 1.0 else None
+    seen = prompt_seen(b, ids, mask, s) if s.penalty != 1.0 else None
     scores = processed(b, logits, b.const(0, "i64"), seen, s)
     real = b.op("sum", [mask], {"axes": [1]})
     empty = b.op("eq", [real, b.const(0, "i64")])  # a row past the caller's: ended
@@ -315,13 +368,25 @@ def prompt_pass(prefill, s, extra_inputs=()):
                      write_column(b, start, b.const([0], "i64", [1]), value, trailing, s)))
     loop += [(f"cache{k}", spec["dtype"], spec["shape"], cache)
              for k, (spec, cache) in enumerate(zip(kv_specs, caches))]
-    loop += [("real", "i64", [B], real), ("mask", "i64", [B, P], mask)]
+    # The prompt's slots of the cache's mask (its unused ones 0).
+    prompt_slots = mask if W == P else \
+        b.op("slice", [full_mask], {"starts": [0], "ends": [P], "axes": [1]})
+    loop += [("real", "i64", [B], real), ("mask", "i64", [B, P], prompt_slots)]
     if seen is not None:
         loop.append(("seen", "bool", [B, s.vocab], seen_after(b, seen, token, s)))
     if s.do_sample:
         loop.append(("rng", "i64", [2], advanced(b, "rng", s)))
     loop += [(i["name"], i["dtype"], i["shape"], i["name"]) for i in states]
     return b, loop
+
+
+def prompt_columns(b, x, width, s):
+    """The last `width` columns of prompt input `x` [B, max_prompt] (the
+    prompts' real tokens sit at the end)."""
+    if width == s.max_prompt:
+        return x
+    return b.op("slice", [x], {"starts": [s.max_prompt - width], "ends": [s.max_prompt],
+                               "axes": [1]})
 
 
 def generation_loop(b, decode, loop, s):

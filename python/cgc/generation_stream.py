@@ -4,7 +4,8 @@ generation_ir.py with its loop's carried values kept in per-context state
 the same inputs, outputs and state:
 
 - `prefill`: the prompt's pass, which leaves the first column in the
-  state (graph "main" runs it too, then the whole loop);
+  state (graph "main" runs it too, then the whole loop); for each
+  narrower prompt bucket W, `prefill_pW`, and `main_pW` the whole loop;
 - `step`: one decoding step of the whole batch, which leaves the next
   column; inside an `if` on the loop's own condition, so a step past the
   end (every sequence done, or max_new_tokens columns made) changes
@@ -17,8 +18,8 @@ compiled `gen.scores` [B, N, V] and `gen.logprobs` [B, N]. The state is
 the context's, so contexts of one engine stream concurrently. Runs of
 prefill then steps give the loop's tokens exactly: the same ops in the
 same order, the same random stream."""
-from .generation_ir import (Builder, body, cache_count, generation_loop, going, prompt_pass,
-                            state_inputs)
+from .generation_ir import (Builder, body, cache_count, generation_loop, going, loop_graph,
+                            prefill_graph, prompt_pass, state_inputs)
 
 
 def carried_state(loop, prefill_states):
@@ -31,24 +32,32 @@ def state_name(value):
     return "gen." + value
 
 
-def streaming_graph(prefill, decode, s, name="generate"):
+def streaming_graph(prefills, decode, s, name="generate"):
     """The IR dict of the generation graph ("main") with entries prefill
-    and step, over the two exported steps."""
-    weights = state_inputs(prefill)
-    b, loop = prompt_pass(prefill, s)
-    kept = carried_state(loop, weights)
+    and step, over the exported steps (the prompt's at each bucket width,
+    {width: record}, and one decoding step); for each narrower bucket W,
+    entries main_pW and prefill_pW too (generation_ir.py)."""
+    widest = prefills[s.max_prompt]
+    b, loop = prompt_pass(widest, s)
+    kept = carried_state(loop, state_inputs(widest))
     held = [{"name": state_name(n), "kind": "buffer", "dtype": d, "shape": list(sh),
              "init": {"dist": "zeros"}, "scope": "context"} for n, d, sh in kept]
     b.inputs += held
     b.names.update(i["name"] for i in held)
-    results = generation_loop(b, decode, loop, s)
-    main_outputs = outputs_of(results, kept)
-    first, first_loop = prompt_pass(prefill, s, held)
-    prefill_entry = {"name": "prefill", "nodes": first.nodes,
-                     "outputs": outputs_of({n: v for n, _, _, v in first_loop}, kept)}
+    main_outputs = outputs_of(generation_loop(b, decode, loop, s), kept)
+    entries = []
+    for width, prefill in prefills.items():
+        if width != s.max_prompt:
+            whole, whole_loop = prompt_pass(prefill, s, held)
+            entries.append({"name": loop_graph(width, s), "nodes": whole.nodes,
+                            "outputs": outputs_of(generation_loop(whole, decode, whole_loop, s),
+                                                  kept)})
+        first, first_loop = prompt_pass(prefill, s, held)
+        entries.append({"name": prefill_graph(width, s), "nodes": first.nodes,
+                        "outputs": outputs_of({n: v for n, _, _, v in first_loop}, kept)})
     return {"format_version": 1, "name": name, "inputs": b.inputs, "nodes": b.nodes,
             "outputs": main_outputs,
-            "entries": [prefill_entry, step_entry(decode, loop, kept, b.inputs, s)]}
+            "entries": entries + [step_entry(decode, loop, kept, b.inputs, s)]}
 
 
 def outputs_of(values, kept):

@@ -32,7 +32,7 @@ import numpy as np
 
 from cgc.errors import RefusedError
 from cgc.generate import program_of_records, settings_from
-from cgc.generation_ir import UNIFORM_BITS, rng_stride
+from cgc.generation_ir import UNIFORM_BITS, loop_graph, prefill_graph, rng_stride
 from cgc.safetensors import read_safetensors, write_safetensors
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -71,11 +71,14 @@ def compose(folder, spec, fields, work, tag, streaming=False):
     records, with output_scores (and with `streaming`, its entries)."""
     records = []
     weights = read_safetensors(os.path.join(folder, "weights.safetensors"))
-    for step in ("prefill", "decode"):
+    buckets = spec.get("prompt_buckets", [spec["max_prompt"]])
+    steps = ["prefill" if w == spec["max_prompt"] else f"prefill_w{w}" for w in buckets]
+    for step in steps + ["decode"]:
         with open(os.path.join(folder, f"{step}.json")) as f:
             records.append((json.load(f), weights))
     s = settings_from(dict(fields, pad_token_id=0), spec["batch"], spec["max_prompt"],
-                      spec["max_new_tokens"], spec["vocab"])
+                      spec["max_new_tokens"], spec["vocab"], buckets,
+                      spec.get("pads_penalized", True))
     s.output_scores = s.output_logprobs = True
     ir, ir_weights = program_of_records(records, s, tag, streaming)
     out = os.path.join(work, tag)
@@ -123,32 +126,78 @@ def check_logprobs(name, ours, scores, tokens, lengths):
     return ok
 
 
-def check(name, folder, cgc_opt, work):
-    """The fixture's prompts as given, narrower than max_prompt, and with
-    row 1 left out (a call with fewer prompts than the batch)."""
-    with open(os.path.join(folder, "settings.json")) as f:
-        spec = json.load(f)
-    s, ir_path = compose(folder, spec, spec["generation"], work, name)
-    ok = True
-    for suffix in ("", "_narrow"):
-        want = read_safetensors(os.path.join(folder, f"expected{suffix}.safetensors"))
-        ok &= check_run(name + suffix, s, ir_path, want, cgc_opt)
-    want = {k: v.copy() for k, v in
-            read_safetensors(os.path.join(folder, "expected.safetensors")).items()}
+def row_left_out(want, s):
+    """`want` (expected*.safetensors) with row 1 left out (a call with
+    fewer prompts than the batch): its mask 0, its tokens the pad id, no
+    scores, the columns up to where the other rows have ended."""
+    want = {k: v.copy() for k, v in want.items()}
     want["attention_mask"][1] = 0
     lengths = expected_lengths(want["tokens"], s.eos, s.max_new)
     columns = max(lengths[0], lengths[2])
     want["tokens"] = want["tokens"][:, :columns].copy()
     want["tokens"][1] = s.pad
     want["scores"] = None
-    return ok & check_run(name + "_row_left_out", s, ir_path, want, cgc_opt)
+    return want
 
 
-def check_run(tag, s, ir_path, want, cgc_opt):
-    """The graph on `want`'s prompts against its tokens (and, where given,
-    transformers' scores and the log-probabilities under them)."""
+def fitting_widths(want, s):
+    """The prompt buckets that `want`'s prompts fit: each that holds every
+    row's real tokens (and one pad column for a padded
+    row, where the penalty counts pads: Generator.packed's rule)."""
+    mask = want["attention_mask"].astype(bool)
+    pad_seen = ~mask.all(axis=1) & mask.any(axis=1) & (s.penalty != 1.0 and s.pads_penalized)
+    need = int((mask.sum(axis=1) + pad_seen).max())
+    return [w for w in s.prompt_buckets if w >= need]
+
+
+def check(name, folder, cgc_opt, work):
+    """The fixture's prompts as given and narrower than max_prompt, each
+    also with row 1 left out, on every graph whose prompt bucket holds
+    them (the narrow ones with row 1 left out fit the narrowest)."""
+    with open(os.path.join(folder, "settings.json")) as f:
+        spec = json.load(f)
+    s, ir_path = compose(folder, spec, spec["generation"], work, name)
+    ok = True
+    for suffix in ("", "_narrow"):
+        want = read_safetensors(os.path.join(folder, f"expected{suffix}.safetensors"))
+        for tag, case in ((suffix, want), (suffix + "_row_left_out", row_left_out(want, s))):
+            for graph in (loop_graph(w, s) for w in fitting_widths(case, s)):
+                ok &= check_run(f"{name}{tag} ({graph})", s, ir_path, case, cgc_opt, graph)
+    return ok
+
+
+def check_pads_penalized(name, folder, cgc_opt, work):
+    """With pads_penalized (transformers before 5.2x counts a prompt's pad
+    ids as seen), the first column's scores are the fixture's (made by a
+    transformers that skips the padding) but at the pad id of each padded
+    row, which the penalty then also applies to."""
+    with open(os.path.join(folder, "settings.json")) as f:
+        spec = json.load(f)
+    if spec["generation"].get("repetition_penalty", 1.0) == 1.0 or spec.get("pads_penalized"):
+        return True
+    spec = dict(spec, pads_penalized=True)
+    s, ir_path = compose(folder, spec, spec["generation"], work, name + "_pads")
+    want = read_safetensors(os.path.join(folder, "expected.safetensors"))
     ids, mask = right_aligned(want["input_ids"], want["attention_mask"], s.pad, s.max_prompt)
-    got = interpret(cgc_opt, ir_path, {"input_ids": ids, "attention_mask": mask}, tag)
+    got = interpret(cgc_opt, ir_path, {"input_ids": ids, "attention_mask": mask},
+                    name + "_pads")
+    if got is None:
+        return False
+    expected = want["scores"][:, 0].astype(np.float64).copy()
+    for r in np.flatnonzero(~want["attention_mask"].all(axis=1)):
+        raw = expected[r, s.pad]  # no real prompt token is the pad id
+        expected[r, s.pad] = raw * s.penalty if raw < 0 else raw / s.penalty
+    ok = check_scores(name + " pads penalized, first column", got["scores"][:, 0], expected)
+    print(f"{name} pads penalized: {'ok' if ok else 'FAILED'}")
+    return ok
+
+
+def check_run(tag, s, ir_path, want, cgc_opt, graph="main"):
+    """Graph `graph` on `want`'s prompts against its tokens (and, where
+    given, transformers' scores and the log-probabilities under them)."""
+    ids, mask = right_aligned(want["input_ids"], want["attention_mask"], s.pad, s.max_prompt)
+    got = interpret(cgc_opt, ir_path, {"input_ids": ids, "attention_mask": mask},
+                    tag.replace(" ", "_").replace("(", "").replace(")", ""), graph)
     if got is None:
         return False
     columns = want["tokens"].shape[1]  # transformers stops when every row has ended
@@ -262,25 +311,31 @@ def check_sampling(name, folder, cgc_opt, work):
     return ok
 
 
-def check_streaming(name, folder, cgc_opt, work, sample):
+def check_streaming(name, folder, cgc_opt, work, sample, narrow):
     """Streaming (generation_stream.py): prefill then one step per column,
     the state carried from run to run as a context carries it, gives every
     column of the whole loop's graph ("main" of the same program) and of
     the graph compiled without streaming, the same state at the end, and a
-    step past the end changes nothing."""
+    step past the end changes nothing. `narrow`: on the narrow prompts with
+    row 1 left out, through the narrowest prompt bucket's graphs
+    (main_pW, prefill_pW)."""
     with open(os.path.join(folder, "settings.json")) as f:
         spec = json.load(f)
     fields = dict(spec["generation"], **spec["sampling"]) if sample else spec["generation"]
-    tag = name + ("_stream_sample" if sample else "_stream")
+    tag = name + ("_stream_sample" if sample else "_stream") + ("_narrow" if narrow else "")
     s, ir_path = compose(folder, spec, fields, work, tag, streaming=True)
     _, plain_path = compose(folder, spec, fields, work, tag + "_plain")
-    want = read_safetensors(os.path.join(folder, "expected.safetensors"))
+    want = read_safetensors(os.path.join(folder, f"expected{'_narrow' if narrow else ''}"
+                                                 ".safetensors"))
+    want = row_left_out(want, s) if narrow else want
+    width = fitting_widths(want, s)[0]
+    loop, prefill = loop_graph(width, s), prefill_graph(width, s)
     ids, mask = right_aligned(want["input_ids"], want["attention_mask"], s.pad, s.max_prompt)
     feed = {"input_ids": ids, "attention_mask": mask}
     if sample:
         feed["rng"] = np.array([5, 0])
-    whole = interpret(cgc_opt, ir_path, feed, tag + "_main")
-    plain = interpret(cgc_opt, plain_path, feed, tag + "_plain")
+    whole = interpret(cgc_opt, ir_path, feed, tag + "_main", loop)
+    plain = interpret(cgc_opt, plain_path, feed, tag + "_plain", loop)
     if whole is None or plain is None:
         return False
     ok = True
@@ -294,7 +349,7 @@ def check_streaming(name, folder, cgc_opt, work, sample):
     steps = int(whole["next.gen.step"])
     for c in range(steps + 1):  # one step past the end
         out = interpret(cgc_opt, ir_path, dict(feed, **state), f"{tag}_{c}",
-                        "step" if c else "prefill")
+                        "step" if c else prefill)
         if out is None:
             return False
         state = {k[len("next."):]: v for k, v in out.items() if k.startswith("next.")}
@@ -307,7 +362,7 @@ def check_streaming(name, folder, cgc_opt, work, sample):
             print(f"{tag}: after {steps} columns and a step past the end, state "
                   f"{k[len('next.'):]} differs from the loop's")
             ok = False
-    print(f"{tag}: {'ok' if ok else 'FAILED'}: {steps} columns streamed, "
+    print(f"{tag} ({loop}, {prefill}): {'ok' if ok else 'FAILED'}: {steps} columns streamed, "
           f"tokens {whole['next.gen.tokens'].tolist()}")
     return ok
 
@@ -322,9 +377,11 @@ def main():
         for name in sorted(os.listdir(args.fixtures)):
             ok &= check(name, os.path.join(args.fixtures, name), args.cgc_opt, work)
             ok &= check_sampling(name, os.path.join(args.fixtures, name), args.cgc_opt, work)
-            for sample in (False, True):
+            ok &= check_pads_penalized(name, os.path.join(args.fixtures, name), args.cgc_opt,
+                                       work)
+            for sample, narrow in ((False, False), (True, False), (False, True)):
                 ok &= check_streaming(name, os.path.join(args.fixtures, name), args.cgc_opt,
-                                      work, sample)
+                                      work, sample, narrow)
     for fields, word in (({"do_sample": True, "typical_p": 0.9}, "typical_p=0.9"),
                          ({"do_sample": True, "min_p": 0.1}, "min_p=0.1"),
                          ({"num_beams": 4}, "beam search")):

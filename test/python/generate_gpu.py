@@ -135,7 +135,9 @@ def check_family(name, config, cgc_tool):
     model = model_of(name, config)
     vocab, failures = config.vocab_size, []
     for batch, longest, new, left in ((1, 9, 40, True), (4, 16, 48, True), (4, 16, 48, False)):
-        gen = cgc.compile_generate(model, new, 20, batch, output_scores=True, cgc=cgc_tool)
+        # Buckets 12 and 20: the batch-1 prompts (9 tokens) run main_p12.
+        gen = cgc.compile_generate(model, new, 20, batch, output_scores=True, cgc=cgc_tool,
+                                   prompt_buckets=[12])
         ids, mask = prompts(batch, longest, vocab, left)
         tokens, lengths, scores = gen(ids, mask)
         theirs, their_scores = hf_generate(model, ids, mask, new)

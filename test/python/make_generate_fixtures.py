@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Writes generate-fixtures/: for small random decoders (Llama with
-grouped-query heads, GPT-2, Mixtral's mixture of experts), the program records of their prompt and
-decoding steps (cgc.torch.generation.capture_step), their weights, a
+grouped-query heads, GPT-2, Mixtral's mixture of experts), the program records of their prompt
+steps (prefill.json at max_prompt, prefill_wW.json at the narrower prompt buckets W) and
+decoding step (cgc.torch.generation.capture_step), their weights, a
 left- and right-padded batch of prompts, the generation settings and
 transformers' greedy generate (tokens and scores, f32 on the CPU), for
 generate_fixtures_test.py, which runs without PyTorch. Needs torch and
@@ -16,11 +17,15 @@ import sys
 import torch
 from transformers import GPT2Config, LlamaConfig, MixtralConfig, AutoModelForCausalLM
 
+from cgc.generate import penalty_skips_padding
 from cgc.safetensors import write_safetensors
 from cgc.torch.generation import capture_step
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 BATCH, PROMPT, NEW = 3, 7, 6
+# Prompt widths of a graph each (compile_generate's prompt_buckets): the
+# narrow prompts (5 columns) fit 5, the rows left-out batch 7.
+BUCKETS = (4, 5, PROMPT)
 SAMPLING = {"do_sample": True, "temperature": 0.7, "top_k": 12, "top_p": 0.8}
 
 
@@ -66,7 +71,8 @@ def write_fixture(name, config, generation, folder):
     model.generation_config.pad_token_id = 0
     os.makedirs(folder, exist_ok=True)
     weights = {}
-    for tokens, step in ((PROMPT, "prefill"), (1, "decode")):
+    steps = [(w, "prefill" if w == PROMPT else f"prefill_w{w}") for w in BUCKETS]
+    for tokens, step in steps + [(1, "decode")]:
         record, given = capture_step(model, BATCH, tokens, PROMPT + NEW)
         with open(os.path.join(folder, f"{step}.json"), "w") as f:
             json.dump(record, f, indent=1)
@@ -98,7 +104,9 @@ def write_fixture(name, config, generation, folder):
     write_safetensors(os.path.join(folder, "expected_sample.safetensors"),
                       {"scores": out.scores[0].numpy()})
     with open(os.path.join(folder, "settings.json"), "w") as f:
-        json.dump({"batch": BATCH, "max_prompt": PROMPT, "max_new_tokens": NEW,
+        json.dump({"batch": BATCH, "max_prompt": PROMPT, "prompt_buckets": list(BUCKETS),
+                   "pads_penalized": not penalty_skips_padding(),
+                   "max_new_tokens": NEW,
                    "vocab": config.vocab_size, "generation": generation,
                    "sampling": SAMPLING}, f, indent=1)
 
