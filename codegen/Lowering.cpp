@@ -300,7 +300,7 @@ void Lowerer::lowerNode(const Node &node, StepGraph &out) {
     return lowerLibraryConvolution(node, out);
   if (node.info().has(Collective))
     return lowerCollective(node, out);
-  if (node.getOp() == OpKind::IndexCopy)
+  if (node.getOp() == OpKind::IndexCopy || node.getOp() == OpKind::IndexAdd)
     copyUnlessInPlace(node.operand(0), node.result(), out);
   Kernel kernel;
   kernel.node = &node;

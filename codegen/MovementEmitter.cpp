@@ -5,7 +5,8 @@
 // op, load and store (a grid-stride body: kernel batching may merge it).
 // Indices read from tensors (gather, embedding) wrap negatives once and
 // clamp into range so a bad index never faults. index_copy instead runs one
-// thread per source element and writes only the copied slices.
+// thread per source element and writes only the copied slices; index_add
+// one block per tile of output rows, which adds the slices indexed there.
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/CudaText.h"
@@ -132,9 +133,86 @@ static void emitIndexCopy(const Node &node, Kernel &kernel) {
   kernel.body = gridStrideLoop("i", n, block, /*overBx=*/true) + body + "  }\n";
 }
 
+/// Blocks index_add aims for (a few waves on a large GPU).
+constexpr int64_t kIndexAddBlocks = 1024;
+
+/// index_add: x (as [outer, extent, inner]) is already in the result, and
+/// each block owns a tile of R rows of one outer slice: it reads the
+/// indices 256 at a time, keeps the ones in its tile in order (a ballot
+/// per warp, a prefix over the warps), and adds their source slices. A
+/// row's inner elements are spread over TQ threads (up to 256), the
+/// block's 256 / TQ lanes each taking the rows r with r % lanes == lane,
+/// so every output element has one thread, which adds in the order of j:
+/// deterministic, each sum rounded as the interpreter rounds it. It reads
+/// every index once per tile.
+static void emitIndexAdd(const Node &node, Kernel &kernel) {
+  Shape x = staticShape(node.operand(0)->getType());
+  unsigned axis = *normalizeAxis(node.intAttr("axis", 0), x.size());
+  int64_t extent = x[axis], count = node.operand(1)->getType().numElements();
+  int64_t outer = product(Shape(x.begin(), x.begin() + axis));
+  int64_t inner = product(Shape(x.begin() + axis + 1, x.end()));
+  const int64_t block = 256;
+  int64_t tq = 1;
+  while (tq < inner && tq < block)
+    tq *= 2;
+  int64_t lanes = block / tq;
+  int64_t tilesPerSlice = std::max<int64_t>(1, kIndexAddBlocks / std::max<int64_t>(outer, 1));
+  int64_t rows = (extent + tilesPerSlice - 1) / tilesPerSlice;
+  rows = std::max(lanes, (rows + lanes - 1) / lanes * lanes);
+  int64_t tiles = (extent + rows - 1) / rows, blocks = outer * tiles;
+  std::string idx = addParam(kernel, node.operand(1), false);
+  std::string src = addParam(kernel, node.operand(2), false);
+  std::string out = addParam(kernel, node.result(), true);
+  auto n = [](int64_t v) { return std::to_string(v) + "LL"; };
+  kernel.body =
+      "  __shared__ int cgc_found[256], cgc_row[256], cgc_warps[8];\n"
+      "  const int t = threadIdx.x, lane = t / " + std::to_string(tq) + ", q0 = t % " +
+      std::to_string(tq) + ";\n"
+      "  for (long long b = blockIdx.x; b < " + n(blocks) + "; b += gridDim.x) {\n"
+      "    const long long o = b / " + n(tiles) + ", k0 = b % " + n(tiles) + " * " +
+      n(rows) + ";\n"
+      "    for (long long base = 0; base < " + n(count) + "; base += 256) {\n"
+      "      long long k = -1;\n"
+      "      if (base + t < " + n(count) + ") {\n"
+      "        k = (long long)cgc_ld(" + idx + ", base + t);\n"
+      "        if (k < 0) k += " + n(extent) + ";\n"
+      "      }\n"
+      "      bool mine = k >= k0 && k < k0 + " + n(rows) + " && k < " + n(extent) + ";\n"
+      "      unsigned ballot = __ballot_sync(0xffffffffu, mine);\n"
+      "      if ((t & 31) == 0) cgc_warps[t >> 5] = __popc(ballot);\n"
+      "      __syncthreads();\n"
+      "      int before = 0, total = 0;\n"
+      "      for (int w = 0; w < 8; ++w) {\n"
+      "        before += w < (t >> 5) ? cgc_warps[w] : 0;\n"
+      "        total += cgc_warps[w];\n"
+      "      }\n"
+      "      if (mine) {\n"
+      "        int at = before + __popc(ballot & ((1u << (t & 31)) - 1u));\n"
+      "        cgc_found[at] = t;\n"
+      "        cgc_row[at] = (int)(k - k0);\n"
+      "      }\n"
+      "      __syncthreads();\n"
+      "      for (int m = 0; m < total; ++m) {\n"
+      "        int r = cgc_row[m];\n"
+      "        if (r % " + std::to_string(lanes) + " != lane) continue;\n"
+      "        long long to = (o * " + n(extent) + " + k0 + r) * " + n(inner) +
+      ", from = (o * " + n(count) + " + base + cgc_found[m]) * " + n(inner) + ";\n"
+      "        for (long long q = q0; q < " + n(inner) + "; q += " + n(tq) + ")\n"
+      "          cgc_st(" + out + ", to + q, cgc_ld(" + out + ", to + q) + cgc_ld(" + src +
+      ", from + q));\n"
+      "      }\n"
+      "      __syncthreads();\n"
+      "    }\n"
+      "  }\n";
+  kernel.block[0] = uint32_t(block);
+  kernel.grid[0] = uint32_t(std::min<int64_t>(std::max<int64_t>(blocks, 1), 65535));
+}
+
 void cgc::emitMovement(const Node &node, Kernel &kernel) {
   if (node.getOp() == OpKind::IndexCopy)
     return emitIndexCopy(node, kernel);
+  if (node.getOp() == OpKind::IndexAdd)
+    return emitIndexAdd(node, kernel);
   const Value *result = node.result();
   Shape out = staticShape(result->getType());
   Shape in = staticShape(node.operand(0)->getType());
@@ -222,6 +300,8 @@ void cgc::emitMovement(const Node &node, Kernel &kernel) {
     break;
   case OpKind::IndexCopy:
     llvm_unreachable("emitIndexCopy writes index_copy's slices");
+  case OpKind::IndexAdd:
+    llvm_unreachable("emitIndexAdd adds index_add's slices");
 #define CGC_MOVEMENT_OP(...)
 #define CGC_OP(Enum, ...) case OpKind::Enum:
 #include "ir/Ops.def"

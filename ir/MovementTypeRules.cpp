@@ -188,13 +188,16 @@ bool TypeChecker::gather(Types &out) {
   return true;
 }
 
-/// index_copy keeps x's type: index is an integer vector [n], source x's
+/// index_copy and index_add keep x's type: index is an integer vector [n], source x's
 /// shape but n along the axis, of x's dtype.
 bool TypeChecker::indexCopy(Types &out) {
   const TensorType &x = operandType(0), &idx = operandType(1),
                    &source = operandType(2);
   if (x.rank() == 0)
     return fail("cannot copy into a scalar's axis");
+  if (!dtypeAllowed(x.dtype)) // index_add sums: no bool.
+    return fail("operand #0 has dtype " + dtypeName(x.dtype) +
+                ", which this op does not accept");
   unsigned axis = 0;
   if (!axisAttr("axis", 0, x.rank(), axis))
     return false;

@@ -11,8 +11,8 @@
 //             log_softmax, layernorm, mse_loss, cross_entropy (autocast's
 //             float32 list) and batch_norm (a deviation: PyTorch runs it
 //             in its input's dtype): 16-bit operands cast to f32;
-//   promote   the other elementwise binary and ternary ops, concat and
-//             index_copy: PyTorch's promotion (an f32 tensor makes L
+//   promote   the other elementwise binary and ternary ops, concat,
+//             index_copy and index_add: PyTorch's promotion (an f32 tensor makes L
 //             tensors f32; a 0-dim f32, a Python number, follows an L
 //             tensor down to L);
 //   keep      everything else runs in its operands' dtype (relu, gelu,
@@ -80,8 +80,9 @@ Policy policyOf(const Node &n) {
     return op == OpKind::Conv || op == OpKind::ConvTranspose ? Policy::Lower
                                                              : Policy::Keep;
   case Movement:
-    return op == OpKind::Concat || op == OpKind::IndexCopy ? Policy::Promote
-                                                           : Policy::Keep;
+    return op == OpKind::Concat || op == OpKind::IndexCopy || op == OpKind::IndexAdd
+               ? Policy::Promote
+               : Policy::Keep;
   case Source: case Random: case SyncPoint: return Policy::Keep;
   case Collective: case ControlFlow: case Fused: return Policy::Fixed;
   }

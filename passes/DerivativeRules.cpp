@@ -484,6 +484,7 @@ bool cgc::operandAdjoints(const Node &n, Value *g, ValueBuilder &gb,
     return true;
   }
   case OpKind::IndexCopy: return indexCopyAdjoints(n, g, gb, adjoints, why);
+  case OpKind::IndexAdd: return indexAddAdjoints(n, g, gb, adjoints, why);
   case OpKind::PadPacked:
   case OpKind::PackPadded: case OpKind::If: case OpKind::While: case OpKind::Fusion:
   case OpKind::ProductFusion: case OpKind::RowFusion: case OpKind::ConvolutionFusion:

@@ -35,9 +35,13 @@ bool convolutionAdjoints(const Node &n, Value *g, ValueBuilder &gb,
                          std::vector<Value *> &adjoints, std::string &why);
 
 /// gather's and embedding's rule (IndexDerivatives.cpp): the data's
-/// adjoint as a product of the indices' one_hot and g.
+/// adjoint an index_add of g's slices into zeros at the indices.
 bool gatherAdjoints(const Node &n, Value *g, ValueBuilder &gb,
                     std::vector<Value *> &adjoints, std::string &why);
+/// index_add's rule (IndexDerivatives.cpp): x's adjoint g, the source's a
+/// gather of g at the indices (zeros where one is out of range).
+bool indexAddAdjoints(const Node &n, Value *g, ValueBuilder &gb,
+                      std::vector<Value *> &adjoints, std::string &why);
 /// index_copy's rule (IndexDerivatives.cpp): x's adjoint g with the
 /// overwritten slices zeroed, the source's a gather of g where each of its
 /// slices writes (in range, the last of duplicate indices).

@@ -2,9 +2,9 @@
 //
 // Part of autodiff's rules (DerivativeRules.h), for the ops that pick or
 // place slices by index: gather and embedding (the adjoint summed into the
-// picked rows by a product with their one_hot) and index_copy (x's
-// adjoint with the overwritten slices zeroed, the source's a masked
-// gather). Both read indices as the ops do: a negative one counts from the
+// picked rows by an index_add), index_add (x's adjoint g, the source's a
+// masked gather) and index_copy (x's adjoint with the overwritten slices
+// zeroed, the source's a masked gather). Both read indices as the ops do: a negative one counts from the
 // end once, an out-of-range one picks or writes nothing. Static shapes only.
 //
 //===----------------------------------------------------------------------===//
@@ -12,9 +12,6 @@
 #include "passes/DerivativeRules.h"
 
 using namespace cgc;
-
-/// The most one_hot elements gather's rule makes (1 GiB of f32).
-constexpr int64_t kMaxOneHotElements = int64_t(1) << 28;
 
 /// \p idx flattened, a negative index counted from the end of an axis of
 /// \p extent (once: one still negative stays out of range).
@@ -25,12 +22,33 @@ static Value *wrappedIndices(ValueBuilder &gb, Value *idx, int64_t extent) {
                   gb.add(flat, gb.fill(double(extent), type)), flat);
 }
 
+/// Whether each of the \p wrapped indices is inside [0, \p extent).
+static Value *inRange(ValueBuilder &gb, Value *wrapped, int64_t extent) {
+  DType type = wrapped->getType().dtype;
+  return gb.op(OpKind::LogicalAnd, {gb.op(OpKind::Ge, {wrapped, gb.fill(0, type)}),
+                                    gb.op(OpKind::Lt, {wrapped, gb.fill(double(extent), type)})});
+}
+
+/// The slices of \p g (along \p axis) at the \p wrapped indices where
+/// \p keep holds, zeros elsewhere: a gather at the kept indices (0 at the
+/// others), masked; of type \p st (g's shape with the indices' count along
+/// the axis).
+static Value *keptSlices(ValueBuilder &gb, Value *g, Value *wrapped, Value *keep,
+                         unsigned axis, const TensorType &st) {
+  DType it = wrapped->getType().dtype;
+  Value *picked = gb.op(OpKind::Gather, {g, gb.where(keep, wrapped, gb.fill(0, it))},
+                        {{"axis", int64_t(axis)}});
+  std::vector<Dim> along(st.rank(), Dim::fixed(1));
+  along[axis] = st.dims[axis];
+  return gb.where(gb.reshape(keep, along), picked, gb.zeros(st));
+}
+
 /// gather (numpy.take along an axis) and embedding (axis 0): the data's
-/// adjoint sums g's rows into the rows the indices took, as a product
-/// with their one_hot: d[pre, v, post] = sum_j [idx_j == v] g[pre, j, post]
-/// (deterministic: a matrix product, no atomics; negative indices wrapped
-/// once, out-of-range ones contribute nothing, as they read zeros; an
-/// embedding's padding_idx row gets none, as in PyTorch).
+/// adjoint sums g's slices into the slices the indices took, an
+/// index_add into zeros: d[pre, v, post] = sum_j [idx_j == v] g[pre, j, post]
+/// in the order of j (deterministic; negative indices wrap once as
+/// gather's do, out-of-range ones contribute nothing, as they read zeros;
+/// an embedding's padding_idx row gets none, as in PyTorch).
 bool cgc::gatherAdjoints(const Node &n, Value *g, ValueBuilder &gb,
                          std::vector<Value *> &adjoints, std::string &why) {
   Value *data = n.operand(0), *idx = n.operand(1);
@@ -42,33 +60,40 @@ bool cgc::gatherAdjoints(const Node &n, Value *g, ValueBuilder &gb,
   unsigned axis = n.getOp() == OpKind::Embedding
                       ? 0
                       : *normalizeAxis(n.intAttr("axis", 0), dt.rank());
-  int64_t rows = dt.dims[axis].extent(), picks = it.numElements(), pre = 1, post = 1;
-  for (unsigned d = 0; d < dt.rank(); ++d)
-    (d < axis ? pre : post) *= d == axis ? 1 : dt.dims[d].extent();
-  if (picks * rows > kMaxOneHotElements) {
-    why = "the derivative of this gather would make a one_hot of " +
-          std::to_string(picks) + " x " + std::to_string(rows) +
-          " elements (at most 2^28)";
+  int64_t rows = dt.dims[axis].extent();
+  Value *flat = gb.reshape(idx, {Dim::fixed(it.numElements())});
+  if (n.getOp() == OpKind::Embedding && n.attr("padding_idx")) { // `rows`: no row.
+    Value *wrapped = wrappedIndices(gb, idx, rows);
+    Value *pad = gb.fill(double(n.intAttr("padding_idx", -1)), it.dtype);
+    flat = gb.where(gb.op(OpKind::Eq, {wrapped, pad}), gb.fill(double(rows), it.dtype),
+                    wrapped);
+  }
+  std::vector<Dim> slices(dt.dims.begin(), dt.dims.end());
+  slices[axis] = Dim::fixed(it.numElements());
+  adjoints[0] = gb.op(OpKind::IndexAdd, {gb.zeros(dt), flat, gb.reshape(g, slices)},
+                      {{"axis", int64_t(axis)}});
+  return true;
+}
+
+/// index_add: x's adjoint is g; source slice j's is g's slice at index[j]
+/// (zeros where the index is out of range: it added nothing).
+bool cgc::indexAddAdjoints(const Node &n, Value *g, ValueBuilder &gb,
+                           std::vector<Value *> &adjoints, std::string &why) {
+  Value *idx = n.operand(1), *source = n.operand(2);
+  const TensorType &xt = n.operand(0)->getType(), &st = source->getType();
+  if (!xt.isStatic() || !st.isStatic()) {
+    why = "no derivative rule for an index_add over symbolic dims yet";
     return false;
   }
-  DType index = it.dtype;
-  Value *wrapped = wrappedIndices(gb, idx, rows);
-  if (n.getOp() == OpKind::Embedding && n.attr("padding_idx")) { // -1: no row.
-    Value *pad = gb.fill(double(n.intAttr("padding_idx", -1)), index);
-    wrapped = gb.where(gb.op(OpKind::Eq, {wrapped, pad}), gb.fill(-1, index), wrapped);
+  unsigned axis = *normalizeAxis(n.intAttr("axis", 0), xt.rank());
+  int64_t extent = xt.dims[axis].extent();
+  adjoints[0] = g;
+  if (idx->getType().numElements() == 0) {
+    adjoints[2] = gb.zeros(st);
+    return true;
   }
-  Value *hot = gb.op(OpKind::OneHot, {wrapped},
-                     {{"num_classes", rows}, {"dtype", n.result()->getType().dtype}});
-  Value *gj = gb.reshape(g, {Dim::fixed(pre), Dim::fixed(picks), Dim::fixed(post)});
-  if (pre != 1)
-    gj = gb.op(OpKind::Transpose, {gj}, {{"perm", std::vector<int64_t>{1, 0, 2}}});
-  gj = gb.reshape(gj, {Dim::fixed(picks), Dim::fixed(pre * post)});
-  Value *d = gb.matmul(hot, gj, true, false); // [rows, pre * post]
-  if (pre != 1) {
-    d = gb.reshape(d, {Dim::fixed(rows), Dim::fixed(pre), Dim::fixed(post)});
-    d = gb.op(OpKind::Transpose, {d}, {{"perm", std::vector<int64_t>{1, 0, 2}}});
-  }
-  adjoints[0] = gb.reshape(d, dt.dims);
+  Value *wrapped = wrappedIndices(gb, idx, extent);
+  adjoints[2] = keptSlices(gb, g, wrapped, inRange(gb, wrapped, extent), axis, st);
   return true;
 }
 
@@ -92,11 +117,7 @@ bool cgc::indexCopyAdjoints(const Node &n, Value *g, ValueBuilder &gb,
     adjoints[2] = gb.zeros(st);
     return true;
   }
-  DType it = idx->getType().dtype;
   Value *wrapped = wrappedIndices(gb, idx, extent);
-  Value *inRange = gb.op(OpKind::LogicalAnd,
-                         {gb.op(OpKind::Ge, {wrapped, gb.fill(0, it)}),
-                          gb.op(OpKind::Lt, {wrapped, gb.fill(double(extent), it)})});
   std::vector<Number> order;
   for (int64_t j = 0; j < count; ++j)
     order.push_back(Number::ofInt(j));
@@ -112,11 +133,7 @@ bool cgc::indexCopyAdjoints(const Node &n, Value *g, ValueBuilder &gb,
   Value *shadowed = gb.op(OpKind::Gt, {gb.sum(gb.cast(laterSame, DType::F32), {1}, false),
                                        gb.fill(0, DType::F32)});
   Value *writes = gb.op(OpKind::LogicalAnd,
-                        {inRange, gb.op(OpKind::LogicalNot, {shadowed})});
-  Value *picked = gb.op(OpKind::Gather, {g, gb.where(inRange, wrapped, gb.fill(0, it))},
-                        {{"axis", int64_t(axis)}});
-  std::vector<Dim> along(st.rank(), Dim::fixed(1));
-  along[axis] = Dim::fixed(count);
-  adjoints[2] = gb.where(gb.reshape(writes, along), picked, gb.zeros(st));
+                        {inRange(gb, wrapped, extent), gb.op(OpKind::LogicalNot, {shadowed})});
+  adjoints[2] = keptSlices(gb, g, wrapped, writes, axis, st);
   return true;
 }

@@ -26,8 +26,9 @@ inline bool isPointwise(const Node &n) { return computesPerElement(n); }
 
 /// Whether \p n may compute its result \p r in the buffer of its operand
 /// \p v: it reads an element of v only to write r's element at the same
-/// place (pointwise over a same-shaped operand; index_copy's x, which it
-/// then leaves as it is but for the copied slices; all_reduce's operand k,
+/// place (pointwise over a same-shaped operand; index_copy's and
+/// index_add's x, which they then leave as it is but for the copied or
+/// added slices; all_reduce's operand k,
 /// its result k, unless the operand is reduced twice; a fusion with index
 /// moves over an operand it reads only at the element it writes).
 inline bool mayWriteOverOperand(const Node &n, const Value *v, const Value *r) {
@@ -36,7 +37,7 @@ inline bool mayWriteOverOperand(const Node &n, const Value *v, const Value *r) {
            (n.getOp() != OpKind::Dropout || n.operand(0) == v);
   if (n.getOp() == OpKind::Fusion) // With index moves: ir/PointwiseFusion.h.
     return v->getType().dims == r->getType().dims && readsOnlyInPlace(n, v);
-  if (n.getOp() == OpKind::IndexCopy)
+  if (n.getOp() == OpKind::IndexCopy || n.getOp() == OpKind::IndexAdd)
     return n.operand(0) == v && n.operand(1) != v && n.operand(2) != v;
   if (n.info().has(Collective)) // NCCL reduces in place: result k over operand k.
     for (unsigned k = 0; k < n.numResults(); ++k)

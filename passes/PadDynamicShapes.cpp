@@ -488,6 +488,14 @@ bool PadDynamicShapesPass::rewrite(Node &n, std::string &why) {
                      "would count from the padding's end)",
                false;
       return true; // Sources' padding lands in x's padding.
+    case OpKind::IndexAdd:
+      if (padded(x.dims[*normalizeAxis(n.intAttr("axis", 0), x.rank())]) ||
+          padded(n.operand(1)->getType().dims[0]))
+        return why = "index_add along a symbolic axis or of a symbolic count "
+                     "of slices (an index in the padding would add padding "
+                     "to a real slice)",
+               false;
+      return true; // Sources' padding lands in x's padding.
     case OpKind::Reshape:
       if (!reshapeKeepsAxes(n))
         return why = "a reshape that moves a symbolic axis (the padding "

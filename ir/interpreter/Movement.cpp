@@ -134,6 +134,34 @@ static Tensor indexCopy(const Tensor &x, const Tensor &idx,
   return out;
 }
 
+/// index_add: each slice of \p source added to x's slice at its index, in
+/// order, each sum rounded to the dtype (integers wrap); an out-of-range
+/// index adds nothing.
+static Tensor indexAdd(const Tensor &x, const Tensor &idx, const Tensor &source,
+                       unsigned axis) {
+  Tensor out = x;
+  int64_t outer = numElements(Shape(x.shape.begin(), x.shape.begin() + axis));
+  int64_t inner = numElements(Shape(x.shape.begin() + axis + 1, x.shape.end()));
+  int64_t n = x.shape[axis], count = idx.numel();
+  bool real = isFloat(x.dtype);
+  for (int64_t j = 0; j < count; ++j) {
+    int64_t k = idx.integer(j);
+    if (k < 0)
+      k += n;
+    if (k < 0 || k >= n)
+      continue;
+    for (int64_t o = 0; o < outer; ++o)
+      for (int64_t q = 0; q < inner; ++q) {
+        int64_t to = (o * n + k) * inner + q, from = (o * count + j) * inner + q;
+        if (real)
+          out.setReal(to, out.real(to) + source.real(from));
+        else // Wraps in 64 bits, then to the dtype.
+          out.setInt(to, int64_t(uint64_t(out.integer(to)) + uint64_t(source.integer(from))));
+      }
+  }
+  return out;
+}
+
 /// The packed tensor's index of each real element of the padded \p x (-1
 /// for padding): its coordinates in row-major order of the real shape.
 static std::vector<int64_t> packedIndices(const Node &node, const Operands &in) {
@@ -227,6 +255,8 @@ Tensor interp::evalMovement(const Node &node, const Operands &in,
   case OpKind::IndexCopy:
     return indexCopy(x, *in[1], *in[2],
                      *normalizeAxis(node.intAttr("axis", 0), x.rank()));
+  case OpKind::IndexAdd:
+    return indexAdd(x, *in[1], *in[2], *normalizeAxis(node.intAttr("axis", 0), x.rank()));
   case OpKind::PadPacked: case OpKind::PackPadded:
     return packing(node, in);
 #define CGC_MOVEMENT_OP(...)

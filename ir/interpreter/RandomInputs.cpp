@@ -88,7 +88,7 @@ static int64_t indexBound(const Node &n, unsigned k, const DimEnv &env) {
   }
   case OpKind::Embedding:
     return k == 1 ? env.resolve(data.dims[0]) : -1;
-  case OpKind::IndexCopy: {
+  case OpKind::IndexCopy: case OpKind::IndexAdd: {
     if (k != 1)
       return -1;
     unsigned axis = *normalizeAxis(n.intAttr("axis", 0), data.rank());
@@ -117,6 +117,7 @@ static bool movesData(const Node &n, unsigned k) {
   case OpKind::IndexCopy:
     return k != 1;
   case OpKind::Embedding: case OpKind::OneHot:
+  case OpKind::IndexAdd: // Sums, not copies.
     return false;
   case OpKind::Transpose: case OpKind::Reshape: case OpKind::BroadcastTo:
   case OpKind::Concat: case OpKind::Slice:

@@ -13,13 +13,16 @@ row). The gather is one `gather`, the scatter one `index_copy` marked
 `unique_indices` (torch and ONNX leave the winner of a duplicate index
 undefined, so no write looks for a later one): one pass each.
 
-A reducing scatter (add, mul, max, min, mean) compares, in each row,
-every update with every position of the scattered axis and reduces the
-updates that land on a position, then combines that with x's element (a
-position no update lands on keeps x's). It costs positions x updates
-comparisons per row, fused by cgc into a few kernels; check_bounds
-refuses more than MAX_COMPARISONS. `e` is a builder: op(op, inputs,
-attrs), scalar(value, dtype)."""
+An adding scatter is one `index_add` at the same linear positions (x
+flattened; without include_self an `index_copy` of zeros there first):
+each update added in order, one pass, no bound. The other reductions
+(mul, max, min, mean) compare, in each row, every update with every
+position of the scattered axis and reduce the updates that land on a
+position, then combine that with x's element (a position no update lands
+on keeps x's). That costs positions x updates comparisons per row, fused
+by cgc into a few kernels; check_bounds refuses more than
+MAX_COMPARISONS. `e` is a builder: op(op, inputs, attrs), scalar(value,
+dtype)."""
 import math
 
 import numpy as np
@@ -56,6 +59,21 @@ def write_flat(e, x, shape, lead_dims, positions, updates):
     shape[:lead_dims]; one past their end writes nothing)."""
     flat = e.op("reshape", [x], {"shape": [numel(shape[:lead_dims])] + list(shape[lead_dims:])})
     out = e.op("index_copy", [flat, positions, updates], {"axis": 0, "unique_indices": True})
+    return e.op("reshape", [out], {"shape": list(shape)})
+
+
+def add_flat(e, x, shape, dtype, lead_dims, positions, count, updates, include_self=True):
+    """x (of static `shape`) with the slices `updates` ([count] +
+    shape[lead_dims:]) added at `positions` ([count] linear indices over
+    shape[:lead_dims]; one past their end adds nothing) in order; without
+    include_self the elements an update lands on start from 0."""
+    tail = list(shape[lead_dims:])
+    flat = e.op("reshape", [x], {"shape": [numel(shape[:lead_dims])] + tail})
+    if not include_self:  # every duplicate writes the same zeros
+        zeros = e.op("fill", [], {"value": 0, "dtype": dtype,
+                                  "shape": [count] + tail})
+        flat = e.op("index_copy", [flat, positions, zeros], {"axis": 0, "unique_indices": True})
+    out = e.op("index_add", [flat, positions, updates], {"axis": 0})
     return e.op("reshape", [out], {"shape": list(shape)})
 
 
@@ -209,6 +227,11 @@ def reduced_elements(e, x, shape, dtype, axis, index, ishape, src, sshape, reduc
     check_reduction(reduction, dtype, what)
     if numel(ishape) == 0 or numel(shape) == 0:
         return x
+    if reduction == "add":
+        updates = e.op("reshape", [leading(e, src, sshape, ishape)], {"shape": [numel(ishape)]})
+        return add_flat(e, x, shape, dtype, len(shape),
+                        element_positions(e, shape, axis, index, ishape), numel(ishape), updates,
+                        include_self)
     rank, extent, count = len(shape), shape[axis], ishape[axis]
     check_bounds(numel(ishape) * extent, what)
     index, _ = wrapped(e, index, extent)  # one still outside matches no position
@@ -237,6 +260,10 @@ def reduced_nd(e, x, shape, dtype, index, ishape, updates, reduction, what="scat
     if count == 0 or numel(shape) == 0:
         return x
     lead, tail = list(shape[:k]), list(shape[k:])
+    if reduction == "add":
+        updates = e.op("reshape", [updates], {"shape": [count] + tail})
+        return add_flat(e, x, shape, dtype, k, linear_positions(e, index, ishape, lead), count,
+                        updates)
     positions = numel(lead)
     check_bounds(positions * count * numel(tail), what)
     ones = [1] * len(tail)  # (a position past the end matches none below)

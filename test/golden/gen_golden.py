@@ -323,6 +323,7 @@ def gen_movement():
         one_op(f"one_hot_{i}", "one_hot", [("i", "i64", idx.astype(float))], attrs, ref, dt)
 
     golden_movement.gen_index_copy(sys.modules[__name__])
+    golden_movement.gen_index_add(sys.modules[__name__])
 
 
 def gen_nn():

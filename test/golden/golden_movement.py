@@ -1,10 +1,15 @@
-"""The golden cases of `index_copy` (gen_golden.py runs them at the end
-of its movement cases, on its random stream `g`): NumPy's copy of each
+"""The golden cases of `index_copy` and `index_add` (gen_golden.py runs
+them at the end of its movement cases, on its random stream `g`;
+index_add's on a stream of their own). index_copy: NumPy's copy of each
 source slice to its wrapped index along the axis, an index outside
 [-n, n) writing nothing and the last of duplicates winning; into a graph
 input (copied first), into a value that dies there (written in place),
 into one read again after it, a constant index that repeats after
-wrapping, i64 and bf16, and a cache carried through a `while`."""
+wrapping, i64 and bf16, and a cache carried through a `while`.
+index_add: each source slice added in index order, each sum rounded to
+the dtype (so bf16 sums of many duplicates are order-exact), the same
+edges, inner widths of 1 (an element scatter) to 300, many outer slices,
+and an embedding gradient's shape (2000 rows, 700 picks)."""
 import numpy as np
 
 
@@ -84,3 +89,56 @@ def gen_index_copy(g):
           {"name": "loop", "op": "while", "inputs": ["zero", "c1", "v"], "outputs": ["i", "c", "vl"],
            "regions": {"cond": cond, "body": body}}],
          [("c", "f32", expected)])
+
+
+def index_added(x, idx, source, axis, dt):
+    """torch.index_add with the IR's edges and rounding: source slices
+    added in index order, each sum rounded to `dt`; an index outside
+    [-n, n) adds nothing."""
+    from golden_numerics import round_to
+    out, n = x.astype(np.float64).copy(), x.shape[axis]
+    for j, k in enumerate(np.asarray(idx, dtype=np.int64)):
+        k = k + n if k < 0 else k
+        if 0 <= k < n:
+            dst = [slice(None)] * x.ndim
+            dst[axis] = k
+            src = [slice(None)] * x.ndim
+            src[axis] = j
+            total = out[tuple(dst)] + source[tuple(src)]
+            out[tuple(dst)] = total if dt in ("i32", "i64") else round_to(dt, total)
+    return out
+
+
+def gen_index_add(g):
+    """index_add: duplicates, negative and out-of-range indices, f32, bf16
+    (many duplicates: each sum rounded in order), i64 with an i32 index,
+    in place, an element scatter (inner 1), many outer slices, wide rows
+    and an embedding gradient's shape."""
+    rng = np.random.default_rng(4321)
+    cases = [("f32_dups", "f32", (2, 6, 4), 1, np.array([-1, 2, 2, 7, -9, 0, 5, 2])),
+             ("bf16_dups", "bf16", (5, 3), 0, rng.integers(-5, 5, size=40)),
+             ("f16_axis_last", "f16", (3, 4, 7), 2, np.array([6, 0, 6, -7, 3])),
+             ("element_scatter", "f32", (300,), 0, rng.integers(-300, 320, size=900)),
+             ("many_slices", "f32", (70, 9, 2), 1, rng.integers(0, 9, size=13)),
+             ("wide_rows", "f32", (5, 300), 0, np.array([4, 1, 4, 0, 4])),
+             ("embedding_grad", "f32", (2000, 24), 0, rng.integers(0, 2000, size=700))]
+    for name, dt, shape, axis, idx in cases:
+        x = g.rand(shape, dt, rng=rng)
+        sshape = list(shape)
+        sshape[axis] = len(idx)
+        src = g.rand(tuple(sshape), dt, rng=rng)
+        g.one_op(f"index_add_{name}", "index_add",
+                 [("x", dt, x), ("i", "i64", idx.astype(float)), ("s", dt, src)], {"axis": axis},
+                 index_added(x, idx, src, axis, dt), dt)
+    xi, si = g.rand((5, 3), "i64", rng=rng), g.rand((4, 3), "i64", rng=rng)
+    g.one_op("index_add_i64_axis0", "index_add",
+             [("x", "i64", xi), ("i", "i32", np.array([3.0, -5.0, 3.0, 9.0])), ("s", "i64", si)],
+             {"axis": -2}, index_added(xi, [3, -5, 3, 9], si, 0, "i64"), "i64", exact=True)
+    x, src, idx = g.rand((2, 6, 4), "f32", rng=rng), g.rand((2, 3, 4), "f32", rng=rng), \
+        np.array([5, 2, 5])
+    nodes = [{"name": "y", "op": "neg", "inputs": ["x"]},
+             {"name": "z", "op": "index_add", "inputs": ["y", "i", "s"], "attrs": {"axis": 1}},
+             {"name": "u", "op": "exp", "inputs": ["z"]}]
+    g.emit("index_add_in_place", [("x", "f32", x), ("i", "i64", idx.astype(float)),
+                                  ("s", "f32", src)],
+           nodes, [("u", "f32", np.exp(index_added(-x, idx, src, 1, "f32")))])

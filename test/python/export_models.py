@@ -184,10 +184,11 @@ def refusals(torch):
             z = torch.view_as_complex(x.reshape(3, 2, 2))
             return torch.view_as_real(torch.cat([z, z], dim=-1))
 
-    class WideIndexAdd(nn.Module):  # reduced by comparisons: bounded
+    class WideScatterMax(nn.Module):  # reduced by comparisons: bounded
         def forward(self, x):
             wide = x.repeat(2048, 1000)
-            return wide.index_add(0, torch.arange(4096) % 3, wide[:4096])
+            index = (torch.arange(4096) % 3)[:, None].expand(4096, 4000)
+            return wide.scatter_reduce(0, index, wide[:4096], "amax")
 
     class ScaledAddmm(nn.Module):  # a rule refuses what its op cannot express
         def __init__(self):
@@ -254,8 +255,8 @@ def refusals(torch):
         ComplexCat, "node 'cat' (cat.default): cat of complex values (cgc computes complex "
         "numbers in view_as_complex, view_as_real, polar, mul, add, sub, slices and the "
         "reshaping views only)")
-    yield "wide_index_add", WideIndexAdd().eval(), (x,), None, refusal(
-        WideIndexAdd, "node 'index_put' (index_put.default): index_put with accumulate: cgc "
+    yield "wide_scatter_max", WideScatterMax().eval(), (x,), None, refusal(
+        WideScatterMax, "node 'scatter_reduce' (scatter_reduce.two): scatter_reduce.two: cgc "
         "reduces a scattered update by comparing it with every position of its axis "
         "(100663296000 comparisons), refused over 268435456")
     yield "addmm_beta", ScaledAddmm().eval(), (x,), None, refusal(
@@ -389,6 +390,10 @@ def keyword_models(torch):
             return F.softplus(x), torch.log1p(x.abs() * 1e-9) * 1e9, torch.log1p(x.exp() - 1.0), \
                 torch.log1p(x.abs() * 1e37)
 
+    class WideIndexAdd(nn.Module):  # one index_add, whatever the count of positions
+        def forward(self, x, index):
+            return x.index_add(0, index, x * 2.0)
+
     class Scatters(nn.Module):  # writes at indices (python/cgc/indexed.py)
         def forward(self, x, perm, src, dup, vals, cube, ids):
             rows, cols = perm[:3, 0] % 4, perm[:3, 1] - 6  # a negative one counts from the end
@@ -515,6 +520,10 @@ def keyword_models(torch):
         torch.randint(-3, 4, (7, 16), **integers), torch.randint(-3, 4, (3, 16, 8), **integers),
         torch.tensor([2, 2, 7], dtype=torch.int32)), {}
     yield "aten_scatters", Scatters(), scatters, {}
+    # 20000 x 20000 comparisons once (refused then): an index_add now.
+    yield "wide_index_add", WideIndexAdd(), (
+        torch.randn(20000, 2, generator=sgen),
+        torch.randint(0, 5000, (20000,), generator=sgen)), {}
     yield "aten_activations", Activations(), (torch.randn(6, 7, generator=sgen) * 3,
                                               torch.randn(6, 7, generator=sgen)), {}
     yield "meta_rope", MetaRope(), (torch.randn(2, 5, 32, generator=sgen),), {}

@@ -71,7 +71,7 @@ def scattered(e, n, src, reduce=None, include_self=True):
     else:
         out = indexed.reduced_elements(e, e.as_dtype(x, dtype), shape, dtype, axis, index, ishape,
                                        values, sshape, reduction_of(reduce), include_self,
-                                       what=f"aten.{n.target}")
+                                       what=str(n.target).removeprefix("aten."))
     return e.op("reshape", [out], {"shape": shape}, name=n.name)
 
 
