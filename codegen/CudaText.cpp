@@ -198,9 +198,12 @@ static const char PreludeAttentionMma[] =
 static const char PreludeProductMma[] =
 #include "codegen/device/product_mma.cuh.inc"
     ;
+static const char PreludeTopK[] =
+#include "codegen/device/topk.cuh.inc"
+    ;
 
 std::string cgc::cudaPrelude(bool half, bool bfloat16, bool conditionals,
-                             bool attention, bool mmaProduct) {
+                             bool attention, bool mmaProduct, bool argTopK) {
   std::string out = PreludeBanner;
   out += PreludeCommon;
   if (conditionals)
@@ -220,5 +223,7 @@ std::string cgc::cudaPrelude(bool half, bool bfloat16, bool conditionals,
   }
   if (mmaProduct)
     out += PreludeProductMma;
+  if (argTopK)
+    out += PreludeTopK;
   return out;
 }

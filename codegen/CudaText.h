@@ -65,9 +65,10 @@ std::string gridStrideLoop(const std::string &var, int64_t n, unsigned block,
 /// embedded at build time): the 16-bit float helpers when \p half or
 /// \p bfloat16, the setter kernels of conditional nodes when
 /// \p conditionals, the fused attention bodies when \p attention and the
-/// tensor-core product's when \p mmaProduct.
+/// tensor-core product's when \p mmaProduct, argtopk's when \p argTopK.
 std::string cudaPrelude(bool half, bool bfloat16, bool conditionals,
-                        bool attention = false, bool mmaProduct = false);
+                        bool attention = false, bool mmaProduct = false,
+                        bool argTopK = false);
 
 } // namespace cgc
 

@@ -106,6 +106,8 @@ void emitNormalization(const Node &node, Kernel &kernel);
 /// transpose, reshape (copy), broadcast_to, concat, slice, gather,
 /// embedding and one_hot.
 void emitMovement(const Node &node, Kernel &kernel);
+/// Whether argtopk's kernel takes \p node's k (at most 2048).
+bool argTopKFits(const Node &node);
 
 } // namespace cgc
 

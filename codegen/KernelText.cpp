@@ -140,7 +140,7 @@ static std::string renderKernel(const Kernel &k) {
 std::string cgc::programSource(const Program &program) {
   std::string text = cudaPrelude(program.usesHalf, program.usesBFloat16,
                                  program.usesConditionals, program.usesAttention,
-                                 program.usesMmaProduct);
+                                 program.usesMmaProduct, program.usesArgTopK);
   llvm::StringMap<std::string> memberFunctions;
   for (const Kernel &k : program.kernels) {
     if (k.shared || k.inPrelude)

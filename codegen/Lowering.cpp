@@ -302,6 +302,12 @@ void Lowerer::lowerNode(const Node &node, StepGraph &out) {
     return lowerCollective(node, out);
   if (node.getOp() == OpKind::IndexCopy || node.getOp() == OpKind::IndexAdd)
     copyUnlessInPlace(node.operand(0), node.result(), out);
+  if (node.getOp() == OpKind::ArgTopK && !argTopKFits(node)) {
+    diag.nodeError(node, "argtopk of k = " + std::to_string(node.intAttr("k", 1)) +
+                             ": its kernel ranks at most 2048 a row");
+    ok = false;
+    return;
+  }
   Kernel kernel;
   kernel.node = &node;
   kernel.name = uniqueKernelName(
@@ -319,6 +325,7 @@ void Lowerer::lowerNode(const Node &node, StepGraph &out) {
   shareIdenticalFunction(kernel, program.functions);
   noteDTypes(node, program);
   program.usesAttention |= node.getOp() == OpKind::Attention;
+  program.usesArgTopK |= node.getOp() == OpKind::ArgTopK;
   program.usesMmaProduct |= node.schedule() &&
                             node.schedule()->strategy == Strategy::MmaProduct;
   addKernelStep(std::move(kernel), out);

@@ -208,11 +208,61 @@ static void emitIndexAdd(const Node &node, Kernel &kernel) {
   kernel.grid[0] = uint32_t(std::min<int64_t>(std::max<int64_t>(blocks, 1), 65535));
 }
 
+/// The largest k argtopk's kernel takes (its chosen keys and indices fill
+/// 32 KiB of shared memory).
+constexpr int64_t kMaxArgTopK = 2048;
+
+/// argtopk: codegen/device/topk.cuh's cgc_argtopk, one block a row, over
+/// keys of 32 bits (f32, f16, bf16, i32) or 64 (i64) that order as the
+/// elements do (inverted for the smallest).
+static void emitArgTopK(const Node &node, Kernel &kernel) {
+  const Value *x = node.operand(0);
+  Shape shape = staticShape(x->getType());
+  int64_t n = shape.back(), k = node.intAttr("k", 1);
+  int64_t rows = n ? product(shape) / n : 0, slots = 2;
+  while (slots < k)
+    slots *= 2;
+  std::string px = addParam(kernel, x, false);
+  std::string out = addParam(kernel, node.result(), true);
+  std::string v = "cgc_ld(" + px + ", row * " + std::to_string(n) + "LL + i)";
+  std::string key;
+  int bits = 32;
+  switch (x->getType().dtype) {
+  case DType::F32: case DType::F16: case DType::BF16:
+    key = "cgc_topk_float_key((float)" + v + ")";
+    break;
+  case DType::I32:
+    key = "(unsigned long long)((unsigned)(int)" + v + " ^ 0x80000000u)";
+    break;
+  case DType::I64:
+    key = "((unsigned long long)(long long)" + v + " ^ 0x8000000000000000ull)";
+    bits = 64;
+    break;
+  case DType::Bool:
+    llvm_unreachable("argtopk's type rule refuses bool");
+  }
+  if (!node.boolAttr("largest", true))
+    key = bits == 64 ? "~" + key : "(~" + key + " & 0xFFFFFFFFull)";
+  kernel.body = "  cgc_argtopk<" + std::to_string(bits) + ", " + std::to_string(slots) +
+                ">(" + std::to_string(rows) + "LL, " + std::to_string(n) + "LL, " +
+                std::to_string(k) +
+                ", [&](long long row, long long i) -> unsigned long long { return " + key +
+                "; }, " + out + ");\n";
+  kernel.block[0] = 256;
+  kernel.grid[0] = uint32_t(std::min<int64_t>(std::max<int64_t>(rows, 1), 65535));
+}
+
+bool cgc::argTopKFits(const Node &node) {
+  return node.intAttr("k", 1) <= kMaxArgTopK;
+}
+
 void cgc::emitMovement(const Node &node, Kernel &kernel) {
   if (node.getOp() == OpKind::IndexCopy)
     return emitIndexCopy(node, kernel);
   if (node.getOp() == OpKind::IndexAdd)
     return emitIndexAdd(node, kernel);
+  if (node.getOp() == OpKind::ArgTopK)
+    return emitArgTopK(node, kernel);
   const Value *result = node.result();
   Shape out = staticShape(result->getType());
   Shape in = staticShape(node.operand(0)->getType());
@@ -302,6 +352,8 @@ void cgc::emitMovement(const Node &node, Kernel &kernel) {
     llvm_unreachable("emitIndexCopy writes index_copy's slices");
   case OpKind::IndexAdd:
     llvm_unreachable("emitIndexAdd adds index_add's slices");
+  case OpKind::ArgTopK:
+    llvm_unreachable("emitArgTopK ranks argtopk's rows");
 #define CGC_MOVEMENT_OP(...)
 #define CGC_OP(Enum, ...) case OpKind::Enum:
 #include "ir/Ops.def"

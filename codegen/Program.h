@@ -184,6 +184,8 @@ struct Program {
   bool usesConditionals = false;
   /// The fused attention kernel's body (codegen/device/attention.cuh).
   bool usesAttention = false;
+  /// An argtopk kernel: the prelude holds codegen/device/topk.cuh.
+  bool usesArgTopK = false;
   /// The tensor-core product's body (codegen/device/product_mma.cuh).
   bool usesMmaProduct = false;
   /// f32 library products may use TF32 tensor cores (`cgc --allow-tf32`).

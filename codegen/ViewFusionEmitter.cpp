@@ -248,7 +248,7 @@ std::string ViewBody::computed(const Value *v, const Coords &at, Block &block) {
   case OpKind::Concat:
     return concatAt(n, at, block);
   case OpKind::Gather: case OpKind::Embedding: case OpKind::OneHot:
-  case OpKind::IndexCopy: case OpKind::IndexAdd: case OpKind::PadPacked:
+  case OpKind::IndexCopy: case OpKind::IndexAdd: case OpKind::ArgTopK: case OpKind::PadPacked:
   case OpKind::PackPadded:
     break;
 #define CGC_MOVEMENT_OP(...)

@@ -216,6 +216,28 @@ bool TypeChecker::indexCopy(Types &out) {
   return true;
 }
 
+/// argtopk: x numbers of rank >= 1 whose last axis is static, k in [1, its
+/// extent]; the result i64, x's shape with k along the last axis.
+bool TypeChecker::argTopK(Types &out) {
+  const TensorType &x = operandType(0);
+  if (x.rank() == 0)
+    return fail("cannot rank a scalar (argtopk ranks the last axis)");
+  if (!dtypeAllowed(x.dtype))
+    return fail("operand #0 has dtype " + dtypeName(x.dtype) +
+                ", which this op does not accept");
+  const Dim &last = x.dims.back();
+  if (!last.isStatic())
+    return fail("argtopk ranks a static last axis, not the symbolic " + str(x));
+  int64_t k = node.intAttr("k", 0);
+  if (k < 1 || k > last.extent())
+    return fail("attribute 'k' = " + llvm::Twine(k) + " is outside [1, " +
+                llvm::Twine(last.extent()) + "] (the last axis of " + str(x) + ")");
+  Shape shape = x.dims;
+  shape.back() = Dim::fixed(k);
+  out.push_back(TensorType(DType::I64, shape));
+  return true;
+}
+
 /// pad_packed and pack_padded keep the type; each listed axis (increasing)
 /// takes one i64[] real extent.
 bool TypeChecker::packing(Types &out) {

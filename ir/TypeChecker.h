@@ -58,6 +58,7 @@ private:
   bool slice(Types &out);
   bool gather(Types &out);
   bool indexCopy(Types &out);
+  bool argTopK(Types &out);
   bool constantIndicesInRange(Dim extent, unsigned axis);
   bool oneHot(Types &out);
   bool packing(Types &out);

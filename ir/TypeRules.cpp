@@ -429,6 +429,7 @@ bool TypeChecker::opRule(Types &out) {
   case OpKind::Gather: case OpKind::Embedding: return gather(out);
   case OpKind::OneHot: return oneHot(out);
   case OpKind::IndexCopy: case OpKind::IndexAdd: return indexCopy(out);
+  case OpKind::ArgTopK: return argTopK(out);
   case OpKind::PadPacked: case OpKind::PackPadded: return packing(out);
   case OpKind::If: return ifOp(out);
   case OpKind::While: return whileOp(out);

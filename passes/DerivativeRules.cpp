@@ -501,7 +501,7 @@ bool cgc::operandAdjoints(const Node &n, Value *g, ValueBuilder &gb,
   case OpKind::LogicalOr: case OpKind::Constant: case OpKind::Fill:
   case OpKind::BitwiseNot: case OpKind::BitwiseAnd: case OpKind::BitwiseOr:
   case OpKind::BitwiseXor:
-  case OpKind::Iota: case OpKind::ArgMax: case OpKind::OneHot:
+  case OpKind::Iota: case OpKind::ArgMax: case OpKind::ArgTopK: case OpKind::OneHot:
   case OpKind::Floor: case OpKind::Ceil: case OpKind::Round:
     return true; // Results that carry no gradient (zero almost everywhere).
   }

@@ -504,6 +504,8 @@ bool PadDynamicShapesPass::rewrite(Node &n, std::string &why) {
       return true;
     case OpKind::Embedding: case OpKind::OneHot:
       return true; // Their padded indices give padding.
+    case OpKind::ArgTopK: // Its type rule takes a static last axis only.
+      return true; // Padded rows rank padding.
     case OpKind::Transpose: case OpKind::BroadcastTo: case OpKind::Slice:
     case OpKind::Concat:
       return true; // Of static dims only (their type rules).

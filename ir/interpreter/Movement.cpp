@@ -17,6 +17,7 @@
 #include "llvm/Support/ErrorHandling.h"
 #include <algorithm>
 #include <cmath>
+#include <numeric>
 
 using namespace cgc;
 using namespace cgc::interp;
@@ -162,6 +163,35 @@ static Tensor indexAdd(const Tensor &x, const Tensor &idx, const Tensor &source,
   return out;
 }
 
+/// argtopk: each row's indices in rank order (a stable sort: of equal
+/// elements the lower index first; a NaN the largest), the first k.
+static Tensor argTopK(const Node &node, const Tensor &x) {
+  int64_t n = x.shape.back(), k = node.intAttr("k", 1);
+  bool largest = node.boolAttr("largest", true), real = isFloat(x.dtype);
+  Shape shape = x.shape;
+  shape.back() = k;
+  Tensor out(DType::I64, shape);
+  int64_t rows = n ? x.numel() / n : 0;
+  std::vector<int64_t> order(static_cast<size_t>(n));
+  for (int64_t r = 0; r < rows; ++r) {
+    auto before = [&](int64_t a, int64_t b) {
+      if (!real) {
+        int64_t va = x.integer(r * n + a), vb = x.integer(r * n + b);
+        return largest ? va > vb : va < vb;
+      }
+      double va = x.real(r * n + a), vb = x.real(r * n + b);
+      if (std::isnan(va) || std::isnan(vb)) // A NaN ranks as the largest.
+        return largest ? !std::isnan(vb) : !std::isnan(va);
+      return largest ? va > vb : va < vb;
+    };
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), before);
+    for (int64_t j = 0; j < k; ++j)
+      out.setInt(r * k + j, order[size_t(j)]);
+  }
+  return out;
+}
+
 /// The packed tensor's index of each real element of the padded \p x (-1
 /// for padding): its coordinates in row-major order of the real shape.
 static std::vector<int64_t> packedIndices(const Node &node, const Operands &in) {
@@ -255,6 +285,8 @@ Tensor interp::evalMovement(const Node &node, const Operands &in,
   case OpKind::IndexCopy:
     return indexCopy(x, *in[1], *in[2],
                      *normalizeAxis(node.intAttr("axis", 0), x.rank()));
+  case OpKind::ArgTopK:
+    return argTopK(node, x);
   case OpKind::IndexAdd:
     return indexAdd(x, *in[1], *in[2], *normalizeAxis(node.intAttr("axis", 0), x.rank()));
   case OpKind::PadPacked: case OpKind::PackPadded:

@@ -99,7 +99,7 @@ static int64_t indexBound(const Node &n, unsigned k, const DimEnv &env) {
   case OpKind::PadPacked: case OpKind::PackPadded: // Real extents: [0, dim].
     return k == 0 ? -1 : env.resolve(data.dims[size_t(n.intsAttr("axes")[k - 1])]) + 1;
   case OpKind::Transpose: case OpKind::Reshape: case OpKind::BroadcastTo:
-  case OpKind::Concat: case OpKind::Slice:
+  case OpKind::Concat: case OpKind::Slice: case OpKind::ArgTopK:
     return -1;
 #define CGC_MOVEMENT_OP(...)
 #define CGC_OP(Enum, ...) case OpKind::Enum:
@@ -118,6 +118,7 @@ static bool movesData(const Node &n, unsigned k) {
     return k != 1;
   case OpKind::Embedding: case OpKind::OneHot:
   case OpKind::IndexAdd: // Sums, not copies.
+  case OpKind::ArgTopK:  // Positions, not elements.
     return false;
   case OpKind::Transpose: case OpKind::Reshape: case OpKind::BroadcastTo:
   case OpKind::Concat: case OpKind::Slice:

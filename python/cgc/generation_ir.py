@@ -34,6 +34,7 @@ sampling, a draw from softmax by one uniform number per row and token
 from cgc's Philox stream (graph input rng = {seed, offset}; each step
 moves the offset on by rng_stride)."""
 from .ir_builder import IRBuilder
+from .ranking import MAX_SELECTED
 
 
 class Settings:
@@ -163,7 +164,8 @@ def processed(b, logits, generated, seen, s):
     return scores
 
 
-# Top-k and top-p find each row's threshold by multisection: ROUNDS
+# Top-p (and a top-k past argtopk's k) find each row's threshold by
+# multisection: ROUNDS
 # rounds, each counting (or summing) the row at SECTIONS evenly spaced
 # candidates between lo and hi at once and keeping the bracket where the
 # count crosses, so [lo, hi) shrinks SECTIONS + 1 times a round (17^6:
@@ -191,7 +193,18 @@ def multisection(b, lo, hi, measure, accept, s):
 
 def top_k_kept(b, scores, s):
     """bool [B, V]: the scores at or above the row's top_k-th largest
-    (transformers' TopKLogitsWarper; all finite ones when fewer are)."""
+    (transformers' TopKLogitsWarper): read at the last of an argtopk's
+    indices (one kernel), or for a top_k past what argtopk takes, found by
+    multisection (all finite ones when fewer are)."""
+    if s.top_k <= MAX_SELECTED:
+        last = b.op("slice", [b.op("argtopk", [scores], {"k": s.top_k})],
+                    {"starts": [s.top_k - 1], "ends": [s.top_k], "axes": [1]})
+        rows = b.op("iota", [], {"dtype": "i64", "shape": [s.batch, 1], "axis": 0})
+        at = b.op("add", [last, b.op("mul", [rows, b.const(s.vocab, "i64")])])
+        flat = b.reshape(scores, [s.batch * s.vocab])
+        kth = b.reshape(b.op("gather", [flat, b.reshape(at, [s.batch])], {"axis": 0}),
+                        [s.batch, 1])
+        return b.op("ge", [scores, kth])
     inf = b.const("inf", "f32")
     finite = b.op("lt", [scores, inf])
     finite = b.op("logical_and", [finite, b.op("gt", [scores, b.const("-inf", "f32")])])

@@ -7,22 +7,35 @@ largest, as in PyTorch) plus the equal ones before it, so ties keep their
 index order (a stable sort; ONNX's TopK asks the lower index first).
 Result r is the element of rank r, found as a sum over the n elements of
 the one whose rank is r. It costs n^2 comparisons per row, [..., n, n]
-and [..., k, n] boolean intermediates that cgc fuses into a few kernels;
-check_bounds refuses an axis or a tensor too large for it. `e` is a
-builder: op(op, inputs, attrs) and scalar(value, dtype)."""
+and [..., k, n] boolean intermediates that cgc fuses into a few kernels.
+Past that bound (more than MAX_RANKED elements or MAX_COMPARISONS in
+all), the k first in rank order come from one `argtopk` (the same order:
+a radix select and a sort of the k in one kernel a row) when k is at
+most MAX_SELECTED, and their values from a gather; check_bounds refuses
+the rest. `e` is a builder: op(op, inputs, attrs) and scalar(value,
+dtype)."""
 from .dtypes import INTEGERS
 from .errors import RefusedError
 
 MAX_RANKED = 16384          # elements along a ranked axis
 MAX_COMPARISONS = 1 << 28   # pairwise comparisons of one ranked tensor
+MAX_SELECTED = 2048         # the largest k argtopk's kernel takes
 
 
-def check_bounds(n, rows, what):
-    """Refuses ranking `n` elements in each of `rows` rows past the bounds."""
-    if n > MAX_RANKED or rows * n * n > MAX_COMPARISONS:
-        raise RefusedError(f"{what} of {n} elements in {rows} rows: cgc ranks them by pairwise "
-                           f"comparisons ({rows * n * n}), refused over {MAX_RANKED} elements "
-                           f"or {MAX_COMPARISONS} comparisons")
+def compared(n, rows):
+    """Whether `rows` rows of `n` elements are ranked by comparisons."""
+    return n <= MAX_RANKED and rows * n * n <= MAX_COMPARISONS
+
+
+def check_bounds(n, rows, what, k=None):
+    """Refuses ranking `n` elements in each of `rows` rows, keeping the `k`
+    first (None: all), past both ways' bounds."""
+    if compared(n, rows) or (k is not None and k <= MAX_SELECTED):
+        return
+    raise RefusedError(f"{what} of {n} elements in {rows} rows, keeping {n if k is None else k}: "
+                       f"cgc ranks them by pairwise comparisons ({rows * n * n}), refused over "
+                       f"{MAX_RANKED} elements or {MAX_COMPARISONS} comparisons, or selects at "
+                       f"most {MAX_SELECTED} a row")
 
 
 def moved_last(e, v, axis, rank):
@@ -68,6 +81,39 @@ def ranked(e, v, shape, dtype, axis, k, largest):
     v, back = moved_last(e, v, axis, rank)
     last = [d for a, d in enumerate(shape) if a != axis] + [shape[axis]]
     *lead, n = last
+    rows = 1
+    for d in lead:
+        rows *= d
+    if not compared(n, rows):
+        values, indices = selected(e, v, lead, n, rows, dtype, k, largest)
+    else:
+        values, indices = by_comparisons(e, v, last, dtype, k, largest)
+    if back is not None:
+        indices = e.op("transpose", [indices], {"perm": back})
+        values = e.op("transpose", [values], {"perm": back})
+    return values, indices
+
+
+def selected(e, v, lead, n, rows, dtype, k, largest):
+    """(values, indices) [*lead, k] of the k first of v's rows (the last
+    axis, n wide) in rank order: argtopk, and a gather of v flattened at
+    row * n + index."""
+    if k == 0:
+        return (e.op("fill", [], {"dtype": dtype, "shape": lead + [0], "value": 0}),
+                e.op("fill", [], {"dtype": "i64", "shape": lead + [0], "value": 0}))
+    indices = e.op("argtopk", [v], {"k": k, "largest": bool(largest)})
+    starts = e.op("mul", [e.op("iota", [], {"dtype": "i64", "shape": [rows, 1], "axis": 0}),
+                          e.scalar(n, "i64")])
+    at = e.op("add", [e.op("reshape", [indices], {"shape": [rows, k]}), starts])
+    flat = e.op("reshape", [v], {"shape": [rows * n]})
+    picked = e.op("gather", [flat, e.op("reshape", [at], {"shape": [rows * k]})], {"axis": 0})
+    return e.op("reshape", [picked], {"shape": lead + [k]}), indices
+
+
+def by_comparisons(e, v, last, dtype, k, largest):
+    """(values, indices) [*lead, k] by pairwise ranks (the module's
+    docstring), v's last axis ranked."""
+    *lead, n = last
     order = ranks(e, v, last, dtype, largest)
     r = e.op("iota", [], {"dtype": "i64", "shape": [k, 1], "axis": 0})
     chosen = e.op("eq", [e.op("reshape", [order], {"shape": lead + [1, n]}), r])  # [..., k, n]
@@ -77,7 +123,4 @@ def ranked(e, v, shape, dtype, axis, k, largest):
     row = e.op("reshape", [v], {"shape": lead + [1, n]})
     values = e.op("sum", [e.op("where", [chosen, row, e.scalar(0, dtype)])],
                   {"axes": [len(last)]})
-    if back is not None:
-        indices = e.op("transpose", [indices], {"perm": back})
-        values = e.op("transpose", [values], {"perm": back})
     return values, indices

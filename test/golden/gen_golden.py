@@ -324,6 +324,7 @@ def gen_movement():
 
     golden_movement.gen_index_copy(sys.modules[__name__])
     golden_movement.gen_index_add(sys.modules[__name__])
+    golden_movement.gen_argtopk(sys.modules[__name__])
 
 
 def gen_nn():

@@ -9,7 +9,11 @@ wrapping, i64 and bf16, and a cache carried through a `while`.
 index_add: each source slice added in index order, each sum rounded to
 the dtype (so bf16 sums of many duplicates are order-exact), the same
 edges, inner widths of 1 (an element scatter) to 300, many outer slices,
-and an embedding gradient's shape (2000 rows, 700 picks)."""
+and an embedding gradient's shape (2000 rows, 700 picks). argtopk: a
+stable sort's first k (ties by index, a NaN the largest, -0 equal to +0),
+largest and smallest, f32, bf16 over a 32000-wide vocabulary, i32 and
+i64, k = n, k = 2048 (the kernel's widest) and one row past the grid's
+65535 blocks."""
 import numpy as np
 
 
@@ -142,3 +146,37 @@ def gen_index_add(g):
     g.emit("index_add_in_place", [("x", "f32", x), ("i", "i64", idx.astype(float)),
                                   ("s", "f32", src)],
            nodes, [("u", "f32", np.exp(index_added(-x, idx, src, 1, "f32")))])
+
+
+def top_indices(x, k, largest):
+    """The first k of each last-axis row's indices in rank order: a stable
+    sort (ties by index), a NaN the largest, -0 equal to +0."""
+    rows = x.reshape(-1, x.shape[-1]).astype(np.float64)
+    out = []
+    for row in rows:
+        nan = np.isnan(row)
+        value = np.where(nan, 0.0, row) + 0.0  # -0 as +0
+        # lexsort: the last key first; NaN first for the largest, last for the smallest.
+        order = np.lexsort((np.arange(row.size), -value if largest else value,
+                            ~nan if largest else nan))
+        out.append(order[:k])
+    return np.array(out, dtype=np.float64).reshape(x.shape[:-1] + (k,))
+
+
+def gen_argtopk(g):
+    """argtopk over rows with ties, NaNs and signed zeros, several dtypes and
+    widths (see the module's docstring)."""
+    rng = np.random.default_rng(987)
+    ties = np.array([[2.0, np.nan, -1.0, 2.0, 0.5, -1.0, 2.0, -0.0, 0.0, np.nan],
+                     [0.0, 3.0, 3.0, -np.inf, np.nan, 1.0, np.inf, -0.0, 3.0, -2.0]])
+    cases = [("ties_f32", "f32", ties, 4, True), ("ties_smallest", "f32", ties, 6, False),
+             ("full_sort", "f32", ties, 10, True),
+             ("vocab_bf16", "bf16", g.rand((3, 32000), "bf16", -8, 8, rng=rng), 50, True),
+             ("i32", "i32", g.rand((4, 9), "i32", -3, 3, rng=rng), 5, True),
+             ("i64_smallest", "i64", g.rand((2, 3, 40), "i64", -9, 9, rng=rng), 11, False),
+             ("k2048", "f32", g.rand((2, 5000), "f32", rng=rng), 2048, True),
+             ("many_rows", "f32", g.rand((65537, 3), "f32", rng=rng), 2, False)]
+    for name, dt, x, k, largest in cases:
+        attrs = {"k": k} if largest else {"k": k, "largest": False}
+        g.one_op(f"argtopk_{name}", "argtopk", [("x", dt, x)], attrs,
+                 top_indices(x, k, largest), "i64", exact=True)

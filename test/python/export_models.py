@@ -171,9 +171,9 @@ def refusals(torch):
         def forward(self, x):
             return torch.cummax(x, 0).values
 
-    class LongTopK(nn.Module):  # ranked by pairwise comparisons: a bounded axis
+    class LongSort(nn.Module):  # past pairwise ranking, and more than argtopk keeps
         def forward(self, x):
-            return torch.topk(x.repeat(1, 5000), 2).values
+            return torch.sort(x.repeat(1, 5000)).values
 
     class ComplexAbs(nn.Module):  # complex values: only what rotary embeddings use
         def forward(self, x):
@@ -243,10 +243,10 @@ def refusals(torch):
     x = torch.randn(3, 4, generator=gen)
     yield "running_max", RunningMax().eval(), (x,), None, refusal(
         RunningMax, "node 'cummax': the ATen op cummax.default has no cgc mapping")
-    yield "long_topk", LongTopK().eval(), (x,), None, refusal(
-        LongTopK, "node 'topk' (topk.default): topk of 20000 elements in 3 rows: cgc ranks them "
-        "by pairwise comparisons (1200000000), refused over 16384 elements or 268435456 "
-        "comparisons")
+    yield "long_sort", LongSort().eval(), (x,), None, refusal(
+        LongSort, "node 'sort' (sort.default): sort of 20000 elements in 3 rows, keeping 20000: "
+        "cgc ranks them by pairwise comparisons (1200000000), refused over 16384 elements or "
+        "268435456 comparisons, or selects at most 2048 a row")
     yield "complex_abs", ComplexAbs().eval(), (x,), None, refusal(
         ComplexAbs, "node 'abs_1' (abs.default): abs of complex values (cgc computes complex "
         "numbers in view_as_complex, view_as_real, polar, mul, add, sub, slices and the "
@@ -390,6 +390,11 @@ def keyword_models(torch):
             return F.softplus(x), torch.log1p(x.abs() * 1e-9) * 1e9, torch.log1p(x.exp() - 1.0), \
                 torch.log1p(x.abs() * 1e37)
 
+    class LongTopK(nn.Module):  # past pairwise ranking: one argtopk
+        def forward(self, x):
+            top = torch.topk(x, 5)
+            return top.values, top.indices, torch.topk(x[:, :3000], 3, largest=False).indices
+
     class WideIndexAdd(nn.Module):  # one index_add, whatever the count of positions
         def forward(self, x, index):
             return x.index_add(0, index, x * 2.0)
@@ -520,6 +525,7 @@ def keyword_models(torch):
         torch.randint(-3, 4, (7, 16), **integers), torch.randint(-3, 4, (3, 16, 8), **integers),
         torch.tensor([2, 2, 7], dtype=torch.int32)), {}
     yield "aten_scatters", Scatters(), scatters, {}
+    yield "long_topk", LongTopK(), (torch.randn(3, 20000, generator=sgen),), {}
     # 20000 x 20000 comparisons once (refused then): an index_add now.
     yield "wide_index_add", WideIndexAdd(), (
         torch.randn(20000, 2, generator=sgen),

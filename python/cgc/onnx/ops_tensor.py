@@ -239,7 +239,7 @@ def topk(ctx, ins, attrs):
     k = ints_operand(ctx, ins[1], "TopK's K")[0]
     if not all(isinstance(d, int) for d in s):
         raise RefusedError(f"TopK of the dynamic shape {s} (cgc ranks static shapes)")
-    ranking.check_bounds(s[axis], int(np.prod(s, dtype=np.int64)) // max(s[axis], 1), "TopK")
+    ranking.check_bounds(s[axis], int(np.prod(s, dtype=np.int64)) // max(s[axis], 1), "TopK", k)
     if not 0 <= k <= s[axis]:
         raise RefusedError(f"TopK of K={k} along an axis of {s[axis]} elements")
     values, indices = ranking.ranked(ctx.g, x, s, dtype(ctx, x), axis, k,

@@ -22,18 +22,19 @@ from .record import RecordNode
 aten = registrar(ATEN)
 call = registrar(CALLS)
 
-def ranked_extent(e, x, axis, what):
+def ranked_extent(e, x, axis, what, k=None):
     """The static extent of x's ranked axis; refuses a symbolic one, or one
-    past ranking's bounds (every other axis counted at its maximum)."""
+    past ranking's bounds for keeping `k` (None: all; every other axis
+    counted at its maximum)."""
     shape = e.shape(x)
     n = shape[axis]
     if not isinstance(n, int):
         raise RefusedError(f"{what} along the dynamic dim {n} (cgc ranks a static axis)")
     rows = 1
-    for k, d in enumerate(shape):
-        if k != axis:
+    for a, d in enumerate(shape):
+        if a != axis:
             rows *= d if isinstance(d, int) else e.dims[d]["max"]
-    ranking.check_bounds(n, rows, what)
+    ranking.check_bounds(n, rows, what, k)
     return n
 
 
@@ -62,7 +63,7 @@ def topk(e, n):
     if not e.shape(x):
         return list(scalar_ranked(e, x))
     axis = axis_of(e, x, dim)
-    extent = ranked_extent(e, x, axis, "topk")
+    extent = ranked_extent(e, x, axis, "topk", k if isinstance(k, int) else None)
     if not isinstance(k, int) or not 0 <= k <= extent:
         raise RefusedError(f"topk of k={k!r} along an axis of {extent} elements")
     return list(ranked(e, x, axis, k, bool(largest)))
