@@ -47,8 +47,10 @@ static Value *keptSlices(ValueBuilder &gb, Value *g, Value *wrapped, Value *keep
 /// adjoint sums g's slices into the slices the indices took, an
 /// index_add into zeros: d[pre, v, post] = sum_j [idx_j == v] g[pre, j, post]
 /// in the order of j (deterministic; negative indices wrap once as
-/// gather's do, out-of-range ones contribute nothing, as they read zeros;
-/// an embedding's padding_idx row gets none, as in PyTorch).
+/// gather's do, index_add's own wrap, out-of-range ones contribute nothing,
+/// as they read zeros; an embedding's padding_idx row gets none, as in
+/// PyTorch). A 16-bit table's adjoint is summed in f32 and rounded once,
+/// as PyTorch's embedding backward accumulates.
 bool cgc::gatherAdjoints(const Node &n, Value *g, ValueBuilder &gb,
                          std::vector<Value *> &adjoints, std::string &why) {
   Value *data = n.operand(0), *idx = n.operand(1);
@@ -63,15 +65,20 @@ bool cgc::gatherAdjoints(const Node &n, Value *g, ValueBuilder &gb,
   int64_t rows = dt.dims[axis].extent();
   Value *flat = gb.reshape(idx, {Dim::fixed(it.numElements())});
   if (n.getOp() == OpKind::Embedding && n.attr("padding_idx")) { // `rows`: no row.
-    Value *wrapped = wrappedIndices(gb, idx, rows);
     Value *pad = gb.fill(double(n.intAttr("padding_idx", -1)), it.dtype);
-    flat = gb.where(gb.op(OpKind::Eq, {wrapped, pad}), gb.fill(double(rows), it.dtype),
-                    wrapped);
+    flat = gb.where(gb.op(OpKind::Eq, {wrappedIndices(gb, idx, rows), pad}),
+                    gb.fill(double(rows), it.dtype), flat);
   }
   std::vector<Dim> slices(dt.dims.begin(), dt.dims.end());
   slices[axis] = Dim::fixed(it.numElements());
-  adjoints[0] = gb.op(OpKind::IndexAdd, {gb.zeros(dt), flat, gb.reshape(g, slices)},
-                      {{"axis", int64_t(axis)}});
+  bool half = dt.dtype == DType::F16 || dt.dtype == DType::BF16;
+  Value *source = gb.reshape(g, slices);
+  if (half)
+    source = gb.cast(source, DType::F32);
+  Value *sum = gb.op(OpKind::IndexAdd,
+                     {gb.zeros(TensorType(source->getType().dtype, dt.dims)), flat, source},
+                     {{"axis", int64_t(axis)}});
+  adjoints[0] = half ? gb.cast(sum, dt.dtype) : sum;
   return true;
 }
 

@@ -26,13 +26,18 @@ def settings_of(model, config, batch, max_prompt, max_new_tokens, prompt_buckets
 
 
 def penalty_skips_padding():
-    """Whether this transformers' repetition penalty skips a prompt's left
-    padding (its processor takes prompt_ignore_length, which generate sets
-    to each row's padding since 5.2x) rather than counting pad ids seen."""
+    """Whether this transformers' generate has its repetition penalty skip
+    a prompt's left padding (it passes the rows' padding to the processor
+    as prompt_ignore_length, which later 5.x releases do) rather than
+    count the pad ids as seen: read from generate's own source, since the
+    processor took the argument before generate passed it."""
     import inspect
-    from transformers.generation.logits_process import RepetitionPenaltyLogitsProcessor
-    return "prompt_ignore_length" in \
-        inspect.signature(RepetitionPenaltyLogitsProcessor.__init__).parameters
+    from transformers.generation.utils import GenerationMixin
+    try:
+        source = inspect.getsource(GenerationMixin._get_logits_processor)
+    except (OSError, TypeError, AttributeError):  # no source: the older behaviour
+        return False
+    return "prompt_ignore_length=" in source
 
 
 # The narrowest prompt bucket compile_generate builds by default: below

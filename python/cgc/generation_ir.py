@@ -19,9 +19,10 @@ concurrently over one engine's weights.
 
 The prompt's width is bucketed: for each width W of
 Settings.prompt_buckets (the last P) a graph runs the prompt's pass over
-the last W columns only (main at P, an entry main_pW below it), the
-prompts' tokens in cache slots [0, W) and slots [W, P) unused and masked;
-the decoding loop is the same in every graph (its kernels shared).
+the last W columns only (main at P, an entry main_pW below it; the
+columns before them must hold no real token), their keys and values in
+the same cache slots [P - W, P) as main's, slots before them masked; the
+decoding loop is main's in every graph (its kernels shared).
 
 Positions follow transformers' generate: a prompt token's position is the
 count of real tokens before it, a pad's is 1; the k-th generated token of
@@ -294,7 +295,7 @@ def seen_after(b, seen, token, s):
 
 def prompt_seen(b, input_ids, mask, s):
     """bool [B, V]: the ids in the prompt, pads included where
-    s.pads_penalized (transformers' repetition penalty before 5.2x reads
+    s.pads_penalized (an earlier transformers' repetition penalty reads
     the padded input_ids; later ones skip the left padding)."""
     if not s.pads_penalized:  # an id past the vocabulary has no one-hot bit
         real = b.op("eq", [mask, b.const(1, "i64")])
@@ -355,15 +356,18 @@ def prompt_pass(prefill, s, extra_inputs=()):
     b.inputs = graph_inputs(prefill, s) + list(extra_inputs)
     b.names.update(i["name"] for i in b.inputs)
     ids, mask = (prompt_columns(b, x, W, s) for x in ("input_ids", "attention_mask"))
-    # The cache's slots: the prompt's W, the unused P - W, the N generated.
-    full_mask = b.op("concat", [mask, b.fill(0, "i64", [B, P - W + N])], {"axis": 1})
+    # The cache's slots as main's: the prompt's last W columns at [P - W, P)
+    # (the columns before them hold no real token), the N generated after.
+    full_mask = b.op("concat", ["attention_mask", b.fill(0, "i64", [B, N])], {"axis": 1})
+    slots = b.op("iota", [], {"dtype": "i64", "shape": [W], "axis": 0})
+    if W < P:
+        slots = b.op("add", [slots, b.const(P - W, "i64")])
     positions = b.op("sub", [b.op("cumsum", [mask], {"axis": 1}), b.const(1, "i64")])
     positions = b.op("where", [b.op("eq", [mask, b.const(0, "i64")]), b.const(1, "i64"),
                                positions])
     caches = [b.fill(0, k["dtype"], k["shape"]) for k in kv_specs]
     bound = dict(zip([i["name"] for i in user_inputs(prefill)],
-                     [ids, full_mask, positions,
-                      b.op("iota", [], {"dtype": "i64", "shape": [W], "axis": 0}), *caches]))
+                     [ids, full_mask, positions, slots, *caches]))
     bound.update((i["name"], i["name"]) for i in states)
     logits, *caches = inline(b, prefill, bound, "prefill.")
     seen = prompt_seen(b, ids, mask, s) if s.penalty != 1.0 else None
@@ -381,10 +385,7 @@ def prompt_pass(prefill, s, extra_inputs=()):
                      write_column(b, start, b.const([0], "i64", [1]), value, trailing, s)))
     loop += [(f"cache{k}", spec["dtype"], spec["shape"], cache)
              for k, (spec, cache) in enumerate(zip(kv_specs, caches))]
-    # The prompt's slots of the cache's mask (its unused ones 0).
-    prompt_slots = mask if W == P else \
-        b.op("slice", [full_mask], {"starts": [0], "ends": [P], "axes": [1]})
-    loop += [("real", "i64", [B], real), ("mask", "i64", [B, P], prompt_slots)]
+    loop += [("real", "i64", [B], real), ("mask", "i64", [B, P], "attention_mask")]
     if seen is not None:
         loop.append(("seen", "bool", [B, s.vocab], seen_after(b, seen, token, s)))
     if s.do_sample:

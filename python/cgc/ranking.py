@@ -29,7 +29,8 @@ def compared(n, rows):
 
 def check_bounds(n, rows, what, k=None):
     """Refuses ranking `n` elements in each of `rows` rows, keeping the `k`
-    first (None: all), past both ways' bounds."""
+    first (None: all, or rows with a symbolic dim, which argtopk's flat
+    gather does not take), past both ways' bounds."""
     if compared(n, rows) or (k is not None and k <= MAX_SELECTED):
         return
     raise RefusedError(f"{what} of {n} elements in {rows} rows, keeping {n if k is None else k}: "
@@ -82,9 +83,9 @@ def ranked(e, v, shape, dtype, axis, k, largest):
     last = [d for a, d in enumerate(shape) if a != axis] + [shape[axis]]
     *lead, n = last
     rows = 1
-    for d in lead:
-        rows *= d
-    if not compared(n, rows):
+    for d in lead:  # a symbolic dim: ranked by comparisons (check_bounds said so)
+        rows = rows * d if isinstance(d, int) and rows is not None else None
+    if rows is not None and not compared(n, rows):
         values, indices = selected(e, v, lead, n, rows, dtype, k, largest)
     else:
         values, indices = by_comparisons(e, v, last, dtype, k, largest)

@@ -30,11 +30,12 @@ def ranked_extent(e, x, axis, what, k=None):
     n = shape[axis]
     if not isinstance(n, int):
         raise RefusedError(f"{what} along the dynamic dim {n} (cgc ranks a static axis)")
-    rows = 1
+    rows, static = 1, True
     for a, d in enumerate(shape):
         if a != axis:
             rows *= d if isinstance(d, int) else e.dims[d]["max"]
-    ranking.check_bounds(n, rows, what, k)
+            static &= isinstance(d, int)
+    ranking.check_bounds(n, rows, what, k if static else None)
     return n
 
 
