@@ -1,16 +1,20 @@
 //===- ProductEmitter.cpp - The generated kernel of a small product ---------===//
 //
 // For products with few rows (a generated_product record): out[m, n] = sum_k x[m, k] *
-// w[n, k], then the epilogue. One warp per output column n: its lanes read
-// the weight row w[n, :] once, 16 bytes per load (4 f32 or 8 f16/bf16
-// elements) when rows are 16-byte aligned, and the M <= 16 rows of x (hot in
-// L1, shared by all warps) alongside, keeping one f32 accumulator per row
-// in registers. A butterfly of shuffles sums the lanes; lane m then adds
-// the bias and the residual, applies the activation and stores row m.
-// Eight warps (256 threads) per block, ceil(n / 8) blocks. With an input
-// layernorm, each block first normalizes the rows of x into shared memory
-// and reads them from there; with a prologue (elementwise ops and index
-// moves that compute x), each block evaluates x into shared memory so.
+// w[n, k], then the epilogue. Eight warps (256 threads) per block take eight
+// output columns: in groups of G warps, each group C columns (C == G, so a
+// block's columns stay eight), the group's warps splitting the k range in
+// G interleaved parts. A warp's lanes read its C weight rows, 16 bytes
+// per load (4 f32 or 8 f16/bf16 elements) when rows are 16-byte aligned,
+// and the M <= 16 rows of x (hot in L1, shared by all warps) alongside,
+// keeping C x M f32 accumulators in registers. A butterfly of shuffles
+// sums the lanes; with G > 1 the group's warps add their partial sums in
+// shared memory, in part order; lane c * M + m of the group's first warp
+// then adds the bias and the residual, applies the activation and stores
+// row m of column c. With an input layernorm, each block first normalizes
+// the rows of x into shared memory and reads them from there; with a
+// prologue (elementwise ops and index moves that compute x), each block
+// evaluates x into shared memory so.
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/CudaText.h"
@@ -20,45 +24,72 @@
 using namespace cgc;
 
 /// A generated_product record's block (the scheduler checks it): eight
-/// warps, one output column each.
+/// warps, eight output columns (the record's grid counts them so).
 static const unsigned Block = 256;
 static const unsigned WarpsPerBlock = Block / 32;
 
+namespace {
+/// Columns a warp takes and warps that split one column group's k range.
+/// bench/gemv_search.cu on an H200 (2026-12-06, bf16, distinct weights
+/// back to back): four columns split four ways read a decoder's weights
+/// 1.2-1.6x faster than a warp per column, at 1 and at 8 rows, for every
+/// shape of a 1B-class Llama (2048x2048 5.80 -> 3.86 us, 6144x2048 11.22
+/// -> 7.84, 11264x2048 16.81 -> 12.36, 2048x5632 12.41 -> 7.71, the
+/// 32000x2048 head 38.74 -> 30.64); past 8 rows (not measured) a warp
+/// keeps one column.
+struct WarpShape {
+  int64_t columns, split;
+};
+WarpShape warpShape(const ProductProblem &p) {
+  return p.m <= 8 ? WarpShape{4, 4} : WarpShape{1, 1};
+}
+} // namespace
+
 /// The dot loop over weight chunks of \p v elements (the record's vector:
-/// 16 bytes, or 1 when rows are not 16-byte aligned).
-static std::string dotLoop(const ProductProblem &p, int64_t v,
+/// 16 bytes, or 1 when rows are not 16-byte aligned): part `part` of the
+/// group's G takes chunks part * 32 + lane, then every 32 G.
+static std::string dotLoop(const ProductProblem &p, WarpShape s, int64_t v,
                            const std::string &x, const std::string &w) {
-  std::string K = std::to_string(p.k) + "LL", M = std::to_string(p.m);
+  std::string K = std::to_string(p.k) + "LL", M = std::to_string(p.m),
+              C = std::to_string(s.columns), G = std::to_string(s.split);
+  std::string accumulate = "#pragma unroll\n    for (int m = 0; m < " + M + "; ++m) {\n";
   if (v == 1)
-    return "  for (long long k = lane; k < " + K + "; k += 32) {\n"
-           "    float wk = cgc_ld(wrow, k);\n"
-           "#pragma unroll\n    for (int m = 0; m < " + M + "; ++m)\n"
-           "      acc[m] += wk * cgc_ld(" + x + ", m * " + K + " + k);\n  }\n";
+    return "  for (long long k = part * 32 + lane; k < " + K + "; k += 32 * " + G + ") {\n" +
+           accumulate +
+           "      const float xm = cgc_ld(" + x + ", m * " + K + " + k);\n"
+           "#pragma unroll\n      for (int c = 0; c < " + C + "; ++c)\n"
+           "        acc[c * " + M + " + m] += cgc_ld(wrow[c], k) * xm;\n    }\n  }\n";
   std::string V = std::to_string(v);
   // Loads in flight per lane: 16 weight chunks for one or two rows (a
   // 128 MiB bf16 GEMV on an H100: 49.1 us against 52.8 with 4; the rows'
-  // chunks add registers with more rows, so 4 there).
-  std::string unroll = p.m <= 2 ? "16" : "4";
-  return "#pragma unroll " + unroll + "\n  for (long long k = lane * " + V + "; k < " + K +
-         "; k += 32 * " + V + ") {\n"
-         "    uint4 wv = __ldg(reinterpret_cast<const uint4 *>(wrow + k));\n"
-         "#pragma unroll\n    for (int m = 0; m < " + M + "; ++m)\n"
-         "      acc[m] += cgc_dot16(wv, *reinterpret_cast<const uint4 *>(" +
-         x + " + m * " + K + " + k), " + w + ");\n  }\n";
+  // chunks add registers with more rows, so 4 there), C of them a step.
+  std::string unroll = std::to_string(std::max<int64_t>(1, (p.m <= 2 ? 16 : 4) / s.columns));
+  return "#pragma unroll " + unroll + "\n  for (long long k = (part * 32 + lane) * " + V +
+         "; k < " + K + "; k += 32 * " + G + " * " + V + ") {\n"
+         "    uint4 wv[" + C + "];\n"
+         "#pragma unroll\n    for (int c = 0; c < " + C + "; ++c)\n"
+         "      wv[c] = __ldg(reinterpret_cast<const uint4 *>(wrow[c] + k));\n" + accumulate +
+         "      const uint4 xm = *reinterpret_cast<const uint4 *>(" + x + " + m * " + K +
+         " + k);\n"
+         "#pragma unroll\n      for (int c = 0; c < " + C + "; ++c)\n"
+         "        acc[c * " + M + " + m] += cgc_dot16(wv[c], xm, " + w + ");\n    }\n  }\n";
 }
 
-/// The dot loop over weight chunks already in registers (wpre).
-static std::string prefetchedDotLoop(const ProductProblem &p, int64_t v,
+/// The dot loop over weight chunks already in registers (wpre[c][t]).
+static std::string prefetchedDotLoop(const ProductProblem &p, WarpShape s, int64_t v,
                                      const std::string &x, const std::string &w,
                                      int64_t chunks) {
-  std::string K = std::to_string(p.k) + "LL", M = std::to_string(p.m);
-  std::string V = std::to_string(v);
-  return "#pragma unroll\n  for (int c = 0; c < " + std::to_string(chunks) + "; ++c) {\n"
-         "    const long long k = (lane + 32LL * c) * " + V + ";\n"
+  std::string K = std::to_string(p.k) + "LL", M = std::to_string(p.m),
+              C = std::to_string(s.columns), G = std::to_string(s.split);
+  return "#pragma unroll\n  for (int t = 0; t < " + std::to_string(chunks) + "; ++t) {\n"
+         "    const long long k = (part * 32 + lane + 32LL * " + G + " * t) * " +
+         std::to_string(v) + ";\n"
          "    if (k >= " + K + ") break;\n"
-         "#pragma unroll\n    for (int m = 0; m < " + M + "; ++m)\n"
-         "      acc[m] += cgc_dot16(wpre[c], *reinterpret_cast<const uint4 *>(" +
-         x + " + m * " + K + " + k), " + w + ");\n  }\n";
+         "#pragma unroll\n    for (int m = 0; m < " + M + "; ++m) {\n"
+         "      const uint4 xm = *reinterpret_cast<const uint4 *>(" + x + " + m * " + K +
+         " + k);\n"
+         "#pragma unroll\n      for (int c = 0; c < " + C + "; ++c)\n"
+         "        acc[c * " + M + " + m] += cgc_dot16(wpre[c][t], xm, " + w + ");\n    }\n  }\n";
 }
 
 namespace {
@@ -192,10 +223,11 @@ std::string computeRows(const ProductParts &parts, Kernel &kernel) {
          "    cgc_st(xs, i, " + e.value + ");\n  }\n  __syncthreads();\n";
 }
 
-/// Chunks of the weight row each lane loads ahead (16 bytes each), or 0.
-int64_t prefetchChunks(const ProductProblem &p, int64_t v) {
-  int64_t chunks = (p.k + 32 * v - 1) / (32 * v);
-  return v > 1 && chunks <= 8 ? chunks : 0;
+/// Chunks of each of its weight rows a lane loads ahead (16 bytes each,
+/// at most 16 in all), or 0.
+int64_t prefetchChunks(const ProductProblem &p, WarpShape s, int64_t v) {
+  int64_t chunks = (p.k + 32 * s.split * v - 1) / (32 * s.split * v);
+  return v > 1 && chunks * s.columns <= 16 ? chunks : 0;
 }
 } // namespace
 
@@ -239,36 +271,47 @@ void cgc::emitProduct(const ProductParts &parts, const Schedule &record,
   const ProductProblem &p = parts.problem;
   const int64_t v = record[ScheduleField::Vector];
   assert(record[ScheduleField::Block] == Block && "the record's block");
+  const WarpShape s = warpShape(p);
   Params q = addParams(parts, kernel);
-  std::string N = std::to_string(p.n) + "LL", M = std::to_string(p.m);
+  std::string N = std::to_string(p.n) + "LL", M = std::to_string(p.m),
+              K = std::to_string(p.k) + "LL", C = std::to_string(s.columns),
+              G = std::to_string(s.split), CM = std::to_string(s.columns * p.m),
+              last = std::to_string(p.n - 1) + "LL";
   std::string rows = q.x;
   std::string body =
-      "  const int lane = threadIdx.x & 31;\n"
-      "  const long long col = (long long)blockIdx.x * " +
-      std::to_string(WarpsPerBlock) + " + (threadIdx.x >> 5);\n"
-      "  const " + storageType(p.dtype) + " *wrow = " + q.w + " + cgc_min(col, " +
-      std::to_string(p.n - 1) + "LL) * " + std::to_string(p.k) + "LL;\n";
+      "  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, part = warp % " + G +
+      ";\n"
+      "  const long long col0 = (long long)blockIdx.x * " + std::to_string(WarpsPerBlock) +
+      " + (warp / " + G + ") * " + C + ";\n"
+      "  const " + storageType(p.dtype) + " *wrow[" + C + "];\n"
+      "#pragma unroll\n  for (int c = 0; c < " + C + "; ++c)\n"
+      "    wrow[c] = " + q.w + " + cgc_min(col0 + c, " + last + ") * " + K + ";\n";
   // Weights no kernel writes load before the wait for the producers
   // (programmatic launch lets this kernel start early) and before the
   // input layernorm: their latency hides behind both.
-  int64_t chunks = prefetchChunks(p, v);
+  int64_t chunks = prefetchChunks(p, s, v);
   bool early = chunks && isConstantWeight(parts.b, parts);
   if (early) {
-    std::string V = std::to_string(v), K = std::to_string(p.k) + "LL";
-    body += "  uint4 wpre[" + std::to_string(chunks) + "];\n"
-               "#pragma unroll\n  for (int c = 0; c < " + std::to_string(chunks) + "; ++c) {\n"
-               "    const long long k = (lane + 32LL * c) * " + V + ";\n"
-               "    if (k < " + K + ") wpre[c] = __ldg(reinterpret_cast<const uint4 *>(wrow + k));\n  }\n";
+    std::string T = std::to_string(chunks);
+    body += "  uint4 wpre[" + C + "][" + T + "];\n"
+            "#pragma unroll\n  for (int c = 0; c < " + C + "; ++c)\n"
+            "#pragma unroll\n    for (int t = 0; t < " + T + "; ++t) {\n"
+            "      const long long k = (part * 32 + lane + 32LL * " + G + " * t) * " +
+            std::to_string(v) + ";\n"
+            "      if (k < " + K + ") wpre[c][t] = __ldg(reinterpret_cast<const uint4 *>(wrow[c] + k));\n"
+            "    }\n";
   }
   bool preloadNorm = parts.inputNorm && elementsPerLane(p) &&
                      (!parts.normWeight || isConstantWeight(parts.normWeight, parts)) &&
                      (!parts.normBias || isConstantWeight(parts.normBias, parts));
   if (preloadNorm)
     body += preloadNormParams(parts, q);
+  // Lane c * M + m of a group's first warp writes row m of column c.
+  std::string mine = "col0 + cgc_min(lane / " + M + ", " + std::to_string(s.columns - 1) + ")";
   bool preloadBias = parts.bias && isConstantWeight(parts.bias, parts);
   if (preloadBias)
-    body += "  const float bpreCol = cgc_ld(" + q.bias + ", cgc_min(col, " +
-            std::to_string(p.n - 1) + "LL));\n";
+    body += "  const float bpreCol = cgc_ld(" + q.bias + ", cgc_min(" + mine + ", " + last +
+            "));\n";
   body += kWaitForProducers;
   if (parts.inputNorm) {
     body += normalizeRows(parts, q, preloadNorm);
@@ -278,26 +321,37 @@ void cgc::emitProduct(const ProductParts &parts, const Schedule &record,
     rows = "xs";
   }
   body +=
-      "  if (col >= " + N + ") return;\n"
-      "  float acc[" + M + "];\n"
-      "#pragma unroll\n  for (int m = 0; m < " + M + "; ++m) acc[m] = 0.0f;\n" +
-      (early ? prefetchedDotLoop(p, v, rows, q.w, chunks)
-             : dotLoop(p, v, rows, q.w)) +
+      "  float acc[" + CM + "];\n"
+      "#pragma unroll\n  for (int i = 0; i < " + CM + "; ++i) acc[i] = 0.0f;\n" +
+      (early ? prefetchedDotLoop(p, s, v, rows, q.w, chunks)
+             : dotLoop(p, s, v, rows, q.w)) +
       "  float v = 0.0f;\n"
-      "#pragma unroll\n  for (int m = 0; m < " + M + "; ++m) {\n"
+      "#pragma unroll\n  for (int i = 0; i < " + CM + "; ++i) {\n"
       "    for (int o = 16; o > 0; o >>= 1)\n"
-      "      acc[m] += __shfl_xor_sync(0xffffffffu, acc[m], o);\n"
-      "    if (m == lane) v = acc[m];\n  }\n"
-      "  if (lane >= " + M + ") return;\n" +
+      "      acc[i] += __shfl_xor_sync(0xffffffffu, acc[i], o);\n"
+      "    if (i == lane) v = acc[i];\n  }\n";
+  if (s.split > 1)
+    body += "  __shared__ float cgc_part[" + std::to_string(WarpsPerBlock * s.columns * p.m) +
+            "];\n"
+            "  if (lane < " + CM + ") cgc_part[warp * " + CM + " + lane] = v;\n"
+            "  __syncthreads();\n"
+            "  if (part != 0 || lane >= " + CM + ") return;\n"
+            "  v = cgc_part[warp * " + CM + " + lane];\n"
+            "#pragma unroll\n  for (int g = 1; g < " + G + "; ++g) v += cgc_part[(warp + g) * " + CM +
+            " + lane];\n";
+  else
+    body += "  if (lane >= " + CM + ") return;\n";
+  body +=
+      "  const long long col = col0 + lane / " + M + ", row = lane % " + M + ";\n"
+      "  if (col >= " + N + ") return;\n" +
       (q.bias.empty() ? ""
        : preloadBias ? "  v += bpreCol;\n"
                      : "  v += cgc_ld(" + q.bias + ", col);\n") +
-      (q.res.empty() ? "" : "  v += cgc_ld(" + q.res + ", lane * " + N + " + col);\n") +
-      "  cgc_st(" + q.out + ", lane * " + N + " + col, " +
-      (parts.activation ? elementwiseExpr(*parts.activation, {"v"}) : "v") +
-      ");\n";
+      (q.res.empty() ? "" : "  v += cgc_ld(" + q.res + ", row * " + N + " + col);\n") +
+      "  cgc_st(" + q.out + ", row * " + N + " + col, " +
+      (parts.activation ? elementwiseExpr(*parts.activation, {"v"}) : "v") + ");\n";
   kernel.block[0] = Block;
-  // One warp per column, so no grid-stride loop: the grid covers n (the
+  // Eight columns a block, so no grid-stride loop: the grid covers n (the
   // x dimension takes up to 2^31 - 1 blocks).
   kernel.grid[0] = uint32_t(record[ScheduleField::GridX]);
   kernel.wait = Kernel::Wait::InBody;

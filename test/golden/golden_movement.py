@@ -125,7 +125,7 @@ def gen_index_add(g):
              ("element_scatter", "f32", (300,), 0, rng.integers(-300, 320, size=900)),
              ("many_slices", "f32", (70, 9, 2), 1, rng.integers(0, 9, size=13)),
              ("wide_rows", "f32", (5, 300), 0, np.array([4, 1, 4, 0, 4])),
-             ("embedding_grad", "f32", (2000, 24), 0, rng.integers(0, 2000, size=700))]
+             ("embedding_rows", "f32", (2000, 24), 0, rng.integers(0, 2000, size=700))]
     for name, dt, shape, axis, idx in cases:
         x = g.rand(shape, dt, rng=rng)
         sshape = list(shape)
