@@ -60,10 +60,11 @@ static std::string dotLoop(const ProductProblem &p, WarpShape s, int64_t v,
            "#pragma unroll\n      for (int c = 0; c < " + C + "; ++c)\n"
            "        acc[c * " + M + " + m] += cgc_ld(wrow[c], k) * xm;\n    }\n  }\n";
   std::string V = std::to_string(v);
-  // Loads in flight per lane: 16 weight chunks for one or two rows (a
-  // 128 MiB bf16 GEMV on an H100: 49.1 us against 52.8 with 4; the rows'
-  // chunks add registers with more rows, so 4 there), C of them a step.
-  std::string unroll = std::to_string(std::max<int64_t>(1, (p.m <= 2 ? 16 : 4) / s.columns));
+  // Steps in flight per lane: a warp per column, 16 weight chunks for one
+  // or two rows (a 128 MiB bf16 GEMV on an H100: 49.1 us against 52.8 with
+  // 4; the rows' chunks add registers with more rows, so 4 there); four
+  // columns a warp, 4 steps of 4 chunks (bench/gemv_search.cu's kernel).
+  std::string unroll = s.columns > 1 ? "4" : p.m <= 2 ? "16" : "4";
   return "#pragma unroll " + unroll + "\n  for (long long k = (part * 32 + lane) * " + V +
          "; k < " + K + "; k += 32 * " + G + " * " + V + ") {\n"
          "    uint4 wv[" + C + "];\n"
