@@ -114,11 +114,12 @@ static Tensor gather(const Tensor &data, const Tensor &idx, unsigned axis) {
   return out;
 }
 
-/// x with source's slices j along \p axis written at index[j], in order of
-/// j (the last of duplicates wins); an index outside [-n, n) writes nothing.
-static Tensor indexCopy(const Tensor &x, const Tensor &idx,
-                        const Tensor &source, unsigned axis) {
-  Tensor out = x;
+/// Calls \p at(to, from) for each element of source's slices j along
+/// \p axis (in order of j) and x's element at index[j] it lands on; an
+/// index outside [-n, n) lands nowhere.
+template <class At>
+static void forEachIndexedSlice(const Tensor &x, const Tensor &idx, unsigned axis,
+                                At at) {
   int64_t outer = numElements(Shape(x.shape.begin(), x.shape.begin() + axis));
   int64_t inner = numElements(Shape(x.shape.begin() + axis + 1, x.shape.end()));
   int64_t n = x.shape[axis], count = idx.numel();
@@ -130,36 +131,34 @@ static Tensor indexCopy(const Tensor &x, const Tensor &idx,
       continue;
     for (int64_t o = 0; o < outer; ++o)
       for (int64_t q = 0; q < inner; ++q)
-        out.data[(o * n + k) * inner + q] = source.data[(o * count + j) * inner + q];
+        at((o * n + k) * inner + q, (o * count + j) * inner + q);
   }
+}
+
+/// x with source's slices j along \p axis written at index[j], in order of
+/// j (the last of duplicates wins); an index outside [-n, n) writes nothing.
+static Tensor indexCopy(const Tensor &x, const Tensor &idx,
+                        const Tensor &source, unsigned axis) {
+  Tensor out = x;
+  forEachIndexedSlice(x, idx, axis, [&](int64_t to, int64_t from) {
+    out.data[size_t(to)] = source.data[size_t(from)];
+  });
   return out;
 }
 
 /// index_add: each slice of \p source added to x's slice at its index, in
-/// order, each sum rounded to the dtype (integers wrap); an out-of-range
-/// index adds nothing.
+/// order, each sum rounded to the dtype (integers wrap in 64 bits, then to
+/// the dtype); an out-of-range index adds nothing.
 static Tensor indexAdd(const Tensor &x, const Tensor &idx, const Tensor &source,
                        unsigned axis) {
   Tensor out = x;
-  int64_t outer = numElements(Shape(x.shape.begin(), x.shape.begin() + axis));
-  int64_t inner = numElements(Shape(x.shape.begin() + axis + 1, x.shape.end()));
-  int64_t n = x.shape[axis], count = idx.numel();
   bool real = isFloat(x.dtype);
-  for (int64_t j = 0; j < count; ++j) {
-    int64_t k = idx.integer(j);
-    if (k < 0)
-      k += n;
-    if (k < 0 || k >= n)
-      continue;
-    for (int64_t o = 0; o < outer; ++o)
-      for (int64_t q = 0; q < inner; ++q) {
-        int64_t to = (o * n + k) * inner + q, from = (o * count + j) * inner + q;
-        if (real)
-          out.setReal(to, out.real(to) + source.real(from));
-        else // Wraps in 64 bits, then to the dtype.
-          out.setInt(to, int64_t(uint64_t(out.integer(to)) + uint64_t(source.integer(from))));
-      }
-  }
+  forEachIndexedSlice(x, idx, axis, [&](int64_t to, int64_t from) {
+    if (real)
+      out.setReal(to, out.real(to) + source.real(from));
+    else
+      out.setInt(to, int64_t(uint64_t(out.integer(to)) + uint64_t(source.integer(from))));
+  });
   return out;
 }
 

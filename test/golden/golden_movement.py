@@ -17,18 +17,24 @@ i64, k = n, k = 2048 (the kernel's widest) and one row past the grid's
 import numpy as np
 
 
-def index_copied(x, idx, source, axis):
-    """torch.index_copy with the IR's edges: an index outside [-n, n)
-    writes nothing; of duplicates the last wins."""
-    out, n = x.copy(), x.shape[axis]
+def indexed_slices(x, idx, axis):
+    """(x's slice at index j's wrapped position, source's slice j) for each
+    in-range index j, in order: tuples of slices along `axis`."""
+    n = x.shape[axis]
     for j, k in enumerate(np.asarray(idx, dtype=np.int64)):
         k = k + n if k < 0 else k
         if 0 <= k < n:
-            dst = [slice(None)] * x.ndim
-            dst[axis] = k
-            src = [slice(None)] * x.ndim
-            src[axis] = j
-            out[tuple(dst)] = source[tuple(src)]
+            dst, src = [slice(None)] * x.ndim, [slice(None)] * x.ndim
+            dst[axis], src[axis] = k, j
+            yield tuple(dst), tuple(src)
+
+
+def index_copied(x, idx, source, axis):
+    """torch.index_copy with the IR's edges: an index outside [-n, n)
+    writes nothing; of duplicates the last wins."""
+    out = x.copy()
+    for dst, src in indexed_slices(x, idx, axis):
+        out[dst] = source[src]
     return out
 
 
@@ -100,16 +106,10 @@ def index_added(x, idx, source, axis, dt):
     added in index order, each sum rounded to `dt`; an index outside
     [-n, n) adds nothing."""
     from golden_numerics import round_to
-    out, n = x.astype(np.float64).copy(), x.shape[axis]
-    for j, k in enumerate(np.asarray(idx, dtype=np.int64)):
-        k = k + n if k < 0 else k
-        if 0 <= k < n:
-            dst = [slice(None)] * x.ndim
-            dst[axis] = k
-            src = [slice(None)] * x.ndim
-            src[axis] = j
-            total = out[tuple(dst)] + source[tuple(src)]
-            out[tuple(dst)] = total if dt in ("i32", "i64") else round_to(dt, total)
+    out = x.astype(np.float64).copy()
+    for dst, src in indexed_slices(x, idx, axis):
+        total = out[dst] + source[src]
+        out[dst] = total if dt in ("i32", "i64") else round_to(dt, total)
     return out
 
 
