@@ -138,8 +138,9 @@ constexpr int64_t kIndexAddBlocks = 1024;
 
 /// index_add: x (as [outer, extent, inner]) is already in the result, and
 /// each block owns a tile of R rows of one outer slice: it reads the
-/// indices 256 at a time, keeps the ones in its tile in order (a ballot
-/// per warp, a prefix over the warps), and adds their source slices. A
+/// indices 256 at a time, keeps the ones in its tile in order (their
+/// places from the block's prefix sum, cgc_block_scan), and adds their
+/// source slices. A
 /// row's inner elements are spread over TQ threads (up to 256), the
 /// block's 256 / TQ lanes each taking the rows r with r % lanes == lane,
 /// so every output element has one thread, which adds in the order of j:
@@ -165,7 +166,7 @@ static void emitIndexAdd(const Node &node, Kernel &kernel) {
   std::string out = addParam(kernel, node.result(), true);
   auto n = [](int64_t v) { return std::to_string(v) + "LL"; };
   kernel.body =
-      "  __shared__ int cgc_found[256], cgc_row[256], cgc_warps[8];\n"
+      "  __shared__ int cgc_found[256], cgc_row[256];\n"
       "  const int t = threadIdx.x, lane = t / " + std::to_string(tq) + ", q0 = t % " +
       std::to_string(tq) + ";\n"
       "  for (long long b = blockIdx.x; b < " + n(blocks) + "; b += gridDim.x) {\n"
@@ -177,17 +178,11 @@ static void emitIndexAdd(const Node &node, Kernel &kernel) {
       "        k = (long long)cgc_ld(" + idx + ", base + t);\n"
       "        if (k < 0) k += " + n(extent) + ";\n"
       "      }\n"
-      "      bool mine = k >= k0 && k < k0 + " + n(rows) + " && k < " + n(extent) + ";\n"
-      "      unsigned ballot = __ballot_sync(0xffffffffu, mine);\n"
-      "      if ((t & 31) == 0) cgc_warps[t >> 5] = __popc(ballot);\n"
-      "      __syncthreads();\n"
-      "      int before = 0, total = 0;\n"
-      "      for (int w = 0; w < 8; ++w) {\n"
-      "        before += w < (t >> 5) ? cgc_warps[w] : 0;\n"
-      "        total += cgc_warps[w];\n"
-      "      }\n"
+      "      const bool mine = k >= k0 && k < k0 + " + n(rows) + " && k < " + n(extent) +
+      ";\n"
+      "      int total;\n"
+      "      const int at = cgc_block_scan((int)mine, total);\n"
       "      if (mine) {\n"
-      "        int at = before + __popc(ballot & ((1u << (t & 31)) - 1u));\n"
       "        cgc_found[at] = t;\n"
       "        cgc_row[at] = (int)(k - k0);\n"
       "      }\n"
@@ -205,7 +200,7 @@ static void emitIndexAdd(const Node &node, Kernel &kernel) {
       "    }\n"
       "  }\n";
   kernel.block[0] = uint32_t(block);
-  kernel.grid[0] = uint32_t(std::min<int64_t>(std::max<int64_t>(blocks, 1), 65535));
+  kernel.grid[0] = gridFor(blocks, 1);
 }
 
 /// The largest k argtopk's kernel takes (its chosen keys and indices fill
@@ -249,7 +244,7 @@ static void emitArgTopK(const Node &node, Kernel &kernel) {
                 ", [&](long long row, long long i) -> unsigned long long { return " + key +
                 "; }, " + out + ");\n";
   kernel.block[0] = 256;
-  kernel.grid[0] = uint32_t(std::min<int64_t>(std::max<int64_t>(rows, 1), 65535));
+  kernel.grid[0] = gridFor(rows, 1);
 }
 
 bool cgc::argTopKFits(const Node &node) {

@@ -45,52 +45,60 @@ WarpShape warpShape(const ProductProblem &p) {
 }
 } // namespace
 
+/// The k of chunk \p t (a count of steps) of a lane: part `part` of the
+/// group's G takes chunks part * 32 + lane, then every 32 G; a chunk is
+/// \p v elements.
+static std::string chunkK(WarpShape s, int64_t v, const std::string &t) {
+  std::string step = t == "0" ? "" : " + 32LL * " + std::to_string(s.split) + " * " + t;
+  return "(part * 32 + lane" + step + ") * " + std::to_string(v);
+}
+
+/// Adds the chunk at k of every row of x times weight chunk \p wv(c) of
+/// each of the warp's columns to their accumulators.
+static std::string accumulateChunk(const ProductProblem &p, WarpShape s,
+                                   const std::string &x, const std::string &w,
+                                   const std::string &wv) {
+  std::string K = std::to_string(p.k) + "LL", M = std::to_string(p.m);
+  return "#pragma unroll\n    for (int m = 0; m < " + M + "; ++m) {\n"
+         "      const uint4 xm = *reinterpret_cast<const uint4 *>(" + x + " + m * " + K +
+         " + k);\n"
+         "#pragma unroll\n      for (int c = 0; c < " + std::to_string(s.columns) + "; ++c)\n"
+         "        acc[c * " + M + " + m] += cgc_dot16(" + wv + ", xm, " + w + ");\n    }\n";
+}
+
 /// The dot loop over weight chunks of \p v elements (the record's vector:
-/// 16 bytes, or 1 when rows are not 16-byte aligned): part `part` of the
-/// group's G takes chunks part * 32 + lane, then every 32 G.
+/// 16 bytes, or 1 when rows are not 16-byte aligned), chunkK's.
 static std::string dotLoop(const ProductProblem &p, WarpShape s, int64_t v,
                            const std::string &x, const std::string &w) {
   std::string K = std::to_string(p.k) + "LL", M = std::to_string(p.m),
               C = std::to_string(s.columns), G = std::to_string(s.split);
-  std::string accumulate = "#pragma unroll\n    for (int m = 0; m < " + M + "; ++m) {\n";
   if (v == 1)
-    return "  for (long long k = part * 32 + lane; k < " + K + "; k += 32 * " + G + ") {\n" +
-           accumulate +
+    return "  for (long long k = part * 32 + lane; k < " + K + "; k += 32 * " + G + ") {\n"
+           "#pragma unroll\n    for (int m = 0; m < " + M + "; ++m) {\n"
            "      const float xm = cgc_ld(" + x + ", m * " + K + " + k);\n"
            "#pragma unroll\n      for (int c = 0; c < " + C + "; ++c)\n"
            "        acc[c * " + M + " + m] += cgc_ld(wrow[c], k) * xm;\n    }\n  }\n";
-  std::string V = std::to_string(v);
   // Steps in flight per lane: a warp per column, 16 weight chunks for one
   // or two rows (a 128 MiB bf16 GEMV on an H100: 49.1 us against 52.8 with
   // 4; the rows' chunks add registers with more rows, so 4 there); four
   // columns a warp, 4 steps of 4 chunks (bench/gemv_search.cu's kernel).
   std::string unroll = s.columns > 1 ? "4" : p.m <= 2 ? "16" : "4";
-  return "#pragma unroll " + unroll + "\n  for (long long k = (part * 32 + lane) * " + V +
-         "; k < " + K + "; k += 32 * " + G + " * " + V + ") {\n"
+  return "#pragma unroll " + unroll + "\n  for (long long k = " + chunkK(s, v, "0") + "; k < " +
+         K + "; k += 32 * " + G + " * " + std::to_string(v) + ") {\n"
          "    uint4 wv[" + C + "];\n"
          "#pragma unroll\n    for (int c = 0; c < " + C + "; ++c)\n"
-         "      wv[c] = __ldg(reinterpret_cast<const uint4 *>(wrow[c] + k));\n" + accumulate +
-         "      const uint4 xm = *reinterpret_cast<const uint4 *>(" + x + " + m * " + K +
-         " + k);\n"
-         "#pragma unroll\n      for (int c = 0; c < " + C + "; ++c)\n"
-         "        acc[c * " + M + " + m] += cgc_dot16(wv[c], xm, " + w + ");\n    }\n  }\n";
+         "      wv[c] = __ldg(reinterpret_cast<const uint4 *>(wrow[c] + k));\n" +
+         accumulateChunk(p, s, x, w, "wv[c]") + "  }\n";
 }
 
 /// The dot loop over weight chunks already in registers (wpre[c][t]).
 static std::string prefetchedDotLoop(const ProductProblem &p, WarpShape s, int64_t v,
                                      const std::string &x, const std::string &w,
                                      int64_t chunks) {
-  std::string K = std::to_string(p.k) + "LL", M = std::to_string(p.m),
-              C = std::to_string(s.columns), G = std::to_string(s.split);
   return "#pragma unroll\n  for (int t = 0; t < " + std::to_string(chunks) + "; ++t) {\n"
-         "    const long long k = (part * 32 + lane + 32LL * " + G + " * t) * " +
-         std::to_string(v) + ";\n"
-         "    if (k >= " + K + ") break;\n"
-         "#pragma unroll\n    for (int m = 0; m < " + M + "; ++m) {\n"
-         "      const uint4 xm = *reinterpret_cast<const uint4 *>(" + x + " + m * " + K +
-         " + k);\n"
-         "#pragma unroll\n      for (int c = 0; c < " + C + "; ++c)\n"
-         "        acc[c * " + M + " + m] += cgc_dot16(wpre[c][t], xm, " + w + ");\n    }\n  }\n";
+         "    const long long k = " + chunkK(s, v, "t") + ";\n"
+         "    if (k >= " + std::to_string(p.k) + "LL) break;\n" +
+         accumulateChunk(p, s, x, w, "wpre[c][t]") + "  }\n";
 }
 
 namespace {
@@ -297,8 +305,7 @@ void cgc::emitProduct(const ProductParts &parts, const Schedule &record,
     body += "  uint4 wpre[" + C + "][" + T + "];\n"
             "#pragma unroll\n  for (int c = 0; c < " + C + "; ++c)\n"
             "#pragma unroll\n    for (int t = 0; t < " + T + "; ++t) {\n"
-            "      const long long k = (part * 32 + lane + 32LL * " + G + " * t) * " +
-            std::to_string(v) + ";\n"
+            "      const long long k = " + chunkK(s, v, "t") + ";\n"
             "      if (k < " + K + ") wpre[c][t] = __ldg(reinterpret_cast<const uint4 *>(wrow[c] + k));\n"
             "    }\n";
   }

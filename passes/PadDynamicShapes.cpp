@@ -482,20 +482,18 @@ bool PadDynamicShapesPass::rewrite(Node &n, std::string &why) {
                      "out-of-range indices would read padding)",
                false;
       return true; // Indices in the padding read 0 or a row: padding.
-    case OpKind::IndexCopy:
-      if (padded(x.dims[*normalizeAxis(n.intAttr("axis", 0), x.rank())]))
-        return why = "index_copy along a symbolic axis (negative indices "
-                     "would count from the padding's end)",
+    case OpKind::IndexCopy: case OpKind::IndexAdd: {
+      const Dim &along = x.dims[*normalizeAxis(n.intAttr("axis", 0), x.rank())];
+      if (padded(along))
+        return why = mnemonic(n.getOp()).str() + " along a symbolic axis (negative "
+                     "indices would count from the padding's end)",
                false;
-      return true; // Sources' padding lands in x's padding.
-    case OpKind::IndexAdd:
-      if (padded(x.dims[*normalizeAxis(n.intAttr("axis", 0), x.rank())]) ||
-          padded(n.operand(1)->getType().dims[0]))
-        return why = "index_add along a symbolic axis or of a symbolic count "
-                     "of slices (an index in the padding would add padding "
-                     "to a real slice)",
-               false;
-      return true; // Sources' padding lands in x's padding.
+      // A symbolic count of slices: an index in its padding becomes the
+      // axis's extent, out of range, so it writes or adds nothing.
+      if (padded(n.operand(1)->getType().dims[0]))
+        n.setOperand(1, masked(n.operand(1), {0}, double(along.extent())));
+      return true; // Sources' padding along other axes lands in x's padding.
+    }
     case OpKind::Reshape:
       if (!reshapeKeepsAxes(n))
         return why = "a reshape that moves a symbolic axis (the padding "

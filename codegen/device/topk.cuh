@@ -12,7 +12,8 @@
 //    reaches the ranks still to find;
 // 2. the chosen, into shared memory: every key above T (k - left of them,
 //    in any order), then the first `left` keys equal to T in index order
-//    (a ballot per warp and a prefix over the warps, chunk by chunk);
+//    (their ranks from the block's prefix sum, cgc_block_scan, chunk by
+//    chunk);
 // 3. a bitonic sort of the KP2 (a power of two >= k) slots by rank, and
 //    the first k indices written.
 // It reads the row BITS / 8 + 1 times (the L2 holds it between passes).
@@ -33,11 +34,10 @@ __device__ __forceinline__ void cgc_argtopk(long long rows, long long n, int k, 
   __shared__ unsigned cgc_hist[256];
   __shared__ unsigned long long cgc_key[KP2];
   __shared__ long long cgc_idx[KP2];
-  __shared__ int cgc_warps[32];
   __shared__ unsigned long long cgc_found;
-  __shared__ long long cgc_left, cgc_ties;
+  __shared__ long long cgc_left;
   __shared__ int cgc_above;
-  const int t = threadIdx.x, nt = blockDim.x, warps = (nt + 31) / 32;
+  const int t = threadIdx.x, nt = blockDim.x;
   for (long long row = blockIdx.x; row < rows; row += gridDim.x) {
     // 1. T, the k-th largest key, and `left`: how many keys equal to T
     //    are among the k.
@@ -71,11 +71,10 @@ __device__ __forceinline__ void cgc_argtopk(long long rows, long long n, int k, 
     }
     // 2. The k chosen: the keys above T, then the first `left` ties.
     const long long kAbove = k - left;
-    if (t == 0) {
+    if (t == 0)
       cgc_above = 0;
-      cgc_ties = 0;
-    }
     __syncthreads();
+    long long ties = 0; // equal to T, in the chunks before
     for (long long base = 0; base < n; base += nt) {
       long long i = base + t;
       unsigned long long key = i < n ? keyOf(row, i) : 0ull;
@@ -85,25 +84,15 @@ __device__ __forceinline__ void cgc_argtopk(long long rows, long long n, int k, 
         cgc_key[at] = key;
         cgc_idx[at] = i;
       }
-      unsigned ballot = __ballot_sync(0xffffffffu, tie);
-      if ((t & 31) == 0)
-        cgc_warps[t >> 5] = __popc(ballot);
-      __syncthreads();
-      long long rank = cgc_ties + __popc(ballot & ((1u << (t & 31)) - 1u));
-      int total = 0;
-      for (int w = 0; w < warps; ++w) {
-        rank += w < (t >> 5) ? cgc_warps[w] : 0;
-        total += cgc_warps[w];
-      }
+      int total;
+      const long long rank = ties + cgc_block_scan((int)tie, total);
       if (tie && rank < left) {
         cgc_key[kAbove + rank] = key;
         cgc_idx[kAbove + rank] = i;
       }
-      __syncthreads();
-      if (t == 0)
-        cgc_ties += total;
-      __syncthreads();
+      ties += total;
     }
+    __syncthreads();
     // 3. By rank: a larger key first, then a lower index; the slots past
     //    k (key 0, the largest index) after every chosen one.
     for (int s = k + t; s < KP2; s += nt) {

@@ -307,7 +307,7 @@ class Generator:
         counts = real.sum(dim=1)
         padded = ~real.all(dim=1)
         # One host read a call (the checks and the bucket need the lengths).
-        pad_seen = padded & (s.penalty != 1.0 and s.pads_penalized)
+        pad_seen = padded & s.pads_seen
         longest, shortest, need = \
             torch.stack([counts.max(), counts.min(), (counts + pad_seen).max()]).tolist() \
             if rows else (0, 1, 1)

@@ -35,7 +35,7 @@ sampling, a draw from softmax by one uniform number per row and token
 from cgc's Philox stream (graph input rng = {seed, offset}; each step
 moves the offset on by rng_stride)."""
 from .ir_builder import IRBuilder
-from .ranking import MAX_SELECTED
+from .ranking import MAX_SELECTED, picked
 
 
 class Settings:
@@ -61,6 +61,11 @@ class Settings:
     @property
     def cache_len(self):
         return self.max_prompt + self.max_new
+
+    @property
+    def pads_seen(self):
+        """Whether the repetition penalty counts a prompt's pad ids as seen."""
+        return self.penalty != 1.0 and self.pads_penalized
 
     def bucket_for(self, need):
         """The narrowest prompt bucket of at least `need` columns, or None."""
@@ -91,6 +96,9 @@ class Builder(IRBuilder):
     def const(self, value, dtype, shape=()):
         return self.op("constant", [], {"dtype": dtype, "shape": list(shape), "value": value},
                        "c")
+
+    def scalar(self, value, dtype):  # as ranking.py's builders spell a 0-d constant
+        return self.const(value, dtype)
 
     def fill(self, value, dtype, shape):
         return self.op("fill", [], {"dtype": dtype, "shape": list(shape), "value": value}, "fill")
@@ -200,12 +208,7 @@ def top_k_kept(b, scores, s):
     if s.top_k <= MAX_SELECTED:
         last = b.op("slice", [b.op("argtopk", [scores], {"k": s.top_k})],
                     {"starts": [s.top_k - 1], "ends": [s.top_k], "axes": [1]})
-        rows = b.op("iota", [], {"dtype": "i64", "shape": [s.batch, 1], "axis": 0})
-        at = b.op("add", [last, b.op("mul", [rows, b.const(s.vocab, "i64")])])
-        flat = b.reshape(scores, [s.batch * s.vocab])
-        kth = b.reshape(b.op("gather", [flat, b.reshape(at, [s.batch])], {"axis": 0}),
-                        [s.batch, 1])
-        return b.op("ge", [scores, kth])
+        return b.op("ge", [scores, picked(b, scores, s.batch, s.vocab, last, 1)])
     inf = b.const("inf", "f32")
     finite = b.op("lt", [scores, inf])
     finite = b.op("logical_and", [finite, b.op("gt", [scores, b.const("-inf", "f32")])])
@@ -318,16 +321,11 @@ def generation_graph(prefills, decode, s, name="generate"):
         outputs[2]["name"] = "steps"
         graphs[loop_graph(width, s)] = (b, outputs)
     b, outputs = graphs.pop("main")
-    return with_entries({"format_version": 1, "name": name, "inputs": b.inputs,
-                         "nodes": b.nodes, "outputs": outputs},
-                        [{"name": graph, "nodes": entry.nodes, "outputs": entry_outputs}
-                         for graph, (entry, entry_outputs) in graphs.items()])
-
-
-def with_entries(model, entries):
-    """`model` with `entries` (none: no entries key)."""
-    if entries:
-        model["entries"] = entries
+    model = {"format_version": 1, "name": name, "inputs": b.inputs, "nodes": b.nodes,
+             "outputs": outputs}
+    if graphs:
+        model["entries"] = [{"name": graph, "nodes": entry.nodes, "outputs": entry_outputs}
+                            for graph, (entry, entry_outputs) in graphs.items()]
     return model
 
 

@@ -103,12 +103,19 @@ def selected(e, v, lead, n, rows, dtype, k, largest):
         return (e.op("fill", [], {"dtype": dtype, "shape": lead + [0], "value": 0}),
                 e.op("fill", [], {"dtype": "i64", "shape": lead + [0], "value": 0}))
     indices = e.op("argtopk", [v], {"k": k, "largest": bool(largest)})
+    values = picked(e, v, rows, n, e.op("reshape", [indices], {"shape": [rows, k]}), k)
+    return e.op("reshape", [values], {"shape": lead + [k]}), indices
+
+
+def picked(e, v, rows, n, indices, k):
+    """[rows, k]: each of v's rows (`rows` x `n` elements, v of any shape
+    holding them in row-major order) at its k `indices` ([rows, k]): a
+    gather of v flattened at row * n + index."""
     starts = e.op("mul", [e.op("iota", [], {"dtype": "i64", "shape": [rows, 1], "axis": 0}),
                           e.scalar(n, "i64")])
-    at = e.op("add", [e.op("reshape", [indices], {"shape": [rows, k]}), starts])
+    at = e.op("reshape", [e.op("add", [indices, starts])], {"shape": [rows * k]})
     flat = e.op("reshape", [v], {"shape": [rows * n]})
-    picked = e.op("gather", [flat, e.op("reshape", [at], {"shape": [rows * k]})], {"axis": 0})
-    return e.op("reshape", [picked], {"shape": lead + [k]}), indices
+    return e.op("reshape", [e.op("gather", [flat, at], {"axis": 0})], {"shape": [rows, k]})
 
 
 def by_comparisons(e, v, last, dtype, k, largest):

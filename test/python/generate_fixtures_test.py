@@ -145,7 +145,7 @@ def fitting_widths(want, s):
     row's real tokens (and one pad column for a padded
     row, where the penalty counts pads: Generator.packed's rule)."""
     mask = want["attention_mask"].astype(bool)
-    pad_seen = ~mask.all(axis=1) & mask.any(axis=1) & (s.penalty != 1.0 and s.pads_penalized)
+    pad_seen = ~mask.all(axis=1) & mask.any(axis=1) & s.pads_seen
     need = int((mask.sum(axis=1) + pad_seen).max())
     return [w for w in s.prompt_buckets if w >= need]
 

@@ -284,7 +284,7 @@ static bool checkEquivalence(const Graph &before, const Graph &after,
     bool padded = isPaddedGraph(after);
     std::map<std::string, Tensor> afterInputs;
     std::map<std::string, std::pair<int64_t, int64_t>> sizes;
-    if (padded && !paddedInputs(before, after, inputs, afterInputs, sizes, error))
+    if (padded && !paddedInputs(before, after, inputs, afterInputs, sizes, trial, error))
       return fail(diag, error);
     for (const auto &[dim, size] : sizes)
       os << "  trial " << trial << ": " << dim << " = " << size.first

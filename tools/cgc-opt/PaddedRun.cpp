@@ -4,8 +4,10 @@
 // runs at the real sizes; the padded graph runs at each symbolic dim's
 // bucket (the smallest that holds the real extent, as the runtime picks)
 // with the real extents in its `dim_size` inputs and its inputs padded
-// with poison (NaN, or an out-of-range index), so any padding that leaks
-// into a real element shows; its outputs are then cut to the real shapes.
+// with poison (NaN; for integers an out-of-range index in even trials, 0,
+// an index in range of every axis, in odd ones), so any padding that
+// leaks into a real element shows; its outputs are then cut to the real
+// shapes.
 // Inputs and outputs with a symbolic dim after axis 0 cross the padded
 // graph's boundary packed: the real elements first, poison behind them.
 //
@@ -43,12 +45,13 @@ static std::vector<int64_t> frontIndices(const Shape &front, const Shape &padded
 }
 
 /// \p from's elements at the front of every axis of a \p shape tensor (or,
-/// \p packed, at the front of its flat elements), the rest poison.
-static Tensor padTo(const Tensor &from, const Shape &shape, bool packed) {
+/// \p packed, at the front of its flat elements), the rest poison (for
+/// integers 0 when \p inRange, else 2^30).
+static Tensor padTo(const Tensor &from, const Shape &shape, bool packed, bool inRange) {
   Tensor out(from.dtype, shape);
   Element poison = isFloat(from.dtype)          ? Element::ofReal(std::nan(""))
                    : from.dtype == DType::Bool ? Element::ofInt(1)
-                                               : Element::ofInt(1 << 30);
+                                               : Element::ofInt(inRange ? 0 : 1 << 30);
   std::fill(out.data.begin(), out.data.end(), poison);
   if (packed) {
     std::copy(from.data.begin(), from.data.end(), out.data.begin());
@@ -64,7 +67,7 @@ bool cgc::paddedInputs(const Graph &before, const Graph &after,
                        const std::map<std::string, Tensor> &real,
                        std::map<std::string, Tensor> &padded,
                        std::map<std::string, std::pair<int64_t, int64_t>> &sizes,
-                       std::string &error) {
+                       unsigned trial, std::string &error) {
   const DimTable &dims = before.dims();
   std::map<unsigned, int64_t> extent;
   for (const GraphInput &in : before.inputs()) {
@@ -99,7 +102,7 @@ bool cgc::paddedInputs(const Graph &before, const Graph &after,
         shape[a] = sizes[dims.get(t.dims[a].symbolIndex()).name].second;
     padded[name] = shape == it->second.shape
                        ? it->second
-                       : padTo(it->second, shape, crossesPacked(t, dims));
+                       : padTo(it->second, shape, crossesPacked(t, dims), trial % 2 == 1);
   }
   return true;
 }
