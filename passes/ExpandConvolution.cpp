@@ -15,11 +15,14 @@
 // (a batch of 1 or a symbolic one: cols [N, G, C / G * K1..Kd, E1..Ed],
 // the matmul's batch [G] broadcast over [N, G]);
 // ops the other passes and codegen know (an im2col whose index
-// arithmetic is folded into constants). A max_pool or avg_pool takes the
-// same windows, its padding (and a ceil_mode overhang) -inf or 0, and
-// reduces them with `max` or `sum` over the K axes; an average divides by
-// the count of each window's positions inside the input (or the padded
-// input), a scalar when every window has the same. The driver runs it first, with
+// arithmetic is folded into constants). A max_pool or avg_pool pads with
+// -inf or 0 (a ceil_mode overhang too); a window of at most
+// kMaxSlicedWindow positions is the `maximum` or `add` of one strided slice
+// per position (fuse-views reads them all in one kernel), a larger one takes
+// the same windows as a conv and reduces them with `max` or `sum` over the
+// K axes; an average divides by the count of each window's positions
+// inside the input (or the padded input), a scalar when every window has
+// the same. The driver runs it first, with
 // expand-attention (driver/Compiler.cpp); it leads the default pipeline.
 // A conv that cuDNN runs (target/Scheduler.h's convolutionRunsOnLibrary)
 // stays whole; its bias, if any, moves out to an add of the bias as
@@ -324,6 +327,59 @@ std::vector<Number> divisors(const Node &n, const ConvolutionShape &s, bool &uni
   return out;
 }
 
+/// The most window positions a pool takes as strided slices (poolBySlices):
+/// each slice and its maximum or sum are two of the kMaxFusedOps (64) ops
+/// of the one kernel fuse-views makes of them, with room for the padding's
+/// concats and the average's casts.
+constexpr int64_t kMaxSlicedWindow = 27;
+
+/// \p padded (\p x with its padding and overhang) at window position
+/// \p position (row-major over the kernel) of every output: along each
+/// spatial axis, k * dilation + e * stride for e < out.
+Value *windowSlice(ValueBuilder &vb, Value *padded, const ConvolutionShape &s,
+                   int64_t position) {
+  std::vector<int64_t> starts, ends, axes, steps;
+  for (size_t a = s.in.size(); a-- > 0;) {
+    int64_t k = position % s.kernel[a];
+    position /= s.kernel[a];
+    int64_t start = k * s.dilations[a];
+    starts.insert(starts.begin(), start);
+    ends.insert(ends.begin(), start + (s.out[a] - 1) * s.strides[a] + 1);
+    axes.insert(axes.begin(), int64_t(spatialAxis(s.channelsLast, a)));
+    steps.insert(steps.begin(), s.strides[a]);
+  }
+  return vb.op(OpKind::Slice, {padded},
+               {{"starts", starts}, {"ends", ends}, {"axes", axes}, {"steps", steps}}, "window");
+}
+
+/// The pool as the elementwise maximum (or sum) of its window positions'
+/// strided slices of the padded input, folded in row-major window order:
+/// fuse-views makes one kernel of it that reads each output's window where
+/// it lies (window gathers and a reduction would write the windows out).
+Value *poolBySlices(ValueBuilder &vb, Value *input, const ConvolutionShape &s, bool max) {
+  Value *padded = input;
+  for (size_t a = 0; a < s.in.size(); ++a)
+    padded = padAxis(vb, padded, spatialAxis(s.channelsLast, a), s.before[a],
+                     s.after[a] + s.overhang[a], max ? -INFINITY : 0.0);
+  Value *y = windowSlice(vb, padded, s, 0);
+  for (int64_t p = 1; p < product(s.kernel); ++p)
+    y = vb.op(max ? OpKind::Maximum : OpKind::Add, {y, windowSlice(vb, padded, s, p)}, {},
+              max ? "max" : "sum");
+  return y;
+}
+
+/// The pool as window gathers and one reduction per kernel axis, the last
+/// first: each reduction is over one run of dims, which the row and column
+/// kernels take (the axes together are not one run).
+Value *poolByGathers(ValueBuilder &vb, Value *input, const ConvolutionShape &s, bool max) {
+  Value *y = allWindows(vb, input, s, max ? -INFINITY : 0.0);
+  for (size_t a = s.in.size(); a-- > 0;)
+    y = vb.op(max ? OpKind::Max : OpKind::Sum, {y},
+              {{"axes", std::vector<int64_t>{int64_t(windowAxis(s, a))}}, {"keepdim", false}},
+              max ? "max" : "sum");
+  return y;
+}
+
 Value *expandPool(ValueBuilder &vb, const Node &n, Value *input, const ConvolutionShape &s) {
   bool max = n.getOp() == OpKind::MaxPool;
   DType dtype = input->getType().dtype;
@@ -332,15 +388,8 @@ Value *expandPool(ValueBuilder &vb, const Node &n, Value *input, const Convoluti
   bool widen = !max && dtype != DType::F32;
   if (widen)
     input = vb.cast(input, DType::F32, "f32");
-  Value *x = allWindows(vb, input, s, max ? -INFINITY : 0.0);
-  // One kernel axis at a time, the last first: each reduction is over one
-  // run of dims, which the row and column kernels take (the axes together
-  // are not one run).
-  Value *y = x;
-  for (size_t a = s.in.size(); a-- > 0;)
-    y = vb.op(max ? OpKind::Max : OpKind::Sum, {y},
-              {{"axes", std::vector<int64_t>{int64_t(windowAxis(s, a))}}, {"keepdim", false}},
-              max ? "max" : "sum");
+  Value *y = product(s.kernel) <= kMaxSlicedWindow ? poolBySlices(vb, input, s, max)
+                                                    : poolByGathers(vb, input, s, max);
   if (max || !y)
     return y;
   bool uniform = false;

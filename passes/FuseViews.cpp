@@ -20,7 +20,8 @@
 //    compute it again per broadcast element).
 // A consumer that took anything is rebuilt as one `fusion` named like it
 // (results keep their names) at its place; the taken nodes left with no
-// reader are erased. Each consumer's body stays within kMaxFusedOps and
+// reader are erased, and so are the sources (splat fills, iotas) that
+// only they read, copied into the body. Each consumer's body stays within kMaxFusedOps and
 // kMaxViewEvaluations (a concat evaluates each operand at its own
 // coordinates, so nested concats that read one value twice would double
 // the kernel's text per level).
@@ -315,7 +316,8 @@ Node *FuseViewsPass::rebuild(Graph &graph, const Plan &plan, GraphBuilder &build
 }
 
 /// Erases the nodes of \p candidates left with no reader, readers first,
-/// adding them to \p erased.
+/// adding them to \p erased; a source an erased node read (copied into the
+/// consumer's body) goes too once nothing reads it.
 static void eraseUnread(Graph &graph, llvm::SetVector<Node *> &candidates,
                         llvm::DenseSet<Node *> &erased) {
   for (bool more = true; more;) {
@@ -324,6 +326,9 @@ static void eraseUnread(Graph &graph, llvm::SetVector<Node *> &candidates,
       if (!isRead(graph, *n))
         dead.push_back(n);
     for (Node *n : dead) {
+      for (Value *v : n->getOperands())
+        if (Node *def = v->getDef(); def && (isSplatSource(*def) || isIotaSource(*def)))
+          candidates.insert(def);
       candidates.remove(n);
       n->dropOperands();
       erased.insert(n);
