@@ -20,7 +20,8 @@
 // kMaxSlicedWindow positions is the `maximum` or `add` of one strided slice
 // per position (fuse-views reads them all in one kernel), a larger one takes
 // the same windows as a conv and reduces them with `max` or `sum` over the
-// K axes; an average divides by the count of each window's positions
+// K axes (a global pool: its spatial axes); an average divides by the
+// count of each window's positions
 // inside the input (or the padded input), a scalar when every window has
 // the same. The driver runs it first, with
 // expand-attention (driver/Compiler.cpp); it leads the default pipeline.
@@ -368,10 +369,27 @@ Value *poolBySlices(ValueBuilder &vb, Value *input, const ConvolutionShape &s, b
   return y;
 }
 
+/// One window over the whole of every spatial axis, unpadded.
+bool isGlobalPool(const ConvolutionShape &s) {
+  for (size_t a = 0; a < s.in.size(); ++a)
+    if (s.out[a] != 1 || s.kernel[a] != s.in[a] || s.dilations[a] != 1 || s.before[a] != 0 ||
+        s.after[a] != 0 || s.overhang[a] != 0)
+      return false;
+  return true;
+}
+
 /// The pool as window gathers and one reduction per kernel axis, the last
 /// first: each reduction is over one run of dims, which the row and column
-/// kernels take (the axes together are not one run).
+/// kernels take (the axes together are not one run). A global pool is one
+/// reduction over the spatial axes (a run), keeping them as units.
 Value *poolByGathers(ValueBuilder &vb, Value *input, const ConvolutionShape &s, bool max) {
+  if (isGlobalPool(s)) {
+    std::vector<int64_t> axes;
+    for (size_t a = 0; a < s.in.size(); ++a)
+      axes.push_back(int64_t(spatialAxis(s.channelsLast, a)));
+    return vb.op(max ? OpKind::Max : OpKind::Sum, {input}, {{"axes", axes}, {"keepdim", true}},
+                 max ? "max" : "sum");
+  }
   Value *y = allWindows(vb, input, s, max ? -INFINITY : 0.0);
   for (size_t a = s.in.size(); a-- > 0;)
     y = vb.op(max ? OpKind::Max : OpKind::Sum, {y},
