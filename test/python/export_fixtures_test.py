@@ -191,6 +191,50 @@ def check_slice_past_max(fixtures):
     return "lowered a slice reading past its dim at the size's max"
 
 
+def check_channels_last(fixtures, cgc_opt, folder):
+    """'' if a record input marked channels last (as capture.py marks one
+    whose example is held so) is declared [N, H, W, C] and read through
+    one transpose, computes conv_net's outputs from its inputs held so, and
+    in f16 (std_conv_f16) leaves no transpose between it and its
+    convolution once the layout pass has run."""
+    def marked(name):
+        with open(os.path.join(fixtures, name, "program.json")) as f:
+            record = json.load(f)
+        for i in record["inputs"]:
+            if i["kind"] == "user_input":
+                i["layout"] = "channels_last"
+        return record, read_safetensors(os.path.join(fixtures, name, "weights.safetensors"))
+
+    record, weights = marked("conv_net")
+    path = os.path.join(folder, "conv_net.json")
+    ir = lower_record(record, weights, path)
+    x = next(i for i in ir["inputs"] if i.get("kind", "user_input") == "user_input")
+    io = read_safetensors(os.path.join(fixtures, "conv_net", "io.safetensors"))
+    (rec_in,), (rec_out,) = tensor_inputs(record), tensor_outputs(record)
+    want_shape = list(io[f"run0.in.{rec_in}"].shape)
+    if x["shape"] != [want_shape[0], *want_shape[2:], want_shape[1]]:
+        return f"the input is declared {x['shape']}, expected channels last of {want_shape}"
+    if [n["op"] for n in ir["nodes"] if x["name"] in n["inputs"]] != ["transpose"]:
+        return "the input is not read through one transpose"
+    out = ir["outputs"][0]
+    got = interpret(cgc_opt, path, {x["name"]: np.ascontiguousarray(
+        io[f"run0.in.{rec_in}"].transpose(0, 2, 3, 1))}, folder)
+    problem, _ = compare(got.get(out if isinstance(out, str) else out["name"]),
+                         io[f"run0.out.{rec_out}"])
+    if problem:
+        return f"conv_net held channels last: {problem}"
+    record, weights = marked("std_conv_f16")
+    path = os.path.join(folder, "std_conv_f16.json")
+    lower_record(record, weights, path)
+    r = subprocess.run([cgc_opt, path, "--passes=layout,shape-infer,canonicalize,cse,dce"],
+                       capture_output=True, text=True, timeout=300)
+    convs = [line for line in r.stdout.splitlines() if " = conv " in line]
+    if r.returncode or len(convs) != 1 or "channels_last = true" not in convs[0] or \
+            not convs[0].split(" = conv ")[1].startswith("%x,"):
+        return f"std_conv_f16's conv does not read the input as held: {convs or r.stderr[-300:]}"
+    return ""
+
+
 def merged_view_record(order):
     """A record as torch.export writes GPT-2's Conv1D over a dynamic batch
     and sequence: x [batch, seq, 4] viewed as [batch*seq, 4], addmm'd with
@@ -312,6 +356,11 @@ def main():
     problem = check_slice_past_max(args.fixtures)
     print(f"FAIL slice past max: {problem}" if problem else
           "OK slice past max: a slice to a dynamic size past its dim refused")
+    failed += bool(problem)
+    with tempfile.TemporaryDirectory(prefix="cgc-channels-last-") as scratch:
+        problem = check_channels_last(args.fixtures, args.cgc_opt, scratch)
+    print(f"FAIL channels last: {problem}" if problem else
+          "OK channels last: an input held [N, H, W, C], read in place by an f16 conv")
     failed += bool(problem)
     with tempfile.TemporaryDirectory(prefix="cgc-export-declared-") as scratch:
         problem = check_declared_types(args.fixtures, args.cgc_opt, scratch)

@@ -241,6 +241,33 @@ def check_module_cache(torch, cgc, args, say):
     return bad
 
 
+def check_channels_last(torch, cgc, args, say):
+    """A bf16 conv net compiled on a channels-last example: the artifact
+    takes the input as it is held ([N, H, W, C]), and a call with a
+    channels-last tensor or a contiguous one matches eager (bf16:
+    within 2e-2 of the output's scale)."""
+    nn = torch.nn
+    module = nn.Sequential(nn.Conv2d(3, 16, 3, padding=1), nn.BatchNorm2d(16), nn.ReLU(),
+                           nn.MaxPool2d(3, 2, 1), nn.Conv2d(16, 8, 3, padding=1))
+    module = module.cuda().eval().to(torch.bfloat16).to(memory_format=torch.channels_last)
+    x = torch.randn(2, 3, 20, 18, device="cuda", dtype=torch.bfloat16)
+    held = x.contiguous(memory_format=torch.channels_last)
+    fn = cgc.compile(module, (held,), cgc=args.cgc)
+    shape = list(fn.artifact.inputs[0]["shape"])
+    with torch.no_grad():
+        want = module(held).float()
+    bad = 0
+    for how, given in (("channels_last", held), ("contiguous", x)):
+        got = fn(given).float()
+        d = (got - want).abs().max().item()
+        ok = shape == [2, 20, 18, 3] and got.shape == want.shape and \
+            d <= 2e-2 * want.abs().max().item()
+        bad += not ok
+        say(f"CHECK workload=conv_channels_last input={how} declared={shape} "
+            f"max_abs_diff={d:.3g} ok={int(ok)}")
+    return bad
+
+
 def tensors(out):
     """A module's or callable's outputs as a list: one tensor, or a tuple's."""
     return list(out) if isinstance(out, (tuple, list)) else [out]
@@ -362,6 +389,7 @@ def main():
             except Exception as e:  # noqa: BLE001 - a peer that fails is reported
                 say(f"ERROR workload={name} impl={impl} {type(e).__name__}: {e}")
     bad += check_module_cache(torch, cgc, args, say)
+    bad += check_channels_last(torch, cgc, args, say)
     # State by name: the weights the artifact was compiled with, written back
     # changed, change the result.
     mlp = next(m for n, m, _, _ in models(torch) if n == "mlp").cuda().eval()

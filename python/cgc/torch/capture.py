@@ -42,11 +42,33 @@ def capture(module, example_args, dynamic_shapes=None, example_kwargs=None):
 
 
 def capture_program(module, example_args, dynamic_shapes=None, example_kwargs=None):
-    """(record, weights, CallSignature) of `module` on the examples."""
+    """(record, weights, CallSignature) of `module` on the examples. An
+    example tensor held channels last (torch.channels_last or
+    channels_last_3d, and not also contiguous) makes its input channels
+    last in the record (`layout`): the IR takes it as it is held."""
     ep = decompose(export_program(module, example_args, example_kwargs, dynamic_shapes))
     rename = dim_names(ep, module, example_args, example_kwargs, dynamic_shapes)
-    return (program_record(ep, type(module).__name__, rename), weights(ep),
-            CallSignature(ep, type(module).__name__))
+    record = program_record(ep, type(module).__name__, rename)
+    signature = CallSignature(ep, type(module).__name__)
+    signature.hold_channels_last(record, example_args, example_kwargs or {})
+    return record, weights(ep), signature
+
+
+# An example tensor of this rank held in this memory format is taken as it
+# is held: [N, D..., C].
+CHANNELS_LAST = {4: torch.channels_last, 5: torch.channels_last_3d}
+
+
+def is_channels_last(t):
+    """True for a tensor whose strides are channels last's and not also
+    contiguous ones (a unit channel or spatial extent makes them both)."""
+    fmt = CHANNELS_LAST.get(t.dim())
+    return fmt is not None and not t.is_contiguous() and t.is_contiguous(memory_format=fmt)
+
+
+def channels_last_perm(rank):
+    """[N, C, D...] to [N, D..., C]."""
+    return [0, *range(2, rank), 1]
 
 
 class TrainProgram(torch.nn.Module):
@@ -153,6 +175,8 @@ class CallSignature:
         args_spec, kwargs_spec = children(self.in_spec)
         self.positional = args_spec.num_children
         self.keywords = sorted(kwargs_spec.context or ())
+        # Indices (among the graph's inputs) of those held channels last.
+        self.channels_last = []
         # A call of tensors alone, passed straight to the graph.
         self.plain_inputs = not self.fixed and not self.keywords and all(
             c.is_leaf() for c in children(args_spec))
@@ -161,12 +185,40 @@ class CallSignature:
             self.out_spec.type is tuple and all(c.is_leaf() for c in children(self.out_spec))
             and self.out_spec.num_children > 1)
 
+    def hold_channels_last(self, record, example_args, example_kwargs):
+        """Marks the record's user inputs whose example is held channels
+        last (`"layout": "channels_last"`) and remembers them."""
+        import torch.fx._pytree as fx_pytree
+        leaves = fx_pytree.tree_flatten_spec((tuple(example_args), dict(example_kwargs)),
+                                             self.in_spec)
+        users = [i for i in record["inputs"] if i["kind"] == "user_input"]
+        for index, position in enumerate(self.tensors):
+            if is_channels_last(leaves[position]):
+                users[position]["layout"] = "channels_last"
+                self.channels_last.append(index)
+        self.plain_inputs = self.plain_inputs and not self.channels_last
+
     def inputs(self, args, kwargs):
         """The graph's inputs of a call, in order; a TypeError if the call
-        does not fit the exported signature."""
-        import torch.fx._pytree as fx_pytree
+        does not fit the exported signature. An input held channels last
+        in the graph is passed as [N, D..., C]: a view of a channels-last
+        tensor, a copy of any other."""
         if self.plain_inputs and not kwargs and len(args) == self.positional:
             return args
+        return self.held(self.leaves(args, kwargs))
+
+    def held(self, inputs):
+        """`inputs` with each channels-last one as [N, D..., C] (a tensor of
+        another rank is left for the artifact to refuse)."""
+        for index in self.channels_last:
+            x = inputs[index]
+            if isinstance(x, torch.Tensor) and x.dim() in CHANNELS_LAST:
+                inputs[index] = x.permute(channels_last_perm(x.dim())).contiguous()
+        return inputs
+
+    def leaves(self, args, kwargs):
+        """The graph's inputs of a call as given, in order."""
+        import torch.fx._pytree as fx_pytree
         if len(args) != self.positional or sorted(kwargs) != self.keywords:
             raise TypeError(f"{self.module_name} was exported with {self.positional} "
                             f"positional argument(s) and keywords {self.keywords}; the call "

@@ -399,6 +399,9 @@ class Lowering(IRBuilder):
         name = self.fresh(n.name)
         entry = {"name": name, "dtype": dtype, "shape": shape}
         kind, target = spec["kind"], spec["target"]
+        if spec.get("layout") == "channels_last":
+            self.hold_channels_last(n, entry)
+            return
         if kind != "user_input":
             if kind not in ("parameter", "buffer", "constant"):
                 raise RefusedError(f"input '{n.name}' is a {kind}, which cgc has no value for")
@@ -415,6 +418,18 @@ class Lowering(IRBuilder):
         self.inputs.append(entry)
         self.value[n.name] = name
         self.recorded[name] = n.val
+
+    def hold_channels_last(self, n, entry):
+        """User input `n` as it is held, [N, D..., C] (capture.py marks
+        it), read through a transpose to the program's [N, C, D...]."""
+        shape = entry["shape"]
+        entry["shape"] = [shape[0], *shape[2:], shape[1]]
+        self.inputs.append(entry)
+        rank = len(shape)
+        self.value[n.name] = self.op("transpose", [entry["name"]],
+                                     {"perm": [0, rank - 1, *range(1, rank - 1)]},
+                                     f"{entry['name']}_channels_first")
+        self.recorded[self.value[n.name]] = n.val
 
     def dropout(self, x, p, shape):
         """A dropout of `x` (of `shape`) drawing its own range of the
