@@ -109,6 +109,11 @@ def check_entry(torch, cgc, entry, export_only, work, kept=None, backend=False):
         want = leaves(torch, reference(*ref_args, **ref_kwargs))
     call_args = [on_device(torch, a, dtype) for a in args]
     call_kwargs = {k: on_device(torch, v, dtype) for k, v in kwargs.items()}
+    if entry.family in IMAGE_FAMILIES and dtype != torch.float32:
+        # Images held channels last, as PyTorch's fastest modes take them:
+        # cgc's artifact then reads them where they lie (docs/python.md).
+        call_args = channels_last(torch, call_args)
+        call_kwargs = {k: channels_last(torch, [v])[0] for k, v in call_kwargs.items()}
     dynamic = None
     if entry.dynamic:
         dynamic = dynamic_shapes(torch, entry, args, kwargs)
@@ -226,7 +231,7 @@ def bench_entry(torch, kept, entry, row, iters, autotune_budget_s):
     torch_args, torch_kwargs = call_args, call_kwargs
     if entry.family in IMAGE_FAMILIES and entry.dtype != "f32":
         # PyTorch's fastest form of a half-type CNN: channels_last weights
-        # and input (cgc takes the NCHW input and transposes it itself).
+        # and input (the input, as cgc's callable takes it too).
         model = model.to(memory_format=torch.channels_last)
         torch_args, torch_kwargs = channels_last(torch, call_args), {
             k: channels_last(torch, [v])[0] for k, v in call_kwargs.items()}
