@@ -214,21 +214,45 @@ bool Rules::slice(std::string &why) {
 }
 
 /// \p d (a strided slice's adjoint along \p axis) written at the positions
-/// begin, begin + step, ... of zeros \p extent long there (index_copy).
+/// begin, begin + step, ... of zeros \p extent long there.
 Value *Rules::spreadStrided(Value *d, unsigned axis, int64_t extent, SliceRange range,
                             int64_t step) {
   TensorType full = d->getType();
   full.dims[axis] = Dim::fixed(extent);
   if (range.extent == 0)
     return gb.zeros(full);
-  std::vector<Number> picks;
-  for (int64_t k = 0; k < range.extent; ++k)
-    picks.push_back(Number::ofInt(range.begin + k * step));
-  Value *index = gb.op(OpKind::Constant, {},
-                       {{"dtype", DType::I64},
-                        {"shape", std::vector<Dim>{Dim::fixed(range.extent)}},
-                        {"value", picks}});
-  return gb.op(OpKind::IndexCopy, {gb.zeros(full), index, d}, {{"axis", int64_t(axis)}});
+  // Index moves and zeros only, which fuse-views reads through: each
+  // element followed by step - 1 zeros ([.., E, 1, ..] beside zeros
+  // [.., E, step - 1, ..], merged), cut or padded to what follows begin.
+  auto withAxis = [&](Value *v, int64_t at, int64_t n) {
+    TensorType t = v->getType();
+    t.dims[at] = Dim::fixed(n);
+    return t;
+  };
+  std::vector<Dim> unit;
+  for (unsigned i = 0; i < d->getType().rank(); ++i) {
+    unit.push_back(d->getType().dims[i]);
+    if (i == axis)
+      unit.push_back(Dim::fixed(1));
+  }
+  Value *column = gb.reshape(d, unit);
+  Value *spread = gb.op(OpKind::Concat,
+                        {column, gb.zeros(withAxis(column, axis + 1, step - 1))},
+                        {{"axis", int64_t(axis + 1)}});
+  std::vector<Dim> merged(d->getType().dims.begin(), d->getType().dims.end());
+  merged[axis] = Dim::fixed(range.extent * step);
+  spread = gb.reshape(spread, merged);
+  int64_t room = extent - range.begin;
+  if (range.extent * step > room)
+    spread = gb.slice(spread, axis, 0, room);
+  std::vector<Value *> parts;
+  if (range.begin > 0)
+    parts.push_back(gb.zeros(withAxis(spread, axis, range.begin)));
+  parts.push_back(spread);
+  if (range.extent * step < room)
+    parts.push_back(gb.zeros(withAxis(spread, axis, room - range.extent * step)));
+  return parts.size() == 1 ? parts.front()
+                           : gb.op(OpKind::Concat, parts, {{"axis", int64_t(axis)}});
 }
 
 /// cumsum: x_i reaches every y_j with j >= i, so dx is the running sum
