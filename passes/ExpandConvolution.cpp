@@ -34,7 +34,9 @@
 // by the strides (zeros between elements) and padded by dilation (kernel -
 // 1) - pads, by its weights regrouped and flipped (expandConvTranspose),
 // which is then cuDNN's or written out like any conv. An interpolate is
-// gathers at constant indices (expandInterpolate).
+// gathers at constant indices (expandInterpolate), but for a nearest one
+// that repeats each element a whole number of times along a dim: a
+// reshape, a broadcast and a reshape there.
 // Requires: a verified graph. Guarantees: no pool, conv_transpose or
 // interpolate remains, and no conv but the bias-free ones cuDNN runs; each
 // result equals the interpreter's but for the order of the f32 sums.
@@ -264,6 +266,39 @@ Value *expandConvTranspose(ValueBuilder &vb, const Node &n, const ConvolutionSha
 /// low taps (nearest), or of the low and the high taps mixed as low +
 /// (high - low) * weight with the weights a constant [E, 1..1] (linear;
 /// in f32 for f16 and bf16, rounded once at the end).
+/// The whole factor f by which nearest taps \p low repeat each of \p in
+/// input indices (output o reads o / f), or 0.
+int64_t repeatFactor(const std::vector<int64_t> &low, int64_t in) {
+  int64_t out = int64_t(low.size());
+  if (out % in != 0)
+    return 0;
+  int64_t f = out / in;
+  for (int64_t o = 0; o < out; ++o)
+    if (low[size_t(o)] != o / f)
+      return 0;
+  return f;
+}
+
+/// \p x with each element along \p axis repeated \p factor times in place:
+/// [.., S, ..] as [.., S, 1, ..], broadcast to [.., S, f, ..] and merged,
+/// index moves fuse-views reads through (a gather would be written out).
+Value *repeatEach(ValueBuilder &vb, Value *x, unsigned axis, int64_t factor) {
+  std::vector<Dim> unit, wide, merged;
+  for (unsigned i = 0; i < x->getType().rank(); ++i) {
+    Dim d = x->getType().dims[i];
+    unit.push_back(d);
+    wide.push_back(d);
+    merged.push_back(i == axis ? Dim::fixed(d.extent() * factor) : d);
+    if (i == axis) {
+      unit.push_back(Dim::fixed(1));
+      wide.push_back(Dim::fixed(factor));
+    }
+  }
+  Value *repeated = vb.op(OpKind::BroadcastTo, {vb.reshape(x, unit, "unit")},
+                          {{"shape", wide}}, "repeated");
+  return vb.reshape(repeated, merged, "resized");
+}
+
 Value *expandInterpolate(ValueBuilder &vb, const Node &n) {
   Value *x = n.operand(0);
   DType dtype = x->getType().dtype;
@@ -282,6 +317,10 @@ Value *expandInterpolate(ValueBuilder &vb, const Node &n) {
       continue;
     bool mixes = std::any_of(taps.weight.begin(), taps.weight.end(),
                              [](double w) { return w != 0; });
+    if (int64_t factor = mixes ? 0 : repeatFactor(taps.low, in)) {
+      x = repeatEach(vb, x, unsigned(2 + a), factor);
+      continue;
+    }
     Value *low = gather(taps.low, a);
     if (!mixes) {
       x = low;
