@@ -7,7 +7,10 @@
 // operands at the same coordinates (NumPy broadcasting: 0 on a dim of
 // extent 1), a transpose permutes them, a slice steps from its start, a
 // reshape goes through the row-major linear index, broadcast_to zeroes the
-// broadcast dims, a body input is a load at the row-major offset, a splat
+// broadcast dims, a gather (or embedding) asks its index at the result's
+// coordinates along the index dims and its data at that index (a negative
+// one wrapped once, one still out of range reading 0 from a clamped,
+// in-bounds load, as the gather kernel does), a body input is a load at the row-major offset, a splat
 // is its literal and an iota its coordinate. A concat branches on its
 // axis's coordinate and asks the operand whose range holds it inside a
 // block of its own, so that no load outside an operand ever runs (a concat
@@ -52,6 +55,7 @@ private:
   std::string computed(const Value *v, const Coords &at, Block &block);
   std::string load(const Value *inner, const Coords &at, Block &block);
   std::string concatAt(const Node &n, const Coords &at, Block &block);
+  std::string gatheredAt(const Node &n, const Coords &at, Block &block);
   Coords reshapedCoords(const Node &n, const Coords &at, Block &block);
   /// \p expr as a coordinate: itself when a name or a number, else a
   /// variable declared in \p block.
@@ -195,6 +199,31 @@ std::string ViewBody::concatAt(const Node &n, const Coords &at, Block &block) {
   return name;
 }
 
+std::string ViewBody::gatheredAt(const Node &n, const Coords &at, Block &block) {
+  const Value *data = n.operand(0), *index = n.operand(1);
+  Shape in = staticShape(data->getType()), idx = staticShape(index->getType());
+  unsigned axis = n.getOp() == OpKind::Gather
+                      ? *normalizeAxis(n.intAttr("axis", 0), in.size())
+                      : 0;
+  Coords idxAt(at.begin() + axis, at.begin() + axis + idx.size());
+  std::string raw = valueAt(index, idxAt, block);
+  std::string j = fresh("j"), valid = fresh("ok"), extent = std::to_string(in[axis]) + "LL";
+  const std::string &ind = block.indent;
+  block.text += ind + "long long " + j + " = (long long)" + raw + ";\n" + ind + "if (" + j +
+                " < 0) " + j + " += " + extent + ";\n" + ind + "const bool " + valid + " = " +
+                j + " >= 0 && " + j + " < " + extent + ";\n" + ind + j + " = " + j +
+                " < 0 ? 0 : " + j + " >= " + extent + " ? " + extent + " - 1 : " + j + ";\n";
+  Coords dataAt(at.begin(), at.begin() + axis);
+  dataAt.push_back(j);
+  dataAt.insert(dataAt.end(), at.begin() + axis + idx.size(), at.end());
+  std::string loaded = valueAt(data, dataAt, block);
+  DType dtype = n.result()->getType().dtype;
+  std::string name = fresh("v");
+  block.text += ind + computeType(dtype) + " " + name + " = " + valid + " ? " + loaded +
+                " : " + literal(0, dtype) + ";\n";
+  return name;
+}
+
 std::string ViewBody::computed(const Value *v, const Coords &at, Block &block) {
   if (isInput(parts, v))
     return load(v, at, block);
@@ -247,7 +276,9 @@ std::string ViewBody::computed(const Value *v, const Coords &at, Block &block) {
     return valueAt(operand, reshapedCoords(n, at, block), block);
   case OpKind::Concat:
     return concatAt(n, at, block);
-  case OpKind::Gather: case OpKind::Embedding: case OpKind::OneHot:
+  case OpKind::Gather: case OpKind::Embedding:
+    return gatheredAt(n, at, block);
+  case OpKind::OneHot:
   case OpKind::IndexCopy: case OpKind::IndexAdd: case OpKind::ArgTopK: case OpKind::PadPacked:
   case OpKind::PackPadded:
     break;

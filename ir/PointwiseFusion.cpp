@@ -10,11 +10,15 @@ bool cgc::isIndexMove(const Node &node) {
   OpKind op = node.getOp();
   bool moves = op == OpKind::Transpose || op == OpKind::Reshape ||
                op == OpKind::BroadcastTo || op == OpKind::Slice ||
-               op == OpKind::Concat;
+               op == OpKind::Concat || isIndexedMove(node);
   if (!moves || !node.result()->getType().isStatic())
     return false;
   return llvm::all_of(node.getOperands(),
                       [](const Value *v) { return v->getType().isStatic(); });
+}
+
+bool cgc::isIndexedMove(const Node &node) {
+  return node.getOp() == OpKind::Gather || node.getOp() == OpKind::Embedding;
 }
 
 uint64_t cgc::prologueEvaluations(llvm::ArrayRef<const Node *> nodes, const Value *x) {
@@ -42,7 +46,7 @@ bool cgc::isProductPrologueOp(const Node &node) {
     return true;
   if (node.info().has(Source))
     return node.getOp() == OpKind::Iota || splatConstant(node.result());
-  return isIndexMove(node) && node.getOp() != OpKind::Concat;
+  return isIndexMove(node) && node.getOp() != OpKind::Concat && !isIndexedMove(node);
 }
 
 bool cgc::movesElements(const Graph &body) {

@@ -4,7 +4,8 @@
 // Its body holds elementwise ops, sources and dropouts, and may hold index
 // moves: movement ops whose every result element is one operand element at
 // coordinates computed from the result's (transpose, reshape, broadcast_to,
-// slice, concat). A body without index moves is per element: element i of
+// slice, concat), or from an index read at them (gather, embedding: an
+// index out of range after one wrap of negatives reads as 0). A body without index moves is per element: element i of
 // a result reads only element i of same-shaped operands, so plan-memory
 // may write the result over such an operand. The type rule, fuse-views,
 // plan-memory and codegen ask these predicates.
@@ -64,13 +65,19 @@ uint64_t viewEvaluations(const Graph &body);
 /// a kernel asks that value once, at the coordinate modulo its extent.
 bool repeatsOneOperand(const Node &node);
 
-/// transpose, reshape, broadcast_to, slice or concat with static types.
+/// transpose, reshape, broadcast_to, slice, concat, gather or embedding
+/// with static types.
 bool isIndexMove(const Node &node);
+
+/// gather or embedding: an index move whose coordinates along one axis
+/// are read from its index operand.
+bool isIndexedMove(const Node &node);
 
 /// What a product_fusion's prologue may hold (codegen evaluates it per
 /// element of the product's first operand): static elementwise ops, splat
 /// sources and iotas, and index moves other than concat (each value is
-/// then asked at one set of coordinates per path to it, with no branch).
+/// then asked at one set of coordinates per path to it, with no branch)
+/// and the indexed ones.
 bool isProductPrologueOp(const Node &node);
 
 /// The evaluations per element of a product_fusion's prologue \p nodes

@@ -373,7 +373,7 @@ bool TypeChecker::pointwiseFusionBody() {
     return refuse(*member,
                   "fusion bodies hold only elementwise ops, sources, movement "
                   "ops of static shapes (transpose, reshape, broadcast_to, "
-                  "slice, concat) and dropouts of the fusion's shape whose rng "
+                  "slice, concat, gather, embedding) and dropouts of the fusion's shape whose rng "
                   "state is a body input");
   }
   for (const GraphOutput &out : body.outputs)

@@ -5,7 +5,7 @@
 // upward through the producers of its operands, in each graph (regions
 // innermost first):
 //  - an index move (ir/PointwiseFusion.h: transpose, reshape,
-//    broadcast_to, slice, concat) that dissolves — it is no output and each
+//    broadcast_to, slice, concat, gather, embedding) that dissolves — it is no output and each
 //    of its readers is a pointwise consumer or an index move that
 //    dissolves — is copied into the consumer's body, so that the consumer
 //    reads the move's operand at computed coordinates; once every reader
@@ -125,8 +125,8 @@ class FuseViewsPass : public Pass {
 public:
   llvm::StringRef name() const override { return "fuse-views"; }
   llvm::StringRef summary() const override {
-    return "let pointwise kernels read through transposes, reshapes, slices "
-           "and concats";
+    return "let pointwise kernels read through transposes, reshapes, slices, "
+           "concats and gathers";
   }
   bool run(Graph &graph, PassContext &ctx) override {
     return forEachGraphInnermostFirst(
