@@ -354,6 +354,12 @@ bool FuseViewsPass::fuseGraph(Graph &graph, PassContext &ctx) {
     Plan plan = planFor(graph, *consumer);
     if (plan.taken.empty())
       continue;
+    // The sources the consumer read go with it once nothing else reads
+    // them (the body has its copies).
+    llvm::SmallVector<Node *, 4> sources;
+    for (Value *v : consumer->getOperands())
+      if (Node *def = v->getDef(); def && (isSplatSource(*def) || isIotaSource(*def)))
+        sources.push_back(def);
     Node *fusion = rebuild(graph, plan, builder);
     if (!fusion)
       return false;
@@ -364,6 +370,7 @@ bool FuseViewsPass::fuseGraph(Graph &graph, PassContext &ctx) {
     for (unsigned r = 0; r < fusion->numResults(); ++r)
       fusion->result(r)->setName(fusion->region(0).outputs[r].name);
     dissolving.clear(); // Readers changed.
+    plan.taken.insert(sources.begin(), sources.end());
     eraseUnread(graph, plan.taken, erased);
   }
   return true;
