@@ -205,6 +205,9 @@ std::string ViewBody::gatheredAt(const Node &n, const Coords &at, Block &block) 
   unsigned axis = n.getOp() == OpKind::Gather
                       ? *normalizeAxis(n.intAttr("axis", 0), in.size())
                       : 0;
+  DType dtype = n.result()->getType().dtype;
+  if (in[axis] == 0) // Every index out of range: no load, not even clamped.
+    return literal(0, dtype);
   Coords idxAt(at.begin() + axis, at.begin() + axis + idx.size());
   std::string raw = valueAt(index, idxAt, block);
   std::string j = fresh("j"), valid = fresh("ok"), extent = std::to_string(in[axis]) + "LL";
@@ -217,7 +220,6 @@ std::string ViewBody::gatheredAt(const Node &n, const Coords &at, Block &block) 
   dataAt.push_back(j);
   dataAt.insert(dataAt.end(), at.begin() + axis + idx.size(), at.end());
   std::string loaded = valueAt(data, dataAt, block);
-  DType dtype = n.result()->getType().dtype;
   std::string name = fresh("v");
   block.text += ind + computeType(dtype) + " " + name + " = " + valid + " ? " + loaded +
                 " : " + literal(0, dtype) + ";\n";

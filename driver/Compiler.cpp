@@ -318,6 +318,7 @@ static bool prepareModel(Graph &model, const CompileOptions &options,
   PassContext ctx{diag, {}};
   ctx.target = targetOf(options);
   ctx.autocast = options.autocast;
+  ctx.differentiated = options.train || options.gradients;
   std::string first = options.train ? "autocast," : "autocast,expand-batch-norm,";
   return pm.addPipeline(first + "expand-attention,layout,expand-convolution", diag) &&
          pm.run(model, ctx, llvm::nulls());

@@ -76,8 +76,8 @@ bool isIndexedMove(const Node &node);
 /// What a product_fusion's prologue may hold (codegen evaluates it per
 /// element of the product's first operand): static elementwise ops, splat
 /// sources and iotas, and index moves other than concat (each value is
-/// then asked at one set of coordinates per path to it, with no branch)
-/// and the indexed ones.
+/// then asked at one set of coordinates per path to it, with no branch),
+/// gather and embedding excepted.
 bool isProductPrologueOp(const Node &node);
 
 /// The evaluations per element of a product_fusion's prologue \p nodes

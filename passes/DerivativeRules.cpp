@@ -221,6 +221,9 @@ Value *Rules::spreadStrided(Value *d, unsigned axis, int64_t extent, SliceRange 
   full.dims[axis] = Dim::fixed(extent);
   if (range.extent == 0)
     return gb.zeros(full);
+  // One element: the step never counts (it may be past the axis).
+  if (range.extent == 1)
+    step = 1;
   // Index moves and zeros only, which fuse-views reads through: each
   // element followed by step - 1 zeros ([.., E, 1, ..] beside zeros
   // [.., E, step - 1, ..], merged), cut or padded to what follows begin.
@@ -229,19 +232,21 @@ Value *Rules::spreadStrided(Value *d, unsigned axis, int64_t extent, SliceRange 
     t.dims[at] = Dim::fixed(n);
     return t;
   };
-  std::vector<Dim> unit;
-  for (unsigned i = 0; i < d->getType().rank(); ++i) {
-    unit.push_back(d->getType().dims[i]);
-    if (i == axis)
-      unit.push_back(Dim::fixed(1));
+  Value *spread = d;
+  if (step > 1) {
+    std::vector<Dim> unit;
+    for (unsigned i = 0; i < d->getType().rank(); ++i) {
+      unit.push_back(d->getType().dims[i]);
+      if (i == axis)
+        unit.push_back(Dim::fixed(1));
+    }
+    Value *column = gb.reshape(d, unit);
+    spread = gb.op(OpKind::Concat, {column, gb.zeros(withAxis(column, axis + 1, step - 1))},
+                   {{"axis", int64_t(axis + 1)}});
+    std::vector<Dim> merged(d->getType().dims.begin(), d->getType().dims.end());
+    merged[axis] = Dim::fixed(range.extent * step);
+    spread = gb.reshape(spread, merged);
   }
-  Value *column = gb.reshape(d, unit);
-  Value *spread = gb.op(OpKind::Concat,
-                        {column, gb.zeros(withAxis(column, axis + 1, step - 1))},
-                        {{"axis", int64_t(axis + 1)}});
-  std::vector<Dim> merged(d->getType().dims.begin(), d->getType().dims.end());
-  merged[axis] = Dim::fixed(range.extent * step);
-  spread = gb.reshape(spread, merged);
   int64_t room = extent - range.begin;
   if (range.extent * step > room)
     spread = gb.slice(spread, axis, 0, room);

@@ -18,7 +18,9 @@
 // arithmetic is folded into constants). A max_pool or avg_pool pads with
 // -inf or 0 (a ceil_mode overhang too); a window of at most
 // kMaxSlicedWindow positions is the `maximum` or `add` of one strided slice
-// per position (fuse-views reads them all in one kernel), a larger one takes
+// per position (fuse-views reads them all in one kernel; not a max pool
+// that autodiff will differentiate: `maximum` splits a tie's gradient
+// unevenly along the fold), a larger one takes
 // the same windows as a conv and reduces them with `max` or `sum` over the
 // K axes (a global pool: its spatial axes); an average divides by the
 // count of each window's positions
@@ -370,7 +372,9 @@ std::vector<Number> divisors(const Node &n, const ConvolutionShape &s, bool &uni
 /// The most window positions a pool takes as strided slices (poolBySlices):
 /// each slice and its maximum or sum are two of the kMaxFusedOps (64) ops
 /// of the one kernel fuse-views makes of them, with room for the padding's
-/// concats and the average's casts.
+/// concats and the average's casts (a 3-D window padded on every axis asks
+/// more coordinate sets than kMaxViewEvaluations allows: its first padding
+/// is written out, three kernels in all, against ten as gathers).
 constexpr int64_t kMaxSlicedWindow = 27;
 
 /// \p padded (\p x with its padding and overhang) at window position
@@ -437,7 +441,9 @@ Value *poolByGathers(ValueBuilder &vb, Value *input, const ConvolutionShape &s, 
   return y;
 }
 
-Value *expandPool(ValueBuilder &vb, const Node &n, Value *input, const ConvolutionShape &s) {
+/// \p differentiated: autodiff follows (PassContext::differentiated).
+Value *expandPool(ValueBuilder &vb, const Node &n, Value *input, const ConvolutionShape &s,
+                  bool differentiated) {
   bool max = n.getOp() == OpKind::MaxPool;
   DType dtype = input->getType().dtype;
   // An average of f16 or bf16 sums and divides in f32 and rounds once (the
@@ -445,8 +451,8 @@ Value *expandPool(ValueBuilder &vb, const Node &n, Value *input, const Convoluti
   bool widen = !max && dtype != DType::F32;
   if (widen)
     input = vb.cast(input, DType::F32, "f32");
-  Value *y = product(s.kernel) <= kMaxSlicedWindow ? poolBySlices(vb, input, s, max)
-                                                    : poolByGathers(vb, input, s, max);
+  bool sliced = product(s.kernel) <= kMaxSlicedWindow && !(max && differentiated);
+  Value *y = sliced ? poolBySlices(vb, input, s, max) : poolByGathers(vb, input, s, max);
   if (max || !y)
     return y;
   bool uniform = false;
@@ -466,9 +472,10 @@ Value *expandPool(ValueBuilder &vb, const Node &n, Value *input, const Convoluti
 }
 
 /// A channels_last conv is written out channels first between transposes.
-Value *expand(ValueBuilder &vb, const Node &n, const ConvolutionShape &s) {
+Value *expand(ValueBuilder &vb, const Node &n, const ConvolutionShape &s,
+              bool differentiated) {
   if (n.getOp() != OpKind::Conv)
-    return expandPool(vb, n, n.operand(0), s);
+    return expandPool(vb, n, n.operand(0), s, differentiated);
   unsigned rank = n.result()->getType().rank();
   auto first = [&](Value *v) {
     if (!s.channelsLast)
@@ -552,7 +559,7 @@ public:
             ctx.diag.nodeError(n, why);
             return nullptr;
           }
-          return expand(vb, n, *shape);
+          return expand(vb, n, *shape, ctx.differentiated);
         });
   }
 };

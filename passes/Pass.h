@@ -14,6 +14,7 @@
 #include "passes/MemoryPlan.h"
 #include "target/Target.h"
 
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/raw_ostream.h"
@@ -71,6 +72,11 @@ struct PassContext {
   /// adjoint with the state `optimizer.loss_scale`, apply-optimizer unscales,
   /// skips non-finite steps and updates the scale (GradScaler's rules).
   bool lossScaling = false;
+  /// Autodiff will differentiate the graph (`cgc --train`, `--gradients`;
+  /// cgc-opt: a pipeline with autodiff): expand-convolution keeps a max
+  /// pool's window reductions, whose gradient splits a tie evenly over its
+  /// window, where the maximum of slices would split it unevenly.
+  bool differentiated = false;
 };
 
 class Pass {
@@ -127,6 +133,10 @@ public:
   bool addPipeline(llvm::StringRef pipeline, DiagnosticEngine &diag);
   bool run(Graph &graph, PassContext &ctx, llvm::raw_ostream &irStream);
   size_t size() const { return passes.size(); }
+  /// Whether the pipeline holds the pass named \p name.
+  bool holds(llvm::StringRef name) const {
+    return llvm::any_of(passes, [&](const auto &p) { return p->name() == name; });
+  }
   /// Milliseconds per pass of the last run, in order.
   const Timings &timings() const { return lastTimings; }
 

@@ -154,6 +154,7 @@ static bool processChunk(uint32_t bufferId, llvm::StringRef baseDir,
     return false;
   }
   ctx.lossScaling = LossScaling;
+  ctx.differentiated = pm.holds("autodiff");
   if (MicroStep == "accumulate" || MicroStep == "last")
     ctx.microStep = MicroStep == "last" ? PassContext::MicroStep::Last
                                         : PassContext::MicroStep::Accumulate;
