@@ -401,6 +401,24 @@ static bool checkTrainingScope(const Graph &model, const CompileOptions &options
   return true;
 }
 
+/// `--gradients` compiles static shapes only: the gradient outputs autodiff
+/// adds are not in a padded or bound model's signature yet.
+static bool checkGradientDims(const Graph &model, const CompileOptions &options,
+                              DiagnosticEngine &diag) {
+  if (!options.gradients || options.train)
+    return true;
+  for (const GraphInput &in : model.inputs())
+    if (!in.value->getType().isStatic()) {
+      diag.error(in.loc, "cgc --gradients: input '" + in.value->getName() +
+                             "' has symbolic type " +
+                             typeToString(in.value->getType(), model.dims()) +
+                             "; gradients of a model with symbolic dims are not "
+                             "supported yet (give the input a static shape)");
+      return false;
+    }
+  return true;
+}
+
 /// After prepareModel, an entry holds every input as \p model does: the
 /// layout pass decides per graph whether to keep a weight transposed, and
 /// the graphs share its one stored copy.
@@ -426,6 +444,7 @@ bool cgc::lowerModel(Graph &model, const CompileOptions &requested,
                      Compilation &out, DiagnosticEngine &diag) {
   if (!checkBindings(model, requested, diag) ||
       !checkTrainingScope(model, requested, diag) ||
+      !checkGradientDims(model, requested, diag) ||
       !prepareModel(model, requested, diag))
     return false;
   for (const auto &entry : model.entries)
