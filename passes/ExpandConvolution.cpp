@@ -370,12 +370,11 @@ std::vector<Number> divisors(const Node &n, const ConvolutionShape &s, bool &uni
 }
 
 /// The most window positions a pool takes as strided slices (poolBySlices):
-/// each slice and its maximum or sum are two of the kMaxFusedOps (64) ops
-/// of the one kernel fuse-views makes of them, with room for the padding's
-/// concats and the average's casts (a 3-D window padded on every axis asks
-/// more coordinate sets than kMaxViewEvaluations allows: its first padding
-/// is written out, three kernels in all, against ten as gathers).
-constexpr int64_t kMaxSlicedWindow = 27;
+/// 3x3 and 2x2x2 windows. fuse-views' search for what one consumer takes
+/// grows too fast with more slices of the padding's concats (a padded 4x4
+/// window, 16 slices, kept it busy for minutes: the pipeline fuzzer's
+/// finding); a larger window gathers.
+constexpr int64_t kMaxSlicedWindow = 9;
 
 /// \p padded (\p x with its padding and overhang) at window position
 /// \p position (row-major over the kernel) of every output: along each
