@@ -146,6 +146,16 @@ std::string cgc::addScratchParam(Kernel &kernel, const Storage &storage,
   return "p" + std::to_string(kernel.params.size() - 1);
 }
 
+std::string cgc::readIndex(const std::string &indent, const std::string &j,
+                           const std::string &valid, const std::string &expr,
+                           int64_t extent) {
+  std::string n = std::to_string(extent) + "LL";
+  return indent + "long long " + j + " = (long long)" + expr + ";\n" + indent + "if (" + j +
+         " < 0) " + j + " += " + n + ";\n" + indent + "const bool " + valid + " = " + j +
+         " >= 0 && " + j + " < " + n + ";\n" + indent + j + " = " + j + " < 0 ? 0 : " + j +
+         " >= " + n + " ? " + n + " - 1 : " + j + ";\n";
+}
+
 uint32_t cgc::gridFor(int64_t work, int64_t perBlock) {
   int64_t blocks = (work + perBlock - 1) / perBlock;
   return uint32_t(std::min<int64_t>(std::max<int64_t>(blocks, 1), 65535));

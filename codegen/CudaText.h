@@ -43,6 +43,15 @@ std::string coordDecls(const Shape &shape, const std::string &index,
 std::string broadcastOffset(const Shape &operand, const Shape &iter,
                             const std::string &prefix);
 
+/// Statements reading index \p expr into `long long` \p j for an axis of
+/// \p extent elements, as every gather reads one: a negative index
+/// wrapped once; `const bool` \p valid says whether it is then in range
+/// (out of range reads as 0), and \p j is clamped into range so that the
+/// load it addresses never faults (over an empty axis no index is valid:
+/// guard the load by \p valid, or emit none).
+std::string readIndex(const std::string &indent, const std::string &j,
+                      const std::string &valid, const std::string &expr, int64_t extent);
+
 /// The statement that waits for the kernels a kernel depends on
 /// (programmatic dependent launch; see codegen/GraphPlan.cpp): where a
 /// Kernel::Wait::InBody body places it (KernelText.cpp puts it first in

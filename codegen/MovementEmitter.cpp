@@ -37,15 +37,6 @@ static std::vector<std::string> coordNames(size_t rank, size_t from = 0) {
   return names;
 }
 
-static std::string clampIndex(const std::string &expr, int64_t extent) {
-  std::string n = std::to_string(extent) + "LL";
-  // Out-of-range indices read as 0 (the IR's semantics); `valid` says so and
-  // the clamp keeps the load in bounds.
-  return "    long long j = (long long)" + expr + ";\n    if (j < 0) j += " + n +
-         ";\n    bool valid = j >= 0 && j < " + n + ";\n    j = j < 0 ? 0 : j >= " +
-         n + " ? " + n + " - 1 : j;\n";
-}
-
 /// pad_packed / pack_padded: a real element (each listed axis's coordinate
 /// below its real extent, read from the device) moves between its padded
 /// offset `i` and its offset in the real shape's row-major order; padding
@@ -316,8 +307,8 @@ void cgc::emitMovement(const Node &node, Kernel &kernel) {
     Shape idx = staticShape(node.operand(1)->getType());
     std::vector<std::string> idxCoords(c.begin() + axis,
                                        c.begin() + axis + idx.size());
-    body += clampIndex("cgc_ld(" + ps[1] + ", " + offsetOf(idx, idxCoords) + ")",
-                       in[axis]);
+    body += readIndex("    ", "j", "valid",
+                      "cgc_ld(" + ps[1] + ", " + offsetOf(idx, idxCoords) + ")", in[axis]);
     std::vector<std::string> inCoords(c.begin(), c.begin() + axis);
     inCoords.push_back("j");
     inCoords.insert(inCoords.end(), c.begin() + axis + idx.size(), c.end());
@@ -326,8 +317,8 @@ void cgc::emitMovement(const Node &node, Kernel &kernel) {
   }
   case OpKind::Embedding: {
     int64_t dim = in[1];
-    body += clampIndex("cgc_ld(" + ps[1] + ", i / " + std::to_string(dim) + "LL)",
-                       in[0]);
+    body += readIndex("    ", "j", "valid",
+                      "cgc_ld(" + ps[1] + ", i / " + std::to_string(dim) + "LL)", in[0]);
     src = "j * " + std::to_string(dim) + "LL + i % " + std::to_string(dim) + "LL";
     break;
   }

@@ -8,10 +8,9 @@
 // extent 1), a transpose permutes them, a slice steps from its start, a
 // reshape goes through the row-major linear index, broadcast_to zeroes the
 // broadcast dims, a gather (or embedding) asks its index at the result's
-// coordinates along the index dims and its data at that index (a negative
-// one wrapped once, one still out of range reading 0 from a clamped,
-// in-bounds load, as the gather kernel does), a body input is a load at the row-major offset, a splat
-// is its literal and an iota its coordinate. A concat branches on its
+// coordinates along the index dims and its data at that index (readIndex,
+// as the gather kernel reads it), a body input is a load at the row-major
+// offset, a splat is its literal and an iota its coordinate. A concat branches on its
 // axis's coordinate and asks the operand whose range holds it inside a
 // block of its own, so that no load outside an operand ever runs (a concat
 // of one value repeated asks it once, at the coordinate modulo its
@@ -210,19 +209,15 @@ std::string ViewBody::gatheredAt(const Node &n, const Coords &at, Block &block) 
     return literal(0, dtype);
   Coords idxAt(at.begin() + axis, at.begin() + axis + idx.size());
   std::string raw = valueAt(index, idxAt, block);
-  std::string j = fresh("j"), valid = fresh("ok"), extent = std::to_string(in[axis]) + "LL";
-  const std::string &ind = block.indent;
-  block.text += ind + "long long " + j + " = (long long)" + raw + ";\n" + ind + "if (" + j +
-                " < 0) " + j + " += " + extent + ";\n" + ind + "const bool " + valid + " = " +
-                j + " >= 0 && " + j + " < " + extent + ";\n" + ind + j + " = " + j +
-                " < 0 ? 0 : " + j + " >= " + extent + " ? " + extent + " - 1 : " + j + ";\n";
+  std::string j = fresh("j"), valid = fresh("ok");
+  block.text += readIndex(block.indent, j, valid, raw, in[axis]);
   Coords dataAt(at.begin(), at.begin() + axis);
   dataAt.push_back(j);
   dataAt.insert(dataAt.end(), at.begin() + axis + idx.size(), at.end());
   std::string loaded = valueAt(data, dataAt, block);
   std::string name = fresh("v");
-  block.text += ind + computeType(dtype) + " " + name + " = " + valid + " ? " + loaded +
-                " : " + literal(0, dtype) + ";\n";
+  block.text += block.indent + computeType(dtype) + " " + name + " = " + valid + " ? " +
+                loaded + " : " + literal(0, dtype) + ";\n";
   return name;
 }
 

@@ -5,9 +5,10 @@
 // moves: movement ops whose every result element is one operand element at
 // coordinates computed from the result's (transpose, reshape, broadcast_to,
 // slice, concat), or from an index read at them (gather, embedding: an
-// index out of range after one wrap of negatives reads as 0). A body without index moves is per element: element i of
-// a result reads only element i of same-shaped operands, so plan-memory
-// may write the result over such an operand. The type rule, fuse-views,
+// index out of range after one wrap of negatives reads as 0). A body
+// without index moves is per element: element i of a result reads only
+// element i of same-shaped operands, so plan-memory may write the result
+// over such an operand. The type rule, fuse-views,
 // plan-memory and codegen ask these predicates.
 //
 //===----------------------------------------------------------------------===//

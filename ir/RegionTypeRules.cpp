@@ -373,8 +373,8 @@ bool TypeChecker::pointwiseFusionBody() {
     return refuse(*member,
                   "fusion bodies hold only elementwise ops, sources, movement "
                   "ops of static shapes (transpose, reshape, broadcast_to, "
-                  "slice, concat, gather, embedding) and dropouts of the fusion's shape whose rng "
-                  "state is a body input");
+                  "slice, concat, gather, embedding) and dropouts of the "
+                  "fusion's shape whose rng state is a body input");
   }
   for (const GraphOutput &out : body.outputs)
     if (moves && out.value->getType().dims != body.outputs[0].value->getType().dims)

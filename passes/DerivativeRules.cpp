@@ -234,13 +234,7 @@ Value *Rules::spreadStrided(Value *d, unsigned axis, int64_t extent, SliceRange 
   };
   Value *spread = d;
   if (step > 1) {
-    std::vector<Dim> unit;
-    for (unsigned i = 0; i < d->getType().rank(); ++i) {
-      unit.push_back(d->getType().dims[i]);
-      if (i == axis)
-        unit.push_back(Dim::fixed(1));
-    }
-    Value *column = gb.reshape(d, unit);
+    Value *column = gb.unitAfter(d, axis);
     spread = gb.op(OpKind::Concat, {column, gb.zeros(withAxis(column, axis + 1, step - 1))},
                    {{"axis", int64_t(axis + 1)}});
     std::vector<Dim> merged(d->getType().dims.begin(), d->getType().dims.end());

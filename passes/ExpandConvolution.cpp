@@ -15,17 +15,17 @@
 // (a batch of 1 or a symbolic one: cols [N, G, C / G * K1..Kd, E1..Ed],
 // the matmul's batch [G] broadcast over [N, G]);
 // ops the other passes and codegen know (an im2col whose index
-// arithmetic is folded into constants). A max_pool or avg_pool pads with
-// -inf or 0 (a ceil_mode overhang too); a window of at most
-// kMaxSlicedWindow positions is the `maximum` or `add` of one strided slice
-// per position (fuse-views reads them all in one kernel; not a max pool
-// that autodiff will differentiate: `maximum` splits a tie's gradient
-// unevenly along the fold), a larger one takes
-// the same windows as a conv and reduces them with `max` or `sum` over the
-// K axes (a global pool: its spatial axes); an average divides by the
-// count of each window's positions
-// inside the input (or the padded input), a scalar when every window has
-// the same. The driver runs it first, with
+// arithmetic is folded into constants). A max_pool or avg_pool is, in
+// this order of choice: a global pool (one unpadded window over every
+// spatial axis) a `max` or `sum` over its spatial axes; a window of at
+// most kMaxSlicedWindow positions the `maximum` or `add` of one strided
+// slice of the padded input (-inf or 0, a ceil_mode overhang too) per
+// position, which fuse-views reads in one kernel (not a max pool that
+// autodiff will differentiate: `maximum` splits a tie's gradient unevenly
+// along the fold); any other the same windows as a conv reduced with
+// `max` or `sum` over the K axes. An average divides by the count of each
+// window's positions inside the input (or the padded input), a scalar when
+// every window has the same. The driver runs it first, with
 // expand-attention (driver/Compiler.cpp); it leads the default pipeline.
 // A conv that cuDNN runs (target/Scheduler.h's convolutionRunsOnLibrary)
 // stays whole; its bias, if any, moves out to an add of the bias as
@@ -264,10 +264,6 @@ Value *expandConvTranspose(ValueBuilder &vb, const Node &n, const ConvolutionSha
   return n.numOperands() == 3 ? addChannelBias(vb, y, n.operand(2), s.outChannels, d) : y;
 }
 
-/// interpolate: per spatial dim whose taps move anything, a gather of the
-/// low taps (nearest), or of the low and the high taps mixed as low +
-/// (high - low) * weight with the weights a constant [E, 1..1] (linear;
-/// in f32 for f16 and bf16, rounded once at the end).
 /// The whole factor f by which nearest taps \p low repeat each of \p in
 /// input indices (output o reads o / f), or 0.
 int64_t repeatFactor(const std::vector<int64_t> &low, int64_t in) {
@@ -285,22 +281,20 @@ int64_t repeatFactor(const std::vector<int64_t> &low, int64_t in) {
 /// [.., S, ..] as [.., S, 1, ..], broadcast to [.., S, f, ..] and merged,
 /// index moves fuse-views reads through (a gather would be written out).
 Value *repeatEach(ValueBuilder &vb, Value *x, unsigned axis, int64_t factor) {
-  std::vector<Dim> unit, wide, merged;
-  for (unsigned i = 0; i < x->getType().rank(); ++i) {
-    Dim d = x->getType().dims[i];
-    unit.push_back(d);
-    wide.push_back(d);
-    merged.push_back(i == axis ? Dim::fixed(d.extent() * factor) : d);
-    if (i == axis) {
-      unit.push_back(Dim::fixed(1));
-      wide.push_back(Dim::fixed(factor));
-    }
-  }
-  Value *repeated = vb.op(OpKind::BroadcastTo, {vb.reshape(x, unit, "unit")},
-                          {{"shape", wide}}, "repeated");
+  Value *unit = vb.unitAfter(x, axis, "unit");
+  std::vector<Dim> wide(unit->getType().dims.begin(), unit->getType().dims.end());
+  wide[axis + 1] = Dim::fixed(factor);
+  std::vector<Dim> merged(x->getType().dims.begin(), x->getType().dims.end());
+  merged[axis] = Dim::fixed(merged[axis].extent() * factor);
+  Value *repeated = vb.op(OpKind::BroadcastTo, {unit}, {{"shape", wide}}, "repeated");
   return vb.reshape(repeated, merged, "resized");
 }
 
+/// interpolate: per spatial dim whose taps move anything, a gather of the
+/// low taps (nearest; repeatEach where they repeat each index a whole
+/// number of times), or of the low and the high taps mixed as low +
+/// (high - low) * weight with the weights a constant [E, 1..1] (linear;
+/// in f32 for f16 and bf16, rounded once at the end).
 Value *expandInterpolate(ValueBuilder &vb, const Node &n) {
   Value *x = n.operand(0);
   DType dtype = x->getType().dtype;
@@ -420,18 +414,20 @@ bool isGlobalPool(const ConvolutionShape &s) {
   return true;
 }
 
+/// A global pool: one reduction over the spatial axes (a run), keeping them
+/// as units.
+Value *globalPool(ValueBuilder &vb, Value *input, const ConvolutionShape &s, bool max) {
+  std::vector<int64_t> axes;
+  for (size_t a = 0; a < s.in.size(); ++a)
+    axes.push_back(int64_t(spatialAxis(s.channelsLast, a)));
+  return vb.op(max ? OpKind::Max : OpKind::Sum, {input}, {{"axes", axes}, {"keepdim", true}},
+               max ? "max" : "sum");
+}
+
 /// The pool as window gathers and one reduction per kernel axis, the last
 /// first: each reduction is over one run of dims, which the row and column
-/// kernels take (the axes together are not one run). A global pool is one
-/// reduction over the spatial axes (a run), keeping them as units.
+/// kernels take (the axes together are not one run).
 Value *poolByGathers(ValueBuilder &vb, Value *input, const ConvolutionShape &s, bool max) {
-  if (isGlobalPool(s)) {
-    std::vector<int64_t> axes;
-    for (size_t a = 0; a < s.in.size(); ++a)
-      axes.push_back(int64_t(spatialAxis(s.channelsLast, a)));
-    return vb.op(max ? OpKind::Max : OpKind::Sum, {input}, {{"axes", axes}, {"keepdim", true}},
-                 max ? "max" : "sum");
-  }
   Value *y = allWindows(vb, input, s, max ? -INFINITY : 0.0);
   for (size_t a = s.in.size(); a-- > 0;)
     y = vb.op(max ? OpKind::Max : OpKind::Sum, {y},
@@ -451,7 +447,9 @@ Value *expandPool(ValueBuilder &vb, const Node &n, Value *input, const Convoluti
   if (widen)
     input = vb.cast(input, DType::F32, "f32");
   bool sliced = product(s.kernel) <= kMaxSlicedWindow && !(max && differentiated);
-  Value *y = sliced ? poolBySlices(vb, input, s, max) : poolByGathers(vb, input, s, max);
+  Value *y = isGlobalPool(s) ? globalPool(vb, input, s, max)
+             : sliced        ? poolBySlices(vb, input, s, max)
+                             : poolByGathers(vb, input, s, max);
   if (max || !y)
     return y;
   bool uniform = false;

@@ -5,9 +5,9 @@
 // upward through the producers of its operands, in each graph (regions
 // innermost first):
 //  - an index move (ir/PointwiseFusion.h: transpose, reshape,
-//    broadcast_to, slice, concat, gather, embedding) that dissolves — it is no output and each
-//    of its readers is a pointwise consumer or an index move that
-//    dissolves — is copied into the consumer's body, so that the consumer
+//    broadcast_to, slice, concat, gather, embedding) that dissolves — it
+//    is no output and each of its readers is a pointwise consumer or an
+//    index move that dissolves — is copied into the consumer's body, so that the consumer
 //    reads the move's operand at computed coordinates; once every reader
 //    has its copy, the move runs no kernel of its own (a reshape, which
 //    aliases its operand, only when it reads such a move);
@@ -20,9 +20,9 @@
 //    compute it again per broadcast element).
 // A consumer that took anything is rebuilt as one `fusion` named like it
 // (results keep their names) at its place; the taken nodes left with no
-// reader are erased, and so are the sources (splat fills, iotas) that
-// only they read, copied into the body. Each consumer's body stays within kMaxFusedOps and
-// kMaxViewEvaluations (a concat evaluates each operand at its own
+// reader are erased, and so are the sources (splat fills, iotas) copied
+// into the body that nothing else reads. Each consumer's body stays within
+// kMaxFusedOps and kMaxViewEvaluations (a concat evaluates each operand at its own
 // coordinates, so nested concats that read one value twice would double
 // the kernel's text per level).
 // Llama's rotary embedding (slices of the projection, a negation, a
@@ -140,7 +140,8 @@ private:
   bool movesIn(const Graph &graph, const Plan &plan, Node &producer) const;
   bool readOnce(const Plan &plan, const Value *v) const;
   Plan planFor(const Graph &graph, Node &consumer);
-  Node *rebuild(Graph &graph, const Plan &plan, GraphBuilder &builder);
+  Node *rebuild(Graph &graph, const Plan &plan, GraphBuilder &builder,
+                llvm::SmallVectorImpl<Node *> &cloned);
 
   llvm::DenseMap<Node *, bool> dissolving;
 };
@@ -245,7 +246,10 @@ Plan FuseViewsPass::planFor(const Graph &graph, Node &consumer) {
   return plan;
 }
 
-Node *FuseViewsPass::rebuild(Graph &graph, const Plan &plan, GraphBuilder &builder) {
+/// \p plan's fusion, in the consumer's place; \p cloned gets the outer
+/// sources (splats, iotas) copied into its body.
+Node *FuseViewsPass::rebuild(Graph &graph, const Plan &plan, GraphBuilder &builder,
+                             llvm::SmallVectorImpl<Node *> &cloned) {
   Node &consumer = *plan.consumer;
   std::vector<Node *> taken(plan.taken.begin(), plan.taken.end());
   llvm::sort(taken, [&](Node *a, Node *b) { return graph.indexOf(a) < graph.indexOf(b); });
@@ -262,6 +266,7 @@ Node *FuseViewsPass::rebuild(Graph &graph, const Plan &plan, GraphBuilder &build
       return it->second;
     Node *def = v->getDef();
     if (def && (isSplatSource(*def) || isIotaSource(*def))) {
+      cloned.push_back(def);
       Node *clone = builder.clone(*def, {});
       return mapped[v] = clone ? clone->result() : nullptr;
     }
@@ -316,8 +321,7 @@ Node *FuseViewsPass::rebuild(Graph &graph, const Plan &plan, GraphBuilder &build
 }
 
 /// Erases the nodes of \p candidates left with no reader, readers first,
-/// adding them to \p erased; a source an erased node read (copied into the
-/// consumer's body) goes too once nothing reads it.
+/// adding them to \p erased.
 static void eraseUnread(Graph &graph, llvm::SetVector<Node *> &candidates,
                         llvm::DenseSet<Node *> &erased) {
   for (bool more = true; more;) {
@@ -326,9 +330,6 @@ static void eraseUnread(Graph &graph, llvm::SetVector<Node *> &candidates,
       if (!isRead(graph, *n))
         dead.push_back(n);
     for (Node *n : dead) {
-      for (Value *v : n->getOperands())
-        if (Node *def = v->getDef(); def && (isSplatSource(*def) || isIotaSource(*def)))
-          candidates.insert(def);
       candidates.remove(n);
       n->dropOperands();
       erased.insert(n);
@@ -354,13 +355,8 @@ bool FuseViewsPass::fuseGraph(Graph &graph, PassContext &ctx) {
     Plan plan = planFor(graph, *consumer);
     if (plan.taken.empty())
       continue;
-    // The sources the consumer read go with it once nothing else reads
-    // them (the body has its copies).
-    llvm::SmallVector<Node *, 4> sources;
-    for (Value *v : consumer->getOperands())
-      if (Node *def = v->getDef(); def && (isSplatSource(*def) || isIotaSource(*def)))
-        sources.push_back(def);
-    Node *fusion = rebuild(graph, plan, builder);
+    llvm::SmallVector<Node *, 4> cloned;
+    Node *fusion = rebuild(graph, plan, builder, cloned);
     if (!fusion)
       return false;
     std::string name = consumer->getName();
@@ -370,7 +366,8 @@ bool FuseViewsPass::fuseGraph(Graph &graph, PassContext &ctx) {
     for (unsigned r = 0; r < fusion->numResults(); ++r)
       fusion->result(r)->setName(fusion->region(0).outputs[r].name);
     dissolving.clear(); // Readers changed.
-    plan.taken.insert(sources.begin(), sources.end());
+    // The sources the body copied go once nothing else reads them.
+    plan.taken.insert(cloned.begin(), cloned.end());
     eraseUnread(graph, plan.taken, erased);
   }
   return true;

@@ -59,6 +59,18 @@ Value *ValueBuilder::slice(Value *x, unsigned axis, int64_t start, int64_t end,
             suffix);
 }
 
+Value *ValueBuilder::unitAfter(Value *x, unsigned axis, llvm::StringRef suffix) {
+  if (!x)
+    return nullptr;
+  std::vector<Dim> dims;
+  for (unsigned i = 0; i < x->getType().rank(); ++i) {
+    dims.push_back(x->getType().dims[i]);
+    if (i == axis)
+      dims.push_back(Dim::fixed(1));
+  }
+  return reshape(x, dims, suffix);
+}
+
 Value *ValueBuilder::reshape(Value *x, llvm::ArrayRef<Dim> dims,
                              llvm::StringRef suffix) {
   if (x && llvm::ArrayRef<Dim>(x->getType().dims) == dims)

@@ -41,6 +41,8 @@ public:
   Value *scale(Value *x, double k);
   Value *where(Value *c, Value *x, Value *y) { return op(OpKind::Where, {c, x, y}); }
   Value *reshape(Value *x, llvm::ArrayRef<Dim> dims, llvm::StringRef suffix = "");
+  /// \p x reshaped with a unit dim after \p axis ([.., S, 1, ..]).
+  Value *unitAfter(Value *x, unsigned axis, llvm::StringRef suffix = "");
   /// \p x in \p dtype: x itself when it has it, else a `cast`.
   Value *cast(Value *x, DType dtype, llvm::StringRef suffix = "cast");
   /// Elements [start, end) of \p axis of \p x (step 1).

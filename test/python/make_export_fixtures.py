@@ -11,7 +11,7 @@ cgc.export's lowering on without PyTorch: each module of export_models.py
                         run0.out.<output>, by the record's names; a module
                         with dynamic_shapes (its batch on axis 0 of float
                         inputs) also runs at batch 3, as run1; a dynamic
-                        keyword model (export_models.dynamic_keyword_models)
+                        keyword model (export_dynamic_models.dynamic_keyword_models)
                         runs its second call as run1
   expect.json           {"dims": the names of the module's Dims} or, for
                         export_models.refusals, {"refusal": the text}
@@ -37,7 +37,8 @@ from cgc.torch.record import tensor_inputs, tensor_outputs
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from export_models import dynamic_keyword_models, keyword_models, models, refusals  # noqa: E402
+from export_dynamic_models import dynamic_keyword_models  # noqa: E402
+from export_models import keyword_models, models, refusals  # noqa: E402
 
 SECOND_BATCH = 3
 
