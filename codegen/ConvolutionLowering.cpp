@@ -4,7 +4,10 @@
 // step: x [N, C, D...], w [O, C / G, K...] and y [N, O, E...] in cuDNN's
 // N, C, spatial order with the strides of their row-major storage (NCHW,
 // or NHWC for a channels_last conv), the padding, strides and dilations
-// of the node (ir/ConvolutionShape.h).
+// of the node (ir/ConvolutionShape.h). A conv_transpose is the backward
+// data operation of the conv it transposes (x its result, w its weights,
+// y its input), a conv_weight_grad the backward filter operation (x its
+// input, w its result, y its gradient operand).
 // cuDNN runs 2-D and 3-D convolutions: a 1-D one is given as a 2-D one
 // whose first spatial dim is 1 (kernel 1, no padding, stride and dilation
 // 1). expand-convolution has moved any bias out to an add. A conv_fusion
@@ -83,6 +86,32 @@ const Value *cgc::boundOperand(const Node &node, const Value *v) {
   return v;
 }
 
+namespace {
+/// A library convolution's values in the forward's roles x, w and y, and
+/// which of them it writes.
+struct ConvolutionRoles {
+  const Value *x, *w, *y;
+  fmt::ConvolutionDesc::Operation operation;
+  const Value *written() const {
+    switch (operation) {
+    case fmt::ConvolutionDesc::Operation::Forward: return y;
+    case fmt::ConvolutionDesc::Operation::BackwardData: return x;
+    case fmt::ConvolutionDesc::Operation::BackwardFilter: return w;
+    }
+    return y;
+  }
+};
+
+ConvolutionRoles rolesOf(const Node &conv) {
+  using Operation = fmt::ConvolutionDesc::Operation;
+  if (conv.getOp() == OpKind::ConvTranspose)
+    return {conv.result(), conv.operand(1), conv.operand(0), Operation::BackwardData};
+  if (conv.getOp() == OpKind::ConvWeightGrad)
+    return {conv.operand(0), conv.result(), conv.operand(1), Operation::BackwardFilter};
+  return {conv.operand(0), conv.operand(1), conv.result(), Operation::Forward};
+}
+} // namespace
+
 void Lowerer::lowerLibraryConvolution(const Node &node, StepGraph &out) {
   ConvolutionEpilogue epilogue;
   if (node.getOp() == OpKind::ConvolutionFusion) { // Verified by its type rule.
@@ -96,12 +125,14 @@ void Lowerer::lowerLibraryConvolution(const Node &node, StepGraph &out) {
   auto shape = convolutionShape(conv, why);
   assert(shape && "the schedule pass checked the conv");
   assert(conv.numOperands() == 2 && "expand-convolution moved the bias out");
+  ConvolutionRoles roles = rolesOf(conv);
   fmt::ConvolutionDesc d;
+  d.operation = roles.operation;
   d.dtype = dtypeName(conv.result()->getType().dtype).str();
   d.allowTf32 = program.allowTf32 && conv.result()->getType().dtype == DType::F32;
-  CudnnTensor x = cudnnTensor(conv.operand(0), shape->channelsLast),
-              w = cudnnTensor(conv.operand(1), shape->channelsLast),
-              y = cudnnTensor(conv.result(), shape->channelsLast);
+  CudnnTensor x = cudnnTensor(roles.x, shape->channelsLast),
+              w = cudnnTensor(roles.w, shape->channelsLast),
+              y = cudnnTensor(roles.y, shape->channelsLast);
   d.xDims = x.dims;
   d.xStrides = x.strides;
   d.wDims = w.dims;
@@ -123,15 +154,20 @@ void Lowerer::lowerLibraryConvolution(const Node &node, StepGraph &out) {
   LibraryConvolution lc;
   lc.node = &node;
   lc.desc = std::move(d);
-  lc.x = storageOf(boundOperand(node, conv.operand(0)));
-  lc.w = storageOf(boundOperand(node, conv.operand(1)));
-  lc.y = storageOf(node.result());
+  auto storage = [&](const Value *v) {
+    return storageOf(v == conv.result() ? node.result() : boundOperand(node, v));
+  };
+  lc.x = storage(roles.x);
+  lc.w = storage(roles.w);
+  lc.y = storage(roles.y);
   Step step;
   step.kind = Step::Kind::Convolution;
   step.label = "cudnn";
   step.node = &node;
   step.convolution = unsigned(program.convolutions.size());
-  step.reads = {rangeOf(lc.x), rangeOf(lc.w)};
+  for (const Value *read : {roles.x, roles.w, roles.y})
+    if (read != roles.written())
+      step.reads.push_back(rangeOf(storage(read)));
   for (const ConvolutionEpilogue::Step &e : epilogue.steps) {
     lc.steps.emplace_back();
     if (!e.operand)
@@ -139,7 +175,7 @@ void Lowerer::lowerLibraryConvolution(const Node &node, StepGraph &out) {
     lc.steps.back() = storageOf(boundOperand(node, e.operand));
     step.reads.push_back(rangeOf(lc.steps.back()));
   }
-  step.writes = {rangeOf(lc.y)};
+  step.writes = {rangeOf(storage(roles.written()))};
   if (lc.desc.workspaceBytes) {
     lc.workspace = bufferStorage(plan.scratch.lookup(&node));
     step.writes.push_back(rangeOf(lc.workspace));

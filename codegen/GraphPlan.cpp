@@ -101,7 +101,8 @@ static void printLibraryProduct(const LibraryProduct &lp,
 }
 
 /// `[c1 bf16 x=1,64,56,56 w=64,64,3,3 y=1,64,56,56 stride=1,1 pad=1,1/1,1
-/// dilation=1,1]`, in cuDNN's terms.
+/// dilation=1,1]`, in cuDNN's terms (a derivative's operation after the
+/// name: `[c1.dx backward_data f32 ...]`).
 static void printLibraryConvolution(const LibraryConvolution &lc,
                                     llvm::raw_ostream &os) {
   const format::ConvolutionDesc &d = lc.desc;
@@ -110,7 +111,10 @@ static void printLibraryConvolution(const LibraryConvolution &lc,
     for (size_t i = 0; i < v.size(); ++i)
       os << (i ? "," : "") << v[i];
   };
-  os << " [" << lc.node->getName() << " " << d.dtype
+  os << " [" << lc.node->getName() << " ";
+  if (d.operation != format::ConvolutionDesc::Operation::Forward)
+    os << format::convolutionOperationName(d.operation) << " ";
+  os << d.dtype
      << (d.allowTf32 ? " tf32" : "");
   list("x", d.xDims);
   list("w", d.wDims);

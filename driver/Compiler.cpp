@@ -132,8 +132,7 @@ static PlanLayout sharedLayout(const Graph &model,
 static Target targetOf(const CompileOptions &options) {
   return targetFor(options.arch, options.productPolicy,
                    options.train ? AttentionPolicy::Expand : options.attentionPolicy,
-                   options.train ? ConvolutionPolicy::Expand
-                                 : options.convolutionPolicy);
+                   options.convolutionPolicy);
 }
 
 /// Runs the pipeline on \p unit, lowers it into \p out and makes the next
@@ -144,6 +143,7 @@ static bool lowerUnit(CompiledGraph &unit, const CompileOptions &options,
   PassContext ctx{diag, unit.dims};
   ctx.layout = layout;
   ctx.target = targetOf(options);
+  ctx.differentiated = options.train || options.gradients;
   announcePhase(options.progress, "passes on graph '" + unit.name + "'");
   if (!runDefaultPipeline(*unit.ir, options, ctx))
     return false;

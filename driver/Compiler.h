@@ -87,8 +87,8 @@ struct CompileOptions {
   /// one whatever this says: autodiff has no rule for the op.
   AttentionPolicy attentionPolicy = AttentionPolicy::FusedWhereFaster;
   /// Whether the convolutions cuDNN can run stay whole
-  /// (`--expand-convolution` writes every one out). Training expands every
-  /// one whatever this says: autodiff has no rule for the op.
+  /// (`--expand-convolution` writes every one out), in training too: their
+  /// derivatives are cuDNN's backward operations.
   ConvolutionPolicy convolutionPolicy = ConvolutionPolicy::LibraryWherePossible;
   /// Which kernel edges may launch programmatically
   /// (`--programmatic-edges`; codegen/Program.h).

@@ -142,7 +142,8 @@ void dumpNode(std::ostringstream &os, const Manifest &m, const NodeDesc &n) {
       for (size_t i = 0; i < v.size(); ++i)
         os << (i ? "," : "") << v[i];
     };
-    os << " #" << n.convolution << " " << c.source.node << " " << c.dtype
+    os << " #" << n.convolution << " " << c.source.node << " "
+       << convolutionOperationName(c.operation) << " " << c.dtype
        << (c.allowTf32 ? " tf32" : "");
     list("x", c.xDims);
     list("w", c.wDims);

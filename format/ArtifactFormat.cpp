@@ -152,6 +152,15 @@ const char *stepOpName(ConvolutionStep::Op op) {
   return "?"; // Not an Op value: only a corrupt cast gets here.
 }
 
+const char *convolutionOperationName(ConvolutionDesc::Operation operation) {
+  switch (operation) {
+  case ConvolutionDesc::Operation::Forward: return "forward";
+  case ConvolutionDesc::Operation::BackwardData: return "backward_data";
+  case ConvolutionDesc::Operation::BackwardFilter: return "backward_filter";
+  }
+  return "?"; // Not an Operation value: only a corrupt cast gets here.
+}
+
 const char *stepOperandName(ConvolutionStep::Operand operand) {
   switch (operand) {
   case ConvolutionStep::Operand::None: return "none";

@@ -126,16 +126,22 @@ struct ConvolutionStep {
   PointerDesc pointer; ///< Operand: Channel or Full only.
 };
 
-/// A convolution run by cuDNN (its forward, the cross-correlation of
-/// PyTorch and ONNX), fixed at compile time in cuDNN's terms
-/// (docs/artifact.md), then the pointwise steps of its epilogue:
-///   y = step_n(... step_1(conv(x, w)))
-/// x [N, C, D...], w [O, C / G, K...], y [N, O, E...] of rank 4 or 5 (a
-/// 1-D convolution is a 2-D one with a unit first spatial dim), each
-/// tensor's layout given by its strides in elements (NCHW or NHWC); the
-/// group count G is C / w's dim 1. The runtime picks the engine on the
-/// actual GPU.
+/// A convolution run by cuDNN, fixed at compile time in cuDNN's terms
+/// (docs/artifact.md): its forward (the cross-correlation of PyTorch and
+/// ONNX), then the pointwise steps of its epilogue,
+///   y = step_n(... step_1(conv(x, w))),
+/// or one of its two derivatives, which read the other two tensors and
+/// write theirs: x from y and w (backward data, a conv_transpose), w from
+/// x and y (backward filter, a conv_weight_grad). x [N, C, D...], w [O, C
+/// / G, K...], y [N, O, E...] of rank 4 or 5 (a 1-D convolution is a 2-D
+/// one with a unit first spatial dim), named by their roles in the
+/// forward, each tensor's layout given by its strides in elements (NCHW or
+/// NHWC); the group count G is C / w's dim 1. The runtime picks the engine
+/// on the actual GPU.
 struct ConvolutionDesc {
+  enum class Operation { Forward, BackwardData, BackwardFilter };
+  static constexpr unsigned NumOperations = 3;
+  Operation operation = Operation::Forward; ///< Only a forward has an epilogue.
   std::string dtype;      ///< Every tensor: f32, f16 or bf16.
   bool allowTf32 = false; ///< f32 only: engines may use TF32 tensor cores.
   std::vector<int64_t> xDims, xStrides, wDims, wStrides, yDims, yStrides;
@@ -381,6 +387,7 @@ const char *nodeKindName(NodeDesc::Kind k);
 const char *conditionName(NodeDesc::Condition c);
 const char *epilogueName(ProductDesc::Epilogue e);
 const char *stepOpName(ConvolutionStep::Op op);
+const char *convolutionOperationName(ConvolutionDesc::Operation operation);
 const char *stepOperandName(ConvolutionStep::Operand operand);
 const char *reductionName(CollectiveDesc::Reduction r);
 

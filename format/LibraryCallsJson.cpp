@@ -63,7 +63,9 @@ bool readStep(Reader &r, const json &j, const std::string &p, ConvolutionStep &s
 
 bool readConvolution(Reader &r, const json &j, const std::string &p,
                      ConvolutionDesc &d) {
-  if (!r.str(j, p, "dtype", d.dtype) ||
+  if (!readEnum(r, j, p, "operation", ConvolutionDesc::NumOperations,
+                convolutionOperationName, d.operation) ||
+      !r.str(j, p, "dtype", d.dtype) ||
       !readBool(r, j, p, "allow_tf32", d.allowTf32) ||
       !readI64s(r, j, p, "x_dims", d.xDims) ||
       !readI64s(r, j, p, "x_strides", d.xStrides) ||

@@ -160,6 +160,8 @@ bool checkConvolution(Checker &c, const Manifest &m, const ConvolutionDesc &d,
   if (d.epilogue.size() > kMaxConvolutionSteps)
     return c.fail(p + ": an epilogue holds at most " +
                   std::to_string(kMaxConvolutionSteps) + " steps");
+  if (!d.epilogue.empty() && d.operation != ConvolutionDesc::Operation::Forward)
+    return c.fail(p + ": only a forward convolution has an epilogue");
   const std::vector<int64_t> channel = {d.yDims[1]}, unit = {1};
   for (size_t k = 0; k < d.epilogue.size(); ++k) {
     const ConvolutionStep &s = d.epilogue[k];

@@ -121,7 +121,8 @@ json convolutionToJson(const ConvolutionDesc &c) {
       step["pointer"] = pointerToJson(s.pointer);
     steps.push_back(step);
   }
-  return {{"dtype", c.dtype},
+  return {{"operation", convolutionOperationName(c.operation)},
+          {"dtype", c.dtype},
           {"allow_tf32", c.allowTf32},
           {"x_dims", c.xDims}, {"x_strides", c.xStrides},
           {"w_dims", c.wDims}, {"w_strides", c.wStrides},

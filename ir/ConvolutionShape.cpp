@@ -41,23 +41,47 @@ struct AttrReader {
 };
 } // namespace
 
-/// The channels and kernel of a conv (from its weight, checked against
-/// its groups) or a pool (its `kernel`).
-static bool channelsAndKernel(const Node &node, AttrReader &attrs, ConvolutionShape &s) {
-  const auto &x = node.operand(0)->getType().dims;
-  unsigned rank = unsigned(x.size());
-  s.channels = x[channelAxis(s.channelsLast, rank)].extent();
-  bool transposed = node.getOp() == OpKind::ConvTranspose;
-  if (node.getOp() != OpKind::Conv && !transposed) {
-    s.outChannels = s.channels;
-    return attrs.read("kernel", attrs.d, 1, 1, s.kernel);
-  }
-  const auto &w = node.operand(1)->getType().dims;
+/// `groups`, from 1 to 2^31 - 1.
+static bool readGroups(const Node &node, AttrReader &attrs, ConvolutionShape &s) {
   s.groups = node.intAttr("groups", 1);
   if (s.groups < 1 || s.groups > AttrReader::kMost) {
     attrs.why = "groups = " + std::to_string(s.groups) + " must be from 1 to 2^31 - 1";
     return false;
   }
+  return true;
+}
+
+/// The groups divide the input and output channels.
+static bool groupsDivide(AttrReader &attrs, const ConvolutionShape &s) {
+  if (s.channels % s.groups != 0 || s.outChannels % s.groups != 0) {
+    attrs.why = "groups = " + std::to_string(s.groups) + " must divide the " +
+                std::to_string(s.channels) + " input and " +
+                std::to_string(s.outChannels) + " output channels";
+    return false;
+  }
+  return true;
+}
+
+/// The channels and kernel of a conv (from its weight, checked against
+/// its groups), a conv_weight_grad (g's channels, its `kernel`) or a pool
+/// (its `kernel`).
+static bool channelsAndKernel(const Node &node, AttrReader &attrs, ConvolutionShape &s) {
+  const auto &x = node.operand(0)->getType().dims;
+  unsigned rank = unsigned(x.size());
+  s.channels = x[channelAxis(s.channelsLast, rank)].extent();
+  bool transposed = node.getOp() == OpKind::ConvTranspose;
+  if (node.getOp() == OpKind::ConvWeightGrad) {
+    s.outChannels = node.operand(1)->getType().dims[1].extent();
+    return attrs.read("kernel", attrs.d, 1, 1, s.kernel) && readGroups(node, attrs, s) &&
+           groupsDivide(attrs, s);
+  }
+  if (node.getOp() != OpKind::Conv && !transposed) {
+    s.outChannels = s.channels;
+    return attrs.read("kernel", attrs.d, 1, 1, s.kernel);
+  }
+  const auto &w = node.operand(1)->getType().dims;
+  if (!readGroups(node, attrs, s))
+    return false;
   // conv's w is [O, C / G, K..]; conv_transpose's [C, O / G, K..].
   s.outChannels = transposed ? w[1].extent() * s.groups : w[0].extent();
   for (size_t a = 0; a + 2 < w.size(); ++a)
@@ -69,12 +93,8 @@ static bool channelsAndKernel(const Node &node, AttrReader &attrs, ConvolutionSh
                 std::to_string(s.channels);
     return false;
   }
-  if (s.channels % s.groups != 0 || s.outChannels % s.groups != 0) {
-    attrs.why = "groups = " + std::to_string(s.groups) + " must divide the " +
-                std::to_string(s.channels) + " input and " +
-                std::to_string(s.outChannels) + " output channels";
+  if (!groupsDivide(attrs, s))
     return false;
-  }
   if (perGroup * s.groups != s.channels) {
     attrs.why = "w has " + std::to_string(perGroup) +
                 " input channels per group; x has " + std::to_string(s.channels) +

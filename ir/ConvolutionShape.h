@@ -47,6 +47,12 @@ inline unsigned spatialAxis(bool channelsLast, size_t a) {
 std::vector<int64_t> channelsFirstPerm(unsigned rank);
 std::vector<int64_t> channelsLastPerm(unsigned rank);
 
+/// conv, conv_transpose and conv_weight_grad: the window ops that multiply
+/// by weights (the others pool or resize), which cuDNN may run.
+inline bool isWeightedConvolution(OpKind op) {
+  return op == OpKind::Conv || op == OpKind::ConvTranspose || op == OpKind::ConvWeightGrad;
+}
+
 /// \p node's window shape (static channels, spatial dims and weights);
 /// none, with \p why set, when its attributes do not fit its operands.
 llvm::Optional<ConvolutionShape> convolutionShape(const Node &node, std::string &why);

@@ -16,6 +16,10 @@
 // stride or the dilation, default 0); the result is [N, O, E1..Ed] with Ei
 // = (Di - 1) stride - before - after + dilation (Ki - 1) + output_padding
 // + 1, each at least 1.
+// conv_weight_grad(x, g): x [N, C, D1..Dd] and g [N, O, E1..Ed] of one
+// float dtype, the attributes of a conv and its `kernel` (d values of at
+// least 1), g's extents the conv's result's; the result is [O, C / groups,
+// K1..Kd], every dim static but N.
 // With `channels_last` (default false) every operand and the result hold
 // their channels last: x [N, D1..Dd, C], w [O, K1..Kd, C / groups] and the
 // result [N, E1..Ed, O] (NHWC), the same op on transposed values.
@@ -65,9 +69,40 @@ bool TypeChecker::interpolate(Types &out) {
   return true;
 }
 
+/// conv_weight_grad: g must be the gradient of the conv's result.
+bool TypeChecker::convolutionWeightGradient(Types &out) {
+  const TensorType &x = operandType(0), &g = operandType(1);
+  unsigned rank = x.rank();
+  if (rank < 3 || rank > 5 || g.rank() != rank)
+    return fail("x and g must be [N, C, spatial...] and [N, O, spatial...] with 1 to 3 "
+                "spatial dims, got " + str(x) + " and " + str(g));
+  for (unsigned a = 1; a < rank; ++a)
+    if (!x.dims[a].isStatic() || !g.dims[a].isStatic())
+      return fail("conv_weight_grad needs static channels and spatial dims, got " + str(x) +
+                  " and " + str(g));
+  std::string why;
+  auto shape = convolutionShape(node, why);
+  if (!shape)
+    return fail(why);
+  std::vector<Dim> expected{x.dims[0], Dim::fixed(shape->outChannels)};
+  for (int64_t e : shape->out)
+    expected.push_back(Dim::fixed(e));
+  TensorType result(g.dtype, expected);
+  if (!(g == result))
+    return fail("g must be the conv's result " + str(result) + ", got " + str(g));
+  std::vector<Dim> dims{Dim::fixed(shape->outChannels),
+                        Dim::fixed(shape->channels / shape->groups)};
+  for (int64_t k : shape->kernel)
+    dims.push_back(Dim::fixed(k));
+  out.push_back(TensorType(x.dtype, dims));
+  return true;
+}
+
 bool TypeChecker::convolution(Types &out) {
   if (!checkOperandDTypes(0, node.numOperands()))
     return false;
+  if (node.getOp() == OpKind::ConvWeightGrad)
+    return convolutionWeightGradient(out);
   const TensorType &x = operandType(0);
   unsigned rank = x.rank();
   bool conv = node.getOp() == OpKind::Conv || node.getOp() == OpKind::ConvTranspose;

@@ -51,6 +51,7 @@ private:
   bool linear(Types &out);
   bool attention(Types &out);
   bool convolution(Types &out);
+  bool convolutionWeightGradient(Types &out);
   bool transpose(Types &out);
   bool reshape(Types &out);
   bool broadcastTo(Types &out);

@@ -417,8 +417,8 @@ bool TypeChecker::opRule(Types &out) {
   case OpKind::MatMul: return matmul(out);
   case OpKind::Linear: return linear(out);
   case OpKind::Attention: return attention(out);
-  case OpKind::Conv: case OpKind::ConvTranspose: case OpKind::MaxPool:
-  case OpKind::AvgPool:
+  case OpKind::Conv: case OpKind::ConvTranspose: case OpKind::ConvWeightGrad:
+  case OpKind::MaxPool: case OpKind::AvgPool:
     return convolution(out);
   case OpKind::Interpolate: return interpolate(out);
   case OpKind::Transpose: return transpose(out);

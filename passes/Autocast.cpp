@@ -28,6 +28,7 @@
 // before; with no ctx.autocast, nothing changes.
 //
 //===----------------------------------------------------------------------===//
+#include "ir/ConvolutionShape.h"
 #include "passes/Pass.h"
 #include "passes/ValueBuilder.h"
 
@@ -77,8 +78,7 @@ Policy policyOf(const Node &n) {
   case Scan: case Normalization: case Loss: return Policy::Float32;
   case MatMul: case Attention: return Policy::Lower;
   case Convolution:
-    return op == OpKind::Conv || op == OpKind::ConvTranspose ? Policy::Lower
-                                                             : Policy::Keep;
+    return isWeightedConvolution(op) ? Policy::Lower : Policy::Keep;
   case Movement:
     return op == OpKind::Concat || op == OpKind::IndexCopy || op == OpKind::IndexAdd
                ? Policy::Promote

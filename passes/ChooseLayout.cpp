@@ -2,7 +2,9 @@
 //
 // Algorithm, in two steps:
 //  1. Every conv of f16 or bf16 that cuDNN runs (target/Scheduler.h's
-//     convolutionRunsOnLibrary) and holds its channels first becomes
+//     convolutionRunsOnLibrary) and holds its channels first becomes,
+//     unless autodiff differentiates the graph (PassContext::differentiated:
+//     conv's derivative rule and its derivatives' ops are channels first),
 //       transpose(conv{channels_last}(transpose(x, last), transpose(w, last)
 //                 [, b]), first)
 //     cuDNN's tensor-core engines read NHWC; given NCHW they transpose
@@ -322,7 +324,7 @@ public:
     if (!rewriteEach(
             graph, ctx.diag,
             [&](const Node &n) {
-              bool half = isHalfLibraryConv(n, target);
+              bool half = !ctx.differentiated && isHalfLibraryConv(n, target);
               any |= half;
               return half;
             },

@@ -7,12 +7,17 @@
 //        groups, and output_padding the remainder ((D + before + after -
 //        d (K - 1) - 1) mod s) that the forward's rounding dropped, so that
 //        its extents are x's;
-//   dw = conv(x as [C, N, D..], g as [O, N, E..]) at stride d, dilation s
-//        and x's pads: [C, O, K'..] with K' >= K, cut to K and transposed
-//        to [O, C, K..] (groups 1; a grouped conv's weight is refused);
+//   dw = conv_weight_grad(x, g) with the same attributes and w's kernel;
 //   db = g summed over every axis but 1.
-// Each is an op the later passes know: the convs run on cuDNN or are
-// written out, conv_transpose becomes a conv (expand-convolution).
+// conv_transpose is conv's data gradient, so for y = conv_transpose(x, w,
+// b) the roles turn: dx = conv(g, w) (cut to x's extents where an
+// output_padding of a stride or more gave it more), dw =
+// conv_weight_grad(g, x), db as above; an output_padding of a stride or
+// more (below the dilation) is refused: x is then not the extent of g's
+// conv.
+// Each is an op the later passes know: cuDNN runs it (forward, backward
+// data and backward filter operations) or expand-convolution writes it
+// out. conv_weight_grad has no rule (no second derivatives of a conv).
 //
 //===----------------------------------------------------------------------===//
 #include "ir/ConvolutionShape.h"
@@ -22,13 +27,6 @@ using namespace cgc;
 
 namespace {
 
-std::vector<int64_t> swapFirstTwo(unsigned rank) {
-  std::vector<int64_t> perm{1, 0};
-  for (unsigned a = 2; a < rank; ++a)
-    perm.push_back(a);
-  return perm;
-}
-
 /// The `pads` attribute of \p s: every before, then every after.
 std::vector<int64_t> padsOf(const ConvolutionShape &s) {
   std::vector<int64_t> pads = s.before;
@@ -36,36 +34,62 @@ std::vector<int64_t> padsOf(const ConvolutionShape &s) {
   return pads;
 }
 
-Value *dataAdjoint(const Node &n, Value *g, ValueBuilder &gb, const ConvolutionShape &s) {
+/// The window attributes that conv, conv_transpose and conv_weight_grad
+/// share.
+AttrMap windowAttrs(const ConvolutionShape &s) {
+  return {{"strides", s.strides},
+          {"pads", padsOf(s)},
+          {"dilations", s.dilations},
+          {"groups", s.groups}};
+}
+
+/// conv_weight_grad(x, g) of a window shape \p s: [O, C / G, K..].
+Value *weightGradient(Value *x, Value *g, ValueBuilder &gb, const ConvolutionShape &s) {
+  auto attrs = windowAttrs(s);
+  attrs["kernel"] = s.kernel;
+  return gb.op(OpKind::ConvWeightGrad, {x, g}, attrs, "dw");
+}
+
+/// g summed over every axis but the channels (1).
+Value *biasGradient(Value *g, ValueBuilder &gb, const ConvolutionShape &s) {
+  std::vector<int64_t> axes{0};
+  for (size_t a = 0; a < s.in.size(); ++a)
+    axes.push_back(int64_t(2 + a));
+  return gb.sum(g, axes, false);
+}
+
+Value *convDataAdjoint(const Node &n, Value *g, ValueBuilder &gb, const ConvolutionShape &s) {
   std::vector<int64_t> dropped;
   for (size_t a = 0; a < s.in.size(); ++a)
     dropped.push_back((s.in[a] + s.before[a] + s.after[a] -
                        s.dilations[a] * (s.kernel[a] - 1) - 1) % s.strides[a]);
-  return gb.op(OpKind::ConvTranspose, {g, n.operand(1)},
-               {{"strides", s.strides},
-                {"pads", padsOf(s)},
-                {"dilations", s.dilations},
-                {"groups", s.groups},
-                {"output_padding", dropped}},
-               "dx");
+  auto attrs = windowAttrs(s);
+  attrs["output_padding"] = dropped;
+  return gb.op(OpKind::ConvTranspose, {g, n.operand(1)}, attrs, "dx");
 }
 
-Value *weightAdjoint(const Node &n, Value *g, ValueBuilder &gb, const ConvolutionShape &s) {
-  unsigned rank = unsigned(s.in.size() + 2);
-  Value *xt = gb.op(OpKind::Transpose, {n.operand(0)}, {{"perm", swapFirstTwo(rank)}}, "xt");
-  Value *gt = gb.op(OpKind::Transpose, {g}, {{"perm", swapFirstTwo(rank)}}, "gt");
-  Value *r = gb.op(OpKind::Conv, {xt, gt},
-                   {{"strides", s.dilations},
-                    {"pads", padsOf(s)},
-                    {"dilations", s.strides},
-                    {"groups", int64_t(1)}},
-                   "dw");
-  for (size_t a = 0; a < s.in.size() && r; ++a) {
-    if (r->getType().dims[2 + a].extent() == s.kernel[a])
-      continue;
-    r = gb.slice(r, unsigned(2 + a), 0, s.kernel[a], "dw");
+bool convAdjoints(const Node &n, Value *g, ValueBuilder &gb, std::vector<Value *> &adj,
+                  const ConvolutionShape &s, std::string &why) {
+  if (s.channelsLast) {
+    why = "no derivative rule for a channels_last conv yet";
+    return false;
   }
-  return gb.op(OpKind::Transpose, {r}, {{"perm", swapFirstTwo(rank)}}, "dw");
+  adj[0] = convDataAdjoint(n, g, gb, s);
+  adj[1] = weightGradient(n.operand(0), g, gb, s);
+  return true;
+}
+
+bool transposedAdjoints(const Node &n, Value *g, ValueBuilder &gb, std::vector<Value *> &adj,
+                        const ConvolutionShape &s, std::string &why) {
+  for (size_t a = 0; a < s.in.size(); ++a)
+    if (s.outputPadding[a] >= s.strides[a]) {
+      why = "no derivative rule for a conv_transpose whose output_padding reaches its "
+            "stride yet";
+      return false;
+    }
+  adj[0] = gb.op(OpKind::Conv, {g, n.operand(1)}, windowAttrs(s), "dx");
+  adj[1] = weightGradient(g, n.operand(0), gb, s);
+  return true;
 }
 
 } // namespace
@@ -75,21 +99,9 @@ bool cgc::convolutionAdjoints(const Node &n, Value *g, ValueBuilder &gb,
   auto s = convolutionShape(n, why);
   if (!s)
     return false;
-  if (s->channelsLast) {
-    why = "no derivative rule for a channels_last conv yet";
-    return false;
-  }
-  if (s->groups != 1) {
-    why = "no derivative rule for a grouped conv's weight yet";
-    return false;
-  }
-  adj[0] = dataAdjoint(n, g, gb, *s);
-  adj[1] = weightAdjoint(n, g, gb, *s);
-  if (n.numOperands() == 3) {
-    std::vector<int64_t> axes{0};
-    for (size_t a = 0; a < s->in.size(); ++a)
-      axes.push_back(int64_t(2 + a));
-    adj[2] = gb.sum(g, axes, false);
-  }
-  return true;
+  bool ok = n.getOp() == OpKind::Conv ? convAdjoints(n, g, gb, adj, *s, why)
+                                      : transposedAdjoints(n, g, gb, adj, *s, why);
+  if (ok && n.numOperands() == 3)
+    adj[2] = biasGradient(g, gb, *s);
+  return ok;
 }

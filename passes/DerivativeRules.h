@@ -28,9 +28,10 @@ Value *lossScale(Graph &graph);
 bool operandAdjoints(const Node &n, Value *g, ValueBuilder &gb,
                      std::vector<Value *> &adjoints, std::string &why);
 
-/// conv's rule (ConvolutionDerivatives.cpp): dx as a conv_transpose of g,
-/// dw as a conv of x and g with their first two axes swapped, db as g's
-/// sum; channels first, groups 1.
+/// conv's and conv_transpose's rule (ConvolutionDerivatives.cpp): for a
+/// conv dx as a conv_transpose of g, dw a conv_weight_grad of x and g, db
+/// g's sum; for a conv_transpose dx a conv of g, dw a conv_weight_grad of
+/// g and x; channels first.
 bool convolutionAdjoints(const Node &n, Value *g, ValueBuilder &gb,
                          std::vector<Value *> &adjoints, std::string &why);
 

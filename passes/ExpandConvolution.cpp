@@ -27,21 +27,24 @@
 // window's positions inside the input (or the padded input), a scalar when
 // every window has the same. The driver runs it first, with
 // expand-attention (driver/Compiler.cpp); it leads the default pipeline.
-// A conv that cuDNN runs (target/Scheduler.h's convolutionRunsOnLibrary)
-// stays whole; its bias, if any, moves out to an add of the bias as
-// [O, 1..1] (channels_last: [O]), which the fusion passes join with what
-// follows. A channels_last pool takes its windows along its own spatial
-// axes; a channels_last conv is written out channels first between
-// transposes. A conv_transpose becomes, first, a conv of its input spread
-// by the strides (zeros between elements) and padded by dilation (kernel -
-// 1) - pads, by its weights regrouped and flipped (expandConvTranspose),
-// which is then cuDNN's or written out like any conv. An interpolate is
-// gathers at constant indices (expandInterpolate), but for a nearest one
-// that repeats each element a whole number of times along a dim: a
-// reshape, a broadcast and a reshape there.
-// Requires: a verified graph. Guarantees: no pool, conv_transpose or
-// interpolate remains, and no conv but the bias-free ones cuDNN runs; each
-// result equals the interpreter's but for the order of the f32 sums.
+// A conv, conv_transpose or conv_weight_grad that cuDNN runs
+// (target/Scheduler.h's convolutionRunsOnLibrary) stays whole; its bias,
+// if any, moves out to an add of the bias as [O, 1..1] (channels_last:
+// [O]), which the fusion passes join with what follows. A channels_last
+// pool takes its windows along its own spatial axes; a channels_last conv
+// is written out channels first between transposes. Any other
+// conv_transpose becomes, first, a conv of its input spread by the
+// strides (zeros between elements) and padded by dilation (kernel - 1) -
+// pads, by its weights regrouped and flipped (expandConvTranspose), which
+// is then cuDNN's or written out like any conv. A conv_weight_grad is the
+// product of g and x's windows per group (expandConvWeightGrad), the
+// weight gradient that autodiff of the written-out conv would give. An
+// interpolate is gathers at constant indices (expandInterpolate), but for
+// a nearest one that repeats each element a whole number of times along a
+// dim: a reshape, a broadcast and a reshape there.
+// Requires: a verified graph. Guarantees: no pool or interpolate remains,
+// and no conv, conv_transpose or conv_weight_grad but the bias-free ones
+// cuDNN runs; each result equals the interpreter's but for the order of the f32 sums.
 //
 //===----------------------------------------------------------------------===//
 #include "ir/ConvolutionShape.h"
@@ -197,6 +200,53 @@ Value *expandConv(ValueBuilder &vb, Value *input, Value *w, Value *bias,
     return nullptr;
   Value *y = convProduct(vb, x, w, input->getType().dims[0], s);
   return bias ? addChannelBias(vb, y, bias, s.outChannels, s.in.size()) : y;
+}
+
+/// conv_weight_grad(x, g) as products of g and x's windows [N, C, K1, E1,
+/// .., Kd, Ed]: per group, [O / G, N * E] x [N * E, C / G * K] (a static
+/// batch: the windows transposed to [C, K.., N, E..], g to [O, N, E..]); a
+/// symbolic batch takes one product per image, [N, G, O / G, E] x [N, G,
+/// E, C / G * K], summed over N.
+Value *expandConvWeightGrad(ValueBuilder &vb, const Node &n, const ConvolutionShape &s) {
+  size_t d = s.in.size();
+  Value *x = allWindows(vb, n.operand(0), s, 0.0), *g = n.operand(1);
+  if (!x)
+    return nullptr;
+  Dim batch = g->getType().dims[0];
+  int64_t groups = s.groups, reduced = s.channels / groups * product(s.kernel),
+          positions = product(s.out);
+  Dim perGroupOut = Dim::fixed(s.outChannels / groups);
+  std::vector<Dim> dw{Dim::fixed(s.outChannels), Dim::fixed(s.channels / groups)};
+  for (int64_t k : s.kernel)
+    dw.push_back(Dim::fixed(k));
+  std::vector<int64_t> kernelFirst{1}, positionsLast;
+  for (size_t a = 0; a < d; ++a) {
+    kernelFirst.push_back(int64_t(2 + 2 * a));
+    positionsLast.push_back(int64_t(3 + 2 * a));
+  }
+  if (batch.isStatic()) {
+    std::vector<int64_t> cols = kernelFirst, grads{1, 0};
+    cols.push_back(0);
+    cols.insert(cols.end(), positionsLast.begin(), positionsLast.end());
+    for (size_t a = 0; a < d; ++a)
+      grads.push_back(int64_t(2 + a));
+    Dim joined = Dim::fixed(batch.extent() * positions);
+    Value *c = vb.reshape(vb.op(OpKind::Transpose, {x}, {{"perm", cols}}, "cols"),
+                          {Dim::fixed(groups), Dim::fixed(reduced), joined}, "cols");
+    Value *gt = vb.reshape(vb.op(OpKind::Transpose, {g}, {{"perm", grads}}, "grads"),
+                           {Dim::fixed(groups), perGroupOut, joined}, "grads");
+    return vb.reshape(vb.matmul(gt, c, false, true), dw, "dw");
+  }
+  std::vector<int64_t> cols{0};
+  cols.insert(cols.end(), kernelFirst.begin(), kernelFirst.end());
+  cols.insert(cols.end(), positionsLast.begin(), positionsLast.end());
+  Value *c = vb.reshape(vb.op(OpKind::Transpose, {x}, {{"perm", cols}}, "cols"),
+                        {batch, Dim::fixed(groups), Dim::fixed(reduced), Dim::fixed(positions)},
+                        "cols");
+  Value *gt = vb.reshape(g, {batch, Dim::fixed(groups), perGroupOut, Dim::fixed(positions)},
+                         "grads");
+  Value *perImage = vb.matmul(gt, c, false, true);
+  return vb.reshape(vb.sum(perImage, {0}, false), dw, "dw");
 }
 
 /// \p x with stride - 1 zeros between the elements of \p axis.
@@ -471,6 +521,8 @@ Value *expandPool(ValueBuilder &vb, const Node &n, Value *input, const Convoluti
 /// A channels_last conv is written out channels first between transposes.
 Value *expand(ValueBuilder &vb, const Node &n, const ConvolutionShape &s,
               bool differentiated) {
+  if (n.getOp() == OpKind::ConvWeightGrad)
+    return expandConvWeightGrad(vb, n, s);
   if (n.getOp() != OpKind::Conv)
     return expandPool(vb, n, n.operand(0), s, differentiated);
   unsigned rank = n.result()->getType().rank();
@@ -522,12 +574,11 @@ public:
     return "write every conv and pool out as window gathers and a product or reduction";
   }
   bool run(Graph &graph, PassContext &ctx) override {
-    auto onLibrary = [&](const Node &n) {
-      return n.getOp() == OpKind::Conv && convolutionRunsOnLibrary(n, ctx.target);
-    };
+    auto onLibrary = [&](const Node &n) { return convolutionRunsOnLibrary(n, ctx.target); };
     // conv_transpose first: the convs it becomes are then rewritten below.
     bool transposed = rewriteEach(
-        graph, ctx.diag, [](const Node &n) { return n.getOp() == OpKind::ConvTranspose; },
+        graph, ctx.diag,
+        [&](const Node &n) { return n.getOp() == OpKind::ConvTranspose && !onLibrary(n); },
         [&](ValueBuilder &vb, const Node &n) -> Value * {
           std::string why;
           auto shape = convolutionShape(n, why);

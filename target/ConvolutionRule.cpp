@@ -15,8 +15,8 @@ std::string cgc::libraryConvolutionRefusal(const Node &node) {
     return refusal.empty() ? libraryConvolutionRefusal(*node.region(0).nodes()[0]) : refusal;
   }
   const Node &conv = node;
-  if (conv.getOp() != OpKind::Conv)
-    return "only conv and conv_fusion run on cuDNN";
+  if (!isWeightedConvolution(conv.getOp()))
+    return "only conv, conv_transpose, conv_weight_grad and conv_fusion run on cuDNN";
   for (const Value *v : conv.getOperands())
     if (!v->getType().isStatic())
       return "cuDNN runs static convolutions";

@@ -3,8 +3,10 @@
 // A `conv` node runs as one cuDNN call (a library_convolution record: the
 // runtime picks and times cuDNN's engines at load, on the actual GPU) when
 // its operands are static and f32, f16 or bf16 and it has at most three
-// spatial dims; expand-convolution writes every other one out as window
-// gathers and products. Pools are always written out: their reductions
+// spatial dims; so do a `conv_transpose` (cuDNN's backward-data operation)
+// and a `conv_weight_grad` (backward filter), channels first, the
+// derivatives autodiff gives a conv. expand-convolution writes every other
+// one out as window gathers and products. Pools are always written out: their reductions
 // are cgc's own kernels. The workspace the engine may use is reserved in
 // the arena at compile time: a flat kConvolutionWorkspaceBytes, the
 // budget PyTorch gives cuDNN's searches (its engines are then filtered
@@ -27,8 +29,8 @@ namespace cgc {
 
 constexpr int64_t kConvolutionWorkspaceBytes = int64_t(32) << 20;
 
-/// Why cuDNN cannot run `conv` or `conv_fusion` node \p conv; empty when
-/// it can.
+/// Why cuDNN cannot run `conv`, `conv_transpose`, `conv_weight_grad` or
+/// `conv_fusion` node \p conv; empty when it can.
 std::string libraryConvolutionRefusal(const Node &conv);
 /// Why cuDNN's fused engines would not run an epilogue after `conv` node
 /// \p conv (fuse-convolution-epilogue asks); empty when they would:

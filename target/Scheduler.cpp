@@ -12,6 +12,7 @@
 #include "target/Scheduler.h"
 #include "target/ScheduleRecords.h"
 
+#include "ir/ConvolutionShape.h"
 #include "ir/ProductEpilogue.h"
 #include "ir/RowFusion.h"
 #include "ir/TypeRules.h"
@@ -27,7 +28,7 @@ using namespace cgc;
 using F = ScheduleField;
 
 bool cgc::isConvolutionNode(const Node &node) {
-  return node.getOp() == OpKind::Conv || node.getOp() == OpKind::ConvolutionFusion;
+  return isWeightedConvolution(node.getOp()) || node.getOp() == OpKind::ConvolutionFusion;
 }
 
 bool cgc::isProductNode(const Node &node) {
@@ -364,7 +365,7 @@ static Schedule convolutionRecord() {
 
 static std::string checkConvolution(const Node &node, const Schedule &r) {
   if (r.strategy != Strategy::LibraryConvolution)
-    return "conv runs as library_convolution, not " +
+    return mnemonic(node.getOp()).str() + " runs as library_convolution, not " +
            strategyName(r.strategy).str();
   std::string refusal = libraryConvolutionRefusal(node);
   if (!refusal.empty())

@@ -24,7 +24,8 @@ namespace cgc {
 
 /// Whether \p node is a matrix product: matmul, linear or product_fusion.
 bool isProductNode(const Node &node);
-/// Whether \p node is a convolution cuDNN may run: conv or conv_fusion.
+/// Whether \p node is a convolution cuDNN may run: conv, conv_transpose,
+/// conv_weight_grad or conv_fusion.
 bool isConvolutionNode(const Node &node);
 /// Whether \p node runs on row or column kernels: a sum, mean, max, min
 /// or prod over one run of dims, softmax or log_softmax over the innermost

@@ -34,8 +34,7 @@ enum class ProductPolicy {
 enum class AttentionPolicy { FusedWhereFaster, Expand };
 /// Whether expand-convolution keeps the convolutions cuDNN can run
 /// (target/ConvolutionRule.h), or writes every one out as window gathers
-/// and products (autodiff has no rule for the op; `--expand-convolution`
-/// measures the difference).
+/// and products (`--expand-convolution` measures the difference).
 enum class ConvolutionPolicy { LibraryWherePossible, Expand };
 
 struct Target {

@@ -9,8 +9,9 @@
 // count_include_pad: inside the padded input). A channels_last op is the
 // same op on its operands with the channels moved to axis 1, its result
 // moved back. A conv_transpose scatters each input element's products with
-// its kernel into the output. An interpolate applies ir/Interpolation.h's
-// taps dim by dim.
+// its kernel into the output; a conv_weight_grad sums, per weight, the
+// products of the inputs it met with the result's gradients there. An
+// interpolate applies ir/Interpolation.h's taps dim by dim.
 //
 //===----------------------------------------------------------------------===//
 #include "ir/ConvolutionShape.h"
@@ -165,6 +166,40 @@ static Tensor evalConvTranspose(const Tensor &x, const Tensor &w, const Tensor *
   return out;
 }
 
+/// conv_weight_grad: dw[o, c', k] = sum over n and the output positions
+/// e of x[n, c, e * stride - before + k * dilation] g[n, o, e] (c = c' in
+/// o's group), positions outside x reading 0; in double, rounded once.
+static Tensor evalConvWeightGrad(const Tensor &x, const Tensor &g, const ConvolutionShape &s) {
+  size_t d = s.in.size();
+  int64_t batch = x.shape[0], perGroupIn = s.channels / s.groups,
+          perGroupOut = s.outChannels / s.groups;
+  int64_t inSize = count(s.in), outSize = count(s.out), kernelSize = count(s.kernel);
+  Shape result{s.outChannels, perGroupIn};
+  result.insert(result.end(), s.kernel.begin(), s.kernel.end());
+  Tensor out(x.dtype, result);
+  std::vector<int64_t> e(d), k(d);
+  for (int64_t o = 0; o < s.outChannels; ++o)
+    for (int64_t c = 0; c < perGroupIn; ++c) {
+      int64_t channel = o / perGroupOut * perGroupIn + c;
+      for (int64_t q = 0; q < kernelSize; ++q) {
+        coordinates(q, s.kernel, k);
+        double acc = 0.0;
+        for (int64_t p = 0; p < outSize; ++p) {
+          coordinates(p, s.out, e);
+          int64_t at;
+          if (!windowPosition(e, k, s, s.in, at))
+            continue;
+          for (int64_t n = 0; n < batch; ++n)
+            acc += x.real((n * s.channels + channel) * inSize + at) *
+                   g.real((n * s.outChannels + o) * outSize + p);
+        }
+        out.setReal((o * perGroupIn + c) * kernelSize + q, acc);
+      }
+    }
+  out.round();
+  return out;
+}
+
 /// interpolate: the taps of each spatial dim applied in turn, in double,
 /// rounded once.
 static Tensor evalInterpolate(const Node &node, const Tensor &x) {
@@ -211,6 +246,8 @@ Tensor interp::evalConvolution(const Node &node, const Operands &in) {
   const Tensor *bias = in.size() > 2 ? in[2] : nullptr;
   if (node.getOp() == OpKind::ConvTranspose)
     return evalConvTranspose(*in[0], *in[1], bias, s);
+  if (node.getOp() == OpKind::ConvWeightGrad)
+    return evalConvWeightGrad(*in[0], *in[1], s);
   Tensor out = node.getOp() == OpKind::Conv ? evalConv(first(*in[0]), first(*in[1]), bias, s)
                                             : evalPool(node, first(*in[0]), s);
   return last ? permute(out, channelsLastPerm(rank)) : out;

@@ -8,10 +8,12 @@
 // mul or div with a per-channel or a full operand, relu); the
 // convolution's output is y itself when there is no epilogue, else a
 // virtual f32 tensor, as is every intermediate (y's dims and strides), and
-// the last operation writes y. Real tensors have their dtype, dims,
-// strides (elements) and the alignment their address always has
-// (guaranteedAlignment); a per-channel operand is [1, O, 1, 1(, 1)] of the
-// convolution's dtype with strides in y's layout. Compute is f32.
+// the last operation writes y. A derivative is its one operation, no
+// epilogue: backward data (y, w --> x) or backward filter (x, y --> w).
+// Real tensors have their dtype, dims, strides (elements) and the
+// alignment their address always has (guaranteedAlignment); a per-channel
+// operand is [1, O, 1, 1(, 1)] of the convolution's dtype with strides in
+// y's layout. Compute is f32.
 // ConvolutionPlans.cpp asks cuDNN's heuristic for engines of it.
 //
 //===----------------------------------------------------------------------===//
@@ -154,23 +156,61 @@ cudnnBackendDescriptor_t convolutionDescriptor(GraphBuilder &b,
   return d;
 }
 
-/// y = conv(x, w) (alpha 1, beta 0, as f32 since compute is f32).
-cudnnBackendDescriptor_t forwardOperation(GraphBuilder &b,
-                                          cudnnBackendDescriptor_t x,
-                                          cudnnBackendDescriptor_t w,
-                                          cudnnBackendDescriptor_t y,
-                                          cudnnBackendDescriptor_t conv) {
-  cudnnBackendDescriptor_t op =
-      b.create(CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR);
+/// The attributes of one of cuDNN's three convolution operations: the
+/// forward (y = conv(x, w)), backward data (x from y and w) and backward
+/// filter (w from x and y).
+struct ConvolutionOperationKind {
+  cudnnBackendDescriptorType_t type;
+  cudnnBackendAttributeName_t x, w, y, conv, alpha, beta;
+};
+
+ConvolutionOperationKind operationKind(ConvolutionDesc::Operation operation) {
+  switch (operation) {
+  case ConvolutionDesc::Operation::Forward:
+    return {CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR,
+            CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X,
+            CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W,
+            CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y,
+            CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC,
+            CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA,
+            CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA};
+  case ConvolutionDesc::Operation::BackwardData:
+    return {CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR,
+            CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DX,
+            CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_W,
+            CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DY,
+            CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_CONV_DESC,
+            CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_ALPHA,
+            CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_BETA};
+  case ConvolutionDesc::Operation::BackwardFilter:
+    return {CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_FILTER_DESCRIPTOR,
+            CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_X,
+            CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DW,
+            CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DY,
+            CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_CONV_DESC,
+            CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_ALPHA,
+            CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_BETA};
+  }
+  return operationKind(ConvolutionDesc::Operation::Forward); // A corrupt cast.
+}
+
+/// The convolution operation over x, w and y, whichever it writes (alpha
+/// 1, beta 0, as f32 since compute is f32).
+cudnnBackendDescriptor_t convolutionOperation(GraphBuilder &b,
+                                              ConvolutionDesc::Operation operation,
+                                              cudnnBackendDescriptor_t x,
+                                              cudnnBackendDescriptor_t w,
+                                              cudnnBackendDescriptor_t y,
+                                              cudnnBackendDescriptor_t conv) {
+  ConvolutionOperationKind kind = operationKind(operation);
+  cudnnBackendDescriptor_t op = b.create(kind.type);
   float alpha = 1, beta = 0;
-  b.link(op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X, x);
-  b.link(op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W, w);
-  b.link(op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y, y);
-  b.link(op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC, conv);
-  b.set(op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA, CUDNN_TYPE_FLOAT, 1,
-        &alpha);
-  b.set(op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA, CUDNN_TYPE_FLOAT, 1,
-        &beta);
+  b.link(op, kind.x, x);
+  b.link(op, kind.w, w);
+  b.link(op, kind.y, y);
+  b.link(op, kind.conv, conv);
+  b.set(op, kind.alpha, CUDNN_TYPE_FLOAT, 1, &alpha);
+  b.set(op, kind.beta, CUDNN_TYPE_FLOAT, 1, &beta);
   b.finalize(op, "the convolution operation");
   return op;
 }
@@ -248,7 +288,7 @@ cgc_status buildConvolutionGraph(cgc_engine_s &e, size_t index,
   std::vector<EpilogueStep> steps = epilogueSteps(c);
   cudnnBackendDescriptor_t value = steps.empty() ? y : intermediate();
   std::vector<cudnnBackendDescriptor_t> ops = {
-      forwardOperation(b, x, w, value, convolutionDescriptor(b, c))};
+      convolutionOperation(b, c.operation, x, w, value, convolutionDescriptor(b, c))};
   for (size_t k = 0; k < steps.size(); ++k) {
     const EpilogueStep &step = steps[k];
     cudnnBackendDescriptor_t operand = nullptr;

@@ -54,7 +54,8 @@ std::string joined(const std::vector<int64_t> &values) {
 /// What makes two convolutions plan alike (they then share the plan).
 std::string planKey(const cgc_engine_s &e, const ConvolutionDesc &c) {
   const Manifest &m = e.artifact.manifest;
-  std::string key = c.dtype + (c.allowTf32 ? "+tf32" : "");
+  std::string key = std::string(cgc::format::convolutionOperationName(c.operation)) + " " +
+                    c.dtype + (c.allowTf32 ? "+tf32" : "");
   for (const std::vector<int64_t> *v :
        {&c.xDims, &c.xStrides, &c.wDims, &c.wStrides, &c.yDims, &c.yStrides,
         &c.prePadding, &c.postPadding, &c.strides, &c.dilations})
@@ -347,7 +348,7 @@ std::string convolutionLabel(const cgc_engine_s &e, size_t index) {
                 (step.operand == ConvolutionStep::Operand::Full ? "(full)" : "");
   int64_t groups = c.xDims[1] / c.wDims[1];
   return "convolution " + std::to_string(index) + " (node '" + c.source.node +
-         "', " + c.dtype + (c.allowTf32 ? "+tf32" : "") + " x " +
+         "', " + format::convolutionOperationName(c.operation) + " " + c.dtype + (c.allowTf32 ? "+tf32" : "") + " x " +
          joined(c.xDims) + " w " + joined(c.wDims) + " y " + joined(c.yDims) +
          (channelsLast(c.xStrides) ? " nhwc" : " nchw") + " pad " +
          joined(c.prePadding) + "/" + joined(c.postPadding) + " stride " +

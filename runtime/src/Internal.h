@@ -197,7 +197,7 @@ cudnnStatus_t executeConvolution(const cgc_engine_s &e, size_t index,
                                  cudnnBackendDescriptor_t plan,
                                  const ConvolutionOperands &o,
                                  const char *&api);
-/// "convolution 2 (node 'conv1', bf16 x 1,64,56,56 w 64,64,3,3 ...)", for
+/// "convolution 2 (node 'conv1', forward bf16 x 1,64,56,56 w 64,64,3,3 ...)", for
 /// messages.
 std::string convolutionLabel(const cgc_engine_s &e, size_t index);
 

@@ -538,7 +538,8 @@ def main():
                 edges(golden_convolution.gen_convolution),
                 edges(golden_convolution.interpolate_cases),
                 edges(golden_convolution.conv_transpose_cases),
-                edges(golden_convolution.batch_norm_cases)):
+                edges(golden_convolution.batch_norm_cases),
+                edges(golden_convolution.conv_weight_grad_cases)):
         gen()
     with open(os.path.join(OUT, "cases.json"), "w") as f:
         json.dump(CASES, f, indent=1)

@@ -6,7 +6,8 @@ bias, 1x1 kernels and non-overlapping patches (a ViT's), in f32, f16 and
 bf16; and `max_pool` and `avg_pool` over the same windows: padding,
 dilation, ceil_mode's last partial window, count_include_pad both ways, a
 global average; `conv_transpose` as each input element's products
-scattered into the output; `batch_norm` by running or batch statistics;
+scattered into the output; `conv_weight_grad` as each weight's sum of the
+inputs it met times the result's gradient there; `batch_norm` by running or batch statistics;
 and `interpolate` (nearest and linear, each coordinate
 rule, explicit scales) as the weighted sum over each output position's
 2^d corner inputs."""
@@ -261,6 +262,50 @@ def conv_transpose_cases(g):
                               attrs.get("dilations"), attrs.get("groups", 1),
                               attrs.get("output_padding"))
         g.one_op(f"conv_transpose_{name}", "conv_transpose", ins, attrs, want, dt)
+
+
+def conv_weight_grad(x, gy, kernel, strides=None, pads=None, dilations=None, groups=1):
+    """dw[o, c', k] = sum over n and the output positions e of the padded
+    x at e * s + k * d times gy[n, o, e], per group, in double."""
+    d = x.ndim - 2
+    strides, dilations = strides or [1] * d, dilations or [1] * d
+    pads = pads or [0] * 2 * d
+    xp = np.pad(x, [(0, 0), (0, 0)] + [(pads[i], pads[d + i]) for i in range(d)])
+    o, cg = gy.shape[1], x.shape[1] // groups
+    og = o // groups
+    dw = np.zeros([o, cg] + list(kernel))
+    for k in itertools.product(*[range(v) for v in kernel]):
+        index = tuple(slice(k[i] * dilations[i],
+                            k[i] * dilations[i] + strides[i] * (gy.shape[2 + i] - 1) + 1,
+                            strides[i]) for i in range(d))
+        seen = xp[(slice(None), slice(None)) + index]  # [N, C, E...]
+        for grp in range(groups):
+            part = seen[:, grp * cg:(grp + 1) * cg].reshape(x.shape[0], cg, -1)
+            grads = gy[:, grp * og:(grp + 1) * og].reshape(x.shape[0], og, -1)
+            dw[(slice(grp * og, (grp + 1) * og), slice(None)) + k] = \
+                np.einsum("noe,nce->oc", grads, part)
+    return dw
+
+
+def conv_weight_grad_cases(g):
+    cases = [  # name, x, gy, dtype, attrs (kernel among them)
+        ("strided_f32", (2, 4, 9, 8), (2, 6, 5, 7), "f32",
+         {"kernel": [3, 2], "strides": [2, 1], "pads": [1, 0, 2, 1], "dilations": [1, 2],
+          "groups": 2}),
+        ("depthwise_f32", (2, 4, 6, 6), (2, 4, 6, 6), "f32",
+         {"kernel": [3, 3], "pads": [1, 1, 1, 1], "groups": 4}),
+        ("pointwise_bf16", (2, 8, 4, 5), (2, 16, 4, 5), "bf16", {"kernel": [1, 1]}),
+        ("1d_f16", (3, 2, 10), (3, 4, 5), "f16",
+         {"kernel": [3], "strides": [2], "pads": [1, 0]}),
+        ("3d_f32", (1, 2, 4, 5, 3), (1, 2, 3, 3, 3), "f32",
+         {"kernel": [2, 3, 1], "strides": [1, 2, 1], "pads": [0, 1, 0, 0, 1, 0]}),
+    ]
+    for name, xs, gs, dt, attrs in cases:
+        x, gy = g.rand(xs, dt), g.rand(gs, dt)
+        want = conv_weight_grad(x, gy, attrs["kernel"], attrs.get("strides"), attrs.get("pads"),
+                                attrs.get("dilations"), attrs.get("groups", 1))
+        g.one_op(f"conv_weight_grad_{name}", "conv_weight_grad", [("x", dt, x), ("g", dt, gy)],
+                 attrs, want, dt)
 
 
 def batch_norm_cases(g):

@@ -190,7 +190,8 @@ def tolerances(g):
 
 
 def contraction_k(g):
-    """The longest contraction of any matmul/linear on graph inputs, or 0."""
+    """The longest contraction of any matmul/linear/conv_weight_grad on
+    graph inputs, or 0."""
     shapes = {i["name"]: i["shape"] for i in g["inputs"]}
     k = 0
     def walk(nodes):
@@ -202,6 +203,8 @@ def contraction_k(g):
             elif n["op"] == "matmul" and ins[0]:
                 ta = n.get("attrs", {}).get("transpose_a", False)
                 k = max(k, ins[0][-2] if ta else ins[0][-1])
+            elif n["op"] == "conv_weight_grad" and ins[1]:  # over N and g's positions
+                k = max(k, ins[1][0] * math.prod(ins[1][2:]))
             for r in n.get("regions", {}).values():
                 walk(r.get("nodes", []))
     walk(g.get("nodes", []))

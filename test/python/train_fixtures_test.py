@@ -27,7 +27,9 @@ from cgc.torch.training import lower_train_record, optimizer_ir
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ATOL, RTOL = 2e-5, 1e-4
-# What `cgc --train` runs before the update exists (driver/Compiler.cpp).
+# What `cgc --train` runs before the update exists (driver/Compiler.cpp):
+# the convolutions cuDNN would run stay whole, differentiated by conv's
+# rule (a conv_transpose and a conv_weight_grad).
 PASSES = "expand-attention,expand-convolution,expand-batch-norm,autodiff,apply-optimizer"
 
 
@@ -40,7 +42,7 @@ def train(cgc_opt, ir_path, ir, steps, folder):
         feed.update({name: steps[f"step{k}.in{j}"] for j, name in enumerate(user)})
         src, dst = (os.path.join(folder, f"{s}{k}.safetensors") for s in ("in", "out"))
         write_safetensors(src, feed)
-        r = subprocess.run([cgc_opt, ir_path, "--expand-convolution", "--passes=" + PASSES,
+        r = subprocess.run([cgc_opt, ir_path, "--passes=" + PASSES,
                             "--interpret",
                             "--inputs", src, "--outputs", dst, "--overwrite"],
                            capture_output=True, text=True)
