@@ -128,7 +128,8 @@ static PlanLayout sharedLayout(const Graph &model,
 }
 
 /// The target every pass of a compile schedules for: \p options' arch and
-/// policies (training writes every attention and convolution out).
+/// policies (training writes every attention out; its convolutions follow
+/// the policy, their derivatives cuDNN's backward operations).
 static Target targetOf(const CompileOptions &options) {
   return targetFor(options.arch, options.productPolicy,
                    options.train ? AttentionPolicy::Expand : options.attentionPolicy,
@@ -143,7 +144,7 @@ static bool lowerUnit(CompiledGraph &unit, const CompileOptions &options,
   PassContext ctx{diag, unit.dims};
   ctx.layout = layout;
   ctx.target = targetOf(options);
-  ctx.differentiated = options.train || options.gradients;
+  ctx.differentiated = options.train || options.gradients || options.overTrainingState;
   announcePhase(options.progress, "passes on graph '" + unit.name + "'");
   if (!runDefaultPipeline(*unit.ir, options, ctx))
     return false;
@@ -234,6 +235,7 @@ static bool lowerMicroStep(std::unique_ptr<Graph> micro, const Graph &train,
       !matchTrainingSignature(*unit.ir, train, diag, /*keepUpdates=*/true))
     return false;
   accumulate.train = accumulate.gradients = false;
+  accumulate.overTrainingState = true;
   accumulate.microStep = PassContext::MicroStep::Whole; // Done above.
   return lowerUnit(unit, accumulate, layout, out, diag);
 }
@@ -272,6 +274,7 @@ static bool lowerTraining(Graph &model, const CompileOptions &requested,
   eval.ir = eval.owned.get();
   CompileOptions inference = options;
   inference.train = inference.gradients = false;
+  inference.overTrainingState = true;
   inference.microStep = PassContext::MicroStep::Whole;
   if (!lowerUnit(eval, inference, layout, out, diag))
     return false;

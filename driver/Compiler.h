@@ -126,6 +126,10 @@ struct CompileOptions {
   /// `accumulate: k` (accumulate-gradients): its micro-step graph and its
   /// last; Whole otherwise.
   PassContext::MicroStep microStep = PassContext::MicroStep::Whole;
+  /// Set by the driver for the other graphs over a training step's state
+  /// ("eval", "train.accumulate"): their convolutions keep the train
+  /// graph's layout (channels first), and so its weights'.
+  bool overTrainingState = false;
   /// Leave the weights (state from the IR's weights file) in that file,
   /// beside the artifact, instead of copying them in (`--weights-beside`).
   /// Done anyway when the state would exceed artifactStateLimit.

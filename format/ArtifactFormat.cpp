@@ -207,12 +207,19 @@ const TensorDesc *Artifact::findTensor(const std::string &name) const {
   return nullptr;
 }
 
-uint32_t formatVersionOf(const Manifest &m) {
+/// What of \p m needs a version newer than 7, and that version (7 and
+/// empty when nothing does).
+static std::pair<uint32_t, const char *> newestNeed(const Manifest &m) {
+  for (const ConvolutionDesc &c : m.convolutions)
+    if (c.operation != ConvolutionDesc::Operation::Forward)
+      return {9, "a convolution's derivative (a backward operation)"};
   for (const TensorDesc &t : m.state)
     if (t.region == Region::Arena)
-      return kArtifactFormatVersion;
-  return kOldestFormatVersion;
+      return {8, "per-context state (state in the arena)"};
+  return {kOldestFormatVersion, ""};
 }
+
+uint32_t formatVersionOf(const Manifest &m) { return newestNeed(m).first; }
 
 std::vector<uint8_t> serializeArtifact(const Manifest &manifest,
                                        const BlobList &blobs) {
@@ -260,7 +267,7 @@ bool parseArtifact(const uint8_t *data, size_t size, Artifact &out,
     return fail("artifact: format version " +
                 std::to_string(h.formatVersion) +
                 " is not supported: this runtime reads versions " +
-                std::to_string(kOldestFormatVersion) + " and " +
+                std::to_string(kOldestFormatVersion) + " to " +
                 std::to_string(kArtifactFormatVersion) +
                 " (compile the model again with this cgc)");
   if (h.fileSize != size)
@@ -286,9 +293,10 @@ bool parseArtifact(const uint8_t *data, size_t size, Artifact &out,
   }
   if (!validateManifest(m, error))
     return false;
-  if (formatVersionOf(m) > h.formatVersion)
-    return fail("artifact: per-context state (state in the arena) needs format version " +
-                std::to_string(kArtifactFormatVersion) + "; the header says " +
+  auto [needed, what] = newestNeed(m);
+  if (needed > h.formatVersion)
+    return fail("artifact: " + std::string(what) + " needs format version " +
+                std::to_string(needed) + "; the header says " +
                 std::to_string(h.formatVersion));
   out.header = h;
   out.manifest = std::move(m);

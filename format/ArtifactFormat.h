@@ -18,11 +18,13 @@ namespace cgc {
 namespace format {
 
 constexpr char kArtifactMagic[4] = {'C', 'G', 'C', 'A'};
-/// The newest format version, written by an artifact with per-context
-/// state (state in region "arena"), which a version-7 runtime would read
-/// but never initialize; every other artifact is written as version 7.
-/// This runtime reads both.
-constexpr uint32_t kArtifactFormatVersion = 8;
+/// The newest format version. An artifact is written as the oldest version
+/// that holds what it uses (formatVersionOf): 9 with a convolution's
+/// derivative (a backward operation, which a runtime older than it would
+/// run as a forward), else 8 with per-context state (state in region
+/// "arena", which a version-7 runtime would read but never initialize),
+/// else 7. This runtime reads all three.
+constexpr uint32_t kArtifactFormatVersion = 9;
 constexpr uint32_t kOldestFormatVersion = 7;
 constexpr size_t kHeaderSize = 32;
 constexpr size_t kBlobAlignment = 256;

@@ -63,8 +63,10 @@ bool readStep(Reader &r, const json &j, const std::string &p, ConvolutionStep &s
 
 bool readConvolution(Reader &r, const json &j, const std::string &p,
                      ConvolutionDesc &d) {
-  if (!readEnum(r, j, p, "operation", ConvolutionDesc::NumOperations,
-                convolutionOperationName, d.operation) ||
+  // "operation" came with version 9; an older convolution is a forward.
+  if ((r.field(j, p, "operation", true) &&
+       !readEnum(r, j, p, "operation", ConvolutionDesc::NumOperations,
+                 convolutionOperationName, d.operation)) ||
       !r.str(j, p, "dtype", d.dtype) ||
       !readBool(r, j, p, "allow_tf32", d.allowTf32) ||
       !readI64s(r, j, p, "x_dims", d.xDims) ||

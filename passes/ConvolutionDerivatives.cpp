@@ -10,11 +10,10 @@
 //   dw = conv_weight_grad(x, g) with the same attributes and w's kernel;
 //   db = g summed over every axis but 1.
 // conv_transpose is conv's data gradient, so for y = conv_transpose(x, w,
-// b) the roles turn: dx = conv(g, w) (cut to x's extents where an
-// output_padding of a stride or more gave it more), dw =
-// conv_weight_grad(g, x), db as above; an output_padding of a stride or
-// more (below the dilation) is refused: x is then not the extent of g's
-// conv.
+// b) the roles turn: dx = conv(g, w), dw = conv_weight_grad(g, x), db as
+// above; an output_padding of a stride or more (below the dilation) is
+// refused: x is then not the extent of g's conv. Refused too: a
+// channels_last conv (its derivatives' ops are channels first).
 // Each is an op the later passes know: cuDNN runs it (forward, backward
 // data and backward filter operations) or expand-convolution writes it
 // out. conv_weight_grad has no rule (no second derivatives of a conv).
@@ -69,24 +68,14 @@ Value *convDataAdjoint(const Node &n, Value *g, ValueBuilder &gb, const Convolut
 }
 
 bool convAdjoints(const Node &n, Value *g, ValueBuilder &gb, std::vector<Value *> &adj,
-                  const ConvolutionShape &s, std::string &why) {
-  if (s.channelsLast) {
-    why = "no derivative rule for a channels_last conv yet";
-    return false;
-  }
+                  const ConvolutionShape &s) {
   adj[0] = convDataAdjoint(n, g, gb, s);
   adj[1] = weightGradient(n.operand(0), g, gb, s);
   return true;
 }
 
 bool transposedAdjoints(const Node &n, Value *g, ValueBuilder &gb, std::vector<Value *> &adj,
-                        const ConvolutionShape &s, std::string &why) {
-  for (size_t a = 0; a < s.in.size(); ++a)
-    if (s.outputPadding[a] >= s.strides[a]) {
-      why = "no derivative rule for a conv_transpose whose output_padding reaches its "
-            "stride yet";
-      return false;
-    }
+                        const ConvolutionShape &s) {
   adj[0] = gb.op(OpKind::Conv, {g, n.operand(1)}, windowAttrs(s), "dx");
   adj[1] = weightGradient(g, n.operand(0), gb, s);
   return true;
@@ -94,14 +83,29 @@ bool transposedAdjoints(const Node &n, Value *g, ValueBuilder &gb, std::vector<V
 
 } // namespace
 
-bool cgc::convolutionAdjoints(const Node &n, Value *g, ValueBuilder &gb,
-                              std::vector<Value *> &adj, std::string &why) {
+std::string cgc::convolutionDerivativeRefusal(const Node &n) {
+  std::string why;
   auto s = convolutionShape(n, why);
   if (!s)
+    return why;
+  if (s->channelsLast)
+    return "no derivative rule for a channels_last conv yet";
+  for (size_t a = 0; a < s->outputPadding.size(); ++a)
+    if (s->outputPadding[a] >= s->strides[a])
+      return "no derivative rule for a conv_transpose whose output_padding reaches its "
+             "stride yet";
+  return "";
+}
+
+bool cgc::convolutionAdjoints(const Node &n, Value *g, ValueBuilder &gb,
+                              std::vector<Value *> &adj, std::string &why) {
+  why = convolutionDerivativeRefusal(n);
+  if (!why.empty())
     return false;
-  bool ok = n.getOp() == OpKind::Conv ? convAdjoints(n, g, gb, adj, *s, why)
-                                      : transposedAdjoints(n, g, gb, adj, *s, why);
+  ConvolutionShape s = *convolutionShape(n, why);
+  bool ok = n.getOp() == OpKind::Conv ? convAdjoints(n, g, gb, adj, s)
+                                      : transposedAdjoints(n, g, gb, adj, s);
   if (ok && n.numOperands() == 3)
-    adj[2] = biasGradient(g, gb, *s);
+    adj[2] = biasGradient(g, gb, s);
   return ok;
 }

@@ -34,6 +34,10 @@ bool operandAdjoints(const Node &n, Value *g, ValueBuilder &gb,
 /// g and x; channels first.
 bool convolutionAdjoints(const Node &n, Value *g, ValueBuilder &gb,
                          std::vector<Value *> &adjoints, std::string &why);
+/// Why conv's and conv_transpose's rule refuses \p n (channels_last; an
+/// output_padding of a stride or more), empty when it takes it;
+/// expand-convolution writes out the ones it refuses before autodiff.
+std::string convolutionDerivativeRefusal(const Node &n);
 
 /// gather's and embedding's rule (IndexDerivatives.cpp): the data's
 /// adjoint an index_add of g's slices into zeros at the indices.

@@ -28,7 +28,9 @@
 // every window has the same. The driver runs it first, with
 // expand-attention (driver/Compiler.cpp); it leads the default pipeline.
 // A conv, conv_transpose or conv_weight_grad that cuDNN runs
-// (target/Scheduler.h's convolutionRunsOnLibrary) stays whole; its bias,
+// (target/Scheduler.h's convolutionRunsOnLibrary) stays whole, unless
+// autodiff follows (PassContext::differentiated) and conv's derivative
+// rule refuses it (a channels_last conv); its bias,
 // if any, moves out to an add of the bias as [O, 1..1] (channels_last:
 // [O]), which the fusion passes join with what follows. A channels_last
 // pool takes its windows along its own spatial axes; a channels_last conv
@@ -49,6 +51,7 @@
 //===----------------------------------------------------------------------===//
 #include "ir/ConvolutionShape.h"
 #include "ir/Interpolation.h"
+#include "passes/DerivativeRules.h"
 #include "passes/Pass.h"
 #include "passes/ValueBuilder.h"
 #include "target/Scheduler.h"
@@ -574,7 +577,11 @@ public:
     return "write every conv and pool out as window gathers and a product or reduction";
   }
   bool run(Graph &graph, PassContext &ctx) override {
-    auto onLibrary = [&](const Node &n) { return convolutionRunsOnLibrary(n, ctx.target); };
+    // Where autodiff follows, only the convolutions conv's rule takes.
+    auto onLibrary = [&](const Node &n) {
+      return convolutionRunsOnLibrary(n, ctx.target) &&
+             !(ctx.differentiated && !convolutionDerivativeRefusal(n).empty());
+    };
     // conv_transpose first: the convs it becomes are then rewritten below.
     bool transposed = rewriteEach(
         graph, ctx.diag,

@@ -72,12 +72,13 @@ struct PassContext {
   /// adjoint with the state `optimizer.loss_scale`, apply-optimizer unscales,
   /// skips non-finite steps and updates the scale (GradScaler's rules).
   bool lossScaling = false;
-  /// Autodiff will differentiate the graph, or has (`cgc --train`,
-  /// `--gradients`; cgc-opt: a pipeline with autodiff): expand-convolution
-  /// keeps a max pool's window reductions, whose gradient splits a tie
-  /// evenly over its window, where the maximum of slices would split it
-  /// unevenly; layout keeps the convolutions channels first, as their
-  /// derivatives are.
+  /// Autodiff will differentiate the graph, or has, or the graph shares a
+  /// training step's state (`cgc --train`, `--gradients`; cgc-opt: a
+  /// pipeline with autodiff): expand-convolution keeps a max pool's window
+  /// reductions, whose gradient splits a tie evenly over its window, where
+  /// the maximum of slices would split it unevenly, and writes out the
+  /// convolutions conv's derivative rule refuses; layout keeps the
+  /// convolutions channels first, as their derivatives are.
   bool differentiated = false;
 };
 
