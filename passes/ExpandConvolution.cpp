@@ -41,7 +41,7 @@
 // is then cuDNN's or written out like any conv. A conv_weight_grad is the
 // product of g and x's windows per group (expandConvWeightGrad), the
 // weight gradient that autodiff of the written-out conv would give. An
-// interpolate is gathers at constant indices (expandInterpolate), but for
+// interpolate is gathers at constant indices (ExpandInterpolate.cpp), but for
 // a nearest one that repeats each element a whole number of times along a
 // dim: a reshape, a broadcast and a reshape there.
 // Requires: a verified graph. Guarantees: no pool or interpolate remains,
@@ -50,8 +50,8 @@
 //
 //===----------------------------------------------------------------------===//
 #include "ir/ConvolutionShape.h"
-#include "ir/Interpolation.h"
 #include "passes/DerivativeRules.h"
+#include "passes/ExpandInterpolate.h"
 #include "passes/Pass.h"
 #include "passes/ValueBuilder.h"
 #include "target/Scheduler.h"
@@ -91,18 +91,6 @@ Value *padAxis(ValueBuilder &vb, Value *x, unsigned axis, int64_t before, int64_
   return vb.op(OpKind::Concat, parts, {{"axis", int64_t(axis)}}, "pad");
 }
 
-/// \p x gathered along \p axis at the i64 constant \p at of \p shape
-/// (named `<base>.<indexName>` and `<base>.<resultName>`).
-Value *gatherAt(ValueBuilder &vb, Value *x, unsigned axis, const std::vector<int64_t> &at,
-                std::vector<Dim> shape, llvm::StringRef indexName, llvm::StringRef resultName) {
-  std::vector<Number> values;
-  for (int64_t i : at)
-    values.push_back(Number::ofInt(i));
-  Value *index = vb.op(OpKind::Constant, {},
-                       {{"dtype", DType::I64}, {"shape", shape}, {"value", values}}, indexName);
-  return vb.op(OpKind::Gather, {x, index}, {{"axis", int64_t(axis)}}, resultName);
-}
-
 /// y plus \p bias [O] as [O, 1..1] (channels first, \p d spatial dims).
 Value *addChannelBias(ValueBuilder &vb, Value *y, Value *bias, int64_t outChannels, size_t d) {
   std::vector<Dim> column(d + 1, Dim::fixed(1));
@@ -128,7 +116,7 @@ Value *windows(ValueBuilder &vb, Value *x, unsigned axis, const ConvolutionShape
   for (int64_t i = 0; i < k; ++i)
     for (int64_t j = 0; j < e; ++j)
       at.push_back(i * s.dilations[a] + j * s.strides[a]);
-  return gatherAt(vb, x, axis, at, {Dim::fixed(k), Dim::fixed(e)}, "at", "windows");
+  return vb.gatherAt(x, axis, at, {Dim::fixed(k), Dim::fixed(e)}, "at", "windows");
 }
 
 /// [N, C, K1, E1, .., Kd, Ed] (channels_last: [N, K1, E1, .., Kd, Ed,
@@ -305,7 +293,7 @@ Value *expandConvTranspose(ValueBuilder &vb, const Node &n, const ConvolutionSha
     std::vector<int64_t> reversed;
     for (int64_t k = s.kernel[a]; k-- > 0;)
       reversed.push_back(k);
-    w = gatherAt(vb, w, unsigned(2 + a), reversed, {Dim::fixed(s.kernel[a])}, "flip",
+    w = vb.gatherAt(w, unsigned(2 + a), reversed, {Dim::fixed(s.kernel[a])}, "flip",
                  "flipped");
   }
   Value *y = vb.op(OpKind::Conv, {x, w},
@@ -315,76 +303,6 @@ Value *expandConvTranspose(ValueBuilder &vb, const Node &n, const ConvolutionSha
                     {"groups", g}},
                    "conv");
   return n.numOperands() == 3 ? addChannelBias(vb, y, n.operand(2), s.outChannels, d) : y;
-}
-
-/// The whole factor f by which nearest taps \p low repeat each of \p in
-/// input indices (output o reads o / f), or 0.
-int64_t repeatFactor(const std::vector<int64_t> &low, int64_t in) {
-  int64_t out = int64_t(low.size());
-  if (out % in != 0)
-    return 0;
-  int64_t f = out / in;
-  for (int64_t o = 0; o < out; ++o)
-    if (low[size_t(o)] != o / f)
-      return 0;
-  return f;
-}
-
-/// \p x with each element along \p axis repeated \p factor times in place:
-/// [.., S, ..] as [.., S, 1, ..], broadcast to [.., S, f, ..] and merged,
-/// index moves fuse-views reads through (a gather would be written out).
-Value *repeatEach(ValueBuilder &vb, Value *x, unsigned axis, int64_t factor) {
-  Value *unit = vb.unitAfter(x, axis, "unit");
-  std::vector<Dim> wide(unit->getType().dims.begin(), unit->getType().dims.end());
-  wide[axis + 1] = Dim::fixed(factor);
-  std::vector<Dim> merged(x->getType().dims.begin(), x->getType().dims.end());
-  merged[axis] = Dim::fixed(merged[axis].extent() * factor);
-  Value *repeated = vb.op(OpKind::BroadcastTo, {unit}, {{"shape", wide}}, "repeated");
-  return vb.reshape(repeated, merged, "resized");
-}
-
-/// interpolate: per spatial dim whose taps move anything, a gather of the
-/// low taps (nearest; repeatEach where they repeat each index a whole
-/// number of times), or of the low and the high taps mixed as low +
-/// (high - low) * weight with the weights a constant [E, 1..1] (linear;
-/// in f32 for f16 and bf16, rounded once at the end).
-Value *expandInterpolate(ValueBuilder &vb, const Node &n) {
-  Value *x = n.operand(0);
-  DType dtype = x->getType().dtype;
-  bool linear = n.strAttr("mode", "nearest") == "linear";
-  if (linear)
-    x = vb.cast(x, DType::F32, "f32");
-  size_t d = n.operand(0)->getType().rank() - 2;
-  auto gather = [&](const std::vector<int64_t> &at, size_t a) {
-    return gatherAt(vb, x, unsigned(2 + a), at, {Dim::fixed(int64_t(at.size()))}, "taps",
-                    "resized");
-  };
-  for (size_t a = 0; a < d && x; ++a) {
-    int64_t in = n.operand(0)->getType().dims[2 + a].extent();
-    InterpolationTaps taps = interpolationTaps(n, a, in);
-    if (taps.isIdentity(in))
-      continue;
-    bool mixes = std::any_of(taps.weight.begin(), taps.weight.end(),
-                             [](double w) { return w != 0; });
-    if (int64_t factor = mixes ? 0 : repeatFactor(taps.low, in)) {
-      x = repeatEach(vb, x, unsigned(2 + a), factor);
-      continue;
-    }
-    Value *low = gather(taps.low, a);
-    if (!mixes) {
-      x = low;
-      continue;
-    }
-    std::vector<Number> weights;
-    for (double w : taps.weight)
-      weights.push_back(Number::ofReal(w));
-    std::vector<Dim> column(d - a, Dim::fixed(1));
-    column[0] = Dim::fixed(int64_t(weights.size()));
-    Value *w = vb.op(OpKind::Constant, {},
-                     {{"dtype", DType::F32}, {"shape", column}, {"value", weights}}, "taps");
-    x = vb.add(low, vb.mul(vb.sub(gather(taps.high, a), low), w));
-  }
-  return vb.cast(x, dtype);
 }
 
 /// Per output position, the window positions an average divides by:

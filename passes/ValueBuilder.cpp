@@ -59,6 +59,18 @@ Value *ValueBuilder::slice(Value *x, unsigned axis, int64_t start, int64_t end,
             suffix);
 }
 
+Value *ValueBuilder::gatherAt(Value *x, unsigned axis, const std::vector<int64_t> &at,
+                              llvm::ArrayRef<Dim> shape, llvm::StringRef indexName,
+                              llvm::StringRef resultName) {
+  std::vector<Number> values;
+  for (int64_t i : at)
+    values.push_back(Number::ofInt(i));
+  std::vector<Dim> dims(shape.begin(), shape.end());
+  Value *index = op(OpKind::Constant, {},
+                    {{"dtype", DType::I64}, {"shape", dims}, {"value", values}}, indexName);
+  return op(OpKind::Gather, {x, index}, {{"axis", int64_t(axis)}}, resultName);
+}
+
 Value *ValueBuilder::unitAfter(Value *x, unsigned axis, llvm::StringRef suffix) {
   if (!x)
     return nullptr;

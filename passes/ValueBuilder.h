@@ -41,6 +41,11 @@ public:
   Value *scale(Value *x, double k);
   Value *where(Value *c, Value *x, Value *y) { return op(OpKind::Where, {c, x, y}); }
   Value *reshape(Value *x, llvm::ArrayRef<Dim> dims, llvm::StringRef suffix = "");
+  /// \p x gathered along \p axis at the i64 constant \p at of \p shape
+  /// (named `<base>.<indexName>` and `<base>.<resultName>`).
+  Value *gatherAt(Value *x, unsigned axis, const std::vector<int64_t> &at,
+                  llvm::ArrayRef<Dim> shape, llvm::StringRef indexName,
+                  llvm::StringRef resultName);
   /// \p x reshaped with a unit dim after \p axis ([.., S, 1, ..]).
   Value *unitAfter(Value *x, unsigned axis, llvm::StringRef suffix = "");
   /// \p x in \p dtype: x itself when it has it, else a `cast`.
