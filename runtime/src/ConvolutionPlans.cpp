@@ -7,7 +7,7 @@
 // cuDNN's heuristic (mode A; mode FALLBACK if A yields nothing usable)
 // then offers engine configurations, best first. In that order, each is
 // kept if its engine's numerical notes allow it (never nondeterministic,
-// never down-converted inputs, no tensor cores for an f32 convolution
+// unless CGC_CONVOLUTION_NONDETERMINISTIC=1; never down-converted inputs, no tensor cores for an f32 convolution
 // without allow_tf32, which would be TF32), its execution plan finalizes
 // (runtime-compiled engines compile here, with NVRTC) and the plan's
 // workspace fits the artifact's reserve, until CGC_CONVOLUTION_CANDIDATES
@@ -23,6 +23,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 
 using cgc::format::ConvolutionDesc;
@@ -141,13 +142,23 @@ heuristicConfigs(const Cudnn &dnn, cudnnBackendDescriptor_t graph,
   return configs;
 }
 
-/// Whether an engine with these numerical notes may run \p c: never
-/// nondeterministic or with down-converted inputs, and no tensor cores for
-/// f32 without allow_tf32 (they would compute in TF32).
+/// CGC_CONVOLUTION_NONDETERMINISTIC=1 in the environment: the user takes
+/// engines whose results may differ from run to run in their last bits
+/// (a backward data or filter that adds with atomics), as PyTorch does by
+/// default.
+bool nondeterminismAllowed() {
+  const char *value = std::getenv("CGC_CONVOLUTION_NONDETERMINISTIC");
+  return value && std::strcmp(value, "1") == 0;
+}
+
+/// Whether an engine with these numerical notes may run \p c: never with
+/// down-converted inputs, not nondeterministic (unless the user allows
+/// it), and no tensor cores for f32 without allow_tf32 (they would compute
+/// in TF32).
 bool notesAllow(const ConvolutionDesc &c,
                 const cudnnBackendNumericalNote_t *notes, int64_t count) {
   for (int64_t i = 0; i < count; ++i) {
-    if (notes[i] == CUDNN_NUMERICAL_NOTE_NONDETERMINISTIC ||
+    if ((notes[i] == CUDNN_NUMERICAL_NOTE_NONDETERMINISTIC && !nondeterminismAllowed()) ||
         notes[i] == CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS)
       return false;
     if (notes[i] == CUDNN_NUMERICAL_NOTE_TENSOR_CORE && c.dtype == "f32" &&
