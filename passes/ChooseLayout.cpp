@@ -2,9 +2,10 @@
 //
 // Algorithm, in two steps:
 //  1. Every conv of f16 or bf16 that cuDNN runs (target/Scheduler.h's
-//     convolutionRunsOnLibrary) and holds its channels first becomes,
-//     unless autodiff differentiates the graph (PassContext::differentiated:
-//     conv's derivative rule and its derivatives' ops are channels first),
+//     convolutionRunsOnLibrary) and holds its channels first becomes
+//     (not in a graph autodiff differentiates or one over a training
+//     step's state, PassContext::differentiated: conv's derivative rule
+//     and its derivatives' ops are channels first)
 //       transpose(conv{channels_last}(transpose(x, last), transpose(w, last)
 //                 [, b]), first)
 //     cuDNN's tensor-core engines read NHWC; given NCHW they transpose
