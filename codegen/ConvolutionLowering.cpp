@@ -165,9 +165,10 @@ void Lowerer::lowerLibraryConvolution(const Node &node, StepGraph &out) {
   step.label = "cudnn";
   step.node = &node;
   step.convolution = unsigned(program.convolutions.size());
-  for (const Value *read : {roles.x, roles.w, roles.y})
-    if (read != roles.written())
-      step.reads.push_back(rangeOf(storage(read)));
+  const Value *written = roles.written();
+  for (auto [value, stored] : {std::pair(roles.x, &lc.x), std::pair(roles.w, &lc.w),
+                               std::pair(roles.y, &lc.y)})
+    (value == written ? step.writes : step.reads).push_back(rangeOf(*stored));
   for (const ConvolutionEpilogue::Step &e : epilogue.steps) {
     lc.steps.emplace_back();
     if (!e.operand)
@@ -175,7 +176,6 @@ void Lowerer::lowerLibraryConvolution(const Node &node, StepGraph &out) {
     lc.steps.back() = storageOf(boundOperand(node, e.operand));
     step.reads.push_back(rangeOf(lc.steps.back()));
   }
-  step.writes = {rangeOf(storage(roles.written()))};
   if (lc.desc.workspaceBytes) {
     lc.workspace = bufferStorage(plan.scratch.lookup(&node));
     step.writes.push_back(rangeOf(lc.workspace));

@@ -47,6 +47,18 @@ inline unsigned spatialAxis(bool channelsLast, size_t a) {
 std::vector<int64_t> channelsFirstPerm(unsigned rank);
 std::vector<int64_t> channelsLastPerm(unsigned rank);
 
+/// Whether a conv_transpose of shape \p s is exactly the data gradient of
+/// the conv with its attributes: its output_padding is below its stride
+/// in every dim, so the conv of its result has its input's extents (any
+/// other window op: true). cuDNN's backward data and conv_transpose's
+/// derivative rule both need it.
+inline bool transposesConv(const ConvolutionShape &s) {
+  for (size_t a = 0; a < s.outputPadding.size(); ++a)
+    if (s.outputPadding[a] >= s.strides[a])
+      return false;
+  return true;
+}
+
 /// conv, conv_transpose and conv_weight_grad: the window ops that multiply
 /// by weights (the others pool or resize), which cuDNN may run.
 inline bool isWeightedConvolution(OpKind op) {

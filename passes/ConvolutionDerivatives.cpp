@@ -67,18 +67,26 @@ Value *convDataAdjoint(const Node &n, Value *g, ValueBuilder &gb, const Convolut
   return gb.op(OpKind::ConvTranspose, {g, n.operand(1)}, attrs, "dx");
 }
 
-bool convAdjoints(const Node &n, Value *g, ValueBuilder &gb, std::vector<Value *> &adj,
+void convAdjoints(const Node &n, Value *g, ValueBuilder &gb, std::vector<Value *> &adj,
                   const ConvolutionShape &s) {
   adj[0] = convDataAdjoint(n, g, gb, s);
   adj[1] = weightGradient(n.operand(0), g, gb, s);
-  return true;
 }
 
-bool transposedAdjoints(const Node &n, Value *g, ValueBuilder &gb, std::vector<Value *> &adj,
+void transposedAdjoints(const Node &n, Value *g, ValueBuilder &gb, std::vector<Value *> &adj,
                         const ConvolutionShape &s) {
   adj[0] = gb.op(OpKind::Conv, {g, n.operand(1)}, windowAttrs(s), "dx");
   adj[1] = weightGradient(g, n.operand(0), gb, s);
-  return true;
+}
+
+/// Why the rule refuses a window op of shape \p s; empty when it takes it.
+std::string refusalOf(const ConvolutionShape &s) {
+  if (s.channelsLast)
+    return "no derivative rule for a channels_last conv yet";
+  if (!transposesConv(s))
+    return "no derivative rule for a conv_transpose whose output_padding reaches its "
+           "stride yet";
+  return "";
 }
 
 } // namespace
@@ -86,26 +94,21 @@ bool transposedAdjoints(const Node &n, Value *g, ValueBuilder &gb, std::vector<V
 std::string cgc::convolutionDerivativeRefusal(const Node &n) {
   std::string why;
   auto s = convolutionShape(n, why);
-  if (!s)
-    return why;
-  if (s->channelsLast)
-    return "no derivative rule for a channels_last conv yet";
-  for (size_t a = 0; a < s->outputPadding.size(); ++a)
-    if (s->outputPadding[a] >= s->strides[a])
-      return "no derivative rule for a conv_transpose whose output_padding reaches its "
-             "stride yet";
-  return "";
+  return s ? refusalOf(*s) : why;
 }
 
 bool cgc::convolutionAdjoints(const Node &n, Value *g, ValueBuilder &gb,
                               std::vector<Value *> &adj, std::string &why) {
-  why = convolutionDerivativeRefusal(n);
-  if (!why.empty())
+  auto s = convolutionShape(n, why);
+  if (s)
+    why = refusalOf(*s);
+  if (!s || !why.empty())
     return false;
-  ConvolutionShape s = *convolutionShape(n, why);
-  bool ok = n.getOp() == OpKind::Conv ? convAdjoints(n, g, gb, adj, s)
-                                      : transposedAdjoints(n, g, gb, adj, s);
-  if (ok && n.numOperands() == 3)
-    adj[2] = biasGradient(g, gb, s);
-  return ok;
+  if (n.getOp() == OpKind::Conv)
+    convAdjoints(n, g, gb, adj, *s);
+  else
+    transposedAdjoints(n, g, gb, adj, *s);
+  if (n.numOperands() == 3)
+    adj[2] = biasGradient(g, gb, *s);
+  return true;
 }

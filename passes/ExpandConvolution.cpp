@@ -30,9 +30,9 @@
 // A conv, conv_transpose or conv_weight_grad that cuDNN runs
 // (target/Scheduler.h's convolutionRunsOnLibrary) stays whole, unless
 // autodiff follows (PassContext::differentiated) and conv's derivative
-// rule refuses it (a channels_last conv); its bias,
-// if any, moves out to an add of the bias as [O, 1..1] (channels_last:
-// [O]), which the fusion passes join with what follows. A channels_last
+// rule refuses it (a channels_last conv); its bias, if any, moves out to
+// an add of the bias as [O, 1..1] (channels_last: [O]), which the fusion
+// passes join with what follows. A channels_last
 // pool takes its windows along its own spatial axes; a channels_last conv
 // is written out channels first between transposes. Any other
 // conv_transpose becomes, first, a conv of its input spread by the
@@ -41,12 +41,13 @@
 // is then cuDNN's or written out like any conv. A conv_weight_grad is the
 // product of g and x's windows per group (expandConvWeightGrad), the
 // weight gradient that autodiff of the written-out conv would give. An
-// interpolate is gathers at constant indices (ExpandInterpolate.cpp), but for
-// a nearest one that repeats each element a whole number of times along a
-// dim: a reshape, a broadcast and a reshape there.
+// interpolate is gathers at constant indices (ExpandInterpolate.cpp), but
+// for a nearest one that repeats each element a whole number of times
+// along a dim: a reshape, a broadcast and a reshape there.
 // Requires: a verified graph. Guarantees: no pool or interpolate remains,
 // and no conv, conv_transpose or conv_weight_grad but the bias-free ones
-// cuDNN runs; each result equals the interpreter's but for the order of the f32 sums.
+// cuDNN runs; each result equals the interpreter's but for the order of
+// the f32 sums.
 //
 //===----------------------------------------------------------------------===//
 #include "ir/ConvolutionShape.h"

@@ -29,10 +29,9 @@ std::string cgc::libraryConvolutionRefusal(const Node &node) {
     return why;
   if (shape->in.size() > 3)
     return "cuDNN runs convolutions of 1 to 3 spatial dims";
-  for (size_t a = 0; a < shape->outputPadding.size(); ++a)
-    if (shape->outputPadding[a] >= shape->strides[a])
-      return "cuDNN's backward data runs a conv_transpose whose output_padding is below "
-             "its stride (the forward from its result must give its input's extents)";
+  if (!transposesConv(*shape))
+    return "cuDNN's backward data runs a conv_transpose whose output_padding is below "
+           "its stride (the forward from its result must give its input's extents)";
   for (const Value *v : {conv.operand(0), conv.operand(1), conv.result()})
     if (v->getType().numElements() == 0)
       return "cuDNN runs convolutions of non-empty tensors";

@@ -5,9 +5,10 @@
 // its operands are static and f32, f16 or bf16 and it has at most three
 // spatial dims; so do a `conv_transpose` (cuDNN's backward-data operation)
 // and a `conv_weight_grad` (backward filter), channels first, the
-// derivatives autodiff gives a conv. expand-convolution writes every other
-// one out as window gathers and products. Pools are always written out: their reductions
-// are cgc's own kernels. The workspace the engine may use is reserved in
+// derivatives autodiff gives a conv (a conv_transpose only where its
+// output_padding is below its stride). expand-convolution writes every
+// other one out as window gathers and products. Pools are always written
+// out: their reductions are cgc's own kernels. The workspace the engine may use is reserved in
 // the arena at compile time: a flat kConvolutionWorkspaceBytes, the
 // budget PyTorch gives cuDNN's searches (its engines are then filtered
 // by it at load). An epilogue (a per-channel scale and bias, a residual,

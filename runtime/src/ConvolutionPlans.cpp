@@ -7,8 +7,9 @@
 // cuDNN's heuristic (mode A; mode FALLBACK if A yields nothing usable)
 // then offers engine configurations, best first. In that order, each is
 // kept if its engine's numerical notes allow it (never nondeterministic,
-// unless CGC_CONVOLUTION_NONDETERMINISTIC=1; never down-converted inputs, no tensor cores for an f32 convolution
-// without allow_tf32, which would be TF32), its execution plan finalizes
+// unless CGC_CONVOLUTION_NONDETERMINISTIC=1; never down-converted inputs;
+// no tensor cores for an f32 convolution without allow_tf32, which would
+// be TF32), its execution plan finalizes
 // (runtime-compiled engines compile here, with NVRTC) and the plan's
 // workspace fits the artifact's reserve, until CGC_CONVOLUTION_CANDIDATES
 // (default 4; 1 when timing is off) are kept. ConvolutionTuning.cpp times
@@ -359,7 +360,8 @@ std::string convolutionLabel(const cgc_engine_s &e, size_t index) {
                 (step.operand == ConvolutionStep::Operand::Full ? "(full)" : "");
   int64_t groups = c.xDims[1] / c.wDims[1];
   return "convolution " + std::to_string(index) + " (node '" + c.source.node +
-         "', " + format::convolutionOperationName(c.operation) + " " + c.dtype + (c.allowTf32 ? "+tf32" : "") + " x " +
+         "', " + format::convolutionOperationName(c.operation) + " " + c.dtype +
+         (c.allowTf32 ? "+tf32" : "") + " x " +
          joined(c.xDims) + " w " + joined(c.wDims) + " y " + joined(c.yDims) +
          (channelsLast(c.xStrides) ? " nhwc" : " nchw") + " pad " +
          joined(c.prePadding) + "/" + joined(c.postPadding) + " stride " +
