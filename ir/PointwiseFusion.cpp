@@ -125,13 +125,14 @@ uint64_t EvaluationCounts::propagate(const Node &node) {
   if (asked.empty())
     return 0;
   if (node.getOp() == OpKind::Fusion) {
+    // Copies: add() may grow `contexts`, which moves the sets it holds.
     const Graph &body = node.region(0);
     for (unsigned r = 0; r < node.numResults(); ++r)
-      for (unsigned c : contexts[node.result(r)])
+      for (unsigned c : std::set<unsigned>(contexts[node.result(r)]))
         add(body.outputs[r].value, c);
     total += propagateBody(body);
     for (unsigned k = 0; k < node.numOperands(); ++k)
-      for (unsigned c : contexts[body.inputs()[k].value])
+      for (unsigned c : std::set<unsigned>(contexts[body.inputs()[k].value]))
         add(node.operand(k), c);
     return total;
   }

@@ -20,10 +20,12 @@
 // spatial axis) a `max` or `sum` over its spatial axes; a window of at
 // most kMaxSlicedWindow positions the `maximum` or `add` of one strided
 // slice of the padded input (-inf or 0, a ceil_mode overhang too) per
-// position, which fuse-views reads in one kernel (not a max pool that
-// autodiff will differentiate: `maximum` splits a tie's gradient unevenly
-// along the fold); any other the same windows as a conv reduced with
-// `max` or `sum` over the K axes. An average divides by the count of each
+// position, which fuse-views reads in one kernel (a max pool that autodiff
+// will differentiate folds with `where(next > max or next is NaN, ...)`
+// instead: `where`'s rule gives a window's gradient whole to its first
+// maximum, PyTorch's, where `maximum` halves it at each tie); any other
+// the same windows as a conv reduced with `max` or `sum` over the K axes
+// (whose rule splits a tie's gradient evenly). An average divides by the count of each
 // window's positions inside the input (or the padded input), a scalar when
 // every window has the same. The driver runs it first, with
 // expand-attention (driver/Compiler.cpp); it leads the default pipeline.
@@ -336,10 +338,11 @@ std::vector<Number> divisors(const Node &n, const ConvolutionShape &s, bool &uni
 }
 
 /// The most window positions a pool takes as strided slices (poolBySlices):
-/// 3x3 and 2x2x2 windows. fuse-views' search for what one consumer takes
-/// grows too fast with more slices of the padding's concats (a padded 4x4
-/// window, 16 slices, kept it busy for minutes: the pipeline fuzzer's
-/// finding); a larger window gathers.
+/// 3x3 and 2x2x2 windows; a larger window gathers. (A padded 4x4 window
+/// once kept fuse-views busy for minutes, the pipeline fuzzer's finding;
+/// the cause was an iterator that ir/PointwiseFusion.cpp's evaluation
+/// count invalidated, fixed since: 16 slices fuse in milliseconds now, but
+/// slices against gathers for larger windows are not measured yet.)
 constexpr int64_t kMaxSlicedWindow = 9;
 
 /// \p padded (\p x with its padding and overhang) at window position
@@ -361,19 +364,35 @@ Value *windowSlice(ValueBuilder &vb, Value *padded, const ConvolutionShape &s,
                {{"starts", starts}, {"ends", ends}, {"axes", axes}, {"steps", steps}}, "window");
 }
 
+/// \p y, or \p next where it is greater or NaN: the maximum so far, whose
+/// gradient (`where`'s) goes whole to the first maximum of the fold (the
+/// last NaN), as PyTorch's max pool gives it; `maximum` would halve it at
+/// each tie.
+Value *firstMaximum(ValueBuilder &vb, Value *y, Value *next) {
+  Value *nan = vb.op(OpKind::Ne, {next, next}, {}, "nan");
+  Value *greater = vb.op(OpKind::Gt, {next, y}, {}, "greater");
+  Value *takes = vb.op(OpKind::LogicalOr, {greater, nan}, {}, "takes");
+  return vb.op(OpKind::Where, {takes, next, y}, {}, "max");
+}
+
 /// The pool as the elementwise maximum (or sum) of its window positions'
 /// strided slices of the padded input, folded in row-major window order:
 /// fuse-views makes one kernel of it that reads each output's window where
 /// it lies (window gathers and a reduction would write the windows out).
-Value *poolBySlices(ValueBuilder &vb, Value *input, const ConvolutionShape &s, bool max) {
+/// \p differentiated: a max folds with firstMaximum.
+Value *poolBySlices(ValueBuilder &vb, Value *input, const ConvolutionShape &s, bool max,
+                    bool differentiated) {
   Value *padded = input;
   for (size_t a = 0; a < s.in.size(); ++a)
     padded = padAxis(vb, padded, spatialAxis(s.channelsLast, a), s.before[a],
                      s.after[a] + s.overhang[a], max ? -INFINITY : 0.0);
   Value *y = windowSlice(vb, padded, s, 0);
-  for (int64_t p = 1; p < product(s.kernel); ++p)
-    y = vb.op(max ? OpKind::Maximum : OpKind::Add, {y, windowSlice(vb, padded, s, p)}, {},
-              max ? "max" : "sum");
+  for (int64_t p = 1; p < product(s.kernel); ++p) {
+    Value *next = windowSlice(vb, padded, s, p);
+    y = !max            ? vb.op(OpKind::Add, {y, next}, {}, "sum")
+        : differentiated ? firstMaximum(vb, y, next)
+                         : vb.op(OpKind::Maximum, {y, next}, {}, "max");
+  }
   return y;
 }
 
@@ -418,9 +437,9 @@ Value *expandPool(ValueBuilder &vb, const Node &n, Value *input, const Convoluti
   bool widen = !max && dtype != DType::F32;
   if (widen)
     input = vb.cast(input, DType::F32, "f32");
-  bool sliced = product(s.kernel) <= kMaxSlicedWindow && !(max && differentiated);
+  bool sliced = product(s.kernel) <= kMaxSlicedWindow;
   Value *y = isGlobalPool(s) ? globalPool(vb, input, s, max)
-             : sliced        ? poolBySlices(vb, input, s, max)
+             : sliced        ? poolBySlices(vb, input, s, max, differentiated)
                              : poolByGathers(vb, input, s, max);
   if (max || !y)
     return y;
