@@ -20,7 +20,7 @@ bool cgc::runDefaultPipeline(Graph &graph, const CompileOptions &options,
   using MicroStep = PassContext::MicroStep;
   bool updates = options.train && options.microStep != MicroStep::Accumulate;
   bool ok = (!(options.gradients || options.train) ||
-             pm.addPipeline("expand-batch-norm,autodiff", ctx.diag)) &&
+             pm.addPipeline("autodiff", ctx.diag)) &&
             (options.microStep == MicroStep::Whole ||
              pm.addPipeline("accumulate-gradients", ctx.diag)) &&
             (!(updates && options.dataParallel) ||
@@ -230,7 +230,7 @@ static bool lowerMicroStep(std::unique_ptr<Graph> micro, const Graph &train,
   ctx.report = options.report;
   ctx.microStep = accumulate.microStep;
   ctx.lossScaling = options.autocast == DType::F16;
-  if (!pm.addPipeline("expand-batch-norm,autodiff,accumulate-gradients", diag) ||
+  if (!pm.addPipeline("autodiff,accumulate-gradients", diag) ||
       !pm.run(*unit.ir, ctx, llvm::nulls()) ||
       !matchTrainingSignature(*unit.ir, train, diag, /*keepUpdates=*/true))
     return false;
@@ -313,8 +313,9 @@ static bool hasSymbolicDims(const Graph &model) {
 /// autodiff, eval-mode and pad-dynamic-shapes see only the ops they know;
 /// autocast first, so that the layout and attention choices see its
 /// 16-bit products.
-/// A training model keeps batch_norm for eval-mode (lowerTraining), and
-/// runDefaultPipeline writes it out before autodiff.
+/// A model autodiff will differentiate keeps batch_norm for eval-mode
+/// (lowerTraining) and for autodiff (its own rule); the default pipeline
+/// writes it out after.
 static bool prepareModel(Graph &model, const CompileOptions &options,
                          DiagnosticEngine &diag) {
   PassManager pm;
@@ -322,7 +323,7 @@ static bool prepareModel(Graph &model, const CompileOptions &options,
   ctx.target = targetOf(options);
   ctx.autocast = options.autocast;
   ctx.differentiated = options.train || options.gradients;
-  std::string first = options.train ? "autocast," : "autocast,expand-batch-norm,";
+  std::string first = ctx.differentiated ? "autocast," : "autocast,expand-batch-norm,";
   return pm.addPipeline(first + "expand-attention,layout,expand-convolution", diag) &&
          pm.run(model, ctx, llvm::nulls());
 }

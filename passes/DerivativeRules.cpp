@@ -497,6 +497,7 @@ bool cgc::operandAdjoints(const Node &n, Value *g, ValueBuilder &gb,
   case OpKind::Gather: case OpKind::Embedding: return gatherAdjoints(n, g, gb, adjoints, why);
   case OpKind::Conv: case OpKind::ConvTranspose:
     return convolutionAdjoints(n, g, gb, adjoints, why);
+  case OpKind::BatchNorm: return batchNormAdjoints(n, g, gb, adjoints, why);
   case OpKind::CumSum: return r.cumsum(why);
   case OpKind::Prod: return r.prod();
   case OpKind::Fmod: { // a - trunc(a / b) b: da = g, db = -g trunc(a / b).
@@ -517,7 +518,6 @@ bool cgc::operandAdjoints(const Node &n, Value *g, ValueBuilder &gb,
   case OpKind::MaxPool: case OpKind::AvgPool: case OpKind::Interpolate:
     // expand-convolution writes them out first.
   case OpKind::ConvWeightGrad: // Made by conv's rule; no second derivatives.
-  case OpKind::BatchNorm: // expand-batch-norm writes it out first.
   case OpKind::AllReduce: // data-parallel adds it after autodiff.
     why = "no derivative rule for " + mnemonic(n.getOp()).str() + " yet";
     return false;

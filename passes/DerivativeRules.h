@@ -39,6 +39,11 @@ bool convolutionAdjoints(const Node &n, Value *g, ValueBuilder &gb,
 /// expand-convolution writes out the ones it refuses before autodiff.
 std::string convolutionDerivativeRefusal(const Node &n);
 
+/// batch_norm's rule (BatchNormDerivatives.cpp): PyTorch's backward, two
+/// per-channel sums (g's and g xhat's) and elementwise ops; static shapes.
+bool batchNormAdjoints(const Node &n, Value *g, ValueBuilder &gb,
+                       std::vector<Value *> &adjoints, std::string &why);
+
 /// gather's and embedding's rule (IndexDerivatives.cpp): the data's
 /// adjoint an index_add of g's slices into zeros at the indices.
 bool gatherAdjoints(const Node &n, Value *g, ValueBuilder &gb,

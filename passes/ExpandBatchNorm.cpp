@@ -9,16 +9,17 @@
 //   y     = (x - mean) * scale + b
 // each per-channel operand reshaped to [C, 1..1] to broadcast against x:
 // the chain the fusion passes fold into a convolution's epilogue
-// (fuse-convolution-epilogue) or into one elementwise kernel, and whose
-// derivatives autodiff's elementwise and reduction rules give. It runs
+// (fuse-convolution-epilogue) or into one elementwise kernel. It runs
 // first in the inference pipeline (driver/Compiler.cpp's prepareModel)
-// and, with `cgc --train`, after the eval graph is split off (eval-mode
-// clears `training` there) and before autodiff.
+// and, with `cgc --train` or `--gradients`, after autodiff (which has
+// batch_norm's own rule) and, for the eval graph, after eval-mode has
+// cleared `training`.
 // Requires: a verified graph with static shapes. Guarantees: no
 // batch_norm remains; each result equals the interpreter's but for the
 // rounding of intermediate values to x's dtype and the order of the sums.
 //
 //===----------------------------------------------------------------------===//
+#include "passes/BatchNorm.h"
 #include "passes/Pass.h"
 #include "passes/ValueBuilder.h"
 
@@ -26,12 +27,7 @@
 
 using namespace cgc;
 
-namespace {
-
-/// The per-channel mean and biased variance of \p x over every axis but 1,
-/// kept as [1, C, 1..1], computed in f32 and returned in x's dtype.
-std::pair<Value *, Value *> batchStatistics(ValueBuilder &vb, Value *x) {
-  DType dtype = x->getType().dtype;
+std::pair<Value *, Value *> cgc::batchStatistics(ValueBuilder &vb, Value *x) {
   std::vector<int64_t> axes;
   for (unsigned a = 0; a < x->getType().rank(); ++a)
     if (a != 1)
@@ -41,8 +37,10 @@ std::pair<Value *, Value *> batchStatistics(ValueBuilder &vb, Value *x) {
   Value *mean = vb.op(OpKind::Mean, {wide}, reduce, "mean");
   Value *centered = vb.sub(wide, mean);
   Value *var = vb.op(OpKind::Mean, {vb.mul(centered, centered)}, reduce, "var");
-  return {vb.cast(mean, dtype), vb.cast(var, dtype)};
+  return {mean, var};
 }
+
+namespace {
 
 Value *expand(ValueBuilder &vb, const Node &n) {
   Value *x = n.operand(0);
@@ -53,6 +51,8 @@ Value *expand(ValueBuilder &vb, const Node &n) {
   Value *mean, *var;
   if (n.boolAttr("training", false)) {
     std::tie(mean, var) = batchStatistics(vb, x);
+    mean = vb.cast(mean, type.dtype);
+    var = vb.cast(var, type.dtype);
   } else {
     mean = perChannel(n.operand(3));
     var = perChannel(n.operand(4));

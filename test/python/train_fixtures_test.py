@@ -29,8 +29,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ATOL, RTOL = 2e-5, 1e-4
 # What `cgc --train` runs before the update exists (driver/Compiler.cpp):
 # the convolutions cuDNN would run stay whole, differentiated by conv's
-# rule (a conv_transpose and a conv_weight_grad).
-PASSES = "expand-attention,expand-convolution,expand-batch-norm,autodiff,apply-optimizer"
+# rule (a conv_transpose and a conv_weight_grad), and so does batch_norm
+# (its rule), written out after autodiff.
+PASSES = "expand-attention,expand-convolution,autodiff,expand-batch-norm,apply-optimizer"
 
 
 def train(cgc_opt, ir_path, ir, steps, folder):
