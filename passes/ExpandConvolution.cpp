@@ -257,20 +257,22 @@ Value *spreadAxis(ValueBuilder &vb, Value *x, unsigned axis, int64_t stride) {
                   "slice");
 }
 
-/// conv_transpose as a conv: x spread by the strides and padded by
-/// dilation (kernel - 1) - pads (and output_padding after; a negative
-/// padding cut off), convolved at stride 1 with the weights [C, O / G,
-/// K..] regrouped to [O, C / G, K..] and flipped along every spatial dim;
-/// the bias added after. The conv is cuDNN's or written out in turn.
+/// conv_transpose as a conv: x spread by the strides, convolved at stride
+/// 1 with padding dilation (kernel - 1) - pads (and output_padding after;
+/// a negative padding cut off x instead) by the weights [C, O / G, K..]
+/// regrouped to [O, C / G, K..] and flipped along every spatial dim; the
+/// bias added after. The conv is cuDNN's or written out in turn.
 Value *expandConvTranspose(ValueBuilder &vb, const Node &n, const ConvolutionShape &s) {
   Value *x = n.operand(0);
   size_t d = s.in.size();
+  std::vector<int64_t> pads(2 * d);
   for (size_t a = 0; a < d && x; ++a) {
     unsigned axis = unsigned(2 + a);
     x = spreadAxis(vb, x, axis, s.strides[a]);
     int64_t span = s.dilations[a] * (s.kernel[a] - 1);
     int64_t low = span - s.before[a], high = span - s.after[a] + s.outputPadding[a];
-    x = padAxis(vb, x, axis, std::max<int64_t>(low, 0), std::max<int64_t>(high, 0), 0.0);
+    pads[a] = std::max<int64_t>(low, 0);
+    pads[d + a] = std::max<int64_t>(high, 0);
     if (x && (low < 0 || high < 0)) {
       int64_t extent = x->getType().dims[axis].extent();
       x = vb.slice(x, axis, std::max<int64_t>(-low, 0),
@@ -286,22 +288,24 @@ Value *expandConvTranspose(ValueBuilder &vb, const Node &n, const ConvolutionSha
     perm.push_back(int64_t(3 + a));
   Value *w = vb.op(OpKind::Transpose, {vb.reshape(n.operand(1), grouped, "weights")},
                    {{"perm", perm}}, "weights");
+  // Flipped along every spatial dim at once: the window's positions
+  // merged into one axis, reversed (one gather), split again.
+  int64_t window = product(s.kernel);
+  w = vb.reshape(w, {Dim::fixed(s.outChannels), Dim::fixed(in), Dim::fixed(window)},
+                 "weights");
+  if (window > 1) {
+    std::vector<int64_t> reversed;
+    for (int64_t k = window; k-- > 0;)
+      reversed.push_back(k);
+    w = vb.gatherAt(w, 2, reversed, {Dim::fixed(window)}, "flip", "flipped");
+  }
   regrouped = {Dim::fixed(s.outChannels), Dim::fixed(in)};
   for (int64_t k : s.kernel)
     regrouped.push_back(Dim::fixed(k));
   w = vb.reshape(w, regrouped, "weights");
-  for (size_t a = 0; a < d && w; ++a) {
-    if (s.kernel[a] == 1)
-      continue;
-    std::vector<int64_t> reversed;
-    for (int64_t k = s.kernel[a]; k-- > 0;)
-      reversed.push_back(k);
-    w = vb.gatherAt(w, unsigned(2 + a), reversed, {Dim::fixed(s.kernel[a])}, "flip",
-                 "flipped");
-  }
   Value *y = vb.op(OpKind::Conv, {x, w},
                    {{"strides", std::vector<int64_t>(d, 1)},
-                    {"pads", std::vector<int64_t>(2 * d, 0)},
+                    {"pads", pads},
                     {"dilations", s.dilations},
                     {"groups", g}},
                    "conv");
