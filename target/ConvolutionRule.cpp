@@ -32,10 +32,6 @@ std::string cgc::libraryConvolutionRefusal(const Node &node) {
   if (!transposesConv(*shape))
     return "cuDNN's backward data runs a conv_transpose whose output_padding is below "
            "its stride (the forward from its result must give its input's extents)";
-  if (conv.getOp() == OpKind::ConvTranspose && !shape->channelsLast &&
-      llvm::all_of(shape->strides, [](int64_t s) { return s == 1; }))
-    return "a conv_transpose of stride 1 runs as cuDNN's forward conv of its flipped "
-           "weights (expand-convolution), faster than cuDNN's deterministic backward data";
   for (const Value *v : {conv.operand(0), conv.operand(1), conv.result()})
     if (v->getType().numElements() == 0)
       return "cuDNN runs convolutions of non-empty tensors";

@@ -6,12 +6,7 @@
 // spatial dims; so do a `conv_transpose` (cuDNN's backward-data operation)
 // and a `conv_weight_grad` (backward filter), channels first, the
 // derivatives autodiff gives a conv (a conv_transpose only where its
-// output_padding is below its stride, and not one of stride 1, channels
-// first: expand-convolution makes that a conv of its weights regrouped
-// and flipped, which cuDNN runs forward: on an H100, cuDNN's f32 forward
-// engines ran ResNet-18's stride-1 3x3 convs at 36 µs a call where the
-// deterministic backward-data engines the runtime keeps took 65 µs for
-// their data gradients, docs/perf.md). expand-convolution writes every
+// output_padding is below its stride). expand-convolution writes every
 // other one out as window gathers and products. Pools are always written
 // out: their reductions are cgc's own kernels. The workspace the engine may use is reserved in
 // the arena at compile time: a flat kConvolutionWorkspaceBytes, the
