@@ -13,10 +13,9 @@
 //   drm = -db w invstd, drv = -dw w invstd^2 / 2.
 // Written out by the elementwise ops the fusion passes know, in f32 for
 // f16 and bf16 (rounded once to each operand's dtype), reading x - mean
-// (the forward's value after cse) rather than xhat. Each sum is a mean
-// times M, the mean over the spatial axes first, then over the batch (a
-// row kernel that takes the product g (x - mean) as its prologue, then a
-// column; the kernels divide, no kernel of its own), where autodiff of
+// (the forward's value after cse) rather than xhat. Each sum is over
+// the spatial axes first, then over the batch (a row kernel that takes
+// the product g xhat as its prologue, then a column), where autodiff of
 // the expanded op made six reductions and as many elementwise kernels
 // per batch norm. Static shapes only (M is a constant).
 //
@@ -28,17 +27,12 @@ using namespace cgc;
 
 namespace {
 
-/// The mean of \p v [N, C, S..] over S.. and then N, kept as [1, C, 1..1]:
-/// a mean rather than a sum, so that the kernels divide by the count and
-/// no kernel of its own does.
-Value *channelMean(ValueBuilder &gb, Value *v) {
+/// \p v [N, C, S..] summed over S.. and then N, kept as [1, C, 1..1].
+Value *channelSum(ValueBuilder &gb, Value *v) {
   std::vector<int64_t> spatial;
   for (unsigned a = 2; a < v->getType().rank(); ++a)
     spatial.push_back(a);
-  auto mean = [&](Value *x, std::vector<int64_t> axes) {
-    return gb.op(OpKind::Mean, {x}, {{"axes", axes}, {"keepdim", true}});
-  };
-  return mean(spatial.empty() ? v : mean(v, spatial), {0});
+  return gb.sum(gb.sum(v, spatial, /*keepdim=*/true), {0}, /*keepdim=*/true);
 }
 
 /// Elements per channel: every dim of \p x but 1.
@@ -80,15 +74,13 @@ bool cgc::batchNormAdjoints(const Node &n, Value *g, ValueBuilder &gb,
   // xhat is centered invstd; the kernels read centered (the forward's own
   // value) and scale per channel rather than write xhat out.
   Value *centered = gb.sub(x, mean);
-  Value *meanDy = channelMean(gb, dy);
-  Value *slope = gb.mul(channelMean(gb, gb.mul(dy, centered)), invstd); // dw / M
-  Value *m = gb.fill(double(perChannel(type)), DType::F32, "count");
-  Value *db = gb.mul(meanDy, m), *dw = gb.mul(slope, m);
+  Value *db = channelSum(gb, dy);
+  Value *dw = gb.mul(channelSum(gb, gb.mul(dy, centered)), invstd);
   Value *scale = gb.mul(asColumn(1), invstd);
   if (training) {
-    Value *scaled = gb.sub(dy, meanDy);
-    adjointOf(0, gb.sub(gb.mul(scale, scaled),
-                        gb.mul(centered, gb.mul(slope, gb.mul(scale, invstd)))));
+    Value *m = gb.fill(double(perChannel(type)), DType::F32, "count");
+    Value *slope = gb.div(gb.mul(dw, gb.mul(scale, invstd)), m);
+    adjointOf(0, gb.sub(gb.mul(scale, gb.sub(dy, gb.div(db, m))), gb.mul(centered, slope)));
   } else {
     adjointOf(0, gb.mul(dy, scale));
     adjointOf(3, gb.neg(gb.mul(db, scale)));
