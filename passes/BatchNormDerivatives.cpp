@@ -13,11 +13,12 @@
 //   drm = -db w invstd, drv = -dw w invstd^2 / 2.
 // Written out by the elementwise ops the fusion passes know, in f32 for
 // f16 and bf16 (rounded once to each operand's dtype), reading x - mean
-// (the forward's value after cse) rather than xhat. Each sum is over
+// (for f32 x the forward's value after cse; for f16 and bf16 the f32
+// one the statistics compute) rather than xhat. Each sum is over
 // the spatial axes first, then over the batch (a row kernel that takes
 // the product g xhat as its prologue, then a column), where autodiff of
 // the expanded op made six reductions and as many elementwise kernels
-// per batch norm. Static shapes only (M is a constant).
+// per batch norm. In training static shapes only (M is a constant).
 //
 //===----------------------------------------------------------------------===//
 #include "passes/BatchNorm.h"
@@ -49,8 +50,9 @@ int64_t perChannel(const TensorType &x) {
 bool cgc::batchNormAdjoints(const Node &n, Value *g, ValueBuilder &gb,
                             std::vector<Value *> &adjoints, std::string &why) {
   const TensorType &type = n.operand(0)->getType();
-  if (!type.isStatic()) {
-    why = "no derivative rule for a batch_norm over symbolic dims yet";
+  bool training = n.boolAttr("training", false);
+  if (training && !type.isStatic()) {
+    why = "no derivative rule for a batch_norm in training over symbolic dims yet";
     return false;
   }
   std::vector<Dim> column(type.rank(), Dim::fixed(1));
@@ -62,7 +64,6 @@ bool cgc::batchNormAdjoints(const Node &n, Value *g, ValueBuilder &gb,
     const TensorType &t = n.operand(i)->getType();
     adjoints[i] = gb.cast(gb.reshape(v, t.dims), t.dtype);
   };
-  bool training = n.boolAttr("training", false);
   Value *x = wide(n.operand(0)), *dy = wide(g);
   Value *mean, *var;
   if (training)

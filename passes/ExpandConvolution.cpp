@@ -23,9 +23,12 @@
 // position, which fuse-views reads in one kernel (a max pool that autodiff
 // will differentiate folds with `where(next > max or next is NaN, ...)`
 // instead: `where`'s rule gives a window's gradient whole to its first
-// maximum, PyTorch's, where `maximum` halves it at each tie); any other
-// the same windows as a conv reduced with `max` or `sum` over the K axes
-// (whose rule splits a tie's gradient evenly). An average divides by the count of each
+// maximum, PyTorch's, where `maximum` halves it at each tie; a global
+// max pool of so few positions folds so too); any other the same windows
+// as a conv reduced with `max` or `sum` over the K axes (whose rule, as
+// the global reduction's, splits a tie's gradient evenly). A window of
+// -inf only gives its gradient to its first position, padding or not
+// (PyTorch: to its first position inside the input). An average divides by the count of each
 // window's positions inside the input (or the padded input), a scalar when
 // every window has the same. The driver runs it first, with
 // expand-attention (driver/Compiler.cpp); it leads the default pipeline.
@@ -442,9 +445,12 @@ Value *expandPool(ValueBuilder &vb, const Node &n, Value *input, const Convoluti
   if (widen)
     input = vb.cast(input, DType::F32, "f32");
   bool sliced = product(s.kernel) <= kMaxSlicedWindow;
-  Value *y = isGlobalPool(s) ? globalPool(vb, input, s, max)
-             : sliced        ? poolBySlices(vb, input, s, max, differentiated)
-                             : poolByGathers(vb, input, s, max);
+  // A differentiated global max of few positions folds too: the
+  // reduction's rule would split a tie evenly.
+  bool global = isGlobalPool(s) && !(max && differentiated && sliced);
+  Value *y = global   ? globalPool(vb, input, s, max)
+             : sliced ? poolBySlices(vb, input, s, max, differentiated)
+                      : poolByGathers(vb, input, s, max);
   if (max || !y)
     return y;
   bool uniform = false;
