@@ -14,11 +14,11 @@
 // Written out by the elementwise ops the fusion passes know, in f32 for
 // f16 and bf16 (rounded once to each operand's dtype), reading x - mean
 // (for f32 x the forward's value after cse; for f16 and bf16 the f32
-// one the statistics compute) rather than xhat. Each sum is over
-// the spatial axes first, then over the batch (a row kernel that takes
-// the product g xhat as its prologue, then a column), where autodiff of
-// the expanded op made six reductions and as many elementwise kernels
-// per batch norm. In training static shapes only (M is a constant).
+// one the statistics compute) rather than xhat. Each sum is over the
+// spatial axes first, then over the batch (a row kernel that takes the
+// product g (x - mean) as its prologue, then a column), where autodiff of
+// the expanded op made six reductions and as many elementwise kernels per
+// batch norm. In training static shapes only (M is a constant).
 //
 //===----------------------------------------------------------------------===//
 #include "passes/BatchNorm.h"
@@ -72,8 +72,8 @@ bool cgc::batchNormAdjoints(const Node &n, Value *g, ValueBuilder &gb,
     mean = asColumn(3), var = asColumn(4);
   Value *invstd = gb.op(OpKind::Rsqrt, {gb.add(var, gb.fill(n.floatAttr("eps", 1e-5),
                                                             DType::F32, "eps"))});
-  // xhat is centered invstd; the kernels read centered (the forward's own
-  // value) and scale per channel rather than write xhat out.
+  // xhat is centered invstd; the kernels read centered (f32 x: the
+  // forward's own value) and scale per channel rather than write xhat out.
   Value *centered = gb.sub(x, mean);
   Value *db = channelSum(gb, dy);
   Value *dw = gb.mul(channelSum(gb, gb.mul(dy, centered)), invstd);
