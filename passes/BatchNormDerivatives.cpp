@@ -36,15 +36,6 @@ Value *channelSum(ValueBuilder &gb, Value *v) {
   return gb.sum(gb.sum(v, spatial, /*keepdim=*/true), {0}, /*keepdim=*/true);
 }
 
-/// Elements per channel: every dim of \p x but 1.
-int64_t perChannel(const TensorType &x) {
-  int64_t m = 1;
-  for (unsigned a = 0; a < x.rank(); ++a)
-    if (a != 1)
-      m *= x.dims[a].extent();
-  return m;
-}
-
 } // namespace
 
 bool cgc::batchNormAdjoints(const Node &n, Value *g, ValueBuilder &gb,
@@ -79,7 +70,8 @@ bool cgc::batchNormAdjoints(const Node &n, Value *g, ValueBuilder &gb,
   Value *dw = gb.mul(channelSum(gb, gb.mul(dy, centered)), invstd);
   Value *scale = gb.mul(asColumn(1), invstd);
   if (training) {
-    Value *m = gb.fill(double(perChannel(type)), DType::F32, "count");
+    int64_t perChannel = type.numElements() / type.dims[1].extent();
+    Value *m = gb.fill(double(perChannel), DType::F32, "count");
     Value *slope = gb.div(gb.mul(dw, gb.mul(scale, invstd)), m);
     adjointOf(0, gb.sub(gb.mul(scale, gb.sub(dy, gb.div(db, m))), gb.mul(centered, slope)));
   } else {

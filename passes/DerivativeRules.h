@@ -40,7 +40,8 @@ bool convolutionAdjoints(const Node &n, Value *g, ValueBuilder &gb,
 std::string convolutionDerivativeRefusal(const Node &n);
 
 /// batch_norm's rule (BatchNormDerivatives.cpp): PyTorch's backward, two
-/// per-channel sums (g's and g xhat's) and elementwise ops; static shapes.
+/// per-channel sums (g's and g xhat's) and elementwise ops; in training
+/// static shapes only.
 bool batchNormAdjoints(const Node &n, Value *g, ValueBuilder &gb,
                        std::vector<Value *> &adjoints, std::string &why);
 

@@ -28,9 +28,9 @@
 // as a conv reduced with `max` or `sum` over the K axes (whose rule, as
 // the global reduction's, splits a tie's gradient evenly). A window of
 // -inf only gives its gradient to its first position, padding or not
-// (PyTorch: to its first position inside the input). An average divides by the count of each
-// window's positions inside the input (or the padded input), a scalar when
-// every window has the same. The driver runs it first, with
+// (PyTorch: to its first position inside the input). An average divides
+// by the count of each window's positions inside the input (or the padded
+// input), a scalar when every window has the same. The driver runs it first, with
 // expand-attention (driver/Compiler.cpp); it leads the default pipeline.
 // A conv, conv_transpose or conv_weight_grad that cuDNN runs
 // (target/Scheduler.h's convolutionRunsOnLibrary) stays whole, unless
