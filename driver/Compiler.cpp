@@ -324,7 +324,7 @@ static bool prepareModel(Graph &model, const CompileOptions &options,
   ctx.autocast = options.autocast;
   ctx.differentiated = options.train || options.gradients;
   std::string first = ctx.differentiated ? "autocast," : "autocast,expand-batch-norm,";
-  return pm.addPipeline(first + "expand-attention,layout,expand-convolution", diag) &&
+  return pm.addPipeline(first + "expand-attention,layout,trim-conv-taps,expand-convolution", diag) &&
          pm.run(model, ctx, llvm::nulls());
 }
 

@@ -40,7 +40,7 @@ bool cgc::forEachGraphInnermostFirst(Graph &graph,
 }
 
 std::string cgc::defaultPipeline(bool fuse) {
-  std::string pipeline = "expand-batch-norm,expand-attention,layout,expand-convolution,expand-mse-loss,shape-infer,canonicalize,remove-sync-points,cse,dce";
+  std::string pipeline = "expand-batch-norm,expand-attention,layout,trim-conv-taps,expand-convolution,expand-mse-loss,shape-infer,canonicalize,remove-sync-points,cse,dce";
   if (fuse)
     pipeline += ",form-attention,form-rms-norm,merge-products,fuse-epilogue,fuse-convolution-epilogue,fuse-rows,fuse-elementwise,fuse-views,"
                 "hoist-invariants";
