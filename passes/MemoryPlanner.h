@@ -56,7 +56,9 @@ public:
   bool run();
 
 private:
-  bool isReadOnlyInput(const Value *v) const;
+  bool isGraphInput(const Value *v) const;
+  bool readsEndBy(const Value *read, const Node &def, const Value *v) const;
+  bool readsEndBefore(const Node *user, int position) const;
   void packState();
   void foldAttentionViews();
   unsigned newBuffer(Value *v, uint64_t bytes, Storage::Region region,
