@@ -16,9 +16,11 @@
 // sees the other groups uncontracted): a final pass over the contracted
 // graph (Kahn's algorithm) leaves out a group on a cycle until none is
 // left; it is linear per group dropped, and drops none in the usual case.
-// A group of rank-0 ops (a count cast to float, a scale; no dropout) whose
-// values only the joining node reads also joins a node of any shape: the kernel
-// recomputes it per element, which costs less than a kernel of its own.
+// A group of small ops that broadcast to the joining node's shape (rank 0:
+// a count cast to float, a scale; or at most kMaxRecomputedElements
+// elements: a batch norm's per-channel factors; no dropout) whose values
+// only the joining node reads also joins it: the kernel recomputes them per
+// element, which costs less than a kernel of its own.
 // Operands from outside the group may broadcast. Splat constants and
 // fills read by a member are cloned into the body as scalar sources, and
 // iotas as sources computed from the element's coordinates (a group of
@@ -57,6 +59,22 @@ namespace {
 
 /// Positions of the node order one fusion may span.
 constexpr unsigned kMaxFusedSpan = 1024;
+/// The most elements of a group that a larger node recomputes per element
+/// (joinsAsScalars): a per-channel value of 4096 channels.
+constexpr int64_t kMaxRecomputedElements = 4096;
+
+/// Whether \p small broadcasts to \p large (right-aligned, each dim equal
+/// or 1) and is not itself as large.
+bool broadcastsTo(const TensorType &small, const TensorType &large) {
+  if (small.rank() > large.rank() || small.dims == large.dims)
+    return false;
+  for (unsigned i = 0; i < small.rank(); ++i) {
+    const Dim &d = small.dims[small.rank() - 1 - i];
+    if (!(d.isStatic() && d.extent() == 1) && d != large.dims[large.rank() - 1 - i])
+      return false;
+  }
+  return true;
+}
 
 
 class FuseElementwisePass : public Pass {
@@ -89,16 +107,17 @@ private:
 };
 } // namespace
 
-/// Whether \p group is rank-0 ops that only \p user (or the group) reads,
-/// while \p user is not rank 0.
+/// Whether \p group is small ops that broadcast to \p user's larger shape
+/// (kMaxRecomputedElements) and that only \p user (or the group) reads.
 bool FuseElementwisePass::joinsAsScalars(const Graph &graph,
                                          const NodeSet &group,
                                          const Node &user) const {
-  if (user.result()->getType().rank() == 0)
-    return false;
+  const TensorType &large = user.result()->getType();
   return llvm::all_of(group, [&](Node *m) {
+    const TensorType &small = m->result()->getType();
     // A dropout draws per element of the fusion: never one of them.
-    return m->result()->getType().rank() == 0 && m->getOp() != OpKind::Dropout &&
+    return broadcastsTo(small, large) && small.isStatic() &&
+           small.numElements() <= kMaxRecomputedElements && m->getOp() != OpKind::Dropout &&
            !graph.isOutput(m->result()) &&
            llvm::all_of(m->result()->uses(), [&](const Use &u) {
              return u.user == &user || group.count(u.user);
