@@ -13,7 +13,8 @@
 //
 // A row_fusion (made by fuse-rows) runs its prologue where the kernel
 // loads a vector of the row and its epilogue where it stores one (RowIO,
-// through PointwiseEmitter's vectorBody).
+// through PointwiseEmitter's vectorBody); its sibling reductions fold the
+// same vectors into accumulators of their own.
 //
 // Column reductions (a columns record) run 32 x 8 threads per block over 32 *
 // vector adjacent columns, combine the 8 partial sums through shared
@@ -120,16 +121,22 @@ public:
     }
     RowFusionParts parts = rowFusionParts(node.region(0));
     root = parts.root;
+    siblings = parts.siblings;
     // Sources are literals, for either side.
     prologue.ops = parts.sources;
     prologue.ops.insert(prologue.ops.end(), parts.prologue.begin(), parts.prologue.end());
     epilogue.ops = parts.sources;
     epilogue.ops.insert(epilogue.ops.end(), parts.epilogue.begin(), parts.epilogue.end());
-    split(prologue, root->operand(0));
-    split(epilogue, root->result());
+    std::vector<const Value *> read{root->operand(0)};
+    for (const Node *s : siblings)
+      read.push_back(s->operand(0));
+    split(prologue, read);
+    split(epilogue, {root->result()});
   }
 
   const Node &row() const { return *root; }
+  /// The reductions that run beside the row op over the same rows.
+  const std::vector<const Node *> &siblingRows() const { return siblings; }
   bool fused() const { return root != &node; }
 
   /// The kernel parameter of \p v, an operand or result of the row op.
@@ -150,12 +157,28 @@ public:
   /// Statements that fill `TYPE into[V]` with vector u of row `row`.
   std::string load(const RowText &t, const std::string &into,
                    const std::string &type) {
-    const Value *x = root->operand(0);
-    if (prologue.ops.empty() && prologue.outputs.empty())
-      return t.load(param(x, false), into, type);
-    VectorBody b = *vectorBody(node, prologue, staticShape(x->getType()),
+    return loadEach(t, {into}, type);
+  }
+
+  /// Statements that fill `TYPE intos[i][V]` with vector u of row `row` of
+  /// the operand of the row op (i = 0) and of each sibling.
+  std::string loadEach(const RowText &t, const std::vector<std::string> &intos,
+                       const std::string &type) {
+    std::vector<const Value *> xs{root->operand(0)};
+    for (const Node *s : siblings)
+      xs.push_back(s->operand(0));
+    if (prologue.ops.empty() && prologue.outputs.empty()) {
+      std::string text;
+      for (size_t i = 0; i < xs.size(); ++i)
+        text += t.load(param(xs[i], false), intos[i], type);
+      return text;
+    }
+    VectorBody b = *vectorBody(node, prologue, staticShape(xs[0]->getType()),
                                t.s.vector, index(t), "pv", kernel, VarMap());
-    return block(t, b, b.body + "      " + into + "[k] = " + b.vars.lookup(x) + ";\n");
+    std::string perElement = b.body;
+    for (size_t i = 0; i < xs.size(); ++i)
+      perElement += "      " + intos[i] + "[k] = " + b.vars.lookup(xs[i]) + ";\n";
+    return block(t, b, perElement);
   }
 
   /// Statements that store `float values[V]`, the row op's results of
@@ -185,6 +208,11 @@ public:
            "    }\n" + b.stores + "    }";
   }
 
+  /// Statements that store \p value, sibling \p s's result of row `row`.
+  std::string storeSibling(const Node &s, const std::string &value) {
+    return "cgc_st(" + param(s.result(), true) + ", row, " + value + ");";
+  }
+
   /// Why codegen cannot run this node as one row kernel of \p record
   /// ("" if it can; the schedule pass checked that its rows fit
   /// registers).
@@ -208,11 +236,11 @@ private:
 
   /// The body inputs \p parts reads (and \p also), and the body outputs
   /// that are its values (or \p also).
-  void split(PointwiseParts &parts, const Value *also) {
+  void split(PointwiseParts &parts, const std::vector<const Value *> &also) {
     const Graph &body = node.region(0);
     for (unsigned i = 0; i < node.numOperands(); ++i) {
       const Value *in = body.inputs()[i].value;
-      bool read = &parts == &prologue && in == also;
+      bool read = &parts == &prologue && llvm::is_contained(also, in);
       for (const Node *n : parts.ops)
         read |= llvm::is_contained(n->getOperands(), in);
       if (read)
@@ -220,7 +248,7 @@ private:
     }
     for (unsigned i = 0; i < node.numResults(); ++i) {
       const Value *out = body.outputs[i].value;
-      if (isIn(parts, out) || (out == also && &parts == &epilogue))
+      if (isIn(parts, out) || (llvm::is_contained(also, out) && &parts == &epilogue))
         parts.outputs.push_back({out, node.result(i)});
     }
   }
@@ -250,27 +278,43 @@ private:
   Kernel &kernel;
   const Node &node;
   const Node *root = nullptr;
+  std::vector<const Node *> siblings;
   PointwiseParts prologue, epilogue;
 };
 } // namespace
 
+/// A reduction and its siblings (RowIO::siblingRows), each with its own
+/// accumulator over the same loads.
 static void emitRowReduction(RowIO &io, const Schedule &record,
                              Kernel &kernel) {
-  const Node &node = io.row();
-  DType in = node.operand(0)->getType().dtype;
+  std::vector<const Node *> rows{&io.row()};
+  rows.insert(rows.end(), io.siblingRows().begin(), io.siblingRows().end());
+  DType in = rows[0]->operand(0)->getType().dtype;
   RowText t(record);
-  Accumulator a = accumulatorOf(node, in);
-  std::string result =
-      a.mean ? "acc / " + floatLiteral(float(t.s.length)) : "acc";
-  // Parameters in a fixed order: the input's, then the result's.
-  std::string load = io.load(t, "v", a.type);
-  std::string store = io.storeScalar(result);
-  std::string body =
-      "    " + a.type + " acc = " + a.init + ";\n" +
-      t.forEachLoad("        " + a.type + " v[" + t.V + "];\n" + load +
-                        t.forEachElement(fold(a, "v[k]")),
-                    t.s.loads > 16 ? 4 : 0) +
-      t.reduce("acc", a) + "    if (live && lane == 0) " + store + "\n";
+  std::vector<Accumulator> accs;
+  std::vector<std::string> intos;
+  std::string declare, declareLoads, folds, reduces, stores;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    accs.push_back(accumulatorOf(*rows[i], in));
+    const Accumulator &a = accs.back();
+    std::string acc = i ? "acc" + std::to_string(i) : "acc", v = i ? "v" + std::to_string(i) : "v";
+    intos.push_back(v);
+    declare += "    " + a.type + " " + acc + " = " + a.init + ";\n";
+    declareLoads += "        " + a.type + " " + v + "[" + t.V + "];\n";
+    folds += t.forEachElement(fold(a, v + "[k]", acc));
+    reduces += t.reduce(acc, a);
+  }
+  // Parameters in a fixed order: the inputs', then the results'.
+  std::string load = io.loadEach(t, intos, accs[0].type);
+  for (size_t i = 0; i < rows.size(); ++i) {
+    std::string acc = i ? "acc" + std::to_string(i) : "acc";
+    std::string result = accs[i].mean ? acc + " / " + floatLiteral(float(t.s.length)) : acc;
+    stores += "    if (live && lane == 0) " +
+              (i ? io.storeSibling(*rows[i], result) : io.storeScalar(result)) + "\n";
+  }
+  std::string body = declare +
+                     t.forEachLoad(declareLoads + load + folds, t.s.loads > 16 ? 4 : 0) +
+                     reduces + stores;
   t.finish(kernel, body);
 }
 

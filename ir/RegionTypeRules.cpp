@@ -280,7 +280,9 @@ static const Node *dropoutWithComputedRng(const Graph &body) {
   return nullptr;
 }
 
-/// A row fusion's body (rowFusionParts): one row op; before it,
+/// A row fusion's body (rowFusionParts): one row op, and after it
+/// reductions like it (siblings) that read a prologue value or a body
+/// input; before them,
 /// elementwise ops and dropouts of the shape of its first operand (the
 /// prologue); after it, ones of its result's shape that read its result or
 /// an epilogue value and no prologue value (the epilogue); splat sources
@@ -298,7 +300,10 @@ bool TypeChecker::rowFusionBody() {
     return refuse(*parts.root, "the prologue and epilogue hold only "
                                "elementwise ops, dropouts and splat sources");
   if (!parts.others.empty())
-    return refuse(*parts.others.front(), "a row_fusion holds one row op");
+    return refuse(*parts.others.front(),
+                  "a row_fusion holds one row op, and after it only reductions "
+                  "like it (the same operand type, axes and keepdim) before its "
+                  "epilogue");
   if (!parts.root)
     return fail("region 'body' of row_fusion must hold one row op (sum, "
                 "mean, max, min or prod, softmax or log_softmax over the "
@@ -312,12 +317,21 @@ bool TypeChecker::rowFusionBody() {
     if (!splatConstant(s->result()))
       return refuse(*s, "the only sources a row_fusion holds are splat "
                         "constants");
-  llvm::SmallPtrSet<const Value *, 16> early;
+  llvm::SmallPtrSet<const Value *, 16> early, siblingResults;
   for (const Node *p : parts.prologue)
     early.insert(p->result());
+  for (const Node *s : parts.siblings) {
+    const Value *x = s->operand(0);
+    if (x == root.result() || siblingResults.count(x) ||
+        (!early.count(x) && !isBodyInput(body, x)))
+      return refuse(*s, "a sibling reduction reads a prologue value or a body input");
+    siblingResults.insert(s->result());
+  }
   for (const Node *e : parts.epilogue) {
     if (llvm::any_of(e->getOperands(), [&](Value *v) { return early.count(v); }))
       return refuse(*e, "an epilogue op cannot read a prologue value");
+    if (llvm::any_of(e->getOperands(), [&](Value *v) { return siblingResults.count(v); }))
+      return refuse(*e, "an epilogue op reads the row op's result, not a sibling's");
     if (e->result()->getType().dims != root.result()->getType().dims)
       return refuse(*e, "an epilogue op has the row op's result shape");
   }

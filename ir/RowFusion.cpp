@@ -1,5 +1,6 @@
 //===- RowFusion.cpp - The parts of a row_fusion body ----------------------===//
 #include "ir/RowFusion.h"
+#include "ir/TypeRules.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallPtrSet.h"
@@ -30,6 +31,20 @@ bool cgc::isPerElement(const Node &node) {
   return node.info().has(Elementwise) || node.getOp() == OpKind::Dropout;
 }
 
+static bool isReduction(OpKind op) {
+  return op == OpKind::Sum || op == OpKind::Mean || op == OpKind::Max || op == OpKind::Min ||
+         op == OpKind::Prod;
+}
+
+bool cgc::isSiblingReduction(const Node &root, const Node &sibling) {
+  return isReduction(root.getOp()) && isReduction(sibling.getOp()) &&
+         isFloat(root.operand(0)->getType().dtype) &&
+         root.operand(0)->getType() == sibling.operand(0)->getType() &&
+         root.result()->getType().dims == sibling.result()->getType().dims &&
+         reducedAxes(root, root.operand(0)->getType().rank()) ==
+             reducedAxes(sibling, sibling.operand(0)->getType().rank());
+}
+
 RowFusionParts cgc::rowFusionParts(const Graph &body) {
   RowFusionParts parts;
   llvm::SmallPtrSet<const Value *, 16> late;
@@ -40,10 +55,13 @@ RowFusionParts cgc::rowFusionParts(const Graph &body) {
       continue;
     }
     if (!isPerElement(*n)) {
-      if (parts.root)
-        parts.others.push_back(n);
-      else
+      if (!parts.root)
         parts.root = n;
+      else if (parts.epilogue.empty() && parts.others.empty() &&
+               isSiblingReduction(*parts.root, *n))
+        parts.siblings.push_back(n);
+      else
+        parts.others.push_back(n);
       continue;
     }
     bool readsLate = parts.root && llvm::any_of(n->getOperands(), [&](const Value *v) {

@@ -32,14 +32,20 @@ bool isPerElement(const Node &node);
 
 /// The parts of a row_fusion body, each in body order: `root` is the
 /// first node that is neither per element nor a source (null if none);
-/// `others` any later such node; `epilogue` the per-element nodes after
-/// the root that read its result or an epilogue value; `prologue` the
-/// other per-element nodes; `sources` the sources.
+/// `siblings` the later such nodes that reduce like it (isSiblingReduction)
+/// before any epilogue node; `others` any other such node; `epilogue` the
+/// per-element nodes after the root that read its result or an epilogue
+/// value; `prologue` the other per-element nodes; `sources` the sources.
 struct RowFusionParts {
   const Node *root = nullptr;
-  std::vector<const Node *> prologue, epilogue, sources, others;
+  std::vector<const Node *> prologue, epilogue, sources, siblings, others;
 };
 RowFusionParts rowFusionParts(const Graph &body);
+
+/// Whether \p sibling reduces as \p root does, so that one row kernel
+/// computes both from the same rows: each a sum, mean, max, min or prod,
+/// of operands of one float type, with the same axes and keepdim.
+bool isSiblingReduction(const Node &root, const Node &sibling);
 
 } // namespace cgc
 

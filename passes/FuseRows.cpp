@@ -26,6 +26,15 @@
 //     outside the prologue (or are splat constants, cloned into the body)
 //     and accessible with the epilogue's width (the row's vector for
 //     softmax and layernorm, 1 for reductions), up to kMaxFusedOps in all.
+//   - siblings (unless the row op is one row): each later reduction within
+//     kMaxSiblingSpan nodes that reduces like it (isSiblingReduction,
+//     ir/RowFusion.h) joins with its own prologue (found as above, the
+//     group's members left to the group), when everything it and that
+//     prologue read from outside is defined before the row op, and none
+//     of it reads the row op's result: one kernel folds each reduction
+//     over the same loads (batch norm's and layernorm's two gradient
+//     sums). The body holds the prologues, the row op, the siblings and
+//     the epilogue, in that order.
 // A row op whose other operands (layernorm's weight and bias) are splat
 // constants is left alone: they stay body inputs, never cloned sources.
 // So is a group that reads no value from outside (a prologue over splat
@@ -50,6 +59,7 @@
 // row-op order.
 //
 //===----------------------------------------------------------------------===//
+#include "ir/RowFusion.h"
 #include "passes/FusionBuilder.h"
 #include "passes/Pass.h"
 #include "target/Scheduler.h"
@@ -61,6 +71,9 @@
 using namespace cgc;
 
 namespace {
+
+/// Positions after a row op searched for its sibling reductions.
+constexpr unsigned kMaxSiblingSpan = 64;
 
 /// What a row kernel's prologue or epilogue may access: its iteration
 /// space and vector width.
@@ -102,6 +115,8 @@ private:
                            const Access &access, bool sideOutputs) const;
   void addEpilogue(Graph &graph, Node &root, const Access &access,
                    NodeSet &group) const;
+  void addSiblings(Graph &graph, Node &root, const Access &access, NodeSet &group);
+  bool placeableAt(unsigned at, const NodeSet &group, const NodeSet &joining) const;
 
   llvm::DenseMap<Node *, unsigned> position;
   llvm::DenseSet<Node *> taken;
@@ -223,6 +238,45 @@ void FuseRowsPass::addEpilogue(Graph &graph, Node &root, const Access &access,
   }
 }
 
+/// Whether \p joining (a sibling and its prologue) may join \p group, a
+/// row op at position \p at and its prologue, at that place: every value it
+/// reads from outside both is defined before \p at (the group's prologue
+/// values are computed in the kernel; the row op's result is not).
+bool FuseRowsPass::placeableAt(unsigned at, const NodeSet &group,
+                               const NodeSet &joining) const {
+  for (Node *m : joining)
+    for (Value *v : m->getOperands()) {
+      Node *def = v->getDef();
+      if (!def || isSplatSource(*def) || joining.count(def))
+        continue;
+      if (group.count(def) ? position.lookup(def) == at : position.lookup(def) >= at)
+        return false;
+    }
+  return true;
+}
+
+void FuseRowsPass::addSiblings(Graph &graph, Node &root, const Access &access,
+                               NodeSet &group) {
+  unsigned at = position.lookup(&root);
+  const auto &nodes = graph.nodes();
+  for (unsigned p = at + 1; p < nodes.size() && p <= at + kMaxSiblingSpan; ++p) {
+    Node &sibling = *nodes[p];
+    if (taken.count(&sibling) || sibling.schedule() || !isSiblingReduction(root, sibling) ||
+        !readsRowsOnce(sibling))
+      continue;
+    // Its prologue, leaving the group's members to the group.
+    for (Node *m : group)
+      taken.insert(m);
+    NodeSet joining = prologueOf(graph, sibling, access, /*sideOutputs=*/true);
+    for (Node *m : group)
+      taken.erase(m);
+    joining.insert(&sibling);
+    if (group.size() + joining.size() > kMaxFusedOps || !placeableAt(at, group, joining))
+      continue;
+    group.insert(joining.begin(), joining.end());
+  }
+}
+
 bool FuseRowsPass::fuseGraph(Graph &graph, PassContext &ctx) {
   position.clear();
   taken.clear();
@@ -242,9 +296,12 @@ bool FuseRowsPass::fuseGraph(Graph &graph, PassContext &ctx) {
       continue;
     unsigned width = rowVectorOf(root);
     bool oneRow = runsAsOneRow(root);
-    NodeSet group = prologueOf(
-        graph, root, {extentsOf(root.operand(0)->getType()), width}, !oneRow);
+    Access rows{extentsOf(root.operand(0)->getType()), width};
+    NodeSet group = prologueOf(graph, root, rows, !oneRow);
     group.insert(&root);
+    if (!oneRow)
+      addSiblings(graph, root, rows, group);
+    NodeSet beforeEpilogue = group;
     addEpilogue(graph, root,
                 {extentsOf(root.result()->getType()), reducedRun(root) ? 1 : width},
                 group);
@@ -252,9 +309,15 @@ bool FuseRowsPass::fuseGraph(Graph &graph, PassContext &ctx) {
       continue;
     for (Node *m : group)
       taken.insert(m);
+    // The body's order: the prologues, the row op, its siblings, the
+    // epilogue, each in node order.
+    auto phase = [&](Node *m) {
+      return m == &root ? 1 : !beforeEpilogue.count(m) ? 3 : isPerElement(*m) ? 0 : 2;
+    };
     std::vector<Node *> ordered(group.begin(), group.end());
     llvm::sort(ordered, [&](Node *a, Node *b) {
-      return position.lookup(a) < position.lookup(b);
+      return std::make_pair(phase(a), position.lookup(a)) <
+             std::make_pair(phase(b), position.lookup(b));
     });
     groups.push_back({&root, NodeSet(ordered.begin(), ordered.end())});
   }
