@@ -239,9 +239,10 @@ void FuseRowsPass::addEpilogue(Graph &graph, Node &root, const Access &access,
 }
 
 /// Whether \p joining (a sibling and its prologue) may join \p group, a
-/// row op at position \p at and its prologue, at that place: every value it
-/// reads from outside both is defined before \p at (the group's prologue
-/// values are computed in the kernel; the row op's result is not).
+/// row op at position \p at, its prologue and earlier siblings, at that
+/// place: every value it reads from outside both is defined before \p at,
+/// and of the group it reads prologue values only (the kernel computes
+/// them per element; the row op's and siblings' results come at the end).
 bool FuseRowsPass::placeableAt(unsigned at, const NodeSet &group,
                                const NodeSet &joining) const {
   for (Node *m : joining)
@@ -249,7 +250,7 @@ bool FuseRowsPass::placeableAt(unsigned at, const NodeSet &group,
       Node *def = v->getDef();
       if (!def || isSplatSource(*def) || joining.count(def))
         continue;
-      if (group.count(def) ? position.lookup(def) == at : position.lookup(def) >= at)
+      if (group.count(def) ? !isPerElement(*def) : position.lookup(def) >= at)
         return false;
     }
   return true;
@@ -261,8 +262,11 @@ void FuseRowsPass::addSiblings(Graph &graph, Node &root, const Access &access,
   const auto &nodes = graph.nodes();
   for (unsigned p = at + 1; p < nodes.size() && p <= at + kMaxSiblingSpan; ++p) {
     Node &sibling = *nodes[p];
+    // A sibling nothing reads (no result for the kernel to write) stays
+    // for dce.
     if (taken.count(&sibling) || sibling.schedule() || !isSiblingReduction(root, sibling) ||
-        !readsRowsOnce(sibling))
+        !readsRowsOnce(sibling) ||
+        (sibling.result()->uses().empty() && !graph.isOutput(sibling.result())))
       continue;
     // Its prologue, leaving the group's members to the group.
     for (Node *m : group)

@@ -12,9 +12,8 @@
 //    written straight into its target's storage when no later node reads
 //    the target; otherwise it is computed elsewhere and copied at the end.
 // 3. Walking the nodes in order (regions at their place, see Liveness.h), a
-//    reshape shares its operand's buffer (a graph input's too: the reads
-//    through it count as the input's when an update would be written in
-//    place), an elementwise node may take over
+//    reshape shares its operand's buffer (a graph input's too, unless an
+//    output changes it), an elementwise node may take over
 //    the buffer of a same-shaped operand that dies there (index_copy that
 //    of its x, a KV cache updated in place; all_reduce each operand's, so
 //    backward's later nodes never wait on a collective to reuse memory),
@@ -137,36 +136,15 @@ bool Planner::updateInPlace(Value *v, Value *target) const {
     return false;
   if (def->getOp() == OpKind::If)
     return ifUpdatesInPlace(*def, v, target);
-  return readsEndBy(target, *def, v);
-}
-
-/// Whether every read of \p read (through the reshapes that alias it:
-/// planResult) ends by \p def's position, one at \p def itself only where
-/// \p def may write \p v over it.
-bool Planner::readsEndBy(const Value *read, const Node &def, const Value *v) const {
-  int at = live.span(&def).start;
-  for (const Use &u : read->uses()) {
-    if (u.user->getOp() == OpKind::Reshape && u.user->getParent() == &g) {
-      if (!readsEndBy(u.user->result(), def, v))
-        return false;
-      continue;
-    }
+  int at = live.span(def).start;
+  for (const Use &u : target->uses()) {
     int user = live.span(u.user).end;
     if (user > at)
       return false;
-    if (user == at && !mayWriteOverOperand(def, read, v))
+    if (user == at && !mayWriteOverOperand(*def, target, v))
       return false;
   }
   return true;
-}
-
-/// Whether \p user's reads end before \p position: a reshape that
-/// aliases its operand (planResult) reads it wherever its result is read.
-bool Planner::readsEndBefore(const Node *user, int position) const {
-  if (user->getOp() != OpKind::Reshape || user->getParent() != &g)
-    return live.span(user).end < position;
-  return llvm::all_of(user->result()->uses(),
-                      [&](const Use &u) { return readsEndBefore(u.user, position); });
 }
 
 /// An `if` result \p v that updates \p target (apply-optimizer's gated
@@ -179,7 +157,7 @@ bool Planner::ifUpdatesInPlace(const Node &n, const Value *v,
   int operand = -1;
   for (const Use &u : target->uses()) {
     if (u.user != &n) {
-      if (!readsEndBefore(u.user, live.span(&n).start))
+      if (live.span(u.user).end >= live.span(&n).start)
         return false;
       continue;
     }
@@ -319,11 +297,16 @@ bool Planner::takeOperand(Node &n, Value *r, llvm::DenseSet<unsigned> &taken) {
   return false;
 }
 
-/// A graph input: a reshape of it reads its slot (the caller's buffer,
-/// when bound) as it is; an update of it is written in place only after
-/// those reads (readsEndBy).
-bool Planner::isGraphInput(const Value *v) const {
-  return llvm::any_of(g.inputs(), [&](const GraphInput &in) { return in.value == v; });
+/// A graph input that no output changes (an eval graph's updates give the
+/// state back as it is): a reshape of it reads its slot (the caller's
+/// buffer, when bound) as it is. A reshape of one that an update changes
+/// is a copy, so that no read through it can come after an update written
+/// in place (updateInPlace sees the input's own readers only).
+bool Planner::isReadOnlyInput(const Value *v) const {
+  bool input = llvm::any_of(g.inputs(), [&](const GraphInput &in) { return in.value == v; });
+  return input && llvm::none_of(g.outputs, [&](const GraphOutput &o) {
+           return updatesState(o.kind) && o.target == v->getName() && o.value != v;
+         });
 }
 
 void Planner::planResult(Node &n, Value *r, llvm::DenseSet<unsigned> &taken) {
@@ -345,7 +328,7 @@ void Planner::planResult(Node &n, Value *r, llvm::DenseSet<unsigned> &taken) {
     plan.constantData.push_back(&n);
   } else if (n.getOp() == OpKind::Reshape && plan.bufferOf.count(n.operand(0)) &&
              (n.operand(0)->getDef() ? !isConstantData(*n.operand(0)->getDef())
-                                     : isGraphInput(n.operand(0)))) {
+                                     : isReadOnlyInput(n.operand(0)))) {
     plan.aliasOf[r] = n.operand(0);
     join(r, bufferOf(n.operand(0)), lastUse(r));
   } else if (!takeOperand(n, r, taken)) {

@@ -56,9 +56,7 @@ public:
   bool run();
 
 private:
-  bool isGraphInput(const Value *v) const;
-  bool readsEndBy(const Value *read, const Node &def, const Value *v) const;
-  bool readsEndBefore(const Node *user, int position) const;
+  bool isReadOnlyInput(const Value *v) const;
   void packState();
   void foldAttentionViews();
   unsigned newBuffer(Value *v, uint64_t bytes, Storage::Region region,

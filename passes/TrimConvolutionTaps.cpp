@@ -28,7 +28,8 @@
 // Requires: a verified graph. Guarantees: the same results, but for a
 // non-finite weight in a dropped tap (inf or NaN times padding's zero
 // no longer reaches the output) and the order of the sums; no conv
-// keeps a tap that reads only padding in a dim with a live tap.
+// keeps a tap that reads only padding before its first live tap or after
+// its last (one between live taps, with a stride, stays).
 //
 //===----------------------------------------------------------------------===//
 #include "ir/ConvolutionShape.h"
