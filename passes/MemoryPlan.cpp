@@ -10,7 +10,8 @@
 //    a value the graph computes has that value computed in its slot (the
 //    reshape aliases it), not copied there at the end. An update or mutation is
 //    written straight into its target's storage when no later node reads
-//    the target; otherwise it is computed elsewhere and copied at the end.
+//    the target and no output returns it; otherwise it is computed
+//    elsewhere and copied at the end, after the outputs' own copies.
 // 3. Walking the nodes in order (regions at their place, see Liveness.h), a
 //    reshape shares its operand's buffer (a graph input's too, unless an
 //    output changes it), an elementwise node may take over
@@ -134,6 +135,13 @@ bool Planner::updateInPlace(Value *v, Value *target) const {
       isConstantData(*def) || def->getOp() == OpKind::Reshape ||
       valueBytes(v) != valueBytes(target))
     return false;
+  // An output that gives the target back (or copies it into other
+  // state) reads it at the exit, after any write in place.
+  if (llvm::any_of(g.outputs, [&](const GraphOutput &o) {
+        return o.value == target &&
+               !(updatesState(o.kind) && o.target == target->getName());
+      }))
+    return false;
   if (def->getOp() == OpKind::If)
     return ifUpdatesInPlace(*def, v, target);
   int at = live.span(def).start;
@@ -237,6 +245,11 @@ bool Planner::claimOutputs() {
       copiedAtExit.insert(v);
     }
   }
+  // The copies into state last: an output's copy reads state as it was.
+  std::stable_partition(plan.exitCopies[&g].begin(), plan.exitCopies[&g].end(),
+                        [&](const Copy &c) {
+                          return plan.buffers[c.to].storage.region != Storage::Region::Persistent;
+                        });
   return true;
 }
 
