@@ -15,8 +15,9 @@
 // f16 and bf16 (rounded once to each operand's dtype), reading x - mean
 // (for f32 x the forward's value after cse; for f16 and bf16 the f32
 // one the statistics compute) rather than xhat. Each sum is over the
-// spatial axes first, then over the batch (a row kernel that takes the
-// product g (x - mean) as its prologue, then a column), where autodiff of
+// spatial axes first, then over the batch (fuse-rows folds both spatial
+// sums into one row kernel, g (x - mean) a prologue, then a column each),
+// where autodiff of
 // the expanded op made six reductions and as many elementwise kernels per
 // batch norm. In training static shapes only (M is a constant).
 //
