@@ -17,9 +17,8 @@
 // one the statistics compute) rather than xhat. Each sum is over the
 // spatial axes first, then over the batch (fuse-rows folds both spatial
 // sums into one row kernel, g (x - mean) a prologue, then a column each),
-// where autodiff of
-// the expanded op made six reductions and as many elementwise kernels per
-// batch norm. In training static shapes only (M is a constant).
+// where autodiff of the expanded op made six reductions and as many
+// elementwise kernels per batch norm. In training static shapes only (M is a constant).
 //
 //===----------------------------------------------------------------------===//
 #include "passes/BatchNorm.h"
