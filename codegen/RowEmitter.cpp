@@ -40,17 +40,19 @@ static const Accumulator kFloatMax{"float", "-CGC_INF", "cgc_max(a, b)"};
 /// accumulator over the same loads.
 static void emitRowReduction(RowIO &io, const Schedule &record,
                              Kernel &kernel) {
-  std::vector<const Node *> rows{&io.row()};
-  rows.insert(rows.end(), io.siblingRows().begin(), io.siblingRows().end());
+  std::vector<const Node *> rows = io.rowOps();
   DType in = rows[0]->operand(0)->getType().dtype;
   RowText t(record);
+  // Row op i folds vector `v<i>` into `acc<i>` (no suffix for the first).
+  auto named = [](const char *base, size_t i) {
+    return base + (i ? std::to_string(i) : std::string());
+  };
   std::vector<Accumulator> accs;
   std::vector<std::string> intos;
   std::string declare, declareLoads, folds, reduces, stores;
   for (size_t i = 0; i < rows.size(); ++i) {
-    accs.push_back(accumulatorOf(*rows[i], in));
-    const Accumulator &a = accs.back();
-    std::string acc = i ? "acc" + std::to_string(i) : "acc", v = i ? "v" + std::to_string(i) : "v";
+    const Accumulator &a = accs.emplace_back(accumulatorOf(*rows[i], in));
+    std::string acc = named("acc", i), v = named("v", i);
     intos.push_back(v);
     declare += "    " + a.type + " " + acc + " = " + a.init + ";\n";
     declareLoads += "        " + a.type + " " + v + "[" + t.V + "];\n";
@@ -60,7 +62,7 @@ static void emitRowReduction(RowIO &io, const Schedule &record,
   // Parameters in a fixed order: the inputs', then the results'.
   std::string load = io.loadEach(t, intos, accs[0].type);
   for (size_t i = 0; i < rows.size(); ++i) {
-    std::string acc = i ? "acc" + std::to_string(i) : "acc";
+    std::string acc = named("acc", i);
     std::string result = accs[i].mean ? acc + " / " + floatLiteral(float(t.s.length)) : acc;
     stores += "    if (live && lane == 0) " +
               (i ? io.storeSibling(*rows[i], result) : io.storeScalar(result)) + "\n";

@@ -105,16 +105,17 @@ public:
     prologue.ops.insert(prologue.ops.end(), parts.prologue.begin(), parts.prologue.end());
     epilogue.ops = parts.sources;
     epilogue.ops.insert(epilogue.ops.end(), parts.epilogue.begin(), parts.epilogue.end());
-    std::vector<const Value *> read{root->operand(0)};
-    for (const Node *s : siblings)
-      read.push_back(s->operand(0));
-    split(prologue, read);
+    split(prologue, operands());
     split(epilogue, {root->result()});
   }
 
   const Node &row() const { return *root; }
-  /// The reductions that run beside the row op over the same rows.
-  const std::vector<const Node *> &siblingRows() const { return siblings; }
+  /// The row op, then the reductions that run beside it over the same rows.
+  std::vector<const Node *> rowOps() const {
+    std::vector<const Node *> ops{root};
+    ops.insert(ops.end(), siblings.begin(), siblings.end());
+    return ops;
+  }
   bool fused() const { return root != &node; }
 
   /// The kernel parameter of \p v, an operand or result of the row op.
@@ -142,9 +143,7 @@ public:
   /// the operand of the row op (i = 0) and of each sibling.
   std::string loadEach(const RowText &t, const std::vector<std::string> &intos,
                        const std::string &type) {
-    std::vector<const Value *> xs{root->operand(0)};
-    for (const Node *s : siblings)
-      xs.push_back(s->operand(0));
+    std::vector<const Value *> xs = operands();
     if (prologue.ops.empty() && prologue.outputs.empty()) {
       std::string text;
       for (size_t i = 0; i < xs.size(); ++i)
@@ -208,6 +207,14 @@ public:
   }
 
 private:
+  /// The first operand of each of rowOps().
+  std::vector<const Value *> operands() const {
+    std::vector<const Value *> xs;
+    for (const Node *op : rowOps())
+      xs.push_back(op->operand(0));
+    return xs;
+  }
+
   static bool isIn(const PointwiseParts &parts, const Value *v) {
     return llvm::any_of(parts.ops, [&](const Node *n) { return n->result() == v; });
   }

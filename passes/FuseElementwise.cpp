@@ -60,22 +60,15 @@ namespace {
 /// Positions of the node order one fusion may span.
 constexpr unsigned kMaxFusedSpan = 1024;
 /// The most elements of a group that a larger node recomputes per element
-/// (joinsAsScalars): a per-channel value of 4096 channels.
+/// (joinsRecomputed): a per-channel value of 4096 channels.
 constexpr int64_t kMaxRecomputedElements = 4096;
 
-/// Whether \p small broadcasts to \p large (right-aligned, each dim equal
-/// or 1) and is not itself as large.
+/// Whether \p small broadcasts to \p large (NumPy's rule) and is smaller.
 bool broadcastsTo(const TensorType &small, const TensorType &large) {
-  if (small.rank() > large.rank() || small.dims == large.dims)
-    return false;
-  for (unsigned i = 0; i < small.rank(); ++i) {
-    const Dim &d = small.dims[small.rank() - 1 - i];
-    if (!(d.isStatic() && d.extent() == 1) && d != large.dims[large.rank() - 1 - i])
-      return false;
-  }
-  return true;
+  auto joint = broadcastShapes(small.dims, large.dims);
+  return joint && llvm::ArrayRef<Dim>(*joint) == llvm::ArrayRef<Dim>(large.dims) &&
+         small.dims != large.dims;
 }
-
 
 class FuseElementwisePass : public Pass {
 public:
@@ -92,7 +85,7 @@ public:
 private:
   bool fuseGraph(Graph &graph, PassContext &ctx);
   bool canMerge(Graph &graph, const NodeSet &merged) const;
-  bool joinsAsScalars(const Graph &graph, const NodeSet &group,
+  bool joinsRecomputed(const Graph &graph, const NodeSet &group,
                       const Node &user) const;
   static unsigned groupInCycle(const Graph &graph,
                                const std::vector<NodeSet> &fused);
@@ -109,7 +102,7 @@ private:
 
 /// Whether \p group is small ops that broadcast to \p user's larger shape
 /// (kMaxRecomputedElements) and that only \p user (or the group) reads.
-bool FuseElementwisePass::joinsAsScalars(const Graph &graph,
+bool FuseElementwisePass::joinsRecomputed(const Graph &graph,
                                          const NodeSet &group,
                                          const Node &user) const {
   const TensorType &large = user.result()->getType();
@@ -245,7 +238,7 @@ bool FuseElementwisePass::fuseGraph(Graph &graph, PassContext &ctx) {
       // The last member has the group's shape (scalars join before it).
       const NodeSet &group = groups[it->second];
       if (group.back()->result()->getType().dims == n->result()->getType().dims ||
-          joinsAsScalars(graph, group, *n))
+          joinsRecomputed(graph, group, *n))
         producers.push_back(it->second);
     }
     // Join as many producer groups as stay legal, in operand order.

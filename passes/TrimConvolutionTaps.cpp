@@ -67,30 +67,31 @@ LiveTaps liveTaps(const ConvolutionShape &s, size_t a) {
   return t;
 }
 
-/// Whether \p n is a conv with a dim whose taps are trimmed; \p taps gets
-/// each dim's live taps.
-bool trimmable(const Node &n, std::vector<LiveTaps> &taps) {
+/// Each spatial dim's live taps of \p n, a conv with static spatial dims
+/// and weight; none when it is not one or no dim loses a tap.
+llvm::Optional<std::vector<LiveTaps>> tapsToTrim(const Node &n) {
   if (n.getOp() != OpKind::Conv || !n.operand(1)->getType().isStatic())
-    return false;
+    return llvm::None;
   std::string why;
   auto s = convolutionShape(n, why);
   if (!s)
-    return false;
+    return llvm::None;
   const TensorType &x = n.operand(0)->getType();
   bool trims = false;
-  taps.clear();
+  std::vector<LiveTaps> taps;
   for (size_t a = 0; a < s->in.size(); ++a) {
     if (!x.dims[spatialAxis(s->channelsLast, a)].isStatic())
-      return false;
+      return llvm::None;
     taps.push_back(liveTaps(*s, a));
     trims |= taps.back().hi - taps.back().lo + 1 < s->kernel[a];
   }
-  return trims;
+  if (!trims)
+    return llvm::None;
+  return taps;
 }
 
 Value *trim(ValueBuilder &vb, const Node &n) {
-  std::vector<LiveTaps> taps;
-  trimmable(n, taps);
+  std::vector<LiveTaps> taps = *tapsToTrim(n);
   bool channelsLast = n.boolAttr("channels_last", false);
   Value *x = n.operand(0), *w = n.operand(1);
   size_t d = taps.size();
@@ -137,9 +138,8 @@ public:
     return "drop the kernel taps of a conv that read only padding";
   }
   bool run(Graph &graph, PassContext &ctx) override {
-    std::vector<LiveTaps> taps;
     return rewriteEach(
-        graph, ctx.diag, [&](const Node &n) { return trimmable(n, taps); }, trim);
+        graph, ctx.diag, [](const Node &n) { return tapsToTrim(n).hasValue(); }, trim);
   }
 };
 
