@@ -3,6 +3,7 @@
 same process on the same GPU, f32 without TF32.
 
   bench/train_models.py --cgc build/tools/cgc [--only NAME] [--iters N] [--log FILE]
+                        [--autocast bf16] [--profile] [--compile]
 
 Workloads (the training issue's): a BERT-base fine-tuning step
 (BertForSequenceClassification, 2 labels, batch 8, sequence 128, AdamW)
@@ -17,12 +18,16 @@ back-to-back steps, median of 5 after warm-up: cgc's step; PyTorch eager
 torch.cuda.graph (capturable optimizer, static batch); with --compile,
 the module under torch.compile(mode="reduce-overhead") with the eager
 optimizer. RESULT lines give µs per step and items (tokens or images)
-per second; COMPILE lines the cold compile_train time. With --profile,
+per second; COMPILE lines the cold compile_train time. With --autocast
+bf16, every implementation runs the forward and the loss in mixed
+precision: cgc.compile_train(autocast=torch.bfloat16) against the same
+step under torch.autocast("cuda", dtype=torch.bfloat16) (parameters,
+gradients and optimizer state f32 on both sides). With --profile,
 the kernels of one cgc step and of one torch.cuda.graph replay by kind
 and the longest (bench/zoo/kernel_profile.py's tables) follow. Writes
 bench/results/train-models-<gpu>-<date>.log (or --log).
 """
-import argparse, os, sys, time
+import argparse, contextlib, os, sys, time
 
 os.environ.setdefault("CGC_CACHE", "0")  # the cold compile time: no cgc compile cache
 
@@ -69,10 +74,12 @@ def workloads(torch, transformers):
     return {"bert_base_finetune": bert, "gpt2_small_lm": gpt2, "resnet18_cifar": resnet18}
 
 
-def torch_step(model, loss_fn, opt, batch, inputs):
+def torch_step(model, loss_fn, opt, batch, inputs, precision):
+    """PyTorch's whole step; precision() is the forward's context (autocast or none)."""
     def step():
         opt.zero_grad(set_to_none=False)
-        loss = loss_fn(model(*batch[:inputs]), *batch[inputs:])
+        with precision():
+            loss = loss_fn(model(*batch[:inputs]), *batch[inputs:])
         loss.backward()
         opt.step()
         return loss
@@ -97,6 +104,8 @@ def main():
                     help="the kernels of cgc's step and of the captured step, by kind")
     ap.add_argument("--compile", action="store_true",
                     help="also time torch.compile(mode='reduce-overhead')")
+    ap.add_argument("--autocast", choices=["bf16"], default=None,
+                    help="mixed precision on every side (forward and loss in bf16)")
     args = ap.parse_args()
     os.environ["CGC"] = args.cgc
     import torch
@@ -104,9 +113,16 @@ def main():
     import cgc
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
+    autocast = {None: None, "bf16": torch.bfloat16}[args.autocast]
+
+    def precision():
+        if autocast is None:
+            return contextlib.nullcontext()
+        return torch.autocast("cuda", dtype=autocast)
     say = BenchLog(torch, "train-models", args.log,
                    f"CUDA events around {args.iters} back-to-back steps, median of 5 after "
-                   "warm-up; f32 without TF32")
+                   f"warm-up; {args.autocast or 'f32'}{' autocast' if autocast else ''} "
+                   "without TF32")
     status = 0
     for name, make in workloads(torch, transformers).items():
         if args.only not in name:
@@ -121,7 +137,8 @@ def main():
         opt = make_opt(model.parameters())
         t0 = time.perf_counter()
         try:
-            step = cgc.compile_train(model, loss_fn, opt, batch, inputs=inputs)
+            step = cgc.compile_train(model, loss_fn, opt, batch, inputs=inputs,
+                                     autocast=autocast)
             say(f"COMPILE workload={name} impl=cgc s={time.perf_counter() - t0:.1f}")
             us = time_events(lambda: step(*batch), args.iters, 3)[0]
             result("cgc", us)
@@ -133,11 +150,11 @@ def main():
             status = 1
         torch.cuda.empty_cache()
         opt = make_opt(model.parameters())
-        result("torch_eager", time_events(torch_step(model, loss_fn, opt, batch, inputs),
+        result("torch_eager", time_events(torch_step(model, loss_fn, opt, batch, inputs, precision),
                                           args.iters, 3)[0])
         try:
             opt = make_opt(model.parameters(), capturable=True)
-            g = capture(torch, torch_step(model, loss_fn, opt, batch, inputs))
+            g = capture(torch, torch_step(model, loss_fn, opt, batch, inputs, precision))
             us = time_events(g.replay, args.iters, 3)[0]
             result("torch_graph", us)
             if args.profile:
@@ -150,7 +167,7 @@ def main():
                 opt = make_opt(model.parameters())
                 compiled = torch.compile(model, mode="reduce-overhead")
                 t0 = time.perf_counter()
-                run = torch_step(compiled, loss_fn, opt, batch, inputs)
+                run = torch_step(compiled, loss_fn, opt, batch, inputs, precision)
                 for _ in range(3):
                     run()
                 torch.cuda.synchronize()
