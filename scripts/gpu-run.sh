@@ -244,8 +244,9 @@ fi
 # cgc.compile against eager PyTorch; fails on a wrong entry or on one the
 # committed bench/zoo/status.json says passed that is now refused, and
 # (--backend) every entry under torch.compile(backend="cgc") against the
-# same bound. About 5.5 minutes for every entry in 4 processes on an H100
-# with the backend (mostly cold compiles); CGC_ZOO=0 leaves it
+# same bound. About 5.5 minutes for 60 entries in 4 processes on an H100
+# with the backend (mostly cold compiles; 4 minutes in 6), more with the
+# 32 f16 and batch-32 entries added since (not timed); CGC_ZOO=0 leaves it
 # out, CGC_ZOO_ONLY=SUBSTR narrows it, CGC_ZOO_BACKEND=0 leaves the
 # backend out.
 # CGC_ZOO_JOBS (default 4) zoo processes share the machine, each a shard of

@@ -80,6 +80,9 @@ IMAGE_FAMILIES = ("resnet18", "resnet50", "mobilenet-v3-small", "efficientnet-b0
                   "clip-vision")
 # Audio models: their `seq` is the samples (whisper's features are fixed).
 AUDIO_FAMILIES = ("whisper-encoder", "wav2vec2")
+# The convolution issue's zoo: also f16, and batch 32 in each dtype.
+CONVOLUTION_ISSUE_FAMILIES = ("resnet18", "resnet50", "mobilenet-v3-small", "efficientnet-b0",
+                              "convnext-tiny", "vit-b-16", "vit", "clip-vision", "whisper-encoder")
 
 
 def entries():
@@ -99,15 +102,17 @@ def entries():
     for family in IMAGE_FAMILIES:
         for dtype in ("f32", "bf16"):
             out.append(Entry(f"{family}-{dtype}-b1-224px", family, 1, 224, dtype, tags=("bench",)))
-    for family in ("resnet18", "resnet50"):
-        out.append(Entry(f"{family}-f16-b1-224px", family, 1, 224, "f16", tags=("bench",)))
     for dtype in ("f32", "bf16"):
         out.append(Entry(f"whisper-encoder-{dtype}-b1-30s", "whisper-encoder", 1, 3000, dtype,
                          tags=("bench",)))
         out.append(Entry(f"wav2vec2-{dtype}-b1-1s", "wav2vec2", 1, 16000, dtype, tags=("bench",)))
-    for dtype in ("f32", "bf16"):
-        out.append(Entry(f"resnet50-{dtype}-b32-224px", "resnet50", 32, 224, dtype,
-                         tags=("bench",)))
+    # The convolution issue's models in every dtype at batch 1 and 32.
+    for family in CONVOLUTION_ISSUE_FAMILIES:
+        size, tag = (3000, "30s") if family == "whisper-encoder" else (224, "224px")
+        out.append(Entry(f"{family}-f16-b1-{tag}", family, 1, size, "f16", tags=("bench",)))
+        for dtype in ("f32", "bf16", "f16"):
+            out.append(Entry(f"{family}-{dtype}-b32-{tag}", family, 32, size, dtype,
+                             tags=("bench",)))
     for family, _, seq in COVERAGE:
         for dtype in ("f32", "bf16"):
             out.append(Entry(f"{family}-{dtype}-b1-tiny", family, 1, seq, dtype,
