@@ -45,6 +45,13 @@
 // bool, whose `else` arm passes the state through: codegen makes it a
 // conditional node, so a replay that does not update reads no parameter,
 // and plan-memory writes the arm's results over the state in place.
+// A 16-bit (f16, bf16) parameter trains in its own dtype, as a module
+// converted with .to(torch.bfloat16) does in PyTorch: its gradient is
+// widened to f32 first (accumulation, clipping and the finite check run in
+// f32), the update computes in f32, and each value it stores (the
+// parameter, its momentum buffer or moments, in the parameter's dtype as
+// torch.optim keeps them) is rounded once; the step reads a moment as
+// stored, rounded, as PyTorch's in-place update does.
 // Requires: a graph with an optimizer, after autodiff. Guarantees: one
 // `parameter_update` per float parameter, one `buffer_mutation` per state.
 //
@@ -74,6 +81,8 @@ private:
   Value *hyper(const char *name, double value);
   bool assignGroups(const std::vector<Value *> &params, DiagnosticEngine &diag);
   void update(Value *target, Value *next, OutputKind kind, bool gated = true);
+  Value *widened(Value *v);
+  Value *store(Value *target, Value *next, OutputKind kind);
   Value *accumulated(Value *p, Value *g);
   Value *gate(Value *finite);
   Value *allFinite(llvm::ArrayRef<Value *> gradients);
@@ -168,6 +177,20 @@ void ApplyOptimizerPass::update(Value *target, Value *next, OutputKind kind,
                        target->getName(), decl.loc});
 }
 
+/// \p v in f32, the update's arithmetic (a 16-bit value widened).
+Value *ApplyOptimizerPass::widened(Value *v) {
+  return v->getType().dtype == DType::F32 ? v : gb->cast(v, DType::F32);
+}
+
+/// \p next (f32) replaces \p target, rounded to the target's dtype;
+/// returns the value as stored.
+Value *ApplyOptimizerPass::store(Value *target, Value *next, OutputKind kind) {
+  DType dtype = target->getType().dtype;
+  Value *stored = dtype == DType::F32 ? next : gb->cast(next, dtype);
+  update(target, stored, kind);
+  return stored;
+}
+
 /// The value that stands for outer value \p v where the update is being
 /// built: v itself, or the then arm's input that the gated `if` passes it
 /// to (added on first use, to both arms).
@@ -224,7 +247,7 @@ Value *ApplyOptimizerPass::accumulated(Value *p, Value *g) {
     update(micro, gb->where(isKth, gb->fill(0.0, DType::F32), next),
            OutputKind::BufferMutation, /*gated=*/false);
   }
-  Value *sum = state(p->getName() + ".grad_accum", p->getType(), 0);
+  Value *sum = state(p->getName() + ".grad_accum", g->getType(), 0);
   Value *total = gb->add(sum, g);
   update(sum, gb->where(isKth, gb->fill(0.0, DType::F32), total),
          OutputKind::BufferMutation, /*gated=*/false);
@@ -334,15 +357,15 @@ Value *ApplyOptimizerPass::learningRate(double declared) {
 }
 
 Value *ApplyOptimizerPass::sgd(Value *param, Value *g) {
-  Value *p = local(param), *d = local(g);
+  Value *p = widened(local(param)), *d = local(g);
   const OptimizerHyper &h = *group;
   if (h.weightDecay > 0)
     d = gb->add(d, gb->mul(hyper("weight_decay", h.weightDecay), p));
   if (h.momentum > 0) {
     Value *mu = hyper("momentum", h.momentum);
     Value *buffer = state(param->getName() + ".momentum_buffer", param->getType(), 0);
-    Value *next = gb->add(gb->mul(mu, local(buffer)), d);
-    update(buffer, next, OutputKind::BufferMutation);
+    Value *next = widened(store(buffer, gb->add(gb->mul(mu, widened(local(buffer))), d),
+                                OutputKind::BufferMutation));
     d = h.nesterov ? gb->add(d, gb->mul(mu, next)) : next;
   }
   return gb->sub(p, gb->mul(learningRate(h.lr), d));
@@ -359,7 +382,7 @@ Value *ApplyOptimizerPass::adamStep() {
 
 Value *ApplyOptimizerPass::adam(Value *param, Value *grad) {
   const OptimizerHyper &h = *group;
-  Value *p = local(param), *g = local(grad), *lr = learningRate(h.lr);
+  Value *p = widened(local(param)), *g = local(grad), *lr = learningRate(h.lr);
   Value *one = gb->fill(1.0, DType::F32);
   if (h.weightDecay > 0) {
     Value *wd = hyper("weight_decay", h.weightDecay);
@@ -371,10 +394,12 @@ Value *ApplyOptimizerPass::adam(Value *param, Value *grad) {
   Value *b1 = hyper("beta1", h.beta1), *b2 = hyper("beta2", h.beta2);
   Value *m = state(param->getName() + ".exp_avg", param->getType(), 0);
   Value *v = state(param->getName() + ".exp_avg_sq", param->getType(), 0);
-  Value *m2 = gb->add(gb->mul(b1, local(m)), gb->mul(gb->sub(one, b1), g));
-  Value *v2 = gb->add(gb->mul(b2, local(v)), gb->mul(gb->sub(one, b2), gb->mul(g, g)));
-  update(m, m2, OutputKind::BufferMutation);
-  update(v, v2, OutputKind::BufferMutation);
+  Value *m2 = widened(store(
+      m, gb->add(gb->mul(b1, widened(local(m))), gb->mul(gb->sub(one, b1), g)),
+      OutputKind::BufferMutation));
+  Value *v2 = widened(store(
+      v, gb->add(gb->mul(b2, widened(local(v))), gb->mul(gb->sub(one, b2), gb->mul(g, g))),
+      OutputKind::BufferMutation));
   Value *t = adamStep();
   Value *bc1 = gb->sub(one, gb->op(OpKind::Pow, {b1, t}));
   Value *bc2 = gb->sub(one, gb->op(OpKind::Pow, {b2, t}));
@@ -430,18 +455,13 @@ bool ApplyOptimizerPass::run(Graph &g, PassContext &ctx) {
     return false;
   for (Value *p : params) {
     Value *grad = gradient.lookup(p->getName());
-    if (p->getType().dtype != DType::F32) {
-      ctx.diag.error({}, "apply-optimizer: parameter '" + p->getName() +
-                             "' is " + dtypeName(p->getType().dtype).str() +
-                             "; only f32 parameters train yet");
-      return false;
-    }
     if (!grad) {
       ctx.diag.error({}, "apply-optimizer: parameter '" + p->getName() +
                              "' has no gradient output (run autodiff first)");
       return false;
     }
     grads.setBase(p->getName() + ".accumulate");
+    grad = widened(grad);
     effective.push_back(decl.accumulate <= 1 ? grad
                         : accumulatedAlready ? grads.scale(grad, 1.0 / double(decl.accumulate))
                                              : accumulated(p, grad));
@@ -471,9 +491,9 @@ bool ApplyOptimizerPass::run(Graph &g, PassContext &ctx) {
     unsigned k = groupOf.lookup(p);
     group = k ? &decl.groups[k - 1].hyper : &decl;
     groupPrefix = k ? "group" + std::to_string(k) + "." : "";
-    update(p, decl.kind == OptimizerDecl::Kind::Sgd ? sgd(p, effective[i])
-                                                    : adam(p, effective[i]),
-           OutputKind::ParameterUpdate);
+    store(p, decl.kind == OptimizerDecl::Kind::Sgd ? sgd(p, effective[i])
+                                                   : adam(p, effective[i]),
+          OutputKind::ParameterUpdate);
   }
   if (gated && !grads.hasFailed())
     closeGatedUpdate(b);

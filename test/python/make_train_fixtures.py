@@ -10,16 +10,20 @@ optimizer steps on fixed batches. For each, under train-fixtures/<name>/:
   steps.safetensors    step<k>.<input> (the batch of step k, by the
                        record's input order: in0, in1, ...) and
                        after.<state_dict name>: PyTorch's parameters after
-                       the last step
+                       the last step; for a module in 16 bits also
+                       f32.<state_dict name>: the same training of the
+                       module in f32 from the same start (the yardstick of
+                       16-bit training: PyTorch's own distance from f32)
   train.json           {"optimizer": describe_optimizer's description,
                         "trained": [names], "frozen": [names], "steps": k}
 
 Needs PyTorch (CPU) and transformers (moe_adamw). Rerun it after changing this file or the training
 capture, and commit the folder.
 
-Usage: PYTHONPATH=python make_train_fixtures.py [--out DIR]
+Usage: PYTHONPATH=python make_train_fixtures.py [--out DIR] [--only NAME,...]
 """
 import argparse
+import copy
 import json
 import os
 import shutil
@@ -118,6 +122,21 @@ TRAINING = {
                                                                                  generator=g))),
     "moe_adamw": (MixtureOfExperts, F.cross_entropy, lambda ps: torch.optim.AdamW(ps, lr=0.01),
                   lambda: batches((7, 6), lambda g: torch.randint(0, 4, (7,), generator=g))),
+    # Parameters in 16 bits (the module converted, no autocast): torch.optim
+    # keeps the moments in f16 and rounds after each of its ops. f16 Adam
+    # needs gradients whose (1 - beta2) g^2 stays above f16's smallest
+    # values and an eps f16 holds (PyTorch adds eps in f16, where the
+    # default 1e-8 is 0: every parameter turns NaN): targets of scale 4,
+    # beta2 0.99 and eps 1e-3 keep PyTorch's f16 run within 6e-3 of its f32
+    # one (with eps 1e-4, 0.1), a yardstick that tells a 20% error in lr.
+    "mlp_f16_adamw": (lambda: mlp(torch.nn.GELU()).half(), F.mse_loss,
+                      lambda ps: torch.optim.AdamW(ps, lr=0.01, betas=(0.9, 0.99),
+                                                   weight_decay=0.1, eps=1e-3),
+                      lambda: batches((7, 6), lambda g: 4 * torch.randn(7, 4, generator=g))),
+    "mlp_f16_sgd_momentum": (lambda: mlp(torch.nn.Tanh()).half(), F.mse_loss,
+                             lambda ps: torch.optim.SGD(ps, lr=0.1, momentum=0.9,
+                                                        weight_decay=0.01),
+                             lambda: batches((5, 6), lambda g: torch.randn(5, 4, generator=g))),
     "mlp_adamw_groups": (lambda: mlp(torch.nn.GELU()), F.cross_entropy,
                          lambda ps: torch.optim.AdamW(groups_by_decay(ps), lr=0.01),
                          lambda: batches((7, 6), lambda g: torch.randint(0, 4, (7,),
@@ -133,12 +152,27 @@ def groups_by_decay(params):
             {"params": [p for p in params if p.dim() <= 1], "weight_decay": 0.0, "lr": 0.02}]
 
 
+def train_on(module, loss_fn, optimizer, data):
+    """Trains module on the batches (each cast to its dtype)."""
+    dtype = next(module.parameters()).dtype
+    for x, y in data:
+        optimizer.zero_grad()
+        x, y = x.to(dtype), (y.to(dtype) if y.is_floating_point() else y)
+        loss_fn(module(x), y).backward()
+        optimizer.step()
+    return {n: p.detach().numpy().copy() for n, p in module.state_dict().items()}
+
+
 def write_fixture(name, folder):
     make, loss_fn, make_opt, make_batches = TRAINING[name]
     torch.manual_seed(0)
     module = make()
+    reference = copy.deepcopy(module).float()
     optimizer = make_opt([p for p in module.parameters() if p.requires_grad])
     data = make_batches()
+    dtype = next(module.parameters()).dtype
+    if dtype != torch.float32:
+        data = [(x.to(dtype), y.to(dtype) if y.is_floating_point() else y) for x, y in data]
     record, weights = capture_train(module, loss_fn, data[0], 1, False)
     names = {}
     for n, p in module.named_parameters():
@@ -152,11 +186,12 @@ def write_fixture(name, folder):
     steps = {}
     for k, (x, y) in enumerate(data, 1):
         steps[f"step{k}.in0"], steps[f"step{k}.in1"] = x.numpy(), y.numpy()
-        optimizer.zero_grad()
-        loss_fn(module(x), y).backward()
-        optimizer.step()
-    for n, p in module.state_dict().items():
-        steps["after." + n] = p.detach().numpy().copy()
+    for n, value in train_on(module, loss_fn, optimizer, data).items():
+        steps["after." + n] = value
+    if dtype != torch.float32:
+        f32 = train_on(reference, loss_fn, make_opt(list(reference.parameters())), data)
+        for n, value in f32.items():
+            steps["f32." + n] = value
     write_safetensors(os.path.join(folder, "steps.safetensors"), steps)
     with open(os.path.join(folder, "train.json"), "w") as f:
         json.dump({"optimizer": describe, "trained": trained, "frozen": frozen,
@@ -166,9 +201,13 @@ def write_fixture(name, folder):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", default=os.path.join(HERE, "train-fixtures"))
+    ap.add_argument("--only", default="", help="rewrite only these fixtures (comma-separated)")
     args = ap.parse_args()
-    shutil.rmtree(args.out, ignore_errors=True)
-    for name in TRAINING:
+    names = args.only.split(",") if args.only else list(TRAINING)
+    if not args.only:
+        shutil.rmtree(args.out, ignore_errors=True)
+    for name in names:
+        shutil.rmtree(os.path.join(args.out, name), ignore_errors=True)
         write_fixture(name, os.path.join(args.out, name))
         print("wrote", name)
 
