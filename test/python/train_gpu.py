@@ -501,6 +501,51 @@ def check_autocast(torch, cgc, steps, say, dtype=None):
     return ok
 
 
+def check_half_parameters(torch, cgc, steps, say):
+    """A module converted to bf16 (no autocast), AdamW: cgc's step against
+    PyTorch's bf16 training from the same weights on the same batches; the
+    yardstick PyTorch's own distance from its f32 training of the same
+    start. cgc's parameters within twice that of PyTorch's bf16 ones, in
+    bf16, and its optimizer state in torch.optim's dtypes."""
+    nn, F = torch.nn, torch.nn.functional
+
+    def mlp(dtype):
+        torch.manual_seed(0)
+        return nn.Sequential(nn.Linear(64, 256), nn.GELU(), nn.LayerNorm(256),
+                             nn.Linear(256, 10)).cuda().to(torch.bfloat16).to(dtype)
+
+    g = torch.Generator(device="cuda").manual_seed(5)
+    data = [(torch.randn(32, 64, device="cuda", generator=g),
+             torch.randint(0, 10, (32,), device="cuda", generator=g)) for _ in range(steps)]
+
+    def torch_run(dtype):
+        m = mlp(dtype)
+        opt = torch.optim.AdamW(m.parameters(), lr=1e-3)
+        for x, y in data:
+            opt.zero_grad()
+            F.cross_entropy(m(x.to(dtype)), y).backward()
+            opt.step()
+        return torch.cat([p.detach().float().reshape(-1) for p in m.parameters()])
+
+    ref32, ref16 = torch_run(torch.float32), torch_run(torch.bfloat16)
+    m = mlp(torch.bfloat16)
+    opt = torch.optim.AdamW(m.parameters(), lr=1e-3)
+    step = cgc.compile_train(m, F.cross_entropy, opt, (data[0][0].bfloat16(), data[0][1]))
+    for x, y in data:
+        step(x.bfloat16(), y)
+    step.copy_to(m)
+    got = torch.cat([p.detach().float().reshape(-1) for p in m.parameters()])
+    moments = {v.dtype for s in step.state_dict()["state"].values() for v in s.values()
+               if torch.is_tensor(v) and v.dim() > 0}
+    spread, d = rel_l2(ref16, ref32), rel_l2(got, ref16)
+    ok = d <= 2 * spread and moments == {torch.bfloat16} and \
+        all(p.dtype == torch.bfloat16 for p in m.parameters())
+    say(f"{'OK' if ok else 'FAIL'} bf16 parameters MLP ({steps} AdamW steps): parameters "
+        f"{d:.2e} rel L2 from PyTorch's bf16 training (its own distance from f32 "
+        f"{spread:.2e}), moments in {sorted(map(str, moments))}")
+    return ok
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--cgc", default="")
@@ -530,6 +575,8 @@ def main():
         ok &= check_autocast(torch, cgc, 20, print, torch.bfloat16)
     if args.only in "autocast f16":
         ok &= check_autocast(torch, cgc, 20, print, torch.float16)
+    if args.only in "bf16 parameters":
+        ok &= check_half_parameters(torch, cgc, 20, print)
     if args.only in "dropout and sync":
         ok &= check_dropout_and_sync(torch, cgc, print)
     print("train_gpu:", "PASS" if ok else "FAIL")
