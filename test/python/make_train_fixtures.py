@@ -65,6 +65,15 @@ def small_cnn():
                          nn.Flatten(), nn.Linear(6, 5))
 
 
+def cumulative_cnn():
+    """Batch norms with momentum=None (a cumulative average of the batch
+    statistics, 1 / num_batches_tracked), 2-D and 1-D."""
+    nn = torch.nn
+    return nn.Sequential(nn.Conv2d(3, 4, 3, padding=1), nn.BatchNorm2d(4, momentum=None),
+                         nn.ReLU(), nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(4, 6),
+                         nn.BatchNorm1d(6, momentum=None), nn.Linear(6, 5))
+
+
 class MixtureOfExperts(torch.nn.Module):
     """Mixtral's sparse block (transformers' own: router softmax, top-2,
     tokens sorted by expert, grouped products, the inverse permutation)
@@ -120,6 +129,11 @@ TRAINING = {
                            lambda ps: torch.optim.SGD(ps, lr=0.1, momentum=0.9, weight_decay=5e-4),
                            lambda: batches((4, 3, 8, 8), lambda g: torch.randint(0, 5, (4,),
                                                                                  generator=g))),
+    "cnn_sgd_cumulative_batch_norm": (cumulative_cnn, F.cross_entropy,
+                                      lambda ps: torch.optim.SGD(ps, lr=0.1, momentum=0.9),
+                                      lambda: batches((4, 3, 8, 8),
+                                                      lambda g: torch.randint(0, 5, (4,),
+                                                                              generator=g))),
     "moe_adamw": (MixtureOfExperts, F.cross_entropy, lambda ps: torch.optim.AdamW(ps, lr=0.01),
                   lambda: batches((7, 6), lambda g: torch.randint(0, 4, (7,), generator=g))),
     # Parameters in 16 bits (the module converted, no autocast): torch.optim

@@ -17,6 +17,7 @@ from torch.export.graph_signature import InputKind, OutputKind, TensorArgument
 from ..ir_builder import is_dim_name
 from ..errors import RefusedError
 from ..safetensors import BFloat16
+from .cumulative_batch_norm import traceable_cumulative_batch_norms
 from .record import RECORD_VERSION
 
 # The composites decomposition keeps: cgc has ops of its own for them, so
@@ -95,7 +96,8 @@ def capture_train(module, loss_fn, example_batch, inputs, returns_outputs):
     was_training = module.training
     program.train()
     try:
-        ep = decompose(export_program(program, tuple(example_batch), None, None))
+        with traceable_cumulative_batch_norms(module):
+            ep = decompose(export_program(program, tuple(example_batch), None, None))
     finally:
         module.train(was_training)
     record = program_record(ep, type(module).__name__, {})
