@@ -1,9 +1,11 @@
 //===- AccumulateGradients.cpp - One micro-step of `accumulate: k` ---------===//
 //
 // Algorithm: after autodiff, for every `<p>.grad` output g of a float
-// parameter p, read the state `<p>.grad_accum` (zeros at first) and add g
-// to it, right after the node that computes g (so that backward's order,
-// which data-parallel buckets by, is kept). Then, by ctx.microStep:
+// parameter p, read the state `<p>.grad_accum` (zeros at first; f32, also
+// for a 16-bit p, whose g is widened, as apply-optimizer sums on one
+// device) and add g to it, right after the node that computes g (so that
+// backward's order, which data-parallel buckets by, is kept). Then, by
+// ctx.microStep:
 //   Accumulate: the sum replaces the state (`<p>.grad_accum.next`), the
 //               `.grad` outputs go, and the dropout streams advance
 //               (RandomStreams.h): a micro-step with no update;
@@ -51,16 +53,23 @@ private:
 
 } // namespace
 
+/// The sum's type: \p p's shape in f32.
+static TensorType sumType(const Value *p) {
+  TensorType type = p->getType();
+  type.dtype = DType::F32;
+  return type;
+}
+
 Value *AccumulateGradientsPass::addToSum(Graph &graph, Value *p, Value *g,
                                          const Location &loc, DiagnosticEngine &diag) {
-  Value *sum = addOptimizerState(graph, p->getName() + ".grad_accum", p->getType(), 0, loc);
+  Value *sum = addOptimizerState(graph, p->getName() + ".grad_accum", sumType(p), 0, loc);
   GraphBuilder b(graph, diag);
   b.setInsertionPointToEnd(graph);
   if (Node *after = following.lookup(g->getDef()))
     b.setInsertionPoint(*after);
   ValueBuilder vb(b);
   vb.setBase(p->getName() + ".grad_accum");
-  return vb.add(sum, g);
+  return vb.add(sum, g->getType().dtype == DType::F32 ? g : vb.cast(g, DType::F32));
 }
 
 bool AccumulateGradientsPass::run(Graph &graph, PassContext &ctx) {
@@ -97,7 +106,7 @@ bool AccumulateGradientsPass::run(Graph &graph, PassContext &ctx) {
     b.setInsertionPointToEnd(graph);
     ValueBuilder vb(b);
     vb.setBase(state + ".reset");
-    Value *next = last ? vb.zeros(p->getType()) : total;
+    Value *next = last ? vb.zeros(sumType(p)) : total;
     if (!next)
       return false;
     sums.push_back({state + ".next", next, OutputKind::BufferMutation, state, decl->loc});

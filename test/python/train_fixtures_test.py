@@ -11,7 +11,8 @@ step must equal PyTorch's (f32 on the CPU): |cgc - torch| <= 2e-5 + 1e-4 |torch|
 f32) must be closer to PyTorch's 16-bit result than that is to f32, by
 relative L2 distance over all its trained parameters together: cgc rounds
 each stored value once where torch.optim rounds after each of its ops, so
-neither is exact, and PyTorch's own 16-bit error is the yardstick. Frozen
+neither is exact, and PyTorch's own 16-bit error is the yardstick; its
+moments must be kept in f16, as torch.optim keeps them. Frozen
 parameters must not move. A refusal check: an unsupported optimizer
 option is refused by name.
 
@@ -32,6 +33,7 @@ from cgc.torch.training import lower_train_record, optimizer_ir
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ATOL, RTOL = 2e-5, 1e-4
+MOMENTS = (".momentum_buffer", ".exp_avg", ".exp_avg_sq")  # optimizer state per parameter
 # What `cgc --train` runs before the update exists (driver/Compiler.cpp):
 # the convolutions cuDNN would run stay whole, differentiated by conv's
 # rule (a conv_transpose and a conv_weight_grad), and so does batch_norm
@@ -95,6 +97,10 @@ def check(name, folder, cgc_opt, work):
     if sixteen:
         ok &= within_16_bit_spread(name, *(np.concatenate([p[i].ravel() for p in sixteen])
                                            for i in range(3)))
+        moments = {n: v.dtype for n, v in state.items() if n.endswith(MOMENTS)}
+        if not moments or any(d != np.float16 for d in moments.values()):
+            print(f"{name}: the moments are not kept in f16 as torch.optim keeps them: {moments}")
+            ok = False
     trained = sum(1 for t in names if t not in spec["frozen"])
     print(f"{name}: {trained} parameters after {spec['steps']} steps of "
           f"{spec['optimizer']['kind']}, max |cgc - torch| = {worst:.2e}: "
