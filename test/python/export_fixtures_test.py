@@ -151,6 +151,33 @@ def check(name, fixture, cgc_opt, work):
                 f"max abs diff {worst:.3g}{', dims ' + ', '.join(dims) if dims else ''}")
 
 
+def check_bernoulli_draws(fixtures, cgc_opt, folder):
+    """'' if the stochastic_mask fixture (x * bernoulli(0.8) / 0.8, refused
+    outside training), lowered for training, draws its mask from the
+    program's stream: on ones of 64 x 64, every output 0 or 1.25, about 80%
+    of them 1.25 (a binomial's 5 standard deviations: 0.03), another mask
+    from another seed."""
+    with open(os.path.join(fixtures, "stochastic_mask", "program.json")) as f:
+        record = json.load(f)
+    ir_path = os.path.join(folder, "model.json")
+    ir = lower_record(record, {}, ir_path, training=True)
+    x = next(i["name"] for i in ir["inputs"] if i.get("kind", "user_input") == "user_input")
+    rng = next(i["name"] for i in ir["inputs"] if i.get("kind") == "rng_state")
+    out = ir["outputs"][0]
+    out = out if isinstance(out, str) else out["name"]
+    masks = []
+    for seed in (0, 1):
+        y = interpret(cgc_opt, ir_path, {x: np.ones((64, 64), np.float32),
+                                         rng: np.array([seed, 0], np.int64)}, folder)[out]
+        if not np.all((y == 0) | (y == np.float32(1.25))):
+            return f"seed {seed}: values other than 0 and 1.25: {np.unique(y)[:5]}"
+        kept = float(np.mean(y != 0))
+        if abs(kept - 0.8) > 0.03:
+            return f"seed {seed}: {kept:.3f} of the elements kept, expected about 0.8"
+        masks.append(y != 0)
+    return "the same mask from two seeds" if np.array_equal(*masks) else ""
+
+
 def check_unmapped_listed(fixtures):
     """'' if a record with several unmapped calls is refused naming each
     (with its node count and first node) in one message: the
@@ -348,6 +375,11 @@ def main():
         problem = check_merged_view(args.cgc_opt, folder)
     print(f"FAIL merged view: {problem}" if problem else
           "OK merged view: kept unmerged, matches NumPy; other ops on it refused")
+    failed += bool(problem)
+    with tempfile.TemporaryDirectory(prefix="cgc-bernoulli-") as scratch:
+        problem = check_bernoulli_draws(args.fixtures, args.cgc_opt, scratch)
+    print(f"FAIL bernoulli draws: {problem}" if problem else
+          "OK bernoulli draws: for training, a mask of cgc's stream kept at its probability")
     failed += bool(problem)
     problem = check_unmapped_listed(args.fixtures)
     print(f"FAIL unmapped calls: {problem}" if problem else

@@ -239,8 +239,15 @@ def refusals(torch):
         def forward(self, x, rows, cols):
             return x[rows, cols]
 
+    class StochasticMask(nn.Module):  # a random draw outside training (stochastic depth's)
+        def forward(self, x):
+            return x * torch.empty_like(x).bernoulli_(0.8) / 0.8
+
     gen = torch.Generator().manual_seed(1)
     x = torch.randn(3, 4, generator=gen)
+    yield "stochastic_mask", StochasticMask().eval(), (torch.ones(64, 64),), None, refusal(
+        StochasticMask, "node 'bernoulli' (bernoulli.p): bernoulli (a random draw) outside "
+        "training: cgc.compile_train draws it from cgc's own stream")
     yield "running_max", RunningMax().eval(), (x,), None, refusal(
         RunningMax, "node 'cummax': the ATen op cummax.default has no cgc mapping")
     yield "long_sort", LongSort().eval(), (x,), None, refusal(

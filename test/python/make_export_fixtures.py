@@ -21,7 +21,7 @@ torch/capture.py and commit the folder: the records are the same on every
 run of one PyTorch version (PyTorch's outputs may differ in their last
 bits between CPUs).
 
-Usage: PYTHONPATH=python make_export_fixtures.py [--out DIR]
+Usage: PYTHONPATH=python make_export_fixtures.py [--out DIR] [--only NAME,...]
 """
 import argparse
 import json
@@ -113,10 +113,21 @@ def write_fixture(folder, record, weights, io, expect):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default=os.path.join(HERE, "export-fixtures"))
+    ap.add_argument("--only", default="", help="rewrite only these fixtures (comma-separated)")
     args = ap.parse_args()
-    shutil.rmtree(args.out, ignore_errors=True)
+    wanted = set(args.only.split(",")) if args.only else None
+
+    def skip(name):
+        if wanted is not None and name not in wanted:
+            return True
+        shutil.rmtree(os.path.join(args.out, name), ignore_errors=True)
+        return False
+    if wanted is None:
+        shutil.rmtree(args.out, ignore_errors=True)
     torch.manual_seed(0)  # the modules' initial weights
     for name, module, example, dynamic in models(torch, small=True):
+        if skip(name):
+            continue
         module.eval()
         record, weights = capture(module, example, dynamic)
         runs = [example] + ([at_batch(example, SECOND_BATCH)] if dynamic else [])
@@ -126,6 +137,8 @@ def main():
         print(f"{name}: {len(record['nodes'])} nodes, {len(runs)} runs")
     failed = []
     for name, module, example, kwargs in keyword_models(torch):
+        if skip(name):
+            continue
         module.eval()
         try:
             record, weights, signature = capture_program(module, example, None, kwargs)
@@ -139,6 +152,8 @@ def main():
         write_fixture(os.path.join(args.out, name), record, weights, io, {"dims": []})
         print(f"{name}: {len(record['nodes'])} nodes, called with keywords {sorted(kwargs)}")
     for name, module, runs, dynamic in dynamic_keyword_models(torch):
+        if skip(name):
+            continue
         module.eval()
         try:
             record, weights, signature = capture_program(module, (), dynamic, runs[0])
@@ -153,6 +168,8 @@ def main():
         write_fixture(os.path.join(args.out, name), record, weights, io, {"dims": dims})
         print(f"{name}: {len(record['nodes'])} nodes, {len(runs)} runs over {dims}")
     for name, module, example, dynamic, refusal in refusals(torch):
+        if skip(name):
+            continue
         record, weights = capture(module, example, dynamic)
         write_fixture(os.path.join(args.out, name), record, weights, None, {"refusal": refusal})
         print(f"{name}: {len(record['nodes'])} nodes, refused with: {refusal}")

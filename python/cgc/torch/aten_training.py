@@ -1,6 +1,6 @@
 """The ATen ops that a module in training mode and its loss bring:
-dropout (cgc's own Philox masks when the program is lowered for training,
-docs/training.md; refused otherwise), nll_loss (kept whole through the
+dropout and bernoulli draws (cgc's own Philox masks when the program is
+lowered for training, docs/training.md; refused otherwise), nll_loss (kept whole through the
 decomposition, capture.py KEPT: over a log_softmax of [N, C] logits it is
 cgc's `cross_entropy`, a row kernel with its own derivative rule; over
 other log-probabilities a one_hot product) and pow by 2 (the square of
@@ -28,6 +28,29 @@ def native_dropout(e, n):
 def dropout(e, n):
     """dropout(x, p, train)."""
     return native_dropout(e, n)[0]
+
+
+def bernoulli(e, n):
+    """bernoulli.p(x, p): 1 with probability p, else 0, in x's shape and
+    dtype (how torchvision's stochastic depth and an in-place dropout draw
+    their masks): a dropout of ones that drops with probability 1 - p, its
+    kept elements made 1, drawn from the program's Philox stream as
+    dropout's masks are (not from torch's generator)."""
+    p = n.args[1] if len(n.args) > 1 else n.kwargs.get("p", 0.5)
+    if isinstance(p, RecordNode):
+        raise RefusedError("bernoulli with a tensor of probabilities (cgc draws with one p)")
+    if n.kwargs.get("generator") is not None:
+        raise RefusedError("bernoulli with a torch.Generator (cgc draws from its own stream)")
+    if not e.training:
+        raise RefusedError("bernoulli (a random draw) outside training: cgc.compile_train "
+                           "draws it from cgc's own stream")
+    dtype, shape, p = e.dtype(n), e.shape(n), float(p)
+    if p <= 0 or p >= 1:
+        return e.op("fill", [], {"dtype": dtype, "shape": shape, "value": float(p >= 1)},
+                    name=n.name)
+    ones = e.op("fill", [], {"dtype": "f32", "shape": shape, "value": 1.0})
+    kept = e.op("ne", [e.dropout(ones, 1.0 - p, shape), e.scalar(0.0, "f32")])
+    return e.op("cast", [kept], {"dtype": dtype}, name=n.name)
 
 
 def nll_loss(e, n):
@@ -88,5 +111,6 @@ def pow_(e, n):
 
 ATEN["native_dropout"] = native_dropout
 ATEN["dropout"] = dropout
+ATEN["bernoulli.p"] = bernoulli
 ATEN["nll_loss_forward"] = nll_loss
 ATEN["pow"] = pow_
