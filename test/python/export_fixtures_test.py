@@ -58,13 +58,16 @@ def compare(got, want):
     return "", diff
 
 
-def interpret(cgc_opt, ir_path, feed, folder):
-    """The interpreter's outputs of the IR at `ir_path` on `feed`."""
+def interpret(cgc_opt, ir_path, feed, folder, passes=()):
+    """The interpreter's outputs of the IR at `ir_path` on `feed` (after
+    `passes`, if any)."""
     inputs = os.path.join(folder, "in.safetensors")
     outputs = os.path.join(folder, "out.safetensors")
     write_safetensors(inputs, feed)
-    r = subprocess.run([cgc_opt, ir_path, "--interpret", "--inputs", inputs, "--outputs", outputs,
-                        "--overwrite"], capture_output=True, text=True, timeout=300)
+    first = ["--passes=" + ",".join(passes)] if passes else []
+    r = subprocess.run([cgc_opt, ir_path, *first, "--interpret", "--inputs", inputs,
+                        "--outputs", outputs, "--overwrite"],
+                       capture_output=True, text=True, timeout=300)
     if r.returncode:
         raise RuntimeError(f"cgc-opt exit {r.returncode}: {r.stderr.strip()[-400:]}")
     return read_safetensors(outputs)
@@ -156,7 +159,8 @@ def check_bernoulli_draws(fixtures, cgc_opt, folder):
     outside training), lowered for training, draws its mask from the
     program's stream: on ones of 64 x 64, every output 0 or 1.25, about 80%
     of them 1.25 (a binomial's 5 standard deviations: 0.03), another mask
-    from another seed."""
+    from another seed; and in the eval graph (eval-mode: the draw its
+    expectation) the output is x, as PyTorch's eval skips the draw."""
     with open(os.path.join(fixtures, "stochastic_mask", "program.json")) as f:
         record = json.load(f)
     ir_path = os.path.join(folder, "model.json")
@@ -175,7 +179,12 @@ def check_bernoulli_draws(fixtures, cgc_opt, folder):
         if abs(kept - 0.8) > 0.03:
             return f"seed {seed}: {kept:.3f} of the elements kept, expected about 0.8"
         masks.append(y != 0)
-    return "the same mask from two seeds" if np.array_equal(*masks) else ""
+    if np.array_equal(*masks):
+        return "the same mask from two seeds"
+    ones = np.ones((64, 64), np.float32)
+    y = interpret(cgc_opt, ir_path, {x: ones, rng: np.array([0, 0], np.int64)}, folder,
+                  passes=("eval-mode",))[out]
+    return "" if np.array_equal(y, ones) else f"the eval graph scales x: {np.unique(y)[:5]}"
 
 
 def check_unmapped_listed(fixtures):

@@ -33,9 +33,13 @@ def dropout(e, n):
 def bernoulli(e, n):
     """bernoulli.p(x, p): 1 with probability p, else 0, in x's shape and
     dtype (how torchvision's stochastic depth and an in-place dropout draw
-    their masks): a dropout of ones that drops with probability 1 - p, its
-    kept elements made 1, drawn from the program's Philox stream as
-    dropout's masks are (not from torch's generator)."""
+    their masks): a dropout of p's that drops with probability 1 - p, so
+    that a kept element is p / p = 1, drawn from the program's Philox
+    stream as dropout's masks are (not from torch's generator), with its
+    24 bits of resolution. The eval graph, where a dropout is its input
+    (eval-mode), takes the draw's expectation p, as it takes dropout's:
+    stochastic depth's mask / p is then 1 there, as PyTorch's eval skips
+    the draw."""
     p = n.args[1] if len(n.args) > 1 else n.kwargs.get("p", 0.5)
     if isinstance(p, RecordNode):
         raise RefusedError("bernoulli with a tensor of probabilities (cgc draws with one p)")
@@ -45,12 +49,12 @@ def bernoulli(e, n):
         raise RefusedError("bernoulli (a random draw) outside training: cgc.compile_train "
                            "draws it from cgc's own stream")
     dtype, shape, p = e.dtype(n), e.shape(n), float(p)
-    if p <= 0 or p >= 1:
-        return e.op("fill", [], {"dtype": dtype, "shape": shape, "value": float(p >= 1)},
+    dropped = 1.0 - p
+    if dropped <= 0 or dropped >= 1:  # p 1 (or rounding to it), or p 0 and below
+        return e.op("fill", [], {"dtype": dtype, "shape": shape, "value": float(dropped <= 0)},
                     name=n.name)
-    ones = e.op("fill", [], {"dtype": "f32", "shape": shape, "value": 1.0})
-    kept = e.op("ne", [e.dropout(ones, 1.0 - p, shape), e.scalar(0.0, "f32")])
-    return e.op("cast", [kept], {"dtype": dtype}, name=n.name)
+    probability = e.op("fill", [], {"dtype": "f32", "shape": shape, "value": p})
+    return e.op("cast", [e.dropout(probability, dropped, shape)], {"dtype": dtype}, name=n.name)
 
 
 def nll_loss(e, n):
