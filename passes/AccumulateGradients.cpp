@@ -69,7 +69,7 @@ Value *AccumulateGradientsPass::addToSum(Graph &graph, Value *p, Value *g,
     b.setInsertionPoint(*after);
   ValueBuilder vb(b);
   vb.setBase(p->getName() + ".grad_accum");
-  return vb.add(sum, g->getType().dtype == DType::F32 ? g : vb.cast(g, DType::F32));
+  return vb.add(sum, vb.cast(g, DType::F32));
 }
 
 bool AccumulateGradientsPass::run(Graph &graph, PassContext &ctx) {

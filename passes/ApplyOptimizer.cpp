@@ -81,8 +81,10 @@ private:
   Value *hyper(const char *name, double value);
   bool assignGroups(const std::vector<Value *> &params, DiagnosticEngine &diag);
   void update(Value *target, Value *next, OutputKind kind, bool gated = true);
-  Value *widened(Value *v);
   Value *store(Value *target, Value *next, OutputKind kind);
+  /// \p v in f32, the update's arithmetic (ValueBuilder::cast: v itself
+  /// when it is f32).
+  Value *widened(Value *v) { return gb->cast(v, DType::F32); }
   Value *accumulated(Value *p, Value *g);
   Value *gate(Value *finite);
   Value *allFinite(llvm::ArrayRef<Value *> gradients);
@@ -177,16 +179,10 @@ void ApplyOptimizerPass::update(Value *target, Value *next, OutputKind kind,
                        target->getName(), decl.loc});
 }
 
-/// \p v in f32, the update's arithmetic (a 16-bit value widened).
-Value *ApplyOptimizerPass::widened(Value *v) {
-  return v->getType().dtype == DType::F32 ? v : gb->cast(v, DType::F32);
-}
-
 /// \p next (f32) replaces \p target, rounded to the target's dtype;
 /// returns the value as stored.
 Value *ApplyOptimizerPass::store(Value *target, Value *next, OutputKind kind) {
-  DType dtype = target->getType().dtype;
-  Value *stored = dtype == DType::F32 ? next : gb->cast(next, dtype);
+  Value *stored = gb->cast(next, target->getType().dtype);
   update(target, stored, kind);
   return stored;
 }
