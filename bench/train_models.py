@@ -97,7 +97,8 @@ def profile(torch, say, label, us, fn, iters):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--cgc", required=True)
-    ap.add_argument("--only", default="")
+    ap.add_argument("--only", default="",
+                    help="workloads whose name contains one of these (comma-separated)")
     ap.add_argument("--iters", type=int, default=10)
     ap.add_argument("--log", default="")
     ap.add_argument("--profile", action="store_true",
@@ -124,8 +125,9 @@ def main():
                    f"warm-up; {args.autocast or 'f32'}{' autocast' if autocast else ''} "
                    "without TF32")
     status = 0
+    wanted = [part for part in args.only.split(",") if part]
     for name, make in workloads(torch, transformers).items():
-        if args.only not in name:
+        if wanted and not any(part in name for part in wanted):
             continue
         torch.manual_seed(0)
         model, loss_fn, batch, inputs, items, make_opt = make()
