@@ -7,7 +7,8 @@
 // offset and binding (the graph input or output whose slot it is) that
 // lowering resolved. Initial values of state (parameters from their
 // initializers or weights file, constant tensors from their attribute) are
-// packed into the "weights" blob at 256-byte-aligned offsets, except the
+// packed into the "weights" blob at 256-byte-aligned offsets, except state
+// of zeros (which the runtime zeroes: no bytes) and the
 // weights read from the IR's weights file when they stay beside the
 // artifact (`--weights-beside`, or when the state would pass the limit an
 // artifact carries): then the manifest names that file (relative to the
@@ -106,9 +107,11 @@ static std::string pathInside(llvm::StringRef dir, llvm::StringRef target) {
   return std::string(llvm::StringRef(t).drop_front(prefix.size()));
 }
 
-/// Per-context state of zeros needs no bytes: each context zeroes it.
-static bool contextZeros(const GraphInput &in) {
-  return in.perContext && in.init.source == Initializer::Source::Zeros;
+/// State of zeros needs no bytes: the runtime zeroes the persistent region
+/// before it uploads initial values, and each context its per-context state
+/// (an optimizer's moments are as large as the parameters).
+static bool zeroedByRuntime(const GraphInput &in) {
+  return in.init.source == Initializer::Source::Zeros;
 }
 
 /// A state tensor from the weights file that may stay there: its bytes in
@@ -131,7 +134,7 @@ uint64_t ManifestBuilder::stateBytes(bool fromWeightsFile) const {
   };
   for (const GraphInput &in : model.inputs())
     if (isPersistent(in.kind) && in.init.source != Initializer::Source::None &&
-        !contextZeros(in) && staysBeside(in) == fromWeightsFile)
+        !zeroedByRuntime(in) && staysBeside(in) == fromWeightsFile)
       total += bytesOf(in.value);
   if (!fromWeightsFile)
     for (const CompiledGraph &g : compilation.graphs)
@@ -283,7 +286,7 @@ bool ManifestBuilder::addInputs(fmt::Manifest &m,
     if (beside && staysBeside(in)) {
       if (!referToWeights(in, t))
         return false;
-    } else if (in.init.source != Initializer::Source::None && !contextZeros(in)) {
+    } else if (in.init.source != Initializer::Source::None && !zeroedByRuntime(in)) {
       std::vector<uint8_t> bytes;
       std::string error;
       if (!initialBytes(model, in, bytes, error, &weightsCache)) {
