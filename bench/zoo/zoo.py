@@ -28,7 +28,9 @@ Benchmark tier (`--bench`): each passing entry tagged "bench" is timed
 from Python in this process (bench_entry): eager, torch.cuda.graph,
 torch.compile reduce-overhead (and max-autotune where tagged "autotune",
 its compile held to --autotune-budget-s), cgc's callable, and with
---backend the backend's.
+--backend the backend's, inductor's default mode, and the backend's
+compile time cold and from a filled compile cache (a fresh
+$CGC_CACHE_DIR; the correctness tier's compiles stay uncached).
 `--shard I/N` runs every Nth selected entry from the Ith (0-based), so
 that N processes share the GPU machine's cores for the compiles; `--report`
 merges their zoo-results.json files.
@@ -223,7 +225,9 @@ def bench_entry(torch, kept, entry, row, iters, autotune_budget_s):
     torch.compile reduce-overhead, max-autotune for entries tagged
     "autotune" when their compile fits the budget, and cgc's callable (the
     one the correctness tier compiled and checked), all in this process on
-    the same inputs; plus each torch.compile's cold time. A half-type image
+    the same inputs; plus each torch.compile's cold time. With the backend
+    (--backend) also its callable, inductor's default mode (its peer) and
+    the backend's compile time cold and from a filled compile cache. A half-type image
     model runs channels_last in PyTorch's modes, its fastest form."""
     from torch_timing import capture, time_events
     model, fn = kept["model"], kept["fn"]
@@ -245,7 +249,11 @@ def bench_entry(torch, kept, entry, row, iters, autotune_budget_s):
             backend = kept["backend"]
             times["cgc-backend"] = time_events(lambda: backend(*call_args, **call_kwargs),
                                                iters, 5)[0]
-        modes = ["reduce-overhead"] + (["max-autotune"] if "autotune" in entry.tags else [])
+            row.update(backend_compile_times(torch, model, call_args, call_kwargs))
+        # Inductor's default mode is the backend's peer (the compile issue's
+        # comparison); reduce-overhead and max-autotune are cgc.compile's.
+        modes = (["default"] if "backend" in kept else []) + ["reduce-overhead"] + \
+            (["max-autotune"] if "autotune" in entry.tags else [])
         for mode in modes:
             torch._dynamo.reset()
             started = time.perf_counter()
@@ -261,6 +269,32 @@ def bench_entry(torch, kept, entry, row, iters, autotune_budget_s):
         times["cgc"] = time_events(lambda: fn(*call_args, **call_kwargs), iters, 5)[0]
     row["times_us"] = times
     return row
+
+
+def backend_compile_times(torch, model, call_args, call_kwargs):
+    """torch.compile(backend="cgc")'s first call with an empty compile cache
+    (a fresh $CGC_CACHE_DIR) and again after torch._dynamo.reset() with the
+    cache it filled: {backend_compile_s_cold, backend_compile_s_cached}."""
+    saved = {k: os.environ.get(k) for k in ("CGC_CACHE", "CGC_CACHE_DIR")}
+    out = {}
+    with tempfile.TemporaryDirectory(prefix="cgc-zoo-cache-") as folder:
+        os.environ.update(CGC_CACHE="1", CGC_CACHE_DIR=folder)
+        try:
+            for label in ("cold", "cached"):
+                torch._dynamo.reset()
+                started = time.perf_counter()
+                compiled = torch.compile(model, backend="cgc", dynamic=False)
+                compiled(*call_args, **call_kwargs)
+                torch.cuda.synchronize()
+                out[f"backend_compile_s_{label}"] = time.perf_counter() - started
+        finally:
+            for k, v in saved.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
+            torch._dynamo.reset()
+    return out
 
 
 def onnx_status(torch, entry, cgc_tool, work):
@@ -299,17 +333,22 @@ def bench_table(rows):
     lines = ["", "## Benchmark tier (µs per call from Python)", "",
              "| entry | eager | torch.cuda.graph | reduce-overhead | max-autotune | cgc | "
              "vs cuda.graph | vs reduce-overhead | reduce-overhead compile s | "
-             'backend="cgc" | backend / cgc |',
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
+             'backend="cgc" | backend / cgc | inductor default | backend / default | '
+             "backend compile s, cold / cached | default compile s |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in timed:
         t = r["times_us"]
         cell = lambda k: f"{t[k]:.1f}" if k in t else ""  # noqa: E731
-        ratio = f"{t['cgc-backend'] / t['cgc']:.2f}x" if "cgc-backend" in t else ""
+        ratio = lambda a, b: f"{t[a] / t[b]:.2f}x" if a in t and b in t else ""  # noqa: E731
+        compiles = (f"{r['backend_compile_s_cold']:.1f} / {r['backend_compile_s_cached']:.1f}"
+                    if "backend_compile_s_cached" in r else "")
+        default_s = f"{r['compile_s_default']:.1f}" if "compile_s_default" in r else ""
         lines.append(f"| {r['entry']} | {cell('eager')} | {cell('cuda_graph')} | "
                      f"{cell('reduce-overhead')} | {cell('max-autotune')} | {cell('cgc')} | "
                      f"{t['cuda_graph'] / t['cgc']:.2f}x | {t['reduce-overhead'] / t['cgc']:.2f}x | "
                      f"{r.get('compile_s_reduce-overhead', 0):.1f} | {cell('cgc-backend')} | "
-                     f"{ratio} |")
+                     f"{ratio('cgc-backend', 'cgc')} | {cell('default')} | "
+                     f"{ratio('cgc-backend', 'default')} | {compiles} | {default_s} |")
     return lines
 
 
