@@ -133,12 +133,14 @@ bool Verifier::checkSize(const Value *v, const DimTable &dims, Location loc,
 /// State with a seeded initializer ships its initial values in the
 /// artifact, which is read whole (at most 1 GiB). State from the weights
 /// file is bounded by that file; the compiler leaves it beside the artifact
-/// when the artifact would pass its limit (driver/ArtifactWriter.cpp).
+/// when the artifact would pass its limit, and state of zeros ships no
+/// bytes: the runtime zeroes it (driver/ArtifactWriter.cpp).
 bool Verifier::checkPersistentBytes(const GraphInput &in,
                                     const DimTable &dims) {
   uint64_t bytes = 0;
   if (!isPersistent(in.kind) || in.init.source == Initializer::Source::None ||
       in.init.source == Initializer::Source::Weights ||
+      in.init.source == Initializer::Source::Zeros ||
       !tensorBytes(in.value->getType(), dims, bytes))
     return true;
   persistentBytes += bytes;

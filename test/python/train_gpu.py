@@ -391,7 +391,7 @@ def check_autocast(torch, cgc, steps, say, dtype=None):
         skipped, backoff = injected_inf(torch, step, data[0])
         ok &= skipped
     say(f"{'OK' if ok else 'FAIL'} autocast {dtype} MLP ({steps} AdamW steps): parameters "
-        f"{d:.2e} rel L2 from PyTorch's autocast (its own bf16-f32 spread {spread:.2e}), "
+        f"{d:.2e} rel L2 from PyTorch's autocast (its own 16-bit-f32 spread {spread:.2e}), "
         f"losses within {worst:.2e}{backoff}")
     return ok
 
