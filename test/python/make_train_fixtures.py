@@ -17,7 +17,7 @@ optimizer steps on fixed batches. For each, under train-fixtures/<name>/:
   train.json           {"optimizer": describe_optimizer's description,
                         "trained": [names], "frozen": [names], "steps": k}
 
-Needs PyTorch (CPU) and transformers (moe_adamw). Rerun it after changing this file or the training
+Needs PyTorch (CPU) and transformers (moe_adamw, hf_*). Rerun it after changing this file or the training
 capture, and commit the folder.
 
 Usage: PYTHONPATH=python make_train_fixtures.py [--out DIR] [--only NAME,...]
@@ -111,7 +111,57 @@ def smoothed(out, y):
     return F.cross_entropy(out, y, label_smoothing=0.1, ignore_index=2)
 
 
-# name: (module, loss, optimizer factory, batches)
+class ByKeyword(torch.nn.Module):
+    """A Hugging Face model called as (ids, mask): GPT-2's second positional
+    argument is its cache, not the mask."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def forward(self, ids, mask):
+        return self.model(input_ids=ids, attention_mask=mask)
+
+
+def tiny_gpt2():
+    import transformers
+    return ByKeyword(transformers.GPT2LMHeadModel(transformers.GPT2Config(
+        n_layer=1, n_embd=32, n_head=2, vocab_size=64, n_positions=16, use_cache=False,
+        resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0, bos_token_id=0, eos_token_id=0)))
+
+
+def tiny_bert():
+    import transformers
+    return ByKeyword(transformers.BertForSequenceClassification(transformers.BertConfig(
+        num_hidden_layers=1, hidden_size=32, num_attention_heads=2, intermediate_size=64,
+        vocab_size=64, max_position_embeddings=16, num_labels=3, hidden_dropout_prob=0.0,
+        attention_probs_dropout_prob=0.0)))
+
+
+def padded_batches(labels):
+    """(ids, attention_mask, target) batches of 3 rows of 12 tokens, the
+    later rows padded on the right to random lengths; `labels(ids, mask,
+    gen)` makes the target."""
+    gen = torch.Generator().manual_seed(6)
+    out = []
+    for _ in range(STEPS):
+        lengths = torch.randint(3, 13, (3,), generator=gen)
+        lengths[0] = 12
+        mask = (torch.arange(12)[None, :] < lengths[:, None]).long()
+        ids = torch.randint(1, 64, (3, 12), generator=gen) * mask
+        out.append((ids, mask, labels(ids, mask, gen)))
+    return out
+
+
+def lm_loss(out, labels):
+    """Next-token cross entropy, padding labelled -100 (ignored)."""
+    logits = out.logits[:, :-1]
+    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels[:, 1:].reshape(-1),
+                           ignore_index=-100)
+
+
+# name: (module, loss, optimizer factory, batches: tuples of the module's
+# inputs, then the loss's)
 TRAINING = {
     "mlp_sgd_nesterov": (lambda: mlp(torch.nn.ReLU()), F.mse_loss,
                          lambda ps: torch.optim.SGD(ps, lr=0.1, momentum=0.9, nesterov=True,
@@ -155,6 +205,20 @@ TRAINING = {
                          lambda ps: torch.optim.AdamW(groups_by_decay(ps), lr=0.01),
                          lambda: batches((7, 6), lambda g: torch.randint(0, 4, (7,),
                                                                           generator=g))),
+    # Hugging Face models on padded variable-length batches (attention
+    # masks; the language model's padding labelled -100). eps 1e-3: a key
+    # bias's gradient is zero but for rounding (softmax ignores a shift of
+    # a row of scores), which Adam with eps 1e-8 turns into steps of the
+    # full learning rate, in cgc and PyTorch alike but with other signs.
+    "hf_gpt2_padded_adamw": (tiny_gpt2, lm_loss,
+                             lambda ps: torch.optim.AdamW(ps, lr=0.01, eps=1e-3),
+                             lambda: padded_batches(lambda ids, mask, g: torch.where(
+                                 mask.bool(), ids, torch.full_like(ids, -100)))),
+    "hf_bert_padded_adamw": (tiny_bert, lambda out, y: F.cross_entropy(out.logits, y),
+                             lambda ps: torch.optim.AdamW(groups_by_decay(ps), lr=0.01,
+                                                          eps=1e-3),
+                             lambda: padded_batches(lambda ids, mask, g: torch.randint(
+                                 0, 3, (3,), generator=g))),
 }
 
 
@@ -166,15 +230,23 @@ def groups_by_decay(params):
             {"params": [p for p in params if p.dim() <= 1], "weight_decay": 0.0, "lr": 0.02}]
 
 
+def in_dtype(batch, dtype):
+    """The batch's floating tensors in `dtype`."""
+    return tuple(t.to(dtype) if t.is_floating_point() else t for t in batch)
+
+
 def train_on(module, loss_fn, optimizer, data):
-    """Trains module on the batches (each cast to its dtype)."""
+    """Trains module on the batches (each cast to its dtype); the last
+    tensor of a batch is the loss's, the others the module's."""
     dtype = next(module.parameters()).dtype
-    for x, y in data:
+    for batch in data:
         optimizer.zero_grad()
-        x, y = x.to(dtype), (y.to(dtype) if y.is_floating_point() else y)
-        loss_fn(module(x), y).backward()
+        batch = in_dtype(batch, dtype)
+        loss_fn(module(*batch[:-1]), batch[-1]).backward()
         optimizer.step()
-    return {n: p.detach().numpy().copy() for n, p in module.state_dict().items()}
+    values = dict(module.state_dict())
+    values.update(module.named_buffers())  # those outside the state_dict too (position ids)
+    return {n: p.detach().numpy().copy() for n, p in values.items()}
 
 
 def write_fixture(name, folder):
@@ -186,8 +258,8 @@ def write_fixture(name, folder):
     data = make_batches()
     dtype = next(module.parameters()).dtype
     if dtype != torch.float32:
-        data = [(x.to(dtype), y.to(dtype) if y.is_floating_point() else y) for x, y in data]
-    record, weights = capture_train(module, loss_fn, data[0], 1, False)
+        data = [in_dtype(batch, dtype) for batch in data]
+    record, weights = capture_train(module, loss_fn, data[0], len(data[0]) - 1, False)
     names = {}
     for n, p in module.named_parameters():
         names.setdefault(id(p), n)
@@ -198,8 +270,9 @@ def write_fixture(name, folder):
         json.dump(record, f, indent=1)
     write_safetensors(os.path.join(folder, "weights.safetensors"), weights)
     steps = {}
-    for k, (x, y) in enumerate(data, 1):
-        steps[f"step{k}.in0"], steps[f"step{k}.in1"] = x.numpy(), y.numpy()
+    for k, batch in enumerate(data, 1):
+        for j, tensor in enumerate(batch):
+            steps[f"step{k}.in{j}"] = tensor.numpy()
     for n, value in train_on(module, loss_fn, optimizer, data).items():
         steps["after." + n] = value
     if dtype != torch.float32:

@@ -35,9 +35,11 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ATOL, RTOL = 2e-5, 1e-4
 MOMENTS = (".momentum_buffer", ".exp_avg", ".exp_avg_sq")  # optimizer state per parameter
 # What `cgc --train` runs before the update exists (driver/Compiler.cpp):
-# the convolutions cuDNN would run stay whole, differentiated by conv's
-# rule (a conv_transpose and a conv_weight_grad), and so does batch_norm
-# (its rule), written out after autodiff.
+# every attention written out (--expand-attention, the target policy
+# --train sets: no attention derivative rule yet), the convolutions cuDNN
+# would run kept whole, differentiated by conv's rule (a conv_transpose
+# and a conv_weight_grad), and so does batch_norm (its rule), written out
+# after autodiff.
 PASSES = "expand-attention,expand-convolution,autodiff,expand-batch-norm,apply-optimizer"
 
 
@@ -51,7 +53,7 @@ def train(cgc_opt, ir_path, ir, steps, folder):
         src, dst = (os.path.join(folder, f"{s}{k}.safetensors") for s in ("in", "out"))
         write_safetensors(src, feed)
         r = subprocess.run([cgc_opt, ir_path, "--passes=" + PASSES,
-                            "--interpret",
+                            "--expand-attention", "--interpret",
                             "--inputs", src, "--outputs", dst, "--overwrite"],
                            capture_output=True, text=True)
         if r.returncode:
