@@ -38,7 +38,12 @@ module from the same weights on the same batches (f32, TF32 off):
   step whose input holds an inf is skipped and halves the loss scale,
   its call returning while the GPU is still busy (no host read);
 - no host synchronization in a step: 200 steps are queued faster than
-  they run (the host returns before the GPU is done).
+  they run (the host returns before the GPU is done);
+- transformers' linear and cosine schedules with warmup run on the device
+  (lr_schedule), two param groups, clipping and the logits returned
+  (returns_outputs), against transformers' scheduler objects and
+  clip_grad_norm_: losses, logits and the gradient norm within 1e-4,
+  parameters within 1e-3 relative L2.
 
 Usage: train_gpu.py --cgc PATH [--steps N] [--only TEXT]
 Exit status 1 on a failed check; 77 without PyTorch or a GPU.
@@ -289,6 +294,58 @@ def check_control(torch, cgc, say):
     return ok
 
 
+def check_device_schedule(torch, cgc, kind, say):
+    """lr_schedule run on the device (transformers' linear or cosine
+    schedule with warmup) with two param groups, clipping and the outputs
+    returned, against PyTorch with transformers' scheduler object and
+    clip_grad_norm_: every loss within 1e-4, the logits each step within
+    1e-4 of their scale, the gradient norm within 1e-4, the parameters
+    after the last step within 1e-3 relative L2."""
+    import transformers
+    F = torch.nn.functional
+    torch.manual_seed(3)
+    make = lambda: torch.nn.Sequential(torch.nn.Linear(64, 128), torch.nn.GELU(),  # noqa: E731
+                                       torch.nn.Linear(128, 10)).cuda()
+    ours, theirs = make(), make()
+    theirs.load_state_dict(ours.state_dict())
+
+    def groups(m):
+        return [{"params": m[0].parameters(), "lr": 2e-3},
+                {"params": m[2].parameters(), "lr": 5e-3, "weight_decay": 0.0}]
+    opt_c, opt_t = torch.optim.AdamW(groups(ours)), torch.optim.AdamW(groups(theirs))
+    warmup, total = 4, 24
+    schedule = {"linear": transformers.get_linear_schedule_with_warmup,
+                "cosine": transformers.get_cosine_schedule_with_warmup}[kind](
+                    opt_t, warmup, total)
+    step = cgc.compile_train(ours, F.cross_entropy, opt_c, batch(torch, "ce", 0),
+                             returns_outputs=True, max_grad_norm=1.0,
+                             lr_schedule={"kind": kind, "warmup_steps": warmup,
+                                          "total_steps": total})
+    worst = {"loss": 0.0, "logits": 0.0, "norm": 0.0}
+    for k in range(total):
+        x, y = batch(torch, "ce", k)
+        loss, logits = step(x, y)
+        opt_t.zero_grad()
+        out = theirs(x)
+        want = F.cross_entropy(out, y)
+        want.backward()
+        norm = float(torch.nn.utils.clip_grad_norm_(theirs.parameters(), 1.0))
+        opt_t.step()
+        schedule.step()
+        worst["loss"] = max(worst["loss"], abs(float(loss) - float(want)) / abs(float(want)))
+        worst["logits"] = max(worst["logits"], float((logits - out).abs().max() /
+                                                     out.abs().max()))
+        worst["norm"] = max(worst["norm"], abs(float(step.grad_norm) - norm) / norm)
+    params = step.parameters()
+    dist = max(rel_l2(params[n], p) for n, p in theirs.named_parameters())
+    ok = max(worst.values()) < LOSS_RTOL and dist < PARAM_RL2
+    say(f"{'OK' if ok else 'FAIL'} device {kind} schedule ({total} AdamW steps, warmup "
+        f"{warmup}, 2 groups, clip 1.0, outputs returned): loss rel err {worst['loss']:.2e}, "
+        f"logits {worst['logits']:.2e}, gradient norm {worst['norm']:.2e}, params rel L2 "
+        f"{dist:.2e}")
+    return ok
+
+
 def check_dropout_and_sync(torch, cgc, say):
     """Dropout on: the loss falls for both; steps queue without a sync."""
     F = torch.nn.functional
@@ -496,6 +553,9 @@ def main():
         ok &= check_half_parameters(torch, cgc, 20, print)
     if args.only in "dropout and sync":
         ok &= check_dropout_and_sync(torch, cgc, print)
+    for kind in ("linear", "cosine"):
+        if args.only in f"device {kind} schedule":
+            ok &= check_device_schedule(torch, cgc, kind, print)
     import train_gpu_hf  # Hugging Face models: small ones, full-size ones, autocast
     ok &= train_gpu_hf.run(torch, cgc, args.only, print)
     print("train_gpu:", "PASS" if ok else "FAIL")
