@@ -360,6 +360,11 @@ def _compile_cold(module, example_args, path, dynamic_shapes, cgc, flags, bucket
         times.append(time.perf_counter())
         compiled = CompiledModule(load(art), signature)  # (the engine holds the bytes)
         times.append(time.perf_counter())
+        if entry and weights_stay_beside(art):
+            # The cache keeps an artifact alone (the driver's does not keep
+            # these either): its entry could not find the weights.
+            LOG.info("cgc.compile: not cached: the weights stay beside the artifact")
+            entry = None
         if entry:
             try:
                 if entry.store(art, signature):
@@ -378,6 +383,20 @@ def _compile_cold(module, example_args, path, dynamic_shapes, cgc, flags, bucket
 
 
 ARTIFACT_STATE_LIMIT = 1 << 30  # bytes of state an artifact carries (docs/artifact.md)
+
+
+def weights_stay_beside(artifact):
+    """Whether the artifact's manifest names a weights file beside it
+    (docs/artifact.md: the header's manifest size at byte 8, the manifest's
+    JSON from byte 32)."""
+    import json
+    import struct
+    with open(artifact, "rb") as f:
+        header = f.read(32)
+        if len(header) < 32 or header[:4] != b"CGCA":
+            return False
+        (size,) = struct.unpack_from("<Q", header, 8)
+        return "weights_file" in json.loads(f.read(size))
 
 
 def _weights_beside(ir_path, artifact):

@@ -3,18 +3,22 @@
 driver's phases at INFO under the logger "cgc" as they start (reading,
 passes, lowering, NVRTC, writing, in that order) and the summary after
 them; a bad model raises CgcError with the driver's located diagnostic
-and no phase line in it, and writes no artifact.
+and no phase line in it, and writes no artifact; cgc.runtime's
+weights_stay_beside reads from a manifest whether the weights stay
+beside the artifact.
 
 Usage: PYTHONPATH=python compile_file_test.py --cgc PATH --model examples/mlp8_infer_b1.json
 """
 import argparse
 import logging
 import os
+import shutil
 import sys
 import tempfile
 
 import cgc
 from cgc.errors import CgcError
+from cgc.runtime import weights_stay_beside
 
 PHASES = ("read and verify", "passes on graph 'main'", "lower graph 'main'", "NVRTC",
           "artifact writer", "write ")
@@ -64,6 +68,17 @@ def main():
                 ok = False
         if os.path.exists(os.path.join(work, "bad.cgc")):
             print("a failed compile wrote an artifact")
+            ok = False
+        # Whether an artifact's weights stay beside it (what cgc.compile's
+        # cache must not keep alone): read from its manifest.
+        inputs = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "ir", "Inputs")
+        for name in ("weights-ok.json", "weights.safetensors"):
+            shutil.copy(os.path.join(inputs, name), work)
+        beside = os.path.join(work, "beside.cgc")
+        cgc.compile_file(os.path.join(work, "weights-ok.json"), beside, ("--weights-beside",),
+                         cgc=args.cgc)
+        if not weights_stay_beside(beside) or weights_stay_beside(out):
+            print("weights_stay_beside misreads the manifests")
             ok = False
     print(f"compile_file: {'all passed' if ok else 'FAILED'}")
     return 0 if ok else 1
