@@ -507,7 +507,15 @@ bool ManifestBuilder::build(fmt::Manifest &m, std::vector<uint8_t> &weights) {
     m.persistentSize = std::max(m.persistentSize, g.plan->persistentSize);
   }
   addDims(m);
-  if (!placeWeights(m) || !addInputs(m, weights))
+  if (!placeWeights(m))
+    return false;
+  // The blob's size up to alignment: no reallocation copies its bytes again.
+  size_t tensors = model.inputs().size();
+  for (const CompiledGraph &g : compilation.graphs)
+    tensors += g.plan->constantData.size();
+  weights.reserve(stateBytes(false) + (beside ? 0 : stateBytes(true)) +
+                  tensors * 256);
+  if (!addInputs(m, weights))
     return false;
   addConstants(m, weights);
   addOutputs(m);
