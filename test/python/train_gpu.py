@@ -397,6 +397,25 @@ def check_dropout_and_sync(torch, cgc, say):
     return falls and nosync
 
 
+def autocast_reference(torch, make, loss_fn, data, inputs, half):
+    """PyTorch's AdamW training (lr 1e-3) of make() on the batches under
+    torch.autocast(half) (None: f32; f16 with GradScaler): its parameters
+    as one vector and its losses."""
+    m = make()
+    opt = torch.optim.AdamW(m.parameters(), lr=1e-3)
+    scaler = torch.amp.GradScaler("cuda", enabled=half == torch.float16)
+    losses = []
+    for batch in data:
+        opt.zero_grad()
+        with torch.autocast("cuda", dtype=half or torch.float32, enabled=half is not None):
+            loss = loss_fn(m(*batch[:inputs]), *batch[inputs:])
+        scaler.scale(loss).backward()
+        scaler.step(opt)
+        scaler.update()
+        losses.append(float(loss))
+    return torch.cat([p.detach().reshape(-1) for p in m.parameters()]), losses
+
+
 def check_autocast(torch, cgc, steps, say, dtype=None):
     """Autocast (bf16; f16 with torch's GradScaler against cgc's device
     loss scaling): cgc's step against PyTorch's under torch.autocast from
@@ -416,23 +435,8 @@ def check_autocast(torch, cgc, steps, say, dtype=None):
     data = [(torch.randn(32, 64, device="cuda", generator=g),
              torch.randint(0, 10, (32,), device="cuda", generator=g)) for _ in range(steps)]
 
-    def torch_run(half):
-        m = mlp()
-        opt = torch.optim.AdamW(m.parameters(), lr=1e-3)
-        scaler = torch.amp.GradScaler("cuda", enabled=half == torch.float16)
-        losses = []
-        for x, y in data:
-            opt.zero_grad()
-            with torch.autocast("cuda", dtype=half or torch.float32, enabled=half is not None):
-                loss = F.cross_entropy(m(x), y)
-            scaler.scale(loss).backward()
-            scaler.step(opt)
-            scaler.update()
-            losses.append(float(loss))
-        return torch.cat([p.detach().reshape(-1) for p in m.parameters()]), losses
-
-    ref32, _ = torch_run(None)
-    ref16, losses16 = torch_run(dtype)
+    ref32, _ = autocast_reference(torch, mlp, F.cross_entropy, data, 1, None)
+    ref16, losses16 = autocast_reference(torch, mlp, F.cross_entropy, data, 1, dtype)
     m = mlp()
     opt = torch.optim.AdamW(m.parameters(), lr=1e-3)
     step = cgc.compile_train(m, F.cross_entropy, opt, data[0], autocast=dtype)

@@ -16,7 +16,7 @@ training issue asks for them (run by train_gpu.py, not on their own):
   every loss within 2e-2 relative or twice PyTorch's own 16-bit-against-
   f32 loss difference, whichever is larger.
 """
-from train_gpu import LOSS_RTOL, PARAM_RL2, global_rel_l2, rel_l2
+from train_gpu import LOSS_RTOL, PARAM_RL2, autocast_reference, global_rel_l2, rel_l2
 
 FULL_STEPS = 200
 
@@ -246,23 +246,8 @@ def check_autocast_hf(torch, cgc, spec, dtype, say, steps=20):
         torch.manual_seed(0)
         return make(0.0).cuda().train()
 
-    def torch_run(half):
-        m = module()
-        opt = torch.optim.AdamW(m.parameters(), lr=1e-3)
-        scaler = torch.amp.GradScaler("cuda", enabled=half == torch.float16)
-        losses = []
-        for batch in data:
-            opt.zero_grad()
-            with torch.autocast("cuda", dtype=half or torch.float32, enabled=half is not None):
-                loss = loss_fn(m(*batch[:inputs]), *batch[inputs:])
-            scaler.scale(loss).backward()
-            scaler.step(opt)
-            scaler.update()
-            losses.append(float(loss))
-        return torch.cat([p.detach().reshape(-1) for p in m.parameters()]), losses
-
-    ref32, losses32 = torch_run(None)
-    ref16, losses16 = torch_run(dtype)
+    ref32, losses32 = autocast_reference(torch, module, loss_fn, data, inputs, None)
+    ref16, losses16 = autocast_reference(torch, module, loss_fn, data, inputs, dtype)
     m = module()
     opt = torch.optim.AdamW(m.parameters(), lr=1e-3)
     step = cgc.compile_train(m, loss_fn, opt, data[0], inputs=inputs, autocast=dtype)
