@@ -183,9 +183,11 @@ def compile_generate(model, max_new_tokens, max_prompt, batch, *, generation_con
         moved = _weights_beside(ir_path, path) if path else None
         try:
             compile_file(ir_path, art, (*flags, "--weights-beside") if moved else flags, cgc)
-        except CgcError as e:
+        except BaseException as e:  # (an interrupt too: the next compile would find it)
             if moved:
                 os.remove(moved)
+            if not isinstance(e, CgcError):
+                raise
             raise CgcError(str(e).replace(ir_path, f"{type(model).__name__} (generation)")) \
                 from None
         return Generator(load(art, next(model.parameters()).device.index), s, streaming)

@@ -352,9 +352,12 @@ def _compile_cold(module, example_args, path, dynamic_shapes, cgc, flags, bucket
         try:
             art = compile_file(ir_path, path or os.path.join(work, "model.cgc"),
                                (*flags, "--weights-beside") if moved else flags, cgc)
-        except CgcError as e:  # Located at the module's export, not at a deleted file.
+        except BaseException as e:  # (an interrupt too: the next compile would find it)
             if moved:
                 os.remove(moved)
+            if not isinstance(e, CgcError):
+                raise
+            # Located at the module's export, not at a deleted file.
             raise CgcError(str(e).replace(ir_path, f"{type(module).__name__} (exported)")) \
                 from None
         times.append(time.perf_counter())
@@ -383,6 +386,10 @@ def _compile_cold(module, example_args, path, dynamic_shapes, cgc, flags, bucket
 
 
 ARTIFACT_STATE_LIMIT = 1 << 30  # bytes of state an artifact carries (docs/artifact.md)
+# The driver keeps the weights beside when they and the state the artifact
+# must carry (constants, seeded initializers) pass the limit; that state is
+# not known here, so weights within this margin of the limit move too.
+BESIDE_MARGIN = 1 << 27
 
 
 def weights_stay_beside(artifact):
@@ -410,7 +417,7 @@ def _weights_beside(ir_path, artifact):
     if "weights_file" not in ir:
         return None
     weights = os.path.join(os.path.dirname(ir_path), ir["weights_file"])
-    if os.path.getsize(weights) <= ARTIFACT_STATE_LIMIT:
+    if os.path.getsize(weights) <= ARTIFACT_STATE_LIMIT - BESIDE_MARGIN:
         return None
     beside = os.path.splitext(os.fspath(artifact))[0] + ".safetensors"
     if os.path.exists(beside):

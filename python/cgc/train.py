@@ -88,7 +88,6 @@ def compile_train(module, loss_fn, optimizer, example_batch, *, inputs=None,
     import tempfile
     import torch
     from .driver import compile_file
-    from .errors import CgcError
     from .runtime import _weights_beside
     from .torch.capture import capture_train
     from .torch.training import lower_train_record
@@ -120,7 +119,7 @@ def compile_train(module, loss_fn, optimizer, example_batch, *, inputs=None,
             art = compile_file(ir_path, path or os.path.join(work, "step.cgc"),
                                ("--train", *dp_flags, *flags,
                                 *(("--weights-beside",) if moved else ())), cgc)
-        except CgcError:
+        except BaseException:  # (an interrupt too: the next compile would find it)
             if moved:
                 os.remove(moved)
             raise

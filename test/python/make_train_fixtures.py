@@ -139,15 +139,18 @@ def tiny_bert():
 
 
 def padded_batches(labels):
-    """(ids, attention_mask, target) batches of 3 rows of 12 tokens, the
-    later rows padded on the right to random lengths; `labels(ids, mask,
-    gen)` makes the target."""
+    """(ids, attention_mask, target) batches of 3 rows of 12 tokens: the
+    first full, the second padded on the right, the third on the left (so
+    that a causal model's tokens see padding, which only the mask hides),
+    to random lengths; `labels(ids, mask, gen)` makes the target."""
     gen = torch.Generator().manual_seed(6)
     out = []
     for _ in range(STEPS):
-        lengths = torch.randint(3, 13, (3,), generator=gen)
+        lengths = torch.randint(3, 12, (3,), generator=gen)
         lengths[0] = 12
-        mask = (torch.arange(12)[None, :] < lengths[:, None]).long()
+        at = torch.arange(12)[None, :]
+        mask = (at < lengths[:, None]).long()
+        mask[2] = (at[0] >= 12 - lengths[2]).long()
         ids = torch.randint(1, 64, (3, 12), generator=gen) * mask
         out.append((ids, mask, labels(ids, mask, gen)))
     return out

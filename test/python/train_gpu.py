@@ -322,7 +322,8 @@ def check_device_schedule(torch, cgc, kind, say):
                              lr_schedule={"kind": kind, "warmup_steps": warmup,
                                           "total_steps": total})
     worst = {"loss": 0.0, "logits": 0.0, "norm": 0.0}
-    for k in range(total):
+    steps = total + 4  # past total_steps too (linear's 0, cosine's rise)
+    for k in range(steps):
         x, y = batch(torch, "ce", k)
         loss, logits = step(x, y)
         opt_t.zero_grad()
@@ -339,8 +340,9 @@ def check_device_schedule(torch, cgc, kind, say):
     params = step.parameters()
     dist = max(rel_l2(params[n], p) for n, p in theirs.named_parameters())
     ok = max(worst.values()) < LOSS_RTOL and dist < PARAM_RL2
-    say(f"{'OK' if ok else 'FAIL'} device {kind} schedule ({total} AdamW steps, warmup "
-        f"{warmup}, 2 groups, clip 1.0, outputs returned): loss rel err {worst['loss']:.2e}, "
+    say(f"{'OK' if ok else 'FAIL'} device {kind} schedule ({steps} AdamW steps, warmup "
+        f"{warmup}, total {total}, 2 groups, clip 1.0, outputs returned): loss rel err "
+        f"{worst['loss']:.2e}, "
         f"logits {worst['logits']:.2e}, gradient norm {worst['norm']:.2e}, params rel L2 "
         f"{dist:.2e}")
     return ok
