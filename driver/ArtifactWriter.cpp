@@ -88,6 +88,8 @@ private:
   /// The weights file's header, when its weights stay beside the artifact.
   format::SafetensorsIndex besideIndex;
   bool beside = false;
+  /// Bytes of the initial values the artifact carries (placeWeights).
+  uint64_t carriedBytes = 0;
 };
 } // namespace
 
@@ -105,13 +107,6 @@ static std::string pathInside(llvm::StringRef dir, llvm::StringRef target) {
   if (!llvm::StringRef(t).startswith(prefix))
     return "";
   return std::string(llvm::StringRef(t).drop_front(prefix.size()));
-}
-
-/// State of zeros needs no bytes: the runtime zeroes the persistent region
-/// before it uploads initial values, and each context its per-context state
-/// (an optimizer's moments are as large as the parameters).
-static bool zeroedByRuntime(const GraphInput &in) {
-  return in.init.source == Initializer::Source::Zeros;
 }
 
 /// A state tensor from the weights file that may stay there: its bytes in
@@ -134,7 +129,7 @@ uint64_t ManifestBuilder::stateBytes(bool fromWeightsFile) const {
   };
   for (const GraphInput &in : model.inputs())
     if (isPersistent(in.kind) && in.init.source != Initializer::Source::None &&
-        !zeroedByRuntime(in) && staysBeside(in) == fromWeightsFile)
+        !in.init.zeroedByRuntime() && staysBeside(in) == fromWeightsFile)
       total += bytesOf(in.value);
   if (!fromWeightsFile)
     for (const CompiledGraph &g : compilation.graphs)
@@ -150,9 +145,9 @@ bool ManifestBuilder::placeWeights(fmt::Manifest &m) {
   uint64_t file = stateBytes(true), carried = stateBytes(false);
   uint64_t limit = options.artifactStateLimit;
   beside = file && (options.weightsBeside || file + carried > limit);
-  if (carried > limit || (!beside && file + carried > limit)) {
-    diag.error({}, "the artifact would carry " +
-                       std::to_string(beside ? carried : file + carried) +
+  carriedBytes = beside ? carried : file + carried;
+  if (carriedBytes > limit) {
+    diag.error({}, "the artifact would carry " + std::to_string(carriedBytes) +
                        " bytes of initial state; it holds at most " +
                        std::to_string(limit) +
                        (beside ? " (the weights file's tensors stay beside "
@@ -286,7 +281,7 @@ bool ManifestBuilder::addInputs(fmt::Manifest &m,
     if (beside && staysBeside(in)) {
       if (!referToWeights(in, t))
         return false;
-    } else if (in.init.source != Initializer::Source::None && !zeroedByRuntime(in)) {
+    } else if (in.init.source != Initializer::Source::None && !in.init.zeroedByRuntime()) {
       std::vector<uint8_t> bytes;
       std::string error;
       if (!initialBytes(model, in, bytes, error, &weightsCache)) {
@@ -513,8 +508,7 @@ bool ManifestBuilder::build(fmt::Manifest &m, std::vector<uint8_t> &weights) {
   size_t tensors = model.inputs().size();
   for (const CompiledGraph &g : compilation.graphs)
     tensors += g.plan->constantData.size();
-  weights.reserve(stateBytes(false) + (beside ? 0 : stateBytes(true)) +
-                  tensors * 256);
+  weights.reserve(carriedBytes + tensors * 256);
   if (!addInputs(m, weights))
     return false;
   addConstants(m, weights);

@@ -103,6 +103,11 @@ struct Initializer {
   std::vector<int64_t> permutation;
   double a = 0, b = 0; ///< Normal: mean, std. Uniform: low, high. Constant: value.
   uint64_t seed = 0;
+  /// Zeros come with no bytes in the artifact: the runtime zeroes the
+  /// persistent region before it uploads initial values, and each context
+  /// its per-context state (an optimizer's moments are as large as the
+  /// parameters). The verifier's state limit and the writer both ask this.
+  bool zeroedByRuntime() const { return source == Source::Zeros; }
 };
 
 /// An optimizer's hyperparameters (PyTorch's names and defaults).

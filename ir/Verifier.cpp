@@ -140,7 +140,7 @@ bool Verifier::checkPersistentBytes(const GraphInput &in,
   uint64_t bytes = 0;
   if (!isPersistent(in.kind) || in.init.source == Initializer::Source::None ||
       in.init.source == Initializer::Source::Weights ||
-      in.init.source == Initializer::Source::Zeros ||
+      in.init.zeroedByRuntime() ||
       !tensorBytes(in.value->getType(), dims, bytes))
     return true;
   persistentBytes += bytes;

@@ -275,25 +275,18 @@ def backend_compile_times(torch, model, call_args, call_kwargs):
     """torch.compile(backend="cgc")'s first call with an empty compile cache
     (a fresh $CGC_CACHE_DIR) and again after torch._dynamo.reset() with the
     cache it filled: {backend_compile_s_cold, backend_compile_s_cached}."""
-    saved = {k: os.environ.get(k) for k in ("CGC_CACHE", "CGC_CACHE_DIR")}
+    from unittest import mock
     out = {}
-    with tempfile.TemporaryDirectory(prefix="cgc-zoo-cache-") as folder:
-        os.environ.update(CGC_CACHE="1", CGC_CACHE_DIR=folder)
-        try:
-            for label in ("cold", "cached"):
-                torch._dynamo.reset()
-                started = time.perf_counter()
-                compiled = torch.compile(model, backend="cgc", dynamic=False)
-                compiled(*call_args, **call_kwargs)
-                torch.cuda.synchronize()
-                out[f"backend_compile_s_{label}"] = time.perf_counter() - started
-        finally:
-            for k, v in saved.items():
-                if v is None:
-                    os.environ.pop(k, None)
-                else:
-                    os.environ[k] = v
+    with tempfile.TemporaryDirectory(prefix="cgc-zoo-cache-") as folder, \
+            mock.patch.dict(os.environ, CGC_CACHE="1", CGC_CACHE_DIR=folder):
+        for label in ("cold", "cached"):
             torch._dynamo.reset()
+            started = time.perf_counter()
+            compiled = torch.compile(model, backend="cgc", dynamic=False)
+            compiled(*call_args, **call_kwargs)
+            torch.cuda.synchronize()
+            out[f"backend_compile_s_{label}"] = time.perf_counter() - started
+    torch._dynamo.reset()
     return out
 
 

@@ -164,8 +164,7 @@ def compile_generate(model, max_new_tokens, max_prompt, batch, *, generation_con
     import shutil
     import tempfile
     from .errors import CgcError
-    from .driver import compile_file
-    from .runtime import _weights_beside, load
+    from .runtime import compile_beside, load
     from .safetensors import write_safetensors
     s = settings_of(model, generation_config, batch, max_prompt, max_new_tokens, prompt_buckets)
     s.output_scores, s.output_logprobs = bool(output_scores), bool(output_logprobs)
@@ -178,16 +177,9 @@ def compile_generate(model, max_new_tokens, max_prompt, batch, *, generation_con
             ir["weights_file"] = "generate.safetensors"
         with open(ir_path, "w") as f:
             json.dump(ir, f, allow_nan=False)
-        art = path or os.path.join(work, "generate.cgc")
-        # Past what an artifact carries, the weights stay beside it.
-        moved = _weights_beside(ir_path, path) if path else None
         try:
-            compile_file(ir_path, art, (*flags, "--weights-beside") if moved else flags, cgc)
-        except BaseException as e:  # (an interrupt too: the next compile would find it)
-            if moved:
-                os.remove(moved)
-            if not isinstance(e, CgcError):
-                raise
+            art = compile_beside(ir_path, path, os.path.join(work, "generate.cgc"), flags, cgc)
+        except CgcError as e:
             raise CgcError(str(e).replace(ir_path, f"{type(model).__name__} (generation)")) \
                 from None
         return Generator(load(art, next(model.parameters()).device.index), s, streaming)

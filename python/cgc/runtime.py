@@ -347,17 +347,10 @@ def _compile_cold(module, example_args, path, dynamic_shapes, cgc, flags, bucket
         ir_path = os.path.join(work, "model.json")
         _, signature = export_program(module, example_args, ir_path, dynamic_shapes,
                                       example_kwargs, buckets=buckets)
-        moved = _weights_beside(ir_path, path) if path else None
         times.append(time.perf_counter())
         try:
-            art = compile_file(ir_path, path or os.path.join(work, "model.cgc"),
-                               (*flags, "--weights-beside") if moved else flags, cgc)
-        except BaseException as e:  # (an interrupt too: the next compile would find it)
-            if moved:
-                os.remove(moved)
-            if not isinstance(e, CgcError):
-                raise
-            # Located at the module's export, not at a deleted file.
+            art = compile_beside(ir_path, path, os.path.join(work, "model.cgc"), flags, cgc)
+        except CgcError as e:  # Located at the module's export, not at a deleted file.
             raise CgcError(str(e).replace(ir_path, f"{type(module).__name__} (exported)")) \
                 from None
         times.append(time.perf_counter())
@@ -404,6 +397,22 @@ def weights_stay_beside(artifact):
             return False
         (size,) = struct.unpack_from("<Q", header, 8)
         return "weights_file" in json.loads(f.read(size))
+
+
+def compile_beside(ir_path, path, scratch, flags, cgc):
+    """compile_file of the IR into `path`, or `scratch` (beside the IR's
+    weights, in its work folder) without one. Weights past what an
+    artifact carries stay beside it: with `path` they are moved to
+    `<path>.safetensors` first (_weights_beside) and removed again should
+    the compile fail or be interrupted (the next compile would find them)."""
+    moved = _weights_beside(ir_path, path) if path else None
+    try:
+        return compile_file(ir_path, path or scratch,
+                            (*flags, "--weights-beside") if moved else flags, cgc)
+    except BaseException:
+        if moved:
+            os.remove(moved)
+        raise
 
 
 def _weights_beside(ir_path, artifact):

@@ -87,8 +87,7 @@ def compile_train(module, loss_fn, optimizer, example_batch, *, inputs=None,
     import shutil
     import tempfile
     import torch
-    from .driver import compile_file
-    from .runtime import _weights_beside
+    from .runtime import compile_beside
     from .torch.capture import capture_train
     from .torch.training import lower_train_record
     example_batch = tuple(example_batch)
@@ -112,17 +111,8 @@ def compile_train(module, loss_fn, optimizer, example_batch, *, inputs=None,
                                          2 if returns_outputs else 1)
         if ranks is not None and ranks[1] != 0:
             path = None  # Only rank 0 writes the caller's path; the others compile alike.
-        # Past what an artifact carries, the weights stay beside it (in the
-        # work folder they are written to, or moved beside `path`).
-        moved = _weights_beside(ir_path, path) if path else None
-        try:
-            art = compile_file(ir_path, path or os.path.join(work, "step.cgc"),
-                               ("--train", *dp_flags, *flags,
-                                *(("--weights-beside",) if moved else ())), cgc)
-        except BaseException:  # (an interrupt too: the next compile would find it)
-            if moved:
-                os.remove(moved)
-            raise
+        art = compile_beside(ir_path, path, os.path.join(work, "step.cgc"),
+                             ("--train", *dp_flags, *flags), cgc)
         micro_steps = accumulate if ranks is not None and (accumulate or 1) > 1 else 1
         return TrainStep(art, optimizer, describe["kind"], trained, ir_names, seed,
                          returns_outputs, torch, ranks, micro_steps)
