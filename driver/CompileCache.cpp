@@ -13,6 +13,7 @@
 #include "cgc/Version.h"
 #include "driver/Compiler.h"
 #include "format/ArtifactFormat.h"
+#include "format/CacheFolder.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FileSystem.h"
@@ -34,16 +35,9 @@ static constexpr uint64_t kDefaultLimit = uint64_t(10) << 30;
 static constexpr uint64_t kHashedWeightsLimit = uint64_t(1) << 30;
 
 CompileCache CompileCache::fromEnvironment() {
-  const char *off = std::getenv("CGC_CACHE");
-  if (off && llvm::StringRef(off) == "0")
+  std::string dir = format::cacheFolderFromEnvironment();
+  if (dir.empty())
     return CompileCache();
-  std::string dir;
-  if (const char *d = std::getenv("CGC_CACHE_DIR"); d && *d)
-    dir = d;
-  else if (const char *x = std::getenv("XDG_CACHE_HOME"); x && *x)
-    dir = std::string(x) + "/cgc";
-  else if (const char *h = std::getenv("HOME"); h && *h)
-    dir = std::string(h) + "/.cache/cgc";
   uint64_t limit = kDefaultLimit;
   if (const char *m = std::getenv("CGC_CACHE_MAX_BYTES"))
     if (llvm::StringRef(m).getAsInteger(10, limit))
@@ -132,7 +126,9 @@ std::string CompileCache::pathOf(const std::string &key) const {
 
 bool CompileCache::lookup(const std::string &key, std::vector<uint8_t> &bytes,
                           std::string &note) const {
-  std::string path = pathOf(key);
+  std::string path = pathOf(key), why;
+  if (!format::ensurePrivateFolder(dir, why))
+    return false; // store says why
   auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
                                             /*RequiresNullTerminator=*/false);
   if (!buffer)
@@ -153,8 +149,9 @@ bool CompileCache::lookup(const std::string &key, std::vector<uint8_t> &bytes,
 
 bool CompileCache::store(const std::string &key, llvm::ArrayRef<uint8_t> bytes,
                          std::string &error) const {
-  if (std::error_code ec = fs::create_directories(dir, true, fs::owner_all)) {
-    error = "cannot create the compile cache " + dir + ": " + ec.message();
+  std::string why;
+  if (!format::ensurePrivateFolder(dir, why)) {
+    error = "the compile cache is not used: " + why;
     return false;
   }
   llvm::SmallString<256> temp;
@@ -181,6 +178,24 @@ bool CompileCache::store(const std::string &key, llvm::ArrayRef<uint8_t> bytes,
   }
   trim();
   return true;
+}
+
+std::vector<std::string> CompileCache::tuningFiles() const {
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (fs::directory_iterator it(dir + "/tuning", ec), end; !ec && it != end;
+       it.increment(ec))
+    if (llvm::StringRef(it->path()).endswith(".txt"))
+      out.push_back(it->path());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+size_t CompileCache::clearTuningMemory() const {
+  size_t removed = 0;
+  for (const std::string &path : tuningFiles())
+    removed += !fs::remove(path);
+  return removed;
 }
 
 std::vector<CompileCache::Entry> CompileCache::entries() const {

@@ -29,9 +29,10 @@ struct CompileOptions;
 
 class CompileCache {
 public:
-  /// The cache the environment gives: off with CGC_CACHE=0; the folder
-  /// $CGC_CACHE_DIR, else $XDG_CACHE_HOME/cgc, else $HOME/.cache/cgc; the
-  /// limit $CGC_CACHE_MAX_BYTES (default 10 GiB).
+  /// The cache the environment gives: the folder of
+  /// format::cacheFolderFromEnvironment (off with CGC_CACHE=0), used only
+  /// while it is private to the user (format/CacheFolder.h); the limit
+  /// $CGC_CACHE_MAX_BYTES (default 10 GiB).
   static CompileCache fromEnvironment();
   /// A cache in \p dir holding at most \p maxBytes.
   CompileCache(std::string dir, uint64_t maxBytes)
@@ -65,6 +66,11 @@ public:
   std::vector<Entry> entries() const;
   /// Removes every entry; the number removed.
   size_t clear() const;
+  /// The runtime's remembered tuning choices (runtime/src/TuningMemory.h):
+  /// one file per GPU model in the folder's tuning/.
+  std::vector<std::string> tuningFiles() const;
+  /// Removes them; the number removed.
+  size_t clearTuningMemory() const;
   /// Removes the least recently used entries past the limit, the newest
   /// always kept (store does after writing; cgc.compile's own entries,
   /// which Python writes, through `cgc cache trim`).

@@ -34,7 +34,7 @@ cgc_status cgc_engine_convolution_info(cgc_engine e, size_t index,
   out->workspace_bytes = uint64_t(plan.workspaceUsed);
   out->workspace_reserved = c.workspaceBytes;
   out->candidates = plan.usable;
-  out->timed = plan.timed ? 1 : 0;
+  out->timed = plan.remembered ? 2 : plan.timed ? 1 : 0;
   out->cudnn_version = int32_t(e->dnn->version);
   size_t n = std::min(plan.tag.size(), sizeof out->tag - 1);
   std::memcpy(out->tag, plan.tag.data(), n);

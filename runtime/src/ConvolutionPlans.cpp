@@ -13,7 +13,9 @@
 // (runtime-compiled engines compile here, with NVRTC) and the plan's
 // workspace fits the artifact's reserve, until CGC_CONVOLUTION_CANDIDATES
 // (default 4; 1 when timing is off) are kept. ConvolutionTuning.cpp times
-// them and keeps one. Convolutions with the same shapes, layouts, dtype,
+// them and keeps one; where an earlier load on this GPU timed the same
+// convolution (TuningMemory.h), only the configuration it chose is
+// finalized, if cuDNN still offers it. Convolutions with the same shapes, layouts, dtype,
 // epilogue, alignments and workspace share one graph and plan. Nothing is
 // run on the GPU here; the handle's calls need the engine's context
 // current, which engine load makes it.
@@ -227,10 +229,12 @@ std::string configTag(const Cudnn &dnn, cudnnBackendDescriptor_t config,
 }
 
 /// Keeps \p config among convolution \p index's candidates if its engine
-/// suits the convolution, its plan finalizes and fits the workspace;
-/// otherwise destroys it and counts why in \p r.
+/// suits the convolution, its tag is \p wanted (when given), its plan
+/// finalizes and fits the workspace; otherwise destroys it and counts why
+/// in \p r (a configuration not wanted is not counted).
 void tryCandidate(cgc_engine_s &e, size_t index,
-                  cudnnBackendDescriptor_t config, Refusals &r) {
+                  cudnnBackendDescriptor_t config, const std::string *wanted,
+                  Refusals &r) {
   const Cudnn &dnn = *e.dnn;
   const ConvolutionDesc &c = convolutionOf(e, index);
   ConvolutionCandidate candidate;
@@ -244,6 +248,9 @@ void tryCandidate(cgc_engine_s &e, size_t index,
     ++r.notes;
     return discard();
   }
+  candidate.tag = configTag(dnn, config, candidate.engineId);
+  if (wanted && candidate.tag != *wanted)
+    return discard();
   int64_t n = 0;
   CallChain calls;
   calls
@@ -284,7 +291,6 @@ void tryCandidate(cgc_engine_s &e, size_t index,
       r.leastWorkspace = candidate.workspace;
     return discard();
   }
-  candidate.tag = configTag(dnn, config, candidate.engineId);
   e.convolutions[index].candidates.push_back(std::move(candidate));
 }
 
@@ -315,15 +321,13 @@ std::string noEngineMessage(const cgc_engine_s &e, size_t index,
          std::to_string(c.workspaceBytes) + "-byte workspace: " + why;
 }
 
-/// Builds convolution \p index's graph and keeps up to \p limit usable
-/// candidates, mode A's first, else mode FALLBACK's.
-cgc_status planConvolution(cgc_engine_s &e, size_t index, long limit) {
+/// Keeps up to \p limit usable candidates of convolution \p index's
+/// \p graph (only one tagged \p wanted, when given), mode A's first, else
+/// mode FALLBACK's.
+void collectCandidates(cgc_engine_s &e, size_t index,
+                       cudnnBackendDescriptor_t graph, long limit,
+                       const std::string *wanted, Refusals &r) {
   ConvolutionPlan &plan = e.convolutions[index];
-  plan.owner = index;
-  cudnnBackendDescriptor_t graph = nullptr;
-  if (cgc_status s = buildConvolutionGraph(e, index, graph))
-    return s;
-  Refusals r;
   for (cudnnBackendHeurMode_t mode :
        {CUDNN_HEUR_MODE_A, CUDNN_HEUR_MODE_FALLBACK}) {
     std::string why;
@@ -334,13 +338,45 @@ cgc_status planConvolution(cgc_engine_s &e, size_t index, long limit) {
     r.offered += configs.size();
     for (cudnnBackendDescriptor_t config : configs) {
       if (long(plan.candidates.size()) < limit)
-        tryCandidate(e, index, config, r);
+        tryCandidate(e, index, config, wanted, r);
       else
         e.dnn->cudnnBackendDestroyDescriptor(config);
     }
     if (!plan.candidates.empty())
       break;
   }
+}
+
+/// What the tuning memory knows convolution \p index's choice by: cuDNN's
+/// version, what planning keeps and what makes convolutions plan alike.
+std::string memoryKey(const cgc_engine_s &e, size_t index, long limit) {
+  return "cuDNN " + std::to_string(e.dnn->version) + " candidates=" +
+         std::to_string(limit) + " nondeterministic=" +
+         (nondeterminismAllowed() ? "1" : "0") + " convolution " +
+         planKey(e, convolutionOf(e, index));
+}
+
+/// Builds convolution \p index's graph and keeps up to \p limit usable
+/// candidates; with timing on and a configuration an earlier load timed
+/// for it remembered (TuningMemory.h), only that one when cuDNN still
+/// offers it and its plan finalizes.
+cgc_status planConvolution(cgc_engine_s &e, size_t index, long limit) {
+  ConvolutionPlan &plan = e.convolutions[index];
+  plan.owner = index;
+  cudnnBackendDescriptor_t graph = nullptr;
+  if (cgc_status s = buildConvolutionGraph(e, index, graph))
+    return s;
+  Refusals r;
+  if (convolutionTuningEnabled()) {
+    plan.memoryKey = memoryKey(e, index, limit);
+    if (const std::string *tag = e.tuning.recall(plan.memoryKey)) {
+      Refusals ignored;
+      collectCandidates(e, index, graph, 1, tag, ignored);
+      plan.timed = plan.remembered = !plan.candidates.empty();
+    }
+  }
+  if (plan.candidates.empty())
+    collectCandidates(e, index, graph, limit, nullptr, r);
   if (plan.candidates.empty())
     return fail(CGC_ERROR_UNSUPPORTED, noEngineMessage(e, index, r));
   plan.usable = int32_t(plan.candidates.size());
@@ -382,6 +418,7 @@ void adoptCandidates(cgc_engine_s &e) {
     plan.tag = chosen.tag;
     plan.usable = owner.usable;
     plan.timed = owner.timed;
+    plan.remembered = owner.remembered;
   }
 }
 

@@ -177,6 +177,8 @@ void tuneConvolution(cgc_engine_s &e, size_t index, const Scratch &s) {
   }
   plan.timed = best >= 0;
   keepOnly(e, plan, chosen);
+  if (plan.timed)
+    e.tuning.remember(plan.memoryKey, plan.candidates.front().tag);
 }
 
 } // namespace

@@ -26,6 +26,7 @@ namespace rt {
   X(cuDeviceGetCount)                                                          \
   X(cuDeviceGet)                                                               \
   X(cuDeviceGetAttribute)                                                      \
+  X(cuDeviceGetName)                                                           \
   X(cuDevicePrimaryCtxRetain)                                                  \
   X(cuDevicePrimaryCtxRelease)                                                 \
   X(cuDevicePrimaryCtxReset)                                                   \

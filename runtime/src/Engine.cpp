@@ -200,6 +200,24 @@ cgc_status mapWeights(const cgc::format::Manifest &m,
               error);
 }
 
+/// The tuning choices remembered for the engine's GPU (TuningMemory.h);
+/// none for an artifact with nothing to tune, or when the GPU is not named.
+cgc::rt::TuningMemory tuningMemoryOf(const cgc_engine_s &e) {
+  const auto &m = e.artifact.manifest;
+  if (m.products.empty() && m.convolutions.empty())
+    return cgc::rt::TuningMemory();
+  const Driver &drv = *e.drv;
+  char name[256] = {};
+  int major = 0, minor = 0;
+  if (drv.cuDeviceGetName(name, int(sizeof name), e.device) != CUDA_SUCCESS ||
+      drv.cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
+                               e.device) != CUDA_SUCCESS ||
+      drv.cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
+                               e.device) != CUDA_SUCCESS)
+    return cgc::rt::TuningMemory();
+  return cgc::rt::TuningMemory::forDevice(name, major, minor, drv.version);
+}
+
 cgc_status loadEngine(std::unique_ptr<cgc_engine_s> &e, const uint8_t *data,
                       size_t size, int device, const char *artifactPath,
                       const char *weightsPath) {
@@ -232,6 +250,7 @@ cgc_status loadEngine(std::unique_ptr<cgc_engine_s> &e, const uint8_t *data,
     return s;
   if (cgc_status s = loadCode(*e))
     return s;
+  e->tuning = tuningMemoryOf(*e);
   if (cgc_status s = planProducts(*e))
     return s;
   if (cgc_status s = tuneProducts(*e))
@@ -240,6 +259,8 @@ cgc_status loadEngine(std::unique_ptr<cgc_engine_s> &e, const uint8_t *data,
     return s;
   if (cgc_status s = tuneConvolutions(*e))
     return s;
+  e->tuning.save();
+  e->tuning = cgc::rt::TuningMemory();
   return uploadState(*e, weights);
 }
 

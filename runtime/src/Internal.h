@@ -11,6 +11,7 @@
 #include "CublasLt.h"
 #include "Cudnn.h"
 #include "Driver.h"
+#include "TuningMemory.h"
 #include "cgc/cgc_runtime.h"
 
 #include <algorithm>
@@ -74,6 +75,7 @@ struct ProductPlan {
   cublasLtMatmulAlgo_t algo{};
   size_t workspaceUsed = 0; ///< What the algorithm needs (<= the reserve).
   bool timed = false;  ///< Chosen by timing candidates (ProductTuning.cpp).
+  bool remembered = false; ///< Timed by an earlier load (TuningMemory.h).
   bool pinned = false; ///< Set by cgc_engine_pin_product_algorithm.
 };
 
@@ -98,6 +100,12 @@ uint32_t guaranteedAlignment(const format::Manifest &m,
 /// operands and keeps the fastest (ProductTuning.cpp); nothing with
 /// CGC_PRODUCT_TUNING=0 in the environment.
 cgc_status tuneProducts(cgc_engine_s &e);
+/// cublasLtMatmulAlgoCheck of \p algo against product \p index's
+/// descriptors on this GPU: success, with the workspace it needs in \p needs
+/// (which the caller compares with the reserve), or why not.
+cublasStatus_t checkProductAlgorithm(const cgc_engine_s &e, size_t index,
+                                     const cublasLtMatmulAlgo_t &algo,
+                                     size_t &needs);
 /// "product 2 (node 'mm1', f16 m=64 n=32 k=128 ...)", for messages.
 std::string productLabel(const cgc_engine_s &e, size_t index);
 
@@ -132,6 +140,9 @@ struct ConvolutionPlan {
   std::string tag;
   int32_t usable = 0; ///< Usable candidates found (at most the limit).
   bool timed = false; ///< Chosen by timing (ConvolutionTuning.cpp).
+  bool remembered = false; ///< Timed by an earlier load (TuningMemory.h).
+  /// Owner only: what the tuning memory knows its choice by.
+  std::string memoryKey;
 };
 
 /// Where one run of a convolution finds its tensors (null when unused).
@@ -230,6 +241,9 @@ struct cgc_engine_s {
   /// Contexts alive on this engine (pinning an algorithm refuses while any
   /// exists, since they captured the old one).
   std::atomic<size_t> contexts{0};
+  /// While loading: the tuning choices of earlier loads on this GPU
+  /// (TuningMemory.h), saved with this load's when tuning is done.
+  cgc::rt::TuningMemory tuning;
   /// The ranks of a data-parallel run (cgc_engine_join; Ranks.h): set only
   /// for an artifact with collectives, once joined.
   std::unique_ptr<cgc::rt::Ranks> ranks;

@@ -66,7 +66,10 @@ std::string describeProduct(const cgc_engine_s &e, size_t index) {
           config("custom", CUBLASLT_ALGO_CONFIG_CUSTOM_OPTION);
   line += " workspace=" + std::to_string(plan.workspaceUsed) + "/" +
           std::to_string(p.workspaceBytes) +
-          (plan.pinned ? " pinned" : plan.timed ? " timed" : " heuristic");
+          (plan.pinned       ? " pinned"
+           : plan.remembered ? " remembered"
+           : plan.timed      ? " timed"
+                             : " heuristic");
   return line;
 }
 
@@ -86,30 +89,40 @@ cgc_status checkIndex(cgc_engine e, size_t index) {
 /// on this GPU within the reserved workspace.
 cgc_status checkAlgorithm(const cgc_engine_s &e, size_t index,
                           const cublasLtMatmulAlgo_t &algo, size_t &needs) {
-  const ProductPlan &plan = e.products[index];
   const ProductDesc &p = productOf(e, index);
   std::string what = productLabel(e, index);
-  cublasLtMatmulHeuristicResult_t result;
-  std::memset(&result, 0, sizeof result);
-  cublasStatus_t s = e.lt->cublasLtMatmulAlgoCheck(
-      e.ltHandle, plan.desc, plan.a, plan.b, plan.c, plan.d, &algo, &result);
-  if (s == CUBLAS_STATUS_SUCCESS)
-    s = result.state;
+  cublasStatus_t s = checkProductAlgorithm(e, index, algo, needs);
   if (s != CUBLAS_STATUS_SUCCESS)
     return fail(CGC_ERROR_INVALID_ARGUMENT,
                 what + ": the algorithm does not fit it: " +
                     e.lt->errorText("cublasLtMatmulAlgoCheck", s));
-  if (result.workspaceSize > p.workspaceBytes)
+  if (needs > p.workspaceBytes)
     return fail(CGC_ERROR_INVALID_ARGUMENT,
-                what + ": the algorithm needs " +
-                    std::to_string(result.workspaceSize) +
+                what + ": the algorithm needs " + std::to_string(needs) +
                     " bytes of workspace, the artifact reserves " +
                     std::to_string(p.workspaceBytes));
-  needs = result.workspaceSize;
   return CGC_OK;
 }
 
 } // namespace
+
+namespace cgc {
+namespace rt {
+
+cublasStatus_t checkProductAlgorithm(const cgc_engine_s &e, size_t index,
+                                     const cublasLtMatmulAlgo_t &algo,
+                                     size_t &needs) {
+  const ProductPlan &plan = e.products[index];
+  cublasLtMatmulHeuristicResult_t result;
+  std::memset(&result, 0, sizeof result);
+  cublasStatus_t s = e.lt->cublasLtMatmulAlgoCheck(
+      e.ltHandle, plan.desc, plan.a, plan.b, plan.c, plan.d, &algo, &result);
+  needs = result.workspaceSize;
+  return s == CUBLAS_STATUS_SUCCESS ? result.state : s;
+}
+
+} // namespace rt
+} // namespace cgc
 
 extern "C" {
 

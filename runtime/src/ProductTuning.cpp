@@ -23,7 +23,9 @@
 // choice (deterministic across loads; the timing's choice may differ from
 // one load to the next when two algorithms run equally fast);
 // CGC_PRODUCT_CANDIDATES=N asks for N (1 to kMaxCandidates) instead of
-// kCandidates.
+// kCandidates. A product whose timing an earlier load on this GPU
+// remembered (TuningMemory.h) takes that algorithm without timing, once
+// cublasLtMatmulAlgoCheck accepts it; what is timed here is remembered.
 //
 //===----------------------------------------------------------------------===//
 #include "Internal.h"
@@ -169,6 +171,31 @@ float timeAlgorithm(const cgc_engine_s &e, size_t index, const ProductPlan &plan
   return times[kRepeats / 2];
 }
 
+/// What the tuning memory knows product \p p's choice by: the library's
+/// version, the candidates asked for and what makes products time alike.
+std::string memoryKey(const cgc_engine_s &e, const ProductDesc &p, int candidates) {
+  return "cublasLt " + std::to_string(e.lt->cublasLtGetVersion()) + " candidates=" +
+         std::to_string(candidates) + " product " + timingKey(e, p);
+}
+
+/// Takes the algorithm an earlier load timed for product \p index, if one
+/// is remembered under \p key and cuBLASLt accepts it for the product's
+/// descriptors within its workspace.
+bool recallProduct(cgc_engine_s &e, size_t index, const std::string &key) {
+  const std::string *value = e.tuning.recall(key);
+  cublasLtMatmulAlgo_t algo;
+  size_t needs = 0;
+  if (!value || !fromHex(*value, &algo, sizeof algo) ||
+      checkProductAlgorithm(e, index, algo, needs) != CUBLAS_STATUS_SUCCESS ||
+      needs > e.artifact.manifest.products[index].workspaceBytes)
+    return false;
+  ProductPlan &plan = e.products[index];
+  plan.algo = algo;
+  plan.workspaceUsed = needs;
+  plan.timed = plan.remembered = true;
+  return true;
+}
+
 /// Times up to \p candidates of the heuristic's algorithms for product
 /// \p index and keeps the fastest in its plan.
 cgc_status tuneProduct(cgc_engine_s &e, size_t index, int candidates, Scratch &s) {
@@ -233,13 +260,20 @@ cgc_status tuneProducts(cgc_engine_s &e) {
     const ProductDesc &p = e.artifact.manifest.products[i];
     auto [it, fresh] = timed.emplace(timingKey(e, p), i);
     if (!fresh) {
-      e.products[i].algo = e.products[it->second].algo;
-      e.products[i].workspaceUsed = e.products[it->second].workspaceUsed;
-      e.products[i].timed = e.products[it->second].timed;
+      const ProductPlan &first = e.products[it->second];
+      e.products[i].algo = first.algo;
+      e.products[i].workspaceUsed = first.workspaceUsed;
+      e.products[i].timed = first.timed;
+      e.products[i].remembered = first.remembered;
       continue;
     }
+    std::string key = memoryKey(e, p, candidates);
+    if (recallProduct(e, i, key))
+      continue;
     if (cgc_status st = tuneProduct(e, i, candidates, s))
       return st;
+    if (e.products[i].timed)
+      e.tuning.remember(key, toHex(&e.products[i].algo, sizeof e.products[i].algo));
   }
   return CGC_OK;
 }

@@ -17,10 +17,52 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
+#include <unistd.h>
 
 using namespace cgctest;
 
 namespace {
+
+/// Points the cache folder (the runtime's tuning memory among it) at a
+/// fresh folder for the scope, so what other tests remembered does not
+/// decide what a test sees; CGC_CACHE is unset for the scope.
+struct FreshCacheFolder {
+  std::string dir;
+  std::string oldDir, oldSwitch;
+  bool hadDir = false, hadSwitch = false;
+  FreshCacheFolder() {
+    char pattern[] = "/tmp/cgc-gpu-cache-XXXXXX";
+    dir = mkdtemp(pattern) ? pattern : "";
+    EXPECT_FALSE(dir.empty());
+    remember("CGC_CACHE_DIR", hadDir, oldDir);
+    remember("CGC_CACHE", hadSwitch, oldSwitch);
+    setenv("CGC_CACHE_DIR", dir.c_str(), 1);
+    unsetenv("CGC_CACHE");
+  }
+  ~FreshCacheFolder() {
+    restore("CGC_CACHE_DIR", hadDir, oldDir);
+    restore("CGC_CACHE", hadSwitch, oldSwitch);
+    std::string command = "rm -rf '" + dir + "'";
+    EXPECT_EQ(std::system(command.c_str()), 0);
+  }
+  static void remember(const char *name, bool &had, std::string &old) {
+    const char *v = getenv(name);
+    had = v != nullptr;
+    old = v ? v : "";
+  }
+  static void restore(const char *name, bool had, const std::string &old) {
+    if (had)
+      setenv(name, old.c_str(), 1);
+    else
+      unsetenv(name);
+  }
+  /// Every remembered line's checksum broken (a corrupt tuning file).
+  void corruptTuningFiles() const {
+    std::string command = "sed -i 's/^./x/' '" + dir + "'/tuning/*.txt";
+    EXPECT_EQ(std::system(command.c_str()), 0);
+  }
+};
 
 /// Writes \p bytes to a fresh device buffer.
 void *deviceCopy(const std::vector<uint8_t> &bytes) {
@@ -79,6 +121,7 @@ std::string runBound(Loaded &l, const Case &c, const TensorMap &in,
 /// new inputs, graph and eager, each checked against the interpreter.
 TEST(StagedCases, ProductBindingAndPinnedAlgorithm) {
   CGC_REQUIRE_GPU();
+  FreshCacheFolder fresh; // timed here, not remembered from another test
   const std::string name = "own_linear_lib_f32_255x1000x64_relu";
   const Case *c = findCase(name);
   ASSERT_NE(c, nullptr) << name << " is not staged";
@@ -127,6 +170,73 @@ TEST(StagedCases, ProductBindingAndPinnedAlgorithm) {
   ASSERT_TRUE(readInputSet(dir, 0, in, ref));
   ASSERT_EQ(l.feed(in), "");
   EXPECT_EQ(l.runAndCompare(false, *c, ref), "");
+}
+
+/// The tuning memory (runtime/src/TuningMemory.h) over a cuBLASLt product
+/// and a cuDNN convolution: the first load times and remembers, a second
+/// load on the same GPU takes the same choice without timing ("remembered";
+/// info.timed 2) and still computes the interpreter's results, a corrupt
+/// memory file is ignored (timed again) and CGC_CACHE=0 neither reads nor
+/// writes it.
+TEST(StagedCases, TuningMemoryRemembersTimedChoices) {
+  CGC_REQUIRE_GPU();
+  FreshCacheFolder fresh;
+  auto productChoice = [](cgc_engine e, std::string &state) {
+    char line[512];
+    EXPECT_EQ(cgc_engine_describe_product(e, 0, line, sizeof line), CGC_OK);
+    std::string text(line);
+    state = text.substr(text.rfind(' ') + 1);
+    uint64_t algo[8] = {};
+    EXPECT_EQ(cgc_engine_get_product_algorithm(e, 0, algo), CGC_OK);
+    std::string bytes(reinterpret_cast<const char *>(algo), sizeof algo);
+    return bytes;
+  };
+  auto convolutionChoice = [](cgc_engine e, std::string &state) {
+    cgc_convolution_info info;
+    EXPECT_EQ(cgc_engine_convolution_info(e, 0, &info), CGC_OK);
+    state = info.timed == 2 ? "remembered" : info.timed == 1 ? "timed" : "heuristic";
+    return std::string(info.tag);
+  };
+  struct Subject {
+    const char *name;
+    std::function<std::string(cgc_engine, std::string &)> choice;
+  } subjects[] = {{"own_linear_lib_f32_255x1000x64_relu", productChoice},
+                  {"conv_nhwc_bf16", convolutionChoice}};
+  for (const Subject &subject : subjects) {
+    SCOPED_TRACE(subject.name);
+    const Case *c = findCase(subject.name);
+    ASSERT_NE(c, nullptr) << subject.name << " is not staged";
+    std::string model = staged().dir + "/" + subject.name + "/model.cgc";
+    auto load = [&](std::string &state, std::string &choice) {
+      Loaded l;
+      ASSERT_EQ(cgc_engine_load_file(model.c_str(), 0, &l.engine), CGC_OK)
+          << cgc_last_error();
+      choice = subject.choice(l.engine, state);
+      ASSERT_EQ(cgc_context_create(l.engine, nullptr, 0, &l.ctx), CGC_OK)
+          << cgc_last_error();
+      TensorMap in, ref;
+      ASSERT_TRUE(readInputSet(staged().dir + "/" + subject.name + "/", 0, in, ref));
+      ASSERT_EQ(l.feed(in), "");
+      EXPECT_EQ(l.runAndCompare(false, *c, ref), "");
+    };
+    std::string first, second, third, off, choice1, choice2, choice3, choiceOff;
+    load(first, choice1);
+    EXPECT_EQ(first, "timed");
+    load(second, choice2);
+    EXPECT_EQ(second, "remembered");
+    EXPECT_EQ(choice2, choice1) << "the remembered choice is the one timed";
+    fresh.corruptTuningFiles();
+    load(third, choice3);
+    EXPECT_EQ(third, "timed") << "a corrupt memory is ignored";
+    setenv("CGC_CACHE", "0", 1);
+    std::string command = "rm -rf '" + fresh.dir + "/tuning'";
+    ASSERT_EQ(std::system(command.c_str()), 0);
+    load(off, choiceOff);
+    unsetenv("CGC_CACHE");
+    EXPECT_EQ(off, "timed");
+    EXPECT_NE(access((fresh.dir + "/tuning").c_str(), F_OK), 0)
+        << "CGC_CACHE=0 writes no tuning memory";
+  }
 }
 
 /// cgc_context_loop_trips after graph replays and eager runs equals the

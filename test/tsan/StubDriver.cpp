@@ -70,6 +70,12 @@ CUresult deviceAttribute(int *v, CUdevice_attribute a, CUdevice) {
   }
   return CUDA_SUCCESS;
 }
+CUresult deviceName(char *name, int length, CUdevice) {
+  std::strncpy(name, "cgc stub device", size_t(length));
+  if (length > 0)
+    name[length - 1] = 0;
+  return CUDA_SUCCESS;
+}
 CUresult primaryRetain(CUcontext *c, CUdevice) {
   *c = reinterpret_cast<CUcontext>(&gPrimary);
   return CUDA_SUCCESS;
@@ -190,6 +196,7 @@ const Entry kEntries[] = {
     CGC_STUB(cuDeviceGetCount, deviceCount),
     CGC_STUB(cuDeviceGet, deviceGet),
     CGC_STUB(cuDeviceGetAttribute, deviceAttribute),
+    CGC_STUB(cuDeviceGetName, deviceName),
     CGC_STUB(cuDevicePrimaryCtxRetain, primaryRetain),
     CGC_STUB(cuDevicePrimaryCtxRelease, succeed),
     CGC_STUB(cuDevicePrimaryCtxReset, succeed),

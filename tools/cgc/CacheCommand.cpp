@@ -36,7 +36,8 @@ int cgc::cgcCacheMain(int argc, char **argv) {
     for (const auto &e : entries)
       total += e.bytes;
     llvm::outs() << "folder: " << cache.folder() << "\nentries: " << entries.size()
-                 << "\nbytes: " << total << "\nlimit: " << cache.limit() << "\n";
+                 << "\nbytes: " << total << "\nlimit: " << cache.limit()
+                 << "\ntuning memory files: " << cache.tuningFiles().size() << "\n";
     return 0;
   }
   if (!std::strcmp(argv[1], "list")) {
@@ -48,7 +49,9 @@ int cgc::cgcCacheMain(int argc, char **argv) {
     cache.trim();
     return 0;
   }
-  llvm::outs() << "cgc: removed " << cache.clear() << " entries from " << cache.folder()
-               << "\n";
+  size_t removed = cache.clear();
+  llvm::outs() << "cgc: removed " << removed << " entries and "
+               << cache.clearTuningMemory() << " tuning memory files from "
+               << cache.folder() << "\n";
   return 0;
 }

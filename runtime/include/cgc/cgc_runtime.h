@@ -191,12 +191,18 @@ cgc_status cgc_engine_graph_dim(cgc_engine engine, size_t graph, size_t dim,
  * product's algorithms on the engine's GPU (load fails, naming the product's
  * node and shape, if it finds none) and the fastest of up to 8 of them,
  * timed on scratch operands, is kept (the heuristic's first with
- * CGC_PRODUCT_TUNING=0 in the environment). Index: 0 .. cgc_engine_num_products()-1.
+ * CGC_PRODUCT_TUNING=0 in the environment). The choices are remembered per
+ * GPU model in the cache folder ($CGC_CACHE_DIR, else $XDG_CACHE_HOME/cgc,
+ * else $HOME/.cache/cgc; not with CGC_CACHE=0), and a later load takes a
+ * remembered one, checked by cuBLASLt, without timing (docs/runtime.md,
+ * "Tuning memory"). Index: 0 .. cgc_engine_num_products()-1.
  */
 size_t cgc_engine_num_products(cgc_engine engine);
 /* One line: "product I node=NODE dtype=f32|f16|bf16[+tf32] m=M n=N k=K
  * transA=0|1 transB=0|1 batch=B epilogue=E algo=ID tile=T stages=S splitk=K
- * reduction=R swizzle=W custom=C workspace=USED/RESERVED heuristic|timed|pinned"
+ * reduction=R swizzle=W custom=C workspace=USED/RESERVED
+ * heuristic|timed|remembered|pinned" (remembered: timed by an earlier load
+ * on this GPU model, docs/runtime.md)
  * (tile, stages, reduction: cuBLASLt's enum values). Writes at most size
  * bytes, NUL-terminated; a line that does not fit is written truncated and
  * the call fails with CGC_ERROR_INVALID_ARGUMENT, the last error giving the
@@ -233,7 +239,9 @@ cgc_status cgc_engine_pin_product_algorithm(cgc_engine engine, size_t index,
  * for f32 unless the artifact allows it, within the workspace the artifact
  * reserves; load fails, naming the convolution's node and shape, if there
  * is none) and the fastest, timed on scratch tensors, is chosen (the first
- * with CGC_CONVOLUTION_TUNING=0 in the environment). Index:
+ * with CGC_CONVOLUTION_TUNING=0 in the environment); a later load on the
+ * same GPU model finalizes only the configuration remembered for it, when
+ * cuDNN still offers it, as for products. Index:
  * 0 .. cgc_engine_num_convolutions()-1. */
 typedef struct cgc_convolution_info {
   const char *node;            /* the IR node; valid as long as the engine */
@@ -241,7 +249,8 @@ typedef struct cgc_convolution_info {
   uint64_t workspace_bytes;    /* what the chosen plan uses */
   uint64_t workspace_reserved; /* what the artifact reserves */
   int32_t candidates;          /* usable engine configurations found */
-  int32_t timed;               /* 1: chosen by timing; 0: the first usable */
+  int32_t timed;               /* 1: chosen by timing; 2: by an earlier load's
+                                  timing, remembered; 0: the first usable */
   int32_t cudnn_version;       /* cudnnGetVersion(), e.g. 91900 */
   char tag[128];               /* "eng<id>_k<knob>=<value>...", truncated */
 } cgc_convolution_info;
