@@ -39,6 +39,10 @@ bool ensurePrivateFolder(const std::string &path, std::string &why) {
     why = "cannot create " + path + ": " + std::strerror(errno);
     return false;
   }
+  return isPrivateFolder(path, why);
+}
+
+bool isPrivateFolder(const std::string &path, std::string &why) {
   struct stat st;
   if (::stat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
     why = path + " is not a folder";

@@ -26,6 +26,8 @@ std::string cacheFolderFromEnvironment();
 /// true if it is then a folder this user owns that no one else may write
 /// to, else false with a one-line reason in \p why.
 bool ensurePrivateFolder(const std::string &path, std::string &why);
+/// The same test without creating anything (false for a missing folder).
+bool isPrivateFolder(const std::string &path, std::string &why);
 
 } // namespace format
 } // namespace cgc

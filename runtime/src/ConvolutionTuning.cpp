@@ -14,7 +14,8 @@
 // Requires: the candidates of planConvolutions, each a finalized plan
 // within the convolution's workspace reserve.
 // Guarantees: each convolution's plan is one of its candidates, the fastest
-// of those measured (the heuristic's first usable one when none could be
+// of those measured, in this load or in an earlier one on this GPU model
+// (TuningMemory.h) (the heuristic's first usable one when none could be
 // measured, or with CGC_CONVOLUTION_TUNING=0 in the environment, when
 // planning keeps only that one); only that plan is left; graph building
 // runs nothing (the timing is done here).

@@ -18,7 +18,10 @@
 // Requires: the plans of planProducts (descriptors, layouts, preference).
 // Guarantees: each plan's algorithm is one the heuristic offered for it
 // (so within its workspace reserve and alignments) and the fastest of
-// those measured; graph building runs nothing (the timing is done here).
+// those measured, in this load or in an earlier one on this GPU model
+// whose key (shape, layouts, dtype, epilogue, every operand's alignment,
+// workspace) was the same; graph building runs nothing (the timing is
+// done here).
 // CGC_PRODUCT_TUNING=0 in the environment keeps the heuristic's first
 // choice (deterministic across loads; the timing's choice may differ from
 // one load to the next when two algorithms run equally fast);
@@ -67,6 +70,7 @@ std::string timingKey(const cgc_engine_s &e, const ProductDesc &p) {
                     int64_t(p.workspaceBytes),
                     int64_t(guaranteedAlignment(m, p.a)),
                     int64_t(guaranteedAlignment(m, p.b)),
+                    int64_t(guaranteedAlignment(m, p.beta != 0 ? p.c : p.d)),
                     int64_t(guaranteedAlignment(m, p.d)),
                     int64_t(guaranteedAlignment(m, p.bias))})
     key += " " + std::to_string(v);

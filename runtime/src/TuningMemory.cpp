@@ -7,6 +7,7 @@
 
 #include <cctype>
 #include <cstdio>
+#include <sys/stat.h>
 #include <vector>
 
 namespace cgc {
@@ -93,11 +94,21 @@ TuningMemory TuningMemory::fromFile(std::string path) {
 TuningMemory TuningMemory::forDevice(const std::string &device, int major,
                                      int minor, int driverVersion) {
   std::string folder = format::cacheFolderFromEnvironment(), why;
-  if (folder.empty() || !format::ensurePrivateFolder(folder + "/tuning", why))
+  if (folder.empty())
     return TuningMemory();
-  return fromFile(folder + "/tuning/" + fileNamePart(device) + "-sm" +
-                  std::to_string(major) + std::to_string(minor) + "-driver" +
-                  std::to_string(driverVersion) + ".txt");
+  // A folder that exists must be private, the cache folder and tuning/
+  // both (else another user could plant choices); a missing one is made
+  // by save(), when there is something to keep.
+  struct stat st;
+  for (const std::string &dir : {folder, folder + "/tuning"})
+    if (::stat(dir.c_str(), &st) == 0 && !format::isPrivateFolder(dir, why))
+      return TuningMemory();
+  TuningMemory memory =
+      fromFile(folder + "/tuning/" + fileNamePart(device) + "-sm" +
+               std::to_string(major) + std::to_string(minor) + "-driver" +
+               std::to_string(driverVersion) + ".txt");
+  memory.folders = {folder, folder + "/tuning"};
+  return memory;
 }
 
 const std::string *TuningMemory::recall(const std::string &key) const {
@@ -116,6 +127,10 @@ void TuningMemory::remember(const std::string &key, const std::string &value) {
 void TuningMemory::save() {
   if (path.empty() || fresh.empty())
     return;
+  std::string why;
+  for (const std::string &folder : folders)
+    if (!format::ensurePrivateFolder(folder, why))
+      return;
   std::map<std::string, std::string> merged = readChoices(path);
   for (const auto &[key, value] : fresh)
     merged[key] = value;

@@ -29,6 +29,7 @@
 
 #include <map>
 #include <string>
+#include <vector>
 
 namespace cgc {
 namespace rt {
@@ -42,7 +43,9 @@ public:
   static TuningMemory fromFile(std::string path);
   /// The file for a GPU named \p device of compute capability \p major.\p
   /// minor under driver \p driverVersion, in the cache folder of the
-  /// environment; nothing (and no saving) when that folder cannot be used.
+  /// environment; nothing (and no saving) when caching is off or that
+  /// folder or its tuning/ exists and is not private. Creates nothing:
+  /// save() makes the folders when it has something to write.
   static TuningMemory forDevice(const std::string &device, int major,
                                 int minor, int driverVersion);
 
@@ -56,6 +59,9 @@ public:
 
 private:
   std::string path;
+  /// Made private by save() before it writes (forDevice's: the cache
+  /// folder and its tuning/).
+  std::vector<std::string> folders;
   std::map<std::string, std::string> choices, fresh;
 };
 

@@ -161,7 +161,7 @@ cgc_status printProducts(cgc_engine engine, FILE *out) {
 
 /// One line per convolution (cgc_engine_convolution_info) on \p out:
 /// "convolution I node=NODE engine=ID tag=TAG workspace=USED/RESERVED
-/// candidates=N cudnn=V heuristic|timed"; nothing when there are none.
+/// candidates=N cudnn=V heuristic|timed|remembered"; nothing when there are none.
 cgc_status printConvolutions(cgc_engine engine, FILE *out) {
   for (size_t i = 0; i < cgc_engine_num_convolutions(engine); ++i) {
     cgc_convolution_info info;
@@ -174,7 +174,7 @@ cgc_status printConvolutions(cgc_engine engine, FILE *out) {
                  (unsigned long long)info.workspace_bytes,
                  (unsigned long long)info.workspace_reserved,
                  int(info.candidates), int(info.cudnn_version),
-                 info.timed ? "timed" : "heuristic");
+                 info.timed == 2 ? "remembered" : info.timed ? "timed" : "heuristic");
   }
   return CGC_OK;
 }

@@ -26,36 +26,47 @@ namespace {
 
 /// Points the cache folder (the runtime's tuning memory among it) at a
 /// fresh folder for the scope, so what other tests remembered does not
-/// decide what a test sees; CGC_CACHE is unset for the scope.
+/// decide what a test sees; CGC_CACHE and the tuning switches are unset for
+/// the scope (timing on). A test asserts dir is not empty before use.
 struct FreshCacheFolder {
+  static constexpr const char *kVariables[] = {
+      "CGC_CACHE_DIR", "CGC_CACHE", "CGC_PRODUCT_TUNING", "CGC_CONVOLUTION_TUNING"};
   std::string dir;
-  std::string oldDir, oldSwitch;
-  bool hadDir = false, hadSwitch = false;
+  std::string old[4];
+  bool had[4] = {};
   FreshCacheFolder() {
     char pattern[] = "/tmp/cgc-gpu-cache-XXXXXX";
     dir = mkdtemp(pattern) ? pattern : "";
-    EXPECT_FALSE(dir.empty());
-    remember("CGC_CACHE_DIR", hadDir, oldDir);
-    remember("CGC_CACHE", hadSwitch, oldSwitch);
-    setenv("CGC_CACHE_DIR", dir.c_str(), 1);
-    unsetenv("CGC_CACHE");
+    for (int i = 0; i < 4; ++i) {
+      const char *v = getenv(kVariables[i]);
+      had[i] = v != nullptr;
+      old[i] = v ? v : "";
+      unsetenv(kVariables[i]);
+    }
+    setenv("CGC_CACHE_DIR", dir.empty() ? "/nonexistent/cgc-gpu-cache" : dir.c_str(), 1);
   }
   ~FreshCacheFolder() {
-    restore("CGC_CACHE_DIR", hadDir, oldDir);
-    restore("CGC_CACHE", hadSwitch, oldSwitch);
-    std::string command = "rm -rf '" + dir + "'";
-    EXPECT_EQ(std::system(command.c_str()), 0);
+    for (int i = 0; i < 4; ++i)
+      if (had[i])
+        setenv(kVariables[i], old[i].c_str(), 1);
+      else
+        unsetenv(kVariables[i]);
+    if (!dir.empty()) {
+      std::string command = "rm -rf '" + dir + "'";
+      EXPECT_EQ(std::system(command.c_str()), 0);
+    }
   }
-  static void remember(const char *name, bool &had, std::string &old) {
-    const char *v = getenv(name);
-    had = v != nullptr;
-    old = v ? v : "";
-  }
-  static void restore(const char *name, bool had, const std::string &old) {
-    if (had)
-      setenv(name, old.c_str(), 1);
-    else
-      unsetenv(name);
+  /// The tuning memory files' contents, concatenated ("" if none).
+  std::string tuningFiles() const {
+    std::string command = "cat '" + dir + "'/tuning/*.txt 2>/dev/null";
+    std::string text;
+    if (FILE *p = popen(command.c_str(), "r")) {
+      char chunk[4096];
+      for (size_t n; (n = fread(chunk, 1, sizeof chunk, p)) > 0;)
+        text.append(chunk, n);
+      pclose(p);
+    }
+    return text;
   }
   /// Every remembered line's checksum broken (a corrupt tuning file).
   void corruptTuningFiles() const {
@@ -122,6 +133,7 @@ std::string runBound(Loaded &l, const Case &c, const TensorMap &in,
 TEST(StagedCases, ProductBindingAndPinnedAlgorithm) {
   CGC_REQUIRE_GPU();
   FreshCacheFolder fresh; // timed here, not remembered from another test
+  ASSERT_FALSE(fresh.dir.empty());
   const std::string name = "own_linear_lib_f32_255x1000x64_relu";
   const Case *c = findCase(name);
   ASSERT_NE(c, nullptr) << name << " is not staged";
@@ -181,6 +193,7 @@ TEST(StagedCases, ProductBindingAndPinnedAlgorithm) {
 TEST(StagedCases, TuningMemoryRemembersTimedChoices) {
   CGC_REQUIRE_GPU();
   FreshCacheFolder fresh;
+  ASSERT_FALSE(fresh.dir.empty());
   auto productChoice = [](cgc_engine e, std::string &state) {
     char line[512];
     EXPECT_EQ(cgc_engine_describe_product(e, 0, line, sizeof line), CGC_OK);
@@ -228,14 +241,13 @@ TEST(StagedCases, TuningMemoryRemembersTimedChoices) {
     fresh.corruptTuningFiles();
     load(third, choice3);
     EXPECT_EQ(third, "timed") << "a corrupt memory is ignored";
+    std::string remembered = fresh.tuningFiles();
+    EXPECT_NE(remembered, "") << "the corrupt memory is written again";
     setenv("CGC_CACHE", "0", 1);
-    std::string command = "rm -rf '" + fresh.dir + "/tuning'";
-    ASSERT_EQ(std::system(command.c_str()), 0);
     load(off, choiceOff);
     unsetenv("CGC_CACHE");
-    EXPECT_EQ(off, "timed");
-    EXPECT_NE(access((fresh.dir + "/tuning").c_str(), F_OK), 0)
-        << "CGC_CACHE=0 writes no tuning memory";
+    EXPECT_EQ(off, "timed") << "CGC_CACHE=0 reads no tuning memory";
+    EXPECT_EQ(fresh.tuningFiles(), remembered) << "CGC_CACHE=0 writes no tuning memory";
   }
 }
 

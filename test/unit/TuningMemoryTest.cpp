@@ -5,8 +5,8 @@
 // reread, a line whose checksum fails is ignored, two memories saving to
 // one file keep both's choices, nothing is written when caching is off or
 // the folder is not private, and hex round-trips. (Whether a load takes a
-// remembered choice is checked on the GPU: RuntimeGpuTest's TuningMemory
-// tests.)
+// remembered choice is checked on the GPU: StagedRuntimeGpuTest's
+// StagedCases.TuningMemoryRemembersTimedChoices.)
 //
 //===----------------------------------------------------------------------===//
 #include "TuningMemory.h"
@@ -126,10 +126,13 @@ TEST(TuningMemory, FollowsTheCacheFolderRule) {
     TuningMemory memory = TuningMemory::forDevice("NVIDIA H100 80GB HBM3", 9, 0, 13000);
     EXPECT_EQ(memory.file(), dir + "/tuning/NVIDIA-H100-80GB-HBM3-sm90-driver13000.txt");
     struct stat st;
-    ASSERT_EQ(::stat((dir + "/tuning").c_str(), &st), 0);
-    EXPECT_EQ(st.st_mode & 0777, 0700u);
+    EXPECT_NE(::stat(dir.c_str(), &st), 0) << "nothing is created before there is something to keep";
     memory.remember("product a", "aa");
     memory.save();
+    for (const std::string &folder : {dir, dir + "/tuning"}) {
+      ASSERT_EQ(::stat(folder.c_str(), &st), 0) << folder;
+      EXPECT_EQ(st.st_mode & 0777, 0700u) << folder;
+    }
     EXPECT_NE(contents(memory.file()).find("product a\taa\n"), std::string::npos);
   }
   {
@@ -139,15 +142,19 @@ TEST(TuningMemory, FollowsTheCacheFolderRule) {
     EXPECT_EQ(memory.file(), "");
     EXPECT_EQ(memory.recall("product a"), nullptr);
   }
-  {
-    // A folder others may write to is not used: nothing read, nothing saved.
-    ASSERT_EQ(::chmod(dir.c_str(), 0777), 0);
-    ASSERT_EQ(::chmod((dir + "/tuning").c_str(), 0777), 0);
+  // A cache folder or tuning/ that others may write to is not used:
+  // nothing read, nothing saved.
+  for (const std::string &open : {dir, dir + "/tuning"}) {
+    SCOPED_TRACE(open);
+    ASSERT_EQ(::chmod(open.c_str(), 0777), 0);
     ScopedEnv folder("CGC_CACHE_DIR", dir.c_str()), on("CGC_CACHE", nullptr);
     TuningMemory memory = TuningMemory::forDevice("NVIDIA H100 80GB HBM3", 9, 0, 13000);
     EXPECT_EQ(memory.file(), "");
     EXPECT_EQ(memory.recall("product a"), nullptr);
+    ASSERT_EQ(::chmod(open.c_str(), 0700), 0);
   }
+  std::string command = "rm -rf '" + dir + "'";
+  EXPECT_EQ(std::system(command.c_str()), 0);
 }
 
 TEST(TuningMemory, HexRoundTrips) {

@@ -248,7 +248,8 @@ typedef struct cgc_convolution_info {
   int64_t engine_id;           /* cuDNN's CUDNN_ATTR_ENGINE_GLOBAL_INDEX */
   uint64_t workspace_bytes;    /* what the chosen plan uses */
   uint64_t workspace_reserved; /* what the artifact reserves */
-  int32_t candidates;          /* usable engine configurations found */
+  int32_t candidates;          /* usable engine configurations found (1 when
+                                  a remembered one was the only one tried) */
   int32_t timed;               /* 1: chosen by timing; 2: by an earlier load's
                                   timing, remembered; 0: the first usable */
   int32_t cudnn_version;       /* cudnnGetVersion(), e.g. 91900 */
