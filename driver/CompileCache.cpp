@@ -124,27 +124,25 @@ std::string CompileCache::pathOf(const std::string &key) const {
   return dir + "/" + key + ".cgc";
 }
 
-bool CompileCache::lookup(const std::string &key, std::vector<uint8_t> &bytes,
-                          std::string &note) const {
+std::string CompileCache::lookup(const std::string &key, std::string &note) const {
   std::string path = pathOf(key), why;
-  if (!format::ensurePrivateFolder(dir, why))
-    return false; // store says why
+  if (!format::isPrivateFolder(dir, why))
+    return ""; // missing (store creates it) or not private (store says so)
   auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
                                             /*RequiresNullTerminator=*/false);
   if (!buffer)
-    return false;
+    return "";
   const auto *data = reinterpret_cast<const uint8_t *>((*buffer)->getBufferStart());
-  format::Artifact artifact;
+  format::Manifest manifest;
   std::string error;
-  if (!format::parseArtifact(data, (*buffer)->getBufferSize(), artifact, error)) {
+  if (!format::parseArtifactManifest(data, (*buffer)->getBufferSize(), manifest, error)) {
     note = "the compile cache's entry " + path + " is corrupt (" + error +
            "); removed, compiling again";
     fs::remove(path);
-    return false;
+    return "";
   }
-  bytes.assign(data, data + (*buffer)->getBufferSize());
   ::utimensat(AT_FDCWD, path.c_str(), nullptr, 0); // Its last use: now.
-  return true;
+  return path;
 }
 
 bool CompileCache::store(const std::string &key, llvm::ArrayRef<uint8_t> bytes,

@@ -48,10 +48,10 @@ public:
   static std::string keyOf(llvm::StringRef irPath, llvm::StringRef weightsPath,
                            const CompileOptions &options, std::string &error);
 
-  /// The artifact stored under \p key, its checksum verified; false when
-  /// there is none. A corrupt entry is removed and \p note says so.
-  bool lookup(const std::string &key, std::vector<uint8_t> &bytes,
-              std::string &note) const;
+  /// The path of the artifact stored under \p key, its checksum verified
+  /// (and its last use now), or "" when there is none. A corrupt entry is
+  /// removed and \p note says so.
+  std::string lookup(const std::string &key, std::string &note) const;
   /// Stores \p bytes under \p key (a temporary file renamed into place),
   /// then evicts the least recently used entries past the limit.
   bool store(const std::string &key, llvm::ArrayRef<uint8_t> bytes,

@@ -247,8 +247,9 @@ std::vector<uint8_t> serializeArtifact(const Manifest &manifest,
   return out;
 }
 
-bool parseArtifact(const uint8_t *data, size_t size, Artifact &out,
-                   std::string &error, bool verifyChecksum) {
+bool parseArtifactManifest(const uint8_t *data, size_t size, Manifest &manifest,
+                           std::string &error, bool verifyChecksum,
+                           ArtifactHeader *header, uint64_t *dataStartOut) {
   auto fail = [&](const std::string &msg) {
     error = msg;
     return false;
@@ -298,10 +299,20 @@ bool parseArtifact(const uint8_t *data, size_t size, Artifact &out,
     return fail("artifact: " + std::string(what) + " needs format version " +
                 std::to_string(needed) + "; the header says " +
                 std::to_string(h.formatVersion));
-  out.header = h;
-  out.manifest = std::move(m);
+  manifest = std::move(m);
+  if (header)
+    *header = h;
+  if (dataStartOut)
+    *dataStartOut = dataStart;
+  return true;
+}
+
+bool parseArtifact(const uint8_t *data, size_t size, Artifact &out,
+                   std::string &error, bool verifyChecksum) {
+  if (!parseArtifactManifest(data, size, out.manifest, error, verifyChecksum,
+                             &out.header, &out.dataStart))
+    return false;
   out.bytes.assign(data, data + size);
-  out.dataStart = dataStart;
   return true;
 }
 

@@ -346,6 +346,13 @@ std::vector<uint8_t> serializeArtifact(const Manifest &manifest,
 /// check of an image serializeArtifact has just summed).
 bool parseArtifact(const uint8_t *data, size_t size, Artifact &out,
                    std::string &error, bool verifyChecksum = true);
+/// The same checks without keeping a copy of the image: its \p manifest
+/// (and, where asked for, its header and the data section's offset). The
+/// compile cache verifies an entry with it.
+bool parseArtifactManifest(const uint8_t *data, size_t size, Manifest &manifest,
+                           std::string &error, bool verifyChecksum = true,
+                           ArtifactHeader *header = nullptr,
+                           uint64_t *dataStart = nullptr);
 
 /// Reads a file and parses it.
 bool loadArtifactFile(const std::string &path, Artifact &out,

@@ -21,6 +21,7 @@
 #include "driver/CompileCache.h"
 #include "driver/Compiler.h"
 #include "format/ArtifactFormat.h"
+#include "format/FileIO.h"
 #include "format/WeightsFile.h"
 #include "ir/JsonReader.h"
 #include "ir/Printer.h"
@@ -37,6 +38,7 @@
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include <cstring>
 
@@ -238,11 +240,11 @@ static std::string weightsPathOf(const Graph &graph, llvm::StringRef modelPath) 
 
 /// Whether \p bytes hold their weights (none left in a file beside).
 static bool selfContained(const std::vector<uint8_t> &bytes) {
-  format::Artifact artifact;
+  format::Manifest manifest;
   std::string error;
-  return format::parseArtifact(bytes.data(), bytes.size(), artifact, error,
-                               /*verifyChecksum=*/false) &&
-         artifact.manifest.weightsFile.path.empty();
+  return format::parseArtifactManifest(bytes.data(), bytes.size(), manifest, error,
+                                       /*verifyChecksum=*/false) &&
+         manifest.weightsFile.path.empty();
 }
 
 static int writeArtifactFile(llvm::StringRef bytes, const CompileOptions &options) {
@@ -255,6 +257,27 @@ static int writeArtifactFile(llvm::StringRef bytes, const CompileOptions &option
   return 0;
 }
 
+/// Writes the verified cache entry at \p entry as the output: a hard link
+/// where the output's file system allows one (no bytes copied: the entry is
+/// never written in place, and a hit verifies its checksum before use),
+/// else a copy.
+static int placeCachedArtifact(const std::string &entry, const CompileOptions &options) {
+  std::string error;
+  if (OutputFile != "-") {
+    PhaseTimer timer(options.times, "link " + OutputFile, options.progress);
+    if (format::linkReplacing(entry, OutputFile, error))
+      return 0;
+  }
+  auto buffer = llvm::MemoryBuffer::getFile(entry, /*IsText=*/false,
+                                            /*RequiresNullTerminator=*/false);
+  if (!buffer) {
+    llvm::errs() << "cgc: error: cannot read " << entry << ": "
+                 << buffer.getError().message() << "\n";
+    return 1;
+  }
+  return writeArtifactFile((*buffer)->getBuffer(), options);
+}
+
 static int compile(Graph &graph, llvm::StringRef modelPath,
                    const CompileOptions &options, DiagnosticEngine &diag) {
   CompileCache cache = cacheFor(options);
@@ -262,14 +285,11 @@ static int compile(Graph &graph, llvm::StringRef modelPath,
   if (cache.enabled())
     key = CompileCache::keyOf(modelPath, weightsPathOf(graph, modelPath), options, error);
   if (!key.empty()) {
-    std::vector<uint8_t> cached;
-    bool hit = cache.lookup(key, cached, note);
+    std::string entry = cache.lookup(key, note);
     if (!note.empty())
       llvm::errs() << "cgc: note: " << note << "\n";
-    if (hit) {
-      if (int status = writeArtifactFile(
-              llvm::StringRef(reinterpret_cast<const char *>(cached.data()), cached.size()),
-              options))
+    if (!entry.empty()) {
+      if (int status = placeCachedArtifact(entry, options))
         return status;
       if (!Quiet)
         llvm::errs() << "cgc: wrote " << OutputFile << " from the compile cache ("
