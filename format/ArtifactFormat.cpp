@@ -316,12 +316,20 @@ bool parseArtifact(const uint8_t *data, size_t size, Artifact &out,
   return true;
 }
 
+bool parseArtifact(std::vector<uint8_t> &&bytes, Artifact &out, std::string &error) {
+  if (!parseArtifactManifest(bytes.data(), bytes.size(), out.manifest, error,
+                             /*verifyChecksum=*/true, &out.header, &out.dataStart))
+    return false;
+  out.bytes = std::move(bytes);
+  return true;
+}
+
 bool loadArtifactFile(const std::string &path, Artifact &out,
                       std::string &error) {
   std::vector<uint8_t> bytes;
   if (!readFileBounded(path, bytes, error))
     return false;
-  if (!parseArtifact(bytes.data(), bytes.size(), out, error)) {
+  if (!parseArtifact(std::move(bytes), out, error)) {
     error = path + ": " + error;
     return false;
   }

@@ -346,6 +346,8 @@ std::vector<uint8_t> serializeArtifact(const Manifest &manifest,
 /// check of an image serializeArtifact has just summed).
 bool parseArtifact(const uint8_t *data, size_t size, Artifact &out,
                    std::string &error, bool verifyChecksum = true);
+/// The same, taking \p bytes as the artifact's own (no copy).
+bool parseArtifact(std::vector<uint8_t> &&bytes, Artifact &out, std::string &error);
 /// The same checks without keeping a copy of the image: its \p manifest
 /// (and, where asked for, its header and the data section's offset). The
 /// compile cache verifies an entry with it.

@@ -219,12 +219,14 @@ cgc::rt::TuningMemory tuningMemoryOf(const cgc_engine_s &e) {
 }
 
 cgc_status loadEngine(std::unique_ptr<cgc_engine_s> &e, const uint8_t *data,
-                      size_t size, int device, const char *artifactPath,
-                      const char *weightsPath) {
+                      size_t size, std::vector<uint8_t> *owned, int device,
+                      const char *artifactPath, const char *weightsPath) {
   // Every byte is validated before the driver is even loaded: a corrupt
-  // artifact (or weights file) never reaches the GPU.
+  // artifact (or weights file) never reaches the GPU. Bytes the load owns
+  // (a file it read) become the engine's without a copy.
   std::string error;
-  if (!cgc::format::parseArtifact(data, size, e->artifact, error))
+  if (!(owned ? cgc::format::parseArtifact(std::move(*owned), e->artifact, error)
+              : cgc::format::parseArtifact(data, size, e->artifact, error)))
     return fail(CGC_ERROR_INVALID_ARTIFACT, error);
   cgc::format::MappedWeights weights;
   if (cgc_status s =
@@ -264,17 +266,18 @@ cgc_status loadEngine(std::unique_ptr<cgc_engine_s> &e, const uint8_t *data,
   return uploadState(*e, weights);
 }
 
-/// cgc_engine_load_memory, knowing where the artifact or its weights are.
+/// cgc_engine_load_memory, knowing where the artifact or its weights are;
+/// \p owned, when given, holds the bytes and is taken (no copy).
 cgc_status loadFromMemory(const void *data, size_t size, int device,
                           const char *artifactPath, const char *weightsPath,
-                          cgc_engine *engine) {
+                          cgc_engine *engine, std::vector<uint8_t> *owned = nullptr) {
   if (!engine || (!data && size))
     return fail(CGC_ERROR_INVALID_ARGUMENT, "null argument");
   *engine = nullptr;
   try {
     auto e = std::make_unique<cgc_engine_s>();
     if (cgc_status s = loadEngine(e, static_cast<const uint8_t *>(data), size,
-                                  device, artifactPath, weightsPath))
+                                  owned, device, artifactPath, weightsPath))
       return s;
     *engine = e.release();
     return CGC_OK;
@@ -372,7 +375,7 @@ cgc_status cgc_engine_load_file(const char *path, int device,
     return fail(CGC_ERROR_OUT_OF_MEMORY, "out of host memory");
   }
   cgc_status s = loadFromMemory(bytes.data(), bytes.size(), device, path,
-                                nullptr, engine);
+                                nullptr, engine, &bytes);
   if (s == CGC_ERROR_INVALID_ARTIFACT)
     fail(s, std::string(path) + ": " + cgc_last_error());
   return s;
