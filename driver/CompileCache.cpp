@@ -7,6 +7,13 @@
 // artifact, which is not cached anyway), and artifactOptionsText. Entry:
 // <dir>/<key>.cgc, its modification time its last use.
 //
+// The weights' hash is memoized: <dir>/weights/<SHA-256 of the absolute
+// path>.txt holds the file's device, inode, size, modification and change
+// times (ns) and its hash, written only when the file last changed two
+// seconds or more before it was hashed; a later compile reads the hash
+// when all five are unchanged (the change time cannot be set by a user
+// and moves with any write) instead of reading the file.
+//
 //===----------------------------------------------------------------------===//
 #include "driver/CompileCache.h"
 
@@ -14,6 +21,7 @@
 #include "driver/Compiler.h"
 #include "format/ArtifactFormat.h"
 #include "format/CacheFolder.h"
+#include "format/FileIO.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FileSystem.h"
@@ -25,6 +33,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <ctime>
 #include <fcntl.h>
 #include <sys/stat.h>
 
@@ -79,8 +88,61 @@ static bool identityOf(const llvm::Twine &path, std::string &out, std::string &e
   return true;
 }
 
+/// "dev ino size mtime ctime" of \p st (nanoseconds): what changes when a
+/// file's bytes may have.
+static std::string statIdentity(const struct stat &st) {
+  auto ns = [](const struct timespec &t) {
+    return std::to_string(int64_t(t.tv_sec) * 1000000000 + t.tv_nsec);
+  };
+  return std::to_string(st.st_dev) + " " + std::to_string(st.st_ino) + " " +
+         std::to_string(st.st_size) + " " + ns(st.st_mtim) + " " + ns(st.st_ctim);
+}
+
+std::string CompileCache::weightsDigest(llvm::StringRef weightsPath,
+                                        std::string &error) const {
+  llvm::SmallString<256> absolute(weightsPath);
+  fs::make_absolute(absolute);
+  struct stat st;
+  if (::stat(absolute.c_str(), &st) != 0) {
+    error = "cannot stat " + weightsPath.str();
+    return "";
+  }
+  // The memo: the digest stored for the file's absolute path, valid while
+  // its identity is unchanged.
+  llvm::SHA256 name;
+  name.update(absolute.str());
+  std::string folder = dir + "/weights", why;
+  std::string memo = folder + "/" + llvm::toHex(name.final(), true) + ".txt";
+  std::string identity = "v1 " + statIdentity(st) + " ";
+  if (auto known = llvm::MemoryBuffer::getFile(memo)) {
+    llvm::StringRef text = (*known)->getBuffer();
+    if (format::isPrivateFolder(folder, why) && text.startswith(identity) &&
+        text.endswith("\n"))
+      return text.drop_front(identity.size()).drop_back().str();
+  }
+  auto w = llvm::MemoryBuffer::getFile(weightsPath);
+  if (!w) {
+    error = "cannot read " + weightsPath.str() + ": " + w.getError().message();
+    return "";
+  }
+  std::string digest = std::to_string(llvm::xxHash64((*w)->getBuffer()));
+  // Remembered only for a file last changed two seconds or more ago: a
+  // write within the file system's timestamp granularity of the hashing
+  // could leave the identity unchanged.
+  struct timespec now;
+  ::clock_gettime(CLOCK_REALTIME, &now);
+  time_t changed = std::max(st.st_mtim.tv_sec, st.st_ctim.tv_sec);
+  if (enabled() && now.tv_sec - changed >= 2 &&
+      format::ensurePrivateFolder(folder, why)) {
+    std::string line = identity + digest + "\n", ignored;
+    format::writeFileReplacing(memo, line.data(), line.size(), /*overwrite=*/true,
+                               ignored);
+  }
+  return digest;
+}
+
 std::string CompileCache::keyOf(llvm::StringRef irPath, llvm::StringRef weightsPath,
-                                const CompileOptions &options, std::string &error) {
+                                const CompileOptions &options, std::string &error) const {
   llvm::SHA256 hash;
   hash.update("cgc-cache 1\n");
   hash.update(kCompilerVersion);
@@ -102,12 +164,10 @@ std::string CompileCache::keyOf(llvm::StringRef irPath, llvm::StringRef weightsP
       return "";
     }
     if (size <= kHashedWeightsLimit) {
-      auto w = llvm::MemoryBuffer::getFile(weightsPath);
-      if (!w) {
-        error = "cannot read " + weightsPath.str() + ": " + w.getError().message();
+      std::string digest = weightsDigest(weightsPath, error);
+      if (digest.empty())
         return "";
-      }
-      hash.update("\nweights " + std::to_string(llvm::xxHash64((*w)->getBuffer())) + "\n");
+      hash.update("\nweights " + digest + "\n");
     } else {
       llvm::SmallString<256> absolute(weightsPath);
       fs::make_absolute(absolute);

@@ -45,8 +45,8 @@ public:
 
   /// The key of compiling the IR file at \p irPath (its weights file, if
   /// any, at \p weightsPath) with \p options: a SHA-256, in hex.
-  static std::string keyOf(llvm::StringRef irPath, llvm::StringRef weightsPath,
-                           const CompileOptions &options, std::string &error);
+  std::string keyOf(llvm::StringRef irPath, llvm::StringRef weightsPath,
+                    const CompileOptions &options, std::string &error) const;
 
   /// The path of the artifact stored under \p key, its checksum verified
   /// (and its last use now), or "" when there is none. A corrupt entry is
@@ -78,6 +78,8 @@ public:
 
 private:
   std::string pathOf(const std::string &key) const;
+  /// The weights file's xxHash64 (decimal), memoized by its identity.
+  std::string weightsDigest(llvm::StringRef weightsPath, std::string &error) const;
   /// Removes the entry \p key (with the call signature cgc.compile keeps
   /// beside it, `<key>.sig`); whether the artifact was removed.
   bool remove(const std::string &key) const;

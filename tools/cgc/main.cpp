@@ -283,7 +283,7 @@ static int compile(Graph &graph, llvm::StringRef modelPath,
   CompileCache cache = cacheFor(options);
   std::string key, note, error;
   if (cache.enabled())
-    key = CompileCache::keyOf(modelPath, weightsPathOf(graph, modelPath), options, error);
+    key = cache.keyOf(modelPath, weightsPathOf(graph, modelPath), options, error);
   if (!key.empty()) {
     std::string entry = cache.lookup(key, note);
     if (!note.empty())
