@@ -534,6 +534,8 @@ def main():
     ap.add_argument("--cgc", default="")
     ap.add_argument("--steps", type=int, default=50)
     ap.add_argument("--only", default="", help="run the checks whose name has this text")
+    ap.add_argument("--shard", default="0/1", metavar="I/N",
+                    help="run every Nth check from the Ith (0-based): N processes share a GPU")
     args = ap.parse_args()
     torch = cuda_torch()
     if torch is None:
@@ -543,27 +545,24 @@ def main():
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False  # PyTorch's convolutions in f32, as cgc's
     import cgc
-    ok = True
-    for spec in models(torch):
-        if args.only in spec[0]:
-            ok &= check_model(torch, cgc, spec, args.steps, print)
-    if args.only in "resnet18":
-        ok &= check_resnet(torch, cgc, 10, print)
-    if args.only in "accumulate clip skip":
-        ok &= check_control(torch, cgc, print)
-    if args.only in "autocast bf16":
-        ok &= check_autocast(torch, cgc, 20, print, torch.bfloat16)
-    if args.only in "autocast f16":
-        ok &= check_autocast(torch, cgc, 20, print, torch.float16)
-    if args.only in "bf16 parameters":
-        ok &= check_half_parameters(torch, cgc, 20, print)
-    if args.only in "dropout and sync":
-        ok &= check_dropout_and_sync(torch, cgc, print)
-    for kind in ("linear", "cosine"):
-        if args.only in f"device {kind} schedule":
-            ok &= check_device_schedule(torch, cgc, kind, print)
     import train_gpu_hf  # Hugging Face models: small ones, full-size ones, autocast
-    ok &= train_gpu_hf.run(torch, cgc, args.only, print)
+    checks = [(lambda spec=spec: check_model(torch, cgc, spec, args.steps, print))
+              for spec in models(torch) if args.only in spec[0]]
+    named = [("resnet18", lambda: check_resnet(torch, cgc, 10, print)),
+             ("accumulate clip skip", lambda: check_control(torch, cgc, print)),
+             ("autocast bf16", lambda: check_autocast(torch, cgc, 20, print, torch.bfloat16)),
+             ("autocast f16", lambda: check_autocast(torch, cgc, 20, print, torch.float16)),
+             ("bf16 parameters", lambda: check_half_parameters(torch, cgc, 20, print)),
+             ("dropout and sync", lambda: check_dropout_and_sync(torch, cgc, print))]
+    named += [(f"device {kind} schedule",
+               lambda kind=kind: check_device_schedule(torch, cgc, kind, print))
+              for kind in ("linear", "cosine")]
+    checks += [check for name, check in named if args.only in name]
+    checks += train_gpu_hf.checks(torch, cgc, args.only, print)
+    index, count = (int(part) for part in args.shard.split("/"))
+    ok = True
+    for check in checks[index::count]:
+        ok &= check()
     print("train_gpu:", "PASS" if ok else "FAIL")
     return 0 if ok else 1
 

@@ -265,16 +265,15 @@ def check_autocast_hf(torch, cgc, spec, dtype, say, steps=20):
     return ok
 
 
-def run(torch, cgc, only, say):
-    ok = True
-    for spec in hf_models(torch):
-        if only in spec[0]:
-            ok &= check_hf(torch, cgc, spec, 20, say)
-    for spec in full_size_models(torch):
-        if only in spec[0]:
-            ok &= check_full_size(torch, cgc, spec, say)
-    for spec in hf_models(torch):
-        for dtype, label in ((torch.bfloat16, "bf16"), (torch.float16, "f16")):
-            if only in f"autocast {label} {spec[0]}":
-                ok &= check_autocast_hf(torch, cgc, spec, dtype, say)
-    return ok
+def checks(torch, cgc, only, say):
+    """The checks whose name holds `only`, each a callable returning whether
+    it passed: the small models, the full-size ones, then autocast."""
+    out = [(lambda spec=spec: check_hf(torch, cgc, spec, 20, say))
+           for spec in hf_models(torch) if only in spec[0]]
+    out += [(lambda spec=spec: check_full_size(torch, cgc, spec, say))
+            for spec in full_size_models(torch) if only in spec[0]]
+    out += [(lambda spec=spec, dtype=dtype: check_autocast_hf(torch, cgc, spec, dtype, say))
+            for spec in hf_models(torch)
+            for dtype, label in ((torch.bfloat16, "bf16"), (torch.float16, "f16"))
+            if only in f"autocast {label} {spec[0]}"]
+    return out
