@@ -32,10 +32,13 @@
 #include "llvm/Support/xxhash.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <ctime>
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 using namespace cgc;
 namespace fs = llvm::sys::fs;
@@ -98,42 +101,59 @@ static std::string statIdentity(const struct stat &st) {
          std::to_string(st.st_size) + " " + ns(st.st_mtim) + " " + ns(st.st_ctim);
 }
 
+/// \p t in nanoseconds.
+static int64_t nanoseconds(const struct timespec &t) {
+  return int64_t(t.tv_sec) * 1000000000 + t.tv_nsec;
+}
+
 std::string CompileCache::weightsDigest(llvm::StringRef weightsPath,
                                         std::string &error) const {
   llvm::SmallString<256> absolute(weightsPath);
   fs::make_absolute(absolute);
+  // The clock before the file is opened; the identity from the open file
+  // (an open revalidates what NFS caches), before and after hashing.
+  struct timespec before;
+  ::clock_gettime(CLOCK_REALTIME, &before);
+  int fd = ::open(absolute.c_str(), O_RDONLY | O_CLOEXEC);
   struct stat st;
-  if (::stat(absolute.c_str(), &st) != 0) {
-    error = "cannot stat " + weightsPath.str();
+  if (fd < 0 || ::fstat(fd, &st) != 0) {
+    error = "cannot read " + weightsPath.str() + ": " + std::strerror(errno);
+    if (fd >= 0)
+      ::close(fd);
     return "";
   }
-  // The memo: the digest stored for the file's absolute path, valid while
-  // its identity is unchanged.
+  std::string why;
+  bool memoized = enabled() && format::isPrivateFolder(dir, why);
   llvm::SHA256 name;
   name.update(absolute.str());
-  std::string folder = dir + "/weights", why;
-  std::string memo = folder + "/" + llvm::toHex(name.final(), true) + ".txt";
+  std::string memo = dir + "/weights/" + llvm::toHex(name.final(), true) + ".txt";
   std::string identity = "v1 " + statIdentity(st) + " ";
-  if (auto known = llvm::MemoryBuffer::getFile(memo)) {
-    llvm::StringRef text = (*known)->getBuffer();
-    if (format::isPrivateFolder(folder, why) && text.startswith(identity) &&
-        text.endswith("\n"))
-      return text.drop_front(identity.size()).drop_back().str();
-  }
-  auto w = llvm::MemoryBuffer::getFile(weightsPath);
-  if (!w) {
-    error = "cannot read " + weightsPath.str() + ": " + w.getError().message();
+  if (memoized)
+    if (auto known = llvm::MemoryBuffer::getFile(memo)) {
+      llvm::StringRef text = (*known)->getBuffer();
+      if (text.consume_front(identity) && text.consume_back("\n") && !text.empty() &&
+          text.find_first_not_of("0123456789") == llvm::StringRef::npos) {
+        ::close(fd);
+        return text.str();
+      }
+    }
+  auto bytes = llvm::MemoryBuffer::getOpenFile(fd, absolute, uint64_t(st.st_size),
+                                               /*RequiresNullTerminator=*/false);
+  struct stat after;
+  bool unchanged = ::fstat(fd, &after) == 0 && statIdentity(after) == statIdentity(st);
+  ::close(fd);
+  if (!bytes) {
+    error = "cannot read " + weightsPath.str() + ": " + bytes.getError().message();
     return "";
   }
-  std::string digest = std::to_string(llvm::xxHash64((*w)->getBuffer()));
-  // Remembered only for a file last changed two seconds or more ago: a
-  // write within the file system's timestamp granularity of the hashing
-  // could leave the identity unchanged.
-  struct timespec now;
-  ::clock_gettime(CLOCK_REALTIME, &now);
-  time_t changed = std::max(st.st_mtim.tv_sec, st.st_ctim.tv_sec);
-  if (enabled() && now.tv_sec - changed >= 2 &&
-      format::ensurePrivateFolder(folder, why)) {
+  std::string digest = std::to_string(llvm::xxHash64((*bytes)->getBuffer()));
+  // Remembered only for a file that did not change while it was hashed and
+  // had last changed two seconds or more before it was opened: a write
+  // within the file system's timestamp granularity could leave the
+  // identity as it was.
+  int64_t changed = std::max(nanoseconds(st.st_mtim), nanoseconds(st.st_ctim));
+  if (memoized && unchanged && nanoseconds(before) - changed >= 2000000000 &&
+      format::ensurePrivateFolder(dir + "/weights", why)) {
     std::string line = identity + digest + "\n", ignored;
     format::writeFileReplacing(memo, line.data(), line.size(), /*overwrite=*/true,
                                ignored);
@@ -184,14 +204,15 @@ std::string CompileCache::pathOf(const std::string &key) const {
   return dir + "/" + key + ".cgc";
 }
 
-std::string CompileCache::lookup(const std::string &key, std::string &note) const {
+std::unique_ptr<llvm::MemoryBuffer> CompileCache::lookup(const std::string &key,
+                                                         std::string &note) const {
   std::string path = pathOf(key), why;
   if (!format::isPrivateFolder(dir, why))
-    return ""; // missing (store creates it) or not private (store says so)
+    return nullptr; // missing (store creates it) or not private (store says so)
   auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
                                             /*RequiresNullTerminator=*/false);
   if (!buffer)
-    return "";
+    return nullptr;
   const auto *data = reinterpret_cast<const uint8_t *>((*buffer)->getBufferStart());
   format::Manifest manifest;
   std::string error;
@@ -199,10 +220,10 @@ std::string CompileCache::lookup(const std::string &key, std::string &note) cons
     note = "the compile cache's entry " + path + " is corrupt (" + error +
            "); removed, compiling again";
     fs::remove(path);
-    return "";
+    return nullptr;
   }
   ::utimensat(AT_FDCWD, path.c_str(), nullptr, 0); // Its last use: now.
-  return path;
+  return std::move(*buffer);
 }
 
 bool CompileCache::store(const std::string &key, llvm::ArrayRef<uint8_t> bytes,
@@ -238,20 +259,22 @@ bool CompileCache::store(const std::string &key, llvm::ArrayRef<uint8_t> bytes,
   return true;
 }
 
-std::vector<std::string> CompileCache::tuningFiles() const {
+std::vector<std::string> CompileCache::memoFiles(llvm::StringRef subfolder) const {
   std::vector<std::string> out;
   std::error_code ec;
-  for (fs::directory_iterator it(dir + "/tuning", ec), end; !ec && it != end;
-       it.increment(ec))
-    if (llvm::StringRef(it->path()).endswith(".txt"))
+  for (fs::directory_iterator it(dir + "/" + subfolder.str(), ec), end; !ec && it != end;
+       it.increment(ec)) {
+    llvm::StringRef name = llvm::sys::path::filename(it->path());
+    if (name.endswith(".txt") || name.contains(".txt.tmp-"))
       out.push_back(it->path());
+  }
   std::sort(out.begin(), out.end());
   return out;
 }
 
-size_t CompileCache::clearTuningMemory() const {
+size_t CompileCache::clearMemo(llvm::StringRef subfolder) const {
   size_t removed = 0;
-  for (const std::string &path : tuningFiles())
+  for (const std::string &path : memoFiles(subfolder))
     removed += !fs::remove(path);
   return removed;
 }

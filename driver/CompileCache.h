@@ -1,6 +1,6 @@
 //===- CompileCache.h - Artifacts kept across compiles ----------*- C++ -*-===//
 //
-// A second compile of an unchanged model costs a file copy: `cgc -o` looks
+// A second compile of an unchanged model costs a verified file copy: `cgc -o` looks
 // its artifact up by a key of everything that changes the artifact (the IR
 // file's bytes, its weights file, every option that reaches the artifact,
 // cgc's version and the compiler binary itself, so a development build
@@ -17,8 +17,10 @@
 
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/StringRef.h"
+#include "llvm/Support/MemoryBuffer.h"
 
 #include <chrono>
+#include <memory>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -48,10 +50,12 @@ public:
   std::string keyOf(llvm::StringRef irPath, llvm::StringRef weightsPath,
                     const CompileOptions &options, std::string &error) const;
 
-  /// The path of the artifact stored under \p key, its checksum verified
-  /// (and its last use now), or "" when there is none. A corrupt entry is
-  /// removed and \p note says so.
-  std::string lookup(const std::string &key, std::string &note) const;
+  /// The artifact stored under \p key (mapped, not copied), its checksum
+  /// verified (and its last use now), or null when there is none. A
+  /// corrupt entry is removed and \p note says so. The bytes stay valid if
+  /// another process removes the entry meanwhile.
+  std::unique_ptr<llvm::MemoryBuffer> lookup(const std::string &key,
+                                             std::string &note) const;
   /// Stores \p bytes under \p key (a temporary file renamed into place),
   /// then evicts the least recently used entries past the limit.
   bool store(const std::string &key, llvm::ArrayRef<uint8_t> bytes,
@@ -66,11 +70,13 @@ public:
   std::vector<Entry> entries() const;
   /// Removes every entry; the number removed.
   size_t clear() const;
-  /// The runtime's remembered tuning choices (runtime/src/TuningMemory.h):
-  /// one file per GPU model in the folder's tuning/.
-  std::vector<std::string> tuningFiles() const;
+  /// The files of the folder's \p subfolder: "tuning" (the runtime's
+  /// remembered tuning choices, runtime/src/TuningMemory.h: one file per GPU
+  /// model) or "weights" (the weights digests keyOf memoizes), temporary
+  /// files left by an interrupted write among them.
+  std::vector<std::string> memoFiles(llvm::StringRef subfolder) const;
   /// Removes them; the number removed.
-  size_t clearTuningMemory() const;
+  size_t clearMemo(llvm::StringRef subfolder) const;
   /// Removes the least recently used entries past the limit, the newest
   /// always kept (store does after writing; cgc.compile's own entries,
   /// which Python writes, through `cgc cache trim`).

@@ -161,34 +161,5 @@ bool writeFileReplacing(const std::string &path, const void *data,
   return replaceAtomically(resolved, data, size, error);
 }
 
-bool linkReplacing(const std::string &source, const std::string &path,
-                   std::string &error) {
-  std::string target = path;
-  struct stat st;
-  if (::stat(path.c_str(), &st) == 0) {
-    if (!S_ISREG(st.st_mode))
-      return fail(error, "'" + path + "' is " + kindOf(st.st_mode));
-    char resolved[PATH_MAX];
-    if (!::realpath(path.c_str(), resolved))
-      return fail(error, "cannot resolve '" + path + "': " + systemError());
-    target = resolved;
-  }
-  // A fresh name beside the target: mkstemp reserves it, the link takes it.
-  std::string tmp = target + ".tmp-XXXXXX";
-  int fd = ::mkstemp(&tmp[0]);
-  if (fd < 0)
-    return fail(error, "cannot create a file next to '" + path + "': " + systemError());
-  ::close(fd);
-  ::unlink(tmp.c_str());
-  if (::link(source.c_str(), tmp.c_str()) != 0)
-    return fail(error, "cannot link '" + source + "' beside '" + path + "': " + systemError());
-  if (::rename(tmp.c_str(), target.c_str()) != 0) {
-    std::string why = systemError();
-    ::unlink(tmp.c_str());
-    return fail(error, "cannot replace '" + path + "': " + why);
-  }
-  return true;
-}
-
 } // namespace format
 } // namespace cgc

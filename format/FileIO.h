@@ -42,15 +42,6 @@ bool readAt(int fd, uint64_t offset, void *data, size_t size);
 bool writeFileReplacing(const std::string &path, const void *data,
                         size_t size, bool overwrite, std::string &error);
 
-/// Makes \p path a hard link to the regular file \p source, replacing
-/// \p path atomically (a link made beside it, then a rename; a link to a
-/// regular file replaces the file it points to, as writeFileReplacing
-/// does). False, with \p path untouched, where no link can be made (another
-/// file system, a target that is no regular file, a file system without
-/// links): the caller then writes a copy.
-bool linkReplacing(const std::string &source, const std::string &path,
-                   std::string &error);
-
 } // namespace format
 } // namespace cgc
 

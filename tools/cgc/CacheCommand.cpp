@@ -37,7 +37,8 @@ int cgc::cgcCacheMain(int argc, char **argv) {
       total += e.bytes;
     llvm::outs() << "folder: " << cache.folder() << "\nentries: " << entries.size()
                  << "\nbytes: " << total << "\nlimit: " << cache.limit()
-                 << "\ntuning memory files: " << cache.tuningFiles().size() << "\n";
+                 << "\ntuning memory files: " << cache.memoFiles("tuning").size()
+                 << "\nweights digests: " << cache.memoFiles("weights").size() << "\n";
     return 0;
   }
   if (!std::strcmp(argv[1], "list")) {
@@ -49,9 +50,9 @@ int cgc::cgcCacheMain(int argc, char **argv) {
     cache.trim();
     return 0;
   }
-  size_t removed = cache.clear();
-  llvm::outs() << "cgc: removed " << removed << " entries and "
-               << cache.clearTuningMemory() << " tuning memory files from "
-               << cache.folder() << "\n";
+  size_t removed = cache.clear(), tuning = cache.clearMemo("tuning");
+  llvm::outs() << "cgc: removed " << removed << " entries, " << tuning
+               << " tuning memory files and " << cache.clearMemo("weights")
+               << " weights digests from " << cache.folder() << "\n";
   return 0;
 }

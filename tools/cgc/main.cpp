@@ -21,7 +21,6 @@
 #include "driver/CompileCache.h"
 #include "driver/Compiler.h"
 #include "format/ArtifactFormat.h"
-#include "format/FileIO.h"
 #include "format/WeightsFile.h"
 #include "ir/JsonReader.h"
 #include "ir/Printer.h"
@@ -257,27 +256,6 @@ static int writeArtifactFile(llvm::StringRef bytes, const CompileOptions &option
   return 0;
 }
 
-/// Writes the verified cache entry at \p entry as the output: a hard link
-/// where the output's file system allows one (no bytes copied: the entry is
-/// never written in place, and a hit verifies its checksum before use),
-/// else a copy.
-static int placeCachedArtifact(const std::string &entry, const CompileOptions &options) {
-  std::string error;
-  if (OutputFile != "-") {
-    PhaseTimer timer(options.times, "link " + OutputFile, options.progress);
-    if (format::linkReplacing(entry, OutputFile, error))
-      return 0;
-  }
-  auto buffer = llvm::MemoryBuffer::getFile(entry, /*IsText=*/false,
-                                            /*RequiresNullTerminator=*/false);
-  if (!buffer) {
-    llvm::errs() << "cgc: error: cannot read " << entry << ": "
-                 << buffer.getError().message() << "\n";
-    return 1;
-  }
-  return writeArtifactFile((*buffer)->getBuffer(), options);
-}
-
 static int compile(Graph &graph, llvm::StringRef modelPath,
                    const CompileOptions &options, DiagnosticEngine &diag) {
   CompileCache cache = cacheFor(options);
@@ -285,11 +263,11 @@ static int compile(Graph &graph, llvm::StringRef modelPath,
   if (cache.enabled())
     key = cache.keyOf(modelPath, weightsPathOf(graph, modelPath), options, error);
   if (!key.empty()) {
-    std::string entry = cache.lookup(key, note);
+    std::unique_ptr<llvm::MemoryBuffer> entry = cache.lookup(key, note);
     if (!note.empty())
       llvm::errs() << "cgc: note: " << note << "\n";
-    if (!entry.empty()) {
-      if (int status = placeCachedArtifact(entry, options))
+    if (entry) {
+      if (int status = writeArtifactFile(entry->getBuffer(), options))
         return status;
       if (!Quiet)
         llvm::errs() << "cgc: wrote " << OutputFile << " from the compile cache ("
