@@ -19,6 +19,7 @@
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/raw_ostream.h"
+#include <new>
 #include <cmath>
 #include <random>
 #include <set>
@@ -433,8 +434,9 @@ static bool gradCheck(const Graph &before, const Graph &after,
   return ok;
 }
 
-bool cgc::runInterpretMode(const Graph &graph, const Graph *reference,
-                           DiagnosticEngine &diag) {
+/// runInterpretMode's choice of mode.
+static bool runMode(const Graph &graph, const Graph *reference,
+                    DiagnosticEngine &diag) {
   if (GradCheck) {
     if (!reference)
       return fail(diag, "--gradcheck: no reference graph");
@@ -446,4 +448,22 @@ bool cgc::runInterpretMode(const Graph &graph, const Graph *reference,
     return checkEquivalence(*reference, graph, diag);
   }
   return interpret(graph, diag);
+}
+
+bool cgc::runInterpretMode(const Graph &graph, const Graph *reference,
+                           DiagnosticEngine &diag) {
+  // The interpreter holds every intermediate value in host memory: a model
+  // past what the process may allocate is an error, not an abort. (LLVM's
+  // InitLLVM installs a new-handler that aborts; while interpreting, a
+  // failed allocation throws std::bad_alloc instead.)
+  std::new_handler llvmHandler = std::set_new_handler(nullptr);
+  bool ok = false;
+  try {
+    ok = runMode(graph, reference, diag);
+  } catch (const std::bad_alloc &) {
+    ok = fail(diag, "the interpreter ran out of host memory (it keeps every "
+                    "intermediate value of the graph)");
+  }
+  std::set_new_handler(llvmHandler);
+  return ok;
 }
