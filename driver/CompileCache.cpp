@@ -9,8 +9,9 @@
 //
 // The weights' hash is memoized: <dir>/weights/<SHA-256 of the absolute
 // path>.txt holds the file's device, inode, size, modification and change
-// times (ns) and its hash, written only when the file last changed two
-// seconds or more before it was hashed; a later compile reads the hash
+// times (ns) and its hash, written only when the file did not change while
+// hashed and last changed two seconds or more before it was opened; a
+// later compile reads the hash
 // when all five are unchanged (the change time cannot be set by a user
 // and moves with any write) instead of reading the file.
 //
@@ -91,19 +92,17 @@ static bool identityOf(const llvm::Twine &path, std::string &out, std::string &e
   return true;
 }
 
-/// "dev ino size mtime ctime" of \p st (nanoseconds): what changes when a
-/// file's bytes may have.
-static std::string statIdentity(const struct stat &st) {
-  auto ns = [](const struct timespec &t) {
-    return std::to_string(int64_t(t.tv_sec) * 1000000000 + t.tv_nsec);
-  };
-  return std::to_string(st.st_dev) + " " + std::to_string(st.st_ino) + " " +
-         std::to_string(st.st_size) + " " + ns(st.st_mtim) + " " + ns(st.st_ctim);
-}
-
 /// \p t in nanoseconds.
 static int64_t nanoseconds(const struct timespec &t) {
   return int64_t(t.tv_sec) * 1000000000 + t.tv_nsec;
+}
+
+/// "dev ino size mtime ctime" of \p st (nanoseconds): what changes when a
+/// file's bytes may have.
+static std::string statIdentity(const struct stat &st) {
+  return std::to_string(st.st_dev) + " " + std::to_string(st.st_ino) + " " +
+         std::to_string(st.st_size) + " " + std::to_string(nanoseconds(st.st_mtim)) +
+         " " + std::to_string(nanoseconds(st.st_ctim));
 }
 
 std::string CompileCache::weightsDigest(llvm::StringRef weightsPath,
